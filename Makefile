@@ -1,0 +1,40 @@
+# The two commands a newcomer needs: `make run` and `make test`.
+CARGO ?= cargo
+
+.PHONY: run test deps fmt fmt-check lint doc unit abi bench clean
+
+## run: the main job (for now: the /dev/kfd ABI table that kfd-sys spells)
+run:
+	$(CARGO) run --release -q -p kfd-cli -- abi
+
+## test: everything — deps, format, clippy, docs, unit and integration tests, the header check
+test: deps fmt-check lint doc unit abi
+	@echo "make test: all green"
+
+deps:
+	./scripts/ensure-deps.sh
+
+fmt:
+	$(CARGO) fmt --all
+
+fmt-check:
+	$(CARGO) fmt --all -- --check
+
+lint:
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+doc:
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --quiet
+
+unit:
+	$(CARGO) test --workspace -- --skip system_headers_match_kfd_sys
+
+# The layout test against the system's linux/kfd_ioctl.h, run on its own so it prints counts.
+abi:
+	$(CARGO) test -p kfd-sys --test system_header -- --nocapture
+
+bench:
+	$(CARGO) bench --workspace
+
+clean:
+	$(CARGO) clean

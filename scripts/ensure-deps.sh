@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs what `make test` needs on a fresh Debian machine, and fails loudly if it cannot.
+# Skips the install when everything is present. Run as root to let it use apt-get.
+set -euo pipefail
+
+# Debian packages and, for each, a file that proves it is installed.
+declare -A need=(
+  [gcc]=/usr/bin/gcc
+  [libc6-dev]=/usr/include/stdio.h
+  [linux-libc-dev]=/usr/include/linux/kfd_ioctl.h
+  [make]=/usr/bin/make
+)
+
+missing=()
+for pkg in "${!need[@]}"; do
+  [ -e "${need[$pkg]}" ] || missing+=("$pkg")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "ensure-deps: installing ${missing[*]}"
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "ensure-deps: missing ${missing[*]} and not root; install them with apt-get" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+for pkg in "${!need[@]}"; do
+  if [ ! -e "${need[$pkg]}" ]; then
+    echo "ensure-deps: ${need[$pkg]} is still missing after installing $pkg" >&2
+    exit 1
+  fi
+done
+
+for tool in cargo rustc; do
+  command -v "$tool" >/dev/null || { echo "ensure-deps: $tool not found; install Rust with rustup" >&2; exit 1; }
+done
+cargo fmt --version >/dev/null 2>&1 || { echo "ensure-deps: rustfmt missing: rustup component add rustfmt" >&2; exit 1; }
+cargo clippy --version >/dev/null 2>&1 || { echo "ensure-deps: clippy missing: rustup component add clippy" >&2; exit 1; }
+echo "ensure-deps: ok"

@@ -1,8 +1,16 @@
 //! # kfd-model — amdkfd and the GPU, in user space
 //!
-//! This crate will hold a model of the amdkfd kernel driver (chardev, process, pqm, dqm,
-//! packet manager, kernel queue, events, topology) and of the hardware it drives (HWS
-//! scheduler firmware, CP/MEC, SDMA engines, interrupt ring, GPU VM, doorbells), so that the
-//! whole stack runs and is tested without an AMD GPU. It decodes ioctl argument bytes with
-//! `kfd-sys` exactly as the kernel would. Filled by issues #5 and #6.
-#![forbid(unsafe_code)]
+//! A model of the amdkfd kernel driver and of the hardware it drives, so that the whole stack
+//! runs and is tested without an AMD GPU, and so that a learner can watch a request travel from
+//! ioctl to runlist to hardware queue. Its modules carry the kernel's names.
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod config;
+pub mod errno;
+pub mod events;
+pub mod hw;
+pub mod topology;
+pub mod user;
+
+pub use config::{KernelVersion, ModelConfig, Preset, SchedPolicy};
+pub use errno::{Errno, KResult};

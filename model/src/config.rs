@@ -1,0 +1,185 @@
+//! How a model instance is set up: which GPUs, which kernel behaviour, which scheduler policy.
+
+use core::fmt;
+use core::str::FromStr;
+use std::time::Duration;
+
+/// A modelled GPU part. Each preset fixes the topology (CUs, queues, engines, memory) and the
+/// generation-dependent behaviour of the driver (MQD layout, runlist packet forms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Preset {
+    /// Vega 10 (Radeon Instinct MI25): GC 9.0.1, 64 CUs, 24 HQDs, SDMA 4.0 with 2 queues/engine.
+    Gfx900,
+    /// Aldebaran (Instinct MI210): GC 9.4.2, 104 CUs, the 21-dword MAP_PROCESS, VMIDs 3–15.
+    Gfx90a,
+    /// Aqua Vanjaram (Instinct MI300X): GC 9.4.3, 304 CUs over 8 XCCs.
+    Gfx942,
+    /// Navi 21 (Radeon RX 6900 XT): GC 10.3.0, 80 CUs in wave32, only 8 HQDs for KFD.
+    Gfx1030,
+}
+
+impl Preset {
+    /// Every preset.
+    pub const ALL: [Preset; 4] = [Preset::Gfx900, Preset::Gfx90a, Preset::Gfx942, Preset::Gfx1030];
+
+    /// The gfx name (`gfx900`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Gfx900 => "gfx900",
+            Preset::Gfx90a => "gfx90a",
+            Preset::Gfx942 => "gfx942",
+            Preset::Gfx1030 => "gfx1030",
+        }
+    }
+
+    /// The graphics/compute IP version (GC major, minor, stepping).
+    pub fn gc_version(self) -> (u32, u32, u32) {
+        match self {
+            Preset::Gfx900 => (9, 0, 1),
+            Preset::Gfx90a => (9, 4, 2),
+            Preset::Gfx942 => (9, 4, 3),
+            Preset::Gfx1030 => (10, 3, 0),
+        }
+    }
+
+    /// The SDMA IP version.
+    pub fn sdma_version(self) -> (u32, u32, u32) {
+        match self {
+            Preset::Gfx900 => (4, 0, 0),
+            Preset::Gfx90a => (4, 4, 0),
+            Preset::Gfx942 => (4, 4, 2),
+            Preset::Gfx1030 => (5, 2, 0),
+        }
+    }
+}
+
+impl fmt::Display for Preset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Preset {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Preset::ALL.into_iter().find(|p| p.name().eq_ignore_ascii_case(s.trim())).ok_or_else(|| {
+            format!("unknown GPU preset '{s}'; choose one of gfx900, gfx90a, gfx942, gfx1030")
+        })
+    }
+}
+
+/// Which kernel's behaviour the driver model follows where 6.1 and 6.12 differ (buffer
+/// validation on CREATE_QUEUE, MQD details, interface version).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum KernelVersion {
+    /// Linux 6.1 (Debian bookworm): interface 1.11, no user-buffer validation.
+    Linux6_1,
+    /// Linux 6.12: interface 1.17, user queue buffers validated against the GPU VM.
+    #[default]
+    Linux6_12,
+}
+
+impl KernelVersion {
+    /// The interface minor version `GET_VERSION` reports.
+    pub fn interface_minor(self) -> u32 {
+        match self {
+            KernelVersion::Linux6_1 => 11,
+            KernelVersion::Linux6_12 => 17,
+        }
+    }
+}
+
+/// `amdkfd.sched_policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum SchedPolicy {
+    /// 0: the hardware scheduler with oversubscription (runlist chaining).
+    #[default]
+    Hws,
+    /// 1: the hardware scheduler without oversubscription: creating a compute queue beyond the
+    /// VMIDs or HQDs fails with `EPERM`.
+    HwsNoOversubscription,
+}
+
+/// Everything a model instance is built from.
+#[derive(Debug, Clone)]
+pub struct ModelConfig {
+    /// The GPU part.
+    pub preset: Preset,
+    /// How many GPUs of that part (each a topology node after the CPU node).
+    pub gpus: u32,
+    /// Kernel behaviour to follow.
+    pub kernel: KernelVersion,
+    /// Scheduler policy.
+    pub sched_policy: SchedPolicy,
+    /// `amdkfd.queue_preemption_timeout_ms`: how long the driver waits for the preemption
+    /// fence before declaring the scheduler hung. The kernel default is 9 s; tests use less.
+    pub preemption_timeout: Duration,
+    /// `amdkfd.max_num_of_queues_per_device`.
+    pub max_queues_per_device: u32,
+    /// `amdkfd.hws_max_conc_proc` (`None`: as many as KFD has VMIDs).
+    pub hws_max_conc_proc: Option<u32>,
+    /// `amdgpu.cwsr_enable`.
+    pub cwsr_enable: bool,
+}
+
+impl ModelConfig {
+    /// One GPU of `preset` with the kernel's default module parameters, following Linux 6.12.
+    pub fn new(preset: Preset) -> Self {
+        ModelConfig {
+            preset,
+            gpus: 1,
+            kernel: KernelVersion::default(),
+            sched_policy: SchedPolicy::default(),
+            preemption_timeout: Duration::from_millis(9000),
+            max_queues_per_device: 4096,
+            hws_max_conc_proc: None,
+            cwsr_enable: true,
+        }
+    }
+
+    /// The same with `gpus` GPUs.
+    pub fn with_gpus(mut self, gpus: u32) -> Self {
+        self.gpus = gpus;
+        self
+    }
+
+    /// The same following another kernel.
+    pub fn with_kernel(mut self, kernel: KernelVersion) -> Self {
+        self.kernel = kernel;
+        self
+    }
+
+    /// The same with another scheduler policy.
+    pub fn with_sched_policy(mut self, policy: SchedPolicy) -> Self {
+        self.sched_policy = policy;
+        self
+    }
+
+    /// The same with another preemption timeout.
+    pub fn with_preemption_timeout(mut self, timeout: Duration) -> Self {
+        self.preemption_timeout = timeout;
+        self
+    }
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        ModelConfig::new(Preset::Gfx900)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_parse_by_name() {
+        for p in Preset::ALL {
+            assert_eq!(p.name().parse::<Preset>(), Ok(p));
+        }
+        assert_eq!("GFX90A".parse::<Preset>(), Ok(Preset::Gfx90a));
+        let err = "gfx1100".parse::<Preset>().unwrap_err();
+        assert!(err.contains("gfx900, gfx90a, gfx942, gfx1030"), "{err}");
+    }
+}

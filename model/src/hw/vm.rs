@@ -1,0 +1,348 @@
+//! The GPU virtual memory of one process on one GPU: which ranges are mapped and to what.
+//!
+//! GPU VA = CPU VA (shared virtual memory). A range maps either device memory (VRAM, GTT,
+//! doorbell and MMIO pages: a [`DeviceMemory`] at some offset) or user memory (`USERPTR`: the
+//! same address in this process, checked mapped when registered). Every engine access goes
+//! through [`GpuVm::read`] / [`GpuVm::write`] and friends; an access outside the mappings is a
+//! [`VmFault`], which the hardware model turns into a memory-exception event — never a fault of
+//! the host process.
+
+use crate::hw::mem::DeviceMemory;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// What a range is backed by.
+#[derive(Debug, Clone)]
+pub enum Backing {
+    /// Device memory, starting at `offset` inside it.
+    Device {
+        /// The memory.
+        mem: Arc<DeviceMemory>,
+        /// Byte offset of the range's first byte.
+        offset: usize,
+    },
+    /// User memory at the same address (USERPTR). Registration checked it was mapped
+    /// read-write; the client must keep it mapped while the GPU maps it (the kernel would
+    /// evict the queues on munmap; the model does not watch munmap).
+    User,
+}
+
+/// One mapped range.
+#[derive(Debug, Clone)]
+pub struct VmMapping {
+    /// First GPU VA.
+    pub va: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// What it maps.
+    pub backing: Backing,
+    /// GPU may write.
+    pub writable: bool,
+    /// Buffer handle that created the mapping (0 for driver-internal mappings).
+    pub handle: u64,
+}
+
+impl VmMapping {
+    fn end(&self) -> u64 {
+        self.va + self.len
+    }
+
+    /// Host address of GPU VA `va` (inside this mapping).
+    fn host(&self, va: u64) -> u64 {
+        let off = va - self.va;
+        match &self.backing {
+            Backing::Device { mem, offset } => mem.host_base() + *offset as u64 + off,
+            Backing::User => va,
+        }
+    }
+}
+
+/// A GPU page fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VmFault {
+    /// The first faulting address.
+    pub va: u64,
+    /// The access was a write.
+    pub write: bool,
+    /// `true`: nothing mapped there; `false`: mapped read-only and written.
+    pub not_present: bool,
+}
+
+impl std::fmt::Display for VmFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = if self.not_present { "not present" } else { "read-only" };
+        let rw = if self.write { "write" } else { "read" };
+        write!(f, "GPU VM fault: {rw} at {:#x} ({kind})", self.va)
+    }
+}
+
+/// Mappings of one process on one GPU.
+#[derive(Debug, Default)]
+pub struct GpuVm {
+    ranges: BTreeMap<u64, VmMapping>,
+}
+
+impl GpuVm {
+    /// An empty address space.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Maps a range. Overlapping an existing mapping is refused (`false`).
+    pub fn map(&mut self, mapping: VmMapping) -> bool {
+        let Some(end) = mapping.va.checked_add(mapping.len) else { return false };
+        if mapping.len == 0 || self.overlaps(mapping.va, end) {
+            return false;
+        }
+        self.ranges.insert(mapping.va, mapping);
+        true
+    }
+
+    fn overlaps(&self, va: u64, end: u64) -> bool {
+        self.ranges.range(..end).next_back().is_some_and(|(_, m)| m.end() > va)
+    }
+
+    /// Removes the mapping that starts at `va`.
+    pub fn unmap(&mut self, va: u64) -> Option<VmMapping> {
+        self.ranges.remove(&va)
+    }
+
+    /// Removes every mapping created by `handle`.
+    pub fn unmap_handle(&mut self, handle: u64) -> usize {
+        let before = self.ranges.len();
+        self.ranges.retain(|_, m| m.handle != handle);
+        before - self.ranges.len()
+    }
+
+    /// The mapping containing `va`.
+    pub fn lookup(&self, va: u64) -> Option<&VmMapping> {
+        self.ranges.range(..=va).next_back().map(|(_, m)| m).filter(|m| va < m.end())
+    }
+
+    /// Whether `[va, va+len)` is exactly one whole mapping (the 6.12 queue buffer rule).
+    pub fn is_exact_mapping(&self, va: u64, len: u64) -> bool {
+        self.ranges.get(&va).is_some_and(|m| m.len == len)
+    }
+
+    /// Number of mappings.
+    pub fn len(&self) -> usize {
+        self.ranges.len()
+    }
+
+    /// No mappings.
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
+    /// All mappings in address order.
+    pub fn mappings(&self) -> impl Iterator<Item = &VmMapping> {
+        self.ranges.values()
+    }
+
+    /// Splits `[va, va+len)` into host pieces, checking every byte is mapped (and writable if
+    /// `write`).
+    fn pieces(&self, va: u64, len: u64, write: bool) -> Result<Vec<(u64, u64)>, VmFault> {
+        let end = va.checked_add(len).ok_or(VmFault { va, write, not_present: true })?;
+        let mut out = Vec::new();
+        let mut cur = va;
+        while cur < end {
+            let m = self.lookup(cur).ok_or(VmFault { va: cur, write, not_present: true })?;
+            if write && !m.writable {
+                return Err(VmFault { va: cur, write, not_present: false });
+            }
+            let piece_end = end.min(m.end());
+            out.push((m.host(cur), piece_end - cur));
+            cur = piece_end;
+        }
+        Ok(out)
+    }
+
+    /// The host address of an aligned word, if the whole word is inside one mapping.
+    fn word(&self, va: u64, size: u64, write: bool) -> Result<u64, VmFault> {
+        let fault = VmFault { va, write, not_present: true };
+        let m = self.lookup(va).ok_or(fault)?;
+        if va % size != 0 || va + size > m.end() {
+            return Err(fault);
+        }
+        if write && !m.writable {
+            return Err(VmFault { not_present: false, ..fault });
+        }
+        Ok(m.host(va))
+    }
+
+    /// Copies GPU memory at `va` into `buf`.
+    pub fn read(&self, va: u64, buf: &mut [u8]) -> Result<(), VmFault> {
+        let mut done = 0usize;
+        for (host, n) in self.pieces(va, buf.len() as u64, false)? {
+            let n = n as usize;
+            // SAFETY: `host..host+n` lies inside a mapping of this VM: device memory kept alive
+            // by the Arc in the mapping, or user memory checked mapped at registration.
+            unsafe { std::ptr::copy(host as *const u8, buf[done..].as_mut_ptr(), n) };
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Copies `data` into GPU memory at `va`.
+    pub fn write(&self, va: u64, data: &[u8]) -> Result<(), VmFault> {
+        let mut done = 0usize;
+        for (host, n) in self.pieces(va, data.len() as u64, true)? {
+            let n = n as usize;
+            // SAFETY: as in `read`, and the mapping is writable.
+            unsafe { std::ptr::copy(data[done..].as_ptr(), host as *mut u8, n) };
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Copies `len` bytes from `src` to `dst`, both GPU addresses (SDMA, CP DMA).
+    pub fn copy(&self, dst: u64, src: u64, len: u64) -> Result<(), VmFault> {
+        let srcs = self.pieces(src, len, false)?;
+        let dsts = self.pieces(dst, len, true)?;
+        let (mut si, mut di, mut so, mut doff) = (0usize, 0usize, 0u64, 0u64);
+        while si < srcs.len() && di < dsts.len() {
+            let (sh, sl) = srcs[si];
+            let (dh, dl) = dsts[di];
+            let n = (sl - so).min(dl - doff);
+            // SAFETY: both pieces were validated above; `copy` tolerates overlap.
+            unsafe { std::ptr::copy((sh + so) as *const u8, (dh + doff) as *mut u8, n as usize) };
+            so += n;
+            doff += n;
+            if so == sl {
+                si += 1;
+                so = 0;
+            }
+            if doff == dl {
+                di += 1;
+                doff = 0;
+            }
+        }
+        Ok(())
+    }
+
+    /// Fills `len` bytes at `va` with the repeated 32-bit `value` (byte `len` need not be a
+    /// multiple of 4; the pattern is cut).
+    pub fn fill_u32(&self, va: u64, len: u64, value: u32) -> Result<(), VmFault> {
+        let pattern = value.to_le_bytes();
+        let mut pos = 0u64;
+        for (host, n) in self.pieces(va, len, true)? {
+            for i in 0..n {
+                let b = pattern[((pos + i) % 4) as usize];
+                // SAFETY: inside a validated writable piece.
+                unsafe { ((host + i) as *mut u8).write(b) };
+            }
+            pos += n;
+        }
+        Ok(())
+    }
+
+    /// Atomic 32-bit load of an aligned word.
+    pub fn load_u32(&self, va: u64) -> Result<u32, VmFault> {
+        let host = self.word(va, 4, false)?;
+        // SAFETY: aligned, inside a live mapping; device memory is only accessed atomically or by
+        // raw copies.
+        Ok(unsafe { AtomicU32::from_ptr(host as *mut u32) }.load(Ordering::Acquire))
+    }
+
+    /// Atomic 64-bit load of an aligned word.
+    pub fn load_u64(&self, va: u64) -> Result<u64, VmFault> {
+        let host = self.word(va, 8, false)?;
+        // SAFETY: as in `load_u32`.
+        Ok(unsafe { AtomicU64::from_ptr(host as *mut u64) }.load(Ordering::Acquire))
+    }
+
+    /// Atomic 32-bit store of an aligned word.
+    pub fn store_u32(&self, va: u64, value: u32) -> Result<(), VmFault> {
+        let host = self.word(va, 4, true)?;
+        // SAFETY: as in `load_u32`, and the mapping is writable.
+        unsafe { AtomicU32::from_ptr(host as *mut u32) }.store(value, Ordering::Release);
+        Ok(())
+    }
+
+    /// Atomic 64-bit store of an aligned word.
+    pub fn store_u64(&self, va: u64, value: u64) -> Result<(), VmFault> {
+        let host = self.word(va, 8, true)?;
+        // SAFETY: as in `store_u32`.
+        unsafe { AtomicU64::from_ptr(host as *mut u64) }.store(value, Ordering::Release);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dev(len: u64) -> Arc<DeviceMemory> {
+        Arc::new(DeviceMemory::new("vm-test", len).unwrap())
+    }
+
+    #[test]
+    fn accesses_are_checked_against_the_mappings() {
+        let mem = dev(8192);
+        let mut vm = GpuVm::new();
+        let base = 0x7000_0000_0000u64;
+        assert!(vm.map(VmMapping {
+            va: base,
+            len: 8192,
+            backing: Backing::Device { mem: mem.clone(), offset: 0 },
+            writable: true,
+            handle: 1
+        }));
+        assert!(!vm.map(VmMapping {
+            va: base + 4096,
+            len: 4096,
+            backing: Backing::Device { mem: mem.clone(), offset: 0 },
+            writable: true,
+            handle: 2
+        }));
+        vm.store_u64(base + 8, 0x1122_3344_5566_7788).unwrap();
+        assert_eq!(mem.load_u64(8), Some(0x1122_3344_5566_7788));
+        assert_eq!(vm.load_u32(base + 12).unwrap(), 0x1122_3344);
+        let f = vm.load_u32(base + 8192).unwrap_err();
+        assert_eq!(f, VmFault { va: base + 8192, write: false, not_present: true });
+        let f = vm.write(base + 8190, &[0; 4]).unwrap_err();
+        assert_eq!(f.va, base + 8192);
+        assert!(vm.is_exact_mapping(base, 8192));
+        assert!(!vm.is_exact_mapping(base, 4096));
+        assert_eq!(vm.unmap_handle(1), 1);
+        assert!(vm.load_u32(base).is_err());
+    }
+
+    #[test]
+    fn read_only_and_spanning_accesses() {
+        let a = dev(4096);
+        let b = dev(4096);
+        let mut vm = GpuVm::new();
+        let base = 0x10_0000u64;
+        vm.map(VmMapping { va: base, len: 4096, backing: Backing::Device { mem: a.clone(), offset: 0 }, writable: true, handle: 1 });
+        vm.map(VmMapping { va: base + 4096, len: 4096, backing: Backing::Device { mem: b.clone(), offset: 0 }, writable: false, handle: 2 });
+        // A write crossing into the read-only range faults at its first byte.
+        let f = vm.write(base + 4094, &[1, 2, 3, 4]).unwrap_err();
+        assert_eq!(f, VmFault { va: base + 4096, write: true, not_present: false });
+        b.write(0, &[9, 8, 7]).unwrap();
+        // A copy across the boundary reads both buffers.
+        a.write(4094, &[5, 6]).unwrap();
+        let mut buf = [0u8; 5];
+        vm.read(base + 4094, &mut buf).unwrap();
+        assert_eq!(buf, [5, 6, 9, 8, 7]);
+        vm.copy(base, base + 4094, 5).unwrap();
+        let mut back = [0u8; 5];
+        a.read(0, &mut back).unwrap();
+        assert_eq!(back, [5, 6, 9, 8, 7]);
+        vm.fill_u32(base + 16, 6, 0xAABB_CCDD).unwrap();
+        let mut filled = [0u8; 6];
+        a.read(16, &mut filled).unwrap();
+        assert_eq!(filled, [0xDD, 0xCC, 0xBB, 0xAA, 0xDD, 0xCC]);
+    }
+
+    #[test]
+    fn user_memory_maps_at_its_own_address() {
+        let mut host = vec![0u64; 512];
+        let va = host.as_mut_ptr() as u64;
+        let mut vm = GpuVm::new();
+        assert!(vm.map(VmMapping { va, len: 4096, backing: Backing::User, writable: true, handle: 3 }));
+        vm.store_u64(va + 16, 77).unwrap();
+        assert_eq!(host[2], 77);
+    }
+}

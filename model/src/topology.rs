@@ -1,0 +1,806 @@
+//! `kfd_topology`: the nodes the driver reports, built from a preset, and written out as a
+//! sysfs-format tree (`generation_id`, `system_properties`, `nodes/N/{gpu_id,name,properties,
+//! mem_banks,caches,io_links,p2p_links}`) exactly as C clients read it.
+//!
+//! Node 0 is the CPU; nodes 1.. are the GPUs. Every value is fixed per preset (no reading of
+//! the host), so the same preset always produces the same tree and the same `gpu_id`s.
+
+use crate::config::{ModelConfig, Preset};
+use kfd_sys::sysfs::{self, cache, io_link, mem_bank, node};
+use std::fmt::Write as _;
+use std::io;
+use std::path::Path;
+
+/// Sizes the driver derives from the topology and validates `CREATE_QUEUE` against
+/// (facts §9.9), published as node properties.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QueueSizes {
+    /// Control stack bytes a compute queue must pass (`ctl_stack_size`).
+    pub ctl_stack_size: u32,
+    /// Minimum CWSR area per XCC (`cwsr_size` = control stack + work-group data).
+    pub cwsr_size: u32,
+    /// Debugger area per XCC appended to the CWSR area.
+    pub debug_memory_size: u32,
+    /// Minimum EOP buffer.
+    pub eop_buffer_size: u32,
+}
+
+/// The `properties` of one node. Field names are the sysfs keys.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[allow(missing_docs)] // each field is the sysfs key of the same name, see kfd_sys::sysfs::node
+pub struct NodeProperties {
+    pub cpu_cores_count: u64,
+    pub simd_count: u64,
+    pub cpu_core_id_base: u64,
+    pub simd_id_base: u64,
+    pub max_waves_per_simd: u64,
+    pub lds_size_in_kb: u64,
+    pub gds_size_in_kb: u64,
+    pub num_gws: u64,
+    pub wave_front_size: u64,
+    pub array_count: u64,
+    pub simd_arrays_per_engine: u64,
+    pub cu_per_simd_array: u64,
+    pub simd_per_cu: u64,
+    pub max_slots_scratch_cu: u64,
+    pub gfx_target_version: u64,
+    pub vendor_id: u64,
+    pub device_id: u64,
+    pub location_id: u64,
+    pub domain: u64,
+    pub drm_render_minor: u64,
+    pub hive_id: u64,
+    pub num_sdma_engines: u64,
+    pub num_sdma_xgmi_engines: u64,
+    pub num_sdma_queues_per_engine: u64,
+    pub num_cp_queues: u64,
+    pub max_engine_clk_fcompute: u64,
+    pub local_mem_size: u64,
+    pub fw_version: u64,
+    pub capability: u64,
+    pub capability2: u64,
+    pub debug_prop: u64,
+    pub sdma_fw_version: u64,
+    pub unique_id: u64,
+    pub num_xcc: u64,
+    pub max_engine_clk_ccompute: u64,
+    pub ctl_stack_size: u64,
+    pub cwsr_size: u64,
+    pub eop_buffer_size: u64,
+}
+
+/// One memory bank of a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemBank {
+    /// `HSA_MEM_HEAP_TYPE_*`.
+    pub heap_type: u32,
+    /// Bytes.
+    pub size_in_bytes: u64,
+    /// `HSA_MEM_FLAGS_*`.
+    pub flags: u32,
+    /// Bus width in bits.
+    pub width: u32,
+    /// Peak clock, MHz.
+    pub mem_clk_max: u32,
+}
+
+/// One cache of a node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cache {
+    /// First processor (CU or core) id sharing the cache.
+    pub processor_id_low: u32,
+    /// Level.
+    pub level: u32,
+    /// Size in KiB.
+    pub size_kib: u32,
+    /// Line size in bytes.
+    pub cache_line_size: u32,
+    /// Lines per tag.
+    pub cache_lines_per_tag: u32,
+    /// Associativity.
+    pub association: u32,
+    /// Latency, ns.
+    pub latency: u32,
+    /// `HSA_CACHE_TYPE_*` bits.
+    pub cache_type: u32,
+    /// Processors sharing the cache, as the 0/1 list sysfs prints.
+    pub sibling_map: Vec<u8>,
+}
+
+/// One io link of a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IoLink {
+    /// `HSA_IOLINK_TYPE_*`.
+    pub link_type: u32,
+    /// Version major.
+    pub version_major: u32,
+    /// Version minor.
+    pub version_minor: u32,
+    /// Source node.
+    pub node_from: u32,
+    /// Destination node.
+    pub node_to: u32,
+    /// Relative distance.
+    pub weight: u32,
+    /// Minimum latency, ns.
+    pub min_latency: u32,
+    /// Maximum latency, ns.
+    pub max_latency: u32,
+    /// Minimum bandwidth, MB/s.
+    pub min_bandwidth: u32,
+    /// Maximum bandwidth, MB/s.
+    pub max_bandwidth: u32,
+    /// Recommended transfer size.
+    pub recommended_transfer_size: u32,
+    /// `HSA_IOLINK_FLAGS_*`.
+    pub flags: u32,
+}
+
+/// A topology node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    /// 0 for the CPU node.
+    pub gpu_id: u32,
+    /// Contents of the `name` file.
+    pub name: String,
+    /// Contents of `properties`.
+    pub properties: NodeProperties,
+    /// `mem_banks/M`.
+    pub mem_banks: Vec<MemBank>,
+    /// `caches/C`.
+    pub caches: Vec<Cache>,
+    /// `io_links/L`.
+    pub io_links: Vec<IoLink>,
+}
+
+impl Node {
+    /// Whether this is a GPU node.
+    pub fn is_gpu(&self) -> bool {
+        self.gpu_id != 0
+    }
+
+    /// Compute units of the node (SIMDs / SIMDs per CU).
+    pub fn cu_count(&self) -> u64 {
+        self.properties.simd_count.checked_div(self.properties.simd_per_cu).unwrap_or(0)
+    }
+
+    /// Local memory (the sum of the VRAM banks).
+    pub fn vram_size(&self) -> u64 {
+        self.mem_banks
+            .iter()
+            .filter(|b| b.heap_type != sysfs::HSA_MEM_HEAP_TYPE_SYSTEM)
+            .map(|b| b.size_in_bytes)
+            .sum()
+    }
+}
+
+/// The whole topology of a model instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Topology {
+    /// `generation_id`.
+    pub generation_id: u32,
+    /// `system_properties`: platform_oem, platform_id, platform_rev.
+    pub platform: (u64, u64, u64),
+    /// Node 0 (CPU) then the GPUs.
+    pub nodes: Vec<Node>,
+}
+
+/// The fixed description of one GPU part.
+struct PartSpec {
+    name: &'static str,
+    gfx_target_version: u64,
+    device_id: u64,
+    cus: u64,
+    simd_per_cu: u64,
+    array_count: u64,
+    simd_arrays_per_engine: u64,
+    cu_per_simd_array: u64,
+    max_waves_per_simd: u64,
+    wave_front_size: u64,
+    gds_kib: u64,
+    num_sdma_engines: u64,
+    num_sdma_xgmi_engines: u64,
+    num_sdma_queues_per_engine: u64,
+    num_cp_queues: u64,
+    num_xcc: u64,
+    clock_mhz: u64,
+    vram: u64,
+    vram_width: u32,
+    vram_clk: u32,
+    l2_kib: u32,
+    l3_kib: u32,
+    fw_version: u64,
+    sdma_fw_version: u64,
+    gpu_id_base: u32,
+    /// VGPR bytes per CU used in the work-group save area (facts §9.9).
+    vgpr_per_cu: u64,
+}
+
+fn part(preset: Preset) -> PartSpec {
+    const GIB: u64 = 1 << 30;
+    match preset {
+        Preset::Gfx900 => PartSpec {
+            name: "vega10",
+            gfx_target_version: 90000,
+            device_id: 0x6860,
+            cus: 64,
+            simd_per_cu: 4,
+            array_count: 4,
+            simd_arrays_per_engine: 1,
+            cu_per_simd_array: 16,
+            max_waves_per_simd: 10,
+            wave_front_size: 64,
+            gds_kib: 64,
+            num_sdma_engines: 2,
+            num_sdma_xgmi_engines: 0,
+            num_sdma_queues_per_engine: 2,
+            num_cp_queues: 24,
+            num_xcc: 1,
+            clock_mhz: 1500,
+            vram: 16 * GIB,
+            vram_width: 2048,
+            vram_clk: 945,
+            l2_kib: 4096,
+            l3_kib: 0,
+            fw_version: 446,
+            sdma_fw_version: 430,
+            gpu_id_base: 0x4f3a,
+            vgpr_per_cu: 0x40000,
+        },
+        Preset::Gfx90a => PartSpec {
+            name: "aldebaran",
+            gfx_target_version: 90010,
+            device_id: 0x740f,
+            cus: 104,
+            simd_per_cu: 4,
+            array_count: 8,
+            simd_arrays_per_engine: 1,
+            cu_per_simd_array: 14,
+            max_waves_per_simd: 8,
+            wave_front_size: 64,
+            gds_kib: 0,
+            num_sdma_engines: 2,
+            num_sdma_xgmi_engines: 3,
+            num_sdma_queues_per_engine: 8,
+            num_cp_queues: 24,
+            num_xcc: 1,
+            clock_mhz: 1700,
+            vram: 64 * GIB,
+            vram_width: 4096,
+            vram_clk: 1600,
+            l2_kib: 8192,
+            l3_kib: 0,
+            fw_version: 78,
+            sdma_fw_version: 8,
+            gpu_id_base: 0x8a1c,
+            vgpr_per_cu: 0x80000,
+        },
+        Preset::Gfx942 => PartSpec {
+            name: "aqua_vanjaram",
+            gfx_target_version: 90402,
+            device_id: 0x74a1,
+            cus: 304,
+            simd_per_cu: 4,
+            array_count: 32,
+            simd_arrays_per_engine: 1,
+            cu_per_simd_array: 10,
+            max_waves_per_simd: 8,
+            wave_front_size: 64,
+            gds_kib: 0,
+            num_sdma_engines: 2,
+            num_sdma_xgmi_engines: 14,
+            num_sdma_queues_per_engine: 8,
+            num_cp_queues: 24,
+            num_xcc: 8,
+            clock_mhz: 2100,
+            vram: 192 * GIB,
+            vram_width: 8192,
+            vram_clk: 1300,
+            l2_kib: 4096,
+            l3_kib: 262144,
+            fw_version: 177,
+            sdma_fw_version: 19,
+            gpu_id_base: 0xc2d5,
+            vgpr_per_cu: 0x80000,
+        },
+        Preset::Gfx1030 => PartSpec {
+            name: "sienna_cichlid",
+            gfx_target_version: 100300,
+            device_id: 0x73bf,
+            cus: 80,
+            simd_per_cu: 2,
+            array_count: 8,
+            simd_arrays_per_engine: 2,
+            cu_per_simd_array: 10,
+            max_waves_per_simd: 16,
+            wave_front_size: 32,
+            gds_kib: 0,
+            num_sdma_engines: 4,
+            num_sdma_xgmi_engines: 0,
+            num_sdma_queues_per_engine: 8,
+            num_cp_queues: 8,
+            num_xcc: 1,
+            clock_mhz: 2250,
+            vram: 16 * GIB,
+            vram_width: 256,
+            vram_clk: 1000,
+            l2_kib: 4096,
+            l3_kib: 131072,
+            fw_version: 115,
+            sdma_fw_version: 83,
+            gpu_id_base: 0x2b61,
+            vgpr_per_cu: 0x40000,
+        },
+    }
+}
+
+/// Facts §9.9, as `kfd_queue_ctx_save_restore_size` computes them.
+fn queue_sizes(spec: &PartSpec) -> QueueSizes {
+    fn align(v: u64, a: u64) -> u64 {
+        v.div_ceil(a) * a
+    }
+    let gfx10_plus = spec.gfx_target_version >= 100100;
+    let cu_num = spec.cus / spec.num_xcc.max(1);
+    let wave_num = if gfx10_plus {
+        cu_num * 32
+    } else {
+        let arrays = spec.array_count / spec.simd_arrays_per_engine.max(1);
+        (cu_num * 40).min(arrays * 512)
+    };
+    let per_wave = if gfx10_plus { 12 } else { 8 };
+    let mut ctl_stack = align(40 + wave_num * per_wave + 8, 4096);
+    if (100000..110000).contains(&spec.gfx_target_version) {
+        ctl_stack = ctl_stack.min(0x7000);
+    }
+    let wg_data = align(cu_num * (spec.vgpr_per_cu + 0x4000 + 0x10000 + 0x1000), 4096);
+    QueueSizes {
+        ctl_stack_size: ctl_stack as u32,
+        cwsr_size: (ctl_stack + wg_data) as u32,
+        debug_memory_size: align(wave_num * 32, 64) as u32,
+        eop_buffer_size: 4096,
+    }
+}
+
+/// `HSA_CAP_*` bits every modelled GPU reports.
+const GPU_CAPABILITY: u32 = (sysfs::HSA_CAP_DOORBELL_TYPE_2_0
+    << sysfs::HSA_CAP_DOORBELL_TYPE_TOTALBITS_SHIFT)
+    | sysfs::HSA_CAP_AQL_QUEUE_DOUBLE_MAP
+    | sysfs::HSA_CAP_TRAP_DEBUG_SUPPORT
+    | sysfs::HSA_CAP_TRAP_DEBUG_WAVE_LAUNCH_TRAP_OVERRIDE_SUPPORTED
+    | sysfs::HSA_CAP_TRAP_DEBUG_WAVE_LAUNCH_MODE_SUPPORTED
+    | sysfs::HSA_CAP_SVMAPI_SUPPORTED
+    | sysfs::HSA_CAP_TRAP_DEBUG_FIRMWARE_SUPPORTED;
+
+/// Cores, clock and memory of the modelled host CPU.
+const CPU_CORES: u64 = 16;
+const CPU_CLOCK_MHZ: u64 = 3000;
+const SYSTEM_MEMORY: u64 = 64 << 30;
+
+impl Topology {
+    /// The topology of `config`: a CPU node followed by `config.gpus` GPU nodes.
+    pub fn from_config(config: &ModelConfig) -> Topology {
+        let spec = part(config.preset);
+        let gpus = config.gpus as usize;
+        let mut nodes = Vec::with_capacity(gpus + 1);
+        nodes.push(cpu_node(gpus));
+        for index in 0..gpus {
+            nodes.push(gpu_node(&spec, index, gpus, config.preset));
+        }
+        Topology { generation_id: 1, platform: (0x414d44, 0x2020204d5359, 1), nodes }
+    }
+
+    /// The GPU nodes.
+    pub fn gpus(&self) -> impl Iterator<Item = &Node> {
+        self.nodes.iter().filter(|n| n.is_gpu())
+    }
+
+    /// The node of a GPU id.
+    pub fn gpu(&self, gpu_id: u32) -> Option<&Node> {
+        self.gpus().find(|n| n.gpu_id == gpu_id)
+    }
+
+    /// The queue sizes the driver validates against, for a GPU node.
+    pub fn queue_sizes(node: &Node) -> QueueSizes {
+        QueueSizes {
+            ctl_stack_size: node.properties.ctl_stack_size as u32,
+            cwsr_size: node.properties.cwsr_size as u32,
+            debug_memory_size: 0,
+            eop_buffer_size: node.properties.eop_buffer_size as u32,
+        }
+    }
+
+    /// Writes the tree under `root` (which becomes the `topology` directory), creating it.
+    pub fn write_sysfs(&self, root: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(root.join(sysfs::KFD_SYSFS_NODES))?;
+        std::fs::write(root.join(sysfs::KFD_SYSFS_GENERATION_ID), format!("{}\n", self.generation_id))?;
+        let (oem, id, rev) = self.platform;
+        let mut sys = String::new();
+        for (k, v) in sysfs::system::ALL.iter().zip([oem, id, rev]) {
+            let _ = writeln!(sys, "{k} {v}");
+        }
+        std::fs::write(root.join(sysfs::KFD_SYSFS_SYSTEM_PROPERTIES), sys)?;
+        for (i, n) in self.nodes.iter().enumerate() {
+            let dir = root.join(sysfs::KFD_SYSFS_NODES).join(i.to_string());
+            std::fs::create_dir_all(&dir)?;
+            std::fs::write(dir.join(sysfs::KFD_SYSFS_NODE_GPU_ID), format!("{}\n", n.gpu_id))?;
+            std::fs::write(dir.join(sysfs::KFD_SYSFS_NODE_NAME), format!("{}\n", n.name))?;
+            std::fs::write(dir.join(sysfs::KFD_SYSFS_PROPERTIES), n.properties_text())?;
+            write_entries(&dir.join(sysfs::KFD_SYSFS_MEM_BANKS), n.mem_banks.iter().map(MemBank::text))?;
+            write_entries(&dir.join(sysfs::KFD_SYSFS_CACHES), n.caches.iter().map(Cache::text))?;
+            write_entries(&dir.join(sysfs::KFD_SYSFS_IO_LINKS), n.io_links.iter().map(IoLink::text))?;
+            std::fs::create_dir_all(dir.join(sysfs::KFD_SYSFS_P2P_LINKS))?;
+        }
+        Ok(())
+    }
+}
+
+fn write_entries(dir: &Path, texts: impl Iterator<Item = String>) -> io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    for (i, text) in texts.enumerate() {
+        let entry = dir.join(i.to_string());
+        std::fs::create_dir_all(&entry)?;
+        std::fs::write(entry.join(sysfs::KFD_SYSFS_PROPERTIES), text)?;
+    }
+    Ok(())
+}
+
+fn lines(pairs: &[(&str, u64)]) -> String {
+    let mut s = String::new();
+    for (k, v) in pairs {
+        let _ = writeln!(s, "{k} {v}");
+    }
+    s
+}
+
+impl Node {
+    /// The `properties` file, one `key value` per line in the kernel's order.
+    pub fn properties_text(&self) -> String {
+        let p = &self.properties;
+        let mut pairs = vec![
+            (node::CPU_CORES_COUNT, p.cpu_cores_count),
+            (node::SIMD_COUNT, p.simd_count),
+            (node::MEM_BANKS_COUNT, self.mem_banks.len() as u64),
+            (node::CACHES_COUNT, self.caches.len() as u64),
+            (node::IO_LINKS_COUNT, self.io_links.len() as u64),
+            (node::P2P_LINKS_COUNT, 0),
+            (node::CPU_CORE_ID_BASE, p.cpu_core_id_base),
+            (node::SIMD_ID_BASE, p.simd_id_base),
+            (node::MAX_WAVES_PER_SIMD, p.max_waves_per_simd),
+            (node::LDS_SIZE_IN_KB, p.lds_size_in_kb),
+            (node::GDS_SIZE_IN_KB, p.gds_size_in_kb),
+            (node::NUM_GWS, p.num_gws),
+            (node::WAVE_FRONT_SIZE, p.wave_front_size),
+            (node::ARRAY_COUNT, p.array_count),
+            (node::SIMD_ARRAYS_PER_ENGINE, p.simd_arrays_per_engine),
+            (node::CU_PER_SIMD_ARRAY, p.cu_per_simd_array),
+            (node::SIMD_PER_CU, p.simd_per_cu),
+            (node::MAX_SLOTS_SCRATCH_CU, p.max_slots_scratch_cu),
+            (node::GFX_TARGET_VERSION, p.gfx_target_version),
+            (node::VENDOR_ID, p.vendor_id),
+            (node::DEVICE_ID, p.device_id),
+            (node::LOCATION_ID, p.location_id),
+            (node::DOMAIN, p.domain),
+            (node::DRM_RENDER_MINOR, p.drm_render_minor),
+            (node::HIVE_ID, p.hive_id),
+            (node::NUM_SDMA_ENGINES, p.num_sdma_engines),
+            (node::NUM_SDMA_XGMI_ENGINES, p.num_sdma_xgmi_engines),
+            (node::NUM_SDMA_QUEUES_PER_ENGINE, p.num_sdma_queues_per_engine),
+            (node::NUM_CP_QUEUES, p.num_cp_queues),
+        ];
+        if self.is_gpu() {
+            pairs.extend([
+                (node::MAX_ENGINE_CLK_FCOMPUTE, p.max_engine_clk_fcompute),
+                (node::LOCAL_MEM_SIZE, p.local_mem_size),
+                (node::FW_VERSION, p.fw_version),
+                (node::CAPABILITY, p.capability),
+                (node::CAPABILITY2, p.capability2),
+                (node::DEBUG_PROP, p.debug_prop),
+                (node::SDMA_FW_VERSION, p.sdma_fw_version),
+                (node::UNIQUE_ID, p.unique_id),
+                (node::NUM_XCC, p.num_xcc),
+            ]);
+        }
+        pairs.push((node::MAX_ENGINE_CLK_CCOMPUTE, p.max_engine_clk_ccompute));
+        if self.is_gpu() {
+            pairs.extend([
+                (node::CTL_STACK_SIZE, p.ctl_stack_size),
+                (node::CWSR_SIZE, p.cwsr_size),
+                (node::EOP_BUFFER_SIZE, p.eop_buffer_size),
+            ]);
+        }
+        lines(&pairs)
+    }
+}
+
+impl MemBank {
+    fn text(&self) -> String {
+        let v = [
+            u64::from(self.heap_type),
+            self.size_in_bytes,
+            u64::from(self.flags),
+            u64::from(self.width),
+            u64::from(self.mem_clk_max),
+        ];
+        lines(&mem_bank::ALL.iter().copied().zip(v).collect::<Vec<_>>())
+    }
+}
+
+impl Cache {
+    fn text(&self) -> String {
+        let v = [
+            self.processor_id_low,
+            self.level,
+            self.size_kib,
+            self.cache_line_size,
+            self.cache_lines_per_tag,
+            self.association,
+            self.latency,
+            self.cache_type,
+        ];
+        let mut s = lines(&cache::ALL[..8].iter().copied().zip(v.map(u64::from)).collect::<Vec<_>>());
+        let map: Vec<String> = self.sibling_map.iter().map(|b| b.to_string()).collect();
+        let _ = writeln!(s, "{} {}", cache::SIBLING_MAP, map.join(","));
+        s
+    }
+}
+
+impl IoLink {
+    fn text(&self) -> String {
+        let v = [
+            self.link_type,
+            self.version_major,
+            self.version_minor,
+            self.node_from,
+            self.node_to,
+            self.weight,
+            self.min_latency,
+            self.max_latency,
+            self.min_bandwidth,
+            self.max_bandwidth,
+            self.recommended_transfer_size,
+            self.flags,
+        ];
+        lines(&io_link::ALL.iter().copied().zip(v.map(u64::from)).collect::<Vec<_>>())
+    }
+}
+
+fn pcie_link(from: u32, to: u32) -> IoLink {
+    IoLink {
+        link_type: sysfs::HSA_IOLINK_TYPE_PCIEXPRESS,
+        version_major: 4,
+        version_minor: 0,
+        node_from: from,
+        node_to: to,
+        weight: 20,
+        min_latency: 0,
+        max_latency: 0,
+        min_bandwidth: 312,
+        max_bandwidth: 32000,
+        recommended_transfer_size: 0,
+        flags: sysfs::HSA_IOLINK_FLAGS_ENABLED,
+    }
+}
+
+fn cpu_node(gpus: usize) -> Node {
+    Node {
+        gpu_id: 0,
+        name: String::new(),
+        properties: NodeProperties {
+            cpu_cores_count: CPU_CORES,
+            max_engine_clk_ccompute: CPU_CLOCK_MHZ,
+            ..Default::default()
+        },
+        mem_banks: vec![MemBank {
+            heap_type: sysfs::HSA_MEM_HEAP_TYPE_SYSTEM,
+            size_in_bytes: SYSTEM_MEMORY,
+            flags: 0,
+            width: 64,
+            mem_clk_max: 3200,
+        }],
+        caches: vec![Cache {
+            processor_id_low: 0,
+            level: 3,
+            size_kib: 32768,
+            cache_line_size: 64,
+            cache_lines_per_tag: 1,
+            association: 16,
+            latency: 50,
+            cache_type: sysfs::HSA_CACHE_TYPE_DATA | sysfs::HSA_CACHE_TYPE_CPU,
+            sibling_map: vec![1; CPU_CORES as usize],
+        }],
+        io_links: (1..=gpus as u32).map(|g| pcie_link(0, g)).collect(),
+    }
+}
+
+fn gpu_node(spec: &PartSpec, index: usize, gpus: usize, preset: Preset) -> Node {
+    let node_id = index as u32 + 1;
+    let sizes = queue_sizes(spec);
+    let simd_count = spec.cus * spec.simd_per_cu;
+    let properties = NodeProperties {
+        simd_count,
+        simd_id_base: 0x8000_0000 + 0x1000 * index as u64,
+        max_waves_per_simd: spec.max_waves_per_simd,
+        lds_size_in_kb: 64,
+        gds_size_in_kb: spec.gds_kib,
+        num_gws: 64,
+        wave_front_size: spec.wave_front_size,
+        array_count: spec.array_count,
+        simd_arrays_per_engine: spec.simd_arrays_per_engine,
+        cu_per_simd_array: spec.cu_per_simd_array,
+        simd_per_cu: spec.simd_per_cu,
+        max_slots_scratch_cu: 32,
+        gfx_target_version: spec.gfx_target_version,
+        vendor_id: 0x1002,
+        device_id: spec.device_id,
+        location_id: (0x03 + index as u64) << 8,
+        domain: 0,
+        drm_render_minor: 128 + index as u64,
+        hive_id: if spec.num_sdma_xgmi_engines > 0 && gpus > 1 { 0x4b46_4400_0000_0001 } else { 0 },
+        num_sdma_engines: spec.num_sdma_engines,
+        num_sdma_xgmi_engines: spec.num_sdma_xgmi_engines,
+        num_sdma_queues_per_engine: spec.num_sdma_queues_per_engine,
+        num_cp_queues: spec.num_cp_queues,
+        max_engine_clk_fcompute: spec.clock_mhz,
+        local_mem_size: spec.vram,
+        fw_version: spec.fw_version,
+        capability: u64::from(GPU_CAPABILITY),
+        capability2: 0,
+        debug_prop: 0x400 | (6 << 4) | 6,
+        sdma_fw_version: spec.sdma_fw_version,
+        unique_id: 0x6b66_6452_5300_0000 | ((preset as u64) << 8) | index as u64,
+        num_xcc: spec.num_xcc,
+        max_engine_clk_ccompute: CPU_CLOCK_MHZ,
+        ctl_stack_size: u64::from(sizes.ctl_stack_size),
+        cwsr_size: u64::from(sizes.cwsr_size),
+        eop_buffer_size: u64::from(sizes.eop_buffer_size),
+        ..Default::default()
+    };
+    let hsacu = sysfs::HSA_CACHE_TYPE_DATA | sysfs::HSA_CACHE_TYPE_HSACU;
+    let mut caches = vec![
+        Cache {
+            processor_id_low: properties.simd_id_base as u32,
+            level: 1,
+            size_kib: 16,
+            cache_line_size: 64,
+            cache_lines_per_tag: 1,
+            association: 4,
+            latency: 120,
+            cache_type: hsacu,
+            sibling_map: vec![1; spec.cus as usize],
+        },
+        Cache {
+            processor_id_low: properties.simd_id_base as u32,
+            level: 2,
+            size_kib: spec.l2_kib,
+            cache_line_size: 128,
+            cache_lines_per_tag: 1,
+            association: 16,
+            latency: 500,
+            cache_type: hsacu,
+            sibling_map: vec![1; spec.cus as usize],
+        },
+    ];
+    if spec.l3_kib > 0 {
+        caches.push(Cache { level: 3, size_kib: spec.l3_kib, latency: 800, ..caches[1].clone() });
+    }
+    let mut io_links = vec![pcie_link(node_id, 0)];
+    if properties.hive_id != 0 {
+        for peer in (1..=gpus as u32).filter(|&p| p != node_id) {
+            io_links.push(IoLink {
+                link_type: sysfs::HSA_IOLINK_TYPE_XGMI,
+                weight: 15,
+                min_bandwidth: 50_000,
+                max_bandwidth: 50_000,
+                ..pcie_link(node_id, peer)
+            });
+        }
+    }
+    Node {
+        gpu_id: spec.gpu_id_base + index as u32,
+        name: spec.name.to_owned(),
+        properties,
+        mem_banks: vec![MemBank {
+            heap_type: sysfs::HSA_MEM_HEAP_TYPE_FB_PUBLIC,
+            size_in_bytes: spec.vram,
+            flags: 0,
+            width: spec.vram_width,
+            mem_clk_max: spec.vram_clk,
+        }],
+        caches,
+        io_links,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Vec<(String, u64)> {
+        text.lines()
+            .filter_map(|l| {
+                let (k, v) = l.split_once(' ')?;
+                Some((k.to_owned(), v.parse().ok()?))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn gpu_ids_are_stable_and_distinct() {
+        let a = Topology::from_config(&ModelConfig::new(Preset::Gfx900).with_gpus(2));
+        let b = Topology::from_config(&ModelConfig::new(Preset::Gfx900).with_gpus(2));
+        assert_eq!(a, b);
+        let ids: Vec<u32> = a.gpus().map(|n| n.gpu_id).collect();
+        assert_eq!(ids.len(), 2);
+        assert_ne!(ids[0], ids[1]);
+        assert!(ids.iter().all(|&id| id != 0 && id <= 0xFFFF), "gpu ids are 16-bit hashes");
+    }
+
+    #[test]
+    fn hqd_counts_follow_the_facts() {
+        let hqds = |p| Topology::from_config(&ModelConfig::new(p)).nodes[1].properties.num_cp_queues;
+        assert_eq!(hqds(Preset::Gfx900), 24);
+        assert_eq!(hqds(Preset::Gfx90a), 24);
+        assert_eq!(hqds(Preset::Gfx1030), 8);
+    }
+
+    /// Facts §9.9 worked by hand for the gfx900 preset (64 CUs, 4 arrays of 1 per engine):
+    /// wave_num = min(64×40, 4×512) = 2048; ctl = ALIGN(40 + 2048×8 + 8, 4K) = 0x5000;
+    /// wg = ALIGN(64 × (0x40000 + 0x4000 + 0x10000 + 0x1000), 4K) = 0x1540000.
+    #[test]
+    fn queue_sizes_follow_the_formulas() {
+        let t = Topology::from_config(&ModelConfig::new(Preset::Gfx900));
+        let p = &t.nodes[1].properties;
+        assert_eq!(p.ctl_stack_size, 0x5000);
+        assert_eq!(p.cwsr_size, 0x5000 + 0x154_0000);
+        assert_eq!(p.eop_buffer_size, 4096);
+        // gfx1030: 80 CUs, wave_num 2560, ctl = ALIGN(40 + 2560×12 + 8) = 0x8000 → capped 0x7000.
+        let t = Topology::from_config(&ModelConfig::new(Preset::Gfx1030));
+        assert_eq!(t.nodes[1].properties.ctl_stack_size, 0x7000);
+    }
+
+    #[test]
+    fn sysfs_tree_has_every_file_c_clients_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = ModelConfig::new(Preset::Gfx90a).with_gpus(2);
+        let t = Topology::from_config(&cfg);
+        t.write_sysfs(dir.path()).unwrap();
+        let root = dir.path();
+        assert_eq!(std::fs::read_to_string(root.join("generation_id")).unwrap(), "1\n");
+        let sys = parse(&std::fs::read_to_string(root.join("system_properties")).unwrap());
+        assert_eq!(sys.len(), 3);
+        for (i, n) in t.nodes.iter().enumerate() {
+            let nd = root.join("nodes").join(i.to_string());
+            let gpu_id: u32 = std::fs::read_to_string(nd.join("gpu_id")).unwrap().trim().parse().unwrap();
+            assert_eq!(gpu_id, n.gpu_id);
+            let props = parse(&std::fs::read_to_string(nd.join("properties")).unwrap());
+            let get = |k: &str| props.iter().find(|(key, _)| key == k).map(|(_, v)| *v);
+            assert_eq!(get("mem_banks_count"), Some(n.mem_banks.len() as u64));
+            assert_eq!(get("caches_count"), Some(n.caches.len() as u64));
+            assert_eq!(get("io_links_count"), Some(n.io_links.len() as u64));
+            for m in 0..n.mem_banks.len() {
+                let text = std::fs::read_to_string(nd.join(format!("mem_banks/{m}/properties"))).unwrap();
+                assert_eq!(parse(&text).len(), mem_bank::ALL.len());
+            }
+            for c in 0..n.caches.len() {
+                let text = std::fs::read_to_string(nd.join(format!("caches/{c}/properties"))).unwrap();
+                assert!(text.contains("sibling_map 1,1"));
+            }
+            if n.is_gpu() {
+                assert_eq!(get("gfx_target_version"), Some(90010));
+                assert_eq!(get("simd_count"), Some(416));
+                assert_eq!(get("drm_render_minor"), Some(127 + i as u64));
+                // ROCr requires one cache with the HSACU bit per GPU node.
+                assert!(n.caches.iter().any(|c| c.cache_type & sysfs::HSA_CACHE_TYPE_HSACU != 0));
+                // Two GPUs of an xGMI part: a PCIe link to the CPU and an xGMI link to the peer.
+                assert_eq!(n.io_links.len(), 2);
+                assert_eq!(n.io_links[1].link_type, sysfs::HSA_IOLINK_TYPE_XGMI);
+                for key in node::ALL {
+                    assert!(get(key).is_some(), "GPU node lacks {key}");
+                }
+            } else {
+                assert_eq!(get("cpu_cores_count"), Some(CPU_CORES));
+                assert_eq!(n.io_links.len(), 2);
+            }
+        }
+    }
+}

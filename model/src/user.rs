@@ -1,0 +1,142 @@
+//! User memory as the kernel sees it: `copy_from_user` / `copy_to_user`.
+//!
+//! ioctl arguments carry user pointers (the event array of `WAIT_EVENTS`, the GPU id array of
+//! `MAP_MEMORY_TO_GPU`, the CU mask …). The model runs in the address space of its client, so
+//! user memory is this process's memory; it is read and written with `process_vm_readv` /
+//! `process_vm_writev` on our own pid, which report an unmapped or protected address as
+//! `EFAULT` instead of faulting — exactly the kernel's contract.
+
+use crate::errno::{Errno, KResult};
+use kfd_sys::{FromBytes, Immutable, IntoBytes};
+use nix::sys::uio::{process_vm_readv, process_vm_writev, RemoteIoVec};
+use nix::unistd::Pid;
+use std::io::{IoSlice, IoSliceMut};
+
+/// Access to the calling process's memory.
+pub trait UserAccess: Send + Sync {
+    /// `copy_from_user`: fills `buf` from `addr`, or `EFAULT`.
+    fn read(&self, addr: u64, buf: &mut [u8]) -> KResult<()>;
+    /// `copy_to_user`: stores `data` at `addr`, or `EFAULT`.
+    fn write(&self, addr: u64, data: &[u8]) -> KResult<()>;
+}
+
+/// This process's own memory.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SelfProcess;
+
+fn remote(addr: u64, len: usize) -> KResult<RemoteIoVec> {
+    let base = usize::try_from(addr).map_err(|_| Errno::EFAULT)?;
+    base.checked_add(len).ok_or(Errno::EFAULT)?;
+    Ok(RemoteIoVec { base, len })
+}
+
+impl UserAccess for SelfProcess {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> KResult<()> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let len = buf.len();
+        let r = [remote(addr, len)?];
+        let mut l = [IoSliceMut::new(buf)];
+        match process_vm_readv(Pid::this(), &mut l, &r) {
+            Ok(n) if n == len => Ok(()),
+            _ => Err(Errno::EFAULT),
+        }
+    }
+
+    fn write(&self, addr: u64, data: &[u8]) -> KResult<()> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        let r = [remote(addr, data.len())?];
+        let l = [IoSlice::new(data)];
+        match process_vm_writev(Pid::this(), &l, &r) {
+            Ok(n) if n == data.len() => Ok(()),
+            _ => Err(Errno::EFAULT),
+        }
+    }
+}
+
+/// Typed helpers over [`UserAccess`].
+pub trait UserAccessExt: UserAccess {
+    /// Reads one `T` from user memory.
+    fn read_value<T: FromBytes + IntoBytes>(&self, addr: u64) -> KResult<T> {
+        let mut value = T::new_zeroed();
+        self.read(addr, value.as_mut_bytes())?;
+        Ok(value)
+    }
+
+    /// Reads `count` `T`s from user memory.
+    fn read_array<T: FromBytes + IntoBytes + Clone>(&self, addr: u64, count: usize) -> KResult<Vec<T>> {
+        let mut out = vec![T::new_zeroed(); count];
+        self.read(addr, out.as_mut_slice().as_mut_bytes())?;
+        Ok(out)
+    }
+
+    /// Writes one `T` to user memory.
+    fn write_value<T: IntoBytes + Immutable>(&self, addr: u64, value: &T) -> KResult<()> {
+        self.write(addr, value.as_bytes())
+    }
+
+    /// Writes a slice of `T` to user memory.
+    fn write_array<T: IntoBytes + Immutable>(&self, addr: u64, values: &[T]) -> KResult<()> {
+        self.write(addr, values.as_bytes())
+    }
+}
+
+impl<U: UserAccess + ?Sized> UserAccessExt for U {}
+
+/// Whether `[addr, addr+len)` lies inside readable and writable mappings of this process,
+/// the check `USERPTR` registration does where the kernel pins the pages.
+pub fn is_user_range_mapped_rw(addr: u64, len: u64) -> bool {
+    let Some(end) = addr.checked_add(len).filter(|_| len > 0) else { return false };
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return false };
+    let mut covered = addr;
+    for line in maps.lines() {
+        let mut parts = line.split_whitespace();
+        let (Some(range), Some(perms)) = (parts.next(), parts.next()) else { continue };
+        let Some((lo, hi)) = range.split_once('-') else { continue };
+        let (Ok(lo), Ok(hi)) = (u64::from_str_radix(lo, 16), u64::from_str_radix(hi, 16)) else {
+            continue;
+        };
+        if lo <= covered && covered < hi {
+            if !perms.starts_with("rw") {
+                return false;
+            }
+            covered = hi;
+            if covered >= end {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_and_faults_like_the_kernel() {
+        let src: [u32; 4] = [1, 2, 3, 4];
+        let got: [u32; 4] = SelfProcess.read_value(src.as_ptr() as u64).unwrap();
+        assert_eq!(got, src);
+        let mut dst = [0u32; 2];
+        SelfProcess.write_array(dst.as_mut_ptr() as u64, &[7u32, 8]).unwrap();
+        assert_eq!(dst, [7, 8]);
+        assert_eq!(SelfProcess.read_value::<u64>(0x10), Err(Errno::EFAULT));
+        assert_eq!(SelfProcess.write_value(0x10, &1u64), Err(Errno::EFAULT));
+        assert_eq!(SelfProcess.read_value::<u64>(u64::MAX - 3), Err(Errno::EFAULT));
+        assert_eq!(SelfProcess.read_array::<u32>(0, 0), Ok(vec![]));
+    }
+
+    #[test]
+    fn mapped_range_check() {
+        let v = vec![0u8; 3 * 4096];
+        assert!(is_user_range_mapped_rw(v.as_ptr() as u64, v.len() as u64));
+        assert!(!is_user_range_mapped_rw(0x1000, 4096));
+        assert!(!is_user_range_mapped_rw(v.as_ptr() as u64, 0));
+        // Code is mapped read-execute, not writable.
+        assert!(!is_user_range_mapped_rw(is_user_range_mapped_rw as fn(u64, u64) -> bool as usize as u64, 16));
+    }
+}

@@ -39,8 +39,9 @@ pub struct CwsrArea {
 pub trait ComputeDescriptor {
     /// The MQD generation.
     fn generation(&self) -> Generation;
-    /// The MQD bytes, as they sit in GART memory.
-    fn as_bytes(&self) -> &[u8];
+    /// The MQD bytes, as they sit in GART memory (the same as zerocopy's `as_bytes`, under
+    /// a name that does not collide with it when both traits are in scope).
+    fn bytes(&self) -> &[u8];
     /// `cp_mqd_base_addr`: the MQD's own GPU address.
     fn mqd_base_address(&self) -> u64;
     /// Ring base address (`cp_hqd_pq_base << 8`).
@@ -367,7 +368,7 @@ macro_rules! impl_compute_mqd {
             fn generation(&self) -> Generation {
                 <Self as Quirks>::GENERATION
             }
-            fn as_bytes(&self) -> &[u8] {
+            fn bytes(&self) -> &[u8] {
                 IntoBytes::as_bytes(self)
             }
             fn mqd_base_address(&self) -> u64 {
@@ -685,6 +686,11 @@ impl ComputeMqd {
         })
     }
 
+    /// The MQD bytes, as they sit in GART memory.
+    pub fn as_bytes(&self) -> &[u8] {
+        each_compute!(self, m => IntoBytes::as_bytes(m))
+    }
+
     /// The C struct name of the variant.
     pub fn struct_name(&self) -> &'static str {
         match self {
@@ -713,8 +719,8 @@ impl ComputeDescriptor for ComputeMqd {
     fn generation(&self) -> Generation {
         each_compute!(self, m => ComputeDescriptor::generation(m))
     }
-    fn as_bytes(&self) -> &[u8] {
-        each_compute!(self, m => IntoBytes::as_bytes(m))
+    fn bytes(&self) -> &[u8] {
+        self.as_bytes()
     }
     fn mqd_base_address(&self) -> u64 {
         each_compute!(self, m => m.mqd_base_address())

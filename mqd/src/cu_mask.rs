@@ -58,7 +58,7 @@ impl CuMask {
         let bits = u32::try_from(words.len())
             .ok()
             .and_then(|n| n.checked_mul(32))
-            .unwrap_or(u32::MAX & !31);
+            .unwrap_or(!31);
         Self::new(bits, words)
     }
 

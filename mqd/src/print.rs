@@ -164,7 +164,7 @@ impl fmt::Display for ComputeSummary<'_> {
             "  static thread masks   {:#010x} {:#010x} {:#010x} {:#010x} {:#010x} {:#010x} {:#010x} {:#010x}",
             masks[0], masks[1], masks[2], masks[3], masks[4], masks[5], masks[6], masks[7]
         )?;
-        write_key_dwords(f, m.as_bytes(), self.fields, COMPUTE_KEY_FIELDS)
+        write_key_dwords(f, m.bytes(), self.fields, COMPUTE_KEY_FIELDS)
     }
 }
 
@@ -217,7 +217,7 @@ impl fmt::Display for SdmaSummary<'_> {
             m.queue_id()
         )?;
         writeln!(f, "  vmid                  {}", m.vmid())?;
-        write_key_dwords(f, m.as_bytes(), self.fields, SDMA_KEY_FIELDS)
+        write_key_dwords(f, m.bytes(), self.fields, SDMA_KEY_FIELDS)
     }
 }
 

@@ -18,8 +18,9 @@ const RPTR_WRITEBACK_TIMER: u8 = 6;
 pub trait SdmaDescriptor {
     /// The MQD generation.
     fn generation(&self) -> Generation;
-    /// The MQD bytes, as they sit in GART memory.
-    fn as_bytes(&self) -> &[u8];
+    /// The MQD bytes, as they sit in GART memory (the same as zerocopy's `as_bytes`, under
+    /// a name that does not collide with it when both traits are in scope).
+    fn bytes(&self) -> &[u8];
     /// Ring base address (`sdmax_rlcx_rb_base << 8`).
     fn ring_base_address(&self) -> u64;
     /// Ring size in bytes from `RB_SIZE`: `4 × 2^RB_SIZE`.
@@ -146,7 +147,7 @@ macro_rules! impl_sdma_mqd {
             fn generation(&self) -> Generation {
                 $generation
             }
-            fn as_bytes(&self) -> &[u8] {
+            fn bytes(&self) -> &[u8] {
                 IntoBytes::as_bytes(self)
             }
             fn ring_base_address(&self) -> u64 {
@@ -293,6 +294,11 @@ impl SdmaMqd {
         }
     }
 
+    /// The MQD bytes, as they sit in GART memory.
+    pub fn as_bytes(&self) -> &[u8] {
+        each_sdma!(self, m => IntoBytes::as_bytes(m))
+    }
+
     /// The C struct name of the variant.
     pub fn struct_name(&self) -> &'static str {
         match self {
@@ -321,8 +327,8 @@ impl SdmaDescriptor for SdmaMqd {
     fn generation(&self) -> Generation {
         each_sdma!(self, m => SdmaDescriptor::generation(m))
     }
-    fn as_bytes(&self) -> &[u8] {
-        each_sdma!(self, m => IntoBytes::as_bytes(m))
+    fn bytes(&self) -> &[u8] {
+        self.as_bytes()
     }
     fn ring_base_address(&self) -> u64 {
         each_sdma!(self, m => m.ring_base_address())

@@ -1,15 +1,103 @@
 //! # pm4 — typed PM4 and SDMA packets
 //!
-//! This crate will hold the packets the amdkfd driver and user queues exchange with AMD's
-//! command processors, as zerocopy structs with `bitfield-struct` fields:
+//! The command packets the amdkfd driver and user queues exchange with AMD's command
+//! processors, as `#[repr(C)]` zerocopy structs whose dwords are `bitfield-struct` types
+//! with typed fields (enums wherever the hardware has an enum):
 //!
-//! * the PM4 type-3 header and the HWS/HIQ packets (`SET_RESOURCES`, `MAP_PROCESS`,
-//!   `MAP_QUEUES`, `UNMAP_QUEUES`, `QUERY_STATUS`, `RUN_LIST`);
-//! * user compute-queue packets (`NOP`, `WRITE_DATA`, `RELEASE_MEM`, `ACQUIRE_MEM`,
-//!   `WAIT_REG_MEM`, `INDIRECT_BUFFER`, `COPY_DATA`, `DMA_DATA`, `EVENT_WRITE`, …);
-//! * SDMA 4/5/6 packets;
+//! * [`header`] — the PM4 type-3 header (`count` = body dwords − 1; the one-dword NOP
+//!   `0xFFFF1000`; the type-2 filler) and the `IT_*` opcode table;
+//! * [`hws`] — what the driver sends to the scheduler firmware on the HIQ and in runlist
+//!   IBs: SET_RESOURCES, MAP_PROCESS (gfx9 16-dword and aldebaran 21-dword forms),
+//!   MAP_QUEUES, UNMAP_QUEUES, QUERY_STATUS, RUN_LIST, the WRITE_DATA register form;
+//! * [`user`] — user compute-queue packets: NOP, WRITE_DATA, RELEASE_MEM and ACQUIRE_MEM
+//!   (gfx9 and gfx10+ layouts as separate types), WAIT_REG_MEM(64), INDIRECT_BUFFER,
+//!   COPY_DATA, DMA_DATA, EVENT_WRITE, SET_SH_REG, DISPATCH_DIRECT;
+//! * [`sdma`] — SDMA 4/5/6 packets: NOP, COPY_LINEAR, WRITE, FENCE, TRAP, POLL_REGMEM,
+//!   CONSTANT_FILL, TIMESTAMP, INDIRECT;
+//! * [`fields`] — the shared field enums (cache policy, event type, compare function);
+//! * [`writer`] — [`Encode`] and a [`PacketWriter`] appending into a `&mut [u32]`
+//!   without allocating;
+//! * [`ring`] — write pointers in dwords, SDMA bytes and AQL packets as distinct types,
+//!   and the HIQ ring discipline (free space, NOP fill on wrap, submit, rollback);
+//! * [`decode`] — `&[u32]` → iterator of typed [`Packet`]s / [`SdmaPacket`]s with their
+//!   offsets and precise errors; never panics, never reads past the slice;
+//! * [`disasm`] — `Display` for every packet (umr-like one-liners) and dword-offset
+//!   listings.
 //!
-//! with an allocation-free writer, a decoder that never panics, and a disassembler.
-//! It is filled by issue #3; until then it is intentionally empty.
+//! Where a layout depends on the GPU generation the generation is explicit: [`GfxGen`]
+//! for PM4, [`SdmaGen`] for SDMA. The crate is `no_std` and never allocates.
+//!
+//! ```
+//! use pm4::decode::{Packet, Pm4Decoder};
+//! use pm4::disasm::Pm4Listing;
+//! use pm4::hws::*;
+//! use pm4::user::*;
+//! use pm4::{GfxGen, PacketWriter};
+//!
+//! let mut ib = [0u32; 32];
+//! let mut w = PacketWriter::new(&mut ib);
+//! w.push(&MapQueues::new(&MapQueuesArgs {
+//!     queue_sel: MapQueueSel::HwsDetermined,
+//!     queue_type: MapQueueType::NormalCompute,
+//!     engine: QueueEngine::Compute,
+//!     gws_control_queue: false,
+//!     num_queues: 1,
+//!     check_disable: false,
+//!     doorbell_offset: 0x1234,
+//!     mqd_addr: 0x40_0000,
+//!     wptr_addr: 0x7f00_0000_1000,
+//! })?)?;
+//! w.push(&EventWrite::cs_partial_flush())?;
+//! w.push(&WriteData::memory(0x7f00_0000_2000, &[1, 2])?)?;
+//! let n = w.len();
+//!
+//! let names: Vec<_> = Pm4Decoder::new(&ib[..n], GfxGen::Gfx9)
+//!     .map(|p| p.map(|d| d.packet.name()))
+//!     .collect::<Result<_, _>>()?;
+//! assert_eq!(names, ["MAP_QUEUES", "EVENT_WRITE", "WRITE_DATA"]);
+//!
+//! let listing = Pm4Listing::new(&ib[..n], GfxGen::Gfx9).to_string();
+//! assert!(listing.starts_with("  0x0000: c005a200 20000010"));
+//! println!("{listing}");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![no_std]
 #![forbid(unsafe_code)]
+
+pub mod decode;
+pub mod disasm;
+pub mod error;
+pub mod fields;
+pub mod header;
+pub mod hws;
+pub mod ring;
+pub mod sdma;
+pub mod user;
+pub mod writer;
+
+pub use decode::{DecodeError, Packet, Pm4Decoder, SdmaDecoder, SdmaPacket};
+pub use error::{BuildError, WriteError};
+pub use writer::{Encode, PacketWriter};
+
+/// The GPU generation whose PM4 layouts apply (RELEASE_MEM, ACQUIRE_MEM and the gfx10+
+/// bits of WAIT_REG_MEM differ).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GfxGen {
+    /// GC 9.x (Vega, MI100, MI200, MI300).
+    Gfx9,
+    /// GC 10.x (RDNA1/2).
+    Gfx10,
+    /// GC 11.x (RDNA3); same PM4 layouts as gfx10.
+    Gfx11,
+}
+
+/// The SDMA IP generation whose layouts apply (count widths, cache bits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SdmaGen {
+    /// SDMA 4.x (gfx9).
+    Sdma4,
+    /// SDMA 5.x (gfx10).
+    Sdma5,
+    /// SDMA 6.x (gfx11).
+    Sdma6,
+}

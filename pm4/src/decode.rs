@@ -1,0 +1,952 @@
+//! Decoding dword streams into typed packets.
+//!
+//! [`Pm4Decoder`] turns a `&[u32]` PM4 stream into [`Packet`]s, [`SdmaDecoder`] an SDMA
+//! stream into [`SdmaPacket`]s. Both are iterators of `Result<Decoded, DecodeError>`;
+//! each decoded packet carries its dword offset and its raw dwords.
+//!
+//! Guarantees, on any input: no panic, no read past the slice, no allocation. Each packet
+//! is checked completely before it is returned: length against the header, reserved
+//! bits (per generation), enum fields against the values the hardware defines,
+//! alignment of addresses whose low bits are reserved.
+//!
+//! **After an error**, by default ([`ErrorPolicy::Stop`]) the iterator yields that one
+//! error and then ends: a command processor does not guess where the next packet
+//! starts. [`ErrorPolicy::Resync`] (PM4 only; used by the listing) continues instead:
+//! after a packet whose type-3 header is intact and whose dwords are all present it
+//! resumes after that packet (its `count` says where), after a bad header it resumes at
+//! the next dword; a truncated packet always ends the stream. SDMA streams always stop,
+//! since an unknown SDMA opcode does not say how long it is.
+//!
+//! ```
+//! use pm4::decode::{Pm4Decoder, Packet};
+//! use pm4::GfxGen;
+//! let stream = [0xFFFF_1000, 0xC000_4600, 0x0000_0407];
+//! let packets: Vec<_> = Pm4Decoder::new(&stream, GfxGen::Gfx9).collect::<Result<_, _>>()?;
+//! assert_eq!(packets.len(), 2);
+//! assert_eq!(packets[1].offset, 1);
+//! assert!(matches!(packets[1].packet, Packet::EventWrite(_)));
+//! # Ok::<(), pm4::decode::DecodeError>(())
+//! ```
+
+use core::fmt;
+
+use zerocopy::{FromBytes, IntoBytes};
+
+use crate::fields::FieldEnum;
+use crate::header::{Opcode, PacketType, Type3Header, TYPE2_FILLER};
+use crate::hws::*;
+use crate::sdma::*;
+use crate::user::*;
+use crate::writer::{Encode, FixedPacket};
+use crate::{GfxGen, SdmaGen};
+
+/// What is wrong with a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecodeErrorKind {
+    /// The stream ends inside a packet.
+    Truncated {
+        /// Packet name (`"TYPE3"` if the opcode is unknown).
+        packet: &'static str,
+        /// Dwords the packet needs.
+        needed: usize,
+        /// Dwords left in the stream.
+        available: usize,
+    },
+    /// A PM4 header of type 0 or 1.
+    BadPacketType {
+        /// The header dword.
+        header: u32,
+    },
+    /// A valid type-3 header with an opcode not in the table.
+    UnknownOpcode {
+        /// The opcode.
+        opcode: Opcode,
+        /// Total packet length the header gives.
+        dwords: usize,
+    },
+    /// A known opcode this crate does not decode (for example DISPATCH_INDIRECT).
+    UnsupportedOpcode {
+        /// The opcode (its name is `opcode.name()`).
+        opcode: Opcode,
+        /// Total packet length the header gives.
+        dwords: usize,
+    },
+    /// An SDMA opcode not in the table.
+    UnknownSdmaOpcode {
+        /// `op` (dw0 `[7:0]`).
+        op: u8,
+        /// `sub_op` (dw0 `[15:8]`).
+        sub_op: u8,
+    },
+    /// A known SDMA operation this crate does not decode.
+    UnsupportedSdmaOpcode {
+        /// `op`.
+        op: SdmaOpcode,
+        /// `sub_op`.
+        sub_op: u8,
+    },
+    /// The header's length is not one this packet can have.
+    WrongLength {
+        /// Packet name.
+        packet: &'static str,
+        /// Total dwords the header gives.
+        dwords: usize,
+        /// Smallest legal length.
+        min: usize,
+        /// Largest legal length.
+        max: usize,
+    },
+    /// Bits that are reserved (on this generation) are set.
+    ReservedBits {
+        /// Packet name.
+        packet: &'static str,
+        /// Dword index within the packet.
+        dword: usize,
+        /// The offending bits.
+        bits: u32,
+    },
+    /// A field holds a value the hardware does not define.
+    InvalidField {
+        /// Packet name.
+        packet: &'static str,
+        /// Dword index within the packet.
+        dword: usize,
+        /// Field name.
+        field: &'static str,
+        /// The raw value.
+        value: u32,
+    },
+}
+
+/// A decoding error at a dword offset of the stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodeError {
+    /// Dword offset of the packet (header) the error is in.
+    pub offset: usize,
+    /// What is wrong.
+    pub kind: DecodeErrorKind,
+}
+
+impl fmt::Display for DecodeErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            DecodeErrorKind::Truncated {
+                packet,
+                needed,
+                available,
+            } => {
+                write!(
+                    f,
+                    "truncated {packet}: needs {needed} dwords, {available} left"
+                )
+            }
+            DecodeErrorKind::BadPacketType { header } => {
+                write!(
+                    f,
+                    "header {header:#010x} has packet type {} (expected 3)",
+                    header >> 30
+                )
+            }
+            DecodeErrorKind::UnknownOpcode { opcode, dwords } => {
+                write!(f, "unknown opcode {:#04x} ({dwords} dwords)", opcode.0)
+            }
+            DecodeErrorKind::UnsupportedOpcode { opcode, dwords } => {
+                write!(
+                    f,
+                    "opcode {:#04x} ({opcode}) is not decoded ({dwords} dwords)",
+                    opcode.0
+                )
+            }
+            DecodeErrorKind::UnknownSdmaOpcode { op, sub_op } => {
+                write!(f, "unknown SDMA op {op:#04x} sub_op {sub_op:#04x}")
+            }
+            DecodeErrorKind::UnsupportedSdmaOpcode { op, sub_op } => {
+                write!(f, "SDMA {op} sub_op {sub_op} is not decoded")
+            }
+            DecodeErrorKind::WrongLength {
+                packet,
+                dwords,
+                min,
+                max,
+            } => {
+                if min == max {
+                    write!(f, "{packet} with {dwords} dwords (must be {min})")
+                } else {
+                    write!(f, "{packet} with {dwords} dwords (must be {min}..={max})")
+                }
+            }
+            DecodeErrorKind::ReservedBits {
+                packet,
+                dword,
+                bits,
+            } => {
+                write!(f, "{packet}: reserved bits {bits:#010x} set in dw{dword}")
+            }
+            DecodeErrorKind::InvalidField {
+                packet,
+                dword,
+                field,
+                value,
+            } => {
+                write!(f, "{packet}: impossible {field}={value:#x} in dw{dword}")
+            }
+        }
+    }
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "at dword {}: {}", self.offset, self.kind)
+    }
+}
+
+impl core::error::Error for DecodeError {}
+
+/// `Err(ReservedBits)` if `raw & mask != 0`.
+#[inline]
+pub(crate) fn check_reserved(
+    packet: &'static str,
+    dword: usize,
+    raw: u32,
+    mask: u32,
+) -> Result<(), DecodeErrorKind> {
+    let bits = raw & mask;
+    if bits != 0 {
+        Err(DecodeErrorKind::ReservedBits {
+            packet,
+            dword,
+            bits,
+        })
+    } else {
+        Ok(())
+    }
+}
+
+/// `Err(InvalidField)` if `value` is a value the decoder rejects.
+#[inline]
+pub(crate) fn check_enum<E: FieldEnum>(
+    packet: &'static str,
+    dword: usize,
+    field: &'static str,
+    value: E,
+) -> Result<(), DecodeErrorKind> {
+    if value.is_valid() {
+        Ok(())
+    } else {
+        Err(invalid_field(packet, dword, field, value.raw()))
+    }
+}
+
+/// An `InvalidField` error.
+pub(crate) const fn invalid_field(
+    packet: &'static str,
+    dword: usize,
+    field: &'static str,
+    value: u32,
+) -> DecodeErrorKind {
+    DecodeErrorKind::InvalidField {
+        packet,
+        dword,
+        field,
+        value,
+    }
+}
+
+/// A packet decoded from a stream, with where it was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decoded<'a, P> {
+    /// Dword offset of the packet's first dword.
+    pub offset: usize,
+    /// The packet's dwords.
+    pub words: &'a [u32],
+    /// The typed packet.
+    pub packet: P,
+}
+
+/// What a decoder does after an error (see the module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ErrorPolicy {
+    /// Yield the error, then end.
+    #[default]
+    Stop,
+    /// Yield the error, then continue after the bad packet where its length is known.
+    Resync,
+}
+
+/// A typed PM4 packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(missing_docs)] // each variant is the packet type of the same name
+pub enum Packet<'a> {
+    /// The type-2 filler `0x80000000`.
+    Type2Filler,
+    Nop(Nop<'a>),
+    SetResources(SetResources),
+    RunList(RunList),
+    MapProcess(MapProcess),
+    MapProcessAldebaran(MapProcessAldebaran),
+    MapQueues(MapQueues),
+    UnmapQueues(UnmapQueues),
+    QueryStatus(QueryStatus),
+    WriteData(WriteData<'a>),
+    ReleaseMemGfx9(ReleaseMemGfx9),
+    ReleaseMemGfx10(ReleaseMemGfx10),
+    AcquireMemGfx9(AcquireMemGfx9),
+    AcquireMemGfx10(AcquireMemGfx10),
+    WaitRegMem(WaitRegMem),
+    WaitRegMem64(WaitRegMem64),
+    IndirectBuffer(IndirectBuffer),
+    CopyData(CopyData),
+    DmaData(DmaData),
+    EventWrite(EventWrite),
+    EventWriteAddr(EventWriteAddr),
+    SetShReg(SetShReg<'a>),
+    DispatchDirect(DispatchDirect),
+}
+
+impl Packet<'_> {
+    /// The opcode name (`"TYPE2"` for the filler).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Packet::Type2Filler => "TYPE2",
+            Packet::Nop(_) => "NOP",
+            Packet::SetResources(_) => SetResources::NAME,
+            Packet::RunList(_) => RunList::NAME,
+            Packet::MapProcess(_) | Packet::MapProcessAldebaran(_) => MapProcess::NAME,
+            Packet::MapQueues(_) => MapQueues::NAME,
+            Packet::UnmapQueues(_) => UnmapQueues::NAME,
+            Packet::QueryStatus(_) => QueryStatus::NAME,
+            Packet::WriteData(_) => WriteData::NAME,
+            Packet::ReleaseMemGfx9(_) | Packet::ReleaseMemGfx10(_) => ReleaseMemGfx9::NAME,
+            Packet::AcquireMemGfx9(_) | Packet::AcquireMemGfx10(_) => AcquireMemGfx9::NAME,
+            Packet::WaitRegMem(_) => WaitRegMem::NAME,
+            Packet::WaitRegMem64(_) => WaitRegMem64::NAME,
+            Packet::IndirectBuffer(_) => IndirectBuffer::NAME,
+            Packet::CopyData(_) => CopyData::NAME,
+            Packet::DmaData(_) => DmaData::NAME,
+            Packet::EventWrite(_) | Packet::EventWriteAddr(_) => EventWrite::NAME,
+            Packet::SetShReg(_) => SetShReg::NAME,
+            Packet::DispatchDirect(_) => DispatchDirect::NAME,
+        }
+    }
+}
+
+impl Encode for Packet<'_> {
+    fn dwords(&self) -> usize {
+        match self {
+            Packet::Type2Filler => 1,
+            Packet::Nop(p) => p.dwords(),
+            Packet::SetResources(p) => p.dwords(),
+            Packet::RunList(p) => p.dwords(),
+            Packet::MapProcess(p) => p.dwords(),
+            Packet::MapProcessAldebaran(p) => p.dwords(),
+            Packet::MapQueues(p) => p.dwords(),
+            Packet::UnmapQueues(p) => p.dwords(),
+            Packet::QueryStatus(p) => p.dwords(),
+            Packet::WriteData(p) => p.dwords(),
+            Packet::ReleaseMemGfx9(p) => p.dwords(),
+            Packet::ReleaseMemGfx10(p) => p.dwords(),
+            Packet::AcquireMemGfx9(p) => p.dwords(),
+            Packet::AcquireMemGfx10(p) => p.dwords(),
+            Packet::WaitRegMem(p) => p.dwords(),
+            Packet::WaitRegMem64(p) => p.dwords(),
+            Packet::IndirectBuffer(p) => p.dwords(),
+            Packet::CopyData(p) => p.dwords(),
+            Packet::DmaData(p) => p.dwords(),
+            Packet::EventWrite(p) => p.dwords(),
+            Packet::EventWriteAddr(p) => p.dwords(),
+            Packet::SetShReg(p) => p.dwords(),
+            Packet::DispatchDirect(p) => p.dwords(),
+        }
+    }
+
+    fn encode_into(&self, out: &mut [u32]) -> Result<usize, crate::error::WriteError> {
+        match self {
+            Packet::Type2Filler => crate::writer::space(out, 1).map(|d| {
+                d[0] = TYPE2_FILLER;
+                1
+            }),
+            Packet::Nop(p) => p.encode_into(out),
+            Packet::SetResources(p) => p.encode_into(out),
+            Packet::RunList(p) => p.encode_into(out),
+            Packet::MapProcess(p) => p.encode_into(out),
+            Packet::MapProcessAldebaran(p) => p.encode_into(out),
+            Packet::MapQueues(p) => p.encode_into(out),
+            Packet::UnmapQueues(p) => p.encode_into(out),
+            Packet::QueryStatus(p) => p.encode_into(out),
+            Packet::WriteData(p) => p.encode_into(out),
+            Packet::ReleaseMemGfx9(p) => p.encode_into(out),
+            Packet::ReleaseMemGfx10(p) => p.encode_into(out),
+            Packet::AcquireMemGfx9(p) => p.encode_into(out),
+            Packet::AcquireMemGfx10(p) => p.encode_into(out),
+            Packet::WaitRegMem(p) => p.encode_into(out),
+            Packet::WaitRegMem64(p) => p.encode_into(out),
+            Packet::IndirectBuffer(p) => p.encode_into(out),
+            Packet::CopyData(p) => p.encode_into(out),
+            Packet::DmaData(p) => p.encode_into(out),
+            Packet::EventWrite(p) => p.encode_into(out),
+            Packet::EventWriteAddr(p) => p.encode_into(out),
+            Packet::SetShReg(p) => p.encode_into(out),
+            Packet::DispatchDirect(p) => p.encode_into(out),
+        }
+    }
+}
+
+/// Reads a fixed-size packet from exactly its dwords.
+#[inline]
+fn fixed<T: FixedPacket>(body: &[u32]) -> Result<T, DecodeErrorKind> {
+    if body.len() != T::DWORDS {
+        return Err(DecodeErrorKind::WrongLength {
+            packet: T::NAME,
+            dwords: body.len(),
+            min: T::DWORDS,
+            max: T::DWORDS,
+        });
+    }
+    T::read_from_bytes(body.as_bytes()).map_err(|_| DecodeErrorKind::WrongLength {
+        packet: T::NAME,
+        dwords: body.len(),
+        min: T::DWORDS,
+        max: T::DWORDS,
+    })
+}
+
+/// A failed decode: the error and, where the packet's extent is known, its length.
+type Failure = (DecodeErrorKind, Option<usize>);
+
+/// Decodes the packet at the start of `words` (non-empty).
+fn decode_pm4_at(words: &[u32], gen: GfxGen) -> Result<(Packet<'_>, usize), Failure> {
+    let Some(&raw) = words.first() else {
+        return Err((
+            DecodeErrorKind::Truncated {
+                packet: "TYPE3",
+                needed: 1,
+                available: 0,
+            },
+            None,
+        ));
+    };
+    let header = Type3Header::from_bits(raw);
+    match header.packet_type() {
+        PacketType::Type3 => {}
+        PacketType::Type2 => {
+            return if raw == TYPE2_FILLER {
+                Ok((Packet::Type2Filler, 1))
+            } else {
+                Err((
+                    DecodeErrorKind::ReservedBits {
+                        packet: "TYPE2",
+                        dword: 0,
+                        bits: raw & !TYPE2_FILLER,
+                    },
+                    Some(1),
+                ))
+            };
+        }
+        _ => return Err((DecodeErrorKind::BadPacketType { header: raw }, Some(1))),
+    }
+    let total = header.total_dwords();
+    let opcode = header.opcode();
+    let Some(body) = words.get(..total) else {
+        let packet = opcode.name().unwrap_or("TYPE3");
+        return Err((
+            DecodeErrorKind::Truncated {
+                packet,
+                needed: total,
+                available: words.len(),
+            },
+            None,
+        ));
+    };
+    let fail = |kind| (kind, Some(total));
+    if raw & Type3Header::RESERVED_MASK != 0 {
+        let packet = opcode.name().unwrap_or("TYPE3");
+        return Err(fail(DecodeErrorKind::ReservedBits {
+            packet,
+            dword: 0,
+            bits: raw & Type3Header::RESERVED_MASK,
+        }));
+    }
+    let packet = decode_type3(opcode, header, body, gen).map_err(fail)?;
+    Ok((packet, total))
+}
+
+fn wrong_length(packet: &'static str, dwords: usize, min: usize, max: usize) -> DecodeErrorKind {
+    DecodeErrorKind::WrongLength {
+        packet,
+        dwords,
+        min,
+        max,
+    }
+}
+
+fn decode_type3<'a>(
+    opcode: Opcode,
+    header: Type3Header,
+    body: &'a [u32],
+    gen: GfxGen,
+) -> Result<Packet<'a>, DecodeErrorKind> {
+    let total = body.len();
+    Ok(match opcode {
+        Opcode::NOP => Packet::Nop(Nop {
+            header,
+            payload: body.get(1..).unwrap_or_default(),
+        }),
+        Opcode::SET_RESOURCES => {
+            let p: SetResources = fixed(body)?;
+            p.validate()?;
+            Packet::SetResources(p)
+        }
+        Opcode::RUN_LIST => {
+            let p: RunList = fixed(body)?;
+            p.validate()?;
+            Packet::RunList(p)
+        }
+        Opcode::MAP_PROCESS => match total {
+            MapProcess::DWORDS => {
+                let p: MapProcess = fixed(body)?;
+                p.validate()?;
+                Packet::MapProcess(p)
+            }
+            MapProcessAldebaran::DWORDS => {
+                let p: MapProcessAldebaran = fixed(body)?;
+                p.validate()?;
+                Packet::MapProcessAldebaran(p)
+            }
+            _ => {
+                return Err(wrong_length(
+                    MapProcess::NAME,
+                    total,
+                    MapProcess::DWORDS,
+                    MapProcessAldebaran::DWORDS,
+                ))
+            }
+        },
+        Opcode::MAP_QUEUES => {
+            let p: MapQueues = fixed(body)?;
+            p.validate()?;
+            Packet::MapQueues(p)
+        }
+        Opcode::UNMAP_QUEUES => {
+            let p: UnmapQueues = fixed(body)?;
+            p.validate()?;
+            Packet::UnmapQueues(p)
+        }
+        Opcode::QUERY_STATUS => {
+            let p: QueryStatus = fixed(body)?;
+            p.validate()?;
+            Packet::QueryStatus(p)
+        }
+        Opcode::WRITE_DATA => {
+            let (Some(head), Some(data)) = (body.get(..4), body.get(4..)) else {
+                return Err(wrong_length(
+                    WriteData::NAME,
+                    total,
+                    5,
+                    crate::header::MAX_PACKET_DWORDS,
+                ));
+            };
+            if data.is_empty() {
+                return Err(wrong_length(
+                    WriteData::NAME,
+                    total,
+                    5,
+                    crate::header::MAX_PACKET_DWORDS,
+                ));
+            }
+            let head = WriteDataHead::read_from_bytes(head.as_bytes()).map_err(|_| {
+                wrong_length(WriteData::NAME, total, 5, crate::header::MAX_PACKET_DWORDS)
+            })?;
+            let p = WriteData { head, data };
+            p.validate()?;
+            Packet::WriteData(p)
+        }
+        Opcode::RELEASE_MEM => match gen {
+            GfxGen::Gfx9 => {
+                let p: ReleaseMemGfx9 = fixed(body)?;
+                p.validate()?;
+                Packet::ReleaseMemGfx9(p)
+            }
+            GfxGen::Gfx10 | GfxGen::Gfx11 => {
+                let p: ReleaseMemGfx10 = fixed(body)?;
+                p.validate()?;
+                Packet::ReleaseMemGfx10(p)
+            }
+        },
+        Opcode::ACQUIRE_MEM => match gen {
+            GfxGen::Gfx9 => {
+                let p: AcquireMemGfx9 = fixed(body)?;
+                p.validate()?;
+                Packet::AcquireMemGfx9(p)
+            }
+            GfxGen::Gfx10 | GfxGen::Gfx11 => {
+                let p: AcquireMemGfx10 = fixed(body)?;
+                p.validate()?;
+                Packet::AcquireMemGfx10(p)
+            }
+        },
+        Opcode::WAIT_REG_MEM => {
+            let p: WaitRegMem = fixed(body)?;
+            p.validate(gen)?;
+            Packet::WaitRegMem(p)
+        }
+        Opcode::WAIT_REG_MEM64 => {
+            let p: WaitRegMem64 = fixed(body)?;
+            p.validate(gen)?;
+            Packet::WaitRegMem64(p)
+        }
+        Opcode::INDIRECT_BUFFER => {
+            let p: IndirectBuffer = fixed(body)?;
+            p.validate()?;
+            Packet::IndirectBuffer(p)
+        }
+        Opcode::COPY_DATA => {
+            let p: CopyData = fixed(body)?;
+            p.validate()?;
+            Packet::CopyData(p)
+        }
+        Opcode::DMA_DATA => {
+            let p: DmaData = fixed(body)?;
+            p.validate()?;
+            Packet::DmaData(p)
+        }
+        Opcode::EVENT_WRITE => match total {
+            EventWrite::DWORDS => {
+                let p: EventWrite = fixed(body)?;
+                p.validate()?;
+                Packet::EventWrite(p)
+            }
+            EventWriteAddr::DWORDS => {
+                let p: EventWriteAddr = fixed(body)?;
+                p.validate()?;
+                Packet::EventWriteAddr(p)
+            }
+            _ => {
+                return Err(wrong_length(
+                    EventWrite::NAME,
+                    total,
+                    EventWrite::DWORDS,
+                    EventWriteAddr::DWORDS,
+                ))
+            }
+        },
+        Opcode::SET_SH_REG => {
+            let (Some(head), Some(values)) = (body.get(..2), body.get(2..)) else {
+                return Err(wrong_length(
+                    SetShReg::NAME,
+                    total,
+                    3,
+                    crate::header::MAX_PACKET_DWORDS,
+                ));
+            };
+            if values.is_empty() {
+                return Err(wrong_length(
+                    SetShReg::NAME,
+                    total,
+                    3,
+                    crate::header::MAX_PACKET_DWORDS,
+                ));
+            }
+            let head = SetShRegHead::read_from_bytes(head.as_bytes()).map_err(|_| {
+                wrong_length(SetShReg::NAME, total, 3, crate::header::MAX_PACKET_DWORDS)
+            })?;
+            let p = SetShReg { head, values };
+            p.validate()?;
+            Packet::SetShReg(p)
+        }
+        Opcode::DISPATCH_DIRECT => Packet::DispatchDirect(fixed(body)?),
+        other if other.name().is_some() => {
+            return Err(DecodeErrorKind::UnsupportedOpcode {
+                opcode: other,
+                dwords: total,
+            })
+        }
+        other => {
+            return Err(DecodeErrorKind::UnknownOpcode {
+                opcode: other,
+                dwords: total,
+            })
+        }
+    })
+}
+
+/// Decodes the first packet of a PM4 stream; returns it and its length in dwords.
+pub fn decode_pm4_packet(words: &[u32], gen: GfxGen) -> Result<(Packet<'_>, usize), DecodeError> {
+    decode_pm4_at(words, gen).map_err(|(kind, _)| DecodeError { offset: 0, kind })
+}
+
+/// Iterator over the packets of a PM4 stream (see the module docs for error handling).
+#[derive(Clone, Debug)]
+pub struct Pm4Decoder<'a> {
+    words: &'a [u32],
+    pos: usize,
+    gen: GfxGen,
+    policy: ErrorPolicy,
+    done: bool,
+}
+
+impl<'a> Pm4Decoder<'a> {
+    /// A decoder for `words` with the packet layouts of `gen`, stopping at the first
+    /// error.
+    pub fn new(words: &'a [u32], gen: GfxGen) -> Self {
+        Pm4Decoder {
+            words,
+            pos: 0,
+            gen,
+            policy: ErrorPolicy::Stop,
+            done: false,
+        }
+    }
+
+    /// Sets what happens after an error.
+    pub fn with_policy(mut self, policy: ErrorPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Dword offset of the next packet.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+}
+
+impl<'a> Iterator for Pm4Decoder<'a> {
+    type Item = Result<Decoded<'a, Packet<'a>>, DecodeError>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let offset = self.pos;
+        let rest = self.words.get(offset..).filter(|r| !r.is_empty())?;
+        match decode_pm4_at(rest, self.gen) {
+            Ok((packet, n)) => {
+                self.pos += n;
+                Some(Ok(Decoded {
+                    offset,
+                    words: rest.get(..n).unwrap_or_default(),
+                    packet,
+                }))
+            }
+            Err((kind, skip)) => {
+                match (self.policy, skip) {
+                    (ErrorPolicy::Resync, Some(n)) => self.pos += n,
+                    _ => self.done = true,
+                }
+                Some(Err(DecodeError { offset, kind }))
+            }
+        }
+    }
+}
+
+impl core::iter::FusedIterator for Pm4Decoder<'_> {}
+
+// ---------------------------------------------------------------------------------------
+// SDMA
+// ---------------------------------------------------------------------------------------
+
+/// A typed SDMA packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(missing_docs)] // each variant is the packet type of the same name
+pub enum SdmaPacket<'a> {
+    Nop(SdmaNop<'a>),
+    CopyLinear(SdmaCopyLinear),
+    Write(SdmaWrite<'a>),
+    Indirect(SdmaIndirect),
+    Fence(SdmaFence),
+    Trap(SdmaTrap),
+    PollRegmem(SdmaPollRegmem),
+    ConstantFill(SdmaConstantFill),
+    Timestamp(SdmaTimestamp),
+}
+
+impl SdmaPacket<'_> {
+    /// The packet name as the disassembler prints it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SdmaPacket::Nop(_) => "SDMA_NOP",
+            SdmaPacket::CopyLinear(_) => SdmaCopyLinear::NAME,
+            SdmaPacket::Write(_) => "SDMA_WRITE_LINEAR",
+            SdmaPacket::Indirect(_) => SdmaIndirect::NAME,
+            SdmaPacket::Fence(_) => SdmaFence::NAME,
+            SdmaPacket::Trap(_) => SdmaTrap::NAME,
+            SdmaPacket::PollRegmem(_) => SdmaPollRegmem::NAME,
+            SdmaPacket::ConstantFill(_) => SdmaConstantFill::NAME,
+            SdmaPacket::Timestamp(_) => SdmaTimestamp::NAME,
+        }
+    }
+}
+
+impl Encode for SdmaPacket<'_> {
+    fn dwords(&self) -> usize {
+        match self {
+            SdmaPacket::Nop(p) => p.dwords(),
+            SdmaPacket::CopyLinear(p) => p.dwords(),
+            SdmaPacket::Write(p) => p.dwords(),
+            SdmaPacket::Indirect(p) => p.dwords(),
+            SdmaPacket::Fence(p) => p.dwords(),
+            SdmaPacket::Trap(p) => p.dwords(),
+            SdmaPacket::PollRegmem(p) => p.dwords(),
+            SdmaPacket::ConstantFill(p) => p.dwords(),
+            SdmaPacket::Timestamp(p) => p.dwords(),
+        }
+    }
+    fn encode_into(&self, out: &mut [u32]) -> Result<usize, crate::error::WriteError> {
+        match self {
+            SdmaPacket::Nop(p) => p.encode_into(out),
+            SdmaPacket::CopyLinear(p) => p.encode_into(out),
+            SdmaPacket::Write(p) => p.encode_into(out),
+            SdmaPacket::Indirect(p) => p.encode_into(out),
+            SdmaPacket::Fence(p) => p.encode_into(out),
+            SdmaPacket::Trap(p) => p.encode_into(out),
+            SdmaPacket::PollRegmem(p) => p.encode_into(out),
+            SdmaPacket::ConstantFill(p) => p.encode_into(out),
+            SdmaPacket::Timestamp(p) => p.encode_into(out),
+        }
+    }
+}
+
+fn sdma_fixed<T: FixedPacket>(rest: &[u32]) -> Result<(T, usize), DecodeErrorKind> {
+    let Some(body) = rest.get(..T::DWORDS) else {
+        return Err(DecodeErrorKind::Truncated {
+            packet: T::NAME,
+            needed: T::DWORDS,
+            available: rest.len(),
+        });
+    };
+    Ok((fixed(body)?, T::DWORDS))
+}
+
+fn decode_sdma_at(rest: &[u32], gen: SdmaGen) -> Result<(SdmaPacket<'_>, usize), DecodeErrorKind> {
+    let Some(&raw) = rest.first() else {
+        return Err(DecodeErrorKind::Truncated {
+            packet: "SDMA",
+            needed: 1,
+            available: 0,
+        });
+    };
+    let op = SdmaOpcode(raw as u8);
+    let sub_op = (raw >> 8) as u8;
+    macro_rules! fixed_op {
+        ($variant:ident, $ty:ty) => {{
+            let (p, n): ($ty, usize) = sdma_fixed(rest)?;
+            p.validate(gen)?;
+            (SdmaPacket::$variant(p), n)
+        }};
+    }
+    Ok(match (op, sub_op) {
+        (SdmaOpcode::NOP, _) => {
+            let header = SdmaNopHeader::from_bits(raw);
+            let n = header.count() as usize + 1;
+            let Some(body) = rest.get(..n) else {
+                return Err(DecodeErrorKind::Truncated {
+                    packet: "SDMA_NOP",
+                    needed: n,
+                    available: rest.len(),
+                });
+            };
+            let p = SdmaNop {
+                header,
+                payload: body.get(1..).unwrap_or_default(),
+            };
+            p.validate()?;
+            (SdmaPacket::Nop(p), n)
+        }
+        (SdmaOpcode::COPY, 0) => fixed_op!(CopyLinear, SdmaCopyLinear),
+        (SdmaOpcode::WRITE, 0) => {
+            let Some(head) = rest.get(..4) else {
+                return Err(DecodeErrorKind::Truncated {
+                    packet: "SDMA_WRITE_LINEAR",
+                    needed: 4,
+                    available: rest.len(),
+                });
+            };
+            let head = SdmaWriteHead::read_from_bytes(head.as_bytes())
+                .map_err(|_| wrong_length("SDMA_WRITE_LINEAR", 4, 5, 5))?;
+            let n = 4 + head.count.count() as usize + 1;
+            let Some(data) = rest.get(4..n) else {
+                return Err(DecodeErrorKind::Truncated {
+                    packet: "SDMA_WRITE_LINEAR",
+                    needed: n,
+                    available: rest.len(),
+                });
+            };
+            let p = SdmaWrite { head, data };
+            p.validate(gen)?;
+            (SdmaPacket::Write(p), n)
+        }
+        (SdmaOpcode::INDIRECT, 0) => fixed_op!(Indirect, SdmaIndirect),
+        (SdmaOpcode::FENCE, 0) => fixed_op!(Fence, SdmaFence),
+        (SdmaOpcode::TRAP, 0) => fixed_op!(Trap, SdmaTrap),
+        (SdmaOpcode::POLL_REGMEM, 0) => fixed_op!(PollRegmem, SdmaPollRegmem),
+        (SdmaOpcode::CONST_FILL, 0) => fixed_op!(ConstantFill, SdmaConstantFill),
+        (SdmaOpcode::TIMESTAMP, 0..=2) => fixed_op!(Timestamp, SdmaTimestamp),
+        (op, sub_op) if op.name().is_some() => {
+            return Err(DecodeErrorKind::UnsupportedSdmaOpcode { op, sub_op })
+        }
+        (op, sub_op) => return Err(DecodeErrorKind::UnknownSdmaOpcode { op: op.0, sub_op }),
+    })
+}
+
+/// Decodes the first packet of an SDMA stream; returns it and its length in dwords.
+pub fn decode_sdma_packet(
+    words: &[u32],
+    gen: SdmaGen,
+) -> Result<(SdmaPacket<'_>, usize), DecodeError> {
+    decode_sdma_at(words, gen).map_err(|kind| DecodeError { offset: 0, kind })
+}
+
+/// Iterator over the packets of an SDMA stream; ends after the first error.
+#[derive(Clone, Debug)]
+pub struct SdmaDecoder<'a> {
+    words: &'a [u32],
+    pos: usize,
+    gen: SdmaGen,
+    done: bool,
+}
+
+impl<'a> SdmaDecoder<'a> {
+    /// A decoder for `words` with the packet layouts of `gen`.
+    pub fn new(words: &'a [u32], gen: SdmaGen) -> Self {
+        SdmaDecoder {
+            words,
+            pos: 0,
+            gen,
+            done: false,
+        }
+    }
+
+    /// Dword offset of the next packet.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+}
+
+impl<'a> Iterator for SdmaDecoder<'a> {
+    type Item = Result<Decoded<'a, SdmaPacket<'a>>, DecodeError>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let offset = self.pos;
+        let rest = self.words.get(offset..).filter(|r| !r.is_empty())?;
+        match decode_sdma_at(rest, self.gen) {
+            Ok((packet, n)) => {
+                self.pos += n;
+                Some(Ok(Decoded {
+                    offset,
+                    words: rest.get(..n).unwrap_or_default(),
+                    packet,
+                }))
+            }
+            Err(kind) => {
+                self.done = true;
+                Some(Err(DecodeError { offset, kind }))
+            }
+        }
+    }
+}
+
+impl core::iter::FusedIterator for SdmaDecoder<'_> {}

@@ -1,0 +1,976 @@
+//! SDMA packets of SDMA 4.x (gfx9), 5.x (gfx10) and 6.x (gfx11) (facts §5).
+//!
+//! Header dw0 is `op [7:0]`, `sub_op [15:8]` and op-specific bits above. Byte counts
+//! are encoded as **bytes − 1**; constructors take the byte count and an explicit
+//! [`SdmaGen`], since the count width (22 bits on SDMA 4/5, 30 bits on SDMA 6) and some
+//! header bits depend on it.
+//!
+//! ```
+//! use pm4::sdma::*;
+//! use pm4::SdmaGen;
+//! let copy = SdmaCopyLinear::new(SdmaGen::Sdma5, 0x1000, 0x2000, 4096)?;
+//! assert_eq!(copy.to_dwords()[..2], [0x0000_0001, 4095]);
+//! assert_eq!(copy.byte_count(), 4096);
+//! assert!(SdmaCopyLinear::new(SdmaGen::Sdma4, 0, 0, (4 << 20) + 1).is_err());
+//! # Ok::<(), pm4::BuildError>(())
+//! ```
+
+use core::fmt;
+
+use bitfield_struct::bitfield;
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+use crate::decode::{check_enum, check_reserved, invalid_field, DecodeErrorKind};
+use crate::error::{check_align, check_bits, BuildError, WriteError};
+use crate::fields::{hi32, hw_enum, join, lo32, reserved_mask, CompareFunction};
+use crate::hws::{enum_overflow, zc_packet};
+use crate::writer::{fixed_layout, space, Encode};
+use crate::SdmaGen;
+
+/// An SDMA opcode (`op`, dw0 `[7:0]`). Open, with the names of facts §5.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SdmaOpcode(pub u8);
+
+macro_rules! sdma_opcodes {
+    ($( $(#[$m:meta])* $name:ident = $value:literal, )+) => {
+        impl SdmaOpcode {
+            $( $(#[$m])* pub const $name: SdmaOpcode = SdmaOpcode($value); )+
+
+            /// The name of a known opcode (`"COPY"`).
+            pub const fn name(self) -> Option<&'static str> {
+                match self.0 {
+                    $( $value => Some(stringify!($name)), )+
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+sdma_opcodes! {
+    /// No operation (a zero dword is a one-dword NOP).
+    NOP = 0,
+    /// Copy.
+    COPY = 1,
+    /// Write.
+    WRITE = 2,
+    /// Indirect buffer.
+    INDIRECT = 4,
+    /// Fence (32-bit memory write).
+    FENCE = 5,
+    /// Trap (interrupt).
+    TRAP = 6,
+    /// Semaphore.
+    SEM = 7,
+    /// Poll register/memory.
+    POLL_REGMEM = 8,
+    /// Conditional execute.
+    COND_EXE = 9,
+    /// Atomic.
+    ATOMIC = 10,
+    /// Constant fill.
+    CONST_FILL = 11,
+    /// PTE/PDE generation.
+    PTEPDE = 12,
+    /// Timestamp.
+    TIMESTAMP = 13,
+    /// SRBM register write.
+    SRBM_WRITE = 14,
+    /// Pre-execute.
+    PRE_EXE = 15,
+    /// Dummy trap.
+    DUMMY_TRAP = 16,
+}
+
+impl SdmaOpcode {
+    /// Raw bits for `bitfield-struct`.
+    pub const fn from_bits(raw: u32) -> Self {
+        SdmaOpcode(raw as u8)
+    }
+    /// Raw bits for `bitfield-struct`.
+    pub const fn into_bits(self) -> u32 {
+        self.0 as u32
+    }
+}
+
+impl fmt::Debug for SdmaOpcode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(n) => write!(f, "SdmaOpcode::{n}"),
+            None => write!(f, "SdmaOpcode({:#04x})", self.0),
+        }
+    }
+}
+
+impl fmt::Display for SdmaOpcode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(n) => f.write_str(n),
+            None => write!(f, "op={:#04x}", self.0),
+        }
+    }
+}
+
+hw_enum! {
+    /// Endian swap of SDMA data (`*_sw` fields).
+    pub enum EndianSwap: 2 bits, catch-all Reserved {
+        /// No swap.
+        None = 0 => "NONE",
+        /// Swap bytes in 16-bit words.
+        Swap16 = 1 => "8IN16",
+        /// Swap bytes in 32-bit words.
+        Swap32 = 2 => "8IN32",
+        /// Swap bytes in 64-bit words.
+        Swap64 = 3 => "8IN64",
+    }
+}
+
+hw_enum! {
+    /// `fillsize` of CONSTANT_FILL (dw0 `[31:30]`).
+    pub enum FillSize: 2 bits, catch-all Reserved {
+        /// Byte fill.
+        Byte = 0 => "BYTE",
+        /// Dword fill (what ROCr uses).
+        Dword = 2 => "DWORD",
+    }
+}
+
+hw_enum! {
+    /// `sub_op` of TIMESTAMP.
+    pub enum TimestampOp: 8 bits, catch-all Reserved {
+        /// Set the timestamp counter (dw1/dw2 = value).
+        Set = 0 => "SET",
+        /// Write the local timestamp to memory.
+        Get = 1 => "GET",
+        /// Write the global timestamp to memory.
+        GetGlobal = 2 => "GET_GLOBAL",
+    }
+}
+
+/// Bits of the byte-count fields per generation (`[21:0]` on SDMA 4/5, `[29:0]` on 6).
+pub const fn count_bits(gen: SdmaGen) -> u32 {
+    match gen {
+        SdmaGen::Sdma6 => 30,
+        _ => 22,
+    }
+}
+
+/// Largest byte count a COPY_LINEAR/CONSTANT_FILL can move on `gen`.
+pub const fn max_bytes(gen: SdmaGen) -> u64 {
+    1u64 << count_bits(gen)
+}
+
+fn check_bytes(packet: &'static str, gen: SdmaGen, bytes: u64) -> Result<u32, BuildError> {
+    if bytes == 0 || bytes > max_bytes(gen) {
+        return Err(BuildError::FieldOutOfRange {
+            packet,
+            field: "bytes",
+            value: bytes,
+            max: max_bytes(gen),
+        });
+    }
+    Ok((bytes - 1) as u32)
+}
+
+fn check_count(
+    packet: &'static str,
+    dword: usize,
+    gen: SdmaGen,
+    count: u32,
+) -> Result<(), DecodeErrorKind> {
+    check_reserved(
+        packet,
+        dword,
+        count,
+        !crate::fields::field_mask(0, count_bits(gen) as usize),
+    )
+}
+
+/// A plain SDMA header: `op`, `sub_op`, op-specific bits reserved.
+#[bitfield(u32)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, PartialEq, Eq)]
+pub struct SdmaHeader {
+    /// `[7:0]` opcode.
+    #[bits(8)]
+    pub op: SdmaOpcode,
+    /// `[15:8]` sub-opcode.
+    pub sub_op: u8,
+    #[bits(16)]
+    __: u16,
+}
+
+impl SdmaHeader {
+    /// A header for `op`/`sub_op`.
+    pub const fn of(op: SdmaOpcode, sub_op: u8) -> Self {
+        Self::new().with_op(op).with_sub_op(sub_op)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// NOP
+// ---------------------------------------------------------------------------------------
+
+/// SDMA NOP header: `count [29:16]` = following dwords to skip ("burst" NOP).
+#[bitfield(u32)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, PartialEq, Eq)]
+pub struct SdmaNopHeader {
+    /// `[7:0]` opcode (0).
+    #[bits(8)]
+    pub op: SdmaOpcode,
+    /// `[15:8]` sub-opcode (0).
+    pub sub_op: u8,
+    /// `[29:16]` dwords that follow.
+    #[bits(14)]
+    pub count: u16,
+    #[bits(2)]
+    __: u8,
+}
+
+/// SDMA NOP: a zero dword (one-dword NOP) or a burst NOP skipping `count` dwords.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SdmaNop<'a> {
+    /// dw0.
+    pub header: SdmaNopHeader,
+    /// The skipped dwords.
+    pub payload: &'a [u32],
+}
+
+impl<'a> SdmaNop<'a> {
+    /// A NOP skipping `payload` (at most `0x3FFF` dwords; empty = the zero dword).
+    pub fn new(payload: &'a [u32]) -> Result<Self, BuildError> {
+        check_bits("SDMA_NOP", "count", payload.len() as u64, 14)?;
+        Ok(SdmaNop {
+            header: SdmaNopHeader::new().with_count(payload.len() as u16),
+            payload,
+        })
+    }
+
+    /// Checks reserved bits as the decoder does.
+    pub fn validate(&self) -> Result<(), DecodeErrorKind> {
+        if self.header.sub_op() != 0 {
+            return Err(invalid_field(
+                "SDMA_NOP",
+                0,
+                "sub_op",
+                self.header.sub_op().into(),
+            ));
+        }
+        check_reserved("SDMA_NOP", 0, self.header.into_bits(), 0xC000_0000)
+    }
+}
+
+impl Encode for SdmaNop<'_> {
+    fn dwords(&self) -> usize {
+        1 + self.payload.len()
+    }
+    fn encode_into(&self, out: &mut [u32]) -> Result<usize, WriteError> {
+        let n = self.dwords();
+        let dst = space(out, n)?;
+        let (head, body) = dst.split_at_mut(1);
+        head[0] = self.header.into_bits();
+        body.copy_from_slice(self.payload);
+        Ok(n)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// COPY_LINEAR
+// ---------------------------------------------------------------------------------------
+
+/// COPY_LINEAR dw0. Bit 27 (broadcast) changes the layout and is not decoded: the
+/// decoder reports it as a reserved bit.
+#[bitfield(u32)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, PartialEq, Eq)]
+pub struct SdmaCopyHeader {
+    /// `[7:0]` opcode (COPY).
+    #[bits(8)]
+    pub op: SdmaOpcode,
+    /// `[15:8]` sub-opcode (LINEAR = 0).
+    pub sub_op: u8,
+    /// `[16]` encrypt.
+    pub encrypt: bool,
+    #[bits(1)]
+    __: u8,
+    /// `[18]` TMZ.
+    pub tmz: bool,
+    #[bits(6)]
+    __: u8,
+    /// `[25]` copy backwards (SDMA 5+).
+    pub backwards: bool,
+    #[bits(6)]
+    __: u8,
+}
+
+const COPY_HEADER_RESERVED: u32 = reserved_mask!(SdmaCopyHeader:
+    OP_OFFSET / OP_BITS, SUB_OP_OFFSET / SUB_OP_BITS, ENCRYPT_OFFSET / ENCRYPT_BITS,
+    TMZ_OFFSET / TMZ_BITS, BACKWARDS_OFFSET / BACKWARDS_BITS);
+
+/// COPY_LINEAR dw2: endian swap and (SDMA 6) cache policies.
+#[bitfield(u32)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, PartialEq, Eq)]
+pub struct SdmaCopyParams {
+    #[bits(16)]
+    __: u16,
+    /// `[17:16]` destination swap.
+    #[bits(2)]
+    pub dst_sw: EndianSwap,
+    /// `[20:18]` destination cache policy (SDMA 6).
+    #[bits(3)]
+    pub dst_cache_policy: u8,
+    #[bits(3)]
+    __: u8,
+    /// `[25:24]` source swap.
+    #[bits(2)]
+    pub src_sw: EndianSwap,
+    /// `[28:26]` source cache policy (SDMA 6).
+    #[bits(3)]
+    pub src_cache_policy: u8,
+    #[bits(3)]
+    __: u8,
+}
+
+const COPY_PARAMS_RESERVED: u32 = reserved_mask!(SdmaCopyParams:
+    DST_SW_OFFSET / DST_SW_BITS, DST_CACHE_POLICY_OFFSET / DST_CACHE_POLICY_BITS,
+    SRC_SW_OFFSET / SRC_SW_BITS, SRC_CACHE_POLICY_OFFSET / SRC_CACHE_POLICY_BITS);
+const COPY_PARAMS_SDMA6_ONLY: u32 = (0b111 << SdmaCopyParams::DST_CACHE_POLICY_OFFSET)
+    | (0b111 << SdmaCopyParams::SRC_CACHE_POLICY_OFFSET);
+
+zc_packet! {
+    /// COPY_LINEAR (op 1, sub-op 0), 7 dwords.
+    pub struct SdmaCopyLinear {
+        /// dw0.
+        pub header: SdmaCopyHeader,
+        /// dw1: bytes − 1.
+        pub count: u32,
+        /// dw2: swap and cache policies.
+        pub params: SdmaCopyParams,
+        /// dw3: source address bits 31:0.
+        pub src_lo: u32,
+        /// dw4: source address bits 63:32.
+        pub src_hi: u32,
+        /// dw5: destination address bits 31:0.
+        pub dst_lo: u32,
+        /// dw6: destination address bits 63:32.
+        pub dst_hi: u32,
+    }
+}
+fixed_layout!(SdmaCopyLinear, 7, "SDMA_COPY_LINEAR");
+
+impl SdmaCopyLinear {
+    /// A copy of `bytes` (1..=[`max_bytes`]) from `src` to `dst`.
+    pub fn new(gen: SdmaGen, src: u64, dst: u64, bytes: u64) -> Result<Self, BuildError> {
+        Ok(SdmaCopyLinear {
+            header: SdmaCopyHeader::new().with_op(SdmaOpcode::COPY),
+            count: check_bytes(Self::NAME, gen, bytes)?,
+            params: SdmaCopyParams::new(),
+            src_lo: lo32(src),
+            src_hi: hi32(src),
+            dst_lo: lo32(dst),
+            dst_hi: hi32(dst),
+        })
+    }
+
+    /// Bytes copied (`count + 1`).
+    pub const fn byte_count(&self) -> u64 {
+        self.count as u64 + 1
+    }
+
+    /// Source address.
+    pub const fn src(&self) -> u64 {
+        join(self.src_lo, self.src_hi)
+    }
+
+    /// Destination address.
+    pub const fn dst(&self) -> u64 {
+        join(self.dst_lo, self.dst_hi)
+    }
+
+    /// Checks reserved bits and field values as the decoder for `gen` does.
+    pub fn validate(&self, gen: SdmaGen) -> Result<(), DecodeErrorKind> {
+        const P: &str = SdmaCopyLinear::NAME;
+        let mut reserved = COPY_HEADER_RESERVED;
+        if gen == SdmaGen::Sdma4 {
+            reserved |= 1 << SdmaCopyHeader::BACKWARDS_OFFSET;
+        }
+        check_reserved(P, 0, self.header.into_bits(), reserved)?;
+        check_count(P, 1, gen, self.count)?;
+        let mut reserved = COPY_PARAMS_RESERVED;
+        if gen != SdmaGen::Sdma6 {
+            reserved |= COPY_PARAMS_SDMA6_ONLY;
+        }
+        check_reserved(P, 2, self.params.into_bits(), reserved)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// WRITE (linear)
+// ---------------------------------------------------------------------------------------
+
+/// WRITE dw0.
+#[bitfield(u32)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, PartialEq, Eq)]
+pub struct SdmaWriteHeader {
+    /// `[7:0]` opcode (WRITE).
+    #[bits(8)]
+    pub op: SdmaOpcode,
+    /// `[15:8]` sub-opcode (LINEAR = 0).
+    pub sub_op: u8,
+    #[bits(2)]
+    __: u8,
+    /// `[18]` TMZ.
+    pub tmz: bool,
+    #[bits(13)]
+    __: u16,
+}
+
+const WRITE_HEADER_RESERVED: u32 = reserved_mask!(SdmaWriteHeader:
+    OP_OFFSET / OP_BITS, SUB_OP_OFFSET / SUB_OP_BITS, TMZ_OFFSET / TMZ_BITS);
+
+/// WRITE dw3.
+#[bitfield(u32)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, PartialEq, Eq)]
+pub struct SdmaWriteCount {
+    /// `[19:0]` data dwords − 1.
+    #[bits(20)]
+    pub count: u32,
+    #[bits(4)]
+    __: u8,
+    /// `[25:24]` swap.
+    #[bits(2)]
+    pub sw: EndianSwap,
+    #[bits(6)]
+    __: u8,
+}
+
+const WRITE_COUNT_RESERVED: u32 =
+    reserved_mask!(SdmaWriteCount: COUNT_OFFSET / COUNT_BITS, SW_OFFSET / SW_BITS);
+
+zc_packet! {
+    /// The fixed part of WRITE_LINEAR (dw0–dw3).
+    pub struct SdmaWriteHead {
+        /// dw0.
+        pub header: SdmaWriteHeader,
+        /// dw1: destination bits 31:0 (dword aligned).
+        pub dst_lo: u32,
+        /// dw2: destination bits 63:32.
+        pub dst_hi: u32,
+        /// dw3: data dwords − 1, swap.
+        pub count: SdmaWriteCount,
+    }
+}
+
+/// Most data dwords one WRITE_LINEAR carries (20-bit `count`).
+pub const SDMA_WRITE_MAX_DWORDS: usize = 1 << 20;
+
+/// WRITE_LINEAR (op 2, sub-op 0): 4 + N dwords writing N data dwords.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SdmaWrite<'a> {
+    /// dw0–dw3.
+    pub head: SdmaWriteHead,
+    /// The N data dwords.
+    pub data: &'a [u32],
+}
+
+impl<'a> SdmaWrite<'a> {
+    /// A write of `data` (1..=[`SDMA_WRITE_MAX_DWORDS`] dwords) to `dst` (4-byte aligned).
+    pub fn new(dst: u64, data: &'a [u32]) -> Result<Self, BuildError> {
+        const P: &str = "SDMA_WRITE_LINEAR";
+        check_align(P, "dst", dst, 4)?;
+        if data.is_empty() || data.len() > SDMA_WRITE_MAX_DWORDS {
+            return Err(BuildError::Length {
+                packet: P,
+                dwords: 4 + data.len(),
+                min: 5,
+                max: 4 + SDMA_WRITE_MAX_DWORDS,
+            });
+        }
+        Ok(SdmaWrite {
+            head: SdmaWriteHead {
+                header: SdmaWriteHeader::new().with_op(SdmaOpcode::WRITE),
+                dst_lo: lo32(dst),
+                dst_hi: hi32(dst),
+                count: SdmaWriteCount::new().with_count(data.len() as u32 - 1),
+            },
+            data,
+        })
+    }
+
+    /// Destination address.
+    pub const fn dst(&self) -> u64 {
+        join(self.head.dst_lo, self.head.dst_hi)
+    }
+
+    /// Checks reserved bits as the decoder does.
+    pub fn validate(&self, _gen: SdmaGen) -> Result<(), DecodeErrorKind> {
+        const P: &str = "SDMA_WRITE_LINEAR";
+        check_reserved(P, 0, self.head.header.into_bits(), WRITE_HEADER_RESERVED)?;
+        check_reserved(P, 1, self.head.dst_lo, 0b11)?;
+        check_reserved(P, 3, self.head.count.into_bits(), WRITE_COUNT_RESERVED)?;
+        if self.head.count.count() as usize + 1 != self.data.len() {
+            return Err(invalid_field(P, 3, "count", self.head.count.count()));
+        }
+        Ok(())
+    }
+}
+
+impl Encode for SdmaWrite<'_> {
+    fn dwords(&self) -> usize {
+        4 + self.data.len()
+    }
+    fn encode_into(&self, out: &mut [u32]) -> Result<usize, WriteError> {
+        let n = self.dwords();
+        let dst = space(out, n)?;
+        let (head, body) = dst.split_at_mut(4);
+        head.as_mut_bytes().copy_from_slice(self.head.as_bytes());
+        body.copy_from_slice(self.data);
+        Ok(n)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// FENCE, TRAP
+// ---------------------------------------------------------------------------------------
+
+/// FENCE dw0 (the cache bits exist on SDMA 5+).
+#[bitfield(u32)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, PartialEq, Eq)]
+pub struct SdmaFenceHeader {
+    /// `[7:0]` opcode (FENCE).
+    #[bits(8)]
+    pub op: SdmaOpcode,
+    /// `[15:8]` sub-opcode (0).
+    pub sub_op: u8,
+    /// `[18:16]` memory type (SDMA 5+).
+    #[bits(3)]
+    pub mtype: u8,
+    /// `[19]` GCC (SDMA 5+).
+    pub gcc: bool,
+    /// `[20]` system (SDMA 5+).
+    pub sys: bool,
+    #[bits(1)]
+    __: u8,
+    /// `[22]` snoop (SDMA 5+).
+    pub snp: bool,
+    /// `[23]` GPA (SDMA 5+).
+    pub gpa: bool,
+    /// `[25:24]` L2 policy (SDMA 5+).
+    #[bits(2)]
+    pub l2_policy: u8,
+    #[bits(6)]
+    __: u8,
+}
+
+const FENCE_HEADER_RESERVED: u32 = reserved_mask!(SdmaFenceHeader:
+    OP_OFFSET / OP_BITS, SUB_OP_OFFSET / SUB_OP_BITS, MTYPE_OFFSET / MTYPE_BITS, GCC_OFFSET / GCC_BITS,
+    SYS_OFFSET / SYS_BITS, SNP_OFFSET / SNP_BITS, GPA_OFFSET / GPA_BITS, L2_POLICY_OFFSET / L2_POLICY_BITS);
+const FENCE_SDMA5_ONLY: u32 = 0x03FF_0000;
+
+zc_packet! {
+    /// FENCE (op 5), 4 dwords: writes 32-bit `data` to `addr`.
+    pub struct SdmaFence {
+        /// dw0.
+        pub header: SdmaFenceHeader,
+        /// dw1: address bits 31:0 (dword aligned).
+        pub addr_lo: u32,
+        /// dw2: address bits 63:32.
+        pub addr_hi: u32,
+        /// dw3: the value.
+        pub data: u32,
+    }
+}
+fixed_layout!(SdmaFence, 4, "SDMA_FENCE");
+
+impl SdmaFence {
+    /// A fence writing `data` to `addr` (4-byte aligned).
+    pub fn new(addr: u64, data: u32) -> Result<Self, BuildError> {
+        check_align(Self::NAME, "addr", addr, 4)?;
+        Ok(SdmaFence {
+            header: SdmaFenceHeader::new().with_op(SdmaOpcode::FENCE),
+            addr_lo: lo32(addr),
+            addr_hi: hi32(addr),
+            data,
+        })
+    }
+
+    /// The address.
+    pub const fn addr(&self) -> u64 {
+        join(self.addr_lo, self.addr_hi)
+    }
+
+    /// Checks reserved bits as the decoder for `gen` does.
+    pub fn validate(&self, gen: SdmaGen) -> Result<(), DecodeErrorKind> {
+        let mut reserved = FENCE_HEADER_RESERVED;
+        if gen == SdmaGen::Sdma4 {
+            reserved |= FENCE_SDMA5_ONLY;
+        }
+        check_reserved(Self::NAME, 0, self.header.into_bits(), reserved)?;
+        check_reserved(Self::NAME, 1, self.addr_lo, 0b11)
+    }
+}
+
+/// TRAP dw1.
+#[bitfield(u32)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, PartialEq, Eq)]
+pub struct SdmaTrapContext {
+    /// `[27:0]` interrupt context (→ IH `context_id0`; KFD uses 28 bits as event id).
+    #[bits(28)]
+    pub int_context: u32,
+    #[bits(4)]
+    __: u8,
+}
+
+zc_packet! {
+    /// TRAP (op 6), 2 dwords: raises an interrupt with a 28-bit context.
+    pub struct SdmaTrap {
+        /// dw0.
+        pub header: SdmaHeader,
+        /// dw1.
+        pub context: SdmaTrapContext,
+    }
+}
+fixed_layout!(SdmaTrap, 2, "SDMA_TRAP");
+
+impl SdmaTrap {
+    /// A trap with `int_context` (28 bits).
+    pub fn new(int_context: u32) -> Result<Self, BuildError> {
+        check_bits(Self::NAME, "int_context", int_context.into(), 28)?;
+        Ok(SdmaTrap {
+            header: SdmaHeader::of(SdmaOpcode::TRAP, 0),
+            context: SdmaTrapContext::new().with_int_context(int_context),
+        })
+    }
+
+    /// Checks reserved bits as the decoder does.
+    pub fn validate(&self, _gen: SdmaGen) -> Result<(), DecodeErrorKind> {
+        check_reserved(Self::NAME, 0, self.header.into_bits(), 0xFFFF_0000)?;
+        check_reserved(Self::NAME, 1, self.context.into_bits(), 0xF000_0000)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// POLL_REGMEM
+// ---------------------------------------------------------------------------------------
+
+/// POLL_REGMEM dw0.
+#[bitfield(u32)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, PartialEq, Eq)]
+pub struct SdmaPollHeader {
+    /// `[7:0]` opcode (POLL_REGMEM).
+    #[bits(8)]
+    pub op: SdmaOpcode,
+    /// `[15:8]` sub-opcode (0 = poll).
+    pub sub_op: u8,
+    #[bits(10)]
+    __: u16,
+    /// `[26]` HDP flush.
+    pub hdp_flush: bool,
+    #[bits(1)]
+    __: u8,
+    /// `[30:28]` comparison.
+    #[bits(3)]
+    pub func: CompareFunction,
+    /// `[31]` 1 = memory, 0 = register.
+    pub mem_poll: bool,
+}
+
+const POLL_HEADER_RESERVED: u32 = reserved_mask!(SdmaPollHeader:
+    OP_OFFSET / OP_BITS, SUB_OP_OFFSET / SUB_OP_BITS, HDP_FLUSH_OFFSET / HDP_FLUSH_BITS,
+    FUNC_OFFSET / FUNC_BITS, MEM_POLL_OFFSET / MEM_POLL_BITS);
+
+/// POLL_REGMEM dw5.
+#[bitfield(u32)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, PartialEq, Eq)]
+pub struct SdmaPollInterval {
+    /// `[15:0]` poll interval.
+    pub interval: u16,
+    /// `[27:16]` retry count (`0xFFF` = infinite).
+    #[bits(12)]
+    pub retry_count: u16,
+    #[bits(4)]
+    __: u8,
+}
+
+zc_packet! {
+    /// POLL_REGMEM (op 8, sub-op 0), 6 dwords.
+    pub struct SdmaPollRegmem {
+        /// dw0.
+        pub header: SdmaPollHeader,
+        /// dw1: address bits 31:0 (memory) or register byte offset (`reg << 2`).
+        pub addr_lo: u32,
+        /// dw2: address bits 63:32.
+        pub addr_hi: u32,
+        /// dw3: reference.
+        pub reference: u32,
+        /// dw4: mask.
+        pub mask: u32,
+        /// dw5: interval and retry count.
+        pub interval: SdmaPollInterval,
+    }
+}
+fixed_layout!(SdmaPollRegmem, 6, "SDMA_POLL_REGMEM");
+
+impl SdmaPollRegmem {
+    /// A poll of memory at `addr` (4-byte aligned) until `(value & mask) func reference`.
+    pub fn memory(
+        addr: u64,
+        func: CompareFunction,
+        reference: u32,
+        mask: u32,
+        interval: u16,
+        retry_count: u16,
+    ) -> Result<Self, BuildError> {
+        check_align(Self::NAME, "addr", addr, 4)?;
+        check_bits(Self::NAME, "retry_count", retry_count.into(), 12)?;
+        Ok(SdmaPollRegmem {
+            header: SdmaPollHeader::new()
+                .with_op(SdmaOpcode::POLL_REGMEM)
+                .with_func_checked(func)
+                .map_err(|_| enum_overflow(Self::NAME, "func", func.into_bits()))?
+                .with_mem_poll(true),
+            addr_lo: lo32(addr),
+            addr_hi: hi32(addr),
+            reference,
+            mask,
+            interval: SdmaPollInterval::new()
+                .with_interval(interval)
+                .with_retry_count(retry_count),
+        })
+    }
+
+    /// The address (memory) or register byte offset.
+    pub const fn addr(&self) -> u64 {
+        join(self.addr_lo, self.addr_hi)
+    }
+
+    /// Checks reserved bits and field values as the decoder does.
+    pub fn validate(&self, _gen: SdmaGen) -> Result<(), DecodeErrorKind> {
+        check_reserved(Self::NAME, 0, self.header.into_bits(), POLL_HEADER_RESERVED)?;
+        check_enum(Self::NAME, 0, "func", self.header.func())?;
+        check_reserved(Self::NAME, 1, self.addr_lo, 0b11)?;
+        check_reserved(Self::NAME, 5, self.interval.into_bits(), 0xF000_0000)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// CONSTANT_FILL
+// ---------------------------------------------------------------------------------------
+
+/// CONSTANT_FILL dw0.
+#[bitfield(u32)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, PartialEq, Eq)]
+pub struct SdmaFillHeader {
+    /// `[7:0]` opcode (CONST_FILL).
+    #[bits(8)]
+    pub op: SdmaOpcode,
+    /// `[15:8]` sub-opcode (0).
+    pub sub_op: u8,
+    /// `[17:16]` swap.
+    #[bits(2)]
+    pub sw: EndianSwap,
+    #[bits(12)]
+    __: u16,
+    /// `[31:30]` fill unit.
+    #[bits(2)]
+    pub fillsize: FillSize,
+}
+
+const FILL_HEADER_RESERVED: u32 = reserved_mask!(SdmaFillHeader:
+    OP_OFFSET / OP_BITS, SUB_OP_OFFSET / SUB_OP_BITS, SW_OFFSET / SW_BITS, FILLSIZE_OFFSET / FILLSIZE_BITS);
+
+zc_packet! {
+    /// CONSTANT_FILL (op 11), 5 dwords.
+    pub struct SdmaConstantFill {
+        /// dw0.
+        pub header: SdmaFillHeader,
+        /// dw1: destination bits 31:0.
+        pub dst_lo: u32,
+        /// dw2: destination bits 63:32.
+        pub dst_hi: u32,
+        /// dw3: the fill value.
+        pub data: u32,
+        /// dw4: bytes − 1 (with dword fill the two LSBs are ignored).
+        pub count: u32,
+    }
+}
+fixed_layout!(SdmaConstantFill, 5, "SDMA_CONSTANT_FILL");
+
+impl SdmaConstantFill {
+    /// A dword fill of `bytes` at `dst` (4-byte aligned) with `data`.
+    pub fn new(gen: SdmaGen, dst: u64, data: u32, bytes: u64) -> Result<Self, BuildError> {
+        check_align(Self::NAME, "dst", dst, 4)?;
+        Ok(SdmaConstantFill {
+            header: SdmaFillHeader::new()
+                .with_op(SdmaOpcode::CONST_FILL)
+                .with_fillsize(FillSize::Dword),
+            dst_lo: lo32(dst),
+            dst_hi: hi32(dst),
+            data,
+            count: check_bytes(Self::NAME, gen, bytes)?,
+        })
+    }
+
+    /// Destination address.
+    pub const fn dst(&self) -> u64 {
+        join(self.dst_lo, self.dst_hi)
+    }
+
+    /// Bytes filled (`count + 1`).
+    pub const fn byte_count(&self) -> u64 {
+        self.count as u64 + 1
+    }
+
+    /// Checks reserved bits and field values as the decoder for `gen` does.
+    pub fn validate(&self, gen: SdmaGen) -> Result<(), DecodeErrorKind> {
+        check_reserved(Self::NAME, 0, self.header.into_bits(), FILL_HEADER_RESERVED)?;
+        check_enum(Self::NAME, 0, "fillsize", self.header.fillsize())?;
+        check_count(Self::NAME, 4, gen, self.count)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// TIMESTAMP
+// ---------------------------------------------------------------------------------------
+
+/// TIMESTAMP dw0.
+#[bitfield(u32)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, PartialEq, Eq)]
+pub struct SdmaTimestampHeader {
+    /// `[7:0]` opcode (TIMESTAMP).
+    #[bits(8)]
+    pub op: SdmaOpcode,
+    /// `[15:8]` which timestamp operation.
+    #[bits(8)]
+    pub sub_op: TimestampOp,
+    #[bits(16)]
+    __: u16,
+}
+
+zc_packet! {
+    /// TIMESTAMP (op 13), 3 dwords: SET (value) or GET/GET_GLOBAL (qword address).
+    pub struct SdmaTimestamp {
+        /// dw0.
+        pub header: SdmaTimestampHeader,
+        /// dw1: address bits 31:3 / value bits 31:0.
+        pub lo: u32,
+        /// dw2: address bits 63:32 / value bits 63:32.
+        pub hi: u32,
+    }
+}
+fixed_layout!(SdmaTimestamp, 3, "SDMA_TIMESTAMP");
+
+impl SdmaTimestamp {
+    /// A GET or GET_GLOBAL writing the timestamp to `addr` (8-byte aligned), or a SET
+    /// of the counter to `addr_or_value`.
+    pub fn new(op: TimestampOp, addr_or_value: u64) -> Result<Self, BuildError> {
+        if op != TimestampOp::Set {
+            check_align(Self::NAME, "addr", addr_or_value, 8)?;
+        }
+        Ok(SdmaTimestamp {
+            header: SdmaTimestampHeader::new()
+                .with_op(SdmaOpcode::TIMESTAMP)
+                .with_sub_op(op),
+            lo: lo32(addr_or_value),
+            hi: hi32(addr_or_value),
+        })
+    }
+
+    /// The address (GET) or value (SET).
+    pub const fn operand(&self) -> u64 {
+        join(self.lo, self.hi)
+    }
+
+    /// Checks reserved bits and field values as the decoder does.
+    pub fn validate(&self, _gen: SdmaGen) -> Result<(), DecodeErrorKind> {
+        check_reserved(Self::NAME, 0, self.header.into_bits(), 0xFFFF_0000)?;
+        check_enum(Self::NAME, 0, "sub_op", self.header.sub_op())?;
+        if self.header.sub_op() != TimestampOp::Set {
+            check_reserved(Self::NAME, 1, self.lo, 0b111)?;
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// INDIRECT
+// ---------------------------------------------------------------------------------------
+
+/// INDIRECT dw0.
+#[bitfield(u32)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, PartialEq, Eq)]
+pub struct SdmaIndirectHeader {
+    /// `[7:0]` opcode (INDIRECT).
+    #[bits(8)]
+    pub op: SdmaOpcode,
+    /// `[15:8]` sub-opcode (0).
+    pub sub_op: u8,
+    /// `[19:16]` VMID.
+    #[bits(4)]
+    pub vmid: u8,
+    #[bits(11)]
+    __: u16,
+    /// `[31]` privileged.
+    pub privileged: bool,
+}
+
+const INDIRECT_HEADER_RESERVED: u32 = reserved_mask!(SdmaIndirectHeader:
+    OP_OFFSET / OP_BITS, SUB_OP_OFFSET / SUB_OP_BITS, VMID_OFFSET / VMID_BITS, PRIVILEGED_OFFSET / PRIVILEGED_BITS);
+
+zc_packet! {
+    /// INDIRECT (op 4), 6 dwords: run an SDMA IB.
+    pub struct SdmaIndirect {
+        /// dw0.
+        pub header: SdmaIndirectHeader,
+        /// dw1: IB address bits 31:0 (32-byte aligned).
+        pub base_lo: u32,
+        /// dw2: IB address bits 63:32.
+        pub base_hi: u32,
+        /// dw3: IB size in dwords `[19:0]`.
+        pub ib_size: u32,
+        /// dw4: context-save area bits 31:0.
+        pub csa_lo: u32,
+        /// dw5: context-save area bits 63:32.
+        pub csa_hi: u32,
+    }
+}
+fixed_layout!(SdmaIndirect, 6, "SDMA_INDIRECT");
+
+impl SdmaIndirect {
+    /// An IB of `size_dwords` (20 bits) at `base` (32-byte aligned) run with `vmid`.
+    pub fn new(base: u64, size_dwords: u32, vmid: u8, csa: u64) -> Result<Self, BuildError> {
+        check_align(Self::NAME, "base", base, 32)?;
+        check_bits(Self::NAME, "ib_size", size_dwords.into(), 20)?;
+        check_bits(Self::NAME, "vmid", vmid.into(), 4)?;
+        Ok(SdmaIndirect {
+            header: SdmaIndirectHeader::new()
+                .with_op(SdmaOpcode::INDIRECT)
+                .with_vmid(vmid),
+            base_lo: lo32(base),
+            base_hi: hi32(base),
+            ib_size: size_dwords,
+            csa_lo: lo32(csa),
+            csa_hi: hi32(csa),
+        })
+    }
+
+    /// IB address.
+    pub const fn base(&self) -> u64 {
+        join(self.base_lo, self.base_hi)
+    }
+
+    /// Context-save area.
+    pub const fn csa(&self) -> u64 {
+        join(self.csa_lo, self.csa_hi)
+    }
+
+    /// Checks reserved bits as the decoder does.
+    pub fn validate(&self, _gen: SdmaGen) -> Result<(), DecodeErrorKind> {
+        check_reserved(
+            Self::NAME,
+            0,
+            self.header.into_bits(),
+            INDIRECT_HEADER_RESERVED,
+        )?;
+        check_reserved(Self::NAME, 1, self.base_lo, 0x1F)?;
+        check_reserved(Self::NAME, 3, self.ib_size, 0xFFF0_0000)
+    }
+}

@@ -201,9 +201,24 @@ const DW1_SR_RESERVED: u32 = reserved_mask!(SetResourcesDw1:
     VMID_MASK_OFFSET / VMID_MASK_BITS, UNMAP_LATENCY_OFFSET / UNMAP_LATENCY_BITS,
     ENB_XNACK_RETRY_DISABLE_CHECK_OFFSET / ENB_XNACK_RETRY_DISABLE_CHECK_BITS,
     QUEUE_TYPE_OFFSET / QUEUE_TYPE_BITS);
+
+impl SetResourcesDw1 {
+    /// Bits no named field covers; the decoder rejects packets with any of them set.
+    pub const RESERVED_MASK: u32 = DW1_SR_RESERVED;
+}
 const DW6_SR_RESERVED: u32 = reserved_mask!(SetResourcesDw6: OAC_MASK_OFFSET / OAC_MASK_BITS);
+
+impl SetResourcesDw6 {
+    /// Bits no named field covers; the decoder rejects packets with any of them set.
+    pub const RESERVED_MASK: u32 = DW6_SR_RESERVED;
+}
 const DW7_SR_RESERVED: u32 = reserved_mask!(SetResourcesDw7:
     GDS_HEAP_BASE_OFFSET / GDS_HEAP_BASE_BITS, GDS_HEAP_SIZE_OFFSET / GDS_HEAP_SIZE_BITS);
+
+impl SetResourcesDw7 {
+    /// Bits no named field covers; the decoder rejects packets with any of them set.
+    pub const RESERVED_MASK: u32 = DW7_SR_RESERVED;
+}
 
 pub(crate) fn enum_overflow(packet: &'static str, field: &'static str, value: u32) -> BuildError {
     BuildError::FieldOutOfRange {
@@ -346,6 +361,11 @@ const RUN_LIST_CONTROL_RESERVED: u32 = reserved_mask!(RunListControl:
     OFFLOAD_POLLING_OFFSET / OFFLOAD_POLLING_BITS,
     CHAINED_RUNLIST_IDLE_DISABLE_OFFSET / CHAINED_RUNLIST_IDLE_DISABLE_BITS,
     VALID_OFFSET / VALID_BITS, PROCESS_CNT_OFFSET / PROCESS_CNT_BITS);
+
+impl RunListControl {
+    /// Bits no named field covers; the decoder rejects packets with any of them set.
+    pub const RESERVED_MASK: u32 = RUN_LIST_CONTROL_RESERVED;
+}
 
 // ---------------------------------------------------------------------------------------
 // MAP_PROCESS (gfx9 16 dw, aldebaran 21 dw)
@@ -650,6 +670,11 @@ const MAP_PROCESS_DW1_RESERVED: u32 = reserved_mask!(MapProcessDw1:
     EXEC_CLEANER_SHADER_OFFSET / EXEC_CLEANER_SHADER_BITS, DEBUG_VMID_OFFSET / DEBUG_VMID_BITS,
     NEW_DEBUG_OFFSET / NEW_DEBUG_BITS, TMZ_OFFSET / TMZ_BITS, DIQ_ENABLE_OFFSET / DIQ_ENABLE_BITS,
     PROCESS_QUANTUM_OFFSET / PROCESS_QUANTUM_BITS);
+
+impl MapProcessDw1 {
+    /// Bits no named field covers; the decoder rejects packets with any of them set.
+    pub const RESERVED_MASK: u32 = MAP_PROCESS_DW1_RESERVED;
+}
 
 impl MapProcess {
     /// Builds the gfx9 form. `single_memops`/`tmz` set is an error (reserved here).
@@ -1006,8 +1031,18 @@ const MAP_QUEUES_DW1_RESERVED: u32 = reserved_mask!(MapQueuesDw1:
     EXTENDED_ENGINE_SEL_OFFSET / EXTENDED_ENGINE_SEL_BITS, QUEUE_SEL_OFFSET / QUEUE_SEL_BITS,
     GWS_CONTROL_QUEUE_OFFSET / GWS_CONTROL_QUEUE_BITS, QUEUE_TYPE_OFFSET / QUEUE_TYPE_BITS,
     ENGINE_SEL_OFFSET / ENGINE_SEL_BITS, NUM_QUEUES_OFFSET / NUM_QUEUES_BITS);
+
+impl MapQueuesDw1 {
+    /// Bits no named field covers; the decoder rejects packets with any of them set.
+    pub const RESERVED_MASK: u32 = MAP_QUEUES_DW1_RESERVED;
+}
 const DOORBELL_DW_RESERVED: u32 = reserved_mask!(DoorbellDw:
     CHECK_DISABLE_OFFSET / CHECK_DISABLE_BITS, DOORBELL_OFFSET_OFFSET / DOORBELL_OFFSET_BITS);
+
+impl DoorbellDw {
+    /// Bits no named field covers; the decoder rejects packets with any of them set.
+    pub const RESERVED_MASK: u32 = DOORBELL_DW_RESERVED;
+}
 
 // ---------------------------------------------------------------------------------------
 // UNMAP_QUEUES
@@ -1217,6 +1252,11 @@ const UNMAP_DW1_RESERVED: u32 = reserved_mask!(UnmapQueuesDw1:
     ACTION_OFFSET / ACTION_BITS, EXTENDED_ENGINE_SEL_OFFSET / EXTENDED_ENGINE_SEL_BITS,
     QUEUE_SEL_OFFSET / QUEUE_SEL_BITS, ENGINE_SEL_OFFSET / ENGINE_SEL_BITS,
     NUM_QUEUES_OFFSET / NUM_QUEUES_BITS);
+
+impl UnmapQueuesDw1 {
+    /// Bits no named field covers; the decoder rejects packets with any of them set.
+    pub const RESERVED_MASK: u32 = UNMAP_DW1_RESERVED;
+}
 
 // ---------------------------------------------------------------------------------------
 // QUERY_STATUS

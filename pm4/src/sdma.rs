@@ -305,6 +305,11 @@ const COPY_HEADER_RESERVED: u32 = reserved_mask!(SdmaCopyHeader:
     OP_OFFSET / OP_BITS, SUB_OP_OFFSET / SUB_OP_BITS, ENCRYPT_OFFSET / ENCRYPT_BITS,
     TMZ_OFFSET / TMZ_BITS, BACKWARDS_OFFSET / BACKWARDS_BITS);
 
+impl SdmaCopyHeader {
+    /// Bits no named field covers; the decoder rejects packets with any of them set.
+    pub const RESERVED_MASK: u32 = COPY_HEADER_RESERVED;
+}
+
 /// COPY_LINEAR dw2: endian swap and (SDMA 6) cache policies.
 #[bitfield(u32)]
 #[derive(FromBytes, IntoBytes, Immutable, KnownLayout, PartialEq, Eq)]
@@ -332,6 +337,11 @@ pub struct SdmaCopyParams {
 const COPY_PARAMS_RESERVED: u32 = reserved_mask!(SdmaCopyParams:
     DST_SW_OFFSET / DST_SW_BITS, DST_CACHE_POLICY_OFFSET / DST_CACHE_POLICY_BITS,
     SRC_SW_OFFSET / SRC_SW_BITS, SRC_CACHE_POLICY_OFFSET / SRC_CACHE_POLICY_BITS);
+
+impl SdmaCopyParams {
+    /// Bits no named field covers; the decoder rejects packets with any of them set.
+    pub const RESERVED_MASK: u32 = COPY_PARAMS_RESERVED;
+}
 const COPY_PARAMS_SDMA6_ONLY: u32 = (0b111 << SdmaCopyParams::DST_CACHE_POLICY_OFFSET)
     | (0b111 << SdmaCopyParams::SRC_CACHE_POLICY_OFFSET);
 
@@ -425,6 +435,11 @@ pub struct SdmaWriteHeader {
 
 const WRITE_HEADER_RESERVED: u32 = reserved_mask!(SdmaWriteHeader:
     OP_OFFSET / OP_BITS, SUB_OP_OFFSET / SUB_OP_BITS, TMZ_OFFSET / TMZ_BITS);
+
+impl SdmaWriteHeader {
+    /// Bits no named field covers; the decoder rejects packets with any of them set.
+    pub const RESERVED_MASK: u32 = WRITE_HEADER_RESERVED;
+}
 
 /// WRITE dw3.
 #[bitfield(u32)]
@@ -563,6 +578,11 @@ pub struct SdmaFenceHeader {
 const FENCE_HEADER_RESERVED: u32 = reserved_mask!(SdmaFenceHeader:
     OP_OFFSET / OP_BITS, SUB_OP_OFFSET / SUB_OP_BITS, MTYPE_OFFSET / MTYPE_BITS, GCC_OFFSET / GCC_BITS,
     SYS_OFFSET / SYS_BITS, SNP_OFFSET / SNP_BITS, GPA_OFFSET / GPA_BITS, L2_POLICY_OFFSET / L2_POLICY_BITS);
+
+impl SdmaFenceHeader {
+    /// Bits no named field covers; the decoder rejects packets with any of them set.
+    pub const RESERVED_MASK: u32 = FENCE_HEADER_RESERVED;
+}
 const FENCE_SDMA5_ONLY: u32 = 0x03FF_0000;
 
 zc_packet! {
@@ -677,6 +697,11 @@ const POLL_HEADER_RESERVED: u32 = reserved_mask!(SdmaPollHeader:
     OP_OFFSET / OP_BITS, SUB_OP_OFFSET / SUB_OP_BITS, HDP_FLUSH_OFFSET / HDP_FLUSH_BITS,
     FUNC_OFFSET / FUNC_BITS, MEM_POLL_OFFSET / MEM_POLL_BITS);
 
+impl SdmaPollHeader {
+    /// Bits no named field covers; the decoder rejects packets with any of them set.
+    pub const RESERVED_MASK: u32 = POLL_HEADER_RESERVED;
+}
+
 /// POLL_REGMEM dw5.
 #[bitfield(u32)]
 #[derive(FromBytes, IntoBytes, Immutable, KnownLayout, PartialEq, Eq)]
@@ -776,6 +801,11 @@ pub struct SdmaFillHeader {
 
 const FILL_HEADER_RESERVED: u32 = reserved_mask!(SdmaFillHeader:
     OP_OFFSET / OP_BITS, SUB_OP_OFFSET / SUB_OP_BITS, SW_OFFSET / SW_BITS, FILLSIZE_OFFSET / FILLSIZE_BITS);
+
+impl SdmaFillHeader {
+    /// Bits no named field covers; the decoder rejects packets with any of them set.
+    pub const RESERVED_MASK: u32 = FILL_HEADER_RESERVED;
+}
 
 zc_packet! {
     /// CONSTANT_FILL (op 11), 5 dwords.
@@ -914,6 +944,11 @@ pub struct SdmaIndirectHeader {
 
 const INDIRECT_HEADER_RESERVED: u32 = reserved_mask!(SdmaIndirectHeader:
     OP_OFFSET / OP_BITS, SUB_OP_OFFSET / SUB_OP_BITS, VMID_OFFSET / VMID_BITS, PRIVILEGED_OFFSET / PRIVILEGED_BITS);
+
+impl SdmaIndirectHeader {
+    /// Bits no named field covers; the decoder rejects packets with any of them set.
+    pub const RESERVED_MASK: u32 = INDIRECT_HEADER_RESERVED;
+}
 
 zc_packet! {
     /// INDIRECT (op 4), 6 dwords: run an SDMA IB.

@@ -150,6 +150,11 @@ const WRITE_DATA_CONTROL_RESERVED: u32 = reserved_mask!(WriteDataControl:
     RESUME_VF_OFFSET / RESUME_VF_BITS, WR_CONFIRM_OFFSET / WR_CONFIRM_BITS,
     CACHE_POLICY_OFFSET / CACHE_POLICY_BITS, ENGINE_SEL_OFFSET / ENGINE_SEL_BITS);
 
+impl WriteDataControl {
+    /// Bits no named field covers; the decoder rejects packets with any of them set.
+    pub const RESERVED_MASK: u32 = WRITE_DATA_CONTROL_RESERVED;
+}
+
 zc_packet! {
     /// The fixed part of WRITE_DATA (dw0–dw3).
     pub struct WriteDataHead {
@@ -478,6 +483,11 @@ const RELEASE_CACHE_GFX9_RESERVED: u32 = reserved_mask!(ReleaseCacheGfx9:
     CACHE_POLICY_OFFSET / CACHE_POLICY_BITS, EXECUTE_OFFSET / EXECUTE_BITS,
     PQ_EXE_STATUS_OFFSET / PQ_EXE_STATUS_BITS);
 
+impl ReleaseCacheGfx9 {
+    /// Bits no named field covers; the decoder rejects packets with any of them set.
+    pub const RESERVED_MASK: u32 = RELEASE_CACHE_GFX9_RESERVED;
+}
+
 /// The 13-bit `gcr_cntl` of gfx10+ RELEASE_MEM (dw1 `[24:12]`).
 #[bitfield(u16)]
 #[derive(PartialEq, Eq)]
@@ -543,6 +553,11 @@ const RELEASE_CACHE_GFX10_RESERVED: u32 = reserved_mask!(ReleaseCacheGfx10:
     GCR_CNTL_OFFSET / GCR_CNTL_BITS, CACHE_POLICY_OFFSET / CACHE_POLICY_BITS,
     EXECUTE_OFFSET / EXECUTE_BITS, GLK_INV_OFFSET / GLK_INV_BITS, PWS_ENABLE_OFFSET / PWS_ENABLE_BITS);
 
+impl ReleaseCacheGfx10 {
+    /// Bits no named field covers; the decoder rejects packets with any of them set.
+    pub const RESERVED_MASK: u32 = RELEASE_CACHE_GFX10_RESERVED;
+}
+
 /// RELEASE_MEM dw2 (both layouts; `mes_*` exist on gfx10+ only).
 #[bitfield(u32)]
 #[derive(FromBytes, IntoBytes, Immutable, KnownLayout, PartialEq, Eq)]
@@ -574,6 +589,11 @@ const RELEASE_DATA_RESERVED: u32 = reserved_mask!(ReleaseDataControl:
     DST_SEL_OFFSET / DST_SEL_BITS, MES_INTR_PIPE_OFFSET / MES_INTR_PIPE_BITS,
     MES_ACTION_ID_OFFSET / MES_ACTION_ID_BITS, INT_SEL_OFFSET / INT_SEL_BITS,
     DATA_SEL_OFFSET / DATA_SEL_BITS);
+
+impl ReleaseDataControl {
+    /// Bits no named field covers; the decoder rejects packets with any of them set.
+    pub const RESERVED_MASK: u32 = RELEASE_DATA_RESERVED;
+}
 const RELEASE_DATA_GFX10_ONLY: u32 = (0b11 << ReleaseDataControl::MES_INTR_PIPE_OFFSET)
     | (0b11 << ReleaseDataControl::MES_ACTION_ID_OFFSET);
 
@@ -850,6 +870,11 @@ const COHER_CNTL_RESERVED: u32 = reserved_mask!(CoherCntl:
     SH_KCACHE_WB_ACTION_ENA_OFFSET / SH_KCACHE_WB_ACTION_ENA_BITS,
     ENGINE_SEL_PFP_OFFSET / ENGINE_SEL_PFP_BITS);
 
+impl CoherCntl {
+    /// Bits no named field covers; the decoder rejects packets with any of them set.
+    pub const RESERVED_MASK: u32 = COHER_CNTL_RESERVED;
+}
+
 hw_enum! {
     /// GCR `GLI_INV` (instruction cache invalidate mode).
     pub enum GliInv: 2 bits, catch-all Reserved {
@@ -913,6 +938,11 @@ const ACQUIRE_GCR_RESERVED: u32 = reserved_mask!(AcquireGcr:
     GL2_RANGE_OFFSET / GL2_RANGE_BITS, GL2_DISCARD_OFFSET / GL2_DISCARD_BITS,
     GL2_INV_OFFSET / GL2_INV_BITS, GL2_WB_OFFSET / GL2_WB_BITS, SEQ_OFFSET / SEQ_BITS,
     RANGE_IS_PA_OFFSET / RANGE_IS_PA_BITS);
+
+impl AcquireGcr {
+    /// Bits no named field covers; the decoder rejects packets with any of them set.
+    pub const RESERVED_MASK: u32 = ACQUIRE_GCR_RESERVED;
+}
 
 /// ACQUIRE_MEM range and poll interval (dw2–dw6 of both layouts).
 #[repr(C)]
@@ -1134,6 +1164,11 @@ const WAIT_CONTROL_RESERVED: u32 = reserved_mask!(WaitRegMemControl:
     OPERATION_OFFSET / OPERATION_BITS, ENGINE_SEL_OFFSET / ENGINE_SEL_BITS,
     MES_INTR_PIPE_OFFSET / MES_INTR_PIPE_BITS, MES_ACTION_OFFSET / MES_ACTION_BITS,
     CACHE_POLICY_OFFSET / CACHE_POLICY_BITS);
+
+impl WaitRegMemControl {
+    /// Bits no named field covers; the decoder rejects packets with any of them set.
+    pub const RESERVED_MASK: u32 = WAIT_CONTROL_RESERVED;
+}
 const WAIT_CONTROL_GFX10_ONLY: u32 = (0b11 << WaitRegMemControl::MES_INTR_PIPE_OFFSET)
     | (1 << WaitRegMemControl::MES_ACTION_OFFSET)
     | (0b11 << WaitRegMemControl::CACHE_POLICY_OFFSET);
@@ -1153,6 +1188,11 @@ pub struct WaitPollControl {
 const WAIT_POLL_RESERVED: u32 = reserved_mask!(WaitPollControl:
     POLL_INTERVAL_OFFSET / POLL_INTERVAL_BITS,
     OPTIMIZE_ACE_OFFLOAD_MODE_OFFSET / OPTIMIZE_ACE_OFFLOAD_MODE_BITS);
+
+impl WaitPollControl {
+    /// Bits no named field covers; the decoder rejects packets with any of them set.
+    pub const RESERVED_MASK: u32 = WAIT_POLL_RESERVED;
+}
 
 /// What a WAIT_REG_MEM polls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1417,6 +1457,11 @@ const IB_CONTROL_RESERVED: u32 = reserved_mask!(IndirectBufferControl:
     VOLATILE_OFFSET / VOLATILE_BITS, VALID_OFFSET / VALID_BITS, VMID_OFFSET / VMID_BITS,
     CACHE_POLICY_OFFSET / CACHE_POLICY_BITS, PRIVILEGED_OFFSET / PRIVILEGED_BITS);
 
+impl IndirectBufferControl {
+    /// Bits no named field covers; the decoder rejects packets with any of them set.
+    pub const RESERVED_MASK: u32 = IB_CONTROL_RESERVED;
+}
+
 zc_packet! {
     /// INDIRECT_BUFFER (0x3F), 4 dwords, header `0xC0023F00` (facts §4.6).
     pub struct IndirectBuffer {
@@ -1578,6 +1623,11 @@ const COPY_CONTROL_RESERVED: u32 = reserved_mask!(CopyDataControl:
     WR_CONFIRM_OFFSET / WR_CONFIRM_BITS, DST_CACHE_POLICY_OFFSET / DST_CACHE_POLICY_BITS,
     PQ_EXE_STATUS_OFFSET / PQ_EXE_STATUS_BITS);
 
+impl CopyDataControl {
+    /// Bits no named field covers; the decoder rejects packets with any of them set.
+    pub const RESERVED_MASK: u32 = COPY_CONTROL_RESERVED;
+}
+
 zc_packet! {
     /// COPY_DATA (0x40), 6 dwords, header `0xC0044000` (facts §4.7).
     pub struct CopyData {
@@ -1731,6 +1781,11 @@ const DMA_CONTROL_RESERVED: u32 = reserved_mask!(DmaDataControl:
     DST_SEL_OFFSET / DST_SEL_BITS, DST_CACHE_POLICY_OFFSET / DST_CACHE_POLICY_BITS,
     SRC_SEL_OFFSET / SRC_SEL_BITS, CP_SYNC_OFFSET / CP_SYNC_BITS);
 
+impl DmaDataControl {
+    /// Bits no named field covers; the decoder rejects packets with any of them set.
+    pub const RESERVED_MASK: u32 = DMA_CONTROL_RESERVED;
+}
+
 /// DMA_DATA dw6: byte count and address-space flags.
 #[bitfield(u32)]
 #[derive(FromBytes, IntoBytes, Immutable, KnownLayout, PartialEq, Eq)]
@@ -1874,6 +1929,11 @@ pub struct EventWriteControl {
 const EVENT_WRITE_RESERVED: u32 = reserved_mask!(EventWriteControl:
     EVENT_TYPE_OFFSET / EVENT_TYPE_BITS, EVENT_INDEX_OFFSET / EVENT_INDEX_BITS,
     SAMP_PLST_CNTR_MODE_OFFSET / SAMP_PLST_CNTR_MODE_BITS, OFFLOAD_ENABLE_OFFSET / OFFLOAD_ENABLE_BITS);
+
+impl EventWriteControl {
+    /// Bits no named field covers; the decoder rejects packets with any of them set.
+    pub const RESERVED_MASK: u32 = EVENT_WRITE_RESERVED;
+}
 
 zc_packet! {
     /// EVENT_WRITE (0x46) without address, 2 dwords, header `0xC0004600` (facts §4.9).

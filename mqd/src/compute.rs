@@ -46,7 +46,7 @@ pub trait ComputeDescriptor {
     fn mqd_base_address(&self) -> u64;
     /// Ring base address (`cp_hqd_pq_base << 8`).
     fn ring_base_address(&self) -> u64;
-    /// Ring size in bytes from `QUEUE_SIZE`: `4 × 2^(QUEUE_SIZE+1)`.
+    /// Ring size in bytes from `QUEUE_SIZE`: `4 × 2^(QUEUE_SIZE+1)` (saturating).
     fn ring_size_bytes(&self) -> u64;
     /// Where the CP reports the read pointer (`cp_hqd_pq_rptr_report_addr`).
     fn rptr_report_address(&self) -> u64;
@@ -68,7 +68,8 @@ pub trait ComputeDescriptor {
     fn queue_priority(&self) -> u32;
     /// EOP buffer address (`cp_hqd_eop_base_addr << 8`).
     fn eop_base_address(&self) -> u64;
-    /// EOP buffer size in bytes from `EOP_SIZE`: `4 × 2^(EOP_SIZE+1)`; 0 if no EOP address.
+    /// EOP buffer size in bytes from `EOP_SIZE`: `4 × 2^(EOP_SIZE+1)` (saturating); 0 if no
+    /// EOP address.
     fn eop_size_bytes(&self) -> u64;
     /// The CWSR area, when `QSWITCH_MODE` is set.
     fn cwsr_area(&self) -> Option<CwsrArea>;
@@ -139,6 +140,12 @@ fn eop_control_value(kernel: KernelVersion, eop_size: u32) -> u32 {
         return 0;
     }
     (order_base_2(eop_size / 4) - 1).min(0xA) as u32
+}
+
+/// Bytes of a ring whose size field says `2^(field+1)` dwords; saturates for the top field
+/// values a dump may hold.
+fn field_size_bytes(field: u8) -> u64 {
+    1u64.checked_shl(u32::from(field) + 3).unwrap_or(u64::MAX)
 }
 
 fn split(value: u64) -> (u32, u32) {
@@ -378,7 +385,7 @@ macro_rules! impl_compute_mqd {
                 join(self.cp_hqd_pq_base_lo, self.cp_hqd_pq_base_hi) << 8
             }
             fn ring_size_bytes(&self) -> u64 {
-                4u64 << (u32::from(self.cp_hqd_pq_control.queue_size()) + 1)
+                field_size_bytes(self.cp_hqd_pq_control.queue_size())
             }
             fn rptr_report_address(&self) -> u64 {
                 join(
@@ -420,7 +427,7 @@ macro_rules! impl_compute_mqd {
                 if self.eop_base_address() == 0 {
                     0
                 } else {
-                    4u64 << (u32::from(self.cp_hqd_eop_control.eop_size()) + 1)
+                    field_size_bytes(self.cp_hqd_eop_control.eop_size())
                 }
             }
             fn cwsr_area(&self) -> Option<CwsrArea> {

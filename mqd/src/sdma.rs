@@ -23,7 +23,7 @@ pub trait SdmaDescriptor {
     fn bytes(&self) -> &[u8];
     /// Ring base address (`sdmax_rlcx_rb_base << 8`).
     fn ring_base_address(&self) -> u64;
-    /// Ring size in bytes from `RB_SIZE`: `4 × 2^RB_SIZE`.
+    /// Ring size in bytes from `RB_SIZE`: `4 × 2^RB_SIZE` (saturating).
     fn ring_size_bytes(&self) -> u64;
     /// Where the engine writes back its read pointer (`sdmax_rlcx_rb_rptr_addr`).
     fn rptr_writeback_address(&self) -> u64;
@@ -154,7 +154,8 @@ macro_rules! impl_sdma_mqd {
                 join(self.sdmax_rlcx_rb_base, self.sdmax_rlcx_rb_base_hi) << 8
             }
             fn ring_size_bytes(&self) -> u64 {
-                4u64 << self.sdmax_rlcx_rb_cntl.rb_size()
+                1u64.checked_shl(u32::from(self.sdmax_rlcx_rb_cntl.rb_size()) + 2)
+                    .unwrap_or(u64::MAX)
             }
             fn rptr_writeback_address(&self) -> u64 {
                 join(

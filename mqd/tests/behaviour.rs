@@ -263,6 +263,13 @@ fn eop_zero_guard_differs_between_kernels() {
     assert_eq!(dw(&new, 167), 0);
     assert_eq!(dw(&old, 167), 0xFFFF_FFFF);
     assert_eq!(new.eop_size_bytes(), 0);
+    // With an EOP address but no size, 6.1's all-ones EOP_SIZE reads back saturated.
+    let sizeless = QueueProperties {
+        eop_address: 0x7f12_3470_0000,
+        ..no_eop
+    };
+    let old = ComputeMqd::init(&cfg(9).with_kernel(KernelVersion::Linux6_1), &sizeless, 0).unwrap();
+    assert_eq!(old.eop_size_bytes(), u64::MAX);
 }
 
 #[test]

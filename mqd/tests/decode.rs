@@ -56,6 +56,20 @@ proptest! {
         }
     }
 
+    /// Any bytes behind a valid header: every accessor and printer answers without panicking.
+    #[test]
+    fn accessors_never_panic(mut bytes in proptest::collection::vec(any::<u8>(), 2048), gen in 0usize..3) {
+        bytes[..4].copy_from_slice(&0xC031_0800u32.to_ne_bytes());
+        let mut mqd = ComputeMqd::decode(Generation::ALL[gen], &bytes).unwrap();
+        let _ = (mqd.ring_size_bytes(), mqd.eop_size_bytes(), mqd.cwsr_area(), mqd.pipe_priority());
+        let _ = (mqd.ring_base_address(), mqd.eop_base_address(), mqd.static_thread_masks());
+        let _ = (mqd.to_string(), mqd.dump().to_string());
+        mqd.set_active(true);
+        prop_assert!(mqd.is_active());
+        let sdma = SdmaMqd::decode(Generation::ALL[gen], &bytes).unwrap();
+        let _ = (mqd::SdmaDescriptor::ring_size_bytes(&sdma), sdma.to_string());
+    }
+
     /// Any properties: the builder returns an error or an MQD that reads them back.
     #[test]
     fn init_never_panics_and_reads_back(
@@ -128,6 +142,17 @@ fn golden_v9() -> v9_mqd {
         ..QueueProperties::default()
     };
     v9_mqd::init(&MqdConfig::new(GfxVersion::new(9, 0, 0)), &props, 0x1000).unwrap()
+}
+
+#[test]
+fn all_ones_registers_saturate_instead_of_overflowing() {
+    let mut bytes = [0xFFu8; 2048];
+    bytes[..4].copy_from_slice(&0xC031_0800u32.to_ne_bytes());
+    let mqd = ComputeMqd::decode(Generation::Gfx9, &bytes).unwrap();
+    assert_eq!(mqd.ring_size_bytes(), u64::MAX);
+    assert_eq!(mqd.eop_size_bytes(), u64::MAX);
+    let sdma = SdmaMqd::decode(Generation::Gfx10, &[0xFF; 520]).unwrap();
+    assert_eq!(mqd::SdmaDescriptor::ring_size_bytes(&sdma), u64::MAX);
 }
 
 #[test]

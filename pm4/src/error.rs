@@ -127,6 +127,7 @@ impl fmt::Display for WriteError {
 impl core::error::Error for WriteError {}
 
 /// Checks that `value` fits in `bits` bits.
+#[inline]
 pub(crate) const fn check_bits(
     packet: &'static str,
     field: &'static str,
@@ -151,6 +152,7 @@ pub(crate) const fn check_bits(
 }
 
 /// Checks that `value` is a multiple of `align` (a power of two).
+#[inline]
 pub(crate) const fn check_align(
     packet: &'static str,
     field: &'static str,

@@ -958,34 +958,30 @@ impl MapQueues {
                 reason: "SDMA engine number out of range",
             });
         };
-        let dw1 = MapQueuesDw1::new()
-            .with_extended_engine_sel(ext)
-            .with_engine_sel(sel)
-            .with_gws_control_queue(a.gws_control_queue)
-            .with_queue_sel_checked(a.queue_sel)
-            .map_err(|_| enum_overflow(P, "queue_sel", a.queue_sel.into_bits()))?
-            .with_queue_type_checked(a.queue_type)
-            .map_err(|_| enum_overflow(P, "queue_type", a.queue_type.into_bits()))?
-            .with_num_queues_checked(a.num_queues)
-            .map_err(|_| BuildError::FieldOutOfRange {
-                packet: P,
-                field: "num_queues",
-                value: a.num_queues.into(),
-                max: 7,
-            })?;
-        let dw2 = DoorbellDw::new()
-            .with_check_disable(a.check_disable)
-            .with_doorbell_offset_checked(a.doorbell_offset)
-            .map_err(|_| BuildError::FieldOutOfRange {
-                packet: P,
-                field: "doorbell_offset",
-                value: a.doorbell_offset.into(),
-                max: (1 << 26) - 1,
-            })?;
+        // All fields are range-checked first, then both dwords are composed in one step
+        // (this constructor is on the runlist hot path).
+        let queue_sel = a.queue_sel.into_bits();
+        let queue_type = a.queue_type.into_bits();
+        if queue_sel > 3 {
+            return Err(enum_overflow(P, "queue_sel", queue_sel));
+        }
+        if queue_type > 7 {
+            return Err(enum_overflow(P, "queue_type", queue_type));
+        }
+        check_bits(P, "num_queues", a.num_queues.into(), 3)?;
+        check_bits(P, "doorbell_offset", a.doorbell_offset.into(), 26)?;
+        let dw1 = (ext.into_bits() << MapQueuesDw1::EXTENDED_ENGINE_SEL_OFFSET)
+            | (queue_sel << MapQueuesDw1::QUEUE_SEL_OFFSET)
+            | ((a.gws_control_queue as u32) << MapQueuesDw1::GWS_CONTROL_QUEUE_OFFSET)
+            | (queue_type << MapQueuesDw1::QUEUE_TYPE_OFFSET)
+            | ((sel as u32) << MapQueuesDw1::ENGINE_SEL_OFFSET)
+            | ((a.num_queues as u32) << MapQueuesDw1::NUM_QUEUES_OFFSET);
+        let dw2 = ((a.check_disable as u32) << DoorbellDw::CHECK_DISABLE_OFFSET)
+            | (a.doorbell_offset << DoorbellDw::DOORBELL_OFFSET_OFFSET);
         Ok(MapQueues {
             header: Self::HEADER,
-            dw1,
-            dw2,
+            dw1: MapQueuesDw1::from_bits(dw1),
+            dw2: DoorbellDw::from_bits(dw2),
             mqd_addr_lo: lo32(a.mqd_addr),
             mqd_addr_hi: hi32(a.mqd_addr),
             wptr_addr_lo: lo32(a.wptr_addr),

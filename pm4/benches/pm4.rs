@@ -2,6 +2,7 @@
 //! (a) build a runlist IB of 8 MAP_PROCESS + 128 MAP_QUEUES (target ≤ 5 ns per MAP_QUEUES);
 //! (b) decode a 1 MiB mixed user-queue stream (target ≥ 2 GB/s).
 //! Both run on preallocated buffers; `tests/no_alloc.rs` proves they allocate nothing.
+#![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use std::hint::black_box;
 

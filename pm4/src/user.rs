@@ -1284,11 +1284,9 @@ fn wait_validate(
     p: &'static str,
     gen: GfxGen,
     control: WaitRegMemControl,
-    lo: u32,
-    hi: u32,
+    [lo, hi]: [u32; 2],
     align_mask: u32,
-    poll: WaitPollControl,
-    poll_dw: usize,
+    (poll, poll_dw): (WaitPollControl, usize),
 ) -> Result<(), DecodeErrorKind> {
     let mut reserved = WAIT_CONTROL_RESERVED;
     if gen == GfxGen::Gfx9 {
@@ -1333,15 +1331,14 @@ impl WaitRegMem {
 
     /// Checks reserved bits and field values as the decoder for `gen` does.
     pub fn validate(&self, gen: GfxGen) -> Result<(), DecodeErrorKind> {
+        let addr = [self.poll_addr_lo, self.poll_addr_hi];
         wait_validate(
             "WAIT_REG_MEM",
             gen,
             self.control,
-            self.poll_addr_lo,
-            self.poll_addr_hi,
+            addr,
             0b11,
-            self.poll,
-            6,
+            (self.poll, 6),
         )
     }
 }
@@ -1408,15 +1405,14 @@ impl WaitRegMem64 {
 
     /// Checks reserved bits and field values as the decoder for `gen` does.
     pub fn validate(&self, gen: GfxGen) -> Result<(), DecodeErrorKind> {
+        let addr = [self.poll_addr_lo, self.poll_addr_hi];
         wait_validate(
             "WAIT_REG_MEM64",
             gen,
             self.control,
-            self.poll_addr_lo,
-            self.poll_addr_hi,
+            addr,
             0b111,
-            self.poll,
-            8,
+            (self.poll, 8),
         )
     }
 }

@@ -15,7 +15,9 @@
 
 use core::fmt::{self, Display, Formatter};
 
-use crate::decode::{DecodeError, ErrorPolicy, Packet, Pm4Decoder, SdmaDecoder, SdmaPacket};
+use crate::decode::{
+    DecodeError, DecodeErrorKind, ErrorPolicy, Packet, Pm4Decoder, SdmaDecoder, SdmaPacket,
+};
 use crate::hws::*;
 use crate::sdma::*;
 use crate::user::*;
@@ -874,13 +876,23 @@ fn fmt_error_line(
 ) -> fmt::Result {
     let words = all.get(err.offset..).unwrap_or_default();
     let words = words.get(..len.min(words.len())).unwrap_or_default();
-    struct E<'e>(&'e DecodeError);
+    // An intact type-3 header whose opcode is not decoded is still worth naming.
+    let header = match err.kind {
+        DecodeErrorKind::UnknownOpcode { .. } | DecodeErrorKind::UnsupportedOpcode { .. } => words
+            .first()
+            .map(|&w| crate::header::Type3Header::from_bits(w)),
+        _ => None,
+    };
+    struct E<'e>(&'e DecodeError, Option<crate::header::Type3Header>);
     impl Display for E<'_> {
         fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+            if let Some(h) = self.1 {
+                write!(f, "{h} ")?;
+            }
             write!(f, "; error: {}", self.0.kind)
         }
     }
-    fmt_line(f, err.offset, words, &E(err))
+    fmt_line(f, err.offset, words, &E(err, header))
 }
 
 /// A PM4 stream listing: one line per packet, `  0x0000: <hex dwords>  <text>`. Errors

@@ -20,7 +20,12 @@ pub enum Preset {
 
 impl Preset {
     /// Every preset.
-    pub const ALL: [Preset; 4] = [Preset::Gfx900, Preset::Gfx90a, Preset::Gfx942, Preset::Gfx1030];
+    pub const ALL: [Preset; 4] = [
+        Preset::Gfx900,
+        Preset::Gfx90a,
+        Preset::Gfx942,
+        Preset::Gfx1030,
+    ];
 
     /// The gfx name (`gfx900`, …).
     pub fn name(self) -> &'static str {
@@ -63,9 +68,12 @@ impl FromStr for Preset {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Preset::ALL.into_iter().find(|p| p.name().eq_ignore_ascii_case(s.trim())).ok_or_else(|| {
-            format!("unknown GPU preset '{s}'; choose one of gfx900, gfx90a, gfx942, gfx1030")
-        })
+        Preset::ALL
+            .into_iter()
+            .find(|p| p.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| {
+                format!("unknown GPU preset '{s}'; choose one of gfx900, gfx90a, gfx942, gfx1030")
+            })
     }
 }
 

@@ -43,7 +43,9 @@ impl EventPage {
 
     /// The value of slot `slot`.
     pub fn slot(&self, slot: u32) -> u64 {
-        self.mem.load_u64(self.slot_offset(slot)).unwrap_or(KFD_UNSIGNALED_EVENT_SLOT)
+        self.mem
+            .load_u64(self.slot_offset(slot))
+            .unwrap_or(KFD_UNSIGNALED_EVENT_SLOT)
     }
 
     /// Writes slot `slot`.
@@ -67,7 +69,10 @@ struct Event {
 
 impl Event {
     fn is_signal_like(&self) -> bool {
-        matches!(self.event_type, KFD_IOC_EVENT_SIGNAL | KFD_IOC_EVENT_DEBUG_EVENT)
+        matches!(
+            self.event_type,
+            KFD_IOC_EVENT_SIGNAL | KFD_IOC_EVENT_DEBUG_EVENT
+        )
     }
 }
 
@@ -147,8 +152,14 @@ impl EventTable {
         if size < KFD_SIGNAL_EVENT_PAGE_SIZE as usize {
             return Err(Errno::EINVAL);
         }
-        let page = EventPage { mem, offset, kernel_allocated: false };
-        page.mem.fill(offset, KFD_SIGNAL_EVENT_PAGE_SIZE as usize, 0xFF).ok_or(Errno::EINVAL)?;
+        let page = EventPage {
+            mem,
+            offset,
+            kernel_allocated: false,
+        };
+        page.mem
+            .fill(offset, KFD_SIGNAL_EVENT_PAGE_SIZE as usize, 0xFF)
+            .ok_or(Errno::EINVAL)?;
         s.mapped_size = size.min(KFD_SIGNAL_EVENT_PAGE_SIZE as usize);
         s.page = Some(page);
         Ok(())
@@ -156,9 +167,14 @@ impl EventTable {
 
     fn ensure_kernel_page(s: &mut State) -> KResult<()> {
         if s.page.is_none() {
-            let mem = DeviceMemory::new("event page", KFD_SIGNAL_EVENT_PAGE_SIZE).map_err(|_| Errno::ENOMEM)?;
+            let mem = DeviceMemory::new("event page", KFD_SIGNAL_EVENT_PAGE_SIZE)
+                .map_err(|_| Errno::ENOMEM)?;
             mem.fill(0, mem.len(), 0xFF).ok_or(Errno::ENOMEM)?;
-            s.page = Some(EventPage { mem: Arc::new(mem), offset: 0, kernel_allocated: true });
+            s.page = Some(EventPage {
+                mem: Arc::new(mem),
+                offset: 0,
+                kernel_allocated: true,
+            });
             s.mapped_size = KERNEL_PAGE_DEFAULT_SLOTS * 8;
         }
         Ok(())
@@ -195,7 +211,9 @@ impl EventTable {
                 return Err(Errno::ENOSPC);
             }
             let limit = (s.mapped_size / 8) as u32;
-            let id = (1..limit).find(|id| !s.events.contains_key(id)).ok_or(Errno::ENOSPC)?;
+            let id = (1..limit)
+                .find(|id| !s.events.contains_key(id))
+                .ok_or(Errno::ENOSPC)?;
             if let Some(page) = &s.page {
                 page.set_slot(id, KFD_UNSIGNALED_EVENT_SLOT);
             }
@@ -208,7 +226,11 @@ impl EventTable {
                 .chain(FIRST_NONSIGNAL_EVENT_ID..start)
                 .find(|id| !s.events.contains_key(id))
                 .ok_or(Errno::ENOMEM)?;
-            s.next_nonsignal = if id == LAST_NONSIGNAL_EVENT_ID { FIRST_NONSIGNAL_EVENT_ID } else { id + 1 };
+            s.next_nonsignal = if id == LAST_NONSIGNAL_EVENT_ID {
+                FIRST_NONSIGNAL_EVENT_ID
+            } else {
+                id + 1
+            };
             s.events.insert(id, event);
             Ok((id, 0, 0, 0))
         }
@@ -235,7 +257,9 @@ impl EventTable {
     /// (the waiters consume it), its age moves on, and every registered waiter — which watches
     /// the age — is activated.
     fn set_locked(s: &mut State, id: u32) {
-        let Some(ev) = s.events.get_mut(&id) else { return };
+        let Some(ev) = s.events.get_mut(&id) else {
+            return;
+        };
         ev.signaled = !ev.auto_reset || ev.waiters.is_empty();
         ev.age = match ev.age.wrapping_add(1) {
             0 => 2,
@@ -287,7 +311,9 @@ impl EventTable {
     /// `partial_id`, of which `valid_bits` are meaningful. Returns the ids signalled.
     pub fn signal_interrupt(&self, partial_id: u32, valid_bits: u32) -> Vec<u32> {
         let mut s = self.lock();
-        let Some(page) = s.page.clone() else { return Vec::new() };
+        let Some(page) = s.page.clone() else {
+            return Vec::new();
+        };
         let mut fired = Vec::new();
         let slots = (s.mapped_size / 8) as u32;
         let is_pending = |s: &State, id: u32| {
@@ -295,19 +321,25 @@ impl EventTable {
                 && s.events.get(&id).is_some_and(|e| e.is_signal_like())
                 && page.slot(id) != KFD_UNSIGNALED_EVENT_SLOT
         };
-        if valid_bits > 0 && valid_bits < 32 && (1u64 << valid_bits) >= u64::from(KFD_SIGNAL_EVENT_LIMIT) {
-            // Fast path: the context id names the slot (possibly with ids above it aliasing).
+        let partial_id = if valid_bits < 32 {
+            partial_id & ((1u32 << valid_bits) - 1)
+        } else {
+            partial_id
+        };
+        if valid_bits >= 12 {
+            // The context id can name every slot: look at that one only.
+            if is_pending(&s, partial_id) {
+                fired.push(partial_id);
+            }
+        } else if valid_bits > 0 {
+            // Too few bits: every id that matches them is a candidate.
             let step = 1u64 << valid_bits;
-            let mut id = u64::from(partial_id & (step as u32 - 1));
+            let mut id = u64::from(partial_id);
             while id < u64::from(slots) {
                 if is_pending(&s, id as u32) {
                     fired.push(id as u32);
                 }
                 id += step;
-            }
-        } else if valid_bits >= 32 {
-            if is_pending(&s, partial_id) {
-                fired.push(partial_id);
             }
         }
         if fired.is_empty() {
@@ -339,8 +371,12 @@ impl EventTable {
 
     fn signal_typed(&self, event_type: u32, mut fill: impl FnMut(&mut Event)) -> usize {
         let mut s = self.lock();
-        let ids: Vec<u32> =
-            s.events.iter().filter(|(_, e)| e.event_type == event_type).map(|(&id, _)| id).collect();
+        let ids: Vec<u32> = s
+            .events
+            .iter()
+            .filter(|(_, e)| e.event_type == event_type)
+            .map(|(&id, _)| id)
+            .collect();
         for &id in &ids {
             if let Some(ev) = s.events.get_mut(&id) {
                 fill(ev);
@@ -378,7 +414,9 @@ impl EventTable {
         s.next_waiter += 1;
         let mut activated = vec![false; data.len()];
         for (i, d) in data.iter().enumerate() {
-            let Some(ev) = s.events.get_mut(&d.event_id) else { continue };
+            let Some(ev) = s.events.get_mut(&d.event_id) else {
+                continue;
+            };
             let last_age = d.data.signal_event_data().last_event_age;
             if ev.event_type == KFD_IOC_EVENT_SIGNAL && last_age != 0 && last_age != ev.age {
                 activated[i] = true;
@@ -390,13 +428,26 @@ impl EventTable {
             }
             ev.waiters.push(wid);
         }
-        s.waiters.insert(wid, Waiter { activated, failed: false });
-        let mut last_ages: Vec<u64> = data.iter().map(|d| s.events.get(&d.event_id).map_or(0, |e| e.age)).collect();
+        s.waiters.insert(
+            wid,
+            Waiter {
+                activated,
+                failed: false,
+            },
+        );
+        let mut last_ages: Vec<u64> = data
+            .iter()
+            .map(|d| s.events.get(&d.event_id).map_or(0, |e| e.age))
+            .collect();
 
         let outcome = loop {
             // Activations since registration: an event's age moved.
             let waiter_failed = s.waiters.get(&wid).is_some_and(|w| w.failed);
-            let mut act = s.waiters.get(&wid).map(|w| w.activated.clone()).unwrap_or_default();
+            let mut act = s
+                .waiters
+                .get(&wid)
+                .map(|w| w.activated.clone())
+                .unwrap_or_default();
             for (i, d) in data.iter().enumerate() {
                 if let Some(ev) = s.events.get_mut(&d.event_id) {
                     // `set_locked` left an auto-reset event unsignalled: we consume it.
@@ -412,7 +463,11 @@ impl EventTable {
             if waiter_failed {
                 break Err(Errno::EIO);
             }
-            let done = if wait_for_all { act.iter().all(|&a| a) } else { act.iter().any(|&a| a) };
+            let done = if wait_for_all {
+                act.iter().all(|&a| a)
+            } else {
+                act.iter().any(|&a| a)
+            };
             if done {
                 break Ok(WaitResult::Complete);
             }
@@ -420,16 +475,26 @@ impl EventTable {
             match deadline {
                 Some(d) if now >= d => break Ok(WaitResult::Timeout),
                 Some(d) => {
-                    s = self.wake.wait_timeout(s, d - now).unwrap_or_else(|e| e.into_inner()).0;
+                    s = self
+                        .wake
+                        .wait_timeout(s, d - now)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
                 }
                 None => s = self.wake.wait(s).unwrap_or_else(|e| e.into_inner()),
             }
         };
 
         // Unregister, and copy event data out for the activated events.
-        let act = s.waiters.remove(&wid).map(|w| w.activated).unwrap_or_default();
+        let act = s
+            .waiters
+            .remove(&wid)
+            .map(|w| w.activated)
+            .unwrap_or_default();
         for (i, d) in data.iter_mut().enumerate() {
-            let Some(ev) = s.events.get_mut(&d.event_id) else { continue };
+            let Some(ev) = s.events.get_mut(&d.event_id) else {
+                continue;
+            };
             ev.waiters.retain(|&w| w != wid);
             if !act.get(i).copied().unwrap_or(false) {
                 continue;
@@ -438,7 +503,9 @@ impl EventTable {
                 KFD_IOC_EVENT_MEMORY => d.data.set_memory_exception_data(ev.memory_exception),
                 KFD_IOC_EVENT_HW_EXCEPTION => d.data.set_hw_exception_data(ev.hw_exception),
                 KFD_IOC_EVENT_SIGNAL if d.data.signal_event_data().last_event_age != 0 => {
-                    d.data.set_signal_event_data(kfd_hsa_signal_event_data { last_event_age: ev.age })
+                    d.data.set_signal_event_data(kfd_hsa_signal_event_data {
+                        last_event_age: ev.age,
+                    })
                 }
                 _ => {}
             }
@@ -457,10 +524,26 @@ mod tests {
     use crate::user::SelfProcess;
     use std::thread;
 
-    fn wait(t: &EventTable, ids: &[u32], all: bool, timeout: u32) -> (KResult<WaitResult>, Vec<kfd_event_data>) {
-        let mut data: Vec<kfd_event_data> =
-            ids.iter().map(|&event_id| kfd_event_data { event_id, ..Default::default() }).collect();
-        let r = t.wait(&SelfProcess, data.as_mut_ptr() as u64, ids.len() as u32, all, timeout);
+    fn wait(
+        t: &EventTable,
+        ids: &[u32],
+        all: bool,
+        timeout: u32,
+    ) -> (KResult<WaitResult>, Vec<kfd_event_data>) {
+        let mut data: Vec<kfd_event_data> = ids
+            .iter()
+            .map(|&event_id| kfd_event_data {
+                event_id,
+                ..Default::default()
+            })
+            .collect();
+        let r = t.wait(
+            &SelfProcess,
+            data.as_mut_ptr() as u64,
+            ids.len() as u32,
+            all,
+            timeout,
+        );
         (r, data)
     }
 
@@ -486,7 +569,11 @@ mod tests {
         let mem = Arc::new(DeviceMemory::new("ev", 65536).unwrap());
         assert_eq!(t.set_user_page(mem.clone(), 0, 16384), Err(Errno::EINVAL));
         t.set_user_page(mem.clone(), 0, 65536).unwrap();
-        assert_eq!(mem.load_u64(8 * 4095), Some(u64::MAX), "slots start unsignalled");
+        assert_eq!(
+            mem.load_u64(8 * 4095),
+            Some(u64::MAX),
+            "slots start unsignalled"
+        );
         assert_eq!(t.set_user_page(mem, 0, 65536), Err(Errno::EINVAL));
     }
 
@@ -565,13 +652,26 @@ mod tests {
         page.set_slot(b, 1);
         assert_eq!(t.signal_interrupt(b | 0xF000_0000, 28), vec![b]);
         assert_eq!(t.is_signaled(b), Some(true));
+        // Fewer than 12 valid bits: every id matching them is looked at (with 8 bits, ids 1
+        // and 257 alias; only the written slot fires).
+        t.mmap_page(KFD_SIGNAL_EVENT_PAGE_SIZE).unwrap();
+        let ids: Vec<u32> = (0..300)
+            .map(|_| t.create(KFD_IOC_EVENT_SIGNAL, false).unwrap().0)
+            .collect();
+        assert!(ids.contains(&257));
+        page.set_slot(257, 1);
+        assert_eq!(t.signal_interrupt(1, 8), vec![257]);
     }
 
     #[test]
     fn exception_events_carry_their_data_to_the_waiter() {
         let t = EventTable::new();
         let m = t.create(KFD_IOC_EVENT_MEMORY, false).unwrap().0;
-        let data = kfd_hsa_memory_exception_data { va: 0xdead_0000, gpu_id: 0x4f3a, ..Default::default() };
+        let data = kfd_hsa_memory_exception_data {
+            va: 0xdead_0000,
+            gpu_id: 0x4f3a,
+            ..Default::default()
+        };
         assert_eq!(t.signal_memory_exception(data), 1);
         let (r, out) = wait(&t, &[m], true, 0);
         assert_eq!(r, Ok(WaitResult::Complete));
@@ -583,8 +683,12 @@ mod tests {
     fn event_age_lets_a_waiter_catch_a_signal_it_missed() {
         let t = EventTable::new();
         let a = t.create(KFD_IOC_EVENT_SIGNAL, true).unwrap().0;
-        let mut d = [kfd_event_data { event_id: a, ..Default::default() }];
-        d[0].data.set_signal_event_data(kfd_hsa_signal_event_data { last_event_age: 1 });
+        let mut d = [kfd_event_data {
+            event_id: a,
+            ..Default::default()
+        }];
+        d[0].data
+            .set_signal_event_data(kfd_hsa_signal_event_data { last_event_age: 1 });
         t.set(a).unwrap(); // age 2
         t.reset(a).unwrap();
         let r = t.wait(&SelfProcess, d.as_mut_ptr() as u64, 1, true, 0);

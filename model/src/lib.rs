@@ -5,12 +5,22 @@
 //! ioctl to runlist to hardware queue. Its modules carry the kernel's names.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod chardev;
 pub mod config;
+pub mod device;
+pub mod dqm;
 pub mod errno;
 pub mod events;
 pub mod hw;
+pub mod kernel_queue;
+pub mod memory;
+pub mod packet_manager;
+pub mod pqm;
+pub mod process;
 pub mod topology;
 pub mod user;
 
 pub use config::{KernelVersion, ModelConfig, Preset, SchedPolicy};
+pub use device::KfdNode;
 pub use errno::{Errno, KResult};
+pub use process::{MapSource, Model, Process, RenderNode};

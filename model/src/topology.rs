@@ -7,23 +7,10 @@
 
 use crate::config::{ModelConfig, Preset};
 use kfd_sys::sysfs::{self, cache, io_link, mem_bank, node};
+use mqd::{topology_sizes, GfxVersion, TopologyInputs, TopologySizes};
 use std::fmt::Write as _;
 use std::io;
 use std::path::Path;
-
-/// Sizes the driver derives from the topology and validates `CREATE_QUEUE` against
-/// (facts §9.9), published as node properties.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct QueueSizes {
-    /// Control stack bytes a compute queue must pass (`ctl_stack_size`).
-    pub ctl_stack_size: u32,
-    /// Minimum CWSR area per XCC (`cwsr_size` = control stack + work-group data).
-    pub cwsr_size: u32,
-    /// Debugger area per XCC appended to the CWSR area.
-    pub debug_memory_size: u32,
-    /// Minimum EOP buffer.
-    pub eop_buffer_size: u32,
-}
 
 /// The `properties` of one node. Field names are the sysfs keys.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -161,7 +148,10 @@ impl Node {
 
     /// Compute units of the node (SIMDs / SIMDs per CU).
     pub fn cu_count(&self) -> u64 {
-        self.properties.simd_count.checked_div(self.properties.simd_per_cu).unwrap_or(0)
+        self.properties
+            .simd_count
+            .checked_div(self.properties.simd_per_cu)
+            .unwrap_or(0)
     }
 
     /// Local memory (the sum of the VRAM banks).
@@ -212,8 +202,6 @@ struct PartSpec {
     fw_version: u64,
     sdma_fw_version: u64,
     gpu_id_base: u32,
-    /// VGPR bytes per CU used in the work-group save area (facts §9.9).
-    vgpr_per_cu: u64,
 }
 
 fn part(preset: Preset) -> PartSpec {
@@ -245,7 +233,6 @@ fn part(preset: Preset) -> PartSpec {
             fw_version: 446,
             sdma_fw_version: 430,
             gpu_id_base: 0x4f3a,
-            vgpr_per_cu: 0x40000,
         },
         Preset::Gfx90a => PartSpec {
             name: "aldebaran",
@@ -273,7 +260,6 @@ fn part(preset: Preset) -> PartSpec {
             fw_version: 78,
             sdma_fw_version: 8,
             gpu_id_base: 0x8a1c,
-            vgpr_per_cu: 0x80000,
         },
         Preset::Gfx942 => PartSpec {
             name: "aqua_vanjaram",
@@ -301,7 +287,6 @@ fn part(preset: Preset) -> PartSpec {
             fw_version: 177,
             sdma_fw_version: 19,
             gpu_id_base: 0xc2d5,
-            vgpr_per_cu: 0x80000,
         },
         Preset::Gfx1030 => PartSpec {
             name: "sienna_cichlid",
@@ -329,36 +314,29 @@ fn part(preset: Preset) -> PartSpec {
             fw_version: 115,
             sdma_fw_version: 83,
             gpu_id_base: 0x2b61,
-            vgpr_per_cu: 0x40000,
         },
     }
 }
 
-/// Facts §9.9, as `kfd_queue_ctx_save_restore_size` computes them.
-fn queue_sizes(spec: &PartSpec) -> QueueSizes {
-    fn align(v: u64, a: u64) -> u64 {
-        v.div_ceil(a) * a
-    }
-    let gfx10_plus = spec.gfx_target_version >= 100100;
-    let cu_num = spec.cus / spec.num_xcc.max(1);
-    let wave_num = if gfx10_plus {
-        cu_num * 32
-    } else {
-        let arrays = spec.array_count / spec.simd_arrays_per_engine.max(1);
-        (cu_num * 40).min(arrays * 512)
+/// The queue buffer sizes the topology requires (facts §9.9, computed by `mqd`).
+fn queue_sizes(spec: &PartSpec) -> TopologySizes {
+    let inputs = TopologyInputs {
+        gfx_target_version: GfxVersion::from_target_version(spec.gfx_target_version as u32),
+        simd_count: (spec.cus * spec.simd_per_cu) as u32,
+        simd_per_cu: spec.simd_per_cu as u32,
+        num_xcc: spec.num_xcc as u32,
+        array_count: spec.array_count as u32,
+        simd_arrays_per_engine: spec.simd_arrays_per_engine as u32,
+        vgpr_per_cu: None,
     };
-    let per_wave = if gfx10_plus { 12 } else { 8 };
-    let mut ctl_stack = align(40 + wave_num * per_wave + 8, 4096);
-    if (100000..110000).contains(&spec.gfx_target_version) {
-        ctl_stack = ctl_stack.min(0x7000);
-    }
-    let wg_data = align(cu_num * (spec.vgpr_per_cu + 0x4000 + 0x10000 + 0x1000), 4096);
-    QueueSizes {
-        ctl_stack_size: ctl_stack as u32,
-        cwsr_size: (ctl_stack + wg_data) as u32,
-        debug_memory_size: align(wave_num * 32, 64) as u32,
+    // Every preset's numbers are small; the formulas cannot overflow for them.
+    topology_sizes(&inputs).unwrap_or(TopologySizes {
+        ctl_stack_size: 0,
+        wg_data_size: 0,
+        cwsr_size: 0,
+        debug_memory_size: 0,
         eop_buffer_size: 4096,
-    }
+    })
 }
 
 /// `HSA_CAP_*` bits every modelled GPU reports.
@@ -368,7 +346,6 @@ const GPU_CAPABILITY: u32 = (sysfs::HSA_CAP_DOORBELL_TYPE_2_0
     | sysfs::HSA_CAP_TRAP_DEBUG_SUPPORT
     | sysfs::HSA_CAP_TRAP_DEBUG_WAVE_LAUNCH_TRAP_OVERRIDE_SUPPORTED
     | sysfs::HSA_CAP_TRAP_DEBUG_WAVE_LAUNCH_MODE_SUPPORTED
-    | sysfs::HSA_CAP_SVMAPI_SUPPORTED
     | sysfs::HSA_CAP_TRAP_DEBUG_FIRMWARE_SUPPORTED;
 
 /// Cores, clock and memory of the modelled host CPU.
@@ -386,7 +363,11 @@ impl Topology {
         for index in 0..gpus {
             nodes.push(gpu_node(&spec, index, gpus, config.preset));
         }
-        Topology { generation_id: 1, platform: (0x414d44, 0x2020204d5359, 1), nodes }
+        Topology {
+            generation_id: 1,
+            platform: (0x414d44, 0x2020204d5359, 1),
+            nodes,
+        }
     }
 
     /// The GPU nodes.
@@ -399,20 +380,18 @@ impl Topology {
         self.gpus().find(|n| n.gpu_id == gpu_id)
     }
 
-    /// The queue sizes the driver validates against, for a GPU node.
-    pub fn queue_sizes(node: &Node) -> QueueSizes {
-        QueueSizes {
-            ctl_stack_size: node.properties.ctl_stack_size as u32,
-            cwsr_size: node.properties.cwsr_size as u32,
-            debug_memory_size: 0,
-            eop_buffer_size: node.properties.eop_buffer_size as u32,
-        }
+    /// The queue buffer sizes a preset's GPUs require (what `CREATE_QUEUE` validates).
+    pub fn queue_sizes(preset: Preset) -> TopologySizes {
+        queue_sizes(&part(preset))
     }
 
     /// Writes the tree under `root` (which becomes the `topology` directory), creating it.
     pub fn write_sysfs(&self, root: &Path) -> io::Result<()> {
         std::fs::create_dir_all(root.join(sysfs::KFD_SYSFS_NODES))?;
-        std::fs::write(root.join(sysfs::KFD_SYSFS_GENERATION_ID), format!("{}\n", self.generation_id))?;
+        std::fs::write(
+            root.join(sysfs::KFD_SYSFS_GENERATION_ID),
+            format!("{}\n", self.generation_id),
+        )?;
         let (oem, id, rev) = self.platform;
         let mut sys = String::new();
         for (k, v) in sysfs::system::ALL.iter().zip([oem, id, rev]) {
@@ -422,12 +401,27 @@ impl Topology {
         for (i, n) in self.nodes.iter().enumerate() {
             let dir = root.join(sysfs::KFD_SYSFS_NODES).join(i.to_string());
             std::fs::create_dir_all(&dir)?;
-            std::fs::write(dir.join(sysfs::KFD_SYSFS_NODE_GPU_ID), format!("{}\n", n.gpu_id))?;
-            std::fs::write(dir.join(sysfs::KFD_SYSFS_NODE_NAME), format!("{}\n", n.name))?;
+            std::fs::write(
+                dir.join(sysfs::KFD_SYSFS_NODE_GPU_ID),
+                format!("{}\n", n.gpu_id),
+            )?;
+            std::fs::write(
+                dir.join(sysfs::KFD_SYSFS_NODE_NAME),
+                format!("{}\n", n.name),
+            )?;
             std::fs::write(dir.join(sysfs::KFD_SYSFS_PROPERTIES), n.properties_text())?;
-            write_entries(&dir.join(sysfs::KFD_SYSFS_MEM_BANKS), n.mem_banks.iter().map(MemBank::text))?;
-            write_entries(&dir.join(sysfs::KFD_SYSFS_CACHES), n.caches.iter().map(Cache::text))?;
-            write_entries(&dir.join(sysfs::KFD_SYSFS_IO_LINKS), n.io_links.iter().map(IoLink::text))?;
+            write_entries(
+                &dir.join(sysfs::KFD_SYSFS_MEM_BANKS),
+                n.mem_banks.iter().map(MemBank::text),
+            )?;
+            write_entries(
+                &dir.join(sysfs::KFD_SYSFS_CACHES),
+                n.caches.iter().map(Cache::text),
+            )?;
+            write_entries(
+                &dir.join(sysfs::KFD_SYSFS_IO_LINKS),
+                n.io_links.iter().map(IoLink::text),
+            )?;
             std::fs::create_dir_all(dir.join(sysfs::KFD_SYSFS_P2P_LINKS))?;
         }
         Ok(())
@@ -484,7 +478,10 @@ impl Node {
             (node::HIVE_ID, p.hive_id),
             (node::NUM_SDMA_ENGINES, p.num_sdma_engines),
             (node::NUM_SDMA_XGMI_ENGINES, p.num_sdma_xgmi_engines),
-            (node::NUM_SDMA_QUEUES_PER_ENGINE, p.num_sdma_queues_per_engine),
+            (
+                node::NUM_SDMA_QUEUES_PER_ENGINE,
+                p.num_sdma_queues_per_engine,
+            ),
             (node::NUM_CP_QUEUES, p.num_cp_queues),
         ];
         if self.is_gpu() {
@@ -537,7 +534,13 @@ impl Cache {
             self.latency,
             self.cache_type,
         ];
-        let mut s = lines(&cache::ALL[..8].iter().copied().zip(v.map(u64::from)).collect::<Vec<_>>());
+        let mut s = lines(
+            &cache::ALL[..8]
+                .iter()
+                .copied()
+                .zip(v.map(u64::from))
+                .collect::<Vec<_>>(),
+        );
         let map: Vec<String> = self.sibling_map.iter().map(|b| b.to_string()).collect();
         let _ = writeln!(s, "{} {}", cache::SIBLING_MAP, map.join(","));
         s
@@ -560,7 +563,13 @@ impl IoLink {
             self.recommended_transfer_size,
             self.flags,
         ];
-        lines(&io_link::ALL.iter().copied().zip(v.map(u64::from)).collect::<Vec<_>>())
+        lines(
+            &io_link::ALL
+                .iter()
+                .copied()
+                .zip(v.map(u64::from))
+                .collect::<Vec<_>>(),
+        )
     }
 }
 
@@ -635,7 +644,11 @@ fn gpu_node(spec: &PartSpec, index: usize, gpus: usize, preset: Preset) -> Node 
         location_id: (0x03 + index as u64) << 8,
         domain: 0,
         drm_render_minor: 128 + index as u64,
-        hive_id: if spec.num_sdma_xgmi_engines > 0 && gpus > 1 { 0x4b46_4400_0000_0001 } else { 0 },
+        hive_id: if spec.num_sdma_xgmi_engines > 0 && gpus > 1 {
+            0x4b46_4400_0000_0001
+        } else {
+            0
+        },
         num_sdma_engines: spec.num_sdma_engines,
         num_sdma_xgmi_engines: spec.num_sdma_xgmi_engines,
         num_sdma_queues_per_engine: spec.num_sdma_queues_per_engine,
@@ -681,7 +694,12 @@ fn gpu_node(spec: &PartSpec, index: usize, gpus: usize, preset: Preset) -> Node 
         },
     ];
     if spec.l3_kib > 0 {
-        caches.push(Cache { level: 3, size_kib: spec.l3_kib, latency: 800, ..caches[1].clone() });
+        caches.push(Cache {
+            level: 3,
+            size_kib: spec.l3_kib,
+            latency: 800,
+            ..caches[1].clone()
+        });
     }
     let mut io_links = vec![pcie_link(node_id, 0)];
     if properties.hive_id != 0 {
@@ -732,12 +750,19 @@ mod tests {
         let ids: Vec<u32> = a.gpus().map(|n| n.gpu_id).collect();
         assert_eq!(ids.len(), 2);
         assert_ne!(ids[0], ids[1]);
-        assert!(ids.iter().all(|&id| id != 0 && id <= 0xFFFF), "gpu ids are 16-bit hashes");
+        assert!(
+            ids.iter().all(|&id| id != 0 && id <= 0xFFFF),
+            "gpu ids are 16-bit hashes"
+        );
     }
 
     #[test]
     fn hqd_counts_follow_the_facts() {
-        let hqds = |p| Topology::from_config(&ModelConfig::new(p)).nodes[1].properties.num_cp_queues;
+        let hqds = |p| {
+            Topology::from_config(&ModelConfig::new(p)).nodes[1]
+                .properties
+                .num_cp_queues
+        };
         assert_eq!(hqds(Preset::Gfx900), 24);
         assert_eq!(hqds(Preset::Gfx90a), 24);
         assert_eq!(hqds(Preset::Gfx1030), 8);
@@ -765,12 +790,19 @@ mod tests {
         let t = Topology::from_config(&cfg);
         t.write_sysfs(dir.path()).unwrap();
         let root = dir.path();
-        assert_eq!(std::fs::read_to_string(root.join("generation_id")).unwrap(), "1\n");
+        assert_eq!(
+            std::fs::read_to_string(root.join("generation_id")).unwrap(),
+            "1\n"
+        );
         let sys = parse(&std::fs::read_to_string(root.join("system_properties")).unwrap());
         assert_eq!(sys.len(), 3);
         for (i, n) in t.nodes.iter().enumerate() {
             let nd = root.join("nodes").join(i.to_string());
-            let gpu_id: u32 = std::fs::read_to_string(nd.join("gpu_id")).unwrap().trim().parse().unwrap();
+            let gpu_id: u32 = std::fs::read_to_string(nd.join("gpu_id"))
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
             assert_eq!(gpu_id, n.gpu_id);
             let props = parse(&std::fs::read_to_string(nd.join("properties")).unwrap());
             let get = |k: &str| props.iter().find(|(key, _)| key == k).map(|(_, v)| *v);
@@ -778,11 +810,13 @@ mod tests {
             assert_eq!(get("caches_count"), Some(n.caches.len() as u64));
             assert_eq!(get("io_links_count"), Some(n.io_links.len() as u64));
             for m in 0..n.mem_banks.len() {
-                let text = std::fs::read_to_string(nd.join(format!("mem_banks/{m}/properties"))).unwrap();
+                let text =
+                    std::fs::read_to_string(nd.join(format!("mem_banks/{m}/properties"))).unwrap();
                 assert_eq!(parse(&text).len(), mem_bank::ALL.len());
             }
             for c in 0..n.caches.len() {
-                let text = std::fs::read_to_string(nd.join(format!("caches/{c}/properties"))).unwrap();
+                let text =
+                    std::fs::read_to_string(nd.join(format!("caches/{c}/properties"))).unwrap();
                 assert!(text.contains("sibling_map 1,1"));
             }
             if n.is_gpu() {
@@ -790,7 +824,10 @@ mod tests {
                 assert_eq!(get("simd_count"), Some(416));
                 assert_eq!(get("drm_render_minor"), Some(127 + i as u64));
                 // ROCr requires one cache with the HSACU bit per GPU node.
-                assert!(n.caches.iter().any(|c| c.cache_type & sysfs::HSA_CACHE_TYPE_HSACU != 0));
+                assert!(n
+                    .caches
+                    .iter()
+                    .any(|c| c.cache_type & sysfs::HSA_CACHE_TYPE_HSACU != 0));
                 // Two GPUs of an xGMI part: a PCIe link to the CPU and an xGMI link to the peer.
                 assert_eq!(n.io_links.len(), 2);
                 assert_eq!(n.io_links[1].link_type, sysfs::HSA_IOLINK_TYPE_XGMI);

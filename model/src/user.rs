@@ -67,7 +67,11 @@ pub trait UserAccessExt: UserAccess {
     }
 
     /// Reads `count` `T`s from user memory.
-    fn read_array<T: FromBytes + IntoBytes + Clone>(&self, addr: u64, count: usize) -> KResult<Vec<T>> {
+    fn read_array<T: FromBytes + IntoBytes + Clone>(
+        &self,
+        addr: u64,
+        count: usize,
+    ) -> KResult<Vec<T>> {
         let mut out = vec![T::new_zeroed(); count];
         self.read(addr, out.as_mut_slice().as_mut_bytes())?;
         Ok(out)
@@ -89,13 +93,21 @@ impl<U: UserAccess + ?Sized> UserAccessExt for U {}
 /// Whether `[addr, addr+len)` lies inside readable and writable mappings of this process,
 /// the check `USERPTR` registration does where the kernel pins the pages.
 pub fn is_user_range_mapped_rw(addr: u64, len: u64) -> bool {
-    let Some(end) = addr.checked_add(len).filter(|_| len > 0) else { return false };
-    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return false };
+    let Some(end) = addr.checked_add(len).filter(|_| len > 0) else {
+        return false;
+    };
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+        return false;
+    };
     let mut covered = addr;
     for line in maps.lines() {
         let mut parts = line.split_whitespace();
-        let (Some(range), Some(perms)) = (parts.next(), parts.next()) else { continue };
-        let Some((lo, hi)) = range.split_once('-') else { continue };
+        let (Some(range), Some(perms)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        let Some((lo, hi)) = range.split_once('-') else {
+            continue;
+        };
         let (Ok(lo), Ok(hi)) = (u64::from_str_radix(lo, 16), u64::from_str_radix(hi, 16)) else {
             continue;
         };
@@ -122,11 +134,16 @@ mod tests {
         let got: [u32; 4] = SelfProcess.read_value(src.as_ptr() as u64).unwrap();
         assert_eq!(got, src);
         let mut dst = [0u32; 2];
-        SelfProcess.write_array(dst.as_mut_ptr() as u64, &[7u32, 8]).unwrap();
+        SelfProcess
+            .write_array(dst.as_mut_ptr() as u64, &[7u32, 8])
+            .unwrap();
         assert_eq!(dst, [7, 8]);
         assert_eq!(SelfProcess.read_value::<u64>(0x10), Err(Errno::EFAULT));
         assert_eq!(SelfProcess.write_value(0x10, &1u64), Err(Errno::EFAULT));
-        assert_eq!(SelfProcess.read_value::<u64>(u64::MAX - 3), Err(Errno::EFAULT));
+        assert_eq!(
+            SelfProcess.read_value::<u64>(u64::MAX - 3),
+            Err(Errno::EFAULT)
+        );
         assert_eq!(SelfProcess.read_array::<u32>(0, 0), Ok(vec![]));
     }
 
@@ -137,6 +154,9 @@ mod tests {
         assert!(!is_user_range_mapped_rw(0x1000, 4096));
         assert!(!is_user_range_mapped_rw(v.as_ptr() as u64, 0));
         // Code is mapped read-execute, not writable.
-        assert!(!is_user_range_mapped_rw(is_user_range_mapped_rw as fn(u64, u64) -> bool as usize as u64, 16));
+        assert!(!is_user_range_mapped_rw(
+            is_user_range_mapped_rw as fn(u64, u64) -> bool as usize as u64,
+            16
+        ));
     }
 }

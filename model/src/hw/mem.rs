@@ -20,7 +20,8 @@ pub const PAGE_SIZE: usize = 4096;
 
 /// Rounds `len` up to whole pages.
 pub fn page_align(len: u64) -> Option<u64> {
-    len.checked_add(PAGE_SIZE as u64 - 1).map(|v| v & !(PAGE_SIZE as u64 - 1))
+    len.checked_add(PAGE_SIZE as u64 - 1)
+        .map(|v| v & !(PAGE_SIZE as u64 - 1))
 }
 
 /// One piece of device memory.
@@ -51,9 +52,21 @@ impl DeviceMemory {
         // SAFETY: a fresh shared mapping of a file we own, at an address the kernel picks, so it
         // cannot overlap any existing Rust object.
         let base = unsafe {
-            mmap(None, size, ProtFlags::PROT_READ | ProtFlags::PROT_WRITE, MapFlags::MAP_SHARED, &fd, 0)
+            mmap(
+                None,
+                size,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_SHARED,
+                &fd,
+                0,
+            )
         }?;
-        Ok(DeviceMemory { fd, base: base.cast(), len, name: name.to_owned() })
+        Ok(DeviceMemory {
+            fd,
+            base: base.cast(),
+            len,
+            name: name.to_owned(),
+        })
     }
 
     /// The file a client maps to see this memory (offset 0 is the first byte).
@@ -144,8 +157,18 @@ impl DeviceMemory {
     }
 
     /// Atomic 64-bit compare-and-swap; returns the previous value.
-    pub fn compare_exchange_u64(&self, offset: usize, current: u64, new: u64) -> Option<Result<u64, u64>> {
-        Some(self.atomic64(offset)?.compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire))
+    pub fn compare_exchange_u64(
+        &self,
+        offset: usize,
+        current: u64,
+        new: u64,
+    ) -> Option<Result<u64, u64>> {
+        Some(self.atomic64(offset)?.compare_exchange(
+            current,
+            new,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ))
     }
 
     /// Atomic 32-bit load (acquire).
@@ -172,7 +195,10 @@ impl Drop for DeviceMemory {
 
 impl std::fmt::Debug for DeviceMemory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DeviceMemory").field("name", &self.name).field("len", &self.len).finish()
+        f.debug_struct("DeviceMemory")
+            .field("name", &self.name)
+            .field("len", &self.len)
+            .finish()
     }
 }
 
@@ -204,7 +230,14 @@ mod tests {
         let size = NonZeroUsize::new(4096).unwrap();
         // SAFETY: a fresh mapping at a kernel-chosen address, unmapped below.
         let p = unsafe {
-            mmap(None, size, ProtFlags::PROT_READ | ProtFlags::PROT_WRITE, MapFlags::MAP_SHARED, m.fd(), 0)
+            mmap(
+                None,
+                size,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_SHARED,
+                m.fd(),
+                0,
+            )
         }
         .unwrap();
         // SAFETY: reading an aligned u32 inside the mapping we just made.

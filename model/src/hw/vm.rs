@@ -1,8 +1,8 @@
 //! The GPU virtual memory of one process on one GPU: which ranges are mapped and to what.
 //!
 //! GPU VA = CPU VA (shared virtual memory). A range maps either device memory (VRAM, GTT,
-//! doorbell and MMIO pages: a [`DeviceMemory`] at some offset) or user memory (`USERPTR`: the
-//! same address in this process, checked mapped when registered). Every engine access goes
+//! doorbell and MMIO pages: a [`DeviceMemory`] at some offset) or user memory (`USERPTR`: an
+//! address in this process, checked mapped when registered). Every engine access goes
 //! through [`GpuVm::read`] / [`GpuVm::write`] and friends; an access outside the mappings is a
 //! [`VmFault`], which the hardware model turns into a memory-exception event — never a fault of
 //! the host process.
@@ -22,10 +22,15 @@ pub enum Backing {
         /// Byte offset of the range's first byte.
         offset: usize,
     },
-    /// User memory at the same address (USERPTR). Registration checked it was mapped
-    /// read-write; the client must keep it mapped while the GPU maps it (the kernel would
-    /// evict the queues on munmap; the model does not watch munmap).
-    User,
+    /// User memory (USERPTR) whose first byte is at `host_addr` in this process — often a
+    /// different address than the GPU VA, since libhsakmt places registered memory in its own
+    /// GPU aperture. Registration checked it was mapped read-write; the client must keep it
+    /// mapped while the GPU maps it (the kernel would evict the queues on munmap; the model
+    /// does not watch munmap).
+    User {
+        /// CPU address of the range's first byte.
+        host_addr: u64,
+    },
 }
 
 /// One mapped range.
@@ -53,7 +58,7 @@ impl VmMapping {
         let off = va - self.va;
         match &self.backing {
             Backing::Device { mem, offset } => mem.host_base() + *offset as u64 + off,
-            Backing::User => va,
+            Backing::User { host_addr } => host_addr + off,
         }
     }
 }
@@ -71,7 +76,11 @@ pub struct VmFault {
 
 impl std::fmt::Display for VmFault {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kind = if self.not_present { "not present" } else { "read-only" };
+        let kind = if self.not_present {
+            "not present"
+        } else {
+            "read-only"
+        };
         let rw = if self.write { "write" } else { "read" };
         write!(f, "GPU VM fault: {rw} at {:#x} ({kind})", self.va)
     }
@@ -91,7 +100,9 @@ impl GpuVm {
 
     /// Maps a range. Overlapping an existing mapping is refused (`false`).
     pub fn map(&mut self, mapping: VmMapping) -> bool {
-        let Some(end) = mapping.va.checked_add(mapping.len) else { return false };
+        let Some(end) = mapping.va.checked_add(mapping.len) else {
+            return false;
+        };
         if mapping.len == 0 || self.overlaps(mapping.va, end) {
             return false;
         }
@@ -100,7 +111,10 @@ impl GpuVm {
     }
 
     fn overlaps(&self, va: u64, end: u64) -> bool {
-        self.ranges.range(..end).next_back().is_some_and(|(_, m)| m.end() > va)
+        self.ranges
+            .range(..end)
+            .next_back()
+            .is_some_and(|(_, m)| m.end() > va)
     }
 
     /// Removes the mapping that starts at `va`.
@@ -117,7 +131,11 @@ impl GpuVm {
 
     /// The mapping containing `va`.
     pub fn lookup(&self, va: u64) -> Option<&VmMapping> {
-        self.ranges.range(..=va).next_back().map(|(_, m)| m).filter(|m| va < m.end())
+        self.ranges
+            .range(..=va)
+            .next_back()
+            .map(|(_, m)| m)
+            .filter(|m| va < m.end())
     }
 
     /// Whether `[va, va+len)` is exactly one whole mapping (the 6.12 queue buffer rule).
@@ -143,13 +161,25 @@ impl GpuVm {
     /// Splits `[va, va+len)` into host pieces, checking every byte is mapped (and writable if
     /// `write`).
     fn pieces(&self, va: u64, len: u64, write: bool) -> Result<Vec<(u64, u64)>, VmFault> {
-        let end = va.checked_add(len).ok_or(VmFault { va, write, not_present: true })?;
+        let end = va.checked_add(len).ok_or(VmFault {
+            va,
+            write,
+            not_present: true,
+        })?;
         let mut out = Vec::new();
         let mut cur = va;
         while cur < end {
-            let m = self.lookup(cur).ok_or(VmFault { va: cur, write, not_present: true })?;
+            let m = self.lookup(cur).ok_or(VmFault {
+                va: cur,
+                write,
+                not_present: true,
+            })?;
             if write && !m.writable {
-                return Err(VmFault { va: cur, write, not_present: false });
+                return Err(VmFault {
+                    va: cur,
+                    write,
+                    not_present: false,
+                });
             }
             let piece_end = end.min(m.end());
             out.push((m.host(cur), piece_end - cur));
@@ -160,13 +190,20 @@ impl GpuVm {
 
     /// The host address of an aligned word, if the whole word is inside one mapping.
     fn word(&self, va: u64, size: u64, write: bool) -> Result<u64, VmFault> {
-        let fault = VmFault { va, write, not_present: true };
+        let fault = VmFault {
+            va,
+            write,
+            not_present: true,
+        };
         let m = self.lookup(va).ok_or(fault)?;
         if va % size != 0 || va + size > m.end() {
             return Err(fault);
         }
         if write && !m.writable {
-            return Err(VmFault { not_present: false, ..fault });
+            return Err(VmFault {
+                not_present: false,
+                ..fault
+            });
         }
         Ok(m.host(va))
     }
@@ -285,14 +322,20 @@ mod tests {
         assert!(vm.map(VmMapping {
             va: base,
             len: 8192,
-            backing: Backing::Device { mem: mem.clone(), offset: 0 },
+            backing: Backing::Device {
+                mem: mem.clone(),
+                offset: 0
+            },
             writable: true,
             handle: 1
         }));
         assert!(!vm.map(VmMapping {
             va: base + 4096,
             len: 4096,
-            backing: Backing::Device { mem: mem.clone(), offset: 0 },
+            backing: Backing::Device {
+                mem: mem.clone(),
+                offset: 0
+            },
             writable: true,
             handle: 2
         }));
@@ -300,7 +343,14 @@ mod tests {
         assert_eq!(mem.load_u64(8), Some(0x1122_3344_5566_7788));
         assert_eq!(vm.load_u32(base + 12).unwrap(), 0x1122_3344);
         let f = vm.load_u32(base + 8192).unwrap_err();
-        assert_eq!(f, VmFault { va: base + 8192, write: false, not_present: true });
+        assert_eq!(
+            f,
+            VmFault {
+                va: base + 8192,
+                write: false,
+                not_present: true
+            }
+        );
         let f = vm.write(base + 8190, &[0; 4]).unwrap_err();
         assert_eq!(f.va, base + 8192);
         assert!(vm.is_exact_mapping(base, 8192));
@@ -315,11 +365,36 @@ mod tests {
         let b = dev(4096);
         let mut vm = GpuVm::new();
         let base = 0x10_0000u64;
-        vm.map(VmMapping { va: base, len: 4096, backing: Backing::Device { mem: a.clone(), offset: 0 }, writable: true, handle: 1 });
-        vm.map(VmMapping { va: base + 4096, len: 4096, backing: Backing::Device { mem: b.clone(), offset: 0 }, writable: false, handle: 2 });
+        vm.map(VmMapping {
+            va: base,
+            len: 4096,
+            backing: Backing::Device {
+                mem: a.clone(),
+                offset: 0,
+            },
+            writable: true,
+            handle: 1,
+        });
+        vm.map(VmMapping {
+            va: base + 4096,
+            len: 4096,
+            backing: Backing::Device {
+                mem: b.clone(),
+                offset: 0,
+            },
+            writable: false,
+            handle: 2,
+        });
         // A write crossing into the read-only range faults at its first byte.
         let f = vm.write(base + 4094, &[1, 2, 3, 4]).unwrap_err();
-        assert_eq!(f, VmFault { va: base + 4096, write: true, not_present: false });
+        assert_eq!(
+            f,
+            VmFault {
+                va: base + 4096,
+                write: true,
+                not_present: false
+            }
+        );
         b.write(0, &[9, 8, 7]).unwrap();
         // A copy across the boundary reads both buffers.
         a.write(4094, &[5, 6]).unwrap();
@@ -337,11 +412,18 @@ mod tests {
     }
 
     #[test]
-    fn user_memory_maps_at_its_own_address() {
+    fn user_memory_maps_at_any_gpu_address() {
         let mut host = vec![0u64; 512];
-        let va = host.as_mut_ptr() as u64;
+        let host_addr = host.as_mut_ptr() as u64;
+        let va = 0x2000_0000_0000;
         let mut vm = GpuVm::new();
-        assert!(vm.map(VmMapping { va, len: 4096, backing: Backing::User, writable: true, handle: 3 }));
+        assert!(vm.map(VmMapping {
+            va,
+            len: 4096,
+            backing: Backing::User { host_addr },
+            writable: true,
+            handle: 3
+        }));
         vm.store_u64(va + 16, 77).unwrap();
         assert_eq!(host[2], 77);
     }

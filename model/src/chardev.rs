@@ -1,0 +1,533 @@
+//! `kfd_chardev`: the `/dev/kfd` file operations — the ioctl table and mmap.
+//!
+//! `ioctl` follows `kfd_ioctl`: the command is looked up by its number only; the kernel buffer
+//! is the larger of the kernel's and the caller's argument size, zero-filled; the caller's
+//! bytes are copied in if the kernel's definition reads its argument, the handler runs, and the
+//! caller's size is copied back if the kernel's definition writes it — even when the handler
+//! failed (so `n_success` and `wait_result` reach user space on errors).
+
+use crate::errno::{Errno, KResult};
+use crate::events::WaitResult;
+use crate::hw::mem::PAGE_SIZE;
+use crate::memory::{alloc_bo, handle_gpu_id, AllocRequest};
+use crate::process::{render_file, BoEntry, MapSource, ProcessInner, ProcessState};
+use crate::user::UserAccessExt;
+use kfd_sys::ioctl::{ioc_nr, ioc_size, IoctlDesc, IOC_READ, IOC_WRITE};
+use kfd_sys::*;
+
+/// The kernel's definition of command `nr`: the 1.18 table, plus the DKMS commands 0x80–0x84.
+fn kernel_definition(nr: u32) -> Option<&'static IoctlDesc> {
+    if (v1_8::AMDKFD_COMMAND_START_2..v1_8::AMDKFD_COMMAND_END_2).contains(&nr) {
+        ioctl::find_by_nr(v1_8::AMDKFD_IOCTLS, nr)
+    } else {
+        ioctl::find_by_nr(AMDKFD_IOCTLS, nr)
+    }
+}
+
+/// Entry point for `ioctl(kfd_fd, request, arg)`.
+pub(crate) fn ioctl(p: &ProcessInner, request: u32, arg: &mut [u8]) -> KResult<i32> {
+    if std::process::id() != p.owner_pid {
+        return Err(Errno::EBADF);
+    }
+    let nr = ioc_nr(request);
+    let Some(def) = kernel_definition(nr) else {
+        log::debug!(target: "kfd::ioctl", "pasid {:#x}: unknown command nr {nr:#x} (request {request:#010x})", p.pasid);
+        return Err(Errno::ENOTTY);
+    };
+    let user_size = ioc_size(request);
+    if arg.len() < user_size {
+        return Err(Errno::EFAULT);
+    }
+    let mut kbuf = vec![0u8; def.size().max(user_size)];
+    let dir = def.dir();
+    if dir & IOC_WRITE != 0 {
+        kbuf[..user_size].copy_from_slice(&arg[..user_size]);
+    }
+    log::trace!(target: "kfd::ioctl", "pasid {:#x}: {} ({user_size} bytes)", p.pasid, def.name);
+    let result = dispatch(p, nr, &mut kbuf);
+    match result {
+        Ok(r) => log::debug!(target: "kfd::ioctl", "pasid {:#x}: {} = {r}", p.pasid, def.name),
+        Err(e) => log::debug!(target: "kfd::ioctl", "pasid {:#x}: {} = {e}", p.pasid, def.name),
+    }
+    if dir & IOC_READ != 0 {
+        arg[..user_size].copy_from_slice(&kbuf[..user_size]);
+    }
+    result
+}
+
+/// Runs `f` on the argument struct held at the start of `kbuf`, then stores it back.
+fn with<T: FromBytes + IntoBytes + Immutable>(
+    kbuf: &mut [u8],
+    f: impl FnOnce(&mut T) -> KResult<i32>,
+) -> KResult<i32> {
+    let (mut args, _) = T::read_from_prefix(kbuf).map_err(|_| Errno::EFAULT)?;
+    let result = f(&mut args);
+    let n = core::mem::size_of::<T>();
+    kbuf[..n].copy_from_slice(args.as_bytes());
+    result
+}
+
+fn not_modelled(p: &ProcessInner, what: &str) -> KResult<i32> {
+    log::warn!(target: "kfd::ioctl", "pasid {:#x}: {what} is not modelled; returning EINVAL", p.pasid);
+    Err(Errno::EINVAL)
+}
+
+fn dispatch(p: &ProcessInner, nr: u32, kbuf: &mut [u8]) -> KResult<i32> {
+    match nr {
+        0x01 => with(kbuf, |a: &mut kfd_ioctl_get_version_args| {
+            a.major_version = KFD_IOCTL_MAJOR_VERSION;
+            a.minor_version = p.model.config.kernel.interface_minor();
+            Ok(0)
+        }),
+        0x02 => with(kbuf, |a: &mut kfd_ioctl_create_queue_args| {
+            crate::pqm::create_queue(p, a)
+        }),
+        0x03 => with(kbuf, |a: &mut kfd_ioctl_destroy_queue_args| {
+            crate::pqm::destroy_queue(p, a.queue_id)
+        }),
+        0x04 => with(kbuf, |a| set_memory_policy(p, a)),
+        0x05 => with(kbuf, |a| get_clock_counters(p, a)),
+        0x06 => with(kbuf, |a| get_process_apertures(p, a)),
+        0x07 => with(kbuf, |a: &mut kfd_ioctl_update_queue_args| {
+            crate::pqm::update_queue(p, a)
+        }),
+        0x08 => with(kbuf, |a| create_event(p, a)),
+        0x09 => with(kbuf, |a: &mut kfd_ioctl_destroy_event_args| {
+            p.events.destroy(a.event_id).map(|_| 0)
+        }),
+        0x0A => with(kbuf, |a: &mut kfd_ioctl_set_event_args| {
+            p.events.set(a.event_id).map(|_| 0)
+        }),
+        0x0B => with(kbuf, |a: &mut kfd_ioctl_reset_event_args| {
+            p.events.reset(a.event_id).map(|_| 0)
+        }),
+        0x0C => with(kbuf, |a| wait_events(p, a)),
+        // The old debugger interface: the handlers are stubs returning -EPERM.
+        0x0D..=0x10 => Err(Errno::EPERM),
+        0x11 => with(kbuf, |a| set_scratch_backing_va(p, a)),
+        0x12 => with(kbuf, |a| get_tile_config(p, a)),
+        0x13 => with(kbuf, |a| set_trap_handler(p, a)),
+        0x14 => with(kbuf, |a| get_process_apertures_new(p, a)),
+        0x15 => with(kbuf, |a| acquire_vm(p, a)),
+        0x16 => with(kbuf, |a| alloc_memory(p, a)),
+        0x17 => with(kbuf, |a| free_memory(p, a)),
+        0x18 => with(kbuf, |a: &mut kfd_ioctl_map_memory_to_gpu_args| {
+            map_memory(
+                p,
+                a.handle,
+                a.device_ids_array_ptr,
+                a.n_devices,
+                &mut a.n_success,
+                true,
+            )
+        }),
+        0x19 => with(kbuf, |a: &mut kfd_ioctl_unmap_memory_from_gpu_args| {
+            map_memory(
+                p,
+                a.handle,
+                a.device_ids_array_ptr,
+                a.n_devices,
+                &mut a.n_success,
+                false,
+            )
+        }),
+        0x1A => with(kbuf, |a: &mut kfd_ioctl_set_cu_mask_args| {
+            crate::pqm::set_cu_mask(p, a)
+        }),
+        0x1B => with(kbuf, |a: &mut kfd_ioctl_get_queue_wave_state_args| {
+            crate::pqm::get_wave_state(p, a)
+        }),
+        0x1C => not_modelled(p, "AMDKFD_IOC_GET_DMABUF_INFO"),
+        0x1D => not_modelled(p, "AMDKFD_IOC_IMPORT_DMABUF"),
+        0x1E => with(kbuf, |a: &mut kfd_ioctl_alloc_queue_gws_args| {
+            crate::pqm::alloc_gws(p, a)
+        }),
+        0x1F => not_modelled(p, "AMDKFD_IOC_SMI_EVENTS"),
+        0x20 => not_modelled(p, "AMDKFD_IOC_SVM"),
+        0x21 => with(kbuf, |a| set_xnack_mode(p, a)),
+        0x22 => not_modelled(p, "AMDKFD_IOC_CRIU_OP"),
+        0x23 => with(kbuf, |a: &mut kfd_ioctl_get_available_memory_args| {
+            let st = p.lock();
+            let i = st.pdd_index(a.gpu_id)?;
+            a.available = st.pdds[i].node.vram_available();
+            Ok(0)
+        }),
+        0x24 => not_modelled(p, "AMDKFD_IOC_EXPORT_DMABUF"),
+        0x25 => with(kbuf, |a| runtime_enable(p, a)),
+        0x26 => with(kbuf, |a: &mut kfd_ioctl_dbg_trap_args| {
+            dbg_trap_target(p, a.pid)
+        }),
+        0x80 => not_modelled(p, "AMDKFD_IOC_IPC_IMPORT_HANDLE"),
+        0x81 => not_modelled(p, "AMDKFD_IOC_IPC_EXPORT_HANDLE"),
+        0x82 => with(kbuf, |a: &mut v1_8::kfd_ioctl_dbg_trap_args| {
+            if a.op == v1_8::KFD_IOC_DBG_TRAP_GET_VERSION {
+                a.data1 = v1_8::KFD_IOCTL_DBG_MAJOR_VERSION;
+                a.data2 = v1_8::KFD_IOCTL_DBG_MINOR_VERSION;
+                Ok(0)
+            } else {
+                dbg_trap_target(p, a.pid)
+            }
+        }),
+        0x83 => not_modelled(p, "AMDKFD_IOC_CROSS_MEMORY_COPY"),
+        0x84 => not_modelled(p, "AMDKFD_IOC_RLC_SPM"),
+        _ => Err(Errno::ENOTTY),
+    }
+}
+
+/// Debugger operations need the target ptrace-attached, which nothing in the model is.
+fn dbg_trap_target(p: &ProcessInner, pid: u32) -> KResult<i32> {
+    if pid == p.owner_pid {
+        Err(Errno::EPERM)
+    } else {
+        Err(Errno::ESRCH)
+    }
+}
+
+fn set_memory_policy(p: &ProcessInner, a: &mut kfd_ioctl_set_memory_policy_args) -> KResult<i32> {
+    let ok = |v| v == KFD_IOC_CACHE_POLICY_COHERENT || v == KFD_IOC_CACHE_POLICY_NONCOHERENT;
+    if !ok(a.default_policy) || !ok(a.alternate_policy) {
+        return Err(Errno::EINVAL);
+    }
+    let mut st = p.lock();
+    let i = st.pdd_index(a.gpu_id)?;
+    let pdd = &mut st.pdds[i];
+    pdd.bind().map_err(|_| Errno::ESRCH)?;
+    pdd.default_policy = a.default_policy;
+    pdd.alternate_policy = a.alternate_policy;
+    Ok(0)
+}
+
+fn get_clock_counters(p: &ProcessInner, a: &mut kfd_ioctl_get_clock_counters_args) -> KResult<i32> {
+    a.gpu_clock_counter = p
+        .model
+        .node_by_gpu_id(a.gpu_id)
+        .map_or(0, |n| n.gpu.clock.now());
+    a.cpu_clock_counter = crate::hw::clock::cpu_clock_ns();
+    a.system_clock_counter = crate::hw::clock::system_clock_ns();
+    a.system_clock_freq = 1_000_000_000;
+    Ok(0)
+}
+
+fn get_process_apertures(
+    p: &ProcessInner,
+    a: &mut kfd_ioctl_get_process_apertures_args,
+) -> KResult<i32> {
+    let st = p.lock();
+    let n = st.pdds.len().min(NUM_OF_SUPPORTED_GPUS as usize);
+    for (slot, pdd) in a.process_apertures.iter_mut().zip(&st.pdds) {
+        *slot = pdd.apertures();
+    }
+    a.num_of_nodes = n as u32;
+    Ok(0)
+}
+
+fn get_process_apertures_new(
+    p: &ProcessInner,
+    a: &mut kfd_ioctl_get_process_apertures_new_args,
+) -> KResult<i32> {
+    let st = p.lock();
+    if a.num_of_nodes == 0 {
+        a.num_of_nodes = st.pdds.len() as u32;
+        return Ok(0);
+    }
+    let n = st.pdds.len().min(a.num_of_nodes as usize);
+    let list: Vec<kfd_process_device_apertures> =
+        st.pdds[..n].iter().map(|d| d.apertures()).collect();
+    p.user
+        .write_array(a.kfd_process_device_apertures_ptr, &list)?;
+    a.num_of_nodes = n as u32;
+    Ok(0)
+}
+
+fn create_event(p: &ProcessInner, a: &mut kfd_ioctl_create_event_args) -> KResult<i32> {
+    if a.event_page_offset != 0 {
+        // dGPU: the first call names a user buffer to be the event page.
+        let handle = a.event_page_offset;
+        let mut st = p.lock();
+        let i = st.pdd_index(handle_gpu_id(handle))?;
+        st.pdds[i].bind()?;
+        let bo = st
+            .bos
+            .get(&handle)
+            .map(|e| e.bo.clone())
+            .ok_or(Errno::EINVAL)?;
+        drop(st);
+        let (mem, offset) = bo.device_memory().ok_or(Errno::EINVAL)?;
+        p.events.set_user_page(mem, offset, bo.size as usize)?;
+    }
+    let (id, trigger, offset, slot) = p.events.create(a.event_type, a.auto_reset != 0)?;
+    a.event_id = id;
+    a.event_trigger_data = trigger;
+    a.event_page_offset = offset;
+    a.event_slot_index = slot;
+    Ok(0)
+}
+
+fn wait_events(p: &ProcessInner, a: &mut kfd_ioctl_wait_events_args) -> KResult<i32> {
+    match p.events.wait(
+        p.user.as_ref(),
+        a.events_ptr,
+        a.num_events,
+        a.wait_for_all != 0,
+        a.timeout,
+    ) {
+        Ok(WaitResult::Complete) => {
+            a.wait_result = KFD_IOC_WAIT_RESULT_COMPLETE;
+            Ok(0)
+        }
+        Ok(WaitResult::Timeout) => {
+            a.wait_result = KFD_IOC_WAIT_RESULT_TIMEOUT;
+            Ok(0)
+        }
+        Err(e) => {
+            a.wait_result = KFD_IOC_WAIT_RESULT_FAIL;
+            Err(e)
+        }
+    }
+}
+
+fn set_scratch_backing_va(
+    p: &ProcessInner,
+    a: &mut kfd_ioctl_set_scratch_backing_va_args,
+) -> KResult<i32> {
+    let mut st = p.lock();
+    let i = st.pdd_index(a.gpu_id)?;
+    st.pdds[i].bind()?;
+    st.pdds[i].scratch_va = a.va_addr;
+    Ok(0)
+}
+
+/// `GB_ADDR_CONFIG` the modelled parts report.
+const GB_ADDR_CONFIG: u32 = 0x2A11_4042;
+
+fn get_tile_config(p: &ProcessInner, a: &mut kfd_ioctl_get_tile_config_args) -> KResult<i32> {
+    let st = p.lock();
+    st.pdd_index(a.gpu_id)?;
+    drop(st);
+    a.gb_addr_config = GB_ADDR_CONFIG;
+    a.num_banks = 0;
+    a.num_ranks = 0;
+    // gfx9 and later have no tiling tables: all entries are zero.
+    let tiles = a.num_tile_configs.min(32) as usize;
+    let macros = a.num_macro_tile_configs.min(16) as usize;
+    p.user.write_array(a.tile_config_ptr, &vec![0u32; tiles])?;
+    p.user
+        .write_array(a.macro_tile_config_ptr, &vec![0u32; macros])?;
+    a.num_tile_configs = tiles as u32;
+    a.num_macro_tile_configs = macros as u32;
+    Ok(0)
+}
+
+fn set_trap_handler(p: &ProcessInner, a: &mut kfd_ioctl_set_trap_handler_args) -> KResult<i32> {
+    let mut st = p.lock();
+    let i = st.pdd_index(a.gpu_id)?;
+    st.pdds[i].bind().map_err(|_| Errno::ESRCH)?;
+    st.pdds[i].tba_addr = a.tba_addr;
+    st.pdds[i].tma_addr = a.tma_addr;
+    Ok(0)
+}
+
+fn acquire_vm(p: &ProcessInner, a: &mut kfd_ioctl_acquire_vm_args) -> KResult<i32> {
+    let mut st = p.lock();
+    let i = st.pdd_index(a.gpu_id)?;
+    let (file, gpu) = render_file(&p.model, a.drm_fd as i32).ok_or(Errno::EINVAL)?;
+    if gpu != a.gpu_id {
+        return Err(Errno::EINVAL);
+    }
+    let pdd = &mut st.pdds[i];
+    if let Some(existing) = pdd.drm_file {
+        return if existing == file {
+            Ok(0)
+        } else {
+            Err(Errno::EBUSY)
+        };
+    }
+    pdd.drm_file = Some(file);
+    pdd.pd_base = pdd.node.gpu.register_vm(pdd.vm.clone());
+    log::debug!(target: "kfd::process", "pasid {:#x}: VM of gpu {:#x} acquired, PD base {:#x}", p.pasid, a.gpu_id, pdd.pd_base);
+    Ok(0)
+}
+
+fn alloc_memory(p: &ProcessInner, a: &mut kfd_ioctl_alloc_memory_of_gpu_args) -> KResult<i32> {
+    let mut st = p.lock();
+    let i = st.pdd_index(a.gpu_id)?;
+    let pdd = &mut st.pdds[i];
+    pdd.bind()?;
+    let slice = if a.flags & KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL != 0 {
+        Some(pdd.doorbell_slice()?)
+    } else {
+        None
+    };
+    let handle = pdd.alloc_handle();
+    let req = AllocRequest {
+        va: a.va_addr,
+        size: a.size,
+        flags: a.flags,
+        user_addr: a.mmap_offset,
+    };
+    let bo = match alloc_bo(&pdd.node, handle, req, slice) {
+        Ok(bo) => bo,
+        Err(e) => {
+            pdd.free_handle(handle);
+            return Err(e);
+        }
+    };
+    a.handle = handle;
+    a.mmap_offset = bo.mmap_offset;
+    st.bos.insert(
+        handle,
+        BoEntry {
+            bo,
+            mapped_on: Default::default(),
+        },
+    );
+    Ok(0)
+}
+
+fn free_memory(p: &ProcessInner, a: &mut kfd_ioctl_free_memory_of_gpu_args) -> KResult<i32> {
+    let mut st = p.lock();
+    let i = st.pdd_index(handle_gpu_id(a.handle))?;
+    let entry = st.bos.get(&a.handle).ok_or(Errno::EINVAL)?;
+    if p.events.page().is_some_and(|pg| {
+        entry
+            .bo
+            .device_memory()
+            .is_some_and(|(m, _)| std::sync::Arc::ptr_eq(&m, &pg.mem))
+            && !pg.kernel_allocated
+    }) {
+        log::debug!(target: "kfd::memory", "freeing the signal event page is not allowed");
+        return Err(Errno::EPERM);
+    }
+    if !entry.mapped_on.is_empty() {
+        return Err(Errno::EBUSY);
+    }
+    st.bos.remove(&a.handle);
+    st.pdds[i].free_handle(a.handle);
+    Ok(0)
+}
+
+fn map_memory(
+    p: &ProcessInner,
+    handle: u64,
+    ids_ptr: u64,
+    n_devices: u32,
+    n_success: &mut u32,
+    map: bool,
+) -> KResult<i32> {
+    if n_devices == 0 || *n_success > n_devices {
+        return Err(Errno::EINVAL);
+    }
+    let ids: Vec<u32> = p.user.read_array(ids_ptr, n_devices as usize)?;
+    let mut st = p.lock();
+    st.pdd_index(handle_gpu_id(handle))?;
+    let bo = st
+        .bos
+        .get(&handle)
+        .map(|e| e.bo.clone())
+        .ok_or(Errno::EINVAL)?;
+    for (i, &gpu_id) in ids.iter().enumerate().skip(*n_success as usize) {
+        let ProcessState { pdds, bos, .. } = &mut *st;
+        let d = pdds
+            .iter()
+            .position(|x| x.node.gpu_id == gpu_id)
+            .ok_or(Errno::EINVAL)?;
+        pdds[d].bind()?;
+        let entry = bos.get_mut(&handle).ok_or(Errno::EINVAL)?;
+        let mut vm = pdds[d].vm.write().unwrap_or_else(|e| e.into_inner());
+        if map {
+            if !entry.mapped_on.contains(&d) {
+                if !vm.map(bo.vm_mapping()) {
+                    log::debug!(target: "kfd::memory", "va {:#x}+{:#x} overlaps a mapping on gpu {gpu_id:#x}", bo.va, bo.size);
+                    return Err(Errno::EINVAL);
+                }
+                entry.mapped_on.insert(d);
+            }
+        } else if entry.mapped_on.remove(&d) {
+            vm.unmap(bo.va);
+        }
+        *n_success = i as u32 + 1;
+    }
+    Ok(0)
+}
+
+fn set_xnack_mode(p: &ProcessInner, a: &mut kfd_ioctl_set_xnack_mode_args) -> KResult<i32> {
+    let mut st = p.lock();
+    if a.xnack_enabled >= 0 {
+        let want = a.xnack_enabled > 0;
+        if want != st.xnack_enabled {
+            if !st.pqm.is_empty() {
+                return Err(Errno::EBUSY);
+            }
+            if want && !st.pdds.iter().all(|d| d.node.supports_xnack()) {
+                return Err(Errno::EPERM);
+            }
+            st.xnack_enabled = want;
+        }
+    }
+    a.xnack_enabled = i32::from(st.xnack_enabled);
+    Ok(0)
+}
+
+fn runtime_enable(p: &ProcessInner, a: &mut kfd_ioctl_runtime_enable_args) -> KResult<i32> {
+    let mut st = p.lock();
+    if a.mode_mask & KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK != 0 {
+        if st.runtime_enabled {
+            return Err(Errno::EBUSY);
+        }
+        if !st.pqm.is_empty() {
+            return Err(Errno::EEXIST);
+        }
+        st.runtime_enabled = true;
+    } else {
+        st.runtime_enabled = false;
+    }
+    a.capabilities_mask = 0;
+    Ok(0)
+}
+
+/// Entry point for `mmap(kfd_fd, offset, len)`.
+pub(crate) fn mmap(p: &ProcessInner, offset: u64, len: u64) -> KResult<MapSource> {
+    let o = KfdMmapOffset::decode(offset);
+    match o.kind {
+        KfdMmapType::Events => {
+            let (memory, off) = p.events.mmap_page(len)?;
+            Ok(MapSource {
+                memory,
+                offset: off,
+                len,
+            })
+        }
+        kind => {
+            let mut st = p.lock();
+            let i = st.pdd_index(o.gpu_id).map_err(|_| Errno::ENODEV)?;
+            let pdd = &mut st.pdds[i];
+            match kind {
+                KfdMmapType::Doorbell => {
+                    if len != KFD_DOORBELL_PROCESS_SLICE_SIZE_SOC15 {
+                        return Err(Errno::EINVAL);
+                    }
+                    let slice = pdd.doorbell_slice()?;
+                    let memory = pdd.node.gpu.doorbells.memory().clone();
+                    let off = crate::hw::doorbell::DoorbellBar::slice_offset(slice) as u64;
+                    Ok(MapSource {
+                        memory,
+                        offset: off,
+                        len,
+                    })
+                }
+                KfdMmapType::Mmio => {
+                    if len != PAGE_SIZE as u64 {
+                        return Err(Errno::EINVAL);
+                    }
+                    Ok(MapSource {
+                        memory: pdd.node.gpu.mmio.clone(),
+                        offset: 0,
+                        len,
+                    })
+                }
+                // Reserved memory exists only on APUs; the modelled parts are discrete.
+                _ => Err(Errno::EINVAL),
+            }
+        }
+    }
+}

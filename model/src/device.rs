@@ -1,0 +1,212 @@
+//! `kfd_node`: one GPU as the driver sees it — its topology node, its hardware (GART, doorbell
+//! BAR, MMIO page, clock, page-table registry) and its device queue manager.
+
+use crate::config::{ModelConfig, Preset};
+use crate::dqm::{dqm_config, packet_manager, Dqm, DqmCounters};
+use crate::errno::{Errno, KResult};
+use crate::hw::clock::GpuClock;
+use crate::hw::doorbell::{DoorbellBar, DoorbellLayout};
+use crate::hw::gart::Gart;
+use crate::hw::hws::Hws;
+use crate::hw::mem::DeviceMemory;
+use crate::hw::vm::GpuVm;
+use crate::topology::{Node, Topology};
+use mqd::TopologySizes;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+
+/// Size of the modelled GART aperture of each GPU.
+pub const GART_SIZE: u64 = 64 << 20;
+
+/// The hardware of one GPU that the driver programs.
+#[derive(Debug)]
+pub struct Gpu {
+    /// Kernel-owned memory reachable by GART address.
+    pub gart: Gart,
+    /// The doorbell BAR.
+    pub doorbells: DoorbellBar,
+    /// The MMIO remap page (HDP flush registers).
+    pub mmio: Arc<DeviceMemory>,
+    /// The timestamp clock.
+    pub clock: GpuClock,
+    /// The scheduler firmware.
+    pub hws: Hws,
+    /// PM4 packet layouts of the part.
+    pub pm4_gen: pm4::GfxGen,
+    /// MQD layouts of the part.
+    pub mqd_gen: mqd::Generation,
+    /// Page tables by page-directory base: what a VMID set up by `MAP_PROCESS` translates with.
+    page_tables: RwLock<HashMap<u64, Arc<RwLock<GpuVm>>>>,
+    next_pd_base: AtomicU64,
+}
+
+impl Gpu {
+    fn new(layout: DoorbellLayout, preset: Preset, topo: &Node) -> KResult<Gpu> {
+        let (pm4_gen, mqd_gen) = match preset.gc_version().0 {
+            10 => (pm4::GfxGen::Gfx10, mqd::Generation::Gfx10),
+            11 => (pm4::GfxGen::Gfx11, mqd::Generation::Gfx11),
+            _ => (pm4::GfxGen::Gfx9, mqd::Generation::Gfx9),
+        };
+        let p = &topo.properties;
+        let engines = (p.num_sdma_engines + p.num_sdma_xgmi_engines) as u8;
+        Ok(Gpu {
+            gart: Gart::new(GART_SIZE)?,
+            doorbells: DoorbellBar::new(layout)?,
+            mmio: Arc::new(DeviceMemory::new("mmio remap", 4096)?),
+            clock: GpuClock::new(),
+            hws: Hws::new(
+                pm4_gen,
+                mqd_gen,
+                engines,
+                p.num_sdma_queues_per_engine as u8,
+            ),
+            pm4_gen,
+            mqd_gen,
+            page_tables: RwLock::new(HashMap::new()),
+            next_pd_base: AtomicU64::new(0x0000_00f4_0000_0000),
+        })
+    }
+
+    /// Registers a process address space and returns its page-directory base (the value
+    /// `MAP_PROCESS` carries in `vm_context_page_table_base_addr`).
+    pub fn register_vm(&self, vm: Arc<RwLock<GpuVm>>) -> u64 {
+        let base = self.next_pd_base.fetch_add(0x1000, Ordering::Relaxed);
+        self.page_tables
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(base, vm);
+        base
+    }
+
+    /// Forgets an address space.
+    pub fn unregister_vm(&self, pd_base: u64) {
+        self.page_tables
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&pd_base);
+    }
+
+    /// The address space of a page-directory base.
+    pub fn vm(&self, pd_base: u64) -> Option<Arc<RwLock<GpuVm>>> {
+        self.page_tables
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&pd_base)
+            .cloned()
+    }
+}
+
+/// One GPU.
+#[derive(Debug)]
+pub struct KfdNode {
+    /// Index among the model's GPUs (0-based).
+    pub index: usize,
+    /// The topology `gpu_id`.
+    pub gpu_id: u32,
+    /// The part.
+    pub preset: Preset,
+    /// The topology node.
+    pub topo: Node,
+    /// Sizes `CREATE_QUEUE` is validated against.
+    pub queue_sizes: TopologySizes,
+    /// The hardware.
+    pub gpu: Arc<Gpu>,
+    /// VRAM allocated so far.
+    pub vram_used: AtomicU64,
+    /// Render-node mmap offset → buffer (for `mmap` on the render node).
+    pub(crate) bo_offsets: Mutex<HashMap<u64, std::sync::Weak<crate::memory::Bo>>>,
+    next_bo_offset: AtomicU64,
+    dqm: Mutex<Dqm>,
+}
+
+/// First render-node mmap offset handed out (DRM's `DRM_FILE_PAGE_OFFSET_START` in bytes).
+pub const DRM_FILE_OFFSET_START: u64 = 0x1_0000_0000;
+
+impl KfdNode {
+    /// Builds GPU `index` of `config` from its topology node.
+    pub fn new(config: &ModelConfig, topology: &Topology, index: usize) -> KResult<KfdNode> {
+        let topo = topology.gpus().nth(index).cloned().ok_or(Errno::ENODEV)?;
+        let layout = match config.preset {
+            Preset::Gfx900 => DoorbellLayout::VEGA10,
+            _ => DoorbellLayout::VEGA20,
+        };
+        let queue_sizes = Topology::queue_sizes(config.preset);
+        let cfg = dqm_config(&topo, config.preset, queue_sizes, config);
+        let pm = packet_manager(&cfg, config.preset, config);
+        Ok(KfdNode {
+            index,
+            gpu_id: topo.gpu_id,
+            preset: config.preset,
+            queue_sizes,
+            gpu: Arc::new(Gpu::new(layout, config.preset, &topo)?),
+            topo,
+            vram_used: AtomicU64::new(0),
+            bo_offsets: Mutex::new(HashMap::new()),
+            next_bo_offset: AtomicU64::new(DRM_FILE_OFFSET_START),
+            dqm: Mutex::new(Dqm::new(cfg, pm)),
+        })
+    }
+
+    /// The device queue manager, locked.
+    pub fn dqm(&self) -> MutexGuard<'_, Dqm> {
+        self.dqm.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The queue manager's counters.
+    pub fn counters(&self) -> DqmCounters {
+        self.dqm().counters()
+    }
+
+    /// Brings the scheduler up (`start_cpsch`).
+    pub fn start(&self) -> KResult<()> {
+        self.dqm().start(&self.gpu)
+    }
+
+    /// VRAM size.
+    pub fn vram_size(&self) -> u64 {
+        self.topo.vram_size()
+    }
+
+    /// VRAM still allocatable.
+    pub fn vram_available(&self) -> u64 {
+        self.vram_size()
+            .saturating_sub(self.vram_used.load(Ordering::Relaxed))
+    }
+
+    /// Reserves `size` bytes of VRAM, or `ENOMEM`.
+    pub fn reserve_vram(&self, size: u64) -> KResult<()> {
+        let total = self.vram_size();
+        self.vram_used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                used.checked_add(size).filter(|&u| u <= total)
+            })
+            .map(|_| ())
+            .map_err(|_| Errno::ENOMEM)
+    }
+
+    /// Returns reserved VRAM.
+    pub fn release_vram(&self, size: u64) {
+        let _ = self
+            .vram_used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| {
+                Some(u.saturating_sub(size))
+            });
+    }
+
+    /// A fresh render-node mmap offset for a buffer of `size` bytes.
+    pub(crate) fn new_bo_offset(&self, size: u64) -> u64 {
+        self.next_bo_offset
+            .fetch_add(size.max(4096).next_multiple_of(4096), Ordering::Relaxed)
+    }
+
+    /// The GC (graphics/compute) IP version.
+    pub fn gc_version(&self) -> (u32, u32, u32) {
+        self.preset.gc_version()
+    }
+
+    /// Whether the part supports per-process XNACK (GC 9.4.2, 9.4.3).
+    pub fn supports_xnack(&self) -> bool {
+        matches!(self.gc_version(), (9, 4, 2..=4))
+    }
+}

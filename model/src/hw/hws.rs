@@ -1,0 +1,622 @@
+//! The hardware scheduler (HWS) firmware of the MEC: it reads the HIQ, executes the packets the
+//! driver writes there (SET_RESOURCES, RUN_LIST, UNMAP_QUEUES, QUERY_STATUS, register writes),
+//! walks runlist IBs (MAP_PROCESS, MAP_QUEUES, the chain RUN_LIST), and maps the listed queues
+//! into hardware queue descriptors (HQDs) and SDMA queue slots, giving each process a VMID.
+//!
+//! It knows the driver only through bytes: the HIQ MQD, ring, pointers, IBs and fences in GART,
+//! decoded with `pm4` and `mqd`. When the runlist is larger than the hardware (more queues
+//! than HQDs or more processes than VMIDs) it time-slices: [`Hws::tick`] rotates which
+//! processes are mapped.
+
+use crate::hw::gart::Gart;
+use mqd::{ComputeDescriptor, ComputeMqd, Generation};
+use pm4::decode::{decode_pm4_packet, Packet};
+use pm4::hws::{
+    MapProcessCommon, MapQueueType, MapQueues, QueryCommand, QueryTarget, QueueEngine, RunList,
+    UnmapAction, UnmapTarget,
+};
+use pm4::user::WriteDataTarget;
+use pm4::GfxGen;
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard};
+
+/// One queue of a runlist, as a MAP_QUEUES packet described it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunlistQueue {
+    /// Engine the queue runs on.
+    pub engine: QueueEngine,
+    /// Normal, static or debug queue.
+    pub queue_type: MapQueueType,
+    /// Doorbell dword index in the BAR.
+    pub doorbell_offset: u32,
+    /// GART address of the MQD.
+    pub mqd_addr: u64,
+    /// Where the write pointer lives (process VA).
+    pub wptr_addr: u64,
+    /// The queue controls GWS.
+    pub gws: bool,
+}
+
+/// One process of a runlist, as a MAP_PROCESS packet described it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunlistProcess {
+    /// PASID.
+    pub pasid: u16,
+    /// Page-directory base (selects the process's GPU VM).
+    pub page_table_base: u64,
+    /// `num_queues` field: all of the process's queues on the device.
+    pub num_queues: u16,
+    /// Trap handler base address.
+    pub tba_addr: u64,
+    /// The queues the runlist maps for it (active queues only).
+    pub queues: Vec<RunlistQueue>,
+}
+
+/// Where a mapped queue runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum HqdSlot {
+    /// A compute HQD: MEC, pipe, queue.
+    Compute {
+        /// MEC index.
+        mec: u8,
+        /// Pipe.
+        pipe: u8,
+        /// Queue within the pipe.
+        queue: u8,
+    },
+    /// An SDMA queue slot (RLC queue) of an engine.
+    Sdma {
+        /// Engine.
+        engine: u8,
+        /// Queue slot within the engine.
+        queue: u8,
+    },
+}
+
+/// A queue the firmware has mapped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MappedQueue {
+    /// Where.
+    pub slot: HqdSlot,
+    /// The owning process.
+    pub pasid: u16,
+    /// The VMID the firmware gave the process.
+    pub vmid: u8,
+    /// Its page-directory base.
+    pub page_table_base: u64,
+    /// The queue.
+    pub queue: RunlistQueue,
+}
+
+/// A fault the firmware can be told to have (fault injection).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HwsFaults {
+    /// Stop processing the HIQ altogether (no fence is ever written).
+    pub hang: bool,
+    /// The queue with this doorbell offset does not preempt: UNMAP leaves it mapped and the
+    /// firmware reports its doorbell in the HIQ MQD's `queue_doorbell_id0`.
+    pub unpreemptible_doorbell: Option<u32>,
+}
+
+/// Counters of what the firmware did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HwsStats {
+    /// HIQ packets executed.
+    pub packets: u64,
+    /// RUN_LIST packets accepted.
+    pub runlists: u64,
+    /// UNMAP_QUEUES packets executed.
+    pub unmaps: u64,
+    /// Fences written by QUERY_STATUS.
+    pub fences: u64,
+    /// Queues mapped into HQD or SDMA slots.
+    pub queue_maps: u64,
+    /// Queues preempted out of their slot.
+    pub queue_preemptions: u64,
+    /// Time-slice rotations.
+    pub rotations: u64,
+}
+
+#[derive(Debug)]
+struct State {
+    pm4_gen: GfxGen,
+    mqd_gen: Generation,
+    sdma_engines: u8,
+    sdma_queues_per_engine: u8,
+    hiq_mqd: Option<u64>,
+    hiq_rptr: u64,
+    vmid_mask: u16,
+    hqd_slots: Vec<HqdSlot>,
+    runlist: Vec<RunlistProcess>,
+    runlist_ib: Option<(u64, u32)>,
+    oversubscribed: bool,
+    process_cnt: u8,
+    rotation: usize,
+    mapped: Vec<MappedQueue>,
+    registers: BTreeMap<u32, u32>,
+    faults: HwsFaults,
+    stats: HwsStats,
+    last_error: Option<String>,
+}
+
+/// The firmware of one GPU.
+#[derive(Debug)]
+pub struct Hws {
+    state: Mutex<State>,
+}
+
+impl Hws {
+    /// Firmware for a GPU whose PM4 generation is `pm4_gen` and MQD generation `mqd_gen`, with
+    /// `sdma_engines` engines of `sdma_queues_per_engine` user queues.
+    pub fn new(
+        pm4_gen: GfxGen,
+        mqd_gen: Generation,
+        sdma_engines: u8,
+        sdma_queues_per_engine: u8,
+    ) -> Self {
+        Hws {
+            state: Mutex::new(State {
+                pm4_gen,
+                mqd_gen,
+                sdma_engines,
+                sdma_queues_per_engine,
+                hiq_mqd: None,
+                hiq_rptr: 0,
+                vmid_mask: 0,
+                hqd_slots: Vec::new(),
+                runlist: Vec::new(),
+                runlist_ib: None,
+                oversubscribed: false,
+                process_cnt: 0,
+                rotation: 0,
+                mapped: Vec::new(),
+                registers: BTreeMap::new(),
+                faults: HwsFaults::default(),
+                stats: HwsStats::default(),
+                last_error: None,
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// amdgpu maps the HIQ through the KIQ: the firmware learns where the HIQ MQD is.
+    pub fn load_hiq(&self, mqd_addr: u64) {
+        let mut s = self.lock();
+        s.hiq_mqd = Some(mqd_addr);
+        s.hiq_rptr = 0;
+        log::debug!(target: "hw::hws", "HIQ loaded from MQD at {mqd_addr:#x} (MEC1 pipe 0 queue 0)");
+    }
+
+    /// The HIQ doorbell rang: executes everything between the HIQ read and write pointers.
+    pub fn hiq_doorbell(&self, gart: &Gart) {
+        let mut s = self.lock();
+        if s.faults.hang {
+            log::warn!(target: "hw::hws", "firmware hung: HIQ doorbell ignored");
+            return;
+        }
+        let Some(mqd_addr) = s.hiq_mqd else {
+            log::warn!(target: "hw::hws", "HIQ doorbell before the HIQ was loaded");
+            return;
+        };
+        let Some(mqd) = read_compute_mqd(gart, s.mqd_gen, mqd_addr) else {
+            s.fail("the HIQ MQD is unreadable");
+            return;
+        };
+        let ring_base = mqd.ring_base_address();
+        let ring_dwords = mqd.ring_size_bytes() / 4;
+        let Some(wptr) = gart.load_u64(mqd.wptr_poll_address()) else {
+            s.fail("the HIQ write pointer is outside GART");
+            return;
+        };
+        let Some(ring) = gart
+            .read_dwords(ring_base, ring_dwords as usize)
+            .filter(|_| ring_dwords > 0)
+        else {
+            s.fail("the HIQ ring is outside GART");
+            return;
+        };
+        while s.hiq_rptr < wptr {
+            let slot = (s.hiq_rptr % ring_dwords) as usize;
+            let (packet, len) = match decode_pm4_packet(&ring[slot..], s.pm4_gen) {
+                Ok(p) => p,
+                Err(e) => {
+                    s.fail(&format!("bad packet on the HIQ at dword {slot}: {e}"));
+                    return;
+                }
+            };
+            log::trace!(target: "hw::hws", "HIQ {slot:#05x}: {packet}");
+            s.stats.packets += 1;
+            s.execute(gart, mqd_addr, &packet);
+            s.hiq_rptr += len as u64;
+            if s.faults.hang {
+                return;
+            }
+        }
+        // Report the wrapped read pointer where the driver reads it.
+        let _ = gart.store_u64(mqd.rptr_report_address(), s.hiq_rptr % ring_dwords);
+    }
+
+    /// Time slice: when the runlist does not fit the hardware, maps the next processes.
+    pub fn tick(&self, gart: &Gart) {
+        let mut s = self.lock();
+        if !s.oversubscribed || s.runlist.is_empty() {
+            return;
+        }
+        s.preempt_where(gart, |_| true);
+        s.rotation = (s.rotation + 1) % s.runlist.len();
+        s.stats.rotations += 1;
+        s.schedule(gart);
+    }
+
+    /// The queues mapped right now, in slot order.
+    pub fn mapped_queues(&self) -> Vec<MappedQueue> {
+        let mut v = self.lock().mapped.clone();
+        v.sort_by_key(|m| m.slot);
+        v
+    }
+
+    /// The current runlist.
+    pub fn runlist(&self) -> Vec<RunlistProcess> {
+        self.lock().runlist.clone()
+    }
+
+    /// Whether the current runlist is oversubscribed (chained).
+    pub fn oversubscribed(&self) -> bool {
+        self.lock().oversubscribed
+    }
+
+    /// The compute HQD slots SET_RESOURCES gave the scheduler.
+    pub fn hqd_slots(&self) -> Vec<HqdSlot> {
+        self.lock().hqd_slots.clone()
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> HwsStats {
+        self.lock().stats
+    }
+
+    /// A register written through WRITE_DATA.
+    pub fn register(&self, offset: u32) -> Option<u32> {
+        self.lock().registers.get(&offset).copied()
+    }
+
+    /// Why the firmware last stopped, if it did.
+    pub fn last_error(&self) -> Option<String> {
+        self.lock().last_error.clone()
+    }
+
+    /// Sets the injected faults.
+    pub fn set_faults(&self, faults: HwsFaults) {
+        self.lock().faults = faults;
+    }
+
+    /// Per-queue reset of the queue with `doorbell` (after it failed to preempt): it leaves its
+    /// slot and the runlist.
+    pub fn reset_queue(&self, gart: &Gart, doorbell: u32) {
+        let mut s = self.lock();
+        s.preempt_where(gart, |q| q.queue.doorbell_offset == doorbell);
+        for p in &mut s.runlist {
+            p.queues.retain(|q| q.doorbell_offset != doorbell);
+        }
+        s.runlist.retain(|p| !p.queues.is_empty());
+        if s.faults.unpreemptible_doorbell == Some(doorbell) {
+            s.faults.unpreemptible_doorbell = None;
+        }
+        log::warn!(target: "hw::hws", "queue with doorbell {doorbell:#x} reset");
+    }
+
+    /// A GPU reset: the firmware restarts with nothing mapped and no HIQ.
+    pub fn reset(&self, gart: &Gart) {
+        let mut s = self.lock();
+        s.preempt_where(gart, |_| true);
+        s.runlist.clear();
+        s.runlist_ib = None;
+        s.oversubscribed = false;
+        s.hiq_mqd = None;
+        s.hiq_rptr = 0;
+        s.hqd_slots.clear();
+        s.faults = HwsFaults::default();
+        s.last_error = None;
+    }
+}
+
+fn read_compute_mqd(gart: &Gart, gen: Generation, addr: u64) -> Option<ComputeMqd> {
+    let mut bytes = [0u8; 2048];
+    gart.read(addr, &mut bytes)?;
+    ComputeMqd::decode(gen, &bytes).ok()
+}
+
+impl State {
+    fn fail(&mut self, why: &str) {
+        log::error!(target: "hw::hws", "firmware stops: {why}");
+        self.last_error = Some(why.to_owned());
+        self.faults.hang = true;
+    }
+
+    fn execute(&mut self, gart: &Gart, hiq_mqd: u64, packet: &Packet<'_>) {
+        match packet {
+            Packet::Nop(_) | Packet::Type2Filler => {}
+            Packet::SetResources(p) => {
+                self.vmid_mask = p.dw1.vmid_mask();
+                // Bit `mec*32 + pipe*8 + queue` of the mask is an HQD the scheduler may use.
+                let mask = p.queue_mask();
+                self.hqd_slots = (0..64u8)
+                    .filter(|b| mask & (1u64 << b) != 0)
+                    .map(|b| HqdSlot::Compute {
+                        mec: b / 32,
+                        pipe: (b % 32) / 8,
+                        queue: b % 8,
+                    })
+                    .collect();
+                log::debug!(
+                    target: "hw::hws",
+                    "SET_RESOURCES: VMIDs {:#06x}, {} HQDs (mask {mask:#x})",
+                    self.vmid_mask,
+                    self.hqd_slots.len()
+                );
+            }
+            Packet::RunList(rl) => self.run_list(gart, rl),
+            Packet::UnmapQueues(u) => {
+                self.stats.unmaps += 1;
+                let target = u.target();
+                let reset = u.dw1.action() == UnmapAction::Reset;
+                let matches = |q: &MappedQueue| match target {
+                    UnmapTarget::AllQueues => true,
+                    UnmapTarget::DynamicQueues => !is_static(q.queue.queue_type),
+                    UnmapTarget::Pasid(p) => q.pasid == p,
+                    UnmapTarget::Queues {
+                        doorbell_offsets,
+                        count,
+                    } => doorbell_offsets[..count as usize].contains(&q.queue.doorbell_offset),
+                };
+                let stuck = self.faults.unpreemptible_doorbell;
+                let failed = self
+                    .mapped
+                    .iter()
+                    .find(|q| matches(q) && Some(q.queue.doorbell_offset) == stuck)
+                    .copied();
+                if let Some(f) = failed {
+                    // The firmware gives up on the unmap and logs the doorbell in the HIQ MQD.
+                    log::warn!(target: "hw::hws", "queue with doorbell {:#x} did not preempt", f.queue.doorbell_offset);
+                    if let Some(mut hiq) = read_compute_mqd(gart, self.mqd_gen, hiq_mqd) {
+                        hiq.set_queue_doorbell_id0(f.queue.doorbell_offset);
+                        let _ = gart.write(hiq_mqd, hiq.bytes());
+                    }
+                }
+                let before = self.mapped.len();
+                let gone = |pasid: u16, q: &RunlistQueue| {
+                    let on_hw = MappedQueue {
+                        slot: HqdSlot::Sdma {
+                            engine: 0,
+                            queue: 0,
+                        },
+                        pasid,
+                        vmid: 0,
+                        page_table_base: 0,
+                        queue: *q,
+                    };
+                    matches(&on_hw) && Some(q.doorbell_offset) != stuck
+                };
+                self.preempt_where(gart, |m| gone(m.pasid, &m.queue));
+                // Unmapped queues leave the runlist; the driver sends a new one afterwards.
+                for p in &mut self.runlist {
+                    let pasid = p.pasid;
+                    p.queues.retain(|q| !gone(pasid, q));
+                }
+                self.runlist.retain(|p| !p.queues.is_empty());
+                if self.runlist.is_empty() {
+                    self.oversubscribed = false;
+                    self.runlist_ib = None;
+                }
+                log::debug!(
+                    target: "hw::hws",
+                    "UNMAP_QUEUES {} {target:?}: {} queue(s) off the hardware",
+                    if reset { "reset" } else { "preempt" },
+                    before - self.mapped.len()
+                );
+            }
+            Packet::QueryStatus(q) => {
+                if q.target() == QueryTarget::Completion
+                    && matches!(
+                        q.dw1.command(),
+                        QueryCommand::FenceOnlyAfterWriteAck
+                            | QueryCommand::FenceOnlyImmediate
+                            | QueryCommand::FenceWaitForWriteAckSendInterrupt
+                    )
+                {
+                    if gart.store_u64(q.fence_addr(), q.fence_value()).is_some() {
+                        self.stats.fences += 1;
+                        log::debug!(target: "hw::hws", "QUERY_STATUS: fence {:#x} = {}", q.fence_addr(), q.fence_value());
+                    } else {
+                        self.fail("QUERY_STATUS fence address is outside GART");
+                    }
+                }
+            }
+            Packet::WriteData(w) => {
+                if let (Some(WriteDataTarget::Register(reg)), Some(&value)) =
+                    (w.target(), w.data.last())
+                {
+                    self.registers.insert(reg, value);
+                }
+            }
+            other => {
+                log::warn!(target: "hw::hws", "unexpected packet on the HIQ: {}", other.name())
+            }
+        }
+    }
+
+    fn run_list(&mut self, gart: &Gart, rl: &RunList) {
+        let ib_addr = rl.ib_addr();
+        let ib_dwords = rl.control.ib_size();
+        let Some(ib) = gart.read_dwords(ib_addr, ib_dwords as usize) else {
+            self.fail("the runlist IB is outside GART");
+            return;
+        };
+        let mut processes: Vec<RunlistProcess> = Vec::new();
+        let mut chained = false;
+        let mut pos = 0usize;
+        while pos < ib.len() {
+            let (packet, len) = match decode_pm4_packet(&ib[pos..], self.pm4_gen) {
+                Ok(p) => p,
+                Err(e) => {
+                    self.fail(&format!("bad packet in the runlist IB at dword {pos}: {e}"));
+                    return;
+                }
+            };
+            match &packet {
+                Packet::MapProcess(m) => processes.push(process_of(&m.common)),
+                Packet::MapProcessAldebaran(m) => processes.push(process_of(&m.common)),
+                Packet::MapQueues(m) => match (processes.last_mut(), queue_of(m)) {
+                    (Some(p), Some(q)) => p.queues.push(q),
+                    _ => {
+                        self.fail(&format!(
+                            "MAP_QUEUES at IB dword {pos} without a process or engine"
+                        ));
+                        return;
+                    }
+                },
+                Packet::RunList(chain) if chain.control.chain() => {
+                    if chain.ib_addr() != ib_addr {
+                        self.fail("chained runlist points at another IB");
+                        return;
+                    }
+                    chained = true;
+                    break;
+                }
+                Packet::Nop(_) | Packet::Type2Filler => {}
+                other => {
+                    self.fail(&format!("unexpected {} in the runlist IB", other.name()));
+                    return;
+                }
+            }
+            pos += len;
+        }
+        self.stats.runlists += 1;
+        self.preempt_where(gart, |_| true);
+        self.runlist = processes;
+        self.runlist_ib = Some((ib_addr, ib_dwords));
+        self.process_cnt = rl.control.process_cnt();
+        self.rotation = 0;
+        self.oversubscribed = chained;
+        log::debug!(
+            target: "hw::hws",
+            "RUN_LIST: IB {ib_addr:#x} ({ib_dwords} dwords), {} process(es), {} queue(s){}",
+            self.runlist.len(),
+            self.runlist.iter().map(|p| p.queues.len()).sum::<usize>(),
+            if chained { ", chained (oversubscribed)" } else { "" }
+        );
+        self.schedule(gart);
+    }
+
+    /// Maps processes from the rotation point: each gets a VMID while VMIDs and the
+    /// quantum's process count last, and its queues get free HQD / SDMA slots.
+    fn schedule(&mut self, gart: &Gart) {
+        let vmids: Vec<u8> = (0..16u8)
+            .filter(|v| self.vmid_mask & (1 << v) != 0)
+            .collect();
+        let max_procs = vmids.len().min(usize::from(self.process_cnt.max(1)));
+        let n = self.runlist.len();
+        let mut free_hqds: Vec<HqdSlot> = self.hqd_slots.clone();
+        free_hqds.retain(|s| !self.mapped.iter().any(|m| m.slot == *s));
+        let mut next_vmid = vmids.iter().copied();
+        for i in 0..n.min(max_procs) {
+            let p = self.runlist[(self.rotation + i) % n].clone();
+            let Some(vmid) = next_vmid.next() else { break };
+            for q in &p.queues {
+                let slot = match q.engine {
+                    QueueEngine::Compute => {
+                        if free_hqds.is_empty() {
+                            continue;
+                        }
+                        free_hqds.remove(0)
+                    }
+                    QueueEngine::SdmaLegacy(e) | QueueEngine::SdmaExtended(e) => {
+                        if e >= self.sdma_engines {
+                            continue;
+                        }
+                        let used = |k: u8| {
+                            self.mapped.iter().any(|m| {
+                                m.slot
+                                    == HqdSlot::Sdma {
+                                        engine: e,
+                                        queue: k,
+                                    }
+                            })
+                        };
+                        match (0..self.sdma_queues_per_engine).find(|&k| !used(k)) {
+                            Some(k) => HqdSlot::Sdma {
+                                engine: e,
+                                queue: k,
+                            },
+                            None => continue,
+                        }
+                    }
+                };
+                if let HqdSlot::Compute { .. } = slot {
+                    if let Some(mut mqd) = read_compute_mqd(gart, self.mqd_gen, q.mqd_addr) {
+                        mqd.set_active(true);
+                        mqd.set_vmid(u32::from(vmid));
+                        let _ = gart.write(q.mqd_addr, mqd.bytes());
+                    }
+                }
+                self.mapped.push(MappedQueue {
+                    slot,
+                    pasid: p.pasid,
+                    vmid,
+                    page_table_base: p.page_table_base,
+                    queue: *q,
+                });
+                self.stats.queue_maps += 1;
+                log::trace!(target: "hw::hws", "pasid {:#x} queue doorbell {:#x} -> {slot:?} vmid {vmid}", p.pasid, q.doorbell_offset);
+            }
+        }
+    }
+
+    /// Takes the matching queues off the hardware, saving their state in their MQDs.
+    fn preempt_where(&mut self, gart: &Gart, pred: impl Fn(&MappedQueue) -> bool) {
+        let (gone, kept): (Vec<_>, Vec<_>) = self.mapped.drain(..).partition(|q| pred(q));
+        self.mapped = kept;
+        for q in gone {
+            if let HqdSlot::Compute { .. } = q.slot {
+                if let Some(mut mqd) = read_compute_mqd(gart, self.mqd_gen, q.queue.mqd_addr) {
+                    mqd.set_active(false);
+                    let _ = gart.write(q.queue.mqd_addr, mqd.bytes());
+                }
+            }
+            self.stats.queue_preemptions += 1;
+        }
+    }
+}
+
+fn is_static(t: MapQueueType) -> bool {
+    matches!(
+        t,
+        MapQueueType::NormalLatencyStatic
+            | MapQueueType::LowLatencyStatic
+            | MapQueueType::DebugInterfaceQueue
+    )
+}
+
+fn process_of(m: &MapProcessCommon) -> RunlistProcess {
+    RunlistProcess {
+        pasid: m.dw1.pasid(),
+        page_table_base: m.page_table_base(),
+        num_queues: m.dw13.num_queues(),
+        tba_addr: m.tba_addr(),
+        queues: Vec::new(),
+    }
+}
+
+fn queue_of(m: &MapQueues) -> Option<RunlistQueue> {
+    Some(RunlistQueue {
+        engine: m.engine()?,
+        queue_type: m.dw1.queue_type(),
+        doorbell_offset: m.dw2.doorbell_offset(),
+        mqd_addr: m.mqd_addr(),
+        wptr_addr: m.wptr_addr(),
+        gws: m.dw1.gws_control_queue(),
+    })
+}

@@ -1,0 +1,381 @@
+//! `kfd_process_queue_manager`: the queue ioctls of one process — validation of the user's
+//! arguments (facts §9.9, in the kernel's order), queue ids, the Linux 6.12 checks of the queue
+//! buffers against the process's GPU VM, and the calls into each device's queue manager.
+
+use crate::config::KernelVersion;
+use crate::dqm::mqd_kind;
+use crate::errno::{Errno, KResult};
+use crate::hw::mem::{page_align, PAGE_SIZE};
+use crate::process::{ProcessDevice, ProcessInner, ProcessState};
+use crate::user::UserAccessExt;
+use kfd_sys::*;
+use mqd::{CuMask, QueueProperties, UpdateInfo};
+use std::collections::BTreeMap;
+
+/// Queue ids a process may hold (`KFD_MAX_NUM_OF_QUEUES_PER_PROCESS`).
+pub const MAX_QUEUE_IDS: u32 = 1024;
+/// Highest user address `access_ok` accepts (x86-64 `TASK_SIZE_MAX`).
+pub const TASK_SIZE: u64 = 0x0000_7fff_ffff_f000;
+
+/// The queues of one process: id → index of the GPU it lives on.
+#[derive(Debug, Default)]
+pub struct Pqm {
+    queues: BTreeMap<u32, usize>,
+}
+
+impl Pqm {
+    /// Number of queues.
+    pub fn len(&self) -> usize {
+        self.queues.len()
+    }
+
+    /// No queues.
+    pub fn is_empty(&self) -> bool {
+        self.queues.is_empty()
+    }
+
+    /// Ids and device indices.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, usize)> + '_ {
+        self.queues.iter().map(|(&q, &d)| (q, d))
+    }
+
+    fn alloc_id(&self) -> KResult<u32> {
+        (0..MAX_QUEUE_IDS)
+            .find(|id| !self.queues.contains_key(id))
+            .ok_or(Errno::ENOMEM)
+    }
+}
+
+/// `access_ok(addr, size)`.
+fn access_ok(addr: u64, size: u64) -> bool {
+    addr.checked_add(size).is_some_and(|end| end <= TASK_SIZE)
+}
+
+/// `set_queue_properties_from_user`: the checks before anything is allocated.
+fn properties_from_user(a: &kfd_ioctl_create_queue_args) -> KResult<QueueProperties> {
+    if a.queue_percentage & 0xFF > KFD_MAX_QUEUE_PERCENTAGE {
+        return Err(Errno::EINVAL);
+    }
+    if a.queue_priority > KFD_MAX_QUEUE_PRIORITY {
+        return Err(Errno::EINVAL);
+    }
+    if a.ring_base_address != 0 && !access_ok(a.ring_base_address, 8) {
+        return Err(Errno::EFAULT);
+    }
+    if a.ring_size != 0 && !a.ring_size.is_power_of_two() {
+        return Err(Errno::EINVAL);
+    }
+    let ring_size = a.ring_size.max(KFD_MIN_QUEUE_RING_SIZE);
+    if !access_ok(a.read_pointer_address, 4) || !access_ok(a.write_pointer_address, 4) {
+        return Err(Errno::EFAULT);
+    }
+    if a.eop_buffer_address != 0 && !access_ok(a.eop_buffer_address, 4) {
+        return Err(Errno::EFAULT);
+    }
+    if a.ctx_save_restore_address != 0 && !access_ok(a.ctx_save_restore_address, 4) {
+        return Err(Errno::EFAULT);
+    }
+    let kind = mqd_kind(a.queue_type).ok_or(Errno::ENOTSUPP)?;
+    Ok(QueueProperties {
+        kind,
+        ring_address: a.ring_base_address,
+        ring_size,
+        rptr_address: a.read_pointer_address,
+        wptr_address: a.write_pointer_address,
+        eop_address: a.eop_buffer_address,
+        eop_size: u32::try_from(a.eop_buffer_size).unwrap_or(u32::MAX),
+        ctx_save_address: a.ctx_save_restore_address,
+        ctx_save_size: a.ctx_save_restore_size,
+        ctl_stack_size: a.ctl_stack_size,
+        priority: a.queue_priority,
+        percentage: a.queue_percentage & 0xFF,
+        sdma_engine_id: a.sdma_engine_id,
+        ..Default::default()
+    })
+}
+
+/// `kfd_queue_buffer_get`: the page of `addr` must start a GPU mapping of exactly `size` bytes
+/// (any size when `size` is 0).
+fn buffer_get(pdd: &ProcessDevice, addr: u64, size: u64) -> KResult<()> {
+    let vm = pdd.vm.read().unwrap_or_else(|e| e.into_inner());
+    let page = addr & !(PAGE_SIZE as u64 - 1);
+    match vm.lookup(addr) {
+        Some(m) if m.va == page && (size == 0 || m.len == size) => Ok(()),
+        Some(m) => {
+            log::debug!(
+                target: "kfd::pqm",
+                "buffer {addr:#x}: expected a mapping of {size:#x} at {page:#x}, found {:#x}+{:#x}",
+                m.va,
+                m.len
+            );
+            Err(Errno::EINVAL)
+        }
+        None => {
+            log::debug!(target: "kfd::pqm", "buffer {addr:#x} is not mapped on the GPU");
+            Err(Errno::EINVAL)
+        }
+    }
+}
+
+/// `kfd_queue_acquire_buffers` (Linux 6.12): every queue buffer must be what the topology
+/// says, mapped where the queue says.
+fn acquire_buffers(pdd: &ProcessDevice, props: &QueueProperties, cwsr_enable: bool) -> KResult<()> {
+    buffer_get(pdd, props.wptr_address, PAGE_SIZE as u64)?;
+    buffer_get(pdd, props.rptr_address, PAGE_SIZE as u64)?;
+    buffer_get(pdd, props.ring_address, u64::from(props.ring_size))?;
+    if !props.kind.is_compute() {
+        return Ok(());
+    }
+    let sizes = pdd.node.queue_sizes;
+    if props.eop_address != 0 {
+        if props.eop_size < sizes.eop_buffer_size {
+            log::debug!(target: "kfd::pqm", "EOP buffer {:#x} smaller than {:#x}", props.eop_size, sizes.eop_buffer_size);
+            return Err(Errno::EINVAL);
+        }
+        buffer_get(pdd, props.eop_address, u64::from(props.eop_size))?;
+    }
+    if !cwsr_enable {
+        return Ok(());
+    }
+    if props.ctl_stack_size != sizes.ctl_stack_size {
+        log::debug!(target: "kfd::pqm", "ctl_stack_size {:#x} != {:#x}", props.ctl_stack_size, sizes.ctl_stack_size);
+        return Err(Errno::EINVAL);
+    }
+    if props.ctx_save_size < sizes.cwsr_size {
+        log::debug!(target: "kfd::pqm", "CWSR area {:#x} smaller than {:#x}", props.ctx_save_size, sizes.cwsr_size);
+        return Err(Errno::EINVAL);
+    }
+    let xcc = pdd.node.topo.properties.num_xcc.max(1);
+    let total = page_align((u64::from(sizes.cwsr_size) + u64::from(sizes.debug_memory_size)) * xcc)
+        .ok_or(Errno::EINVAL)?;
+    buffer_get(pdd, props.ctx_save_address, total)
+}
+
+/// `AMDKFD_IOC_CREATE_QUEUE`.
+pub(crate) fn create_queue(p: &ProcessInner, a: &mut kfd_ioctl_create_queue_args) -> KResult<i32> {
+    log::debug!(
+        target: "kfd::pqm",
+        "pasid {:#x}: create queue type {} on gpu {:#x}, ring {:#x}+{:#x}",
+        p.pasid,
+        a.queue_type,
+        a.gpu_id,
+        a.ring_base_address,
+        a.ring_size
+    );
+    let props = properties_from_user(a)?;
+    let mut st = p.lock();
+    let ProcessState {
+        pdds,
+        pqm,
+        xnack_enabled,
+        ..
+    } = &mut *st;
+    let dev = pdds
+        .iter()
+        .position(|d| d.node.gpu_id == a.gpu_id)
+        .ok_or(Errno::EINVAL)?;
+    let pdd = &mut pdds[dev];
+    pdd.bind().map_err(|_| Errno::ESRCH)?;
+    let node = pdd.node.clone();
+    if a.queue_type == KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID {
+        let max =
+            node.topo.properties.num_sdma_engines + node.topo.properties.num_sdma_xgmi_engines;
+        if u64::from(a.sdma_engine_id) >= max {
+            return Err(Errno::EINVAL);
+        }
+    }
+    pdd.doorbell_slice()?;
+    if p.model.config.kernel == KernelVersion::Linux6_12 {
+        acquire_buffers(pdd, &props, p.model.config.cwsr_enable)?;
+    }
+    let id = pqm.alloc_id()?;
+    let offset = {
+        let mut dqm = node.dqm();
+        dqm.create_queue(
+            &node.gpu,
+            pdd,
+            p.pasid,
+            id,
+            a.queue_type,
+            props,
+            *xnack_enabled,
+        )?
+    };
+    pqm.queues.insert(id, dev);
+    a.queue_id = id;
+    a.doorbell_offset = KfdMmapOffset::doorbell(a.gpu_id, offset).encode();
+    log::debug!(target: "kfd::pqm", "pasid {:#x}: queue {id} created, doorbell offset {:#x}", p.pasid, a.doorbell_offset);
+    Ok(0)
+}
+
+/// `AMDKFD_IOC_DESTROY_QUEUE`: `EINVAL` for an unknown id; `ETIME`/`EIO` from the scheduler
+/// still free the queue.
+pub(crate) fn destroy_queue(p: &ProcessInner, id: u32) -> KResult<i32> {
+    let mut st = p.lock();
+    let dev = *st.pqm.queues.get(&id).ok_or(Errno::EINVAL)?;
+    let pdd = &mut st.pdds[dev];
+    let node = pdd.node.clone();
+    let result = node.dqm().destroy_queue(&node.gpu, pdd, p.pasid, id);
+    match result {
+        Ok(()) | Err(Errno::ETIME) | Err(Errno::EIO) => {
+            st.pqm.queues.remove(&id);
+        }
+        Err(_) => {}
+    }
+    result.map(|_| 0)
+}
+
+/// `AMDKFD_IOC_UPDATE_QUEUE`.
+pub(crate) fn update_queue(p: &ProcessInner, a: &mut kfd_ioctl_update_queue_args) -> KResult<i32> {
+    if a.queue_percentage & 0xFF > KFD_MAX_QUEUE_PERCENTAGE
+        || a.queue_priority > KFD_MAX_QUEUE_PRIORITY
+    {
+        return Err(Errno::EINVAL);
+    }
+    if a.ring_base_address != 0 && !access_ok(a.ring_base_address, 8) {
+        return Err(Errno::EFAULT);
+    }
+    if a.ring_size != 0 && !a.ring_size.is_power_of_two() {
+        return Err(Errno::EINVAL);
+    }
+    let st = p.lock();
+    let dev = *st.pqm.queues.get(&a.queue_id).ok_or(Errno::EFAULT)?;
+    let pdd = &st.pdds[dev];
+    let node = pdd.node.clone();
+    let mut dqm = node.dqm();
+    let old = dqm
+        .queue(p.pasid, a.queue_id)
+        .map(|q| q.props)
+        .ok_or(Errno::EFAULT)?;
+    if p.model.config.kernel == KernelVersion::Linux6_12
+        && a.ring_base_address != 0
+        && a.ring_base_address != old.ring_address
+    {
+        buffer_get(pdd, a.ring_base_address, u64::from(a.ring_size))?;
+    }
+    let (addr, size, pct, prio) = (
+        a.ring_base_address,
+        a.ring_size,
+        a.queue_percentage & 0xFF,
+        a.queue_priority,
+    );
+    dqm.update_queue(
+        &node.gpu,
+        p.pasid,
+        a.queue_id,
+        |q| {
+            q.props.ring_address = addr;
+            q.props.ring_size = size;
+            q.props.percentage = pct;
+            q.props.priority = prio;
+        },
+        None,
+    )?;
+    Ok(0)
+}
+
+/// `AMDKFD_IOC_SET_CU_MASK`.
+pub(crate) fn set_cu_mask(p: &ProcessInner, a: &mut kfd_ioctl_set_cu_mask_args) -> KResult<i32> {
+    if a.num_cu_mask == 0 || a.num_cu_mask % 32 != 0 {
+        return Err(Errno::EINVAL);
+    }
+    // Bits beyond 1024 are dropped, as the kernel does.
+    let bits = a.num_cu_mask.min(1024);
+    let words: Vec<u32> = p.user.read_array(a.cu_mask_ptr, (bits / 32) as usize)?;
+    let mask = CuMask::new(bits, &words).map_err(|_| Errno::EINVAL)?;
+    let st = p.lock();
+    let dev = *st.pqm.queues.get(&a.queue_id).ok_or(Errno::EFAULT)?;
+    let node = st.pdds[dev].node.clone();
+    let mut dqm = node.dqm();
+    if dqm.cfg.mqd.shader_layout.is_none() {
+        log::debug!(target: "kfd::pqm", "no shader layout for CU masks on this part");
+        return Err(Errno::EINVAL);
+    }
+    let gws = dqm.queue(p.pasid, a.queue_id).is_some_and(|q| q.is_gws);
+    dqm.update_queue(
+        &node.gpu,
+        p.pasid,
+        a.queue_id,
+        |q| q.cu_mask = Some(mask),
+        Some(UpdateInfo {
+            cu_mask: Some(mask),
+            gws,
+        }),
+    )?;
+    Ok(0)
+}
+
+/// `AMDKFD_IOC_GET_QUEUE_WAVE_STATE`: only for an inactive compute queue with CWSR. No wave is
+/// ever saved in the model, so the used sizes are 0.
+pub(crate) fn get_wave_state(
+    p: &ProcessInner,
+    a: &mut kfd_ioctl_get_queue_wave_state_args,
+) -> KResult<i32> {
+    let st = p.lock();
+    let dev = *st.pqm.queues.get(&a.queue_id).ok_or(Errno::EFAULT)?;
+    let node = st.pdds[dev].node.clone();
+    let dqm = node.dqm();
+    let q = dqm.queue(p.pasid, a.queue_id).ok_or(Errno::EFAULT)?;
+    if !q.props.kind.is_compute() || q.is_active || !p.model.config.cwsr_enable {
+        return Err(Errno::EINVAL);
+    }
+    a.ctl_stack_used_size = 0;
+    a.save_area_used_size = 0;
+    Ok(0)
+}
+
+/// `AMDKFD_IOC_ALLOC_QUEUE_GWS`: one GWS queue per process.
+pub(crate) fn alloc_gws(p: &ProcessInner, a: &mut kfd_ioctl_alloc_queue_gws_args) -> KResult<i32> {
+    let st = p.lock();
+    let dev = *st.pqm.queues.get(&a.queue_id).ok_or(Errno::EINVAL)?;
+    let want = a.num_gws > 0;
+    let other_has = st
+        .pqm
+        .iter()
+        .filter(|&(qid, _)| qid != a.queue_id)
+        .any(|(qid, d)| {
+            st.pdds[d]
+                .node
+                .dqm()
+                .queue(p.pasid, qid)
+                .is_some_and(|q| q.is_gws)
+        });
+    let node = st.pdds[dev].node.clone();
+    let mut dqm = node.dqm();
+    if !dqm.cfg.has_gws {
+        return Err(Errno::ENODEV);
+    }
+    if want && other_has {
+        return Err(Errno::EBUSY);
+    }
+    let num_gws = if want {
+        node.topo.properties.num_gws as u32
+    } else {
+        0
+    };
+    dqm.set_process_gws(p.pasid, num_gws)?;
+    dqm.update_queue(
+        &node.gpu,
+        p.pasid,
+        a.queue_id,
+        |q| q.is_gws = want,
+        Some(UpdateInfo {
+            cu_mask: None,
+            gws: want,
+        }),
+    )?;
+    a.first_gws = 0;
+    Ok(0)
+}
+
+/// Process termination: every device's queue manager drops the process.
+pub(crate) fn terminate(p: &ProcessInner, st: &mut ProcessState) {
+    for pdd in &st.pdds {
+        let node = pdd.node.clone();
+        let result = node.dqm().process_termination(&node.gpu, p.pasid);
+        if let Err(e) = result {
+            log::warn!(target: "kfd::pqm", "pasid {:#x}: termination on gpu {:#x}: {e}", p.pasid, node.gpu_id);
+        }
+    }
+    st.pqm.queues.clear();
+}

@@ -1,0 +1,520 @@
+//! `kfd_process`: one client of `/dev/kfd` — its PASID, its per-GPU data (VM, doorbell slice,
+//! buffer handles, apertures), its events and queues — and the model instance that owns the
+//! GPUs.
+
+use crate::config::ModelConfig;
+use crate::device::KfdNode;
+use crate::errno::{Errno, KResult};
+use crate::events::EventTable;
+use crate::hw::doorbell::DoorbellIds;
+use crate::hw::mem::DeviceMemory;
+use crate::hw::vm::GpuVm;
+use crate::memory::Bo;
+use crate::pqm::Pqm;
+use crate::topology::Topology;
+use crate::user::{SelfProcess, UserAccess};
+use kfd_sys::*;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
+
+/// LDS aperture base of gfx9+ (`MAKE_LDS_APP_BASE_V9`).
+pub const LDS_APERTURE_BASE: u64 = 0x0001_0000_0000_0000;
+/// Scratch aperture base of gfx9+ (`MAKE_SCRATCH_APP_BASE_V9`).
+pub const SCRATCH_APERTURE_BASE: u64 = 0x0002_0000_0000_0000;
+/// Size of the LDS and scratch apertures.
+pub const APERTURE_SIZE: u64 = 0x1_0000_0000;
+/// Lowest user GPUVM address (`SVM_USER_BASE`: above the CWSR TBA/TMA pages).
+pub const GPUVM_BASE: u64 = 0x4000;
+/// One past the highest user GPUVM address (47-bit user half of a 48-bit VA space).
+pub const GPUVM_END: u64 = 1 << 47;
+
+/// First PASID handed out.
+pub const FIRST_PASID: u32 = 0x8001;
+
+/// What a client maps for an mmap offset: `len` bytes of `memory`'s file from `offset`.
+#[derive(Debug, Clone)]
+pub struct MapSource {
+    /// The memory; map `memory.fd()` with `MAP_SHARED`.
+    pub memory: Arc<DeviceMemory>,
+    /// File offset to map from.
+    pub offset: u64,
+    /// Bytes.
+    pub len: u64,
+}
+
+/// A render node opened on the model (`/dev/dri/renderD<minor>`).
+#[derive(Debug)]
+pub struct RenderNode {
+    model: Arc<ModelInner>,
+    /// The GPU behind it.
+    pub node: Arc<KfdNode>,
+    /// A unique id of this open file.
+    pub file_id: u64,
+    /// The file descriptor number `ACQUIRE_VM` will be given for it.
+    pub fd: i32,
+}
+
+impl RenderNode {
+    /// The render minor.
+    pub fn minor(&self) -> u32 {
+        self.node.topo.properties.drm_render_minor as u32
+    }
+
+    /// Tells the model that ioctls will name this render node by file descriptor `fd` (the
+    /// shim's real descriptor); by default it is a synthetic number.
+    pub fn bind_fd(&mut self, fd: i32) {
+        let mut files = lock(&self.model.render_files);
+        files.remove(&self.fd);
+        files.insert(fd, (self.file_id, self.node.gpu_id));
+        self.fd = fd;
+    }
+
+    /// `mmap` on the render node: the buffer whose `mmap_offset` ALLOC returned.
+    pub fn mmap(&self, offset: u64, len: u64) -> KResult<MapSource> {
+        let bo = lock(&self.node.bo_offsets)
+            .get(&offset)
+            .and_then(Weak::upgrade)
+            .ok_or(Errno::EINVAL)?;
+        if len == 0 || len > bo.size {
+            return Err(Errno::EINVAL);
+        }
+        let (memory, off) = bo.device_memory().ok_or(Errno::EINVAL)?;
+        Ok(MapSource {
+            memory,
+            offset: off as u64,
+            len,
+        })
+    }
+}
+
+impl Drop for RenderNode {
+    fn drop(&mut self) {
+        lock(&self.model.render_files).remove(&self.fd);
+    }
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// State shared by everything of one model instance.
+#[derive(Debug)]
+pub(crate) struct ModelInner {
+    pub config: ModelConfig,
+    pub topology: Topology,
+    pub nodes: Vec<Arc<KfdNode>>,
+    processes: Mutex<BTreeMap<u32, Weak<ProcessInner>>>,
+    next_pasid: AtomicU32,
+    /// fd number → (render file id, gpu id).
+    render_files: Mutex<HashMap<i32, (u64, u32)>>,
+    next_render_file: AtomicU64,
+    next_fake_fd: AtomicI32,
+}
+
+impl ModelInner {
+    pub fn node_by_gpu_id(&self, gpu_id: u32) -> Option<&Arc<KfdNode>> {
+        self.nodes.iter().find(|n| n.gpu_id == gpu_id)
+    }
+
+    /// The process of a PASID (the interrupt path uses this).
+    pub fn process(&self, pasid: u32) -> Option<Arc<ProcessInner>> {
+        lock(&self.processes).get(&pasid).and_then(Weak::upgrade)
+    }
+}
+
+/// A model instance: the GPUs and the driver that serves them.
+#[derive(Debug, Clone)]
+pub struct Model {
+    pub(crate) inner: Arc<ModelInner>,
+}
+
+impl Model {
+    /// Builds the GPUs of `config` and starts the driver on them.
+    pub fn new(config: ModelConfig) -> KResult<Model> {
+        if config.gpus == 0 || config.gpus > 64 {
+            return Err(Errno::EINVAL);
+        }
+        let topology = Topology::from_config(&config);
+        let nodes = (0..config.gpus as usize)
+            .map(|i| KfdNode::new(&config, &topology, i).map(Arc::new))
+            .collect::<KResult<Vec<_>>>()?;
+        for n in &nodes {
+            n.start()?;
+        }
+        log::info!(target: "kfd::model", "model up: {} × {} ({:?})", config.gpus, config.preset, config.kernel);
+        Ok(Model {
+            inner: Arc::new(ModelInner {
+                config,
+                topology,
+                nodes,
+                processes: Mutex::new(BTreeMap::new()),
+                next_pasid: AtomicU32::new(FIRST_PASID),
+                render_files: Mutex::new(HashMap::new()),
+                next_render_file: AtomicU64::new(1),
+                next_fake_fd: AtomicI32::new(0x4000_0000),
+            }),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ModelConfig {
+        &self.inner.config
+    }
+
+    /// The topology.
+    pub fn topology(&self) -> &Topology {
+        &self.inner.topology
+    }
+
+    /// The GPUs.
+    pub fn nodes(&self) -> &[Arc<KfdNode>] {
+        &self.inner.nodes
+    }
+
+    /// The GPU with topology id `gpu_id`.
+    pub fn node(&self, gpu_id: u32) -> Option<&Arc<KfdNode>> {
+        self.inner.node_by_gpu_id(gpu_id)
+    }
+
+    /// Opens `/dev/kfd` as a new process (as a separate OS process would), reading user memory
+    /// of this process.
+    pub fn open(&self) -> KResult<Process> {
+        self.open_with(Arc::new(SelfProcess))
+    }
+
+    /// Opens `/dev/kfd` with a custom view of user memory.
+    pub fn open_with(&self, user: Arc<dyn UserAccess>) -> KResult<Process> {
+        let pasid = self.inner.next_pasid.fetch_add(1, Ordering::Relaxed);
+        let pdds = self
+            .inner
+            .nodes
+            .iter()
+            .map(|n| ProcessDevice::new(n.clone()))
+            .collect();
+        for n in &self.inner.nodes {
+            n.dqm().attach_process(pasid);
+        }
+        let inner = Arc::new(ProcessInner {
+            model: self.inner.clone(),
+            pasid,
+            owner_pid: std::process::id(),
+            events: EventTable::new(),
+            state: Mutex::new(ProcessState {
+                pdds,
+                bos: BTreeMap::new(),
+                xnack_enabled: false,
+                runtime_enabled: false,
+                pqm: Pqm::default(),
+            }),
+            user,
+        });
+        lock(&self.inner.processes).insert(pasid, Arc::downgrade(&inner));
+        log::debug!(target: "kfd::process", "open: pasid {pasid:#x}");
+        Ok(Process { inner })
+    }
+
+    /// Opens the render node `/dev/dri/renderD<minor>`; `ENODEV` if no modelled GPU has it.
+    pub fn open_render_node(&self, minor: u32) -> KResult<RenderNode> {
+        let node = self
+            .inner
+            .nodes
+            .iter()
+            .find(|n| n.topo.properties.drm_render_minor == u64::from(minor))
+            .ok_or(Errno::ENODEV)?
+            .clone();
+        let file_id = self.inner.next_render_file.fetch_add(1, Ordering::Relaxed);
+        let fd = self.inner.next_fake_fd.fetch_add(1, Ordering::Relaxed);
+        lock(&self.inner.render_files).insert(fd, (file_id, node.gpu_id));
+        Ok(RenderNode {
+            model: self.inner.clone(),
+            node,
+            file_id,
+            fd,
+        })
+    }
+
+    /// A GPU reset (after a hang, or requested): the scheduler restarts, the hang state
+    /// clears, active queues are mapped again, and every process with queues on the GPU gets
+    /// its hardware-exception events set (whole-GPU reset, cause: hang).
+    pub fn gpu_reset(&self, gpu_id: u32) -> KResult<()> {
+        let node = self.node(gpu_id).ok_or(Errno::EINVAL)?.clone();
+        let pasids = node.dqm().reset(&node.gpu)?;
+        let data = kfd_hsa_hw_exception_data {
+            reset_type: KFD_HW_EXCEPTION_WHOLE_GPU_RESET,
+            reset_cause: KFD_HW_EXCEPTION_GPU_HANG,
+            memory_lost: 0,
+            gpu_id,
+        };
+        for pasid in pasids {
+            if let Some(p) = self.inner.process(pasid) {
+                p.events.signal_hw_exception(data);
+            }
+        }
+        Ok(())
+    }
+
+    /// Live processes.
+    pub fn process_count(&self) -> usize {
+        lock(&self.inner.processes)
+            .values()
+            .filter(|w| w.strong_count() > 0)
+            .count()
+    }
+
+    /// Writes the sysfs topology tree under `root`.
+    pub fn write_sysfs(&self, root: &std::path::Path) -> std::io::Result<()> {
+        self.inner.topology.write_sysfs(root)
+    }
+}
+
+/// Per-process data of one GPU (`kfd_process_device`).
+#[derive(Debug)]
+pub(crate) struct ProcessDevice {
+    pub node: Arc<KfdNode>,
+    /// `ACQUIRE_VM` done: the render file the VM came from.
+    pub drm_file: Option<u64>,
+    pub vm: Arc<RwLock<GpuVm>>,
+    /// Page-directory base registered with the GPU (0 until the VM is acquired).
+    pub pd_base: u64,
+    pub doorbell_slice: Option<u32>,
+    pub doorbell_ids: DoorbellIds,
+    pub free_idrs: BTreeSet<u32>,
+    pub next_idr: u32,
+    pub default_policy: u32,
+    pub alternate_policy: u32,
+    pub tba_addr: u64,
+    pub tma_addr: u64,
+    pub scratch_va: u64,
+}
+
+impl ProcessDevice {
+    fn new(node: Arc<KfdNode>) -> Self {
+        let ids = DoorbellIds::new(&node.gpu.doorbells.layout);
+        ProcessDevice {
+            node,
+            drm_file: None,
+            vm: Arc::new(RwLock::new(GpuVm::new())),
+            pd_base: 0,
+            doorbell_slice: None,
+            doorbell_ids: ids,
+            free_idrs: BTreeSet::new(),
+            next_idr: 0,
+            default_policy: KFD_IOC_CACHE_POLICY_COHERENT,
+            alternate_policy: KFD_IOC_CACHE_POLICY_COHERENT,
+            tba_addr: 0,
+            tma_addr: 0,
+            scratch_va: 0,
+        }
+    }
+
+    /// `kfd_bind_process_to_device`: needs the VM acquired.
+    pub fn bind(&mut self) -> KResult<()> {
+        if self.drm_file.is_none() {
+            return Err(Errno::ENODEV);
+        }
+        Ok(())
+    }
+
+    /// The process doorbell slice, allocated on first use (`kfd_get_process_doorbells`).
+    pub fn doorbell_slice(&mut self) -> KResult<u32> {
+        if let Some(s) = self.doorbell_slice {
+            return Ok(s);
+        }
+        let s = self.node.gpu.doorbells.alloc_slice()?;
+        self.doorbell_slice = Some(s);
+        Ok(s)
+    }
+
+    pub fn apertures(&self) -> kfd_process_device_apertures {
+        kfd_process_device_apertures {
+            lds_base: LDS_APERTURE_BASE,
+            lds_limit: LDS_APERTURE_BASE + APERTURE_SIZE - 1,
+            scratch_base: SCRATCH_APERTURE_BASE,
+            scratch_limit: SCRATCH_APERTURE_BASE + APERTURE_SIZE - 1,
+            gpuvm_base: GPUVM_BASE,
+            gpuvm_limit: GPUVM_END - 1,
+            gpu_id: self.node.gpu_id,
+            pad: 0,
+        }
+    }
+
+    pub fn alloc_handle(&mut self) -> u64 {
+        let idr = match self.free_idrs.pop_first() {
+            Some(i) => i,
+            None => {
+                self.next_idr += 1;
+                self.next_idr - 1
+            }
+        };
+        (u64::from(self.node.gpu_id) << 32) | u64::from(idr)
+    }
+
+    pub fn free_handle(&mut self, handle: u64) {
+        self.free_idrs.insert(handle as u32);
+    }
+}
+
+/// A buffer and the GPUs (by index) it is mapped to.
+#[derive(Debug)]
+pub(crate) struct BoEntry {
+    pub bo: Arc<Bo>,
+    pub mapped_on: BTreeSet<usize>,
+}
+
+#[derive(Debug)]
+pub(crate) struct ProcessState {
+    pub pdds: Vec<ProcessDevice>,
+    pub bos: BTreeMap<u64, BoEntry>,
+    pub xnack_enabled: bool,
+    pub runtime_enabled: bool,
+    pub pqm: Pqm,
+}
+
+impl ProcessState {
+    pub fn pdd_index(&self, gpu_id: u32) -> KResult<usize> {
+        self.pdds
+            .iter()
+            .position(|p| p.node.gpu_id == gpu_id)
+            .ok_or(Errno::EINVAL)
+    }
+}
+
+/// A process's kernel-side object.
+pub(crate) struct ProcessInner {
+    pub model: Arc<ModelInner>,
+    pub pasid: u32,
+    pub owner_pid: u32,
+    pub events: EventTable,
+    pub state: Mutex<ProcessState>,
+    pub user: Arc<dyn UserAccess>,
+}
+
+impl std::fmt::Debug for ProcessInner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcessInner")
+            .field("pasid", &self.pasid)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProcessInner {
+    pub fn lock(&self) -> MutexGuard<'_, ProcessState> {
+        lock(&self.state)
+    }
+
+    /// Process termination: queues, buffers, doorbells, address spaces, events — everything.
+    fn terminate(&self) {
+        let mut st = self.lock();
+        crate::pqm::terminate(self, &mut st);
+        for pdd in &mut st.pdds {
+            pdd.vm
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .unmap_handle_all();
+            if pdd.pd_base != 0 {
+                pdd.node.gpu.unregister_vm(pdd.pd_base);
+            }
+            if let Some(slice) = pdd.doorbell_slice.take() {
+                pdd.node.gpu.doorbells.free_slice(slice);
+            }
+        }
+        st.bos.clear();
+        log::debug!(target: "kfd::process", "pasid {:#x} terminated", self.pasid);
+    }
+}
+
+/// An open `/dev/kfd`: the entry surface of the model, the same as the real device's.
+#[derive(Debug)]
+pub struct Process {
+    pub(crate) inner: Arc<ProcessInner>,
+}
+
+impl Process {
+    /// The PASID.
+    pub fn pasid(&self) -> u32 {
+        self.inner.pasid
+    }
+
+    /// The model this process belongs to.
+    pub fn model(&self) -> Model {
+        Model {
+            inner: self.inner.model.clone(),
+        }
+    }
+
+    /// `ioctl(fd, request, arg)`: `arg` holds at least the bytes the request code's size field
+    /// names; they are read and written back as the kernel would. Returns the ioctl's
+    /// non-negative result or the errno.
+    pub fn ioctl(&self, request: u32, arg: &mut [u8]) -> KResult<i32> {
+        crate::chardev::ioctl(&self.inner, request, arg)
+    }
+
+    /// `mmap(fd, offset, len)` on `/dev/kfd`: doorbell, event and MMIO pages.
+    pub fn mmap(&self, offset: u64, len: u64) -> KResult<MapSource> {
+        crate::chardev::mmap(&self.inner, offset, len)
+    }
+
+    /// `kfd_process_evict_queues`: takes every queue of the process off the GPUs (what memory
+    /// eviction, suspend or CRIU do). Refcounted with [`Process::restore_queues`].
+    pub fn evict_queues(&self) -> KResult<()> {
+        let st = self.inner.lock();
+        let mut result = Ok(());
+        for pdd in &st.pdds {
+            let r = pdd
+                .node
+                .dqm()
+                .evict_process(&pdd.node.gpu, self.inner.pasid);
+            result = result.and(r);
+        }
+        result
+    }
+
+    /// `kfd_process_restore_queues`: the matching restore; the last one maps the queues again.
+    pub fn restore_queues(&self) -> KResult<()> {
+        let st = self.inner.lock();
+        let mut result = Ok(());
+        for pdd in &st.pdds {
+            let r = pdd
+                .node
+                .dqm()
+                .restore_process(&pdd.node.gpu, self.inner.pasid, pdd.pd_base);
+            result = result.and(r);
+        }
+        result
+    }
+
+    /// The event table (for the interrupt path and inspection).
+    pub fn events(&self) -> &EventTable {
+        &self.inner.events
+    }
+
+    /// Buffers currently allocated.
+    pub fn buffer_count(&self) -> usize {
+        self.inner.lock().bos.len()
+    }
+
+    /// Queues currently existing.
+    pub fn queue_count(&self) -> usize {
+        self.inner.lock().pqm.len()
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.inner.terminate();
+        lock(&self.inner.model.processes).remove(&self.inner.pasid);
+    }
+}
+
+impl GpuVm {
+    /// Removes every mapping (process termination).
+    pub fn unmap_handle_all(&mut self) {
+        *self = GpuVm::new();
+    }
+}
+
+/// The render file (id, gpu id) behind an fd number.
+pub(crate) fn render_file(model: &ModelInner, fd: i32) -> Option<(u64, u32)> {
+    lock(&model.render_files).get(&fd).copied()
+}

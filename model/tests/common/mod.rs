@@ -1,0 +1,313 @@
+//! A small kfdtest-style client of the model: it speaks only ioctl bytes and mmap, as a C
+//! client does, so the tests exercise the same surface.
+#![allow(dead_code)]
+
+use kfd_model::{Errno, KResult, MapSource, Model, ModelConfig, Preset, Process, RenderNode};
+use kfd_sys::*;
+use std::cell::Cell;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A model with short preemption timeouts, so hang tests finish quickly.
+pub fn model(preset: Preset, gpus: u32) -> Model {
+    let cfg = ModelConfig::new(preset)
+        .with_gpus(gpus)
+        .with_preemption_timeout(Duration::from_millis(200));
+    Model::new(cfg).expect("model")
+}
+
+pub fn model_with(cfg: ModelConfig) -> Model {
+    Model::new(cfg.with_preemption_timeout(Duration::from_millis(200))).expect("model")
+}
+
+/// Typed ioctl.
+pub fn ioctl<T: IntoBytes + FromBytes + Immutable>(
+    p: &Process,
+    request: u32,
+    args: &mut T,
+) -> KResult<i32> {
+    let mut bytes = args.as_bytes().to_vec();
+    let r = p.ioctl(request, &mut bytes);
+    if let Ok((v, _)) = T::read_from_prefix(&bytes) {
+        *args = v;
+    }
+    r
+}
+
+/// A buffer allocated and mapped on one GPU.
+#[derive(Debug, Clone)]
+pub struct Buf {
+    pub va: u64,
+    pub size: u64,
+    pub handle: u64,
+    pub mem: Option<MapSource>,
+}
+
+impl Buf {
+    pub fn write_u64(&self, offset: u64, v: u64) {
+        let m = self.mem.as_ref().expect("device memory");
+        m.memory
+            .store_u64((m.offset + offset) as usize, v)
+            .expect("in range");
+    }
+    pub fn read_u64(&self, offset: u64) -> u64 {
+        let m = self.mem.as_ref().expect("device memory");
+        m.memory
+            .load_u64((m.offset + offset) as usize)
+            .expect("in range")
+    }
+}
+
+/// One process of the model with its VM acquired on every GPU.
+pub struct Client {
+    pub model: Model,
+    pub p: Process,
+    pub renders: Vec<RenderNode>,
+    pub gpus: Vec<u32>,
+    next_va: Cell<u64>,
+}
+
+impl Client {
+    pub fn new(model: &Model) -> Client {
+        let c = Client::unbound(model);
+        for (r, &gpu) in c.renders.iter().zip(&c.gpus) {
+            let mut a = kfd_ioctl_acquire_vm_args {
+                drm_fd: r.fd as u32,
+                gpu_id: gpu,
+            };
+            ioctl(&c.p, AMDKFD_IOC_ACQUIRE_VM, &mut a).expect("acquire vm");
+        }
+        c
+    }
+
+    /// Opened but without ACQUIRE_VM.
+    pub fn unbound(model: &Model) -> Client {
+        let p = model.open().expect("open");
+        let gpus: Vec<u32> = model.topology().gpus().map(|n| n.gpu_id).collect();
+        let renders = model
+            .topology()
+            .gpus()
+            .map(|n| {
+                model
+                    .open_render_node(n.properties.drm_render_minor as u32)
+                    .expect("render")
+            })
+            .collect();
+        Client {
+            model: model.clone(),
+            p,
+            renders,
+            gpus,
+            next_va: Cell::new(0x1_0000_0000),
+        }
+    }
+
+    pub fn gpu(&self) -> u32 {
+        self.gpus[0]
+    }
+
+    fn va(&self, size: u64) -> u64 {
+        let va = self.next_va.get();
+        self.next_va.set(va + size.next_multiple_of(1 << 21));
+        va
+    }
+
+    /// ALLOC_MEMORY_OF_GPU + MAP_MEMORY_TO_GPU on `gpu`.
+    pub fn alloc_on(&self, gpu: u32, size: u64, flags: u32) -> KResult<Buf> {
+        let va = self.va(size);
+        let mut a = kfd_ioctl_alloc_memory_of_gpu_args {
+            va_addr: va,
+            size,
+            gpu_id: gpu,
+            flags,
+            ..Default::default()
+        };
+        ioctl(&self.p, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a)?;
+        let ids = [gpu];
+        let mut m = kfd_ioctl_map_memory_to_gpu_args {
+            handle: a.handle,
+            device_ids_array_ptr: ids.as_ptr() as u64,
+            n_devices: 1,
+            n_success: 0,
+        };
+        ioctl(&self.p, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut m)?;
+        let mem = if flags & (KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_VRAM) != 0 {
+            let node = self.model.node(gpu).unwrap();
+            let r = self
+                .renders
+                .iter()
+                .find(|r| r.node.gpu_id == node.gpu_id)
+                .unwrap();
+            Some(r.mmap(a.mmap_offset, size).expect("render mmap"))
+        } else {
+            None
+        };
+        Ok(Buf {
+            va,
+            size,
+            handle: a.handle,
+            mem,
+        })
+    }
+
+    pub fn gtt(&self, size: u64) -> Buf {
+        self.alloc_on(
+            self.gpu(),
+            size,
+            KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+        )
+        .expect("gtt")
+    }
+
+    /// UNMAP + FREE.
+    pub fn free(&self, b: &Buf) -> KResult<()> {
+        let ids = [(b.handle >> 32) as u32];
+        let mut u = kfd_ioctl_unmap_memory_from_gpu_args {
+            handle: b.handle,
+            device_ids_array_ptr: ids.as_ptr() as u64,
+            n_devices: 1,
+            n_success: 0,
+        };
+        ioctl(&self.p, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &mut u)?;
+        let mut f = kfd_ioctl_free_memory_of_gpu_args { handle: b.handle };
+        ioctl(&self.p, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &mut f).map(|_| ())
+    }
+
+    /// Everything a queue needs, allocated the way the 6.12 validation wants it.
+    pub fn queue_buffers(&self, gpu: u32, ring_size: u32, compute: bool) -> QueueBufs {
+        let node = self.model.node(gpu).unwrap();
+        let flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
+        let ring = self
+            .alloc_on(gpu, u64::from(ring_size), flags)
+            .expect("ring");
+        let ptrs = self.alloc_on(gpu, 4096, flags).expect("rptr/wptr");
+        let (eop, ctx) = if compute {
+            let sizes = node.queue_sizes;
+            let xcc = node.topo.properties.num_xcc.max(1);
+            let ctx_size = ((u64::from(sizes.cwsr_size) + u64::from(sizes.debug_memory_size))
+                * xcc)
+                .next_multiple_of(4096);
+            (
+                Some(self.alloc_on(gpu, 4096, flags).expect("eop")),
+                Some((self.alloc_on(gpu, ctx_size, flags).expect("ctx"), sizes)),
+            )
+        } else {
+            (None, None)
+        };
+        QueueBufs {
+            ring,
+            ptrs,
+            eop,
+            ctx,
+            doorbell_offset: 0,
+        }
+    }
+
+    /// CREATE_QUEUE arguments for `bufs`.
+    pub fn queue_args(
+        &self,
+        gpu: u32,
+        queue_type: u32,
+        bufs: &QueueBufs,
+    ) -> kfd_ioctl_create_queue_args {
+        let mut a = kfd_ioctl_create_queue_args {
+            ring_base_address: bufs.ring.va,
+            write_pointer_address: bufs.ptrs.va + 0x38,
+            read_pointer_address: bufs.ptrs.va + 0x80,
+            ring_size: bufs.ring.size as u32,
+            gpu_id: gpu,
+            queue_type,
+            queue_percentage: 100,
+            queue_priority: 7,
+            ..Default::default()
+        };
+        if let (Some(eop), Some((ctx, sizes))) = (&bufs.eop, &bufs.ctx) {
+            a.eop_buffer_address = eop.va;
+            a.eop_buffer_size = 4096;
+            a.ctx_save_restore_address = ctx.va;
+            a.ctx_save_restore_size = sizes.cwsr_size;
+            a.ctl_stack_size = sizes.ctl_stack_size;
+        }
+        a
+    }
+
+    /// Creates a queue of `queue_type` with fresh buffers; returns its id and buffers.
+    pub fn create_queue(&self, queue_type: u32) -> KResult<(u32, QueueBufs)> {
+        self.create_queue_on(self.gpu(), queue_type, 100)
+    }
+
+    pub fn create_queue_on(
+        &self,
+        gpu: u32,
+        queue_type: u32,
+        percentage: u32,
+    ) -> KResult<(u32, QueueBufs)> {
+        let compute = matches!(
+            queue_type,
+            KFD_IOC_QUEUE_TYPE_COMPUTE | KFD_IOC_QUEUE_TYPE_COMPUTE_AQL
+        );
+        let bufs = self.queue_buffers(gpu, 4096, compute);
+        let mut a = self.queue_args(gpu, queue_type, &bufs);
+        a.queue_percentage = percentage;
+        ioctl(&self.p, AMDKFD_IOC_CREATE_QUEUE, &mut a)?;
+        Ok((
+            a.queue_id,
+            QueueBufs {
+                doorbell_offset: a.doorbell_offset,
+                ..bufs
+            },
+        ))
+    }
+
+    pub fn destroy_queue(&self, id: u32) -> KResult<i32> {
+        let mut d = kfd_ioctl_destroy_queue_args {
+            queue_id: id,
+            pad: 0,
+        };
+        ioctl(&self.p, AMDKFD_IOC_DESTROY_QUEUE, &mut d)
+    }
+
+    pub fn pasid(&self) -> u32 {
+        self.p.pasid()
+    }
+
+    pub fn node(&self) -> Arc<kfd_model::KfdNode> {
+        self.model.node(self.gpu()).unwrap().clone()
+    }
+}
+
+/// Buffers of one queue.
+#[derive(Debug, Clone)]
+pub struct QueueBufs {
+    pub ring: Buf,
+    pub ptrs: Buf,
+    pub eop: Option<Buf>,
+    pub ctx: Option<(Buf, mqd::TopologySizes)>,
+    pub doorbell_offset: u64,
+}
+
+impl QueueBufs {
+    pub fn wptr_va(&self) -> u64 {
+        self.ptrs.va + 0x38
+    }
+}
+
+/// The current runlist IB of a GPU, decoded.
+pub fn runlist(node: &kfd_model::KfdNode) -> Vec<pm4::Packet<'static>> {
+    let Some((addr, n)) = node.dqm().pm.runlist_ib() else {
+        return Vec::new();
+    };
+    let dwords = node.gpu.gart.read_dwords(addr, n as usize).unwrap();
+    // Leaked so the borrowed packets can outlive this call; tests are short-lived.
+    let dwords: &'static [u32] = Box::leak(dwords.into_boxed_slice());
+    pm4::Pm4Decoder::new(dwords, node.gpu.pm4_gen)
+        .map(|d| d.expect("runlist decodes").packet)
+        .collect()
+}
+
+pub fn assert_errno<T: std::fmt::Debug>(r: KResult<T>, e: Errno, what: &str) {
+    match r {
+        Err(got) => assert_eq!(got, e, "{what}"),
+        Ok(v) => panic!("{what}: expected {e:?}, got Ok({v:?})"),
+    }
+}

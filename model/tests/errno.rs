@@ -1,0 +1,413 @@
+//! Every errno row of facts §9.9 that a client can reach, and the dispatcher rules of §7.2.
+
+mod common;
+
+use common::*;
+use kfd_model::{Errno, KernelVersion, ModelConfig, Preset, SchedPolicy};
+use kfd_sys::*;
+
+fn create(c: &Client, edit: impl FnOnce(&mut kfd_ioctl_create_queue_args)) -> Result<i32, Errno> {
+    let bufs = c.queue_buffers(c.gpu(), 4096, true);
+    let mut a = c.queue_args(c.gpu(), KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, &bufs);
+    edit(&mut a);
+    ioctl(&c.p, AMDKFD_IOC_CREATE_QUEUE, &mut a)
+}
+
+#[test]
+fn create_queue_argument_checks() {
+    let model = model(Preset::Gfx900, 1);
+    let c = Client::new(&model);
+    assert_errno(
+        create(&c, |a| a.queue_percentage = 101),
+        Errno::EINVAL,
+        "percentage > 100",
+    );
+    // Only the low byte is the percentage; the next byte is the target XCC.
+    create(&c, |a| a.queue_percentage = 0x0164).unwrap();
+    assert_errno(
+        create(&c, |a| a.queue_priority = 16),
+        Errno::EINVAL,
+        "priority > 15",
+    );
+    assert_errno(
+        create(&c, |a| a.ring_size = 3000),
+        Errno::EINVAL,
+        "ring size not a power of two",
+    );
+    assert_errno(
+        create(&c, |a| a.ring_base_address = 0xffff_8000_0000_0000),
+        Errno::EFAULT,
+        "ring not user",
+    );
+    assert_errno(
+        create(&c, |a| a.read_pointer_address = u64::MAX - 2),
+        Errno::EFAULT,
+        "rptr not user",
+    );
+    assert_errno(
+        create(&c, |a| a.write_pointer_address = 0x8000_0000_0000),
+        Errno::EFAULT,
+        "wptr not user",
+    );
+    let e = create(&c, |a| a.queue_type = 5).unwrap_err();
+    assert_eq!(e, Errno::ENOTSUPP);
+    assert_eq!(
+        e.0, 524,
+        "the kernel-internal ENOTSUPP, not EOPNOTSUPP (95)"
+    );
+    assert_errno(
+        create(&c, |a| a.gpu_id = 0x1234),
+        Errno::EINVAL,
+        "unknown gpu id",
+    );
+    let sdma = c.queue_buffers(c.gpu(), 4096, false);
+    let mut a = c.queue_args(c.gpu(), KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID, &sdma);
+    a.sdma_engine_id = 2; // gfx900 has engines 0 and 1.
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_CREATE_QUEUE, &mut a),
+        Errno::EINVAL,
+        "SDMA engine id > max",
+    );
+}
+
+#[test]
+fn binding_needs_the_vm_acquired() {
+    let model = model(Preset::Gfx900, 1);
+    let c = Client::unbound(&model);
+    let mut a = kfd_ioctl_create_queue_args {
+        ring_base_address: 0x10_0000,
+        write_pointer_address: 0x20_0000,
+        read_pointer_address: 0x20_0008,
+        ring_size: 4096,
+        gpu_id: c.gpu(),
+        queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE,
+        queue_percentage: 100,
+        ..Default::default()
+    };
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_CREATE_QUEUE, &mut a),
+        Errno::ESRCH,
+        "bind failed",
+    );
+    let mut m = kfd_ioctl_alloc_memory_of_gpu_args {
+        va_addr: 0x1000_0000,
+        size: 4096,
+        gpu_id: c.gpu(),
+        flags: KFD_IOC_ALLOC_MEM_FLAGS_GTT,
+        ..Default::default()
+    };
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut m),
+        Errno::ENODEV,
+        "alloc before ACQUIRE_VM",
+    );
+}
+
+#[test]
+fn linux_6_12_validates_queue_buffers_against_the_gpu_vm() {
+    let model = model(Preset::Gfx900, 1);
+    let c = Client::new(&model);
+    let sizes = c.node().queue_sizes;
+    let stray = c.gtt(8192);
+    assert_errno(
+        create(&c, |a| a.read_pointer_address = 0x7000_0000_0000),
+        Errno::EINVAL,
+        "rptr not mapped",
+    );
+    assert_errno(
+        create(&c, |a| a.write_pointer_address = stray.va + 4096),
+        Errno::EINVAL,
+        "wptr not a page-sized mapping start",
+    );
+    assert_errno(
+        create(&c, |a| a.ring_size = 2048),
+        Errno::EINVAL,
+        "ring not exactly one mapping of ring_size",
+    );
+    assert_errno(
+        create(&c, |a| a.eop_buffer_size = 2048),
+        Errno::EINVAL,
+        "EOP smaller than the topology's",
+    );
+    assert_errno(
+        create(&c, |a| a.ctl_stack_size = sizes.ctl_stack_size + 4096),
+        Errno::EINVAL,
+        "ctl stack size",
+    );
+    assert_errno(
+        create(&c, |a| a.ctx_save_restore_size = sizes.cwsr_size - 4096),
+        Errno::EINVAL,
+        "CWSR too small",
+    );
+    assert_errno(
+        create(&c, |a| a.ctx_save_restore_address = stray.va),
+        Errno::EINVAL,
+        "CWSR mapping size",
+    );
+    create(&c, |_| {}).unwrap();
+}
+
+#[test]
+fn linux_6_1_checks_none_of_that() {
+    let model = model_with(ModelConfig::new(Preset::Gfx900).with_kernel(KernelVersion::Linux6_1));
+    let c = Client::new(&model);
+    create(&c, |a| {
+        a.read_pointer_address = 0x7000_0000_0000;
+        a.ctl_stack_size = 0x1000;
+        a.eop_buffer_size = 4096;
+    })
+    .unwrap();
+    let mut v = kfd_ioctl_get_version_args::default();
+    ioctl(&c.p, AMDKFD_IOC_GET_VERSION, &mut v).unwrap();
+    assert_eq!((v.major_version, v.minor_version), (1, 11));
+}
+
+#[test]
+fn queue_limits() {
+    // 127 queues per process per device, then ENOSPC.
+    let model = model(Preset::Gfx900, 1);
+    let c = Client::new(&model);
+    for _ in 0..127 {
+        c.create_queue_on(c.gpu(), KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, 0)
+            .unwrap();
+    }
+    assert_errno(
+        c.create_queue_on(c.gpu(), KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, 0)
+            .map(|_| ()),
+        Errno::ENOSPC,
+        "128th queue",
+    );
+
+    // The device limit (amdkfd.max_num_of_queues_per_device), then EPERM.
+    let mut cfg = ModelConfig::new(Preset::Gfx900);
+    cfg.max_queues_per_device = 3;
+    let model = model_with(cfg);
+    let a = Client::new(&model);
+    let b = Client::new(&model);
+    a.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE_AQL).unwrap();
+    a.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+    b.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE_AQL).unwrap();
+    assert_errno(
+        b.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE_AQL).map(|_| ()),
+        Errno::EPERM,
+        "device queue limit",
+    );
+    assert_eq!(b.p.queue_count(), 1, "the failed queue was rolled back");
+}
+
+#[test]
+fn no_free_sdma_queue_is_enomem() {
+    // Vega 10: 2 engines × 2 queues.
+    let model = model(Preset::Gfx900, 1);
+    let c = Client::new(&model);
+    for _ in 0..4 {
+        c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+    }
+    assert_errno(
+        c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).map(|_| ()),
+        Errno::ENOMEM,
+        "no free SDMA queue",
+    );
+    assert_errno(
+        c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA_XGMI).map(|_| ()),
+        Errno::ENOMEM,
+        "no xGMI engines",
+    );
+}
+
+#[test]
+fn sched_policy_1_refuses_oversubscription() {
+    let model = model_with(
+        ModelConfig::new(Preset::Gfx1030).with_sched_policy(SchedPolicy::HwsNoOversubscription),
+    );
+    let c = Client::new(&model);
+    for _ in 0..8 {
+        c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE_AQL).unwrap();
+    }
+    assert_errno(
+        c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE_AQL).map(|_| ()),
+        Errno::EPERM,
+        "9th compute queue",
+    );
+    // SDMA queues are not limited by HQDs.
+    c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+}
+
+#[test]
+fn update_destroy_and_cu_mask_errors() {
+    let model = model(Preset::Gfx900, 1);
+    let c = Client::new(&model);
+    let (q, _) = c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE_AQL).unwrap();
+    let mut u = kfd_ioctl_update_queue_args {
+        queue_id: 77,
+        queue_percentage: 50,
+        ..Default::default()
+    };
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_UPDATE_QUEUE, &mut u),
+        Errno::EFAULT,
+        "update unknown queue (sic)",
+    );
+    assert_errno(c.destroy_queue(77), Errno::EINVAL, "destroy unknown queue");
+    u.queue_id = q;
+    u.queue_priority = 16;
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_UPDATE_QUEUE, &mut u),
+        Errno::EINVAL,
+        "update priority > 15",
+    );
+    u.queue_priority = 7;
+    u.ring_size = 3000;
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_UPDATE_QUEUE, &mut u),
+        Errno::EINVAL,
+        "update ring size",
+    );
+    let mask = [0xFFFF_FFFFu32; 2];
+    let mut m = kfd_ioctl_set_cu_mask_args {
+        queue_id: q,
+        num_cu_mask: 0,
+        cu_mask_ptr: mask.as_ptr() as u64,
+    };
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_SET_CU_MASK, &mut m),
+        Errno::EINVAL,
+        "CU mask count 0",
+    );
+    m.num_cu_mask = 48;
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_SET_CU_MASK, &mut m),
+        Errno::EINVAL,
+        "CU mask not a multiple of 32",
+    );
+    m.num_cu_mask = 64;
+    m.cu_mask_ptr = 8;
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_SET_CU_MASK, &mut m),
+        Errno::EFAULT,
+        "CU mask pointer",
+    );
+    m.cu_mask_ptr = mask.as_ptr() as u64;
+    ioctl(&c.p, AMDKFD_IOC_SET_CU_MASK, &mut m).unwrap();
+}
+
+#[test]
+fn signal_slots_run_out() {
+    let model = model(Preset::Gfx900, 1);
+    let c = Client::new(&model);
+    let mut n = 0;
+    loop {
+        let mut e = kfd_ioctl_create_event_args {
+            event_type: KFD_IOC_EVENT_SIGNAL,
+            ..Default::default()
+        };
+        match ioctl(&c.p, AMDKFD_IOC_CREATE_EVENT, &mut e) {
+            Ok(_) => n += 1,
+            Err(e) => {
+                assert_eq!(e, Errno::ENOSPC);
+                break;
+            }
+        }
+    }
+    assert_eq!(
+        n, 255,
+        "the kernel page offers 256 slots and id 0 is reserved"
+    );
+}
+
+#[test]
+fn dispatcher_rules() {
+    let model = model(Preset::Gfx900, 1);
+    let c = Client::new(&model);
+    // Unknown command numbers.
+    let mut b = [0u8; 8];
+    assert_eq!(
+        c.p.ioctl(ioctl::iowr::<[u8; 8]>(0x27), &mut b),
+        Err(Errno::ENOTTY)
+    );
+    assert_eq!(
+        c.p.ioctl(ioctl::iowr::<[u8; 8]>(0x00), &mut b),
+        Err(Errno::ENOTTY)
+    );
+    assert_eq!(
+        c.p.ioctl(ioctl::iowr::<[u8; 8]>(0x90), &mut b),
+        Err(Errno::ENOTTY)
+    );
+    // The deprecated debugger ioctls.
+    for req in [
+        AMDKFD_IOC_DBG_REGISTER_DEPRECATED,
+        AMDKFD_IOC_DBG_WAVE_CONTROL_DEPRECATED,
+    ] {
+        let mut a = [0u8; 16];
+        assert_eq!(c.p.ioctl(req, &mut a), Err(Errno::EPERM));
+    }
+    // A buffer shorter than the request's size is a copy fault.
+    let mut short = [0u8; 4];
+    assert_eq!(
+        c.p.ioctl(AMDKFD_IOC_GET_VERSION, &mut short),
+        Err(Errno::EFAULT)
+    );
+    // Lookup is by number: a GET_VERSION with a 16-byte size gets the 8 bytes and keeps the rest.
+    let mut big = [0xAAu8; 16];
+    c.p.ioctl(ioctl::ior::<[u8; 16]>(0x01), &mut big).unwrap();
+    assert_eq!(u32::from_le_bytes(big[0..4].try_into().unwrap()), 1);
+    assert_eq!(u32::from_le_bytes(big[4..8].try_into().unwrap()), 17);
+    assert_eq!(
+        &big[8..],
+        &[0u8; 8],
+        "IOR: the kernel's zero-filled buffer is copied back"
+    );
+}
+
+#[test]
+fn the_88_byte_create_queue_of_libhsakmt_5_2_still_works() {
+    let model = model(Preset::Gfx900, 1);
+    let c = Client::new(&model);
+    let bufs = c.queue_buffers(c.gpu(), 4096, false);
+    let new = c.queue_args(c.gpu(), KFD_IOC_QUEUE_TYPE_SDMA, &bufs);
+    let mut old =
+        v1_8::kfd_ioctl_create_queue_args::read_from_bytes(&new.as_bytes()[..88]).unwrap();
+    let mut bytes = old.as_bytes().to_vec();
+    c.p.ioctl(v1_8::AMDKFD_IOC_CREATE_QUEUE, &mut bytes)
+        .unwrap();
+    old = v1_8::kfd_ioctl_create_queue_args::read_from_bytes(&bytes).unwrap();
+    assert_eq!(
+        KfdMmapOffset::decode(old.doorbell_offset).kind,
+        KfdMmapType::Doorbell
+    );
+    assert_eq!(c.p.queue_count(), 1);
+    // The DKMS debugger entry answers its version query.
+    let mut t = v1_8::kfd_ioctl_dbg_trap_args {
+        op: v1_8::KFD_IOC_DBG_TRAP_GET_VERSION,
+        ..Default::default()
+    };
+    ioctl(&c.p, v1_8::AMDKFD_IOC_DBG_TRAP, &mut t).unwrap();
+    assert_eq!((t.data1, t.data2), (10, 1));
+}
+
+#[test]
+fn copy_out_happens_even_on_error() {
+    let model = model(Preset::Gfx900, 2);
+    let c = Client::new(&model);
+    let b = c.gtt(4096);
+    // Map to [gpu0, bogus]: the first succeeds, n_success says so, then EINVAL.
+    let ids = [c.gpus[0], 0xdead];
+    let mut m = kfd_ioctl_map_memory_to_gpu_args {
+        handle: b.handle,
+        device_ids_array_ptr: ids.as_ptr() as u64,
+        n_devices: 2,
+        n_success: 0,
+    };
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut m),
+        Errno::EINVAL,
+        "unknown device",
+    );
+    assert_eq!(m.n_success, 1, "copied back despite the error");
+    m.n_success = 3;
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut m),
+        Errno::EINVAL,
+        "n_success > n_devices",
+    );
+}

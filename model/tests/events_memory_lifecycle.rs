@@ -1,0 +1,598 @@
+//! Events through the ioctl surface (both event-page paths, SET → WAIT any/all/timeout),
+//! memory of every kind, and process termination releasing everything (facts §7.3–7.5, §8,
+//! §9.7).
+
+mod common;
+
+use common::*;
+use kfd_model::{Errno, Preset};
+use kfd_sys::*;
+use std::thread;
+use std::time::{Duration, Instant};
+
+fn create_event(
+    c: &Client,
+    event_type: u32,
+    auto_reset: bool,
+    page: u64,
+) -> Result<kfd_ioctl_create_event_args, Errno> {
+    let mut e = kfd_ioctl_create_event_args {
+        event_page_offset: page,
+        event_type,
+        auto_reset: u32::from(auto_reset),
+        ..Default::default()
+    };
+    ioctl(&c.p, AMDKFD_IOC_CREATE_EVENT, &mut e).map(|_| e)
+}
+
+fn wait(c: &Client, ids: &[u32], all: bool, timeout: u32) -> (Result<i32, Errno>, u32) {
+    let mut data: Vec<kfd_event_data> = ids
+        .iter()
+        .map(|&event_id| kfd_event_data {
+            event_id,
+            ..Default::default()
+        })
+        .collect();
+    let mut w = kfd_ioctl_wait_events_args {
+        events_ptr: data.as_mut_ptr() as u64,
+        num_events: ids.len() as u32,
+        wait_for_all: u32::from(all),
+        timeout,
+        wait_result: 99,
+    };
+    let r = ioctl(&c.p, AMDKFD_IOC_WAIT_EVENTS, &mut w);
+    (r, w.wait_result)
+}
+
+#[test]
+fn apu_path_kernel_page_mapped_through_kfd() {
+    let model = model(Preset::Gfx900, 1);
+    let c = Client::new(&model);
+    let e = create_event(&c, KFD_IOC_EVENT_SIGNAL, false, 0).unwrap();
+    assert_eq!(
+        (e.event_id, e.event_slot_index, e.event_trigger_data),
+        (1, 1, 1)
+    );
+    assert_eq!(e.event_page_offset, KFD_MMAP_TYPE_EVENTS);
+    let page =
+        c.p.mmap(e.event_page_offset, KFD_SIGNAL_EVENT_PAGE_SIZE)
+            .unwrap();
+    assert_eq!(
+        page.memory.load_u64((page.offset + 8) as usize),
+        Some(u64::MAX),
+        "unsignalled slot"
+    );
+    assert_errno(
+        c.p.mmap(KFD_MMAP_TYPE_EVENTS, KFD_SIGNAL_EVENT_PAGE_SIZE + 4096)
+            .map(|_| ()),
+        Errno::EINVAL,
+        "too big",
+    );
+}
+
+#[test]
+fn dgpu_path_user_page_by_handle_once() {
+    let model = model(Preset::Gfx900, 1);
+    let c = Client::new(&model);
+    let small = c.gtt(16384);
+    assert_errno(
+        create_event(&c, KFD_IOC_EVENT_SIGNAL, false, small.handle).map(|_| ()),
+        Errno::EINVAL,
+        "page < 32 KiB",
+    );
+    let page = c.gtt(KFD_SIGNAL_EVENT_PAGE_SIZE);
+    let e = create_event(&c, KFD_IOC_EVENT_SIGNAL, false, page.handle).unwrap();
+    assert_eq!(page.read_u64(8 * u64::from(e.event_slot_index)), u64::MAX);
+    assert_errno(
+        create_event(&c, KFD_IOC_EVENT_SIGNAL, false, page.handle).map(|_| ()),
+        Errno::EINVAL,
+        "already set",
+    );
+    // The user page sets the slot count: 4096 slots, 4095 events.
+    for _ in 1..4095 {
+        create_event(&c, KFD_IOC_EVENT_SIGNAL, false, 0).unwrap();
+    }
+    assert_errno(
+        create_event(&c, KFD_IOC_EVENT_SIGNAL, false, 0).map(|_| ()),
+        Errno::ENOSPC,
+        "4096 slots",
+    );
+    // The signal page cannot be freed under the events.
+    let ids = [c.gpu()];
+    let mut u = kfd_ioctl_unmap_memory_from_gpu_args {
+        handle: page.handle,
+        device_ids_array_ptr: ids.as_ptr() as u64,
+        n_devices: 1,
+        n_success: 0,
+    };
+    ioctl(&c.p, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &mut u).unwrap();
+    let mut f = kfd_ioctl_free_memory_of_gpu_args {
+        handle: page.handle,
+    };
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &mut f),
+        Errno::EPERM,
+        "free signal BO",
+    );
+}
+
+#[test]
+fn set_then_wait_any_all_timeout() {
+    let model = model(Preset::Gfx900, 1);
+    let c = Client::new(&model);
+    let a = create_event(&c, KFD_IOC_EVENT_SIGNAL, false, 0)
+        .unwrap()
+        .event_id;
+    let b = create_event(&c, KFD_IOC_EVENT_SIGNAL, true, 0)
+        .unwrap()
+        .event_id;
+    assert_eq!(
+        wait(&c, &[a, b], false, 0),
+        (Ok(0), KFD_IOC_WAIT_RESULT_TIMEOUT)
+    );
+    let t = Instant::now();
+    assert_eq!(
+        wait(&c, &[a, b], false, 30),
+        (Ok(0), KFD_IOC_WAIT_RESULT_TIMEOUT)
+    );
+    assert!(t.elapsed() >= Duration::from_millis(30));
+    ioctl(
+        &c.p,
+        AMDKFD_IOC_SET_EVENT,
+        &mut kfd_ioctl_set_event_args {
+            event_id: b,
+            pad: 0,
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        wait(&c, &[a, b], false, 0),
+        (Ok(0), KFD_IOC_WAIT_RESULT_COMPLETE)
+    );
+    // b was auto-reset and is consumed; a is not set: "all" times out.
+    assert_eq!(
+        wait(&c, &[a, b], true, 0),
+        (Ok(0), KFD_IOC_WAIT_RESULT_TIMEOUT)
+    );
+    ioctl(
+        &c.p,
+        AMDKFD_IOC_SET_EVENT,
+        &mut kfd_ioctl_set_event_args {
+            event_id: a,
+            pad: 0,
+        },
+    )
+    .unwrap();
+    ioctl(
+        &c.p,
+        AMDKFD_IOC_SET_EVENT,
+        &mut kfd_ioctl_set_event_args {
+            event_id: b,
+            pad: 0,
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        wait(&c, &[a, b], true, 0),
+        (Ok(0), KFD_IOC_WAIT_RESULT_COMPLETE)
+    );
+    ioctl(
+        &c.p,
+        AMDKFD_IOC_RESET_EVENT,
+        &mut kfd_ioctl_reset_event_args {
+            event_id: a,
+            pad: 0,
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        wait(&c, &[a], true, 0),
+        (Ok(0), KFD_IOC_WAIT_RESULT_TIMEOUT)
+    );
+    // Errors.
+    assert_eq!(wait(&c, &[12345], true, 0).0, Err(Errno::EINVAL));
+    let mem = create_event(&c, KFD_IOC_EVENT_MEMORY, false, 0)
+        .unwrap()
+        .event_id;
+    assert_errno(
+        ioctl(
+            &c.p,
+            AMDKFD_IOC_SET_EVENT,
+            &mut kfd_ioctl_set_event_args {
+                event_id: mem,
+                pad: 0,
+            },
+        ),
+        Errno::EINVAL,
+        "set a memory event",
+    );
+    assert_errno(
+        ioctl(
+            &c.p,
+            AMDKFD_IOC_DESTROY_EVENT,
+            &mut kfd_ioctl_destroy_event_args {
+                event_id: 999,
+                pad: 0,
+            },
+        ),
+        Errno::EINVAL,
+        "destroy unknown",
+    );
+    let mut bad = kfd_ioctl_wait_events_args {
+        events_ptr: 16,
+        num_events: 1,
+        ..Default::default()
+    };
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_WAIT_EVENTS, &mut bad),
+        Errno::EFAULT,
+        "events_ptr",
+    );
+}
+
+#[test]
+fn a_waiter_blocked_in_the_ioctl_is_woken_by_another_thread() {
+    let model = model(Preset::Gfx900, 1);
+    let c = Client::new(&model);
+    let a = create_event(&c, KFD_IOC_EVENT_SIGNAL, true, 0)
+        .unwrap()
+        .event_id;
+    thread::scope(|s| {
+        s.spawn(|| {
+            thread::sleep(Duration::from_millis(20));
+            ioctl(
+                &c.p,
+                AMDKFD_IOC_SET_EVENT,
+                &mut kfd_ioctl_set_event_args {
+                    event_id: a,
+                    pad: 0,
+                },
+            )
+            .unwrap();
+        });
+        assert_eq!(
+            wait(&c, &[a], true, 10_000),
+            (Ok(0), KFD_IOC_WAIT_RESULT_COMPLETE)
+        );
+    });
+}
+
+#[test]
+fn every_memory_kind_allocates_maps_and_frees() {
+    let model = model(Preset::Gfx900, 2);
+    let c = Client::new(&model);
+    let node = c.node();
+    let w = KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
+    // VRAM: accounted, CPU-mappable through the render node, visible to the GPU.
+    let before = node.vram_available();
+    let vram = c
+        .alloc_on(c.gpu(), 1 << 20, KFD_IOC_ALLOC_MEM_FLAGS_VRAM | w)
+        .unwrap();
+    assert_eq!(before - node.vram_available(), 1 << 20);
+    vram.write_u64(64, 0x1234_5678);
+    let vm = c.p.model().node(c.gpu()).unwrap().clone();
+    let _ = vm;
+    // GTT with the same checks.
+    let gtt = c.gtt(8192);
+    gtt.write_u64(0, 7);
+    assert_eq!(gtt.read_u64(0), 7);
+    // USERPTR: host memory registered at a different GPU address.
+    let mut host = vec![0u64; 1024 + 512];
+    let aligned = (host.as_mut_ptr() as u64).next_multiple_of(4096);
+    let mut up = kfd_ioctl_alloc_memory_of_gpu_args {
+        va_addr: 0x5000_0000_0000,
+        size: 4096,
+        mmap_offset: aligned,
+        gpu_id: c.gpu(),
+        flags: KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | w,
+        ..Default::default()
+    };
+    ioctl(&c.p, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut up).unwrap();
+    assert_eq!(up.mmap_offset, aligned);
+    up.mmap_offset = 0x10_0000; // nothing is mapped there
+    up.va_addr += 1 << 20;
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut up),
+        Errno::EFAULT,
+        "userptr not mapped",
+    );
+    up.mmap_offset = aligned + 8;
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut up),
+        Errno::EINVAL,
+        "userptr not page aligned",
+    );
+    // DOORBELL: exactly the 8 KiB slice; mmap offset on the KFD fd.
+    let db = c
+        .alloc_on(c.gpu(), 8192, KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL | w)
+        .unwrap();
+    assert_errno(
+        c.alloc_on(c.gpu(), 4096, KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL)
+            .map(|_| ()),
+        Errno::EINVAL,
+        "doorbell size",
+    );
+    // MMIO remap: one page, mapped on the KFD fd.
+    let mmio = c
+        .alloc_on(c.gpu(), 4096, KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP | w)
+        .unwrap();
+    let off = KfdMmapOffset {
+        kind: KfdMmapType::Mmio,
+        gpu_id: c.gpu(),
+        value: 0,
+    }
+    .encode();
+    c.p.mmap(off, 4096).unwrap();
+    assert_errno(
+        c.p.mmap(off, 8192).map(|_| ()),
+        Errno::EINVAL,
+        "MMIO page is one page",
+    );
+    assert_errno(
+        c.p.mmap(
+            KfdMmapOffset {
+                kind: KfdMmapType::Mmio,
+                gpu_id: 0x77,
+                value: 0,
+            }
+            .encode(),
+            4096,
+        )
+        .map(|_| ()),
+        Errno::ENODEV,
+        "unknown gpu",
+    );
+    // No type, or two types.
+    assert_errno(
+        c.alloc_on(c.gpu(), 4096, w).map(|_| ()),
+        Errno::EINVAL,
+        "no memory type",
+    );
+    assert_errno(
+        c.alloc_on(
+            c.gpu(),
+            4096,
+            KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_GTT,
+        )
+        .map(|_| ()),
+        Errno::EINVAL,
+        "two types",
+    );
+    assert_errno(
+        c.alloc_on(c.gpu(), 0, KFD_IOC_ALLOC_MEM_FLAGS_GTT)
+            .map(|_| ()),
+        Errno::EINVAL,
+        "size 0",
+    );
+    // VRAM beyond the device.
+    assert_errno(
+        c.alloc_on(c.gpu(), 64 << 30, KFD_IOC_ALLOC_MEM_FLAGS_VRAM)
+            .map(|_| ()),
+        Errno::ENOMEM,
+        "VRAM exhausted",
+    );
+
+    // Freeing a mapped buffer is EBUSY; unmap then free.
+    let mut f = kfd_ioctl_free_memory_of_gpu_args {
+        handle: vram.handle,
+    };
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &mut f),
+        Errno::EBUSY,
+        "still mapped",
+    );
+    for b in [&vram, &gtt, &db, &mmio] {
+        c.free(b).unwrap();
+    }
+    assert_eq!(node.vram_available(), before);
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &mut f),
+        Errno::EINVAL,
+        "double free",
+    );
+    // Handles carry the GPU id.
+    assert_eq!(gtt.handle >> 32, u64::from(c.gpu()));
+}
+
+#[test]
+fn one_buffer_mapped_to_two_gpus() {
+    let model = model(Preset::Gfx90a, 2);
+    let c = Client::new(&model);
+    let b = c.gtt(4096);
+    let ids = [c.gpus[0], c.gpus[1]];
+    let mut m = kfd_ioctl_map_memory_to_gpu_args {
+        handle: b.handle,
+        device_ids_array_ptr: ids.as_ptr() as u64,
+        n_devices: 2,
+        n_success: 1,
+    };
+    // n_success = 1: the retry skips the first GPU, already mapped.
+    ioctl(&c.p, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut m).unwrap();
+    assert_eq!(m.n_success, 2);
+    let mut u = kfd_ioctl_unmap_memory_from_gpu_args {
+        handle: b.handle,
+        device_ids_array_ptr: ids.as_ptr() as u64,
+        n_devices: 2,
+        n_success: 0,
+    };
+    ioctl(&c.p, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &mut u).unwrap();
+    assert_eq!(u.n_success, 2);
+    let mut f = kfd_ioctl_free_memory_of_gpu_args { handle: b.handle };
+    ioctl(&c.p, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &mut f).unwrap();
+}
+
+#[test]
+fn apertures_and_misc_queries() {
+    let model = model(Preset::Gfx900, 2);
+    let c = Client::new(&model);
+    let mut n = kfd_ioctl_get_process_apertures_new_args::default();
+    ioctl(&c.p, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &mut n).unwrap();
+    assert_eq!(n.num_of_nodes, 2);
+    let mut ap = [kfd_process_device_apertures::default(); 2];
+    n.kfd_process_device_apertures_ptr = ap.as_mut_ptr() as u64;
+    ioctl(&c.p, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &mut n).unwrap();
+    assert_eq!((ap[0].gpu_id, ap[1].gpu_id), (c.gpus[0], c.gpus[1]));
+    assert_eq!(ap[0].lds_base, 0x1_0000_0000_0000);
+    assert_eq!(ap[0].scratch_base, 0x2_0000_0000_0000);
+    let mut old = kfd_ioctl_get_process_apertures_args::default();
+    ioctl(&c.p, AMDKFD_IOC_GET_PROCESS_APERTURES, &mut old).unwrap();
+    assert_eq!(old.num_of_nodes, 2);
+    assert_eq!(old.process_apertures[1], ap[1]);
+
+    let mut clk = kfd_ioctl_get_clock_counters_args {
+        gpu_id: c.gpu(),
+        ..Default::default()
+    };
+    ioctl(&c.p, AMDKFD_IOC_GET_CLOCK_COUNTERS, &mut clk).unwrap();
+    let first = clk.gpu_clock_counter;
+    thread::sleep(Duration::from_millis(2));
+    ioctl(&c.p, AMDKFD_IOC_GET_CLOCK_COUNTERS, &mut clk).unwrap();
+    assert!(clk.gpu_clock_counter > first);
+    assert_eq!(clk.system_clock_freq, 1_000_000_000);
+
+    let mut avail = kfd_ioctl_get_available_memory_args {
+        gpu_id: c.gpu(),
+        ..Default::default()
+    };
+    ioctl(&c.p, AMDKFD_IOC_AVAILABLE_MEMORY, &mut avail).unwrap();
+    assert_eq!(avail.available, 16 << 30);
+
+    // XNACK: gfx900 cannot turn it on; querying works.
+    let mut x = kfd_ioctl_set_xnack_mode_args { xnack_enabled: -1 };
+    ioctl(&c.p, AMDKFD_IOC_SET_XNACK_MODE, &mut x).unwrap();
+    assert_eq!(x.xnack_enabled, 0);
+    x.xnack_enabled = 1;
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_SET_XNACK_MODE, &mut x),
+        Errno::EPERM,
+        "no XNACK on gfx900",
+    );
+
+    let mut pol = kfd_ioctl_set_memory_policy_args {
+        gpu_id: c.gpu(),
+        default_policy: 2,
+        ..Default::default()
+    };
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_SET_MEMORY_POLICY, &mut pol),
+        Errno::EINVAL,
+        "bad policy",
+    );
+    pol.default_policy = KFD_IOC_CACHE_POLICY_NONCOHERENT;
+    ioctl(&c.p, AMDKFD_IOC_SET_MEMORY_POLICY, &mut pol).unwrap();
+
+    let mut tiles = [0xFFu32; 4];
+    let mut macros = [0xFFu32; 2];
+    let mut t = kfd_ioctl_get_tile_config_args {
+        tile_config_ptr: tiles.as_mut_ptr() as u64,
+        macro_tile_config_ptr: macros.as_mut_ptr() as u64,
+        num_tile_configs: 4,
+        num_macro_tile_configs: 2,
+        gpu_id: c.gpu(),
+        ..Default::default()
+    };
+    ioctl(&c.p, AMDKFD_IOC_GET_TILE_CONFIG, &mut t).unwrap();
+    assert_eq!((t.num_tile_configs, tiles), (4, [0; 4]));
+
+    let mut rt = kfd_ioctl_runtime_enable_args {
+        mode_mask: KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK,
+        ..Default::default()
+    };
+    ioctl(&c.p, AMDKFD_IOC_RUNTIME_ENABLE, &mut rt).unwrap();
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_RUNTIME_ENABLE, &mut rt),
+        Errno::EBUSY,
+        "runtime already enabled",
+    );
+
+    let mut acq = kfd_ioctl_acquire_vm_args {
+        drm_fd: 12345,
+        gpu_id: c.gpu(),
+    };
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_ACQUIRE_VM, &mut acq),
+        Errno::EINVAL,
+        "not a render fd",
+    );
+    acq.drm_fd = c.renders[1].fd as u32;
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_ACQUIRE_VM, &mut acq),
+        Errno::EINVAL,
+        "render node of another GPU",
+    );
+    acq.drm_fd = c.renders[0].fd as u32;
+    ioctl(&c.p, AMDKFD_IOC_ACQUIRE_VM, &mut acq).unwrap();
+    let other = model.open_render_node(128).unwrap();
+    acq.drm_fd = other.fd as u32;
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_ACQUIRE_VM, &mut acq),
+        Errno::EBUSY,
+        "another file of the same GPU",
+    );
+}
+
+#[test]
+fn termination_releases_everything() {
+    let model = model(Preset::Gfx900, 1);
+    let node = model.nodes()[0].clone();
+    let gart_before = node.gpu.gart.chunks_in_use();
+    let vram_before = node.vram_available();
+    let survivor = Client::new(&model);
+    survivor
+        .create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE_AQL)
+        .unwrap();
+    {
+        let c = Client::new(&model);
+        for t in [
+            KFD_IOC_QUEUE_TYPE_COMPUTE,
+            KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+            KFD_IOC_QUEUE_TYPE_SDMA,
+        ] {
+            c.create_queue(t).unwrap();
+        }
+        c.alloc_on(c.gpu(), 1 << 20, KFD_IOC_ALLOC_MEM_FLAGS_VRAM)
+            .unwrap();
+        for _ in 0..5 {
+            create_event(&c, KFD_IOC_EVENT_SIGNAL, false, 0).unwrap();
+        }
+        assert_eq!(model.process_count(), 2);
+        assert_eq!(node.counters().total_queue_count, 4);
+        assert_eq!(node.gpu.doorbells.slices_in_use(), 2);
+        assert!(c.p.buffer_count() > 5);
+        // c and its open render nodes drop here: process termination.
+    }
+    assert_eq!(model.process_count(), 1);
+    let cnt = node.counters();
+    assert_eq!(
+        (
+            cnt.processes_count,
+            cnt.active_queue_count,
+            cnt.total_queue_count
+        ),
+        (1, 1, 1)
+    );
+    assert_eq!(node.gpu.doorbells.slices_in_use(), 1);
+    assert_eq!(
+        node.gpu.hws.mapped_queues().len(),
+        1,
+        "the survivor's queue is mapped again"
+    );
+    drop(survivor);
+    let cnt = node.counters();
+    assert_eq!(
+        (
+            cnt.processes_count,
+            cnt.active_queue_count,
+            cnt.total_queue_count
+        ),
+        (0, 0, 0)
+    );
+    assert_eq!(node.gpu.doorbells.slices_in_use(), 0);
+    assert_eq!(
+        node.gpu.gart.chunks_in_use(),
+        gart_before,
+        "every MQD and runlist IB returned"
+    );
+    assert_eq!(node.vram_available(), vram_before);
+    assert!(node.gpu.hws.mapped_queues().is_empty());
+}

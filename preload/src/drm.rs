@@ -1,0 +1,566 @@
+//! The DRM ioctls libdrm and libdrm_amdgpu send to a render node, answered from the model's
+//! topology: `DRM_IOCTL_VERSION` (driver name `amdgpu`) and `DRM_IOCTL_AMDGPU_INFO` (device
+//! information, memory sizes, register reads).
+//!
+//! The argument structs are spelled here (byte offsets as in `drm.h` / `amdgpu_drm.h` on
+//! x86-64) because only the shim needs them. Every answer is built into a byte buffer; the
+//! caller copies it to user memory, so a bad user pointer is `EFAULT`, never a crash.
+
+use kfd_model::topology::Node;
+use kfd_model::{Errno, KernelVersion, Preset};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+/// `DRM_IOCTL_VERSION`: `_IOWR('d', 0x00, struct drm_version)`.
+pub const DRM_IOCTL_VERSION: u32 = 0xC040_6400;
+/// `DRM_IOCTL_AMDGPU_INFO`: `_IOW('d', 0x40 + 0x05, struct drm_amdgpu_info)`.
+pub const DRM_IOCTL_AMDGPU_INFO: u32 = 0x4020_6445;
+/// The DRM ioctl type byte.
+pub const DRM_IOCTL_BASE: u32 = b'd' as u32;
+
+/// `AMDGPU_INFO_ACCEL_WORKING`.
+pub const AMDGPU_INFO_ACCEL_WORKING: u32 = 0x00;
+/// `AMDGPU_INFO_VRAM_USAGE`.
+pub const AMDGPU_INFO_VRAM_USAGE: u32 = 0x10;
+/// `AMDGPU_INFO_GTT_USAGE`.
+pub const AMDGPU_INFO_GTT_USAGE: u32 = 0x11;
+/// `AMDGPU_INFO_VRAM_GTT`.
+pub const AMDGPU_INFO_VRAM_GTT: u32 = 0x14;
+/// `AMDGPU_INFO_READ_MMR_REG`.
+pub const AMDGPU_INFO_READ_MMR_REG: u32 = 0x15;
+/// `AMDGPU_INFO_DEV_INFO`.
+pub const AMDGPU_INFO_DEV_INFO: u32 = 0x16;
+/// `AMDGPU_INFO_VIS_VRAM_USAGE`.
+pub const AMDGPU_INFO_VIS_VRAM_USAGE: u32 = 0x17;
+/// `AMDGPU_INFO_MEMORY`.
+pub const AMDGPU_INFO_MEMORY: u32 = 0x19;
+
+/// `AMDGPU_FAMILY_AI` (gfx9).
+pub const AMDGPU_FAMILY_AI: u32 = 141;
+/// `AMDGPU_FAMILY_NV` (gfx10).
+pub const AMDGPU_FAMILY_NV: u32 = 143;
+/// `AMDGPU_VRAM_TYPE_HBM`.
+pub const AMDGPU_VRAM_TYPE_HBM: u32 = 6;
+/// `AMDGPU_VRAM_TYPE_GDDR6`.
+pub const AMDGPU_VRAM_TYPE_GDDR6: u32 = 9;
+
+/// The GTT size the modelled driver reports (system memory the GPU may map).
+pub const GTT_SIZE: u64 = 32 << 30;
+
+/// Most registers one `READ_MMR_REG` query may read (the kernel's limit).
+pub const MAX_MMR_READ: u32 = 128;
+
+/// `struct drm_version` (64 bytes).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct DrmVersion {
+    /// Major version.
+    pub version_major: i32,
+    /// Minor version.
+    pub version_minor: i32,
+    /// Patch level.
+    pub version_patchlevel: i32,
+    /// Padding before the first pointer-sized field.
+    pub pad: u32,
+    /// In: room at `name`; out: length of the name.
+    pub name_len: u64,
+    /// User pointer for the name.
+    pub name: u64,
+    /// In: room at `date`; out: length of the date.
+    pub date_len: u64,
+    /// User pointer for the date.
+    pub date: u64,
+    /// In: room at `desc`; out: length of the description.
+    pub desc_len: u64,
+    /// User pointer for the description.
+    pub desc: u64,
+}
+
+/// `struct drm_amdgpu_info` (32 bytes): the query header; the 16-byte union is kept as the
+/// `READ_MMR_REG` member, the only one the shim reads.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct DrmAmdgpuInfo {
+    /// Where the answer goes.
+    pub return_pointer: u64,
+    /// Room at `return_pointer`.
+    pub return_size: u32,
+    /// `AMDGPU_INFO_*`.
+    pub query: u32,
+    /// `read_mmr_reg.dword_offset`.
+    pub mmr_dword_offset: u32,
+    /// `read_mmr_reg.count`.
+    pub mmr_count: u32,
+    /// `read_mmr_reg.instance`.
+    pub mmr_instance: u32,
+    /// `read_mmr_reg.flags`.
+    pub mmr_flags: u32,
+}
+
+/// `struct drm_amdgpu_info_device` (368 bytes); fields the shim fills are named, the rest is
+/// kept as reserved byte ranges at their offsets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[repr(C)]
+pub struct DrmAmdgpuInfoDevice {
+    /// @0 PCI device id.
+    pub device_id: u32,
+    /// @4 chip revision.
+    pub chip_rev: u32,
+    /// @8 external revision.
+    pub external_rev: u32,
+    /// @12 PCI revision.
+    pub pci_rev: u32,
+    /// @16 `AMDGPU_FAMILY_*`.
+    pub family: u32,
+    /// @20 shader engines.
+    pub num_shader_engines: u32,
+    /// @24 shader arrays per engine.
+    pub num_shader_arrays_per_engine: u32,
+    /// @28 GPU timestamp counter frequency in kHz.
+    pub gpu_counter_freq: u32,
+    /// @32 engine clock in kHz.
+    pub max_engine_clock: u64,
+    /// @40 memory clock in kHz.
+    pub max_memory_clock: u64,
+    /// @48 active compute units.
+    pub cu_active_number: u32,
+    /// @52 always-on CU mask.
+    pub cu_ao_mask: u32,
+    /// @56 `cu_bitmap[4][4]`.
+    pub cu_bitmap: [u32; 16],
+    /// @120 enabled render backends.
+    pub enabled_rb_pipes_mask: u32,
+    /// @124 render backends.
+    pub num_rb_pipes: u32,
+    /// @128 hardware graphics contexts.
+    pub num_hw_gfx_contexts: u32,
+    /// @132 padding.
+    pub pad0: u32,
+    /// @136 `AMDGPU_IDS_FLAGS_*`.
+    pub ids_flags: u64,
+    /// @144 lowest GPU VA for buffers.
+    pub virtual_address_offset: u64,
+    /// @152 end of the low GPU VA range.
+    pub virtual_address_max: u64,
+    /// @160 GPU VA alignment.
+    pub virtual_address_alignment: u32,
+    /// @164 PTE fragment size.
+    pub pte_fragment_size: u32,
+    /// @168 GART page size.
+    pub gart_page_size: u32,
+    /// @172 CE RAM size.
+    pub ce_ram_size: u32,
+    /// @176 `AMDGPU_VRAM_TYPE_*`.
+    pub vram_type: u32,
+    /// @180 VRAM bus width in bits.
+    pub vram_bit_width: u32,
+    /// @184 fields up to `wave_front_size` (graphics buffers), zero.
+    pub reserved_184: [u32; 14],
+    /// @240 wave front size.
+    pub wave_front_size: u32,
+    /// @244 shader-visible VGPRs.
+    pub num_shader_visible_vgprs: u32,
+    /// @248 CUs per shader array.
+    pub num_cu_per_sh: u32,
+    /// @252 TCC blocks.
+    pub num_tcc_blocks: u32,
+    /// @256 geometry fields and `cu_ao_bitmap`, zero.
+    pub reserved_256: [u32; 20],
+    /// @336 start of the high GPU VA range.
+    pub high_va_offset: u64,
+    /// @344 end of the high GPU VA range.
+    pub high_va_max: u64,
+    /// @352 `pa_sc_tile_steering_override` and padding.
+    pub reserved_352: [u32; 2],
+    /// @360 disabled TCC mask.
+    pub tcc_disabled_mask: u64,
+}
+
+const _: () = assert!(core::mem::size_of::<DrmVersion>() == 64);
+const _: () = assert!(core::mem::size_of::<DrmAmdgpuInfo>() == 32);
+const _: () = assert!(core::mem::size_of::<DrmAmdgpuInfoDevice>() == 368);
+
+/// The PCI revision that makes libdrm's `amdgpu.ids` name the modelled board.
+pub fn pci_revision(preset: Preset) -> u32 {
+    match preset {
+        Preset::Gfx900 => 0x00,  // Radeon Instinct MI25
+        Preset::Gfx90a => 0x02,  // Instinct MI210
+        Preset::Gfx942 => 0x00,  // Instinct MI300X
+        Preset::Gfx1030 => 0xC0, // Radeon RX 6900 XT
+    }
+}
+
+/// The amdgpu KMS driver version of a kernel (`DRM_IOCTL_VERSION`).
+pub fn kms_version(kernel: KernelVersion) -> (i32, i32, i32) {
+    match kernel {
+        KernelVersion::Linux6_1 => (3, 49, 0),
+        KernelVersion::Linux6_12 => (3, 59, 0),
+    }
+}
+
+/// Driver name, date and description `DRM_IOCTL_VERSION` reports.
+pub const DRIVER_NAME: &str = "amdgpu";
+/// Driver date.
+pub const DRIVER_DATE: &str = "20150101";
+/// Driver description.
+pub const DRIVER_DESC: &str = "AMD GPU";
+
+/// One user-memory write an answer asks for: `data` at `addr`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserWrite {
+    /// User address.
+    pub addr: u64,
+    /// Bytes to store.
+    pub data: Vec<u8>,
+}
+
+/// The answer to one DRM ioctl: the argument struct to copy back (if any) and the other user
+/// memory to fill.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DrmAnswer {
+    /// New argument bytes, copied back over the caller's struct.
+    pub arg: Option<Vec<u8>>,
+    /// Stores to user pointers named by the argument.
+    pub writes: Vec<UserWrite>,
+}
+
+/// What a render node is, for the DRM answers.
+#[derive(Debug, Clone, Copy)]
+pub struct RenderInfo<'a> {
+    /// The GPU's topology node.
+    pub node: &'a Node,
+    /// The part.
+    pub preset: Preset,
+    /// Kernel behaviour.
+    pub kernel: KernelVersion,
+}
+
+/// Answers a DRM ioctl on a render node. `arg` is the caller's argument struct (as many
+/// bytes as the request code names). Unknown requests are `ENOTTY`, unknown `AMDGPU_INFO`
+/// queries `EINVAL`, as the kernel answers them.
+pub fn answer(info: &RenderInfo<'_>, request: u32, arg: &[u8]) -> Result<DrmAnswer, Errno> {
+    match request {
+        DRM_IOCTL_VERSION => version(info, arg),
+        DRM_IOCTL_AMDGPU_INFO => amdgpu_info(info, arg),
+        _ => Err(Errno::ENOTTY),
+    }
+}
+
+/// `drm_copy_field`: at most the room given, and the full length reported back.
+fn copy_field(len: &mut u64, ptr: u64, value: &str, writes: &mut Vec<UserWrite>) {
+    let room = usize::try_from(*len).unwrap_or(usize::MAX);
+    let n = value.len().min(room);
+    if n > 0 && ptr != 0 {
+        writes.push(UserWrite {
+            addr: ptr,
+            data: value.as_bytes()[..n].to_vec(),
+        });
+    }
+    *len = value.len() as u64;
+}
+
+fn version(info: &RenderInfo<'_>, arg: &[u8]) -> Result<DrmAnswer, Errno> {
+    let (mut v, _) = DrmVersion::read_from_prefix(arg).map_err(|_| Errno::EFAULT)?;
+    let (major, minor, patch) = kms_version(info.kernel);
+    v.version_major = major;
+    v.version_minor = minor;
+    v.version_patchlevel = patch;
+    let mut writes = Vec::new();
+    copy_field(&mut v.name_len, v.name, DRIVER_NAME, &mut writes);
+    copy_field(&mut v.date_len, v.date, DRIVER_DATE, &mut writes);
+    copy_field(&mut v.desc_len, v.desc, DRIVER_DESC, &mut writes);
+    Ok(DrmAnswer {
+        arg: Some(v.as_bytes().to_vec()),
+        writes,
+    })
+}
+
+/// The device information of a modelled GPU.
+pub fn device_info(info: &RenderInfo<'_>) -> DrmAmdgpuInfoDevice {
+    let p = &info.node.properties;
+    let cus = p.simd_count.checked_div(p.simd_per_cu).unwrap_or(0) as u32;
+    let engines = p
+        .array_count
+        .checked_div(p.simd_arrays_per_engine)
+        .unwrap_or(0) as u32;
+    let gfx10 = matches!(info.preset, Preset::Gfx1030);
+    let mem_clock_mhz = info.node.mem_banks.first().map_or(0, |b| b.mem_clk_max);
+    let vram_width = info.node.mem_banks.first().map_or(0, |b| b.width);
+    // One bit per CU of each shader array, arrays laid out [engine][array].
+    let mut cu_bitmap = [0u32; 16];
+    let per_array = p.cu_per_simd_array.min(32) as u32;
+    let array_bits = if per_array == 32 {
+        u32::MAX
+    } else {
+        (1u32 << per_array) - 1
+    };
+    for (i, slot) in cu_bitmap.iter_mut().enumerate() {
+        let (engine, array) = (i / 4, i % 4);
+        if (engine as u32) < engines.min(4) && (array as u64) < p.simd_arrays_per_engine {
+            *slot = array_bits;
+        }
+    }
+    DrmAmdgpuInfoDevice {
+        device_id: p.device_id as u32,
+        chip_rev: 0,
+        external_rev: if gfx10 { 0x28 } else { 0x01 },
+        pci_rev: pci_revision(info.preset),
+        family: if gfx10 {
+            AMDGPU_FAMILY_NV
+        } else {
+            AMDGPU_FAMILY_AI
+        },
+        num_shader_engines: engines,
+        num_shader_arrays_per_engine: p.simd_arrays_per_engine as u32,
+        gpu_counter_freq: (kfd_model::hw::clock::GPU_CLOCK_HZ / 1000) as u32,
+        max_engine_clock: p.max_engine_clk_fcompute * 1000,
+        max_memory_clock: u64::from(mem_clock_mhz) * 1000,
+        cu_active_number: cus,
+        cu_ao_mask: 0,
+        cu_bitmap,
+        enabled_rb_pipes_mask: 0xFFFF,
+        num_rb_pipes: 16,
+        num_hw_gfx_contexts: 8,
+        pad0: 0,
+        ids_flags: 0,
+        virtual_address_offset: 0x20_0000,
+        virtual_address_max: 0x8000_0000_0000,
+        virtual_address_alignment: 4096,
+        pte_fragment_size: 0x20_0000,
+        gart_page_size: 4096,
+        ce_ram_size: 0,
+        vram_type: if gfx10 {
+            AMDGPU_VRAM_TYPE_GDDR6
+        } else {
+            AMDGPU_VRAM_TYPE_HBM
+        },
+        vram_bit_width: vram_width,
+        reserved_184: [0; 14],
+        wave_front_size: p.wave_front_size as u32,
+        num_shader_visible_vgprs: 256,
+        num_cu_per_sh: p.cu_per_simd_array as u32,
+        num_tcc_blocks: 16,
+        reserved_256: [0; 20],
+        high_va_offset: 0xFFFF_8000_0000_0000,
+        high_va_max: 0xFFFF_FFFF_FFFF_0000,
+        reserved_352: [0; 2],
+        tcc_disabled_mask: 0,
+    }
+}
+
+fn amdgpu_info(info: &RenderInfo<'_>, arg: &[u8]) -> Result<DrmAnswer, Errno> {
+    let (q, _) = DrmAmdgpuInfo::read_from_prefix(arg).map_err(|_| Errno::EFAULT)?;
+    if q.return_pointer == 0 || q.return_size == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let vram = info.node.properties.local_mem_size;
+    let data: Vec<u8> = match q.query {
+        AMDGPU_INFO_ACCEL_WORKING => 1u32.to_ne_bytes().to_vec(),
+        AMDGPU_INFO_DEV_INFO => device_info(info).as_bytes().to_vec(),
+        AMDGPU_INFO_VRAM_GTT => [vram, vram, GTT_SIZE].as_bytes().to_vec(),
+        AMDGPU_INFO_MEMORY => {
+            // vram, cpu_accessible_vram, gtt: {total, usable, usage, max_allocation}.
+            let heap = |size: u64| [size, size, 0, size / 4 * 3];
+            let mut v = Vec::with_capacity(96);
+            for size in [vram, vram, GTT_SIZE] {
+                v.extend_from_slice(heap(size).as_bytes());
+            }
+            v
+        }
+        AMDGPU_INFO_VRAM_USAGE | AMDGPU_INFO_GTT_USAGE | AMDGPU_INFO_VIS_VRAM_USAGE => {
+            0u64.to_ne_bytes().to_vec()
+        }
+        AMDGPU_INFO_READ_MMR_REG => {
+            if q.mmr_count == 0 || q.mmr_count > MAX_MMR_READ {
+                return Err(Errno::EINVAL);
+            }
+            // The model has no register file behind the render node: every register reads 0.
+            vec![0u8; q.mmr_count as usize * 4]
+        }
+        _ => return Err(Errno::EINVAL),
+    };
+    let n = data.len().min(q.return_size as usize);
+    Ok(DrmAnswer {
+        arg: None,
+        writes: vec![UserWrite {
+            addr: q.return_pointer,
+            data: data[..n].to_vec(),
+        }],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kfd_model::topology::Topology;
+    use kfd_model::ModelConfig;
+
+    fn with_info<R>(preset: Preset, f: impl FnOnce(&RenderInfo<'_>) -> R) -> R {
+        let topo = Topology::from_config(&ModelConfig::new(preset));
+        let info = RenderInfo {
+            node: &topo.nodes[1],
+            preset,
+            kernel: KernelVersion::Linux6_1,
+        };
+        f(&info)
+    }
+
+    #[test]
+    fn request_codes_are_the_linux_ones() {
+        use kfd_sys::{ioc, IOC_READ, IOC_WRITE};
+        assert_eq!(
+            DRM_IOCTL_VERSION,
+            ioc(IOC_READ | IOC_WRITE, DRM_IOCTL_BASE, 0, 64)
+        );
+        assert_eq!(
+            DRM_IOCTL_AMDGPU_INFO,
+            ioc(IOC_WRITE, DRM_IOCTL_BASE, 0x45, 32)
+        );
+    }
+
+    #[test]
+    fn version_reports_amdgpu_and_truncates_to_the_room_given() {
+        with_info(Preset::Gfx900, |info| {
+            // First call: lengths only (libdrm asks with zero room).
+            let probe = DrmVersion::default();
+            let a = answer(info, DRM_IOCTL_VERSION, probe.as_bytes()).unwrap();
+            let (v, _) = DrmVersion::read_from_prefix(a.arg.as_deref().unwrap()).unwrap();
+            assert_eq!((v.version_major, v.version_minor), (3, 49));
+            assert_eq!((v.name_len, v.date_len, v.desc_len), (6, 8, 7));
+            assert!(a.writes.is_empty());
+            // Second call: room for 3 bytes of the name only.
+            let ask = DrmVersion {
+                name_len: 3,
+                name: 0x1000,
+                desc_len: 64,
+                desc: 0x2000,
+                ..Default::default()
+            };
+            let a = answer(info, DRM_IOCTL_VERSION, ask.as_bytes()).unwrap();
+            assert_eq!(
+                a.writes,
+                vec![
+                    UserWrite {
+                        addr: 0x1000,
+                        data: b"amd".to_vec()
+                    },
+                    UserWrite {
+                        addr: 0x2000,
+                        data: b"AMD GPU".to_vec()
+                    },
+                ]
+            );
+            let (v, _) = DrmVersion::read_from_prefix(a.arg.as_deref().unwrap()).unwrap();
+            assert_eq!(v.name_len, 6, "full length reported");
+        });
+    }
+
+    #[test]
+    fn device_info_matches_the_topology() {
+        with_info(Preset::Gfx900, |info| {
+            let d = device_info(info);
+            assert_eq!(d.device_id, 0x6860);
+            assert_eq!(d.family, AMDGPU_FAMILY_AI);
+            assert_eq!(d.cu_active_number, 64);
+            assert_eq!(d.num_shader_engines, 4);
+            assert_eq!(d.num_cu_per_sh, 16);
+            assert_eq!(d.wave_front_size, 64);
+            assert_eq!(d.max_engine_clock, 1_500_000);
+            assert_eq!(d.gpu_counter_freq, 100_000);
+            let active: u32 = d.cu_bitmap.iter().map(|m| m.count_ones()).sum();
+            assert_eq!(active, d.cu_active_number, "bitmap and count agree");
+        });
+        with_info(Preset::Gfx1030, |info| {
+            let d = device_info(info);
+            assert_eq!((d.device_id, d.pci_rev), (0x73BF, 0xC0));
+            assert_eq!(d.family, AMDGPU_FAMILY_NV);
+            assert_eq!(d.wave_front_size, 32);
+            assert_eq!(d.num_shader_engines, 4);
+            let active: u32 = d.cu_bitmap.iter().map(|m| m.count_ones()).sum();
+            assert_eq!(active, 80);
+        });
+    }
+
+    #[test]
+    fn info_queries_write_at_most_return_size() {
+        with_info(Preset::Gfx90a, |info| {
+            let q = |query: u32, size: u32| DrmAmdgpuInfo {
+                return_pointer: 0x5000,
+                return_size: size,
+                query,
+                ..Default::default()
+            };
+            let a = answer(
+                info,
+                DRM_IOCTL_AMDGPU_INFO,
+                q(AMDGPU_INFO_DEV_INFO, 400).as_bytes(),
+            )
+            .unwrap();
+            assert_eq!(a.arg, None, "AMDGPU_INFO is IOW: nothing copied back");
+            assert_eq!(a.writes[0].data.len(), 368);
+            assert_eq!(&a.writes[0].data[..4], &0x740Fu32.to_ne_bytes());
+            let a = answer(
+                info,
+                DRM_IOCTL_AMDGPU_INFO,
+                q(AMDGPU_INFO_DEV_INFO, 8).as_bytes(),
+            )
+            .unwrap();
+            assert_eq!(
+                a.writes[0].data.len(),
+                8,
+                "an older, shorter struct gets a prefix"
+            );
+            let a = answer(
+                info,
+                DRM_IOCTL_AMDGPU_INFO,
+                q(AMDGPU_INFO_VRAM_GTT, 24).as_bytes(),
+            )
+            .unwrap();
+            assert_eq!(&a.writes[0].data[..8], &(64u64 << 30).to_ne_bytes());
+            let a = answer(
+                info,
+                DRM_IOCTL_AMDGPU_INFO,
+                q(AMDGPU_INFO_MEMORY, 96).as_bytes(),
+            )
+            .unwrap();
+            assert_eq!(a.writes[0].data.len(), 96);
+            let a = answer(
+                info,
+                DRM_IOCTL_AMDGPU_INFO,
+                q(AMDGPU_INFO_ACCEL_WORKING, 4).as_bytes(),
+            )
+            .unwrap();
+            assert_eq!(a.writes[0].data, 1u32.to_ne_bytes());
+            let mut mmr = q(AMDGPU_INFO_READ_MMR_REG, 64);
+            mmr.mmr_count = 3;
+            let a = answer(info, DRM_IOCTL_AMDGPU_INFO, mmr.as_bytes()).unwrap();
+            assert_eq!(a.writes[0].data, vec![0u8; 12]);
+            mmr.mmr_count = MAX_MMR_READ + 1;
+            assert_eq!(
+                answer(info, DRM_IOCTL_AMDGPU_INFO, mmr.as_bytes()),
+                Err(Errno::EINVAL)
+            );
+            assert_eq!(
+                answer(info, DRM_IOCTL_AMDGPU_INFO, q(0x7F, 8).as_bytes()),
+                Err(Errno::EINVAL)
+            );
+            assert_eq!(
+                answer(
+                    info,
+                    DRM_IOCTL_AMDGPU_INFO,
+                    q(AMDGPU_INFO_DEV_INFO, 0).as_bytes()
+                ),
+                Err(Errno::EINVAL)
+            );
+            assert_eq!(
+                answer(info, DRM_IOCTL_AMDGPU_INFO, &[0u8; 7]),
+                Err(Errno::EFAULT),
+                "short argument"
+            );
+            assert_eq!(answer(info, 0xC0106401, &[0u8; 16]), Err(Errno::ENOTTY));
+        });
+    }
+}

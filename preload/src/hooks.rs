@@ -1,0 +1,1113 @@
+//! The interposed libc functions. Each one passes a call it does not own straight on to libc
+//! (one atomic load for descriptor calls, a prefix check for path calls); calls on
+//! `/dev/kfd`, the modelled render nodes, the served sysfs paths and `/proc/modules` are
+//! answered by [`crate::shim`].
+//!
+//! Inside the shim a thread-local guard makes every nested hooked call (from the model,
+//! `std`, libc) go straight to libc. The functions keep the C prototypes of glibc on x86-64;
+//! variadic ones (`open`, `ioctl`, `fcntl`) read their optional argument as the register it
+//! arrives in.
+
+use crate::real;
+use crate::shim::{self, fd_kind, FdKind, Guard, Route};
+use core::ffi::{c_char, c_int, c_long, c_uint, c_ulong, c_void, CStr};
+use kfd_model::Errno;
+use libc::{mode_t, off_t, size_t, ssize_t, DIR, FILE};
+use std::os::fd::AsRawFd;
+
+/// Room for a redirected path (`PATH_MAX` plus the tree root).
+const PATH_BUF: usize = 4096 + 256;
+
+const _: () = assert!(core::mem::size_of::<libc::stat>() == core::mem::size_of::<libc::stat64>());
+
+fn set_errno(e: c_int) {
+    // SAFETY: __errno_location returns this thread's errno slot, always valid.
+    unsafe { *libc::__errno_location() = e };
+}
+
+/// Sets errno and returns `value` (the C error return of the caller).
+fn fail<T>(e: Errno, value: T) -> T {
+    set_errno(e.0);
+    value
+}
+
+/// A libc result, or `ENOSYS` when libc lacks the function.
+fn or_enosys<T>(r: Option<T>, error_value: T) -> T {
+    r.unwrap_or_else(|| fail(Errno(libc::ENOSYS), error_value))
+}
+
+fn fd_result(r: Result<c_int, Errno>) -> c_int {
+    r.unwrap_or_else(|e| fail(e, -1))
+}
+
+/// # Safety
+/// `p` is null or a NUL-terminated string that outlives `'a`.
+unsafe fn cstr<'a>(p: *const c_char) -> Option<&'a CStr> {
+    // SAFETY: non-null pointers are C strings by the caller's contract.
+    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) })
+}
+
+/// # Safety
+/// As [`cstr`]; the result is `Some` only for absolute paths.
+unsafe fn abs_path<'a>(p: *const c_char) -> Option<&'a CStr> {
+    // SAFETY: forwarded contract.
+    unsafe { cstr(p) }.filter(|c| c.to_bytes().first() == Some(&b'/'))
+}
+
+// ------------------------------------------------------------------------------------------
+// open
+
+/// Shared body of the `open` family: `real_open` opens a path with the caller's flags.
+///
+/// # Safety
+/// `path` is null or a C string; `real_open` is a libc open function.
+unsafe fn open_path(
+    path: *const c_char,
+    flags: c_int,
+    real_open: impl Fn(*const c_char) -> Option<c_int>,
+) -> c_int {
+    let Some(_guard) = Guard::enter() else {
+        return or_enosys(real_open(path), -1);
+    };
+    // SAFETY: forwarded contract.
+    let Some(p) = (unsafe { abs_path(path) }) else {
+        return or_enosys(real_open(path), -1);
+    };
+    let mut buf = [0u8; PATH_BUF];
+    match shim::route(p, &mut buf) {
+        Route::Pass => or_enosys(real_open(path), -1),
+        Route::Redirect(np) => or_enosys(real_open(np.as_ptr()), -1),
+        Route::Kfd => fd_result(shim::open_kfd(flags)),
+        Route::Render(minor) => fd_result(shim::open_render(minor, flags)),
+        Route::ProcModules => fd_result(shim::open_proc_modules(flags)),
+        Route::Fail(e) => fail(e, -1),
+    }
+}
+
+/// Interposed `open`.
+#[no_mangle]
+pub unsafe extern "C" fn open(path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
+    // SAFETY: the caller's arguments, passed to libc's open as given.
+    unsafe { open_path(path, flags, |p| real::open(p, flags, mode)) }
+}
+
+/// Interposed `open64`.
+#[no_mangle]
+pub unsafe extern "C" fn open64(path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
+    // SAFETY: as for `open`.
+    unsafe { open_path(path, flags, |p| real::open64(p, flags, mode)) }
+}
+
+/// Interposed `__open_2` (fortified `open` without a mode).
+#[no_mangle]
+pub unsafe extern "C" fn __open_2(path: *const c_char, flags: c_int) -> c_int {
+    // SAFETY: as for `open`.
+    unsafe { open_path(path, flags, |p| real::__open_2(p, flags)) }
+}
+
+/// Interposed `__open64_2`.
+#[no_mangle]
+pub unsafe extern "C" fn __open64_2(path: *const c_char, flags: c_int) -> c_int {
+    // SAFETY: as for `open`.
+    unsafe { open_path(path, flags, |p| real::__open64_2(p, flags)) }
+}
+
+/// Interposed `openat`: absolute paths are routed, relative ones pass.
+#[no_mangle]
+pub unsafe extern "C" fn openat(
+    dirfd: c_int,
+    path: *const c_char,
+    flags: c_int,
+    mode: c_uint,
+) -> c_int {
+    // SAFETY: as for `open`; an absolute path ignores `dirfd`.
+    unsafe { open_path(path, flags, |p| real::openat(dirfd, p, flags, mode)) }
+}
+
+/// Interposed `openat64`.
+#[no_mangle]
+pub unsafe extern "C" fn openat64(
+    dirfd: c_int,
+    path: *const c_char,
+    flags: c_int,
+    mode: c_uint,
+) -> c_int {
+    // SAFETY: as for `openat`.
+    unsafe { open_path(path, flags, |p| real::openat64(dirfd, p, flags, mode)) }
+}
+
+/// Interposed `__openat_2`.
+#[no_mangle]
+pub unsafe extern "C" fn __openat_2(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int {
+    // SAFETY: as for `openat`.
+    unsafe { open_path(path, flags, |p| real::__openat_2(dirfd, p, flags)) }
+}
+
+/// Interposed `__openat64_2`.
+#[no_mangle]
+pub unsafe extern "C" fn __openat64_2(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int {
+    // SAFETY: as for `openat`.
+    unsafe { open_path(path, flags, |p| real::__openat64_2(dirfd, p, flags)) }
+}
+
+/// `open` flags for an `fopen` mode string.
+fn fopen_flags(mode: &[u8]) -> c_int {
+    let mut flags = if mode.contains(&b'+') || mode.first().is_some_and(|&m| m == b'w' || m == b'a')
+    {
+        if mode.contains(&b'+') {
+            libc::O_RDWR
+        } else {
+            libc::O_WRONLY
+        }
+    } else {
+        libc::O_RDONLY
+    };
+    if mode.contains(&b'e') {
+        flags |= libc::O_CLOEXEC;
+    }
+    flags
+}
+
+/// # Safety
+/// `path` and `mode` are null or C strings; `real_fopen` is libc's fopen or fopen64.
+unsafe fn fopen_path(
+    path: *const c_char,
+    mode: *const c_char,
+    real_fopen: impl Fn(*const c_char) -> Option<*mut FILE>,
+) -> *mut FILE {
+    let null = core::ptr::null_mut();
+    let Some(_guard) = Guard::enter() else {
+        return or_enosys(real_fopen(path), null);
+    };
+    // SAFETY: forwarded contract.
+    let (Some(p), Some(m)) = (unsafe { abs_path(path) }, unsafe { cstr(mode) }) else {
+        return or_enosys(real_fopen(path), null);
+    };
+    let mut buf = [0u8; PATH_BUF];
+    let flags = fopen_flags(m.to_bytes());
+    let opened = match shim::route(p, &mut buf) {
+        Route::Pass => return or_enosys(real_fopen(path), null),
+        Route::Redirect(np) => return or_enosys(real_fopen(np.as_ptr()), null),
+        Route::Fail(e) => return fail(e, null),
+        Route::Kfd => shim::open_kfd(flags),
+        Route::Render(minor) => shim::open_render(minor, flags),
+        Route::ProcModules => shim::open_proc_modules(flags),
+    };
+    match opened {
+        Ok(fd) => {
+            // SAFETY: `fd` is a descriptor just opened for this stream; `mode` is a C string.
+            let file = unsafe { real::fdopen(fd, mode) }.unwrap_or(null);
+            if file.is_null() {
+                shim::forget_fd(fd);
+                // SAFETY: closing the descriptor that could not become a stream.
+                unsafe { real::close(fd) };
+            }
+            file
+        }
+        Err(e) => fail(e, null),
+    }
+}
+
+/// Interposed `fopen` (glibc's does not go through `open`).
+#[no_mangle]
+pub unsafe extern "C" fn fopen(path: *const c_char, mode: *const c_char) -> *mut FILE {
+    // SAFETY: the caller's arguments, passed on as given.
+    unsafe { fopen_path(path, mode, |p| real::fopen(p, mode)) }
+}
+
+/// Interposed `fopen64`.
+#[no_mangle]
+pub unsafe extern "C" fn fopen64(path: *const c_char, mode: *const c_char) -> *mut FILE {
+    // SAFETY: as for `fopen`.
+    unsafe { fopen_path(path, mode, |p| real::fopen64(p, mode)) }
+}
+
+/// Interposed `opendir`: the served trees list their own entries.
+#[no_mangle]
+pub unsafe extern "C" fn opendir(path: *const c_char) -> *mut DIR {
+    let null = core::ptr::null_mut();
+    // SAFETY: libc's opendir with the caller's path.
+    let pass = |p: *const c_char| or_enosys(unsafe { real::opendir(p) }, null);
+    let Some(_guard) = Guard::enter() else {
+        return pass(path);
+    };
+    // SAFETY: the caller passes a C string or null.
+    let Some(p) = (unsafe { abs_path(path) }) else {
+        return pass(path);
+    };
+    let mut buf = [0u8; PATH_BUF];
+    match shim::route(p, &mut buf) {
+        Route::Pass => pass(path),
+        Route::Redirect(np) => pass(np.as_ptr()),
+        Route::Fail(e) => fail(e, null),
+        Route::Kfd | Route::Render(_) | Route::ProcModules => fail(Errno(libc::ENOTDIR), null),
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// stat and access
+
+/// What a `stat` of a path is answered with.
+enum StatAnswer<'b> {
+    Pass,
+    Redirect(&'b CStr),
+    Device(FdKind),
+    /// `/proc/modules` where the system has none: a read-only procfs-like file.
+    ProcFile,
+    Fail(Errno),
+}
+
+fn stat_route<'b>(p: &CStr, buf: &'b mut [u8]) -> StatAnswer<'b> {
+    match shim::route(p, buf) {
+        Route::Pass => StatAnswer::Pass,
+        Route::Redirect(np) => StatAnswer::Redirect(np),
+        Route::Kfd => StatAnswer::Device(FdKind::Kfd),
+        Route::Render(m) => StatAnswer::Device(FdKind::Render(m)),
+        Route::ProcModules => {
+            if std::path::Path::new("/proc/modules").exists() {
+                StatAnswer::Pass
+            } else {
+                StatAnswer::ProcFile
+            }
+        }
+        Route::Fail(e) => StatAnswer::Fail(e),
+    }
+}
+
+fn proc_file_stat() -> libc::stat {
+    // SAFETY: `stat` is plain integers; all-zero is a valid value.
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    st.st_mode = libc::S_IFREG | 0o444;
+    st.st_nlink = 1;
+    st.st_blksize = 1024;
+    st
+}
+
+/// Shared body of the path `stat` family; `buf` points at a `struct stat` (or the
+/// identical `stat64`).
+///
+/// # Safety
+/// `path` is null or a C string; `buf` is writable for one `struct stat`.
+unsafe fn stat_path(
+    path: *const c_char,
+    buf: *mut libc::stat,
+    real_stat: impl Fn(*const c_char) -> Option<c_int>,
+) -> c_int {
+    let Some(_guard) = Guard::enter() else {
+        return or_enosys(real_stat(path), -1);
+    };
+    // SAFETY: forwarded contract.
+    let Some(p) = (unsafe { abs_path(path) }) else {
+        return or_enosys(real_stat(path), -1);
+    };
+    let mut pbuf = [0u8; PATH_BUF];
+    let answer = match stat_route(p, &mut pbuf) {
+        StatAnswer::Pass => return or_enosys(real_stat(path), -1),
+        StatAnswer::Redirect(np) => return or_enosys(real_stat(np.as_ptr()), -1),
+        StatAnswer::Fail(e) => return fail(e, -1),
+        StatAnswer::Device(kind) => shim::device_stat(kind),
+        StatAnswer::ProcFile => proc_file_stat(),
+    };
+    if buf.is_null() {
+        return fail(Errno::EFAULT, -1);
+    }
+    // SAFETY: `buf` is the caller's writable `struct stat`.
+    unsafe { buf.write(answer) };
+    0
+}
+
+/// Shared body of `fstat`.
+///
+/// # Safety
+/// `buf` is writable for one `struct stat`.
+unsafe fn stat_fd(
+    fd: c_int,
+    buf: *mut libc::stat,
+    real_fstat: impl Fn() -> Option<c_int>,
+) -> c_int {
+    match fd_kind(fd) {
+        Some(kind) if !buf.is_null() => {
+            // SAFETY: `buf` is the caller's writable `struct stat`.
+            unsafe { buf.write(shim::device_stat(kind)) };
+            0
+        }
+        _ => or_enosys(real_fstat(), -1),
+    }
+}
+
+/// Interposed `stat`.
+#[no_mangle]
+pub unsafe extern "C" fn stat(path: *const c_char, buf: *mut libc::stat) -> c_int {
+    // SAFETY: the caller's arguments, passed on as given.
+    unsafe { stat_path(path, buf, |p| real::stat(p, buf)) }
+}
+
+/// Interposed `stat64`.
+#[no_mangle]
+pub unsafe extern "C" fn stat64(path: *const c_char, buf: *mut libc::stat64) -> c_int {
+    // SAFETY: `stat64` and `stat` are the same struct on x86-64 (asserted above).
+    unsafe { stat_path(path, buf.cast(), |p| real::stat64(p, buf)) }
+}
+
+/// Interposed `lstat` (the served device nodes are not symlinks).
+#[no_mangle]
+pub unsafe extern "C" fn lstat(path: *const c_char, buf: *mut libc::stat) -> c_int {
+    // SAFETY: as for `stat`.
+    unsafe { stat_path(path, buf, |p| real::lstat(p, buf)) }
+}
+
+/// Interposed `lstat64`.
+#[no_mangle]
+pub unsafe extern "C" fn lstat64(path: *const c_char, buf: *mut libc::stat64) -> c_int {
+    // SAFETY: as for `stat64`.
+    unsafe { stat_path(path, buf.cast(), |p| real::lstat64(p, buf)) }
+}
+
+/// Interposed `__xstat` (what binaries built against glibc < 2.33 call for `stat`).
+#[no_mangle]
+pub unsafe extern "C" fn __xstat(ver: c_int, path: *const c_char, buf: *mut libc::stat) -> c_int {
+    // SAFETY: as for `stat`; without the compat symbol, plain `stat` is the same call.
+    unsafe {
+        stat_path(path, buf, |p| {
+            real::__xstat(ver, p, buf).or_else(|| real::stat(p, buf))
+        })
+    }
+}
+
+/// Interposed `__xstat64`.
+#[no_mangle]
+pub unsafe extern "C" fn __xstat64(
+    ver: c_int,
+    path: *const c_char,
+    buf: *mut libc::stat64,
+) -> c_int {
+    // SAFETY: as for `stat64`.
+    unsafe {
+        stat_path(path, buf.cast(), |p| {
+            real::__xstat64(ver, p, buf).or_else(|| real::stat64(p, buf))
+        })
+    }
+}
+
+/// Interposed `__lxstat`.
+#[no_mangle]
+pub unsafe extern "C" fn __lxstat(ver: c_int, path: *const c_char, buf: *mut libc::stat) -> c_int {
+    // SAFETY: as for `lstat`.
+    unsafe {
+        stat_path(path, buf, |p| {
+            real::__lxstat(ver, p, buf).or_else(|| real::lstat(p, buf))
+        })
+    }
+}
+
+/// Interposed `__lxstat64`.
+#[no_mangle]
+pub unsafe extern "C" fn __lxstat64(
+    ver: c_int,
+    path: *const c_char,
+    buf: *mut libc::stat64,
+) -> c_int {
+    // SAFETY: as for `lstat64`.
+    unsafe {
+        stat_path(path, buf.cast(), |p| {
+            real::__lxstat64(ver, p, buf).or_else(|| real::lstat64(p, buf))
+        })
+    }
+}
+
+/// Interposed `fstat`: the shim's descriptors are character devices.
+#[no_mangle]
+pub unsafe extern "C" fn fstat(fd: c_int, buf: *mut libc::stat) -> c_int {
+    // SAFETY: the caller's arguments, passed on as given.
+    unsafe { stat_fd(fd, buf, || real::fstat(fd, buf)) }
+}
+
+/// Interposed `fstat64`.
+#[no_mangle]
+pub unsafe extern "C" fn fstat64(fd: c_int, buf: *mut libc::stat64) -> c_int {
+    // SAFETY: as for `fstat`, with the identical `stat64`.
+    unsafe { stat_fd(fd, buf.cast(), || real::fstat64(fd, buf)) }
+}
+
+/// Interposed `__fxstat`.
+#[no_mangle]
+pub unsafe extern "C" fn __fxstat(ver: c_int, fd: c_int, buf: *mut libc::stat) -> c_int {
+    // SAFETY: as for `fstat`.
+    unsafe {
+        stat_fd(fd, buf, || {
+            real::__fxstat(ver, fd, buf).or_else(|| real::fstat(fd, buf))
+        })
+    }
+}
+
+/// Interposed `__fxstat64`.
+#[no_mangle]
+pub unsafe extern "C" fn __fxstat64(ver: c_int, fd: c_int, buf: *mut libc::stat64) -> c_int {
+    // SAFETY: as for `fstat64`.
+    unsafe {
+        stat_fd(fd, buf.cast(), || {
+            real::__fxstat64(ver, fd, buf).or_else(|| real::fstat64(fd, buf))
+        })
+    }
+}
+
+/// Shared body of `fstatat`: an empty path with `AT_EMPTY_PATH` is `fstat(dirfd)`, an
+/// absolute path is routed, a relative one passes.
+///
+/// # Safety
+/// As for [`stat_path`].
+unsafe fn stat_at(
+    dirfd: c_int,
+    path: *const c_char,
+    buf: *mut libc::stat,
+    flags: c_int,
+    real_statat: impl Fn(*const c_char) -> Option<c_int>,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    let empty = unsafe { cstr(path) }.is_some_and(|p| p.is_empty());
+    if empty && flags & libc::AT_EMPTY_PATH != 0 {
+        // SAFETY: forwarded contract.
+        return unsafe { stat_fd(dirfd, buf, || real_statat(path)) };
+    }
+    // SAFETY: forwarded contract.
+    unsafe { stat_path(path, buf, real_statat) }
+}
+
+/// Interposed `fstatat`.
+#[no_mangle]
+pub unsafe extern "C" fn fstatat(
+    dirfd: c_int,
+    path: *const c_char,
+    buf: *mut libc::stat,
+    flags: c_int,
+) -> c_int {
+    // SAFETY: the caller's arguments, passed on as given.
+    unsafe {
+        stat_at(dirfd, path, buf, flags, |p| {
+            real::fstatat(dirfd, p, buf, flags)
+        })
+    }
+}
+
+/// Interposed `fstatat64`.
+#[no_mangle]
+pub unsafe extern "C" fn fstatat64(
+    dirfd: c_int,
+    path: *const c_char,
+    buf: *mut libc::stat64,
+    flags: c_int,
+) -> c_int {
+    // SAFETY: as for `fstatat`, with the identical `stat64`.
+    unsafe {
+        stat_at(dirfd, path, buf.cast(), flags, |p| {
+            real::fstatat64(dirfd, p, buf, flags)
+        })
+    }
+}
+
+/// Interposed `__fxstatat`.
+#[no_mangle]
+pub unsafe extern "C" fn __fxstatat(
+    ver: c_int,
+    dirfd: c_int,
+    path: *const c_char,
+    buf: *mut libc::stat,
+    flags: c_int,
+) -> c_int {
+    // SAFETY: as for `fstatat`.
+    unsafe {
+        stat_at(dirfd, path, buf, flags, |p| {
+            real::__fxstatat(ver, dirfd, p, buf, flags)
+                .or_else(|| real::fstatat(dirfd, p, buf, flags))
+        })
+    }
+}
+
+/// Interposed `__fxstatat64`.
+#[no_mangle]
+pub unsafe extern "C" fn __fxstatat64(
+    ver: c_int,
+    dirfd: c_int,
+    path: *const c_char,
+    buf: *mut libc::stat64,
+    flags: c_int,
+) -> c_int {
+    // SAFETY: as for `fstatat64`.
+    unsafe {
+        stat_at(dirfd, path, buf.cast(), flags, |p| {
+            real::__fxstatat64(ver, dirfd, p, buf, flags)
+                .or_else(|| real::fstatat64(dirfd, p, buf, flags))
+        })
+    }
+}
+
+/// Interposed `statx` (what `ls` and newer programs use).
+#[no_mangle]
+pub unsafe extern "C" fn statx(
+    dirfd: c_int,
+    path: *const c_char,
+    flags: c_int,
+    mask: c_uint,
+    buf: *mut libc::statx,
+) -> c_int {
+    // SAFETY: libc's statx with the caller's arguments and the given path.
+    let pass = |p: *const c_char| or_enosys(unsafe { real::statx(dirfd, p, flags, mask, buf) }, -1);
+    let Some(_guard) = Guard::enter() else {
+        return pass(path);
+    };
+    // SAFETY: the caller passes a C string or null.
+    let Some(p) = (unsafe { cstr(path) }) else {
+        return pass(path);
+    };
+    let kind = if p.is_empty() && flags & libc::AT_EMPTY_PATH != 0 {
+        fd_kind(dirfd)
+    } else if p.to_bytes().first() == Some(&b'/') {
+        let mut pbuf = [0u8; PATH_BUF];
+        match stat_route(p, &mut pbuf) {
+            StatAnswer::Pass | StatAnswer::ProcFile => return pass(path),
+            StatAnswer::Redirect(np) => return pass(np.as_ptr()),
+            StatAnswer::Fail(e) => return fail(e, -1),
+            StatAnswer::Device(kind) => Some(kind),
+        }
+    } else {
+        None
+    };
+    match kind {
+        Some(kind) if !buf.is_null() => {
+            // SAFETY: `buf` is the caller's writable `struct statx`.
+            unsafe { buf.write(shim::device_statx(kind)) };
+            0
+        }
+        _ => pass(path),
+    }
+}
+
+/// Shared body of the `access` family.
+///
+/// # Safety
+/// `path` is null or a C string.
+unsafe fn access_path(
+    path: *const c_char,
+    mode: c_int,
+    real_access: impl Fn(*const c_char) -> Option<c_int>,
+) -> c_int {
+    let Some(_guard) = Guard::enter() else {
+        return or_enosys(real_access(path), -1);
+    };
+    // SAFETY: forwarded contract.
+    let Some(p) = (unsafe { abs_path(path) }) else {
+        return or_enosys(real_access(path), -1);
+    };
+    let mut buf = [0u8; PATH_BUF];
+    match shim::route(p, &mut buf) {
+        Route::Pass => or_enosys(real_access(path), -1),
+        Route::Redirect(np) => or_enosys(real_access(np.as_ptr()), -1),
+        Route::Fail(e) => fail(e, -1),
+        // Device nodes are read-write for everyone, never executable.
+        Route::Kfd | Route::Render(_) if mode & libc::X_OK != 0 => fail(Errno::EACCES, -1),
+        Route::Kfd | Route::Render(_) => 0,
+        Route::ProcModules if mode & (libc::W_OK | libc::X_OK) != 0 => fail(Errno::EACCES, -1),
+        Route::ProcModules => 0,
+    }
+}
+
+/// Interposed `access`.
+#[no_mangle]
+pub unsafe extern "C" fn access(path: *const c_char, mode: c_int) -> c_int {
+    // SAFETY: the caller's arguments, passed on as given.
+    unsafe { access_path(path, mode, |p| real::access(p, mode)) }
+}
+
+/// Interposed `faccessat` (absolute paths routed).
+#[no_mangle]
+pub unsafe extern "C" fn faccessat(
+    dirfd: c_int,
+    path: *const c_char,
+    mode: c_int,
+    flags: c_int,
+) -> c_int {
+    // SAFETY: as for `access`; an absolute path ignores `dirfd`.
+    unsafe { access_path(path, mode, |p| real::faccessat(dirfd, p, mode, flags)) }
+}
+
+/// Interposed `eaccess`.
+#[no_mangle]
+pub unsafe extern "C" fn eaccess(path: *const c_char, mode: c_int) -> c_int {
+    // SAFETY: as for `access`.
+    unsafe { access_path(path, mode, |p| real::eaccess(p, mode)) }
+}
+
+/// Interposed `euidaccess`.
+#[no_mangle]
+pub unsafe extern "C" fn euidaccess(path: *const c_char, mode: c_int) -> c_int {
+    // SAFETY: as for `access`.
+    unsafe { access_path(path, mode, |p| real::euidaccess(p, mode)) }
+}
+
+/// Interposed `readlink`: the served tree's links (`subsystem`, `driver`, `device`).
+#[no_mangle]
+pub unsafe extern "C" fn readlink(path: *const c_char, out: *mut c_char, size: size_t) -> ssize_t {
+    // SAFETY: libc's readlink with the caller's buffer.
+    let pass = |p: *const c_char| or_enosys(unsafe { real::readlink(p, out, size) }, -1);
+    let Some(_guard) = Guard::enter() else {
+        return pass(path);
+    };
+    // SAFETY: the caller passes a C string or null.
+    let Some(p) = (unsafe { abs_path(path) }) else {
+        return pass(path);
+    };
+    let mut buf = [0u8; PATH_BUF];
+    match shim::route(p, &mut buf) {
+        Route::Pass => pass(path),
+        Route::Redirect(np) => pass(np.as_ptr()),
+        Route::Fail(e) => fail(e, -1),
+        Route::Kfd | Route::Render(_) | Route::ProcModules => fail(Errno::EINVAL, -1),
+    }
+}
+
+/// Shared body of `realpath`: a served path resolves inside the tree; a device node is its
+/// own canonical name.
+///
+/// # Safety
+/// `path` is null or a C string; `resolved` is null or has room for `PATH_MAX` bytes.
+unsafe fn realpath_impl(
+    path: *const c_char,
+    resolved: *mut c_char,
+    real_realpath: impl Fn(*const c_char) -> Option<*mut c_char>,
+) -> *mut c_char {
+    let null = core::ptr::null_mut();
+    let Some(_guard) = Guard::enter() else {
+        return or_enosys(real_realpath(path), null);
+    };
+    // SAFETY: forwarded contract.
+    let Some(p) = (unsafe { abs_path(path) }) else {
+        return or_enosys(real_realpath(path), null);
+    };
+    let mut buf = [0u8; PATH_BUF];
+    match shim::route(p, &mut buf) {
+        Route::Pass | Route::ProcModules => or_enosys(real_realpath(path), null),
+        Route::Redirect(np) => or_enosys(real_realpath(np.as_ptr()), null),
+        Route::Fail(e) => fail(e, null),
+        Route::Kfd | Route::Render(_) => {
+            if resolved.is_null() {
+                // SAFETY: `path` is a C string; strdup allocates with malloc, as realpath does.
+                unsafe { libc::strdup(path) }
+            } else {
+                let bytes = p.to_bytes_with_nul();
+                if bytes.len() > libc::PATH_MAX as usize {
+                    return fail(Errno(libc::ENAMETOOLONG), null);
+                }
+                // SAFETY: `resolved` has room for PATH_MAX bytes by contract; `bytes` fits.
+                unsafe {
+                    core::ptr::copy_nonoverlapping(bytes.as_ptr(), resolved.cast(), bytes.len())
+                };
+                resolved
+            }
+        }
+    }
+}
+
+/// Interposed `realpath`.
+#[no_mangle]
+pub unsafe extern "C" fn realpath(path: *const c_char, resolved: *mut c_char) -> *mut c_char {
+    // SAFETY: the caller's arguments, passed on as given.
+    unsafe { realpath_impl(path, resolved, |p| real::realpath(p, resolved)) }
+}
+
+/// Interposed `__realpath_chk` (fortified `realpath`, which libdrm calls).
+#[no_mangle]
+pub unsafe extern "C" fn __realpath_chk(
+    path: *const c_char,
+    resolved: *mut c_char,
+    resolved_len: size_t,
+) -> *mut c_char {
+    // SAFETY: as for `realpath`; libc checks `resolved_len` itself.
+    unsafe {
+        realpath_impl(path, resolved, |p| {
+            real::__realpath_chk(p, resolved, resolved_len)
+        })
+    }
+}
+
+/// Shared body of the extended-attribute calls: device nodes have none (`no_attr` is the
+/// answer: `ENODATA` for a get, an empty list for a list), served paths are redirected.
+///
+/// # Safety
+/// `path` is null or a C string.
+unsafe fn xattr_path(
+    path: *const c_char,
+    no_attr: Result<ssize_t, Errno>,
+    real_op: impl Fn(*const c_char) -> Option<ssize_t>,
+) -> ssize_t {
+    let Some(_guard) = Guard::enter() else {
+        return or_enosys(real_op(path), -1);
+    };
+    // SAFETY: forwarded contract.
+    let Some(p) = (unsafe { abs_path(path) }) else {
+        return or_enosys(real_op(path), -1);
+    };
+    let mut buf = [0u8; PATH_BUF];
+    match shim::route(p, &mut buf) {
+        Route::Pass | Route::ProcModules => or_enosys(real_op(path), -1),
+        Route::Redirect(np) => or_enosys(real_op(np.as_ptr()), -1),
+        Route::Fail(e) => fail(e, -1),
+        Route::Kfd | Route::Render(_) => no_attr.unwrap_or_else(|e| fail(e, -1)),
+    }
+}
+
+/// Interposed `getxattr` (`ls -l` asks for the security label).
+#[no_mangle]
+pub unsafe extern "C" fn getxattr(
+    path: *const c_char,
+    name: *const c_char,
+    value: *mut c_void,
+    size: size_t,
+) -> ssize_t {
+    // SAFETY: the caller's arguments, passed on as given.
+    unsafe {
+        xattr_path(path, Err(Errno(libc::ENODATA)), |p| {
+            real::getxattr(p, name, value, size)
+        })
+    }
+}
+
+/// Interposed `lgetxattr`.
+#[no_mangle]
+pub unsafe extern "C" fn lgetxattr(
+    path: *const c_char,
+    name: *const c_char,
+    value: *mut c_void,
+    size: size_t,
+) -> ssize_t {
+    // SAFETY: as for `getxattr`.
+    unsafe {
+        xattr_path(path, Err(Errno(libc::ENODATA)), |p| {
+            real::lgetxattr(p, name, value, size)
+        })
+    }
+}
+
+/// Interposed `listxattr`.
+#[no_mangle]
+pub unsafe extern "C" fn listxattr(
+    path: *const c_char,
+    list: *mut c_char,
+    size: size_t,
+) -> ssize_t {
+    // SAFETY: as for `getxattr`.
+    unsafe { xattr_path(path, Ok(0), |p| real::listxattr(p, list, size)) }
+}
+
+/// Interposed `llistxattr`.
+#[no_mangle]
+pub unsafe extern "C" fn llistxattr(
+    path: *const c_char,
+    list: *mut c_char,
+    size: size_t,
+) -> ssize_t {
+    // SAFETY: as for `getxattr`.
+    unsafe { xattr_path(path, Ok(0), |p| real::llistxattr(p, list, size)) }
+}
+
+// ------------------------------------------------------------------------------------------
+// Never create, change or remove device nodes on the real /dev.
+
+/// Whether an absolute path names `/dev/kfd` or anything under `/dev/dri`: the nodes the shim
+/// answers, which must never be created, changed or removed on the real `/dev`.
+///
+/// # Safety
+/// `path` is null or a C string.
+unsafe fn is_served_dev_node(path: *const c_char) -> bool {
+    // SAFETY: forwarded contract.
+    let Some(p) = (unsafe { abs_path(path) }) else {
+        return false;
+    };
+    let bytes = p.to_bytes();
+    bytes == crate::paths::DEV_KFD
+        || bytes == crate::paths::DEV_DRI
+        || bytes.starts_with(b"/dev/dri/")
+}
+
+/// Body of the node-changing calls: pretend success for served device nodes.
+///
+/// # Safety
+/// `path` is null or a C string.
+unsafe fn dev_node_op(
+    path: *const c_char,
+    what: &str,
+    real_op: impl Fn() -> Option<c_int>,
+) -> c_int {
+    let Some(_guard) = Guard::enter() else {
+        return or_enosys(real_op(), -1);
+    };
+    // SAFETY: forwarded contract.
+    if unsafe { is_served_dev_node(path) } {
+        // SAFETY: the path was just checked to be a C string.
+        let p = unsafe { CStr::from_ptr(path) };
+        log::debug!(target: "preload", "{what} {}: answered by the shim, nothing created on /dev", p.to_string_lossy());
+        return 0;
+    }
+    or_enosys(real_op(), -1)
+}
+
+/// Interposed `mknod` (libdrm creates missing render nodes when run as root).
+#[no_mangle]
+pub unsafe extern "C" fn mknod(path: *const c_char, mode: mode_t, dev: libc::dev_t) -> c_int {
+    // SAFETY: the caller's arguments, passed on as given.
+    unsafe { dev_node_op(path, "mknod", || real::mknod(path, mode, dev)) }
+}
+
+/// Interposed `mknodat` (absolute paths checked).
+#[no_mangle]
+pub unsafe extern "C" fn mknodat(
+    dirfd: c_int,
+    path: *const c_char,
+    mode: mode_t,
+    dev: libc::dev_t,
+) -> c_int {
+    // SAFETY: as for `mknod`.
+    unsafe { dev_node_op(path, "mknodat", || real::mknodat(dirfd, path, mode, dev)) }
+}
+
+/// Interposed `__xmknod` (glibc < 2.33 binaries).
+#[no_mangle]
+pub unsafe extern "C" fn __xmknod(
+    ver: c_int,
+    path: *const c_char,
+    mode: mode_t,
+    dev: *mut libc::dev_t,
+) -> c_int {
+    // SAFETY: as for `mknod`; `dev` is passed on untouched.
+    unsafe { dev_node_op(path, "mknod", || real::__xmknod(ver, path, mode, dev)) }
+}
+
+/// Interposed `__xmknodat`.
+#[no_mangle]
+pub unsafe extern "C" fn __xmknodat(
+    ver: c_int,
+    dirfd: c_int,
+    path: *const c_char,
+    mode: mode_t,
+    dev: *mut libc::dev_t,
+) -> c_int {
+    // SAFETY: as for `mknod`.
+    unsafe {
+        dev_node_op(path, "mknodat", || {
+            real::__xmknodat(ver, dirfd, path, mode, dev)
+        })
+    }
+}
+
+/// Interposed `mkdir` (`/dev/dri` "exists").
+#[no_mangle]
+pub unsafe extern "C" fn mkdir(path: *const c_char, mode: mode_t) -> c_int {
+    // SAFETY: as for `mknod`.
+    unsafe { dev_node_op(path, "mkdir", || real::mkdir(path, mode)) }
+}
+
+/// Interposed `chmod`.
+#[no_mangle]
+pub unsafe extern "C" fn chmod(path: *const c_char, mode: mode_t) -> c_int {
+    // SAFETY: as for `mknod`.
+    unsafe { dev_node_op(path, "chmod", || real::chmod(path, mode)) }
+}
+
+/// Interposed `chown`.
+#[no_mangle]
+pub unsafe extern "C" fn chown(path: *const c_char, uid: libc::uid_t, gid: libc::gid_t) -> c_int {
+    // SAFETY: as for `mknod`.
+    unsafe { dev_node_op(path, "chown", || real::chown(path, uid, gid)) }
+}
+
+/// Interposed `unlink`.
+#[no_mangle]
+pub unsafe extern "C" fn unlink(path: *const c_char) -> c_int {
+    // SAFETY: as for `mknod`.
+    unsafe { dev_node_op(path, "unlink", || real::unlink(path)) }
+}
+
+/// Interposed `remove`.
+#[no_mangle]
+pub unsafe extern "C" fn remove(path: *const c_char) -> c_int {
+    // SAFETY: as for `mknod`.
+    unsafe { dev_node_op(path, "remove", || real::remove(path)) }
+}
+
+// ------------------------------------------------------------------------------------------
+// Descriptors
+
+/// Interposed `ioctl`: KFD ioctls on `/dev/kfd` descriptors, DRM queries on render nodes.
+#[no_mangle]
+pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: *mut c_void) -> c_int {
+    // SAFETY: libc's ioctl with the caller's arguments.
+    let pass = || or_enosys(unsafe { real::ioctl(fd, request, arg) }, -1);
+    let Some(kind) = fd_kind(fd) else {
+        return pass();
+    };
+    let Some(_guard) = Guard::enter() else {
+        return pass();
+    };
+    let result = match kind {
+        FdKind::Kfd => shim::kfd_ioctl(fd, request, arg),
+        FdKind::Render(minor) => shim::render_ioctl(minor, request, arg),
+    };
+    result.unwrap_or_else(|e| fail(e, -1))
+}
+
+/// Shared body of `mmap`/`mmap64`.
+///
+/// # Safety
+/// The caller's `mmap` arguments.
+unsafe fn mmap_impl(
+    addr: *mut c_void,
+    len: size_t,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    offset: off_t,
+) -> *mut c_void {
+    // SAFETY: libc's mmap with the caller's arguments.
+    let pass = || {
+        or_enosys(
+            unsafe { real::mmap(addr, len, prot, flags, fd, offset) },
+            libc::MAP_FAILED,
+        )
+    };
+    let kind = match fd_kind(fd) {
+        Some(kind) if flags & libc::MAP_ANONYMOUS == 0 => kind,
+        _ => return pass(),
+    };
+    let Some(_guard) = Guard::enter() else {
+        return pass();
+    };
+    let source = match shim::map_source(fd, kind, offset as u64, len as u64) {
+        Ok(s) => s,
+        Err(e) => {
+            log::debug!(target: "preload", "mmap fd {fd} ({kind:?}) offset {offset:#x} len {len:#x} = {e}");
+            return fail(e, libc::MAP_FAILED);
+        }
+    };
+    let Ok(file_offset) = off_t::try_from(source.offset) else {
+        return fail(Errno::EINVAL, libc::MAP_FAILED);
+    };
+    // The model's memory is a shared file: the mapping is always shared, at the caller's
+    // address when it asks for one (libhsakmt maps BOs MAP_FIXED over its reserved VA).
+    let shared = (flags & !libc::MAP_TYPE) | libc::MAP_SHARED;
+    // SAFETY: mapping the model's memory file with the caller's address, length and
+    // protection; a fixed address is the caller's own reservation, as with the real device.
+    let mapped = unsafe {
+        real::mmap(
+            addr,
+            len,
+            prot,
+            shared,
+            source.memory.fd().as_raw_fd(),
+            file_offset,
+        )
+    };
+    let mapped = or_enosys(mapped, libc::MAP_FAILED);
+    log::debug!(
+        target: "preload",
+        "mmap fd {fd} ({kind:?}) offset {offset:#x} len {len:#x} -> {mapped:?} ({} +{:#x})",
+        source.memory.name(),
+        source.offset
+    );
+    mapped
+}
+
+/// Interposed `mmap`: doorbell, event and MMIO pages of `/dev/kfd`, buffers of render nodes.
+#[no_mangle]
+pub unsafe extern "C" fn mmap(
+    addr: *mut c_void,
+    len: size_t,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    offset: off_t,
+) -> *mut c_void {
+    // SAFETY: the caller's arguments.
+    unsafe { mmap_impl(addr, len, prot, flags, fd, offset) }
+}
+
+/// Interposed `mmap64` (the same call on x86-64; libdrm uses this name).
+#[no_mangle]
+pub unsafe extern "C" fn mmap64(
+    addr: *mut c_void,
+    len: size_t,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    offset: off_t,
+) -> *mut c_void {
+    // SAFETY: the caller's arguments.
+    unsafe { mmap_impl(addr, len, prot, flags, fd, offset) }
+}
+
+/// Interposed `close`: the shim forgets its descriptors before libc may reuse the number.
+#[no_mangle]
+pub unsafe extern "C" fn close(fd: c_int) -> c_int {
+    if fd_kind(fd).is_some() {
+        if let Some(_guard) = Guard::enter() {
+            shim::forget_fd(fd);
+        }
+    }
+    // SAFETY: libc's close with the caller's descriptor.
+    or_enosys(unsafe { real::close(fd) }, -1)
+}
+
+/// Records a successful duplicate of a shim descriptor (and forgets an overwritten one).
+fn after_dup(old: c_int, new: c_int) -> c_int {
+    if new >= 0 && (fd_kind(old).is_some() || fd_kind(new).is_some()) {
+        if let Some(_guard) = Guard::enter() {
+            shim::track_dup(old, new);
+        }
+    }
+    new
+}
+
+/// Interposed `dup`.
+#[no_mangle]
+pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
+    // SAFETY: libc's dup with the caller's descriptor.
+    after_dup(fd, or_enosys(unsafe { real::dup(fd) }, -1))
+}
+
+/// Interposed `dup2`.
+#[no_mangle]
+pub unsafe extern "C" fn dup2(fd: c_int, newfd: c_int) -> c_int {
+    // SAFETY: libc's dup2 with the caller's descriptors.
+    after_dup(fd, or_enosys(unsafe { real::dup2(fd, newfd) }, -1))
+}
+
+/// Interposed `dup3`.
+#[no_mangle]
+pub unsafe extern "C" fn dup3(fd: c_int, newfd: c_int, flags: c_int) -> c_int {
+    // SAFETY: libc's dup3 with the caller's arguments.
+    after_dup(fd, or_enosys(unsafe { real::dup3(fd, newfd, flags) }, -1))
+}
+
+fn fcntl_result(fd: c_int, cmd: c_int, r: c_int) -> c_int {
+    if cmd == libc::F_DUPFD || cmd == libc::F_DUPFD_CLOEXEC {
+        after_dup(fd, r)
+    } else {
+        r
+    }
+}
+
+/// Interposed `fcntl` (`F_DUPFD*` of a shim descriptor is tracked; libdrm_amdgpu dups).
+#[no_mangle]
+pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_long) -> c_int {
+    // SAFETY: libc's fcntl with the caller's arguments (the optional one as its register).
+    fcntl_result(fd, cmd, or_enosys(unsafe { real::fcntl(fd, cmd, arg) }, -1))
+}
+
+/// Interposed `fcntl64`.
+#[no_mangle]
+pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: c_long) -> c_int {
+    // SAFETY: as for `fcntl`.
+    fcntl_result(
+        fd,
+        cmd,
+        or_enosys(unsafe { real::fcntl64(fd, cmd, arg) }, -1),
+    )
+}

@@ -1,0 +1,655 @@
+//! The per-process state behind the hooks: the configuration, the model and its one
+//! `kfd_process`, the descriptors the shim handed out, and the tree of files it serves.
+//!
+//! Everything here runs with the re-entry guard held (see [`Guard`]), so whatever it calls —
+//! `std::fs`, the model, the allocator — reaches libc directly.
+
+use crate::config::{ConfigError, ShimConfig};
+use crate::drm::{self, RenderInfo};
+use crate::logger::{write_all, FdLogger};
+use crate::paths::{classify, redirect_into, PathClass};
+use crate::real;
+use crate::tree;
+use core::cell::Cell;
+use core::ffi::{c_int, c_void, CStr};
+use kfd_model::topology::Topology;
+use kfd_model::user::{SelfProcess, UserAccess};
+use kfd_model::{Errno, MapSource, Model, Process, RenderNode};
+use std::collections::{HashMap, HashSet};
+use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+/// `ENOENT`: what a path the shim cannot serve looks like.
+const ENOENT: Errno = Errno(libc::ENOENT);
+
+/// Descriptors the fd table covers; the shim refuses to hand out larger ones.
+pub(crate) const MAX_FDS: usize = 1 << 16;
+
+/// Fd table value: not ours.
+const FD_NONE: u32 = 0;
+/// Fd table value: a `/dev/kfd` descriptor.
+const FD_KFD: u32 = 1;
+/// Fd table flag: a render node; the low bits are the minor.
+const FD_RENDER: u32 = 0x1_0000;
+
+/// What each descriptor number is to the shim: one atomic per fd, so passing a foreign fd
+/// on costs one load.
+static FDS: [AtomicU32; MAX_FDS] = [const { AtomicU32::new(FD_NONE) }; MAX_FDS];
+
+/// What a descriptor the shim handed out stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FdKind {
+    /// `/dev/kfd`.
+    Kfd,
+    /// `/dev/dri/renderD<minor>`.
+    Render(u32),
+}
+
+/// The shim's kind of `fd`, if it handed it out.
+#[inline]
+pub(crate) fn fd_kind(fd: c_int) -> Option<FdKind> {
+    let slot = FDS.get(usize::try_from(fd).ok()?)?;
+    match slot.load(Ordering::Acquire) {
+        FD_NONE => None,
+        FD_KFD => Some(FdKind::Kfd),
+        v => Some(FdKind::Render(v & !FD_RENDER)),
+    }
+}
+
+fn set_fd_kind(fd: c_int, kind: Option<FdKind>) {
+    let value = match kind {
+        None => FD_NONE,
+        Some(FdKind::Kfd) => FD_KFD,
+        Some(FdKind::Render(minor)) => FD_RENDER | minor,
+    };
+    if let Some(slot) = usize::try_from(fd).ok().and_then(|i| FDS.get(i)) {
+        slot.store(value, Ordering::Release);
+    }
+}
+
+thread_local! {
+    static IN_SHIM: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Held while the shim works on a hooked call; a hooked call made meanwhile on the same
+/// thread (by the model, `std`, libc internals) goes straight to libc.
+pub(crate) struct Guard(());
+
+impl Guard {
+    /// `None` when this thread is already inside the shim.
+    #[inline]
+    pub(crate) fn enter() -> Option<Guard> {
+        IN_SHIM
+            .try_with(|inside| (!inside.replace(true)).then_some(Guard(())))
+            .ok()
+            .flatten()
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = IN_SHIM.try_with(|inside| inside.set(false));
+    }
+}
+
+static LOGGER: FdLogger = FdLogger::new();
+static CONFIG: OnceLock<Result<ShimConfig, ConfigError>> = OnceLock::new();
+static TOPOLOGY: OnceLock<Topology> = OnceLock::new();
+
+/// The configuration, read (and the logger installed) on first use.
+pub(crate) fn config() -> Result<&'static ShimConfig, Errno> {
+    CONFIG
+        .get_or_init(|| {
+            let cfg = ShimConfig::from_env();
+            match &cfg {
+                Ok(c) => install_logger(c),
+                Err(e) => write_all(
+                    2,
+                    format!("kfd-preload: {e}; the modelled GPU stays absent\n").as_bytes(),
+                ),
+            }
+            cfg
+        })
+        .as_ref()
+        .map_err(|_| ENOENT)
+}
+
+fn install_logger(cfg: &ShimConfig) {
+    let mut fd = 2;
+    if let Some(path) = &cfg.log_file {
+        let opened = std::ffi::CString::new(path.as_str()).ok().and_then(|c| {
+            // SAFETY: `c` is a NUL-terminated path; the flags create or append a regular file.
+            unsafe {
+                real::open(
+                    c.as_ptr(),
+                    libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC,
+                    0o644,
+                )
+            }
+        });
+        match opened {
+            Some(f) if f >= 0 => fd = f,
+            _ => write_all(
+                2,
+                format!(
+                    "kfd-preload: cannot open log file {path}: {}; logging to stderr\n",
+                    std::io::Error::last_os_error()
+                )
+                .as_bytes(),
+            ),
+        }
+    }
+    LOGGER.configure(cfg.log.clone(), fd);
+    if log::set_logger(&LOGGER).is_ok() {
+        log::set_max_level(cfg.log.max_level());
+    }
+}
+
+fn topology(cfg: &ShimConfig) -> &'static Topology {
+    TOPOLOGY.get_or_init(|| Topology::from_config(&cfg.model_config()))
+}
+
+/// The model side of one OS process.
+struct Shim {
+    /// The process this state belongs to (a forked child starts over).
+    pid: u32,
+    /// Root of the served file tree, NUL-terminated.
+    tree: Option<Vec<u8>>,
+    /// Writing the tree failed once; do not retry on every path.
+    tree_failed: bool,
+    model: Option<Model>,
+    /// The one `kfd_process` of this OS process, as the kernel keeps one per mm.
+    process: Option<Arc<Process>>,
+    kfd_fds: HashSet<c_int>,
+    renders: HashMap<c_int, Arc<RenderNode>>,
+}
+
+static SHIM: Mutex<Option<Shim>> = Mutex::new(None);
+
+fn lock_shim() -> MutexGuard<'static, Option<Shim>> {
+    SHIM.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn with_shim<R>(
+    f: impl FnOnce(&mut Shim, &'static ShimConfig) -> Result<R, Errno>,
+) -> Result<R, Errno> {
+    let cfg = config()?;
+    let mut guard = lock_shim();
+    let pid = std::process::id();
+    if guard.as_ref().is_some_and(|s| s.pid != pid) {
+        // A forked child: the parent's model has no threads here and its process is not
+        // ours (the kernel answers EBADF to a child). Start over without running any
+        // destructor of the parent's state.
+        core::mem::forget(guard.take());
+    }
+    let shim = guard.get_or_insert_with(|| Shim {
+        pid,
+        tree: None,
+        tree_failed: false,
+        model: None,
+        process: None,
+        kfd_fds: HashSet::new(),
+        renders: HashMap::new(),
+    });
+    f(shim, cfg)
+}
+
+impl Shim {
+    fn model(&mut self, cfg: &ShimConfig) -> Result<&Model, Errno> {
+        if self.model.is_none() {
+            let model = Model::new(cfg.model_config()).inspect_err(|e| {
+                log::error!(target: "preload", "building the model ({} × {}) failed: {e}", cfg.gpus, cfg.preset);
+            })?;
+            log::info!(target: "preload", "pid {}: model of {} × {} up", self.pid, cfg.gpus, cfg.preset);
+            self.model = Some(model);
+        }
+        self.model.as_ref().ok_or(Errno::ENODEV)
+    }
+
+    fn process(&mut self, cfg: &ShimConfig) -> Result<Arc<Process>, Errno> {
+        if let Some(p) = &self.process {
+            return Ok(p.clone());
+        }
+        let p = Arc::new(self.model(cfg)?.open()?);
+        self.process = Some(p.clone());
+        Ok(p)
+    }
+
+    fn tree(&mut self, cfg: &ShimConfig) -> Result<&[u8], Errno> {
+        if self.tree.is_none() {
+            if self.tree_failed {
+                return Err(ENOENT);
+            }
+            match make_tree(self.pid, cfg) {
+                Ok(root) => self.tree = Some(root),
+                Err(e) => {
+                    log::error!(target: "preload", "cannot write the sysfs tree: {e}");
+                    self.tree_failed = true;
+                    return Err(ENOENT);
+                }
+            }
+        }
+        self.tree
+            .as_deref()
+            .and_then(|t| t.strip_suffix(b"\0"))
+            .ok_or(ENOENT)
+    }
+}
+
+const TREE_PREFIX: &str = "kfd-preload-";
+
+/// Creates `$TMPDIR/kfd-preload-<pid>-XXXXXX` and writes the tree into it; returns its path
+/// with a trailing NUL.
+fn make_tree(pid: u32, cfg: &ShimConfig) -> std::io::Result<Vec<u8>> {
+    let base = std::env::temp_dir();
+    remove_stale_trees(&base);
+    let mut template = base
+        .join(format!("{TREE_PREFIX}{pid}-XXXXXX"))
+        .as_os_str()
+        .as_bytes()
+        .to_vec();
+    template.push(0);
+    // SAFETY: `template` is a writable NUL-terminated buffer ending in XXXXXX, as mkdtemp
+    // requires; it rewrites those six bytes in place.
+    let made = unsafe { libc::mkdtemp(template.as_mut_ptr().cast()) };
+    if made.is_null() {
+        return Err(std::io::Error::last_os_error());
+    }
+    let root = std::path::PathBuf::from(std::ffi::OsStr::from_bytes(
+        template.strip_suffix(b"\0").unwrap_or(&template),
+    ));
+    if let Err(e) = tree::write_tree(&root, cfg, topology(cfg)) {
+        let _ = std::fs::remove_dir_all(&root);
+        return Err(e);
+    }
+    log::debug!(target: "preload", "sysfs tree at {}", root.display());
+    Ok(template)
+}
+
+/// Removes trees left by processes that died without running their exit handlers.
+fn remove_stale_trees(base: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(TREE_PREFIX))
+            .and_then(|n| n.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let owned = std::os::unix::fs::MetadataExt::uid(&match entry.metadata() {
+            Ok(m) => m,
+            Err(_) => continue,
+        }) == uid;
+        if owned && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+/// Removes this process's tree at exit (a forked child leaves its parent's alone).
+extern "C" fn remove_tree_at_exit() {
+    let _guard = Guard::enter();
+    let Ok(shim) = SHIM.try_lock() else {
+        return;
+    };
+    if let Some(s) = shim.as_ref().filter(|s| s.pid == std::process::id()) {
+        if let Some(root) = s.tree.as_deref().and_then(|t| t.strip_suffix(b"\0")) {
+            let _ = std::fs::remove_dir_all(std::ffi::OsStr::from_bytes(root));
+        }
+    }
+}
+
+// Runs when the process exits (and if the library were unloaded).
+#[used]
+#[link_section = ".fini_array"]
+static REMOVE_TREE_AT_EXIT: extern "C" fn() = remove_tree_at_exit;
+
+/// Where a path goes.
+pub(crate) enum Route<'b> {
+    /// Not the shim's: libc as asked.
+    Pass,
+    /// `/dev/kfd`.
+    Kfd,
+    /// A modelled render node.
+    Render(u32),
+    /// `/proc/modules`.
+    ProcModules,
+    /// Served from the tree at this NUL-terminated path.
+    Redirect(&'b CStr),
+    /// The shim's answer is this error.
+    Fail(Errno),
+}
+
+/// Routes an absolute path; `buf` receives a redirected path.
+pub(crate) fn route<'b>(path: &CStr, buf: &'b mut [u8]) -> Route<'b> {
+    let bytes = path.to_bytes();
+    // Paths outside /dev, /sys, /proc never need the configuration.
+    if !matches!(bytes.get(..5), Some(b"/dev/" | b"/sys/")) && !bytes.starts_with(b"/proc/") {
+        return Route::Pass;
+    }
+    let gpus = match config() {
+        Ok(c) => c.gpus,
+        Err(_) => return Route::Pass,
+    };
+    match classify(bytes, gpus) {
+        PathClass::Other => Route::Pass,
+        PathClass::Kfd => Route::Kfd,
+        PathClass::RenderNode(m) => Route::Render(m),
+        PathClass::ProcModules => Route::ProcModules,
+        PathClass::Redirect { prefix, rest } => {
+            let routed = with_shim(|s, cfg| {
+                let root = s.tree(cfg)?;
+                let out =
+                    redirect_into(buf, root, prefix, rest).ok_or(Errno(libc::ENAMETOOLONG))?;
+                CStr::from_bytes_with_nul(out).map_err(|_| Errno::EINVAL)
+            });
+            match routed {
+                Ok(p) => {
+                    log::trace!(target: "preload", "{} -> {}", path.to_string_lossy(), p.to_string_lossy());
+                    Route::Redirect(p)
+                }
+                Err(e) => Route::Fail(e),
+            }
+        }
+    }
+}
+
+/// A descriptor standing for a device file: an empty memfd, so close/dup/poll/fcntl work.
+fn device_fd(name: &CStr, flags: c_int) -> Result<c_int, Errno> {
+    let memfd_flags = if flags & libc::O_CLOEXEC != 0 {
+        libc::MFD_CLOEXEC
+    } else {
+        0
+    };
+    // SAFETY: `name` is NUL-terminated; memfd_create has no other preconditions.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), memfd_flags) };
+    if fd < 0 {
+        return Err(Errno(
+            std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EMFILE),
+        ));
+    }
+    if fd as usize >= MAX_FDS {
+        // SAFETY: closing the descriptor just created.
+        unsafe { real::close(fd) };
+        return Err(Errno(libc::EMFILE));
+    }
+    Ok(fd)
+}
+
+fn check_device_flags(flags: c_int) -> Result<(), Errno> {
+    if flags & libc::O_DIRECTORY != 0 {
+        return Err(Errno(libc::ENOTDIR));
+    }
+    Ok(())
+}
+
+/// `open("/dev/kfd")`: a new descriptor on this process's one `kfd_process`.
+pub(crate) fn open_kfd(flags: c_int) -> Result<c_int, Errno> {
+    check_device_flags(flags)?;
+    with_shim(|s, cfg| {
+        s.process(cfg)?;
+        let fd = device_fd(c"kfd", flags)?;
+        s.kfd_fds.insert(fd);
+        set_fd_kind(fd, Some(FdKind::Kfd));
+        log::debug!(target: "preload", "open /dev/kfd = fd {fd}");
+        Ok(fd)
+    })
+}
+
+/// `open("/dev/dri/renderD<minor>")`.
+pub(crate) fn open_render(minor: u32, flags: c_int) -> Result<c_int, Errno> {
+    check_device_flags(flags)?;
+    with_shim(|s, cfg| {
+        let mut node = s.model(cfg)?.open_render_node(minor)?;
+        let fd = device_fd(c"amdgpu-render", flags)?;
+        node.bind_fd(fd);
+        s.renders.insert(fd, Arc::new(node));
+        set_fd_kind(fd, Some(FdKind::Render(minor)));
+        log::debug!(target: "preload", "open /dev/dri/renderD{minor} = fd {fd}");
+        Ok(fd)
+    })
+}
+
+/// `open("/proc/modules")`: the real list (if any) plus the `amdgpu` line, in a memfd.
+pub(crate) fn open_proc_modules(flags: c_int) -> Result<c_int, Errno> {
+    if flags & libc::O_ACCMODE != libc::O_RDONLY {
+        return Err(Errno::EACCES);
+    }
+    let mut text = std::fs::read("/proc/modules").unwrap_or_default();
+    if !text
+        .split(|&b| b == b'\n')
+        .any(|l| l.starts_with(b"amdgpu "))
+    {
+        text.extend_from_slice(tree::PROC_MODULES_AMDGPU.as_bytes());
+    }
+    let fd = device_fd(c"proc-modules", flags)?;
+    write_all(fd, &text);
+    // SAFETY: rewinding a descriptor this function owns.
+    unsafe { libc::lseek(fd, 0, libc::SEEK_SET) };
+    Ok(fd)
+}
+
+/// A descriptor closes: forget what it was (before libc reuses the number).
+pub(crate) fn forget_fd(fd: c_int) {
+    let Some(kind) = fd_kind(fd) else {
+        return;
+    };
+    set_fd_kind(fd, None);
+    let dropped = with_shim(|s, _| {
+        s.kfd_fds.remove(&fd);
+        Ok(s.renders.remove(&fd))
+    });
+    log::debug!(target: "preload", "close fd {fd} ({kind:?})");
+    drop(dropped);
+}
+
+/// `dup`-like calls: `new` now names what `old` names.
+pub(crate) fn track_dup(old: c_int, new: c_int) {
+    if old == new || new < 0 {
+        return;
+    }
+    forget_fd(new);
+    let Some(kind) = fd_kind(old) else {
+        return;
+    };
+    let _ = with_shim(|s, _| {
+        match kind {
+            FdKind::Kfd => {
+                if s.kfd_fds.contains(&old) {
+                    s.kfd_fds.insert(new);
+                }
+            }
+            FdKind::Render(_) => {
+                if let Some(r) = s.renders.get(&old).cloned() {
+                    s.renders.insert(new, r);
+                }
+            }
+        }
+        Ok(())
+    });
+    set_fd_kind(new, Some(kind));
+}
+
+/// The `kfd_process` a descriptor reaches; `EBADF` for a descriptor inherited from a parent
+/// process (as the kernel answers).
+fn kfd_process(fd: c_int) -> Result<Arc<Process>, Errno> {
+    with_shim(|s, _| {
+        if !s.kfd_fds.contains(&fd) {
+            return Err(Errno::EBADF);
+        }
+        s.process.clone().ok_or(Errno::EBADF)
+    })
+}
+
+/// The kernel-internal restart code never reaches user space: a wait cut short by a signal
+/// is `EINTR` to the caller.
+fn user_errno(e: Errno) -> Errno {
+    if e == Errno::ERESTARTSYS {
+        Errno::EINTR
+    } else {
+        e
+    }
+}
+
+/// `ioctl` on a `/dev/kfd` descriptor: the argument is copied in and out with the kernel's
+/// `copy_from_user`/`copy_to_user` semantics (a bad pointer is `EFAULT`).
+pub(crate) fn kfd_ioctl(fd: c_int, request: u64, arg: *mut c_void) -> Result<c_int, Errno> {
+    let process = kfd_process(fd)?;
+    let request = u32::try_from(request).map_err(|_| Errno::ENOTTY)?;
+    let size = kfd_sys::ioc_size(request);
+    let addr = arg as u64;
+    let mut inline = [0u8; 512];
+    let mut before = [0u8; 512];
+    let mut heap;
+    let mut heap_before;
+    let (buf, orig) = if size <= inline.len() {
+        (&mut inline[..size], &mut before[..size])
+    } else {
+        heap = vec![0u8; size];
+        heap_before = vec![0u8; size];
+        (&mut heap[..], &mut heap_before[..])
+    };
+    SelfProcess.read(addr, buf)?;
+    orig.copy_from_slice(buf);
+    log::trace!(target: "preload", "ioctl fd {fd} {request:#010x} in  {buf:02x?}");
+    let result = match dkms_runtime_enable(request, buf) {
+        Some(args) => runtime_enable(&process, args),
+        None => process.ioctl(request, buf),
+    };
+    log::trace!(target: "preload", "ioctl fd {fd} {request:#010x} out {buf:02x?} = {result:?}");
+    // Copy back only what the driver changed: an IOW struct may live in read-only memory.
+    if buf != orig {
+        SelfProcess.write(addr, buf)?;
+    }
+    result.map_err(user_errno)
+}
+
+/// libhsakmt 5.2.3 (DKMS 1.8 numbering) enables the runtime with `DBG_TRAP` (0x82) op
+/// `RUNTIME_ENABLE` (13) on its own pid; upstream made that `AMDKFD_IOC_RUNTIME_ENABLE`
+/// (0x25). Returns the upstream arguments when `buf` is such a call.
+fn dkms_runtime_enable(request: u32, buf: &[u8]) -> Option<kfd_sys::kfd_ioctl_runtime_enable_args> {
+    use kfd_sys::v1_8;
+    if kfd_sys::ioc_nr(request) != kfd_sys::ioc_nr(v1_8::AMDKFD_IOC_DBG_TRAP) {
+        return None;
+    }
+    let (a, _) =
+        <v1_8::kfd_ioctl_dbg_trap_args as kfd_sys::FromBytes>::read_from_prefix(buf).ok()?;
+    if a.op != v1_8::KFD_IOC_DBG_TRAP_RUNTIME_ENABLE || a.pid != std::process::id() {
+        return None;
+    }
+    let mut mode_mask = 0;
+    if a.data1 != 0 {
+        mode_mask |= kfd_sys::KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK;
+        if a.data2 != 0 {
+            mode_mask |= kfd_sys::KFD_RUNTIME_ENABLE_MODE_TTMP_SAVE_MASK;
+        }
+    }
+    Some(kfd_sys::kfd_ioctl_runtime_enable_args {
+        r_debug: a.ptr,
+        mode_mask,
+        capabilities_mask: 0,
+    })
+}
+
+fn runtime_enable(
+    process: &Process,
+    mut args: kfd_sys::kfd_ioctl_runtime_enable_args,
+) -> Result<i32, Errno> {
+    log::debug!(target: "preload", "DKMS DBG_TRAP RUNTIME_ENABLE -> AMDKFD_IOC_RUNTIME_ENABLE (mode {:#x})", args.mode_mask);
+    process.ioctl(
+        kfd_sys::AMDKFD_IOC_RUNTIME_ENABLE,
+        kfd_sys::IntoBytes::as_mut_bytes(&mut args),
+    )
+}
+
+/// `ioctl` on a render node: the DRM queries libdrm sends.
+pub(crate) fn render_ioctl(minor: u32, request: u64, arg: *mut c_void) -> Result<c_int, Errno> {
+    let cfg = config()?;
+    let request = u32::try_from(request).map_err(|_| Errno::ENOTTY)?;
+    let node = topology(cfg)
+        .gpus()
+        .find(|n| n.properties.drm_render_minor == u64::from(minor))
+        .ok_or(Errno::ENODEV)?;
+    let info = RenderInfo {
+        node,
+        preset: cfg.preset,
+        kernel: cfg.kernel,
+    };
+    let size = kfd_sys::ioc_size(request);
+    let addr = arg as u64;
+    let mut buf = vec![0u8; size];
+    SelfProcess.read(addr, &mut buf)?;
+    let answer = drm::answer(&info, request, &buf).inspect_err(|e| {
+        log::debug!(target: "preload", "renderD{minor}: DRM ioctl {request:#010x} = {e}");
+    })?;
+    for w in &answer.writes {
+        SelfProcess.write(w.addr, &w.data)?;
+    }
+    if let Some(new_arg) = &answer.arg {
+        SelfProcess.write(addr, new_arg.get(..size).unwrap_or(new_arg))?;
+    }
+    Ok(0)
+}
+
+/// What `mmap` of `len` bytes at `offset` of a shim descriptor maps.
+pub(crate) fn map_source(
+    fd: c_int,
+    kind: FdKind,
+    offset: u64,
+    len: u64,
+) -> Result<MapSource, Errno> {
+    match kind {
+        FdKind::Kfd => kfd_process(fd)?.mmap(offset, len),
+        FdKind::Render(_) => {
+            let node = with_shim(|s, _| s.renders.get(&fd).cloned().ok_or(Errno::EBADF))?;
+            node.mmap(offset, len)
+        }
+    }
+}
+
+/// The `stat` of a device node the shim answers: a character device, read-write for all.
+pub(crate) fn device_stat(kind: FdKind) -> libc::stat {
+    let (major, minor) = match kind {
+        FdKind::Kfd => (KFD_MAJOR, 0),
+        FdKind::Render(m) => (crate::paths::DRM_MAJOR, m),
+    };
+    // SAFETY: `stat` is plain integers; all-zero is a valid value.
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    st.st_dev = libc::makedev(0, 6);
+    st.st_ino = 0x4b46_4400 + u64::from(minor) + u64::from(major) * 1024;
+    st.st_nlink = 1;
+    st.st_mode = libc::S_IFCHR | 0o666;
+    st.st_rdev = libc::makedev(major, minor);
+    st.st_blksize = 4096;
+    st
+}
+
+/// The character-device major the shim gives `/dev/kfd` (dynamic on real systems).
+pub(crate) const KFD_MAJOR: u32 = 235;
+
+/// The same as a `statx` answer.
+pub(crate) fn device_statx(kind: FdKind) -> libc::statx {
+    let st = device_stat(kind);
+    // SAFETY: `statx` is plain integers; all-zero is a valid value.
+    let mut sx: libc::statx = unsafe { core::mem::zeroed() };
+    sx.stx_mask = libc::STATX_BASIC_STATS;
+    sx.stx_blksize = st.st_blksize as u32;
+    sx.stx_nlink = st.st_nlink as u32;
+    sx.stx_mode = st.st_mode as u16;
+    sx.stx_ino = st.st_ino;
+    sx.stx_rdev_major = libc::major(st.st_rdev);
+    sx.stx_rdev_minor = libc::minor(st.st_rdev);
+    sx.stx_dev_major = libc::major(st.st_dev);
+    sx.stx_dev_minor = libc::minor(st.st_dev);
+    sx
+}

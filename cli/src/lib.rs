@@ -1,0 +1,178 @@
+//! # kfd-cli — the `kfd` command
+//!
+//! The command line of kfd-rs, and the library behind it. Each subcommand is a module with
+//! its clap arguments and a `run` function:
+//!
+//! | command | module | does |
+//! |---|---|---|
+//! | `kfd abi` | [`abi`] | the `/dev/kfd` ioctl table of `kfd-sys`, and struct layouts |
+//! | `kfd decode` | [`decode`] | disassembles PM4 or SDMA streams (file, stdin, hex text, binary dump) with dword offsets; errors point at the offending dword |
+//! | `kfd mqd` | [`mqd_tool`] | builds the MQD the kernel writes for a queue, decodes MQD dumps, lists MQD fields, per generation |
+//! | `kfd trace` | [`trace`] | runs a scenario on the model and prints the path of each request layer by layer (ioctl → pqm → dqm → packet manager → HIQ → HWS → HQD), with the PM4 of every packet, the MQD dwords that changed, and a Chrome/Perfetto timeline |
+//!
+//! `kfd info`, `kfd demo`, `kfd drain` and `kfd bench` (issue #10) join once the thunk and the
+//! drain channels exist; each will be one more module and one more [`Command`] variant.
+//!
+//! Conventions of every subcommand: `--json` wherever the output is data; colour only on a
+//! terminal (`--color`, `NO_COLOR`); bad arguments or bad input end with one line on stderr
+//! and status 2, a failure of the work itself with status 1; logging goes through
+//! `env_logger` (`RUST_LOG=kfd::dqm=debug kfd trace create-queue`).
+//!
+//! Shared pieces: [`input`] reads files, stdin and hex text; [`target`] parses `--gfx`;
+//! [`mqd_fields`] names MQD dwords; [`output`] holds the stdout writer and colours;
+//! [`logging`] tees log records to `kfd trace`.
+//!
+//! ## Example
+//!
+//! Decoding a stream the way `kfd decode --hex "ffff1000 c0004600 00000407"` does:
+//!
+//! ```
+//! use kfd_cli::decode::{decode_words, Engine};
+//! use kfd_cli::input::parse_hex_dwords;
+//! use kfd_cli::target::Target;
+//!
+//! let words = parse_hex_dwords("ffff1000 c0004600 00000407")?;
+//! let gfx9: Target = "gfx9".parse()?;
+//! let (engine, entries) = decode_words(&words, 0, Engine::Auto, gfx9, false);
+//! assert_eq!(engine, Engine::Pm4);
+//! let names: Vec<_> = entries.iter().map(|e| (e.offset, e.name)).collect();
+//! assert_eq!(names, [(0, Some("NOP")), (1, Some("EVENT_WRITE"))]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![forbid(unsafe_code)]
+
+pub mod abi;
+pub mod decode;
+pub mod error;
+pub mod input;
+pub mod logging;
+pub mod mqd_fields;
+pub mod mqd_tool;
+pub mod output;
+pub mod target;
+pub mod trace;
+
+use std::ffi::OsString;
+
+use clap::{Parser, Subcommand};
+
+use error::{CliError, EXIT_USAGE};
+use output::{ColorChoice, Style};
+
+/// The command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "kfd",
+    version,
+    about = "AMD KFD user-space stack in Rust: the /dev/kfd ABI, PM4/SDMA packets, MQDs, and a model of the driver",
+    propagate_version = true
+)]
+pub struct Cli {
+    /// When to colour the output.
+    #[arg(long, value_enum, global = true, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print the /dev/kfd ioctl table: name, number, request code, argument size.
+    Abi(abi::AbiArgs),
+    /// Disassemble a PM4 or SDMA stream from a file, stdin or hex text.
+    Decode(decode::DecodeArgs),
+    /// Build, decode or list MQDs (memory queue descriptors) per generation.
+    #[command(subcommand)]
+    Mqd(mqd_tool::MqdCommand),
+    /// Run a scenario on the model and show each request layer by layer.
+    Trace(trace::TraceArgs),
+    // `info`, `demo`, `drain` and `bench` go here (issue #10, with the thunk and drain crates).
+}
+
+/// Runs the command line `args` (the first is the program name) and returns the exit status.
+pub fn run<I, T>(args: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    logging::init();
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
+    let style = Style::new(cli.color.enabled());
+    let result = match &cli.command {
+        Command::Abi(args) => abi::run(args, style),
+        Command::Decode(args) => decode::run(args, style),
+        Command::Mqd(command) => mqd_tool::run(command, style),
+        Command::Trace(args) => trace::run(args, style),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(e) if e.message == output::BROKEN_PIPE => 0,
+        Err(e) => {
+            eprintln!("kfd: {}", e.one_line());
+            e.code
+        }
+    }
+}
+
+/// Prints a clap error as one line (help and version as they are) and returns the status.
+fn usage_error(e: &clap::Error) -> u8 {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            print!("{e}");
+            0
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            eprint!("{}", e.render());
+            EXIT_USAGE
+        }
+        _ => {
+            eprintln!("kfd: {}", one_line_usage(&e.render().to_string()));
+            EXIT_USAGE
+        }
+    }
+}
+
+/// Clap's multi-line error as `message (usage: …)`.
+pub fn one_line_usage(rendered: &str) -> String {
+    let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines
+        .next()
+        .unwrap_or("bad arguments")
+        .trim_start_matches("error: ")
+        .to_owned();
+    let usage = rendered
+        .lines()
+        .map(str::trim)
+        .find_map(|l| l.strip_prefix("Usage: "));
+    let message = match usage {
+        Some(u) => format!("{first} (usage: {u})"),
+        None => first,
+    };
+    CliError::usage(message).one_line()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clap_errors_become_one_line() {
+        let rendered = "error: unexpected argument '--x' found\n\n  tip: to pass '--x' as a value, use '-- --x'\n\nUsage: kfd decode [OPTIONS] [FILE]\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            one_line_usage(rendered),
+            "unexpected argument '--x' found (usage: kfd decode [OPTIONS] [FILE])"
+        );
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

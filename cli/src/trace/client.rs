@@ -1,0 +1,239 @@
+//! A client of the model that speaks only ioctl bytes, as a C program on `/dev/kfd` does:
+//! ACQUIRE_VM with a render node, ALLOC/MAP buffers, CREATE/DESTROY_QUEUE with the buffers
+//! Linux 6.12 validates. Every ioctl is timed for the timeline.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::Instant;
+
+use kfd_model::{Model, Process, RenderNode};
+use kfd_sys::*;
+
+use crate::error::{CliError, CliResult};
+
+/// One ioctl as the timeline shows it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct IoctlSpan {
+    /// `AMDKFD_IOC_…`.
+    pub name: &'static str,
+    /// PASID of the caller.
+    pub pasid: u32,
+    /// Start, microseconds since the trace began.
+    pub start_us: f64,
+    /// End.
+    pub end_us: f64,
+    /// `0`, or the errno name.
+    pub result: String,
+}
+
+/// The ioctls of a trace, shared by its clients.
+pub type Spans = Rc<RefCell<Vec<IoctlSpan>>>;
+
+/// A queue's buffers and ids.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueInfo {
+    /// The queue id CREATE_QUEUE returned.
+    pub id: u32,
+    /// The `queue_type` it was created with.
+    pub queue_type: u32,
+    /// Ring address and size.
+    pub ring: (u64, u32),
+    /// The mmap offset of its doorbell.
+    pub doorbell_offset: u64,
+}
+
+/// One process of the model with its VM acquired on one GPU.
+pub struct Client {
+    /// The open `/dev/kfd`.
+    pub process: Process,
+    /// The render node whose fd ACQUIRE_VM took.
+    pub render: RenderNode,
+    /// The GPU.
+    pub gpu_id: u32,
+    model: Model,
+    next_va: Cell<u64>,
+    spans: Spans,
+    epoch: Instant,
+}
+
+fn ioctl_name(request: u32) -> &'static str {
+    kfd_sys::AMDKFD_IOCTLS
+        .iter()
+        .find(|d| d.request == request)
+        .map_or("AMDKFD_IOC_?", |d| d.name)
+}
+
+impl Client {
+    /// Opens `/dev/kfd` and the render node of `gpu_id` and acquires the VM.
+    pub fn open(model: &Model, gpu_id: u32, spans: Spans, epoch: Instant) -> CliResult<Client> {
+        let node = model
+            .topology()
+            .gpus()
+            .find(|n| n.gpu_id == gpu_id)
+            .ok_or_else(|| CliError::failure(format!("the model has no GPU {gpu_id:#x}")))?;
+        let minor = u32::try_from(node.properties.drm_render_minor)
+            .map_err(|_| CliError::failure("render minor out of range"))?;
+        let process = model
+            .open()
+            .map_err(|e| CliError::failure(format!("open /dev/kfd: {e}")))?;
+        let render = model
+            .open_render_node(minor)
+            .map_err(|e| CliError::failure(format!("open renderD{minor}: {e}")))?;
+        let client = Client {
+            process,
+            gpu_id,
+            model: model.clone(),
+            next_va: Cell::new(0x1_0000_0000),
+            spans,
+            epoch,
+            render,
+        };
+        let mut acquire = kfd_ioctl_acquire_vm_args {
+            drm_fd: client.render.fd as u32,
+            gpu_id,
+        };
+        client.ioctl(AMDKFD_IOC_ACQUIRE_VM, &mut acquire)?;
+        Ok(client)
+    }
+
+    /// The PASID.
+    pub fn pasid(&self) -> u32 {
+        self.process.pasid()
+    }
+
+    /// A typed ioctl: the struct's bytes in, the kernel's bytes back.
+    pub fn ioctl<T: IntoBytes + FromBytes + Immutable>(
+        &self,
+        request: u32,
+        args: &mut T,
+    ) -> CliResult<i32> {
+        let name = ioctl_name(request);
+        let mut bytes = args.as_bytes().to_vec();
+        let start = self.epoch.elapsed();
+        let result = self.process.ioctl(request, &mut bytes);
+        let end = self.epoch.elapsed();
+        self.spans.borrow_mut().push(IoctlSpan {
+            name,
+            pasid: self.pasid(),
+            start_us: start.as_secs_f64() * 1e6,
+            end_us: end.as_secs_f64() * 1e6,
+            result: match &result {
+                Ok(r) => r.to_string(),
+                Err(e) => format!("{e:?}"),
+            },
+        });
+        if let Ok((back, _)) = T::read_from_prefix(&bytes) {
+            *args = back;
+        }
+        result.map_err(|e| CliError::failure(format!("{name} failed: {e}")))
+    }
+
+    /// ALLOC_MEMORY_OF_GPU (GTT, writable) + MAP_MEMORY_TO_GPU; returns the GPU VA.
+    pub fn alloc_gtt(&self, size: u64) -> CliResult<u64> {
+        let va = self.next_va.get();
+        self.next_va.set(va + size.next_multiple_of(1 << 21));
+        let mut alloc = kfd_ioctl_alloc_memory_of_gpu_args {
+            va_addr: va,
+            size,
+            gpu_id: self.gpu_id,
+            flags: KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+            ..Default::default()
+        };
+        self.ioctl(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut alloc)?;
+        let ids = [self.gpu_id];
+        let mut map = kfd_ioctl_map_memory_to_gpu_args {
+            handle: alloc.handle,
+            device_ids_array_ptr: ids.as_ptr() as u64,
+            n_devices: 1,
+            n_success: 0,
+        };
+        self.ioctl(AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut map)?;
+        Ok(va)
+    }
+
+    /// Allocates what a queue of `queue_type` needs (ring, pointer page, and for compute the
+    /// EOP buffer and CWSR area of the topology's sizes) and creates it.
+    pub fn create_queue(
+        &self,
+        queue_type: u32,
+        ring_size: u32,
+        priority: u32,
+    ) -> CliResult<QueueInfo> {
+        let args = self.queue_args(queue_type, ring_size, priority)?;
+        self.create_queue_with(args)
+    }
+
+    /// The CREATE_QUEUE arguments for a queue with freshly allocated buffers.
+    pub fn queue_args(
+        &self,
+        queue_type: u32,
+        ring_size: u32,
+        priority: u32,
+    ) -> CliResult<kfd_ioctl_create_queue_args> {
+        let node = self
+            .model
+            .node(self.gpu_id)
+            .ok_or_else(|| CliError::failure("GPU vanished"))?
+            .clone();
+        let ring = self.alloc_gtt(u64::from(ring_size))?;
+        let pointers = self.alloc_gtt(4096)?;
+        let mut args = kfd_ioctl_create_queue_args {
+            ring_base_address: ring,
+            write_pointer_address: pointers + 0x38,
+            read_pointer_address: pointers + 0x80,
+            ring_size,
+            gpu_id: self.gpu_id,
+            queue_type,
+            queue_percentage: 100,
+            queue_priority: priority,
+            ..Default::default()
+        };
+        if matches!(
+            queue_type,
+            KFD_IOC_QUEUE_TYPE_COMPUTE | KFD_IOC_QUEUE_TYPE_COMPUTE_AQL
+        ) {
+            let sizes = node.queue_sizes;
+            let xcc = node.topo.properties.num_xcc.max(1);
+            let ctx_bytes = ((u64::from(sizes.cwsr_size) + u64::from(sizes.debug_memory_size))
+                * xcc)
+                .next_multiple_of(4096);
+            args.eop_buffer_address = self.alloc_gtt(4096)?;
+            args.eop_buffer_size = 4096;
+            args.ctx_save_restore_address = self.alloc_gtt(ctx_bytes)?;
+            args.ctx_save_restore_size = sizes.cwsr_size;
+            args.ctl_stack_size = sizes.ctl_stack_size;
+        }
+        Ok(args)
+    }
+
+    /// CREATE_QUEUE with prepared arguments.
+    pub fn create_queue_with(&self, mut args: kfd_ioctl_create_queue_args) -> CliResult<QueueInfo> {
+        self.ioctl(AMDKFD_IOC_CREATE_QUEUE, &mut args)?;
+        Ok(QueueInfo {
+            id: args.queue_id,
+            queue_type: args.queue_type,
+            ring: (args.ring_base_address, args.ring_size),
+            doorbell_offset: args.doorbell_offset,
+        })
+    }
+
+    /// DESTROY_QUEUE.
+    pub fn destroy_queue(&self, id: u32) -> CliResult<()> {
+        let mut args = kfd_ioctl_destroy_queue_args {
+            queue_id: id,
+            pad: 0,
+        };
+        self.ioctl(AMDKFD_IOC_DESTROY_QUEUE, &mut args).map(|_| ())
+    }
+}
+
+/// A queue type's name as the kernel header spells the constant's suffix.
+pub fn queue_type_name(queue_type: u32) -> &'static str {
+    match queue_type {
+        KFD_IOC_QUEUE_TYPE_COMPUTE => "PM4 compute",
+        KFD_IOC_QUEUE_TYPE_COMPUTE_AQL => "AQL compute",
+        KFD_IOC_QUEUE_TYPE_SDMA => "SDMA",
+        KFD_IOC_QUEUE_TYPE_SDMA_XGMI => "SDMA (XGMI)",
+        _ => "queue",
+    }
+}

@@ -1,0 +1,146 @@
+//! `kfd trace <scenario>`: runs a scenario on the model and shows how each request travels
+//! through the driver and the firmware, layer by layer, with the PM4 of every packet and the
+//! MQD dwords that changed; `--chrome-trace FILE` writes the timeline.
+//!
+//! How it works: a [`capture::Capture`] is attached to the log (the model logs one target
+//! per layer), the scenario runs in [`session::Session`] steps, and at every record the
+//! capture looks at GART for new HIQ packets and MQD changes. [`render`] draws the tree,
+//! [`chrome`] the timeline.
+
+pub mod capture;
+pub mod chrome;
+pub mod client;
+pub mod render;
+pub mod scenarios;
+pub mod session;
+
+use std::path::PathBuf;
+
+use kfd_model::Preset;
+use serde::Serialize;
+
+use crate::error::{CliError, CliResult};
+use crate::output::{Out, Style, Tone};
+use scenarios::{Scenario, ScenarioOptions};
+use session::{Session, Step};
+
+/// Queue kinds `create-queue` can make.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum QueueType {
+    /// AQL compute (what ROCr creates).
+    Aql,
+    /// PM4 compute.
+    Pm4,
+    /// SDMA.
+    Sdma,
+}
+
+/// What `kfd trace` was asked.
+#[derive(Clone, Debug, clap::Args)]
+pub struct TraceArgs {
+    /// The scenario to run.
+    #[arg(value_enum)]
+    pub scenario: Scenario,
+    /// GPU part to model: gfx900, gfx90a, gfx942, gfx1030 (default: per scenario).
+    #[arg(long, value_parser = parse_preset)]
+    pub preset: Option<Preset>,
+    /// The queue create-queue makes.
+    #[arg(long, value_enum, default_value_t = QueueType::Aql)]
+    pub queue_type: QueueType,
+    /// Ring size in bytes (power of two, at least 1K).
+    #[arg(long, value_parser = crate::mqd_tool::parse_number, default_value = "4K")]
+    pub ring_size: u64,
+    /// Show every step in full, setup included.
+    #[arg(long)]
+    pub all: bool,
+    /// Write a Chrome/Perfetto timeline (trace-event JSON) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub chrome_trace: Option<PathBuf>,
+    /// Print the steps and records as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_preset(s: &str) -> Result<Preset, String> {
+    s.parse()
+}
+
+/// The JSON form of a trace.
+#[derive(Serialize)]
+pub struct TraceReport<'a> {
+    /// Scenario name.
+    pub scenario: &'static str,
+    /// GPU part.
+    pub preset: &'static str,
+    /// The path the tree follows.
+    pub path: &'static str,
+    /// The steps.
+    pub steps: &'a [Step],
+}
+
+/// Runs `kfd trace`.
+pub fn run(args: &TraceArgs, style: Style) -> CliResult<()> {
+    let ring_size = u32::try_from(args.ring_size)
+        .ok()
+        .filter(|r| r.is_power_of_two() && *r >= 1024)
+        .ok_or_else(|| {
+            CliError::usage(format!(
+                "--ring-size {} is not a power of two of at least 1024 bytes",
+                args.ring_size
+            ))
+        })?;
+    let options = ScenarioOptions {
+        queue_type: match args.queue_type {
+            QueueType::Aql => kfd_sys::KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+            QueueType::Pm4 => kfd_sys::KFD_IOC_QUEUE_TYPE_COMPUTE,
+            QueueType::Sdma => kfd_sys::KFD_IOC_QUEUE_TYPE_SDMA,
+        },
+        ring_size,
+    };
+    // Refuse an unavailable scenario before bringing a model up.
+    scenarios::check_available(args.scenario)?;
+    let preset = args.preset.unwrap_or(args.scenario.default_preset());
+    let mut session = Session::start(preset)?;
+    let outcome = scenarios::run(args.scenario, &mut session, options);
+    let ioctls = session.ioctls();
+    let steps = std::mem::take(&mut session.steps);
+    drop(session);
+    if let Some(path) = &args.chrome_trace {
+        let timeline = chrome::timeline(args.scenario.name(), preset.name(), &steps, &ioctls);
+        let text = serde_json::to_string(&timeline)
+            .map_err(|e| CliError::failure(format!("cannot format the timeline: {e}")))?;
+        std::fs::write(path, text)
+            .map_err(|e| CliError::failure(format!("cannot write '{}': {e}", path.display())))?;
+    }
+    let mut out = Out::stdout();
+    if args.json {
+        out.json(&TraceReport {
+            scenario: args.scenario.name(),
+            preset: preset.name(),
+            path: render::PATH,
+            steps: &steps,
+        })?;
+    } else {
+        out.line(&style.paint(
+            Tone::Bold,
+            &format!(
+                "kfd trace {} on the model ({preset}): {} steps",
+                args.scenario.name(),
+                steps.len()
+            ),
+        ))?;
+        out.line(&style.paint(Tone::Dim, &format!("path: {}", render::PATH)))?;
+        for line in render::steps_lines(&steps, args.all, style) {
+            out.line(&line)?;
+        }
+        if let Some(path) = &args.chrome_trace {
+            out.line("")?;
+            out.line(&format!(
+                "timeline written to {} (open it in ui.perfetto.dev or chrome://tracing)",
+                path.display()
+            ))?;
+        }
+    }
+    out.flush()?;
+    outcome
+}

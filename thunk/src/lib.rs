@@ -1,6 +1,120 @@
 //! # thunk — a safe Rust thunk over `/dev/kfd`
 //!
-//! This crate will be to Rust what libhsakmt is to C: topology, memory, queues, doorbells and
-//! events over one `Backend` trait with two implementations — real syscalls on `/dev/kfd` and
-//! the in-process model — with RAII types for every kernel object. Filled by issue #7.
-#![forbid(unsafe_code)]
+//! What libhsakmt is to C, this crate is to Rust: it opens the amdkfd driver, reads the
+//! topology, allocates and maps GPU memory, creates PM4, AQL and SDMA user-mode queues with
+//! their doorbells, and creates and waits on events — with a type for every kernel object that
+//! cleans up after itself, and errors that say what to change instead of a bare errno.
+//!
+//! The same code runs on two backends ([`Backend`]): [`DevKfd`], real system calls on
+//! `/dev/kfd` and `/dev/dri/renderD*`, and [`ModelBackend`] (feature `model`, on by default),
+//! the in-process model of the driver and GPU from `kfd-model`. [`Kfd::open`] takes the real
+//! device when `/dev/kfd` exists and the model otherwise; [`Kfd::open_with`] chooses.
+//!
+//! ## Example: a WRITE_DATA and a fence on a raw PM4 queue
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use thunk::{Kfd, MemoryKind, QueueOptions};
+//!
+//! let kfd = Kfd::open()?;
+//! let gpu = kfd.gpu(0).expect("a GPU");
+//! let buf = gpu.alloc(MemoryKind::Gtt, 4096)?;
+//! let mut queue = gpu.create_pm4_queue(&QueueOptions::new())?;
+//! queue.push_write_data(buf.gpu_addr(0), &[0xC0FFEE])?;
+//! queue.push_fence(buf.gpu_addr(8), 1)?;
+//! queue.submit()?;
+//! buf.wait_u64(8, 1, Duration::from_secs(1))?;
+//! assert_eq!(buf.load_u32(0)?, 0xC0FFEE);
+//! # Ok::<(), thunk::Error>(())
+//! ```
+//!
+//! (`examples/raw_queue.rs` is the same with an event.) Objects on the model need no GPU:
+//!
+//! ```
+//! # #[cfg(feature = "model")] {
+//! use thunk::{EventKind, Kfd, OpenOptions, Preset, WaitStatus};
+//! use std::time::Duration;
+//!
+//! let kfd = Kfd::open_with(OpenOptions::model(Preset::Gfx900, 1))?;
+//! let node = kfd.gpu(0).unwrap().node().clone();
+//! assert_eq!(node.gfx_target_name().as_deref(), Some("gfx900"));
+//! let event = kfd.create_event(EventKind::Signal, false)?;
+//! assert_eq!(event.wait(Some(Duration::ZERO))?, WaitStatus::TimedOut);
+//! event.set()?;
+//! assert_eq!(event.wait(Some(Duration::from_secs(1)))?, WaitStatus::Signaled);
+//! # }
+//! # Ok::<(), thunk::Error>(())
+//! ```
+//!
+//! ## How it is organised
+//!
+//! The types follow the kernel's object hierarchy, as `kvm-ioctls` does:
+//!
+//! | type | is | made by | on drop |
+//! |---|---|---|---|
+//! | [`Kfd`] | the process's open `/dev/kfd` | [`Kfd::open`], [`OpenOptions`] | closes when nothing uses it |
+//! | [`Gpu`] | a GPU whose address space the process acquired | [`Kfd::gpus`] | — |
+//! | [`Memory`] | a buffer (VRAM, GTT, USERPTR, doorbell, MMIO) | [`Gpu::alloc`] | GPU unmap, free, CPU unmap |
+//! | [`Pm4Queue`], [`AqlQueue`], [`SdmaQueue`] | a user-mode queue | [`Gpu::create_pm4_queue`] … | destroy, then free its buffers |
+//! | [`Event`] | an event | [`Kfd::create_event`] | destroy |
+//!
+//! Every object holds a reference to the process, so none can outlive what it needs: the
+//! device stays open until the last of them is dropped, and a queue keeps its ring, pointers,
+//! EOP and context-save buffers alive until it is destroyed. Modules:
+//!
+//! | module | holds |
+//! |---|---|
+//! | [`backend`] | the [`Backend`] trait and its two implementations |
+//! | [`topology`] | the sysfs topology parsed into types, with the derived queue sizes |
+//! | `kfd`, `gpu` | opening, process- and GPU-wide ioctls (clocks, apertures, XNACK, trap handler, scratch) |
+//! | `memory` | [`Memory`] and [`AllocOptions`] |
+//! | `queue` | the three queue kinds, [`QueueOptions`] |
+//! | `event` | [`Event`], waits, [`SignalTarget`] |
+//! | [`packets`] | RELEASE_MEM per generation, AQL headers |
+//!
+//! ## Safety
+//!
+//! `unsafe` is confined to the system calls (`ioctl`, `mmap`) and to the one module that
+//! touches mapped memory; each block says why it is sound. Memory the GPU writes is only ever
+//! read through bounds-checked copies and atomics, never through a Rust slice. No input from
+//! the device — an ioctl answer, a sysfs file, a read pointer — can make the thunk panic.
+//!
+//! Logging goes through `log` with the targets `thunk::open`, `thunk::memory`, `thunk::queue`
+//! and `thunk::event`.
+#![deny(unsafe_code)]
+
+pub mod backend;
+mod error;
+mod event;
+mod gpu;
+mod kfd;
+mod memory;
+pub mod packets;
+mod poll;
+mod queue;
+pub mod topology;
+mod va;
+
+pub use backend::{Backend, BackendKind, DevKfd, MapTarget, RenderNode};
+#[cfg(feature = "model")]
+pub use backend::ModelBackend;
+pub use error::{Errno, Error, Result};
+pub use event::{
+    Event, EventData, EventKind, HwException, MemoryException, SignalTarget, WaitMode,
+    WaitOutcome, WaitStatus,
+};
+pub use gpu::{Apertures, CachePolicy, ClockCounters, Gpu};
+pub use kfd::{InterfaceVersion, Kfd, OpenOptions, PagePath};
+pub use memory::{AllocOptions, Memory, MemoryKind};
+pub use queue::{
+    AqlQueue, Pm4Queue, QueueOptions, QueuePriority, RawQueue, SdmaEngine, SdmaQueue,
+    DEFAULT_RING_SIZE, ERROR_PAYLOAD_OFFSET, READ_POINTER_OFFSET, WRITE_POINTER_OFFSET,
+};
+pub use topology::{Node, QueueSizes, Topology};
+pub use va::{Access, PAGE_SIZE};
+
+pub use pm4;
+pub use pm4::ring::{AqlSlotPtr, DwordPtr, SdmaBytePtr};
+
+#[cfg(feature = "model")]
+pub use kfd_model::{ModelConfig, Preset};

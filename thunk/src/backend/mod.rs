@@ -1,0 +1,109 @@
+//! The kernel's surface, as a trait: what the thunk needs from `/dev/kfd`, the render nodes and
+//! sysfs, and nothing more.
+//!
+//! [`Backend`] is implemented twice: [`DevKfd`] makes real system calls on `/dev/kfd` and
+//! `/dev/dri/renderD*`; [`ModelBackend`] (feature `model`) serves the same calls from the
+//! in-process model of the driver and GPU. Everything above this module — topology, memory,
+//! queues, events — only speaks these calls, so it behaves the same on both.
+// The mapping methods are `unsafe fn`: their callers promise the target range is theirs.
+#![allow(unsafe_code)]
+
+use crate::error::Errno;
+use crate::va::Access;
+use std::ffi::c_void;
+use std::fmt;
+use std::num::NonZeroUsize;
+use std::path::Path;
+use std::ptr::NonNull;
+
+mod device;
+#[cfg(feature = "model")]
+mod model;
+
+pub use device::{DevKfd, KFD_DEVICE_PATH};
+#[cfg(feature = "model")]
+pub use model::ModelBackend;
+
+/// Where a mapping goes: a range of the caller's address space that it reserved itself.
+#[derive(Clone, Copy, Debug)]
+pub struct MapTarget {
+    /// First address (page aligned).
+    pub addr: NonNull<c_void>,
+    /// Length in bytes (whole pages).
+    pub len: NonZeroUsize,
+    /// CPU access the mapping gets.
+    pub access: Access,
+}
+
+/// An open render node (`/dev/dri/renderD<minor>`): the file `ACQUIRE_VM` takes the GPU's
+/// address space from and VRAM/GTT buffers are CPU-mapped through. Closed on drop.
+pub trait RenderNode: Send + Sync + fmt::Debug {
+    /// The render minor (128 for `renderD128`).
+    fn minor(&self) -> u32;
+
+    /// The file descriptor number `ACQUIRE_VM` is given.
+    fn fd(&self) -> i32;
+
+    /// `mmap(target, MAP_SHARED | MAP_FIXED, render_fd, offset)`: maps the buffer whose
+    /// `mmap_offset` ALLOC returned over `target`.
+    ///
+    /// # Safety
+    ///
+    /// `target` must be a range of address space the caller owns (a reservation of its own)
+    /// with no Rust references into it: the mapping replaces whatever was there.
+    unsafe fn mmap(&self, target: MapTarget, offset: u64) -> Result<(), Errno>;
+}
+
+/// Which kind of backend serves the calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendKind {
+    /// Real system calls on a device file.
+    Device,
+    /// The in-process model.
+    Model,
+}
+
+/// The kernel's surface: ioctl on raw argument bytes, mmap of `/dev/kfd` offsets, render
+/// nodes, and the sysfs topology root.
+pub trait Backend: Send + Sync + fmt::Debug {
+    /// Device or model.
+    fn kind(&self) -> BackendKind;
+
+    /// A one-line description for logs (`"/dev/kfd"`, `"model: 2 × gfx900"`).
+    fn describe(&self) -> String;
+
+    /// `ioctl(kfd_fd, request, arg)`. `arg` must hold at least the argument size the request
+    /// code names (its `_IOC_SIZE` field); shorter buffers are refused with `EFAULT` before
+    /// any call. Returns the ioctl's non-negative result or the errno.
+    fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<i32, Errno>;
+
+    /// `mmap(target, MAP_SHARED | MAP_FIXED, kfd_fd, offset)`: doorbell, event and MMIO pages.
+    ///
+    /// # Safety
+    ///
+    /// As [`RenderNode::mmap`]: `target` is address space the caller owns with no Rust
+    /// references into it.
+    unsafe fn mmap(&self, target: MapTarget, offset: u64) -> Result<(), Errno>;
+
+    /// Opens `/dev/dri/renderD<minor>`.
+    fn open_render_node(&self, minor: u32) -> Result<Box<dyn RenderNode>, Errno>;
+
+    /// The directory holding the topology (`generation_id`, `system_properties`, `nodes/`).
+    fn topology_root(&self) -> &Path;
+
+    /// A hint after the thunk wrote a doorbell of `gpu_id`. Hardware notices doorbell writes
+    /// by itself; a model may use the hint to start work without waiting for its poll.
+    fn doorbell_rung(&self, gpu_id: u32) {
+        let _ = gpu_id;
+    }
+}
+
+/// Refuses an argument buffer shorter than the request's size field, so that the kernel is
+/// never told to read or write past it.
+pub(crate) fn check_arg_len(request: u32, arg: &[u8]) -> Result<(), Errno> {
+    if arg.len() < kfd_sys::ioctl::ioc_size(request) {
+        Err(Errno::EFAULT)
+    } else {
+        Ok(())
+    }
+}

@@ -1,0 +1,142 @@
+//! The in-process model as a backend: one model process per backend, its device memory mapped
+//! into this address space exactly where the thunk asks, its topology written as a sysfs tree
+//! into a temporary directory.
+#![allow(unsafe_code)]
+
+use super::{check_arg_len, Backend, BackendKind, MapTarget, RenderNode};
+use crate::error::Errno;
+use kfd_model::{MapSource, Model, ModelConfig, Process};
+use nix::sys::mman::{mmap, MapFlags};
+use std::path::Path;
+
+/// A process of the in-process model of amdkfd and the GPU.
+#[derive(Debug)]
+pub struct ModelBackend {
+    process: Process,
+    model: Model,
+    // The sysfs tree lives as long as the backend; it is deleted on drop.
+    sysfs: tempfile::TempDir,
+}
+
+impl ModelBackend {
+    /// Builds a model from `config` and opens a process on it.
+    pub fn new(config: ModelConfig) -> Result<ModelBackend, Errno> {
+        let model = Model::new(config)?;
+        Self::on(&model)
+    }
+
+    /// Opens another process on an existing model (as a second program would), with its own
+    /// copy of the sysfs tree.
+    pub fn on(model: &Model) -> Result<ModelBackend, Errno> {
+        let sysfs = tempfile::Builder::new()
+            .prefix("kfd-model-topology-")
+            .tempdir()
+            .map_err(|e| Errno(e.raw_os_error().unwrap_or(libc::EIO)))?;
+        model
+            .write_sysfs(sysfs.path())
+            .map_err(|e| Errno(e.raw_os_error().unwrap_or(libc::EIO)))?;
+        let process = model.open()?;
+        Ok(ModelBackend {
+            process,
+            model: model.clone(),
+            sysfs,
+        })
+    }
+
+    /// The model (for inspection: processes, queues, the scheduler's counters).
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// The model's process object behind this backend.
+    pub fn process(&self) -> &Process {
+        &self.process
+    }
+}
+
+/// Maps `source` over `target`.
+///
+/// # Safety
+///
+/// `target` is address space the caller owns with no Rust references into it.
+unsafe fn map_source(target: MapTarget, source: &MapSource) -> Result<(), Errno> {
+    if source.len < target.len.get() as u64 {
+        return Err(Errno::EINVAL);
+    }
+    let addr = std::num::NonZeroUsize::new(target.addr.as_ptr() as usize).ok_or(Errno::EINVAL)?;
+    let offset = libc::off_t::try_from(source.offset).map_err(|_| Errno::EINVAL)?;
+    // SAFETY: MAP_FIXED replaces the caller's own reservation (its contract) with a shared
+    // mapping of the model's device memory file.
+    unsafe {
+        mmap(
+            Some(addr),
+            target.len,
+            target.access.prot(),
+            MapFlags::MAP_SHARED | MapFlags::MAP_FIXED,
+            source.memory.fd(),
+            offset,
+        )
+    }
+    .map(drop)
+    .map_err(Errno::from)
+}
+
+impl Backend for ModelBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Model
+    }
+
+    fn describe(&self) -> String {
+        let c = self.model.config();
+        format!(
+            "model: {} × {} ({:?}), pasid {:#x}",
+            c.gpus,
+            c.preset,
+            c.kernel,
+            self.process.pasid()
+        )
+    }
+
+    #[inline]
+    fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<i32, Errno> {
+        check_arg_len(request, arg)?;
+        self.process.ioctl(request, arg).map_err(Errno::from)
+    }
+
+    unsafe fn mmap(&self, target: MapTarget, offset: u64) -> Result<(), Errno> {
+        let source = self.process.mmap(offset, target.len.get() as u64)?;
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { map_source(target, &source) }
+    }
+
+    fn open_render_node(&self, minor: u32) -> Result<Box<dyn RenderNode>, Errno> {
+        let node = self.model.open_render_node(minor)?;
+        Ok(Box::new(ModelRenderNode { node }))
+    }
+
+    fn topology_root(&self) -> &Path {
+        self.sysfs.path()
+    }
+}
+
+/// A render node of the model.
+#[derive(Debug)]
+struct ModelRenderNode {
+    node: kfd_model::RenderNode,
+}
+
+impl RenderNode for ModelRenderNode {
+    fn minor(&self) -> u32 {
+        self.node.minor()
+    }
+
+    fn fd(&self) -> i32 {
+        self.node.fd
+    }
+
+    unsafe fn mmap(&self, target: MapTarget, offset: u64) -> Result<(), Errno> {
+        let source = self.node.mmap(offset, target.len.get() as u64)?;
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { map_source(target, &source) }
+    }
+}

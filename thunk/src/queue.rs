@@ -1,0 +1,1230 @@
+//! User-mode queues: PM4 compute, AQL and SDMA, with everything they need allocated the way the
+//! driver validates it (facts §9.9, §9.10), and a typed writer per kind whose write pointer
+//! has the kind's unit — dwords ([`DwordPtr`]), bytes ([`SdmaBytePtr`]) or 64-byte packets
+//! ([`AqlSlotPtr`]).
+//!
+//! Buffers of a queue: the ring (GTT, exactly `ring_size` bytes, one mapping), one page holding
+//! the read pointer, the write pointer and the error payload, and for compute queues the EOP
+//! buffer and the context-save (CWSR) area with a `kfd_context_save_area_header` per XCC.
+//! The process doorbell page of the GPU is mapped once and shared by all queues.
+//!
+//! Submitting copies the new packets into the ring, stores the 64-bit write pointer, then the
+//! same value into the doorbell — release ordering between each step and a full fence before
+//! the doorbell, so the engine never sees a write pointer ahead of the packets.
+
+use crate::backend::Backend;
+use crate::error::{Errno, Error, Result};
+use crate::event::{Event, SignalTarget};
+use crate::gpu::Gpu;
+use crate::kfd::{lock, Session};
+use crate::memory::{alloc_raw, free_raw, map_raw, AllocOptions, Memory, MemoryKind};
+use crate::packets::{aql_header, FenceScope, RawDwords, ReleaseMem, AqlPacketType};
+use crate::poll::poll_until;
+use crate::va::{map_kfd_over, Access, VaRange};
+use kfd_sys::*;
+use pm4::ring::{
+    AqlSlotPtr, DwordPtr, Pm4Ring, RingError, SdmaBytePtr, SdmaRing, AQL_PACKET_BYTES,
+    AQL_PACKET_DWORDS,
+};
+use pm4::sdma::{SdmaConstantFill, SdmaCopyLinear, SdmaFence, SdmaTrap, SdmaWrite};
+use pm4::user::{ReleaseMemArgs, WriteData};
+use pm4::{Encode, GfxGen, SdmaGen};
+use std::ops::Deref;
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Byte offset of the read pointer in the queue's pointer page.
+pub const READ_POINTER_OFFSET: u64 = 0;
+/// Byte offset of the write pointer in the queue's pointer page.
+pub const WRITE_POINTER_OFFSET: u64 = 64;
+/// Byte offset of the error payload (the context-save header's `err_payload_addr`).
+pub const ERROR_PAYLOAD_OFFSET: u64 = 128;
+
+/// Default ring size: 64 KiB.
+pub const DEFAULT_RING_SIZE: u32 = 64 << 10;
+
+/// A queue priority, 0 (lowest) to 15 (highest).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct QueuePriority(u8);
+
+impl QueuePriority {
+    /// HSA `MINIMUM` (−3).
+    pub const MINIMUM: QueuePriority = QueuePriority(0);
+    /// HSA `LOW` (−2).
+    pub const LOW: QueuePriority = QueuePriority(3);
+    /// HSA `BELOW_NORMAL` (−1).
+    pub const BELOW_NORMAL: QueuePriority = QueuePriority(5);
+    /// HSA `NORMAL` (0): what libhsakmt uses by default.
+    pub const NORMAL: QueuePriority = QueuePriority(7);
+    /// HSA `ABOVE_NORMAL` (+1).
+    pub const ABOVE_NORMAL: QueuePriority = QueuePriority(9);
+    /// HSA `HIGH` (+2).
+    pub const HIGH: QueuePriority = QueuePriority(11);
+    /// HSA `MAXIMUM` (+3).
+    pub const MAXIMUM: QueuePriority = QueuePriority(15);
+
+    /// A raw priority (0–15).
+    pub fn new(raw: u32) -> Result<Self> {
+        u8::try_from(raw)
+            .ok()
+            .filter(|&p| u32::from(p) <= KFD_MAX_QUEUE_PRIORITY)
+            .map(QueuePriority)
+            .ok_or_else(|| {
+                Error::invalid(
+                    "CREATE_QUEUE",
+                    format!("queue priority {raw} is above {KFD_MAX_QUEUE_PRIORITY}"),
+                )
+            })
+    }
+
+    /// The raw value.
+    pub fn raw(self) -> u32 {
+        u32::from(self.0)
+    }
+}
+
+impl Default for QueuePriority {
+    fn default() -> Self {
+        QueuePriority::NORMAL
+    }
+}
+
+/// Which SDMA engine an SDMA queue runs on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SdmaEngine {
+    /// Any PCIe SDMA engine (`KFD_IOC_QUEUE_TYPE_SDMA`).
+    #[default]
+    Any,
+    /// Any xGMI SDMA engine (`KFD_IOC_QUEUE_TYPE_SDMA_XGMI`).
+    Xgmi,
+    /// This engine (`KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID`, interface 1.17+).
+    Id(u32),
+}
+
+/// How to create a queue.
+#[derive(Clone, Debug)]
+pub struct QueueOptions {
+    ring_size: u32,
+    percentage: u32,
+    priority: QueuePriority,
+    sdma_engine: SdmaEngine,
+    error_event: Option<u32>,
+}
+
+impl Default for QueueOptions {
+    fn default() -> Self {
+        QueueOptions {
+            ring_size: DEFAULT_RING_SIZE,
+            percentage: 100,
+            priority: QueuePriority::NORMAL,
+            sdma_engine: SdmaEngine::Any,
+            error_event: None,
+        }
+    }
+}
+
+impl QueueOptions {
+    /// A 64 KiB ring, 100 %, normal priority.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Ring size in bytes: a power of two, at least 1024 (the driver's minimum).
+    pub fn ring_size(mut self, bytes: u32) -> Self {
+        self.ring_size = bytes;
+        self
+    }
+
+    /// Queue percentage 0–100 (0 creates the queue inactive).
+    pub fn percentage(mut self, percentage: u32) -> Self {
+        self.percentage = percentage;
+        self
+    }
+
+    /// Priority.
+    pub fn priority(mut self, priority: QueuePriority) -> Self {
+        self.priority = priority;
+        self
+    }
+
+    /// The SDMA engine (SDMA queues only).
+    pub fn sdma_engine(mut self, engine: SdmaEngine) -> Self {
+        self.sdma_engine = engine;
+        self
+    }
+
+    /// The event the firmware signals on a queue error (compute queues: written into the
+    /// context-save header's `err_event_id`).
+    pub fn error_event(mut self, event: &Event) -> Self {
+        self.error_event = Some(event.id());
+        self
+    }
+
+    fn validate(&self, kind: Kind) -> Result<()> {
+        const OP: &str = "CREATE_QUEUE";
+        let r = self.ring_size;
+        if !r.is_power_of_two() {
+            return Err(Error::invalid(
+                OP,
+                format!("ring size {r} is not a power of two"),
+            ));
+        }
+        if r < KFD_MIN_QUEUE_RING_SIZE {
+            return Err(Error::invalid(
+                OP,
+                format!(
+                    "ring size {r} is below the driver's minimum of {KFD_MIN_QUEUE_RING_SIZE} bytes"
+                ),
+            ));
+        }
+        if kind == Kind::Aql && u64::from(r) < 2 * AQL_PACKET_BYTES {
+            return Err(Error::invalid(OP, "an AQL ring holds at least two packets"));
+        }
+        if self.percentage > KFD_MAX_QUEUE_PERCENTAGE {
+            return Err(Error::invalid(
+                OP,
+                format!(
+                    "queue percentage {} is above {KFD_MAX_QUEUE_PERCENTAGE}",
+                    self.percentage
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Pm4,
+    Aql,
+    Sdma,
+}
+
+impl Kind {
+    fn is_compute(self) -> bool {
+        matches!(self, Kind::Pm4 | Kind::Aql)
+    }
+}
+
+/// The process doorbell page of one GPU.
+#[derive(Debug)]
+pub(crate) struct DoorbellPage {
+    range: VaRange,
+    /// The DOORBELL buffer on the user-buffer path.
+    handle: Option<u64>,
+}
+
+impl DoorbellPage {
+    /// Unmaps and frees the DOORBELL buffer (the CPU range unmaps on drop).
+    pub(crate) fn release(self, backend: &dyn Backend, gpu_id: u32) {
+        let Some(handle) = self.handle else { return };
+        let ids = [gpu_id];
+        let mut u = kfd_ioctl_unmap_memory_from_gpu_args {
+            handle,
+            device_ids_array_ptr: ids.as_ptr() as u64,
+            n_devices: 1,
+            n_success: 0,
+        };
+        if let Err(e) = backend.ioctl(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, u.as_mut_bytes()) {
+            log::warn!(target: "thunk::queue", "unmapping doorbell buffer {handle:#x}: {e}");
+        }
+        let mut f = kfd_ioctl_free_memory_of_gpu_args { handle };
+        if let Err(e) = backend.ioctl(AMDKFD_IOC_FREE_MEMORY_OF_GPU, f.as_mut_bytes()) {
+            log::warn!(target: "thunk::queue", "freeing doorbell buffer {handle:#x}: {e}");
+        }
+    }
+}
+
+/// Maps the doorbell page of GPU `index` if it is not mapped yet.
+fn ensure_doorbells(session: &Session, index: usize, doorbell_offset: u64) -> Result<()> {
+    let state = session
+        .gpus
+        .get(index)
+        .ok_or_else(|| Error::invalid("doorbell", format!("no GPU with index {index}")))?;
+    if state.doorbells.get().is_some() {
+        return Ok(());
+    }
+    let _guard = lock(&state.doorbell_init);
+    if state.doorbells.get().is_some() {
+        return Ok(());
+    }
+    let page = if session.user_pages {
+        let buf = alloc_raw(
+            session,
+            index,
+            MemoryKind::Doorbell,
+            KFD_DOORBELL_PROCESS_SLICE_SIZE_SOC15,
+            KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+            true,
+        )?;
+        if let Err(e) = map_raw(session, buf.handle, &[state.gpu_id], true) {
+            let _ = free_raw(session, buf.handle);
+            return Err(e);
+        }
+        DoorbellPage {
+            range: buf.range,
+            handle: Some(buf.handle),
+        }
+    } else {
+        let size = KFD_DOORBELL_PROCESS_SLICE_SIZE_SOC15;
+        let mut range = VaRange::reserve(size, size)?;
+        map_kfd_over(
+            session.backend.as_ref(),
+            &mut range,
+            Access::ReadWrite,
+            doorbell_offset & !(size - 1),
+        )
+        .map_err(|e| {
+            Error::new(
+                "mmap",
+                e,
+                format!(
+                    "cannot map the doorbell page of gpu {:#x} (offset {:#x})",
+                    state.gpu_id,
+                    doorbell_offset & !(size - 1)
+                ),
+            )
+        })?;
+        DoorbellPage {
+            range,
+            handle: None,
+        }
+    };
+    log::debug!(target: "thunk::queue", "doorbell page of gpu {:#x} at {:#x}", state.gpu_id, page.range.addr());
+    // Cannot already be set: `doorbell_init` is held.
+    let _ = state.doorbells.set(page);
+    Ok(())
+}
+
+/// What every queue kind has: its id, doorbell and buffers. Dropping it destroys the queue
+/// (`DESTROY_QUEUE`), then frees the buffers.
+pub struct RawQueue {
+    session: Arc<Session>,
+    gpu: Gpu,
+    kind: Kind,
+    queue_type: u32,
+    queue_id: u32,
+    doorbell_offset: u64,
+    /// Byte offset of the queue's doorbell in the GPU's doorbell page.
+    doorbell_byte: u64,
+    ring_size: u32,
+    percentage: u32,
+    priority: QueuePriority,
+    // Dropped after `Drop::drop` destroyed the queue.
+    ring: Memory,
+    pointers: Memory,
+    eop: Option<Memory>,
+    context_save: Option<Memory>,
+}
+
+impl std::fmt::Debug for RawQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawQueue")
+            .field("kind", &self.kind)
+            .field("queue_id", &self.queue_id)
+            .field("gpu_id", &format_args!("{:#x}", self.gpu.id()))
+            .field("ring", &format_args!("{:#x}+{:#x}", self.ring.gpu_va(), self.ring_size))
+            .field("doorbell_offset", &format_args!("{:#x}", self.doorbell_offset))
+            .finish()
+    }
+}
+
+impl RawQueue {
+    fn create(gpu: &Gpu, kind: Kind, opts: &QueueOptions) -> Result<RawQueue> {
+        const OP: &str = "CREATE_QUEUE";
+        opts.validate(kind)?;
+        let session = gpu.session.clone();
+        let node = gpu.node();
+        let queue_type = match (kind, opts.sdma_engine) {
+            (Kind::Pm4, _) => KFD_IOC_QUEUE_TYPE_COMPUTE,
+            (Kind::Aql, _) => KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+            (Kind::Sdma, SdmaEngine::Any) => KFD_IOC_QUEUE_TYPE_SDMA,
+            (Kind::Sdma, SdmaEngine::Xgmi) => KFD_IOC_QUEUE_TYPE_SDMA_XGMI,
+            (Kind::Sdma, SdmaEngine::Id(id)) => {
+                if !session.version.at_least(17) {
+                    return Err(Error::new(
+                        OP,
+                        Errno::EOPNOTSUPP,
+                        format!(
+                            "choosing SDMA engine {id} needs KFD interface 1.17 (Linux 6.12); \
+                             the driver speaks {}",
+                            session.version
+                        ),
+                    ));
+                }
+                let engines =
+                    node.properties.num_sdma_engines + node.properties.num_sdma_xgmi_engines;
+                if u64::from(id) >= engines {
+                    return Err(Error::invalid(
+                        OP,
+                        format!("SDMA engine {id} does not exist; gpu {:#x} has {engines}", gpu.id()),
+                    ));
+                }
+                KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID
+            }
+        };
+        let sdma_engine_id = match opts.sdma_engine {
+            SdmaEngine::Id(id) if kind == Kind::Sdma => id,
+            _ => 0,
+        };
+        let gtt = |size: u64| {
+            gpu.alloc_with(&AllocOptions::new(MemoryKind::Gtt, size).flags(
+                KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE | KFD_IOC_ALLOC_MEM_FLAGS_COHERENT,
+            ))
+        };
+        let ring = gtt(u64::from(opts.ring_size))?;
+        if kind == Kind::Aql {
+            // Every slot starts INVALID so the packet processor never takes a stale packet.
+            let invalid = u32::from(aql_header(
+                AqlPacketType::Invalid,
+                false,
+                FenceScope::None,
+                FenceScope::None,
+            ));
+            for slot in 0..u64::from(opts.ring_size) / AQL_PACKET_BYTES {
+                ring.store_u32(slot * AQL_PACKET_BYTES, invalid)?;
+            }
+        }
+        let pointers = gtt(4096)?;
+        let mut args = kfd_ioctl_create_queue_args {
+            ring_base_address: ring.gpu_va(),
+            write_pointer_address: pointers.gpu_addr(WRITE_POINTER_OFFSET),
+            read_pointer_address: pointers.gpu_addr(READ_POINTER_OFFSET),
+            ring_size: opts.ring_size,
+            gpu_id: gpu.id(),
+            queue_type,
+            queue_percentage: opts.percentage,
+            queue_priority: opts.priority.raw(),
+            sdma_engine_id,
+            ..Default::default()
+        };
+        let (eop, context_save) = if kind.is_compute() {
+            let sizes = node.queue_sizes()?;
+            let eop_kind = if node.is_dgpu() {
+                MemoryKind::Vram
+            } else {
+                MemoryKind::Gtt
+            };
+            let eop = gpu.alloc_with(
+                &AllocOptions::new(eop_kind, u64::from(sizes.eop_buffer_size)).device_only(),
+            )?;
+            let ctx = gtt(sizes.context_save_area_size())?;
+            write_context_save_headers(
+                &ctx,
+                &sizes,
+                pointers.gpu_addr(ERROR_PAYLOAD_OFFSET),
+                opts.error_event.unwrap_or(0),
+            )?;
+            args.eop_buffer_address = eop.gpu_va();
+            args.eop_buffer_size = u64::from(sizes.eop_buffer_size);
+            args.ctx_save_restore_address = ctx.gpu_va();
+            args.ctx_save_restore_size = sizes.cwsr_size;
+            args.ctl_stack_size = sizes.ctl_stack_size;
+            (Some(eop), Some(ctx))
+        } else {
+            (None, None)
+        };
+        session.ioctl(AMDKFD_IOC_CREATE_QUEUE, &mut args).map_err(|e| {
+            Error::ioctl(
+                OP,
+                e,
+                format_args!(
+                    "{kind:?} queue on gpu {:#x} (ring {} bytes)",
+                    gpu.id(),
+                    opts.ring_size
+                ),
+            )
+        })?;
+        // From here on the queue exists: dropping `queue` destroys it on any error below.
+        let mut queue = RawQueue {
+            session: session.clone(),
+            gpu: gpu.clone(),
+            kind,
+            queue_type,
+            queue_id: args.queue_id,
+            doorbell_offset: args.doorbell_offset,
+            doorbell_byte: 0,
+            ring_size: opts.ring_size,
+            percentage: opts.percentage,
+            priority: opts.priority,
+            ring,
+            pointers,
+            eop,
+            context_save,
+        };
+        let o = KfdMmapOffset::decode(args.doorbell_offset);
+        let slice = KFD_DOORBELL_PROCESS_SLICE_SIZE_SOC15;
+        let byte = o.value & (slice - 1);
+        if o.kind != KfdMmapType::Doorbell
+            || o.gpu_id != KfdMmapOffset::doorbell(gpu.id(), 0).gpu_id
+            || byte % KFD_DOORBELL_SIZE_SOC15 != 0
+        {
+            return Err(Error::bad_answer(
+                OP,
+                format!(
+                    "queue {}: doorbell offset {:#x} is not a doorbell of gpu {:#x}",
+                    args.queue_id,
+                    args.doorbell_offset,
+                    gpu.id()
+                ),
+            ));
+        }
+        queue.doorbell_byte = byte;
+        ensure_doorbells(&session, gpu.index, args.doorbell_offset)?;
+        log::debug!(
+            target: "thunk::queue",
+            "created {kind:?} queue {} on gpu {:#x}: ring {:#x}+{:#x}, doorbell {:#x}",
+            args.queue_id,
+            gpu.id(),
+            queue.ring.gpu_va(),
+            opts.ring_size,
+            args.doorbell_offset
+        );
+        Ok(queue)
+    }
+
+    /// The queue id.
+    pub fn id(&self) -> u32 {
+        self.queue_id
+    }
+
+    /// The GPU.
+    pub fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+
+    /// The `KFD_IOC_QUEUE_TYPE_*` it was created with.
+    pub fn queue_type(&self) -> u32 {
+        self.queue_type
+    }
+
+    /// The doorbell offset `CREATE_QUEUE` returned.
+    pub fn doorbell_offset(&self) -> u64 {
+        self.doorbell_offset
+    }
+
+    /// The CPU (and GPU) address of the queue's doorbell.
+    pub fn doorbell_address(&self) -> Option<u64> {
+        self.session
+            .gpus
+            .get(self.gpu.index)?
+            .doorbells
+            .get()
+            .map(|p| p.range.addr() + self.doorbell_byte)
+    }
+
+    /// Ring size in bytes.
+    pub fn ring_size(&self) -> u32 {
+        self.ring_size
+    }
+
+    /// The ring buffer.
+    pub fn ring(&self) -> &Memory {
+        &self.ring
+    }
+
+    /// The page holding the read pointer ([`READ_POINTER_OFFSET`]), the write pointer
+    /// ([`WRITE_POINTER_OFFSET`]) and the error payload ([`ERROR_PAYLOAD_OFFSET`]).
+    pub fn pointers(&self) -> &Memory {
+        &self.pointers
+    }
+
+    /// The EOP buffer (compute queues).
+    pub fn eop_buffer(&self) -> Option<&Memory> {
+        self.eop.as_ref()
+    }
+
+    /// The context-save area (compute queues).
+    pub fn context_save_area(&self) -> Option<&Memory> {
+        self.context_save.as_ref()
+    }
+
+    /// GPU address of the read pointer.
+    pub fn read_pointer_address(&self) -> u64 {
+        self.pointers.gpu_addr(READ_POINTER_OFFSET)
+    }
+
+    /// GPU address of the write pointer.
+    pub fn write_pointer_address(&self) -> u64 {
+        self.pointers.gpu_addr(WRITE_POINTER_OFFSET)
+    }
+
+    /// The error payload the firmware writes on a queue error (0 while there is none).
+    pub fn error_payload(&self) -> u64 {
+        self.pointers.load_u64(ERROR_PAYLOAD_OFFSET).unwrap_or(0)
+    }
+
+    /// The current percentage.
+    pub fn percentage(&self) -> u32 {
+        self.percentage
+    }
+
+    /// The current priority.
+    pub fn priority(&self) -> QueuePriority {
+        self.priority
+    }
+
+    /// Changes percentage and priority (`UPDATE_QUEUE`); percentage 0 deactivates the queue.
+    pub fn update(&mut self, percentage: u32, priority: QueuePriority) -> Result<()> {
+        if percentage > KFD_MAX_QUEUE_PERCENTAGE {
+            return Err(Error::invalid(
+                "UPDATE_QUEUE",
+                format!("queue percentage {percentage} is above {KFD_MAX_QUEUE_PERCENTAGE}"),
+            ));
+        }
+        let mut a = kfd_ioctl_update_queue_args {
+            ring_base_address: self.ring.gpu_va(),
+            queue_id: self.queue_id,
+            ring_size: self.ring_size,
+            queue_percentage: percentage,
+            queue_priority: priority.raw(),
+        };
+        self.session
+            .ioctl(AMDKFD_IOC_UPDATE_QUEUE, &mut a)
+            .map_err(|e| Error::ioctl("UPDATE_QUEUE", e, format_args!("queue {}", self.queue_id)))?;
+        self.percentage = percentage;
+        self.priority = priority;
+        Ok(())
+    }
+
+    /// Restricts the queue to the CUs whose bits are set (`SET_CU_MASK`; bit `i` of word `w`
+    /// is CU `32·w + i`).
+    pub fn set_cu_mask(&self, mask: &[u32]) -> Result<()> {
+        const OP: &str = "SET_CU_MASK";
+        if mask.is_empty() {
+            return Err(Error::invalid(OP, "the CU mask is empty"));
+        }
+        let bits = u32::try_from(mask.len())
+            .ok()
+            .and_then(|n| n.checked_mul(32))
+            .ok_or_else(|| Error::invalid(OP, "the CU mask is too long"))?;
+        let mut a = kfd_ioctl_set_cu_mask_args {
+            queue_id: self.queue_id,
+            num_cu_mask: bits,
+            cu_mask_ptr: mask.as_ptr() as u64,
+        };
+        self.session
+            .ioctl(AMDKFD_IOC_SET_CU_MASK, &mut a)
+            .map_err(|e| Error::ioctl(OP, e, format_args!("queue {}, {bits} bits", self.queue_id)))?;
+        Ok(())
+    }
+
+    /// Gives the queue `count` global wave sync entries (`ALLOC_QUEUE_GWS`); returns the first.
+    pub fn alloc_gws(&self, count: u32) -> Result<u32> {
+        let mut a = kfd_ioctl_alloc_queue_gws_args {
+            queue_id: self.queue_id,
+            num_gws: count,
+            ..Default::default()
+        };
+        self.session
+            .ioctl(AMDKFD_IOC_ALLOC_QUEUE_GWS, &mut a)
+            .map_err(|e| Error::ioctl("ALLOC_QUEUE_GWS", e, format_args!("queue {}", self.queue_id)))?;
+        Ok(a.first_gws)
+    }
+
+    fn doorbell(&self) -> Result<&AtomicU64> {
+        let page = self
+            .session
+            .gpus
+            .get(self.gpu.index)
+            .and_then(|g| g.doorbells.get())
+            .ok_or_else(|| Error::invalid("submit", "the doorbell page is not mapped"))?;
+        page.range.atomic_u64(self.doorbell_byte)
+    }
+
+    /// Publishes `wptr`: the write pointer memory, then the doorbell.
+    fn publish(&self, wptr: u64) -> Result<()> {
+        let doorbell = self.doorbell()?;
+        // Packets (plain stores) before the write pointer.
+        fence(Ordering::Release);
+        self.pointers
+            .atomic_u64(WRITE_POINTER_OFFSET)?
+            .store(wptr, Ordering::Release);
+        // A full fence: the doorbell may be uncached or write-combined device memory, and the
+        // engine must not see it before the write pointer.
+        fence(Ordering::SeqCst);
+        doorbell.store(wptr, Ordering::Release);
+        self.session.backend.doorbell_rung(self.gpu.id());
+        Ok(())
+    }
+
+    fn read_u32_pointer(&self) -> u64 {
+        self.pointers
+            .load_u32(READ_POINTER_OFFSET)
+            .map(u64::from)
+            .unwrap_or(0)
+    }
+
+    fn read_u64_pointer(&self) -> u64 {
+        self.pointers.load_u64(READ_POINTER_OFFSET).unwrap_or(0)
+    }
+
+    fn wait_for(&self, what: &str, timeout: Duration, mut done: impl FnMut() -> bool) -> Result<()> {
+        if poll_until(timeout, &mut done) {
+            Ok(())
+        } else {
+            Err(Error::timeout(
+                "wait",
+                format!(
+                    "queue {} on gpu {:#x}: {what} after {timeout:?} (read pointer {:#x})",
+                    self.queue_id,
+                    self.gpu.id(),
+                    self.read_u64_pointer()
+                ),
+            ))
+        }
+    }
+}
+
+impl Drop for RawQueue {
+    fn drop(&mut self) {
+        let mut a = kfd_ioctl_destroy_queue_args {
+            queue_id: self.queue_id,
+            pad: 0,
+        };
+        match self.session.ioctl(AMDKFD_IOC_DESTROY_QUEUE, &mut a) {
+            Ok(_) => log::debug!(target: "thunk::queue", "destroyed queue {}", self.queue_id),
+            Err(e) => log::warn!(target: "thunk::queue", "{}", Error::ioctl("DESTROY_QUEUE", e, format_args!("queue {}", self.queue_id))),
+        }
+    }
+}
+
+/// Writes a `kfd_context_save_area_header` at the start of each XCC's CWSR area. The debugger
+/// area of every XCC follows all the CWSR areas; each header's `debug_offset` is relative to
+/// the header. The wave-state fields stay 0: the firmware fills them when it saves a queue.
+fn write_context_save_headers(
+    ctx: &Memory,
+    sizes: &crate::topology::QueueSizes,
+    error_payload: u64,
+    error_event: u32,
+) -> Result<()> {
+    let cwsr = u64::from(sizes.cwsr_size);
+    let debug = u64::from(sizes.debug_memory_size);
+    let xcc = u64::from(sizes.num_xcc);
+    for i in 0..xcc {
+        let header = kfd_context_save_area_header {
+            debug_offset: u32::try_from((xcc - i) * cwsr + i * debug).unwrap_or(u32::MAX),
+            debug_size: sizes.debug_memory_size,
+            err_payload_addr: error_payload,
+            err_event_id: error_event,
+            ..Default::default()
+        };
+        ctx.write(i * cwsr, header.as_bytes())?;
+    }
+    Ok(())
+}
+
+fn ring_error(op: &'static str, e: RingError, unit: &str) -> Error {
+    match e {
+        RingError::Full { .. } | RingError::NoSpaceAfterWrap { .. } => Error::new(
+            op,
+            Errno::ENOSPC,
+            format!("{e} (in {unit}); submit and wait for the engine to read further"),
+        ),
+        other => Error::invalid(op, other.to_string()),
+    }
+}
+
+/// Copies `[from, to)` of the shadow ring (slots, wrapping) into ring memory.
+fn copy_out(ring: &Memory, shadow: &[u32], from: u64, to: u64) -> Result<()> {
+    let size = shadow.len() as u64;
+    if size == 0 || to == from {
+        return Ok(());
+    }
+    let (a, b) = (from % size, to % size);
+    let span = |s: u64, e: u64| -> Result<()> {
+        let dw = shadow
+            .get(s as usize..e as usize)
+            .ok_or_else(|| Error::invalid("submit", "ring span out of range"))?;
+        ring.write_dwords(s * 4, dw)
+    };
+    if a < b {
+        span(a, b)
+    } else {
+        span(a, size)?;
+        span(0, b)
+    }
+}
+
+/// A PM4 compute queue: packets from [`pm4::user`], write pointer in dwords.
+///
+/// ```
+/// # fn main() -> Result<(), thunk::Error> {
+/// # #[cfg(feature = "model")] {
+/// use thunk::{Kfd, OpenOptions, Preset, QueueOptions};
+/// let kfd = Kfd::open_with(OpenOptions::model(Preset::Gfx900, 1))?;
+/// let gpu = kfd.gpu(0).unwrap();
+/// let mut q = gpu.create_pm4_queue(&QueueOptions::new().ring_size(4096))?;
+/// let wptr = q.push_nop(4)?;
+/// assert_eq!(wptr.get(), 4); // dwords
+/// # }
+/// # Ok(()) }
+/// ```
+pub struct Pm4Queue {
+    raw: RawQueue,
+    ring: Pm4Ring,
+    shadow: Vec<u32>,
+    gen: GfxGen,
+}
+
+impl std::fmt::Debug for Pm4Queue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pm4Queue")
+            .field("raw", &self.raw)
+            .field("wptr", &self.ring.wptr())
+            .finish()
+    }
+}
+
+impl Deref for Pm4Queue {
+    type Target = RawQueue;
+    fn deref(&self) -> &RawQueue {
+        &self.raw
+    }
+}
+
+impl Pm4Queue {
+    /// The PM4 generation packets are built for.
+    pub fn gfx_gen(&self) -> GfxGen {
+        self.gen
+    }
+
+    /// Mutable access to the common part (update, CU mask).
+    pub fn raw_mut(&mut self) -> &mut RawQueue {
+        &mut self.raw
+    }
+
+    /// The ring discipline state (pointers, free space).
+    pub fn ring_state(&self) -> &Pm4Ring {
+        &self.ring
+    }
+
+    /// The read pointer the CP reported (a dword offset inside the ring).
+    pub fn rptr(&self) -> DwordPtr {
+        DwordPtr::new(self.raw.read_u32_pointer())
+    }
+
+    /// The published write pointer (monotonic dwords).
+    pub fn wptr(&self) -> DwordPtr {
+        self.ring.wptr()
+    }
+
+    /// The write pointer including pushed, unsubmitted packets.
+    pub fn pending_wptr(&self) -> DwordPtr {
+        self.ring.pending_wptr()
+    }
+
+    fn refresh(&mut self) {
+        let r = self.rptr();
+        self.ring.set_rptr(r);
+    }
+
+    /// Dwords free right now.
+    pub fn free_dwords(&mut self) -> usize {
+        self.refresh();
+        self.ring.free_dwords()
+    }
+
+    /// Appends a packet (not yet visible to the CP); returns the pending write pointer.
+    pub fn push<P: Encode + ?Sized>(&mut self, packet: &P) -> Result<DwordPtr> {
+        self.refresh();
+        self.ring
+            .push(&mut self.shadow, packet)
+            .map_err(|e| ring_error("push", e, "dwords"))?;
+        Ok(self.ring.pending_wptr())
+    }
+
+    /// Appends already-encoded dwords.
+    pub fn push_raw(&mut self, dwords: &[u32]) -> Result<DwordPtr> {
+        self.push(&RawDwords(dwords))
+    }
+
+    /// Appends a NOP of `dwords` dwords (header included).
+    pub fn push_nop(&mut self, dwords: usize) -> Result<DwordPtr> {
+        self.refresh();
+        let dst = self
+            .ring
+            .acquire(&mut self.shadow, dwords)
+            .map_err(|e| ring_error("push", e, "dwords"))?;
+        pm4::writer::write_nop(dst, dwords)
+            .map_err(|e| Error::invalid("push", e.to_string()))?;
+        Ok(self.ring.pending_wptr())
+    }
+
+    /// Appends a WRITE_DATA of `data` to `addr` (4-byte aligned).
+    pub fn push_write_data(&mut self, addr: u64, data: &[u32]) -> Result<DwordPtr> {
+        let p = WriteData::memory(addr, data).map_err(|e| Error::invalid("WRITE_DATA", e.to_string()))?;
+        self.push(&p)
+    }
+
+    /// Appends a RELEASE_MEM built from `args` in this GPU's layout.
+    pub fn push_release_mem(&mut self, args: &ReleaseMemArgs) -> Result<DwordPtr> {
+        let p = ReleaseMem::new(self.gen, args).map_err(|e| Error::invalid("RELEASE_MEM", e.to_string()))?;
+        self.push(&p)
+    }
+
+    /// Appends an end-of-pipe fence: RELEASE_MEM writing the 64-bit `value` to `addr`
+    /// (8-byte aligned) once everything before it completed.
+    pub fn push_fence(&mut self, addr: u64, value: u64) -> Result<DwordPtr> {
+        let p = ReleaseMem::fence(self.gen, addr, value, true, None)
+            .map_err(|e| Error::invalid("RELEASE_MEM", e.to_string()))?;
+        self.push(&p)
+    }
+
+    /// Appends the signal of `event` (facts §8.2): RELEASE_MEM writing the trigger value into
+    /// the event's slot, then an interrupt with the event id.
+    pub fn push_signal(&mut self, event: &Event) -> Result<DwordPtr> {
+        let t = signal_target(event)?;
+        let p = ReleaseMem::signal(self.gen, &t)
+            .map_err(|e| Error::invalid("RELEASE_MEM", e.to_string()))?;
+        self.push(&p)
+    }
+
+    /// Discards everything pushed since the last submit.
+    pub fn rollback(&mut self) {
+        self.ring.rollback();
+    }
+
+    /// Makes everything pushed visible to the CP: copies it into the ring, stores the write
+    /// pointer and rings the doorbell. Returns the new write pointer.
+    pub fn submit(&mut self) -> Result<DwordPtr> {
+        let from = self.ring.wptr();
+        let to = self.ring.pending_wptr();
+        copy_out(&self.raw.ring, &self.shadow, from.get(), to.get())?;
+        let w = self.ring.submit();
+        self.raw.publish(w.get())?;
+        Ok(w)
+    }
+
+    /// Waits until the CP has read everything submitted.
+    pub fn wait_idle(&self, timeout: Duration) -> Result<()> {
+        let size = self.shadow.len() as u64;
+        let target = self.ring.wptr().slot(size);
+        self.raw.wait_for(
+            &format!("the CP did not reach write pointer {:#x}", self.ring.wptr().get()),
+            timeout,
+            || self.rptr().slot(size) == target,
+        )
+    }
+
+    /// Waits until at least `dwords` are free.
+    pub fn wait_for_space(&mut self, dwords: usize, timeout: Duration) -> Result<()> {
+        let size = self.shadow.len();
+        let r = poll_until(timeout, || {
+            let rp = DwordPtr::new(self.raw.read_u32_pointer());
+            let w = self.ring.pending_wptr().slot(size as u64) as usize;
+            (rp.slot(size as u64) as usize + size - 1 - w) % size >= dwords
+        });
+        self.refresh();
+        if r {
+            Ok(())
+        } else {
+            Err(Error::timeout(
+                "wait",
+                format!(
+                    "queue {}: {dwords} dwords did not become free within {timeout:?} ({} free)",
+                    self.raw.queue_id,
+                    self.ring.free_dwords()
+                ),
+            ))
+        }
+    }
+}
+
+fn signal_target(event: &Event) -> Result<SignalTarget> {
+    event.signal_target().ok_or_else(|| {
+        Error::invalid(
+            "signal",
+            format!(
+                "event {} ({:?}) has no event-page slot; only signal events can be signalled by a queue",
+                event.id(),
+                event.kind()
+            ),
+        )
+    })
+}
+
+/// An SDMA queue: packets from [`pm4::sdma`], write pointer in bytes.
+pub struct SdmaQueue {
+    raw: RawQueue,
+    ring: SdmaRing,
+    shadow: Vec<u32>,
+    gen: SdmaGen,
+}
+
+impl std::fmt::Debug for SdmaQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SdmaQueue")
+            .field("raw", &self.raw)
+            .field("wptr", &self.ring.wptr())
+            .finish()
+    }
+}
+
+impl Deref for SdmaQueue {
+    type Target = RawQueue;
+    fn deref(&self) -> &RawQueue {
+        &self.raw
+    }
+}
+
+impl SdmaQueue {
+    /// The SDMA generation packets are built for.
+    pub fn sdma_gen(&self) -> SdmaGen {
+        self.gen
+    }
+
+    /// Mutable access to the common part.
+    pub fn raw_mut(&mut self) -> &mut RawQueue {
+        &mut self.raw
+    }
+
+    /// The ring discipline state.
+    pub fn ring_state(&self) -> &SdmaRing {
+        &self.ring
+    }
+
+    /// The read pointer the engine reported (monotonic bytes).
+    pub fn rptr(&self) -> SdmaBytePtr {
+        SdmaBytePtr::new(self.raw.read_u64_pointer())
+    }
+
+    /// The published write pointer (monotonic bytes).
+    pub fn wptr(&self) -> SdmaBytePtr {
+        self.ring.wptr()
+    }
+
+    /// The write pointer including pushed, unsubmitted packets.
+    pub fn pending_wptr(&self) -> SdmaBytePtr {
+        self.ring.pending_wptr()
+    }
+
+    fn refresh(&mut self) {
+        let r = self.rptr();
+        self.ring.set_rptr(r);
+    }
+
+    /// Appends a packet; returns the pending write pointer.
+    pub fn push<P: Encode + ?Sized>(&mut self, packet: &P) -> Result<SdmaBytePtr> {
+        self.refresh();
+        self.ring
+            .push(&mut self.shadow, packet)
+            .map_err(|e| ring_error("push", e, "dwords"))?;
+        Ok(self.ring.pending_wptr())
+    }
+
+    /// Appends already-encoded dwords.
+    pub fn push_raw(&mut self, dwords: &[u32]) -> Result<SdmaBytePtr> {
+        self.push(&RawDwords(dwords))
+    }
+
+    /// Copies `bytes` from `src` to `dst` (as many COPY_LINEAR packets as the generation's
+    /// byte-count field needs).
+    pub fn push_copy(&mut self, dst: u64, src: u64, bytes: u64) -> Result<SdmaBytePtr> {
+        let max = pm4::sdma::max_bytes(self.gen);
+        let mut done = 0;
+        let mut w = self.pending_wptr();
+        while done < bytes {
+            let n = (bytes - done).min(max);
+            let p = SdmaCopyLinear::new(self.gen, src + done, dst + done, n)
+                .map_err(|e| Error::invalid("COPY_LINEAR", e.to_string()))?;
+            w = self.push(&p)?;
+            done += n;
+        }
+        Ok(w)
+    }
+
+    /// Fills `bytes` (a multiple of 4) at `dst` with the dword `value`.
+    pub fn push_fill(&mut self, dst: u64, value: u32, bytes: u64) -> Result<SdmaBytePtr> {
+        let max = pm4::sdma::max_bytes(self.gen) & !3;
+        let mut done = 0;
+        let mut w = self.pending_wptr();
+        while done < bytes {
+            let n = (bytes - done).min(max);
+            let p = SdmaConstantFill::new(self.gen, dst + done, value, n)
+                .map_err(|e| Error::invalid("CONSTANT_FILL", e.to_string()))?;
+            w = self.push(&p)?;
+            done += n;
+        }
+        Ok(w)
+    }
+
+    /// Writes `data` to `dst` (SDMA WRITE).
+    pub fn push_write(&mut self, dst: u64, data: &[u32]) -> Result<SdmaBytePtr> {
+        let p = SdmaWrite::new(dst, data).map_err(|e| Error::invalid("WRITE", e.to_string()))?;
+        self.push(&p)
+    }
+
+    /// Writes the 32-bit `value` to `addr` once everything before it completed (FENCE).
+    pub fn push_fence(&mut self, addr: u64, value: u32) -> Result<SdmaBytePtr> {
+        let p = SdmaFence::new(addr, value).map_err(|e| Error::invalid("FENCE", e.to_string()))?;
+        self.push(&p)
+    }
+
+    /// Raises an interrupt with context `int_context` (TRAP).
+    pub fn push_trap(&mut self, int_context: u32) -> Result<SdmaBytePtr> {
+        let p = SdmaTrap::new(int_context).map_err(|e| Error::invalid("TRAP", e.to_string()))?;
+        self.push(&p)
+    }
+
+    /// Appends the signal of `event` (facts §8.2): FENCE of the trigger value into the slot,
+    /// then TRAP with the event id.
+    pub fn push_signal(&mut self, event: &Event) -> Result<SdmaBytePtr> {
+        let t = signal_target(event)?;
+        self.push_fence(t.slot_address, t.value)?;
+        self.push_trap(t.int_ctxid)
+    }
+
+    /// Discards everything pushed since the last submit.
+    pub fn rollback(&mut self) {
+        self.ring.rollback();
+    }
+
+    /// Makes everything pushed visible to the engine; returns the new write pointer.
+    pub fn submit(&mut self) -> Result<SdmaBytePtr> {
+        let from = self.ring.wptr().get() / 4;
+        let to = self.ring.pending_wptr().get() / 4;
+        copy_out(&self.raw.ring, &self.shadow, from, to)?;
+        let w = self.ring.submit();
+        self.raw.publish(w.get())?;
+        Ok(w)
+    }
+
+    /// Waits until the engine has read everything submitted.
+    pub fn wait_idle(&self, timeout: Duration) -> Result<()> {
+        let target = self.ring.wptr();
+        self.raw.wait_for(
+            &format!("the SDMA engine did not reach write pointer {:#x}", target.get()),
+            timeout,
+            || self.rptr() == target,
+        )
+    }
+}
+
+/// An AQL queue: 64-byte packets, write pointer in packets. Kernel dispatch needs shader code;
+/// barrier and vendor packets are what a tool writes.
+pub struct AqlQueue {
+    raw: RawQueue,
+    slots: u64,
+    wptr: u64,
+    pending: u64,
+}
+
+impl std::fmt::Debug for AqlQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AqlQueue")
+            .field("raw", &self.raw)
+            .field("wptr", &self.wptr)
+            .finish()
+    }
+}
+
+impl Deref for AqlQueue {
+    type Target = RawQueue;
+    fn deref(&self) -> &RawQueue {
+        &self.raw
+    }
+}
+
+impl AqlQueue {
+    /// Mutable access to the common part.
+    pub fn raw_mut(&mut self) -> &mut RawQueue {
+        &mut self.raw
+    }
+
+    /// Ring size in packets.
+    pub fn size_packets(&self) -> u64 {
+        self.slots
+    }
+
+    /// The read (dispatch) index the packet processor reported.
+    pub fn rptr(&self) -> AqlSlotPtr {
+        AqlSlotPtr::new(self.raw.read_u64_pointer())
+    }
+
+    /// The published write index.
+    pub fn wptr(&self) -> AqlSlotPtr {
+        AqlSlotPtr::new(self.wptr)
+    }
+
+    /// Writes a packet into the next slot: dwords 1–15 first, then dword 0 (header and setup)
+    /// with release ordering, so the packet processor never sees a half-written packet.
+    /// Returns the packet's index.
+    pub fn push_packet(&mut self, packet: &[u32; AQL_PACKET_DWORDS]) -> Result<AqlSlotPtr> {
+        let rptr = self.raw.read_u64_pointer();
+        if self.pending.wrapping_sub(rptr) >= self.slots {
+            return Err(Error::new(
+                "push",
+                Errno::ENOSPC,
+                format!(
+                    "AQL ring full: {} packets pending, read index {rptr:#x}; submit and wait",
+                    self.slots
+                ),
+            ));
+        }
+        let at = AqlSlotPtr::new(self.pending);
+        let offset = at.slot(self.slots) * AQL_PACKET_BYTES;
+        self.raw.ring.write_dwords(offset + 4, &packet[1..])?;
+        self.raw.ring.store_u32(offset, packet[0])?;
+        self.pending += 1;
+        Ok(at)
+    }
+
+    /// Publishes the packets pushed so far; returns the new write index.
+    pub fn submit(&mut self) -> Result<AqlSlotPtr> {
+        self.wptr = self.pending;
+        self.raw.publish(self.wptr)?;
+        Ok(AqlSlotPtr::new(self.wptr))
+    }
+
+    /// Waits until the packet processor has read everything submitted.
+    pub fn wait_idle(&self, timeout: Duration) -> Result<()> {
+        let target = self.wptr;
+        self.raw.wait_for(
+            &format!("the packet processor did not reach index {target:#x}"),
+            timeout,
+            || self.raw.read_u64_pointer() == target,
+        )
+    }
+}
+
+impl Gpu {
+    /// Creates a PM4 compute queue.
+    pub fn create_pm4_queue(&self, options: &QueueOptions) -> Result<Pm4Queue> {
+        let gen = self.gfx_gen()?;
+        let raw = RawQueue::create(self, Kind::Pm4, options)?;
+        let dwords = (options.ring_size / 4) as usize;
+        Ok(Pm4Queue {
+            ring: Pm4Ring::new(dwords).map_err(|e| ring_error("CREATE_QUEUE", e, "dwords"))?,
+            shadow: vec![0; dwords],
+            raw,
+            gen,
+        })
+    }
+
+    /// Creates an SDMA queue.
+    pub fn create_sdma_queue(&self, options: &QueueOptions) -> Result<SdmaQueue> {
+        let gen = self.sdma_gen()?;
+        let raw = RawQueue::create(self, Kind::Sdma, options)?;
+        let dwords = (options.ring_size / 4) as usize;
+        Ok(SdmaQueue {
+            ring: SdmaRing::new(dwords).map_err(|e| ring_error("CREATE_QUEUE", e, "dwords"))?,
+            shadow: vec![0; dwords],
+            raw,
+            gen,
+        })
+    }
+
+    /// Creates an AQL compute queue.
+    pub fn create_aql_queue(&self, options: &QueueOptions) -> Result<AqlQueue> {
+        self.gfx_gen()?;
+        let raw = RawQueue::create(self, Kind::Aql, options)?;
+        Ok(AqlQueue {
+            slots: u64::from(options.ring_size) / AQL_PACKET_BYTES,
+            wptr: 0,
+            pending: 0,
+            raw,
+        })
+    }
+}

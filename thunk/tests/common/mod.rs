@@ -1,0 +1,75 @@
+//! What every integration test uses: the `Kfd` to test against.
+//!
+//! By default the tests run on the in-process model (one gfx900). With `KFD_DEVICE=<path>` set
+//! (e.g. `/dev/kfd`, or the model behind the LD_PRELOAD shim) the same tests run through the
+//! real-syscall backend; tests that need something only the model offers (several GPUs, a
+//! look inside the driver) then skip with a message.
+#![allow(dead_code)]
+
+use std::time::Duration;
+use thunk::{Kfd, OpenOptions};
+
+#[cfg(feature = "model")]
+pub use thunk::Preset;
+
+/// Generous timeout for anything the GPU does.
+pub const T: Duration = Duration::from_secs(5);
+
+/// The device path when the tests run on a device.
+pub fn device() -> Option<String> {
+    std::env::var("KFD_DEVICE").ok().filter(|s| !s.is_empty())
+}
+
+fn init_log() {
+    let _ = env_logger::builder().is_test(true).try_init();
+}
+
+/// The process under test: the device named by `KFD_DEVICE`, else a gfx900 model.
+pub fn kfd() -> Kfd {
+    init_log();
+    let opts = match device() {
+        Some(path) => OpenOptions::device(path),
+        #[cfg(feature = "model")]
+        None => OpenOptions::model(Preset::Gfx900, 1),
+        #[cfg(not(feature = "model"))]
+        None => panic!("built without the model: set KFD_DEVICE to run the tests"),
+    };
+    match opts.open() {
+        Ok(k) => k,
+        Err(e) => panic!("opening the backend under test: {e}"),
+    }
+}
+
+/// A model of `gpus` × `preset`, or `None` (with a message) when the tests run on a device.
+#[cfg(feature = "model")]
+pub fn model_kfd(preset: Preset, gpus: u32, why: &str) -> Option<Kfd> {
+    init_log();
+    if let Some(d) = device() {
+        eprintln!("skipped on {d}: {why} needs the model");
+        return None;
+    }
+    Some(Kfd::open_with(OpenOptions::model(preset, gpus)).expect("model"))
+}
+
+/// The model behind `kfd`, or `None` (with a message) on a device.
+#[cfg(feature = "model")]
+pub fn model_of<'a>(kfd: &'a Kfd, why: &str) -> Option<&'a kfd_model::Model> {
+    match kfd.model() {
+        Some(m) => Some(m),
+        None => {
+            eprintln!("skipped on a device: {why} looks inside the model");
+            None
+        }
+    }
+}
+
+/// Asserts that `r` failed with `errno` and that the message says `says`.
+pub fn assert_err<T: std::fmt::Debug>(r: thunk::Result<T>, errno: thunk::Errno, says: &str) {
+    match r {
+        Ok(v) => panic!("expected {errno:?} ({says}), got Ok({v:?})"),
+        Err(e) => {
+            assert_eq!(e.errno(), errno, "{e}");
+            assert!(e.to_string().contains(says), "{e:?} does not say {says:?}");
+        }
+    }
+}

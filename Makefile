@@ -1,14 +1,14 @@
 # The two commands a newcomer needs: `make run` and `make test`.
 CARGO ?= cargo
 
-.PHONY: run test deps fmt fmt-check lint doc unit abi bench clean
+.PHONY: run test deps fmt fmt-check lint doc unit c-clients abi bench clean
 
 ## run: the main job (for now: the /dev/kfd ABI table that kfd-sys spells)
 run:
 	$(CARGO) run --release -q -p kfd-cli -- abi
 
 ## test: everything — deps, format, clippy, docs, unit and integration tests, the header check
-test: deps fmt-check lint doc unit abi
+test: deps fmt-check lint doc unit c-clients abi
 	@echo "make test: all green"
 
 deps:
@@ -28,6 +28,10 @@ doc:
 
 unit:
 	$(CARGO) test --workspace -- --skip system_headers_match_kfd_sys
+
+# Unmodified C clients (Debian's libhsakmt, rocminfo) on the model through the LD_PRELOAD shim.
+c-clients:
+	./scripts/c-client-tests.sh
 
 # The layout test against the system's linux/kfd_ioctl.h, run on its own so it prints counts.
 abi:

@@ -9,6 +9,10 @@ declare -A need=(
   [libc6-dev]=/usr/include/stdio.h
   [linux-libc-dev]=/usr/include/linux/kfd_ioctl.h
   [make]=/usr/bin/make
+  # C clients of the model through the LD_PRELOAD shim (scripts/c-client-tests.sh).
+  [libhsakmt1]=/usr/lib/x86_64-linux-gnu/libhsakmt.so.1
+  [libhsakmt-dev]=/usr/include/hsakmt.h
+  [rocminfo]=/usr/bin/rocminfo
 )
 
 missing=()

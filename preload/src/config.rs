@@ -95,7 +95,9 @@ impl LogFilter {
                 },
             }
         }
-        filter.directives.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+        filter
+            .directives
+            .sort_by_key(|d| core::cmp::Reverse(d.0.len()));
         Ok(filter)
     }
 

@@ -966,9 +966,9 @@ unsafe fn mmap_impl(
     fd: c_int,
     offset: off_t,
 ) -> *mut c_void {
-    // SAFETY: libc's mmap with the caller's arguments.
     let pass = || {
         or_enosys(
+            // SAFETY: libc's mmap with the caller's arguments.
             unsafe { real::mmap(addr, len, prot, flags, fd, offset) },
             libc::MAP_FAILED,
         )

@@ -178,18 +178,19 @@ fn tokens(text: &str) -> impl Iterator<Item = Token<'_>> {
             .unwrap_or(line.len());
         let code = line.get(..end).unwrap_or(line);
         let mut out = Vec::new();
-        let mut start = None;
-        for (pos, ch) in code.char_indices().chain([(code.len(), ' ')]) {
+        // (byte offset, column) where the current token began.
+        let mut start: Option<(usize, usize)> = None;
+        for (column, (pos, ch)) in code.char_indices().chain([(code.len(), ' ')]).enumerate() {
             let separator = ch.is_whitespace() || ch == ',';
             match (start, separator) {
-                (None, false) => start = Some(pos),
-                (Some(s), true) => {
+                (None, false) => start = Some((pos, column)),
+                (Some((s, first_column)), true) => {
                     let text = code.get(s..pos).unwrap_or_default();
                     if !text.ends_with(':') {
                         out.push(Token {
                             text,
                             line: i + 1,
-                            column: code.get(..s).map_or(s, |p| p.chars().count()) + 1,
+                            column: first_column + 1,
                         });
                     }
                     start = None;

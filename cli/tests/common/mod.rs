@@ -1,0 +1,67 @@
+//! Runs the `kfd` binary the way a user does.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+/// `kfd args…` with stdin closed.
+pub fn kfd(args: &[&str]) -> Output {
+    kfd_with_stdin(args, b"")
+}
+
+/// `kfd args…` with `input` on stdin.
+pub fn kfd_with_stdin(args: &[&str], input: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kfd"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .env_remove("NO_COLOR")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kfd runs");
+    {
+        let mut stdin = child.stdin.take().expect("stdin");
+        // The program may exit before reading everything.
+        let _ = stdin.write_all(input);
+    }
+    child.wait_with_output().expect("kfd finishes")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Exit status 0, empty stderr; returns stdout.
+pub fn ok(args: &[&str]) -> String {
+    let o = kfd(args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "kfd {args:?} failed: {}",
+        stderr(&o)
+    );
+    stdout(&o)
+}
+
+/// Exit status 2 and exactly one line on stderr starting with `kfd: `; returns that line.
+pub fn usage_error(o: &Output) -> String {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "expected status 2; stderr: {err}");
+    assert_eq!(err.lines().count(), 1, "one line expected: {err:?}");
+    assert!(err.starts_with("kfd: "), "{err:?}");
+    assert!(
+        !err.contains("panicked") && !err.contains("backtrace"),
+        "{err}"
+    );
+    err.trim_end().to_owned()
+}
+
+/// `stdout` parsed as JSON.
+pub fn json(out: &str) -> serde_json::Value {
+    serde_json::from_str(out).unwrap_or_else(|e| panic!("not JSON ({e}):\n{out}"))
+}

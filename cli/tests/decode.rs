@@ -1,0 +1,245 @@
+//! `kfd decode` on hex text, stdin, binary files and broken streams.
+
+mod common;
+
+use common::*;
+use std::io::Write;
+
+/// ACQUIRE_MEM + RELEASE_MEM (facts §4.3/§4.4, the pm4 listing example) and an SDMA
+/// FENCE + TRAP (facts §5, §8.2).
+const PM4: &str = "c0055800 28c40000 ffffffff 00ffffff 00000000 00000000 00000004 \
+                   c0064900 00028514 22000000 34000018 00007f12 00000003 00000000 00000003";
+const SDMA: &str = "00000005 34000018 00007f12 00000003 00000006 00000003";
+
+fn le_bytes(hex: &str) -> Vec<u8> {
+    hex.split_whitespace()
+        .flat_map(|w| u32::from_str_radix(w, 16).unwrap().to_le_bytes())
+        .collect()
+}
+
+#[test]
+fn hex_argument_gives_the_listing() {
+    let out = ok(&["decode", "--hex", PM4]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "; PM4 gfx9, 15 dwords from --hex");
+    assert!(lines[1].starts_with("  0x0000: c0055800 28c40000 ffffffff 00ffffff 00000000 00000000 00000004  ACQUIRE_MEM coher_cntl=0x28c40000"), "{}", lines[1]);
+    assert!(lines[2].starts_with("  0x0007: c0064900 00028514 22000000 34000018 00007f12 00000003 00000000 00000003  RELEASE_MEM event_type=CACHE_FLUSH_AND_INV_TS_EVENT"), "{}", lines[2]);
+    assert!(
+        lines[2].contains("int_sel=SEND_INTERRUPT_AFTER_WRITE_CONFIRM")
+            && lines[2].ends_with("int_ctxid=0x3")
+    );
+    assert_eq!(lines[3], "; 2 packet(s), 0 error(s)");
+}
+
+#[test]
+fn binary_file_stdin_and_byte_text_decode_the_same() {
+    let bin = le_bytes(PM4);
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    file.write_all(&bin).unwrap();
+    let path = file.path().to_str().unwrap();
+    let from_file = ok(&["decode", path]);
+    let body = |s: &str| s.lines().skip(1).collect::<Vec<_>>().join("\n");
+    assert_eq!(body(&from_file), body(&ok(&["decode", "--hex", PM4])));
+    let o = kfd_with_stdin(&["decode"], &bin);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(body(&stdout(&o)), body(&from_file));
+    assert!(stdout(&o).starts_with("; PM4 gfx9, 15 dwords from stdin"));
+    // The same bytes as xxd -p style text.
+    let text: String = bin.iter().map(|b| format!("{b:02x}")).collect();
+    let o = kfd_with_stdin(&["decode", "-", "--format", "bytes"], text.as_bytes());
+    assert_eq!(body(&stdout(&o)), body(&from_file));
+}
+
+#[test]
+fn sdma_streams_are_detected_and_use_the_sdma_layouts() {
+    let out = ok(&["decode", "--hex", SDMA, "--gfx", "gfx11"]);
+    assert!(out.starts_with("; SDMA SDMA 6 (gfx11), 6 dwords"), "{out}");
+    assert!(out.contains("  0x0000: 00000005 34000018 00007f12 00000003  SDMA_FENCE addr=0x7f1234000018 data=0x3"), "{out}");
+    assert!(
+        out.contains("  0x0004: 00000006 00000003                    SDMA_TRAP int_context=0x3"),
+        "{out}"
+    );
+}
+
+#[test]
+fn errors_point_at_the_offending_dword_and_exit_2() {
+    // NOP; WRITE_DATA whose dst_sel (dw1 [11:8]) is 0xF, which the hardware does not define;
+    // a NOP after it, reached by resynchronising on the WRITE_DATA's count.
+    let o = kfd(&[
+        "decode",
+        "--hex",
+        "ffff1000 c0033700 00000f00 00001000 00000000 00000007 ffff1000",
+    ]);
+    let err = usage_error(&o);
+    assert_eq!(err, "kfd: 1 decode error(s) in --hex; first at dword 2 (0x2): WRITE_DATA: impossible dst_sel=0xf in dw1");
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[2].starts_with("  0x0001: c0033700 00000f00")
+            && lines[2].contains("; error: WRITE_DATA"),
+        "{out}"
+    );
+    // The caret sits under dword 2, the second dword of the packet's hex column.
+    let caret = lines[3];
+    assert_eq!(caret.find('^'), Some(10 + 9), "{caret:?}");
+    assert!(caret.ends_with("dword 2 (0x2)"));
+    assert!(
+        lines[4].starts_with("  0x0006: ffff1000") && lines[4].ends_with("NOP (1 dword)"),
+        "{out}"
+    );
+    // --stop-at-error ends the listing there.
+    let stopped = stdout(&kfd(&[
+        "decode",
+        "--stop-at-error",
+        "--hex",
+        "ffff1000 c0033700 00000f00 00001000 00000000 00000007 ffff1000",
+    ]));
+    assert!(!stopped.contains("0x0006"), "{stopped}");
+}
+
+#[test]
+fn truncated_and_ragged_input_is_reported() {
+    let err = usage_error(&kfd(&["decode", "--hex", "c0055800 28c40000"]));
+    assert!(
+        err.contains("first at dword 0")
+            && err.contains("truncated ACQUIRE_MEM: needs 7 dwords, 2 left"),
+        "{err}"
+    );
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    file.write_all(&[0x00, 0x10, 0xFF, 0xFF, 0xAA]).unwrap();
+    let o = kfd(&["decode", file.path().to_str().unwrap()]);
+    let err = usage_error(&o);
+    assert!(
+        err.ends_with("ends with 1 byte(s) that do not make a whole dword (byte offset 0x4)"),
+        "{err}"
+    );
+    assert!(
+        stdout(&o).contains("NOP (1 dword)"),
+        "the whole dwords are still listed"
+    );
+}
+
+#[test]
+fn bad_input_is_one_line() {
+    let e = usage_error(&kfd(&["decode", "/no/such/file"]));
+    assert!(e.starts_with("kfd: cannot read '/no/such/file':"), "{e}");
+    let e = usage_error(&kfd(&["decode", "--hex", "c0001000 zz"]));
+    assert_eq!(e, "kfd: line 1, column 10: 'zz' is not a hex dword");
+    let e = usage_error(&kfd_with_stdin(&["decode", "-"], b""));
+    assert_eq!(e, "kfd: stdin holds no dwords to decode");
+    let e = usage_error(&kfd(&["decode", "--hex", "ffff1000", "--skip", "5"]));
+    assert!(e.contains("past the end"), "{e}");
+    // Garbage of every byte value never panics.
+    let junk: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    for engine in ["pm4", "sdma"] {
+        let o = kfd_with_stdin(&["decode", "--format", "bin", "--engine", engine], &junk);
+        assert!(
+            matches!(o.status.code(), Some(0 | 2)),
+            "{engine}: {}",
+            stderr(&o)
+        );
+        assert!(!stderr(&o).contains("panic"), "{}", stderr(&o));
+    }
+}
+
+#[test]
+fn skip_count_and_full() {
+    let out = ok(&["decode", "--hex", PM4, "--skip", "7", "--count", "8"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert!(
+        lines[1].starts_with("  0x0007: c0064900"),
+        "offsets stay those of the input: {out}"
+    );
+    // A NOP with 11 body dwords: 8 dwords then +4, and with --full a continuation line.
+    let nop = "c00a1000 1 2 3 4 5 6 7 8 9 a b";
+    assert!(ok(&["decode", "--hex", nop]).contains(" +4  NOP"));
+    let full = ok(&["decode", "--hex", nop, "--full"]);
+    assert!(
+        full.contains("\n  0x0008  00000008 00000009 0000000a 0000000b\n"),
+        "{full}"
+    );
+}
+
+#[test]
+fn json_lists_packets_fields_and_errors() {
+    let v = json(&ok(&["decode", "--json", "--hex", PM4]));
+    assert_eq!(
+        (
+            v["engine"].as_str(),
+            v["dwords"].as_u64(),
+            v["packets"].as_u64(),
+            v["errors"].as_u64()
+        ),
+        (Some("pm4"), Some(15), Some(2), Some(0))
+    );
+    let release = &v["entries"][1];
+    assert_eq!(release["offset"], 7);
+    assert_eq!(release["name"], "RELEASE_MEM");
+    assert_eq!(release["words"].as_array().map(Vec::len), Some(8));
+    assert_eq!(release["words"][0], 0xC006_4900u32);
+    let int_ctxid = release["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f[0] == "int_ctxid")
+        .expect("int_ctxid field");
+    assert_eq!(int_ctxid[1], "0x3");
+    let o = kfd(&["decode", "--json", "--hex", "ffff1000 40000000"]);
+    assert_eq!(o.status.code(), Some(2));
+    let v = json(&stdout(&o));
+    assert_eq!(v["errors"], 1);
+    assert_eq!(v["entries"][1]["error_dword"], 1);
+    assert!(v["entries"][1]["error"]
+        .as_str()
+        .unwrap()
+        .contains("packet type 1"));
+}
+
+#[test]
+fn gfx10_uses_the_gfx10_release_mem() {
+    // The same RELEASE_MEM dwords read with gfx10 layouts name the gfx10 cache fields.
+    let release = "c0064900 00028514 22000000 34000018 00007f12 00000003 00000000 00000003";
+    let g9 = ok(&["decode", "--hex", release]);
+    let g10 = ok(&["decode", "--hex", release, "--gfx", "gfx10"]);
+    assert!(g9.contains("tc_wb_action_ena=1"), "{g9}");
+    assert_ne!(g9.lines().nth(1), g10.lines().nth(1), "{g10}");
+    assert!(g10.starts_with("; PM4 gfx10"));
+}
+
+#[test]
+fn a_closed_pipe_is_a_quiet_stop() {
+    // 200 000 NOPs, read by `head -c 100`.
+    let big = "ffff1000 ".repeat(200_000);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kfd"))
+        .args(["decode", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(big.as_bytes())
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 100];
+    std::io::Read::read_exact(&mut stdout, &mut first).unwrap();
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -1,0 +1,358 @@
+//! `kfd trace` scenarios on the model: the layer tree, the MQD changes, JSON and the timeline.
+
+mod common;
+
+use common::*;
+
+/// The line index of the first line containing all of `needles`, at or after `from`.
+fn find(lines: &[&str], from: usize, needles: &[&str]) -> usize {
+    (from..lines.len())
+        .find(|&i| needles.iter().all(|n| lines[i].contains(n)))
+        .unwrap_or_else(|| {
+            panic!(
+                "no line with {needles:?} after line {from}:\n{}",
+                lines.join("\n")
+            )
+        })
+}
+
+fn depth(line: &str) -> usize {
+    line.len() - line.trim_start().len()
+}
+
+#[test]
+fn create_queue_travels_every_layer() {
+    let out = ok(&["trace", "create-queue"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("kfd trace create-queue on the model (gfx900)"),
+        "{out}"
+    );
+    let step = find(
+        &lines,
+        0,
+        &[
+            "CREATE_QUEUE (AQL compute, 4 KiB ring)",
+            "on MEC0 pipe 0 queue 2",
+        ],
+    );
+    let ioctl = find(
+        &lines,
+        step,
+        &["ioctl", "AMDKFD_IOC_CREATE_QUEUE (96 bytes)"],
+    );
+    let pqm = find(&lines, ioctl, &["pqm", "create queue type 2"]);
+    let dqm = find(&lines, pqm, &["dqm", "MQD at 0x"]);
+    let written = find(&lines, dqm, &["MQD written v9_mqd"]);
+    // Facts §6.4: a 4 KiB AQL ring on gfx9 with Linux 6.12: QUEUE_SIZE 9 and the AQL bits.
+    find(
+        &lines,
+        written,
+        &["dw145", "cp_hqd_pq_control", "0x1c014509"],
+    );
+    find(
+        &lines,
+        written,
+        &["dw181", "cp_hqd_aql_control", "0x00000001"],
+    );
+    let pm = find(
+        &lines,
+        written,
+        &[
+            "pm ",
+            "runlist IB: 1 process(es), 1 active queue(s), 23 dwords",
+        ],
+    );
+    let map_process = find(&lines, pm, &["0x0000: c00ea100", "MAP_PROCESS"]);
+    find(
+        &lines,
+        map_process,
+        &["0x0010: c005a200", "MAP_QUEUES", "doorbell_offset=0x1000"],
+    );
+    let hiq = find(&lines, pm, &["HIQ ", "HIQ submit"]);
+    let run_list = find(
+        &lines,
+        hiq,
+        &["c002a500", "RUN_LIST", "valid=1 process_cnt=1"],
+    );
+    let hws = find(&lines, run_list, &["HWS ", "RUN_LIST: IB"]);
+    let hqd = find(
+        &lines,
+        hws,
+        &["HQD ", "-> Compute { mec: 0, pipe: 0, queue: 2 } vmid 8"],
+    );
+    find(&lines, hqd, &["MQD changed v9_mqd"]);
+    find(
+        &lines,
+        hqd,
+        &["dw130", "cp_hqd_active", "0x00000000 → 0x00000001"],
+    );
+    find(
+        &lines,
+        hqd,
+        &["dw131", "cp_hqd_vmid", "0x00000000 → 0x00000008"],
+    );
+    // Each layer sits deeper than the one that called it.
+    let depths: Vec<usize> = [ioctl, pqm, dqm, pm, hiq, hws, hqd]
+        .iter()
+        .map(|&i| depth(lines[i]))
+        .collect();
+    assert!(depths.windows(2).all(|w| w[0] < w[1]), "{depths:?}\n{out}");
+    let state = find(
+        &lines,
+        hqd,
+        &["state: processes 1, queues 1 active / 1 total, runlist mapped, HQDs 1/24 in use"],
+    );
+    find(
+        &lines,
+        state,
+        &["MEC0 pipe 0 queue 2", "pasid 0x8001 vmid 8"],
+    );
+    // Destroy preempts (UNMAP_QUEUES + QUERY_STATUS fence) and the MQD goes inactive.
+    let destroy = find(
+        &lines,
+        state,
+        &["DESTROY_QUEUE (queue 0)", "0 queue(s) left, 0 mapped"],
+    );
+    let unmap = find(
+        &lines,
+        destroy,
+        &["c004a300", "UNMAP_QUEUES action=PREEMPT_QUEUES"],
+    );
+    find(
+        &lines,
+        unmap,
+        &["dw130", "cp_hqd_active", "0x00000001 → 0x00000000"],
+    );
+    find(&lines, unmap, &["QUERY_STATUS", "data=0x64"]);
+    find(&lines, unmap, &["HWS ", "QUERY_STATUS: fence", "= 100"]);
+}
+
+#[test]
+fn create_queue_json_and_timeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json");
+    let out = ok(&[
+        "trace",
+        "create-queue",
+        "--queue-type",
+        "sdma",
+        "--json",
+        "--chrome-trace",
+        path.to_str().unwrap(),
+    ]);
+    let v = json(&out);
+    assert_eq!(
+        (v["scenario"].as_str(), v["preset"].as_str()),
+        (Some("create-queue"), Some("gfx900"))
+    );
+    let steps = v["steps"].as_array().unwrap();
+    let create = steps
+        .iter()
+        .find(|s| {
+            s["title"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("CREATE_QUEUE (SDMA"))
+        })
+        .expect("create step");
+    assert_eq!(create["detail"], "full");
+    let records = create["records"].as_array().unwrap();
+    let targets: Vec<&str> = records
+        .iter()
+        .filter_map(|r| r["target"].as_str())
+        .collect();
+    for t in [
+        "kfd::ioctl",
+        "kfd::pqm",
+        "kfd::dqm",
+        "kfd::pm",
+        "kfd::kq",
+        "hw::hws",
+    ] {
+        assert!(targets.contains(&t), "{t} in {targets:?}");
+    }
+    let init = records
+        .iter()
+        .flat_map(|r| r["notes"].as_array().cloned().unwrap_or_default())
+        .find(|n| n["kind"] == "mqd_init")
+        .expect("the SDMA MQD appears");
+    assert_eq!(init["struct"], "v9_sdma_mqd");
+    // Facts §6.5: rb_cntl of a 4 KiB ring is RB_SIZE 10 | writeback: 0x00061014.
+    let rb_cntl = init["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "sdmax_rlcx_rb_cntl")
+        .unwrap();
+    assert_eq!(rb_cntl["value"], 0x0006_1014);
+    let mapped = create["state"]["mapped"].as_array().unwrap();
+    assert_eq!(mapped.len(), 1);
+    assert!(
+        mapped[0]["slot"].as_str().unwrap().starts_with("SDMA"),
+        "{mapped:?}"
+    );
+
+    let timeline = json(&std::fs::read_to_string(&path).unwrap());
+    let events = timeline["traceEvents"].as_array().unwrap();
+    let ioctl = events
+        .iter()
+        .find(|e| e["name"] == "CREATE_QUEUE" && e["ph"] == "X")
+        .expect("CREATE_QUEUE span");
+    assert!(ioctl["dur"].as_f64().unwrap() > 0.0);
+    assert!(events
+        .iter()
+        .any(|e| e["ph"] == "i" && e["cat"] == "hw::hws"));
+    assert!(
+        events
+            .iter()
+            .any(|e| e["cat"] == "queue"
+                && e["name"].as_str().is_some_and(|n| n.starts_with("on SDMA"))),
+        "the SDMA queue's time on its slot"
+    );
+    assert!(events
+        .iter()
+        .all(|e| e["ts"].is_null() || e["ts"].as_f64().is_some()));
+}
+
+#[test]
+fn oversubscribe_chains_the_runlist_and_time_slices() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("o.json");
+    let out = ok(&[
+        "trace",
+        "oversubscribe",
+        "--chrome-trace",
+        path.to_str().unwrap(),
+    ]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].contains("(gfx1030)"), "{}", lines[0]);
+    // Navi 21 gives KFD 8 HQDs (facts §9.1); the 9th queue oversubscribes (facts §9.6).
+    find(&lines, 0, &["SET_RESOURCES: 8 HQDs"]);
+    let b = find(
+        &lines,
+        0,
+        &[
+            "B: CREATE_QUEUE — queue 9 for 8 HQDs",
+            "runlist chained (oversubscribed)",
+        ],
+    );
+    find(&lines, b, &["pm ", "Runlist is getting oversubscribed"]);
+    find(
+        &lines,
+        b,
+        &["runlist IB: 2 process(es), 9 active queue(s)", "chained"],
+    );
+    find(
+        &lines,
+        b,
+        &["RUN_LIST", "chain=1", "chained_runlist_idle_disable=1"],
+    );
+    let state = find(
+        &lines,
+        b,
+        &[
+            "state:",
+            "mapped, chained (oversubscribed), HQDs 8/8 in use",
+        ],
+    );
+    let tick = find(
+        &lines,
+        state,
+        &["HWS time slice", "A has 8 queue(s) on HQDs, B has 0"],
+    );
+    find(&lines, tick, &["cp_hqd_active", "0x00000001 → 0x00000000"]);
+    find(&lines, tick, &["B has 1 queue(s) on HQDs"]);
+    let timeline = json(&std::fs::read_to_string(&path).unwrap());
+    let spans = timeline["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "queue")
+        .count();
+    assert!(spans >= 9, "every queue spent time on an HQD: {spans}");
+}
+
+#[test]
+fn evict_restore_is_refcounted() {
+    let out = ok(&["trace", "evict-restore"]);
+    let lines: Vec<&str> = out.lines().collect();
+    let evict = find(
+        &lines,
+        0,
+        &[
+            "evict the process's queues",
+            "0 queue(s) on the hardware, 0 active",
+        ],
+    );
+    find(&lines, evict, &["dqm", "evicting pasid 0x8001 queues"]);
+    find(
+        &lines,
+        evict,
+        &["UNMAP_QUEUES", "2 queue(s) off the hardware"],
+    );
+    let again = find(
+        &lines,
+        evict,
+        &["evict again", "0 queue(s) on the hardware"],
+    );
+    let restore1 = find(
+        &lines,
+        again,
+        &["restore once", "0 queue(s) on the hardware, 0 active"],
+    );
+    let restore2 = find(
+        &lines,
+        restore1,
+        &["restore again", "2 queue(s) on the hardware, 2 active"],
+    );
+    find(&lines, restore2, &["dqm", "restoring pasid 0x8001 queues"]);
+    find(
+        &lines,
+        restore2,
+        &["cp_hqd_active", "0x00000000 → 0x00000001"],
+    );
+    // The second eviction and the first restore send nothing to the firmware.
+    assert!(
+        !lines[again..restore2]
+            .iter()
+            .any(|l| l.contains("HIQ submit")),
+        "{out}"
+    );
+}
+
+#[test]
+fn all_shows_setup_steps_in_full() {
+    let out = ok(&[
+        "trace",
+        "create-queue",
+        "--all",
+        "--queue-type",
+        "pm4",
+        "--preset",
+        "gfx90a",
+    ]);
+    assert!(out.contains("SET_RESOURCES"), "bring-up in full");
+    assert!(out.contains("AMDKFD_IOC_ACQUIRE_VM"));
+    assert!(out.contains("CREATE_QUEUE (PM4 compute"));
+    // Aldebaran: VMIDs start at 3 (facts §9.1) and MAP_PROCESS has 21 dwords (facts §3.4).
+    assert!(out.contains("vmid 3"), "{out}");
+    assert!(
+        out.contains("c013a100"),
+        "21-dword MAP_PROCESS header:\n{out}"
+    );
+}
+
+#[test]
+fn unavailable_scenarios_and_bad_options_are_one_line() {
+    for s in ["vm-fault", "event-signal"] {
+        let e = usage_error(&kfd(&["trace", s]));
+        assert!(
+            e.contains(&format!("scenario '{s}' needs the model's queue engines")),
+            "{e}"
+        );
+    }
+    let e = usage_error(&kfd(&["trace", "create-queue", "--ring-size", "3000"]));
+    assert!(e.contains("not a power of two"), "{e}");
+    let e = usage_error(&kfd(&["trace", "create-queue", "--preset", "gfx1100"]));
+    assert!(e.contains("unknown GPU preset 'gfx1100'"), "{e}");
+}

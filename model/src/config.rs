@@ -129,6 +129,10 @@ pub struct ModelConfig {
     pub hws_max_conc_proc: Option<u32>,
     /// `amdgpu.cwsr_enable`.
     pub cwsr_enable: bool,
+    /// Run the engines on a background thread that notices doorbell writes (default). Off,
+    /// nothing executes until `Model::step` or `Model::run_until_idle` is called, which makes
+    /// tests deterministic.
+    pub engine_thread: bool,
 }
 
 impl ModelConfig {
@@ -143,6 +147,7 @@ impl ModelConfig {
             max_queues_per_device: 4096,
             hws_max_conc_proc: None,
             cwsr_enable: true,
+            engine_thread: true,
         }
     }
 
@@ -167,6 +172,12 @@ impl ModelConfig {
     /// The same with another preemption timeout.
     pub fn with_preemption_timeout(mut self, timeout: Duration) -> Self {
         self.preemption_timeout = timeout;
+        self
+    }
+
+    /// Turns the background engine thread on or off (see [`ModelConfig::engine_thread`]).
+    pub fn with_engine_thread(mut self, on: bool) -> Self {
+        self.engine_thread = on;
         self
     }
 }

@@ -6,8 +6,10 @@ use crate::dqm::{dqm_config, packet_manager, Dqm, DqmCounters};
 use crate::errno::{Errno, KResult};
 use crate::hw::clock::GpuClock;
 use crate::hw::doorbell::{DoorbellBar, DoorbellLayout};
+use crate::hw::engine::EngineActivity;
 use crate::hw::gart::Gart;
 use crate::hw::hws::Hws;
+use crate::hw::ih::IhRing;
 use crate::hw::mem::DeviceMemory;
 use crate::hw::vm::GpuVm;
 use crate::topology::{Node, Topology};
@@ -30,8 +32,10 @@ pub struct Gpu {
     pub mmio: Arc<DeviceMemory>,
     /// The timestamp clock.
     pub clock: GpuClock,
-    /// The scheduler firmware.
+    /// The scheduler firmware (and the engines' saved queue contexts).
     pub hws: Hws,
+    /// The interrupt ring from the engines to the driver.
+    pub ih: IhRing,
     /// PM4 packet layouts of the part.
     pub pm4_gen: pm4::GfxGen,
     /// MQD layouts of the part.
@@ -61,11 +65,17 @@ impl Gpu {
                 engines,
                 p.num_sdma_queues_per_engine as u8,
             ),
+            ih: IhRing::new(),
             pm4_gen,
             mqd_gen,
             page_tables: RwLock::new(HashMap::new()),
             next_pd_base: AtomicU64::new(0x0000_00f4_0000_0000),
         })
+    }
+
+    /// One pass of the CP and SDMA engines over the queues mapped now.
+    pub fn run_engines(&self) -> EngineActivity {
+        self.hws.run_queues(self)
     }
 
     /// Registers a process address space and returns its page-directory base (the value

@@ -450,6 +450,9 @@ impl Dqm {
             }
         };
         let doorbell_off = DoorbellBar::bar_dword_index(slice, doorbell_id);
+        // A new queue's doorbell reads 0 until the client writes it (the engines take the
+        // doorbell as a write pointer; a value left by an earlier queue must not leak in).
+        gpu.doorbells.write(slice, doorbell_id, 0);
         props.doorbell_offset = doorbell_off;
         if let QueueClass::Sdma { engine, queue, .. } = class {
             props.sdma_engine_id = engine;
@@ -478,7 +481,7 @@ impl Dqm {
             Ok(b) => b,
             Err(e) => {
                 log::debug!(target: "kfd::dqm", "init_mqd: {e}");
-                gpu.gart.free(mqd_mem);
+                free_mqd(gpu, mqd_mem);
                 undo(self, pdd);
                 return Err(Errno::EINVAL);
             }
@@ -514,7 +517,7 @@ impl Dqm {
                 qpd.queues.retain(|q| q.id != id);
                 qpd.queue_count -= 1;
                 self.decrement_queue_count(class, false);
-                gpu.gart.free(mqd_mem);
+                free_mqd(gpu, mqd_mem);
                 undo(self, pdd);
                 return Err(e);
             }
@@ -565,7 +568,7 @@ impl Dqm {
         }
         let now_empty = qpd.queues.is_empty();
         self.total_queue_count -= 1;
-        gpu.gart.free(q.mqd_mem);
+        free_mqd(gpu, q.mqd_mem);
         if now_empty {
             self.unregister_process(pasid);
         }
@@ -745,7 +748,7 @@ impl Dqm {
             Ok(())
         };
         for q in &qpd.queues {
-            gpu.gart.free(q.mqd_mem);
+            free_mqd(gpu, q.mqd_mem);
         }
         if !qpd.queues.is_empty() {
             log::debug!(target: "kfd::dqm", "pasid {pasid:#x} terminated: {} queue(s) freed", qpd.queues.len());
@@ -959,6 +962,12 @@ impl Dqm {
             }
         }
     }
+}
+
+/// Frees a queue's MQD; the engines forget the queue's saved context with it.
+fn free_mqd(gpu: &Gpu, mqd: GartAlloc) {
+    gpu.hws.forget_queue(mqd.gpu_addr);
+    gpu.gart.free(mqd);
 }
 
 fn first_free(map: &mut [bool], pred: impl Fn(u32) -> bool) -> Option<u32> {

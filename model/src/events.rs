@@ -369,6 +369,11 @@ impl EventTable {
         self.signal_typed(KFD_IOC_EVENT_HW_EXCEPTION, |ev| ev.hw_exception = data)
     }
 
+    /// A queue of this process stopped with an error: every QUEUE_EVENT event is set.
+    pub fn signal_queue_error(&self) -> usize {
+        self.signal_typed(KFD_IOC_EVENT_QUEUE_EVENT, |_| {})
+    }
+
     fn signal_typed(&self, event_type: u32, mut fill: impl FnMut(&mut Event)) -> usize {
         let mut s = self.lock();
         let ids: Vec<u32> = s

@@ -7,6 +7,8 @@ use crate::device::KfdNode;
 use crate::errno::{Errno, KResult};
 use crate::events::EventTable;
 use crate::hw::doorbell::DoorbellIds;
+use crate::hw::engine::{EngineActivity, EngineWaker, QueueError};
+use crate::hw::hws::EngineQueueState;
 use crate::hw::mem::DeviceMemory;
 use crate::hw::vm::GpuVm;
 use crate::memory::Bo;
@@ -110,9 +112,34 @@ pub(crate) struct ModelInner {
     render_files: Mutex<HashMap<i32, (u64, u32)>>,
     next_render_file: AtomicU64,
     next_fake_fd: AtomicI32,
+    /// Wakes (and stops) the engine thread.
+    engine: Arc<EngineWaker>,
+}
+
+impl Drop for ModelInner {
+    fn drop(&mut self) {
+        self.engine.stop();
+    }
 }
 
 impl ModelInner {
+    /// One pass of every GPU's engines, then the driver's interrupt handling.
+    pub fn step(&self) -> EngineActivity {
+        let mut a = EngineActivity::default();
+        for node in &self.nodes {
+            a.merge(node.gpu.run_engines());
+            a.interrupts += crate::interrupt::process_interrupts(self, node);
+        }
+        a
+    }
+
+    /// A scheduler time slice on every GPU (rotates oversubscribed runlists).
+    pub fn tick(&self) {
+        for node in &self.nodes {
+            node.gpu.hws.tick(&node.gpu.gart);
+        }
+    }
+
     pub fn node_by_gpu_id(&self, gpu_id: u32) -> Option<&Arc<KfdNode>> {
         self.nodes.iter().find(|n| n.gpu_id == gpu_id)
     }
@@ -143,18 +170,83 @@ impl Model {
             n.start()?;
         }
         log::info!(target: "kfd::model", "model up: {} × {} ({:?})", config.gpus, config.preset, config.kernel);
-        Ok(Model {
-            inner: Arc::new(ModelInner {
-                config,
-                topology,
-                nodes,
-                processes: Mutex::new(BTreeMap::new()),
-                next_pasid: AtomicU32::new(FIRST_PASID),
-                render_files: Mutex::new(HashMap::new()),
-                next_render_file: AtomicU64::new(1),
-                next_fake_fd: AtomicI32::new(0x4000_0000),
-            }),
-        })
+        let engine_thread = config.engine_thread;
+        let engine = Arc::new(EngineWaker::default());
+        let inner = Arc::new(ModelInner {
+            config,
+            topology,
+            nodes,
+            processes: Mutex::new(BTreeMap::new()),
+            next_pasid: AtomicU32::new(FIRST_PASID),
+            render_files: Mutex::new(HashMap::new()),
+            next_render_file: AtomicU64::new(1),
+            next_fake_fd: AtomicI32::new(0x4000_0000),
+            engine: engine.clone(),
+        });
+        if engine_thread {
+            let (a, b) = (Arc::downgrade(&inner), Arc::downgrade(&inner));
+            crate::hw::engine::spawn(
+                engine,
+                move || a.upgrade().map(|m| m.step()),
+                move || b.upgrade().map(|m| m.tick()).is_some(),
+            )
+            .map_err(|e| {
+                log::error!(target: "kfd::model", "cannot start the engine thread: {e}");
+                Errno::EAGAIN
+            })?;
+        }
+        Ok(Model { inner })
+    }
+
+    /// One pass of the engines over every mapped queue of every GPU, then the interrupts they
+    /// raised (the deterministic alternative to the engine thread).
+    pub fn step(&self) -> EngineActivity {
+        self.inner.step()
+    }
+
+    /// Runs the engines until nothing moves: every mapped queue is idle, parked on a wait
+    /// that is not met, or stopped. With an oversubscribed runlist the scheduler is also
+    /// rotated so that every process gets its turn. Returns the work done (packets and
+    /// interrupts in total; parked and halted queues as the last pass left them).
+    pub fn run_until_idle(&self) -> EngineActivity {
+        const MAX_PASSES: usize = 1_000_000;
+        let mut total = EngineActivity::default();
+        let mut quiet_rotations = 0usize;
+        for _ in 0..MAX_PASSES {
+            let a = self.inner.step();
+            total.packets += a.packets;
+            total.interrupts += a.interrupts;
+            if a.progressed() {
+                quiet_rotations = 0;
+                continue;
+            }
+            let rotations = self
+                .inner
+                .nodes
+                .iter()
+                .filter(|n| n.gpu.hws.oversubscribed())
+                .map(|n| n.gpu.hws.runlist().len())
+                .max()
+                .unwrap_or(0);
+            if quiet_rotations < rotations {
+                self.inner.tick();
+                quiet_rotations += 1;
+                continue;
+            }
+            total.parked = a.parked;
+            total.halted = a.halted;
+            return total;
+        }
+        log::warn!(target: "kfd::model", "run_until_idle: still busy after {MAX_PASSES} passes");
+        total.busy = 1;
+        total
+    }
+
+    /// Tells the engines a doorbell of `gpu_id` was just written, so they look now instead of
+    /// at their next poll. Optional: the engine thread notices doorbell writes by itself.
+    pub fn doorbell_rung(&self, gpu_id: u32) {
+        log::trace!(target: "hw::engine", "doorbell rung on gpu {gpu_id:#x}");
+        self.inner.engine.wake();
     }
 
     /// The configuration.
@@ -497,6 +589,21 @@ impl Process {
     /// Queues currently existing.
     pub fn queue_count(&self) -> usize {
         self.inner.lock().pqm.len()
+    }
+
+    /// What the engines report about queue `queue_id` (its read pointer, packets executed,
+    /// whether it waits or stopped); `None` for an unknown queue or one never mapped.
+    pub fn queue_state(&self, queue_id: u32) -> Option<EngineQueueState> {
+        self.inner.model.nodes.iter().find_map(|n| {
+            let mqd = n.dqm().queue(self.inner.pasid, queue_id)?.mqd_mem.gpu_addr;
+            n.gpu.hws.queue_state(mqd)
+        })
+    }
+
+    /// Why queue `queue_id` stopped, if it did (a VM fault, a malformed packet, a packet the
+    /// model does not execute such as a shader dispatch).
+    pub fn queue_error(&self, queue_id: u32) -> Option<QueueError> {
+        self.queue_state(queue_id)?.error
     }
 }
 

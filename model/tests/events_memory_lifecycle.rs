@@ -10,38 +10,8 @@ use kfd_sys::*;
 use std::thread;
 use std::time::{Duration, Instant};
 
-fn create_event(
-    c: &Client,
-    event_type: u32,
-    auto_reset: bool,
-    page: u64,
-) -> Result<kfd_ioctl_create_event_args, Errno> {
-    let mut e = kfd_ioctl_create_event_args {
-        event_page_offset: page,
-        event_type,
-        auto_reset: u32::from(auto_reset),
-        ..Default::default()
-    };
-    ioctl(&c.p, AMDKFD_IOC_CREATE_EVENT, &mut e).map(|_| e)
-}
-
 fn wait(c: &Client, ids: &[u32], all: bool, timeout: u32) -> (Result<i32, Errno>, u32) {
-    let mut data: Vec<kfd_event_data> = ids
-        .iter()
-        .map(|&event_id| kfd_event_data {
-            event_id,
-            ..Default::default()
-        })
-        .collect();
-    let mut w = kfd_ioctl_wait_events_args {
-        events_ptr: data.as_mut_ptr() as u64,
-        num_events: ids.len() as u32,
-        wait_for_all: u32::from(all),
-        timeout,
-        wait_result: 99,
-    };
-    let r = ioctl(&c.p, AMDKFD_IOC_WAIT_EVENTS, &mut w);
-    (r, w.wait_result)
+    wait_events(c, ids, all, timeout)
 }
 
 #[test]

@@ -172,6 +172,15 @@ impl DoorbellBar {
         self.mem.load_u64(off).unwrap_or(0)
     }
 
+    /// The current value of the doorbell at BAR dword index `index` (what MQDs and MAP_QUEUES
+    /// carry); 0 for an index outside KFD's slices.
+    pub fn read_bar_index(&self, index: u32) -> u64 {
+        let Some(rel) = index.checked_sub(KFD_DOORBELL_BASE_DW) else {
+            return 0;
+        };
+        self.mem.load_u64(rel as usize * 4).unwrap_or(0)
+    }
+
     /// Writes a doorbell (what a CPU store through the user mapping does).
     pub fn write(&self, slice: u32, id: u32, value: u64) {
         let off = Self::slice_offset(slice) + (id as u64 * KFD_DOORBELL_SIZE_SOC15) as usize;

@@ -8,16 +8,20 @@
 //! than HQDs or more processes than VMIDs) it time-slices: [`Hws::tick`] rotates which
 //! processes are mapped.
 
+use crate::device::Gpu;
+use crate::hw::cp::CpQueue;
+use crate::hw::engine::{EngineActivity, ExecEnv, QueueError, QueueIdentity, RunState};
 use crate::hw::gart::Gart;
-use mqd::{ComputeDescriptor, ComputeMqd, Generation};
+use crate::hw::sdma::SdmaQueue;
+use mqd::{ComputeDescriptor, ComputeMqd, Generation, SdmaMqd};
 use pm4::decode::{decode_pm4_packet, Packet};
 use pm4::hws::{
     MapProcessCommon, MapQueueType, MapQueues, QueryCommand, QueryTarget, QueueEngine, RunList,
     UnmapAction, UnmapTarget,
 };
 use pm4::user::WriteDataTarget;
-use pm4::GfxGen;
-use std::collections::BTreeMap;
+use pm4::{GfxGen, SdmaGen};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard};
 
 /// One queue of a runlist, as a MAP_QUEUES packet described it.
@@ -117,6 +121,35 @@ pub struct HwsStats {
     pub rotations: u64,
 }
 
+/// The saved execution context of a user queue, kept from its first mapping until the driver
+/// frees its MQD.
+#[derive(Debug)]
+enum QueueContext {
+    Compute(CpQueue),
+    Sdma(SdmaQueue),
+}
+
+/// What the engines report about one queue (for inspection and tracing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineQueueState {
+    /// The HQD or SDMA slot it last ran in.
+    pub slot: HqdSlot,
+    /// Mapped right now.
+    pub mapped: bool,
+    /// The monotonic read pointer.
+    pub rptr: u64,
+    /// The last write pointer the engine saw.
+    pub wptr: u64,
+    /// The pointers' unit: "dwords" (PM4), "packets" (AQL) or "bytes" (SDMA).
+    pub unit: &'static str,
+    /// Packets executed so far.
+    pub packets: u64,
+    /// Waiting on memory at the end of its last pass.
+    pub parked: bool,
+    /// Why it stopped, if it did.
+    pub error: Option<QueueError>,
+}
+
 #[derive(Debug)]
 struct State {
     pm4_gen: GfxGen,
@@ -137,6 +170,10 @@ struct State {
     faults: HwsFaults,
     stats: HwsStats,
     last_error: Option<String>,
+    /// Engine contexts by MQD address.
+    contexts: HashMap<u64, QueueContext>,
+    /// MQDs mapped since the engines last looked: their context is refreshed from the MQD.
+    remapped: Vec<u64>,
 }
 
 /// The firmware of one GPU.
@@ -174,6 +211,8 @@ impl Hws {
                 faults: HwsFaults::default(),
                 stats: HwsStats::default(),
                 last_error: None,
+                contexts: HashMap::new(),
+                remapped: Vec::new(),
             }),
         }
     }
@@ -320,7 +359,179 @@ impl Hws {
         s.hqd_slots.clear();
         s.faults = HwsFaults::default();
         s.last_error = None;
+        // The reset restarts every engine: queues resume from their saved pointers, errors
+        // are gone.
+        let keys: Vec<u64> = s.contexts.keys().copied().collect();
+        s.remapped.extend(keys);
+        for c in s.contexts.values_mut() {
+            match c {
+                QueueContext::Compute(q) => q.clear_error(),
+                QueueContext::Sdma(q) => q.clear_error(),
+            }
+        }
     }
+
+    /// The driver freed the MQD at `mqd_addr` (its queue is destroyed): the engine context
+    /// goes too, so a new queue whose MQD lands at the same address starts afresh.
+    pub fn forget_queue(&self, mqd_addr: u64) {
+        let mut s = self.lock();
+        s.contexts.remove(&mqd_addr);
+        s.remapped.retain(|&a| a != mqd_addr);
+    }
+
+    /// What the engines know about the queue whose MQD is at `mqd_addr`.
+    pub fn queue_state(&self, mqd_addr: u64) -> Option<EngineQueueState> {
+        let s = self.lock();
+        let mapped = s.mapped.iter().any(|m| m.queue.mqd_addr == mqd_addr);
+        Some(match s.contexts.get(&mqd_addr)? {
+            QueueContext::Compute(q) => EngineQueueState {
+                slot: q.id.slot,
+                mapped,
+                rptr: q.rptr().get(),
+                wptr: q.last_wptr(),
+                unit: q.rptr().unit(),
+                packets: q.packets(),
+                parked: q.is_parked(),
+                error: q.error().cloned(),
+            },
+            QueueContext::Sdma(q) => EngineQueueState {
+                slot: q.id.slot,
+                mapped,
+                rptr: q.rptr().get(),
+                wptr: q.last_wptr().get(),
+                unit: "bytes",
+                packets: q.packets(),
+                parked: q.is_parked(),
+                error: q.error().cloned(),
+            },
+        })
+    }
+
+    /// The error that stopped the queue with doorbell `doorbell_offset`, if one did.
+    pub fn queue_error(&self, doorbell_offset: u32) -> Option<QueueError> {
+        let s = self.lock();
+        s.contexts.values().find_map(|c| match c {
+            QueueContext::Compute(q) if q.id.doorbell_offset == doorbell_offset => {
+                q.error().cloned()
+            }
+            QueueContext::Sdma(q) if q.id.doorbell_offset == doorbell_offset => q.error().cloned(),
+            _ => None,
+        })
+    }
+
+    /// One pass of the engines over every mapped queue: each runs until it is idle, parks on a
+    /// wait, stops on an error or uses up its budget. Interrupts go to the GPU's IH ring.
+    pub fn run_queues(&self, gpu: &Gpu) -> EngineActivity {
+        let mut s = self.lock();
+        let mut activity = EngineActivity::default();
+        if s.mapped.is_empty() {
+            return activity;
+        }
+        let State {
+            mapped,
+            contexts,
+            registers,
+            remapped,
+            pm4_gen,
+            mqd_gen,
+            ..
+        } = &mut *s;
+        for m in mapped.iter() {
+            let Some(vm) = gpu.vm(m.page_table_base) else {
+                continue;
+            };
+            let vm = vm.read().unwrap_or_else(|e| e.into_inner());
+            let doorbell = gpu.doorbells.read_bar_index(m.queue.doorbell_offset);
+            let id = QueueIdentity {
+                slot: m.slot,
+                pasid: m.pasid,
+                vmid: m.vmid,
+                doorbell_offset: m.queue.doorbell_offset,
+            };
+            let addr = m.queue.mqd_addr;
+            let refresh = remapped.contains(&addr);
+            let ctx = match contexts.entry(addr) {
+                std::collections::hash_map::Entry::Occupied(e) => {
+                    let c = e.into_mut();
+                    if refresh {
+                        match c {
+                            QueueContext::Compute(q) => {
+                                if let Some(mqd) = read_compute_mqd(&gpu.gart, *mqd_gen, addr) {
+                                    q.remap(&mqd, m.queue.wptr_addr, id, &vm, doorbell);
+                                }
+                            }
+                            QueueContext::Sdma(q) => {
+                                if let Some(mqd) = read_sdma_mqd(&gpu.gart, *mqd_gen, addr) {
+                                    q.remap(&mqd, m.queue.wptr_addr, id);
+                                }
+                            }
+                        }
+                    }
+                    c
+                }
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    let c = match m.slot {
+                        HqdSlot::Compute { .. } => {
+                            let Some(mqd) = read_compute_mqd(&gpu.gart, *mqd_gen, addr) else {
+                                continue;
+                            };
+                            QueueContext::Compute(CpQueue::from_mqd(
+                                &mqd,
+                                m.queue.wptr_addr,
+                                id,
+                                *pm4_gen,
+                            ))
+                        }
+                        HqdSlot::Sdma { .. } => {
+                            let Some(mqd) = read_sdma_mqd(&gpu.gart, *mqd_gen, addr) else {
+                                continue;
+                            };
+                            QueueContext::Sdma(SdmaQueue::from_mqd(
+                                &mqd,
+                                m.queue.wptr_addr,
+                                id,
+                                sdma_gen(*mqd_gen),
+                            ))
+                        }
+                    };
+                    v.insert(c)
+                }
+            };
+            if refresh {
+                remapped.retain(|&a| a != addr);
+            }
+            let mut env = ExecEnv {
+                vm: &vm,
+                clock: &gpu.clock,
+                registers: &mut *registers,
+                ih: &gpu.ih,
+                queue: id,
+            };
+            let run = match ctx {
+                QueueContext::Compute(q) => q.run(&mut env, doorbell),
+                QueueContext::Sdma(q) => q.run(&mut env, doorbell),
+            };
+            if run.state != RunState::Idle || run.packets > 0 {
+                log::trace!(target: "hw::engine", "queue {:#x} ({:?}): {} packet(s), {:?}", id.doorbell_offset, id.slot, run.packets, run.state);
+            }
+            activity.add_queue(run);
+        }
+        activity
+    }
+}
+
+fn sdma_gen(gen: Generation) -> SdmaGen {
+    match gen {
+        Generation::Gfx9 => SdmaGen::Sdma4,
+        Generation::Gfx10 => SdmaGen::Sdma5,
+        Generation::Gfx11 => SdmaGen::Sdma6,
+    }
+}
+
+fn read_sdma_mqd(gart: &Gart, gen: Generation, addr: u64) -> Option<SdmaMqd> {
+    let mut bytes = vec![0u8; SdmaMqd::size(gen)];
+    gart.read(addr, &mut bytes)?;
+    SdmaMqd::decode(gen, &bytes).ok()
 }
 
 fn read_compute_mqd(gart: &Gart, gen: Generation, addr: u64) -> Option<ComputeMqd> {
@@ -562,6 +773,7 @@ impl State {
                         let _ = gart.write(q.mqd_addr, mqd.bytes());
                     }
                 }
+                self.remapped.push(q.mqd_addr);
                 self.mapped.push(MappedQueue {
                     slot,
                     pasid: p.pasid,
@@ -580,12 +792,29 @@ impl State {
         let (gone, kept): (Vec<_>, Vec<_>) = self.mapped.drain(..).partition(|q| pred(q));
         self.mapped = kept;
         for q in gone {
-            if let HqdSlot::Compute { .. } = q.slot {
-                if let Some(mut mqd) = read_compute_mqd(gart, self.mqd_gen, q.queue.mqd_addr) {
-                    mqd.set_active(false);
-                    let _ = gart.write(q.queue.mqd_addr, mqd.bytes());
+            let addr = q.queue.mqd_addr;
+            // The engine stops between packets (it runs under this lock) and its pointers go
+            // into the MQD, as the CP saves the HQD registers.
+            match q.slot {
+                HqdSlot::Compute { .. } => {
+                    if let Some(mut mqd) = read_compute_mqd(gart, self.mqd_gen, addr) {
+                        mqd.set_active(false);
+                        if let Some(QueueContext::Compute(c)) = self.contexts.get(&addr) {
+                            c.save(&mut mqd);
+                        }
+                        let _ = gart.write(addr, mqd.bytes());
+                    }
+                }
+                HqdSlot::Sdma { .. } => {
+                    if let Some(QueueContext::Sdma(c)) = self.contexts.get(&addr) {
+                        if let Some(mut mqd) = read_sdma_mqd(gart, self.mqd_gen, addr) {
+                            c.save(&mut mqd);
+                            let _ = gart.write(addr, mqd.as_bytes());
+                        }
+                    }
                 }
             }
+            self.remapped.retain(|&a| a != addr);
             self.stats.queue_preemptions += 1;
         }
     }

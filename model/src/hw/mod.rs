@@ -5,11 +5,20 @@
 //! * [`gart`] — kernel-owned memory the firmware reads by address (MQDs, HIQ, IBs, fences);
 //! * [`doorbell`] — the doorbell BAR and the doorbell id rules;
 //! * [`clock`] — the GPU timestamp counter;
-//! * [`hws`] — the scheduler firmware: HIQ packets, runlists, HQD slots.
+//! * [`hws`] — the scheduler firmware: HIQ packets, runlists, HQD slots, and the saved
+//!   context of every queue;
+//! * [`cp`] — the compute micro-engine: executes PM4 and AQL queues mapped in HQDs;
+//! * [`sdma`] — the SDMA engines: execute SDMA queues;
+//! * [`ih`] — the interrupt ring from the engines to the driver;
+//! * [`engine`] — what the engines share, and the thread that notices doorbells and runs them.
 
 pub mod clock;
+pub mod cp;
 pub mod doorbell;
+pub mod engine;
 pub mod gart;
 pub mod hws;
+pub mod ih;
 pub mod mem;
+pub mod sdma;
 pub mod vm;

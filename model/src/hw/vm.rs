@@ -158,6 +158,23 @@ impl GpuVm {
         self.ranges.values()
     }
 
+    /// The host address of `[va, va+len)` when one mapping holds all of it (the common case,
+    /// served without allocating).
+    fn single(&self, va: u64, len: u64, write: bool) -> Option<u64> {
+        let m = self.lookup(va)?;
+        let end = va.checked_add(len)?;
+        (end <= m.end() && (!write || m.writable)).then(|| m.host(va))
+    }
+
+    /// Checks that every byte of `[va, va+len)` is mapped (and writable if `write`) without
+    /// touching it.
+    pub fn probe(&self, va: u64, len: u64, write: bool) -> Result<(), VmFault> {
+        if self.single(va, len, write).is_some() {
+            return Ok(());
+        }
+        self.pieces(va, len, write).map(|_| ())
+    }
+
     /// Splits `[va, va+len)` into host pieces, checking every byte is mapped (and writable if
     /// `write`).
     fn pieces(&self, va: u64, len: u64, write: bool) -> Result<Vec<(u64, u64)>, VmFault> {
@@ -210,6 +227,12 @@ impl GpuVm {
 
     /// Copies GPU memory at `va` into `buf`.
     pub fn read(&self, va: u64, buf: &mut [u8]) -> Result<(), VmFault> {
+        if let Some(host) = self.single(va, buf.len() as u64, false) {
+            // SAFETY: `host..host+len` lies inside one mapping of this VM (device memory kept
+            // alive by the Arc in the mapping, or user memory checked mapped at registration).
+            unsafe { std::ptr::copy(host as *const u8, buf.as_mut_ptr(), buf.len()) };
+            return Ok(());
+        }
         let mut done = 0usize;
         for (host, n) in self.pieces(va, buf.len() as u64, false)? {
             let n = n as usize;
@@ -223,6 +246,11 @@ impl GpuVm {
 
     /// Copies `data` into GPU memory at `va`.
     pub fn write(&self, va: u64, data: &[u8]) -> Result<(), VmFault> {
+        if let Some(host) = self.single(va, data.len() as u64, true) {
+            // SAFETY: as in `read`, and the mapping is writable.
+            unsafe { std::ptr::copy(data.as_ptr(), host as *mut u8, data.len()) };
+            return Ok(());
+        }
         let mut done = 0usize;
         for (host, n) in self.pieces(va, data.len() as u64, true)? {
             let n = n as usize;
@@ -235,6 +263,12 @@ impl GpuVm {
 
     /// Copies `len` bytes from `src` to `dst`, both GPU addresses (SDMA, CP DMA).
     pub fn copy(&self, dst: u64, src: u64, len: u64) -> Result<(), VmFault> {
+        if let (Some(s), Some(d)) = (self.single(src, len, false), self.single(dst, len, true)) {
+            // SAFETY: both ranges lie inside single mappings checked just now; `copy` tolerates
+            // overlap.
+            unsafe { std::ptr::copy(s as *const u8, d as *mut u8, len as usize) };
+            return Ok(());
+        }
         let srcs = self.pieces(src, len, false)?;
         let dsts = self.pieces(dst, len, true)?;
         let (mut si, mut di, mut so, mut doff) = (0usize, 0usize, 0u64, 0u64);
@@ -261,13 +295,30 @@ impl GpuVm {
     /// Fills `len` bytes at `va` with the repeated 32-bit `value` (byte `len` need not be a
     /// multiple of 4; the pattern is cut).
     pub fn fill_u32(&self, va: u64, len: u64, value: u32) -> Result<(), VmFault> {
-        let pattern = value.to_le_bytes();
+        // A 4 KiB block of the pattern, copied in as many times as needed.
+        let block: Vec<u8> = value
+            .to_le_bytes()
+            .iter()
+            .copied()
+            .cycle()
+            .take(4096)
+            .collect();
         let mut pos = 0u64;
         for (host, n) in self.pieces(va, len, true)? {
-            for i in 0..n {
-                let b = pattern[((pos + i) % 4) as usize];
-                // SAFETY: inside a validated writable piece.
-                unsafe { ((host + i) as *mut u8).write(b) };
+            let mut i = 0u64;
+            while i < n {
+                let phase = ((pos + i) % 4) as usize;
+                let chunk = (n - i).min(4092) as usize;
+                // SAFETY: `host+i .. host+i+chunk` is inside a validated writable piece; the
+                // source is a distinct local buffer of at least `phase + chunk` bytes.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        block[phase..].as_ptr(),
+                        (host + i) as *mut u8,
+                        chunk,
+                    )
+                };
+                i += chunk as u64;
             }
             pos += n;
         }
@@ -295,6 +346,14 @@ impl GpuVm {
         // SAFETY: as in `load_u32`, and the mapping is writable.
         unsafe { AtomicU32::from_ptr(host as *mut u32) }.store(value, Ordering::Release);
         Ok(())
+    }
+
+    /// Atomic 64-bit add of an aligned word (wrapping); returns the previous value. What the
+    /// packet processor uses to decrement a completion signal.
+    pub fn fetch_add_u64(&self, va: u64, delta: u64) -> Result<u64, VmFault> {
+        let host = self.word(va, 8, true)?;
+        // SAFETY: as in `store_u32`.
+        Ok(unsafe { AtomicU64::from_ptr(host as *mut u64) }.fetch_add(delta, Ordering::AcqRel))
     }
 
     /// Atomic 64-bit store of an aligned word.

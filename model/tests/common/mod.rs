@@ -56,6 +56,30 @@ impl Buf {
             .load_u64((m.offset + offset) as usize)
             .expect("in range")
     }
+    pub fn write_u32(&self, offset: u64, v: u32) {
+        let m = self.mem.as_ref().expect("device memory");
+        m.memory
+            .store_u32((m.offset + offset) as usize, v)
+            .expect("in range")
+    }
+    pub fn read_u32(&self, offset: u64) -> u32 {
+        let m = self.mem.as_ref().expect("device memory");
+        m.memory
+            .load_u32((m.offset + offset) as usize)
+            .expect("in range")
+    }
+    pub fn write_bytes(&self, offset: u64, data: &[u8]) {
+        let m = self.mem.as_ref().expect("device memory");
+        m.memory
+            .write((m.offset + offset) as usize, data)
+            .expect("in range")
+    }
+    pub fn read_bytes(&self, offset: u64, out: &mut [u8]) {
+        let m = self.mem.as_ref().expect("device memory");
+        m.memory
+            .read((m.offset + offset) as usize, out)
+            .expect("in range")
+    }
 }
 
 /// One process of the model with its VM acquired on every GPU.
@@ -242,11 +266,22 @@ impl Client {
         queue_type: u32,
         percentage: u32,
     ) -> KResult<(u32, QueueBufs)> {
+        self.create_queue_sized(gpu, queue_type, percentage, 4096)
+    }
+
+    /// A queue with a ring of `ring_size` bytes.
+    pub fn create_queue_sized(
+        &self,
+        gpu: u32,
+        queue_type: u32,
+        percentage: u32,
+        ring_size: u32,
+    ) -> KResult<(u32, QueueBufs)> {
         let compute = matches!(
             queue_type,
             KFD_IOC_QUEUE_TYPE_COMPUTE | KFD_IOC_QUEUE_TYPE_COMPUTE_AQL
         );
-        let bufs = self.queue_buffers(gpu, 4096, compute);
+        let bufs = self.queue_buffers(gpu, ring_size, compute);
         let mut a = self.queue_args(gpu, queue_type, &bufs);
         a.queue_percentage = percentage;
         ioctl(&self.p, AMDKFD_IOC_CREATE_QUEUE, &mut a)?;
@@ -273,6 +308,134 @@ impl Client {
 
     pub fn node(&self) -> Arc<kfd_model::KfdNode> {
         self.model.node(self.gpu()).unwrap().clone()
+    }
+
+    /// Writes the 64-bit doorbell of a queue through the process's doorbell mapping (what a
+    /// CPU store into the mmapped doorbell page does).
+    pub fn ring_doorbell(&self, bufs: &QueueBufs, value: u64) {
+        let slice = KFD_DOORBELL_PROCESS_SLICE_SIZE_SOC15;
+        let page = self
+            .p
+            .mmap(bufs.doorbell_offset & !(slice - 1), slice)
+            .expect("doorbell mmap");
+        page.memory
+            .store_u64(
+                (page.offset + (bufs.doorbell_offset & (slice - 1))) as usize,
+                value,
+            )
+            .expect("doorbell in range");
+    }
+
+    /// Publishes a write pointer: the wptr location first, then the doorbell.
+    pub fn submit(&self, bufs: &QueueBufs, wptr: u64) {
+        bufs.ptrs.write_u64(0x38, wptr);
+        self.ring_doorbell(bufs, wptr);
+    }
+
+    /// A dGPU-style signal event page (a 32 KiB GTT buffer given to the first CREATE_EVENT).
+    pub fn event_page(&self) -> Buf {
+        self.gtt(KFD_SIGNAL_EVENT_PAGE_SIZE)
+    }
+}
+
+/// CREATE_EVENT.
+pub fn create_event(
+    c: &Client,
+    event_type: u32,
+    auto_reset: bool,
+    page: u64,
+) -> Result<kfd_ioctl_create_event_args, Errno> {
+    let mut e = kfd_ioctl_create_event_args {
+        event_page_offset: page,
+        event_type,
+        auto_reset: u32::from(auto_reset),
+        ..Default::default()
+    };
+    ioctl(&c.p, AMDKFD_IOC_CREATE_EVENT, &mut e).map(|_| e)
+}
+
+/// WAIT_EVENTS; returns the ioctl result, the wait result and the event data written back.
+pub fn wait_events_data(
+    c: &Client,
+    ids: &[u32],
+    all: bool,
+    timeout: u32,
+) -> (Result<i32, Errno>, u32, Vec<kfd_event_data>) {
+    let mut data: Vec<kfd_event_data> = ids
+        .iter()
+        .map(|&event_id| kfd_event_data {
+            event_id,
+            ..Default::default()
+        })
+        .collect();
+    let mut w = kfd_ioctl_wait_events_args {
+        events_ptr: data.as_mut_ptr() as u64,
+        num_events: ids.len() as u32,
+        wait_for_all: u32::from(all),
+        timeout,
+        wait_result: 99,
+    };
+    let r = ioctl(&c.p, AMDKFD_IOC_WAIT_EVENTS, &mut w);
+    (r, w.wait_result, data)
+}
+
+/// WAIT_EVENTS; returns the ioctl result and the wait result.
+pub fn wait_events(c: &Client, ids: &[u32], all: bool, timeout: u32) -> (Result<i32, Errno>, u32) {
+    let (r, result, _) = wait_events_data(c, ids, all, timeout);
+    (r, result)
+}
+
+/// Writes packets into a queue's ring at a monotonic write pointer, wrapping at the end of the
+/// ring, in the queue's unit (dwords for PM4, bytes for SDMA).
+pub struct RingWriter {
+    pub ring_dwords: u64,
+    /// Write pointer in dwords.
+    pub wptr_dw: u64,
+    /// Bytes per write-pointer unit: 4 for PM4 (dwords), 1 for SDMA (bytes).
+    pub unit: u64,
+}
+
+impl RingWriter {
+    pub fn pm4(bufs: &QueueBufs) -> Self {
+        RingWriter {
+            ring_dwords: bufs.ring.size / 4,
+            wptr_dw: 0,
+            unit: 4,
+        }
+    }
+
+    pub fn sdma(bufs: &QueueBufs) -> Self {
+        RingWriter {
+            unit: 1,
+            ..Self::pm4(bufs)
+        }
+    }
+
+    /// Copies `dwords` into the ring (wrapping) and advances the write pointer.
+    pub fn write(&mut self, bufs: &QueueBufs, dwords: &[u32]) {
+        for &d in dwords {
+            let slot = self.wptr_dw % self.ring_dwords;
+            bufs.ring.write_u32(slot * 4, d);
+            self.wptr_dw += 1;
+        }
+    }
+
+    /// Encodes one packet into the ring.
+    pub fn push<P: pm4::Encode + ?Sized>(&mut self, bufs: &QueueBufs, p: &P) {
+        let mut tmp = vec![0u32; p.dwords()];
+        let n = pm4::PacketWriter::new(&mut tmp).push(p).expect("encode");
+        self.write(bufs, &tmp[..n]);
+    }
+
+    /// The write pointer in the queue's unit.
+    pub fn wptr(&self) -> u64 {
+        self.wptr_dw * 4 / self.unit
+    }
+
+    /// Dwords the ring can take without overwriting unread packets, given the queue's read
+    /// pointer in dwords (monotonic).
+    pub fn free_dwords(&self, rptr_dw: u64) -> u64 {
+        self.ring_dwords - (self.wptr_dw - rptr_dw)
     }
 }
 

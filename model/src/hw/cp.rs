@@ -1,0 +1,1160 @@
+//! The compute micro-engine (MEC) of the command processor: executes the user queues the
+//! scheduler mapped into HQDs, as their MQDs describe them.
+//!
+//! * PM4 queues: the ring at `cp_hqd_pq_base`, write pointer in **dwords** (a monotonic
+//!   counter read from the write-pointer address and the doorbell), read pointer reported as a
+//!   32-bit **wrapped** dword offset at `cp_hqd_pq_rptr_report_addr`. Packets: NOP, WRITE_DATA,
+//!   RELEASE_MEM, ACQUIRE_MEM, WAIT_REG_MEM(64), INDIRECT_BUFFER (two levels, chained),
+//!   COPY_DATA, DMA_DATA, EVENT_WRITE, SET_SH_REG. DISPATCH_DIRECT stops the queue with a
+//!   "shader execution is not modelled" error.
+//! * AQL queues: 64-byte packets, write pointer = monotonic **packet** index, the 64-bit read
+//!   index written back. Barrier-AND, barrier-OR and the AMD vendor packets (BARRIER_VALUE,
+//!   PM4 IB) run; a packet whose type is still INVALID is not published yet; a consumed
+//!   slot's type is set back to INVALID. Kernel and agent dispatch stop the queue with an
+//!   error, never a silent success.
+//!
+//! An unmet wait parks the queue on its packet: the engine moves on and polls it again on a
+//! later pass. When the scheduler preempts the queue its read pointer goes into the MQD
+//! (`cp_hqd_pq_rptr`, `cp_hqd_pq_wptr`) and its IB state stays in the engine's saved
+//! context, so it resumes on the same packet when mapped again.
+
+use crate::hw::doorbell::DoorbellBar;
+use crate::hw::engine::{
+    read_linear, read_ring, unwrap_pointer, write_pointer, ExecEnv, Flow, IbFrame, QueueError,
+    QueueIdentity, QueueRun, RunState, PASS_BUDGET,
+};
+use crate::hw::ih::{
+    IH_CLIENT_GRBM_CP, IH_CLIENT_UTCL2, SRC_CP_BAD_OPCODE, SRC_CP_END_OF_PIPE, SRC_VM_FAULT,
+    VM_FAULT_NOT_PRESENT, VM_FAULT_READ_ONLY, VM_FAULT_WRITE,
+};
+use crate::hw::vm::{GpuVm, VmFault};
+use mqd::{ComputeDescriptor, ComputeMqd};
+use pm4::decode::{decode_pm4_packet, Packet};
+use pm4::header::{PacketType, Type3Header};
+use pm4::ring::{AqlSlotPtr, DwordPtr, AQL_PACKET_BYTES, AQL_PACKET_DWORDS};
+use pm4::user::{
+    CopyCountSel, CopyData, CopyDstSel, CopySrcSel, DmaData, DmaDstSel, DmaSrcSel, PollTarget,
+    ReleaseDataSel, ReleaseDstSel, ReleaseIntSel, ReleaseMemTail, WriteData, WriteDataTarget,
+};
+use pm4::GfxGen;
+use zerocopy::IntoBytes;
+
+/// IB levels below the ring (IB1 and IB2).
+pub const MAX_IB_DEPTH: usize = 2;
+
+/// AQL packet types (`hsa_packet_type_t`).
+pub mod aql {
+    /// Vendor-specific.
+    pub const VENDOR_SPECIFIC: u8 = 0;
+    /// Not (yet) a packet.
+    pub const INVALID: u8 = 1;
+    /// Kernel dispatch.
+    pub const KERNEL_DISPATCH: u8 = 2;
+    /// Barrier-AND.
+    pub const BARRIER_AND: u8 = 3;
+    /// Agent dispatch.
+    pub const AGENT_DISPATCH: u8 = 4;
+    /// Barrier-OR.
+    pub const BARRIER_OR: u8 = 5;
+    /// AMD vendor format: a PM4 INDIRECT_BUFFER to run (`AMD_AQL_FORMAT_PM4_IB`).
+    pub const AMD_FORMAT_PM4_IB: u8 = 1;
+    /// AMD vendor format: wait on a signal value (`AMD_AQL_FORMAT_BARRIER_VALUE`).
+    pub const AMD_FORMAT_BARRIER_VALUE: u8 = 2;
+    /// Offset of the completion signal in every packet.
+    pub const COMPLETION_SIGNAL: u64 = 56;
+    /// Offset of the value in an `amd_signal_t`.
+    pub const SIGNAL_VALUE: u64 = 8;
+    /// Offset of the event mailbox pointer in an `amd_signal_t`.
+    pub const SIGNAL_EVENT_MAILBOX: u64 = 16;
+    /// Offset of the event id in an `amd_signal_t`.
+    pub const SIGNAL_EVENT_ID: u64 = 24;
+}
+
+/// Where a compute queue's ring and pointers are, from its MQD.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpRing {
+    /// Ring base address.
+    pub base: u64,
+    /// Ring size in dwords.
+    pub dwords: u64,
+    /// Where the read pointer is reported.
+    pub rptr_report: u64,
+    /// Where the write pointer is read.
+    pub wptr_addr: u64,
+    /// An AQL queue.
+    pub aql: bool,
+}
+
+impl CpRing {
+    /// The ring an MQD describes; `wptr_addr` is what MAP_QUEUES carried (the MQD's poll
+    /// address when 0).
+    pub fn from_mqd(mqd: &ComputeMqd, wptr_addr: u64) -> CpRing {
+        CpRing {
+            base: mqd.ring_base_address(),
+            dwords: mqd.ring_size_bytes() / 4,
+            rptr_report: mqd.rptr_report_address(),
+            wptr_addr: if wptr_addr != 0 {
+                wptr_addr
+            } else {
+                mqd.wptr_poll_address()
+            },
+            aql: mqd.is_aql(),
+        }
+    }
+
+    fn packets(&self) -> u64 {
+        self.dwords / AQL_PACKET_DWORDS as u64
+    }
+}
+
+/// A compute queue's read pointer in its own unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpReadPointer {
+    /// PM4: dwords.
+    Pm4(DwordPtr),
+    /// AQL: packets.
+    Aql(AqlSlotPtr),
+}
+
+impl CpReadPointer {
+    /// The raw monotonic counter.
+    pub fn get(self) -> u64 {
+        match self {
+            CpReadPointer::Pm4(p) => p.get(),
+            CpReadPointer::Aql(p) => p.get(),
+        }
+    }
+
+    /// The unit, for messages.
+    pub fn unit(self) -> &'static str {
+        match self {
+            CpReadPointer::Pm4(_) => "dwords",
+            CpReadPointer::Aql(_) => "packets",
+        }
+    }
+}
+
+/// The execution context of one compute queue (what the HQD holds while mapped and the
+/// engine saves while not).
+#[derive(Debug, Clone)]
+pub struct CpQueue {
+    /// The ring.
+    pub ring: CpRing,
+    /// Who the queue is.
+    pub id: QueueIdentity,
+    rptr: CpReadPointer,
+    last_wptr: u64,
+    ibs: Vec<IbFrame>,
+    /// The IB stack belongs to the AQL vendor packet at the read pointer.
+    aql_ib_active: bool,
+    halted: Option<QueueError>,
+    parked: bool,
+    packets: u64,
+    gen: GfxGen,
+    scratch: Vec<u32>,
+}
+
+impl CpQueue {
+    /// A context for a queue mapped for the first time: its read pointer is the MQD's saved
+    /// `cp_hqd_pq_rptr` (0 for a new queue).
+    pub fn from_mqd(mqd: &ComputeMqd, wptr_addr: u64, id: QueueIdentity, gen: GfxGen) -> CpQueue {
+        let ring = CpRing::from_mqd(mqd, wptr_addr);
+        let saved = u64::from(mqd.hqd_rptr());
+        let rptr = if ring.aql {
+            CpReadPointer::Aql(AqlSlotPtr::new(saved / AQL_PACKET_DWORDS as u64))
+        } else {
+            CpReadPointer::Pm4(DwordPtr::new(saved))
+        };
+        CpQueue {
+            ring,
+            id,
+            rptr,
+            last_wptr: rptr.get(),
+            ibs: Vec::new(),
+            aql_ib_active: false,
+            halted: None,
+            parked: false,
+            packets: 0,
+            gen,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Mapped again (after a preemption): the queue resumes where it stopped, retrying a
+    /// faulted packet. If the driver gave it another ring meanwhile (UPDATE_QUEUE), the context
+    /// starts over on the new ring at the saved position, placed within one ring behind the
+    /// current write pointer.
+    pub fn remap(
+        &mut self,
+        mqd: &ComputeMqd,
+        wptr_addr: u64,
+        id: QueueIdentity,
+        vm: &GpuVm,
+        doorbell: u64,
+    ) {
+        self.id = id;
+        let ring = CpRing::from_mqd(mqd, wptr_addr);
+        if ring != self.ring {
+            log::debug!(target: "hw::cp", "queue {:#x}: new ring, new context", id.doorbell_offset);
+            let mut fresh = CpQueue::from_mqd(mqd, wptr_addr, id, self.gen);
+            let wptr = write_pointer(vm, ring.wptr_addr, doorbell).unwrap_or(0);
+            fresh.rptr = match fresh.rptr {
+                CpReadPointer::Aql(p) => CpReadPointer::Aql(AqlSlotPtr::new(unwrap_pointer(
+                    wptr,
+                    p.get(),
+                    ring.packets(),
+                ))),
+                CpReadPointer::Pm4(p) => {
+                    CpReadPointer::Pm4(DwordPtr::new(unwrap_pointer(wptr, p.get(), ring.dwords)))
+                }
+            };
+            *self = fresh;
+            return;
+        }
+        if matches!(self.halted, Some(QueueError::VmFault(_))) {
+            self.halted = None;
+        }
+    }
+
+    /// Forgets the error that stopped the queue (a GPU reset restarts the engines).
+    pub fn clear_error(&mut self) {
+        self.halted = None;
+        self.parked = false;
+    }
+
+    /// The read pointer.
+    pub fn rptr(&self) -> CpReadPointer {
+        self.rptr
+    }
+
+    /// The last write pointer seen.
+    pub fn last_wptr(&self) -> u64 {
+        self.last_wptr
+    }
+
+    /// Why the queue stopped, if it did.
+    pub fn error(&self) -> Option<&QueueError> {
+        self.halted.as_ref()
+    }
+
+    /// Parked on a wait at the end of its last pass.
+    pub fn is_parked(&self) -> bool {
+        self.parked
+    }
+
+    /// Packets executed so far.
+    pub fn packets(&self) -> u64 {
+        self.packets
+    }
+
+    /// IB levels currently entered.
+    pub fn ib_depth(&self) -> usize {
+        self.ibs.len()
+    }
+
+    /// What the MQD saves: `cp_hqd_pq_rptr` (wrapped dwords) and `cp_hqd_pq_wptr` (dwords).
+    pub fn save(&self, mqd: &mut ComputeMqd) {
+        let (rptr_dw, wptr_dw) = match self.rptr {
+            CpReadPointer::Pm4(p) => (p, DwordPtr::new(self.last_wptr)),
+            CpReadPointer::Aql(p) => (p.to_dwords(), AqlSlotPtr::new(self.last_wptr).to_dwords()),
+        };
+        mqd.set_hqd_rptr(rptr_dw.slot(self.ring.dwords) as u32);
+        mqd.set_hqd_wptr(wptr_dw.get());
+    }
+
+    /// Runs the queue for one pass. `doorbell` is the doorbell's current value.
+    pub fn run(&mut self, env: &mut ExecEnv<'_>, doorbell: u64) -> QueueRun {
+        if self.halted.is_some() {
+            return QueueRun {
+                packets: 0,
+                state: RunState::Halted,
+            };
+        }
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let mut done = 0usize;
+        let result = if self.ring.aql {
+            self.run_aql(env, doorbell, &mut done, &mut scratch)
+        } else {
+            self.run_pm4(env, doorbell, &mut done, &mut scratch)
+        };
+        self.scratch = scratch;
+        self.packets += done as u64;
+        self.parked = result == Ok(RunState::Parked);
+        match result {
+            Ok(state) => QueueRun {
+                packets: done,
+                state,
+            },
+            Err(e) => {
+                self.halt(env, e);
+                QueueRun {
+                    packets: done,
+                    state: RunState::Halted,
+                }
+            }
+        }
+    }
+
+    fn halt(&mut self, env: &ExecEnv<'_>, e: QueueError) {
+        log::error!(
+            target: "hw::cp",
+            "pasid {:#x} queue (doorbell {:#x}, {:?}) stopped: {e}",
+            self.id.pasid,
+            self.id.doorbell_offset,
+            self.id.slot
+        );
+        post_queue_error(env, IH_CLIENT_GRBM_CP, IH_CLIENT_UTCL2, &e);
+        self.halted = Some(e);
+    }
+
+    fn wptr(&mut self, env: &ExecEnv<'_>, doorbell: u64, ring: u64) -> Result<u64, QueueError> {
+        let wptr = write_pointer(env.vm, self.ring.wptr_addr, doorbell)?;
+        let rptr = self.rptr.get();
+        if wptr < rptr || wptr - rptr > ring {
+            return Err(QueueError::WritePointer {
+                wptr,
+                rptr,
+                ring,
+                unit: self.rptr.unit(),
+            });
+        }
+        self.last_wptr = wptr;
+        Ok(wptr)
+    }
+
+    fn run_pm4(
+        &mut self,
+        env: &mut ExecEnv<'_>,
+        doorbell: u64,
+        done: &mut usize,
+        scratch: &mut Vec<u32>,
+    ) -> Result<RunState, QueueError> {
+        let ring = self.ring.dwords;
+        if ring == 0 {
+            return Ok(RunState::Idle);
+        }
+        let wptr = self.wptr(env, doorbell, ring)?;
+        while *done < PASS_BUDGET {
+            if !self.ibs.is_empty() {
+                match self.step_ib(env, scratch)? {
+                    Some(RunState::Parked) => return Ok(RunState::Parked),
+                    Some(_) => *done += 1,
+                    None => {}
+                }
+                continue;
+            }
+            let CpReadPointer::Pm4(rptr) = self.rptr else {
+                return Ok(RunState::Idle);
+            };
+            let avail = wptr - rptr.get();
+            if avail == 0 {
+                return Ok(RunState::Idle);
+            }
+            let slot = rptr.slot(ring);
+            let addr = self.ring.base + slot * 4;
+            let Some(len) = fetch_pm4(
+                env.vm,
+                Source::Ring(self.ring.base, ring, slot),
+                avail,
+                scratch,
+            )?
+            else {
+                // The rest of the packet is not submitted yet.
+                return Ok(RunState::Idle);
+            };
+            let flow = exec_packet(&scratch[..len], addr, self.gen, env)?;
+            match flow {
+                Flow::Park => return Ok(RunState::Parked),
+                Flow::Next => {}
+                Flow::Call(f) | Flow::Chain(f) => self.enter_ib(f)?,
+            }
+            self.rptr = CpReadPointer::Pm4(rptr.add(len as u64));
+            self.report_rptr(env.vm)?;
+            *done += 1;
+        }
+        Ok(RunState::Busy)
+    }
+
+    /// One packet of the innermost IB. `Some(state)` when a packet ran (or parked), `None`
+    /// when an IB ended.
+    fn step_ib(
+        &mut self,
+        env: &mut ExecEnv<'_>,
+        scratch: &mut Vec<u32>,
+    ) -> Result<Option<RunState>, QueueError> {
+        let Some(frame) = self.ibs.last().copied() else {
+            return Ok(None);
+        };
+        if frame.remaining() == 0 {
+            self.ibs.pop();
+            return Ok(None);
+        }
+        let addr = frame.cursor();
+        let Some(len) = fetch_pm4(
+            env.vm,
+            Source::Linear(addr),
+            u64::from(frame.remaining()),
+            scratch,
+        )?
+        else {
+            return Err(QueueError::BadPacket {
+                addr,
+                reason: format!(
+                    "the packet runs past the end of the IB ({} dwords left)",
+                    frame.remaining()
+                ),
+            });
+        };
+        let flow = exec_packet(&scratch[..len], addr, self.gen, env)?;
+        let top = self.ibs.len() - 1;
+        match flow {
+            Flow::Park => return Ok(Some(RunState::Parked)),
+            Flow::Next => self.ibs[top].pos += len as u32,
+            Flow::Call(f) => {
+                self.ibs[top].pos += len as u32;
+                self.enter_ib(f)?;
+            }
+            Flow::Chain(f) => self.ibs[top] = f,
+        }
+        Ok(Some(RunState::Busy))
+    }
+
+    fn enter_ib(&mut self, f: IbFrame) -> Result<(), QueueError> {
+        if self.ibs.len() >= MAX_IB_DEPTH {
+            return Err(QueueError::NotModelled {
+                addr: f.addr,
+                what: format!("an IB nested deeper than {MAX_IB_DEPTH} levels"),
+            });
+        }
+        if f.dwords > 0 {
+            self.ibs.push(f);
+        }
+        Ok(())
+    }
+
+    fn report_rptr(&self, vm: &GpuVm) -> Result<(), VmFault> {
+        if self.ring.rptr_report == 0 {
+            return Ok(());
+        }
+        match self.rptr {
+            CpReadPointer::Pm4(p) => {
+                vm.store_u32(self.ring.rptr_report, p.slot(self.ring.dwords) as u32)
+            }
+            CpReadPointer::Aql(p) => vm.store_u64(self.ring.rptr_report, p.get()),
+        }
+    }
+
+    fn run_aql(
+        &mut self,
+        env: &mut ExecEnv<'_>,
+        doorbell: u64,
+        done: &mut usize,
+        scratch: &mut Vec<u32>,
+    ) -> Result<RunState, QueueError> {
+        let packets = self.ring.packets();
+        if packets == 0 {
+            return Ok(RunState::Idle);
+        }
+        let wptr = self.wptr(env, doorbell, packets)?;
+        while *done < PASS_BUDGET {
+            let CpReadPointer::Aql(rptr) = self.rptr else {
+                return Ok(RunState::Idle);
+            };
+            let pkt = self.ring.base + rptr.slot(packets) * AQL_PACKET_BYTES;
+            if self.aql_ib_active {
+                match self.step_ib(env, scratch)? {
+                    Some(RunState::Parked) => return Ok(RunState::Parked),
+                    Some(_) => *done += 1,
+                    None if self.ibs.is_empty() => {
+                        self.aql_ib_active = false;
+                        self.complete_aql(env, pkt)?;
+                    }
+                    None => {}
+                }
+                continue;
+            }
+            if wptr == rptr.get() {
+                return Ok(RunState::Idle);
+            }
+            let mut p = [0u32; AQL_PACKET_DWORDS];
+            env.vm.read(pkt, p.as_mut_bytes())?;
+            let header = p[0] as u16;
+            let qword = |i: usize| u64::from(p[i]) | u64::from(p[i + 1]) << 32;
+            match header as u8 {
+                aql::INVALID => return Ok(RunState::Idle),
+                aql::KERNEL_DISPATCH => {
+                    return Err(QueueError::NotModelled {
+                        addr: pkt,
+                        what: format!(
+                            "shader execution (AQL KERNEL_DISPATCH of kernel object {:#x}, grid {}x{}x{})",
+                            qword(8),
+                            p[3],
+                            p[4],
+                            p[5]
+                        ),
+                    })
+                }
+                aql::AGENT_DISPATCH => {
+                    return Err(QueueError::NotModelled {
+                        addr: pkt,
+                        what: "an AQL AGENT_DISPATCH".into(),
+                    })
+                }
+                t @ (aql::BARRIER_AND | aql::BARRIER_OR) => {
+                    let mut any = false;
+                    let mut all = true;
+                    let mut deps = 0;
+                    for i in 0..5 {
+                        let signal = qword(2 + 2 * i);
+                        if signal == 0 {
+                            continue;
+                        }
+                        deps += 1;
+                        let done = env.vm.load_u64(signal + aql::SIGNAL_VALUE)? == 0;
+                        any |= done;
+                        all &= done;
+                    }
+                    let ready = if t == aql::BARRIER_AND {
+                        all
+                    } else {
+                        any || deps == 0
+                    };
+                    if !ready {
+                        return Ok(RunState::Parked);
+                    }
+                    self.complete_aql(env, pkt)?;
+                    *done += 1;
+                }
+                aql::VENDOR_SPECIFIC => match (p[0] >> 16) as u8 {
+                    aql::AMD_FORMAT_BARRIER_VALUE => {
+                        let signal = qword(2);
+                        let value = qword(4);
+                        let mask = qword(6);
+                        let current = env.vm.load_u64(signal + aql::SIGNAL_VALUE)? & mask;
+                        let met = match p[8] {
+                            0 => current == value,
+                            1 => current != value,
+                            2 => (current as i64) < (value as i64),
+                            3 => (current as i64) >= (value as i64),
+                            c => {
+                                return Err(QueueError::BadPacket {
+                                    addr: pkt,
+                                    reason: format!("BARRIER_VALUE condition {c} is not one of EQ, NE, LT, GTE"),
+                                })
+                            }
+                        };
+                        if !met {
+                            return Ok(RunState::Parked);
+                        }
+                        self.complete_aql(env, pkt)?;
+                        *done += 1;
+                    }
+                    aql::AMD_FORMAT_PM4_IB => {
+                        let cmd = &p[1..5];
+                        match decode_pm4_packet(cmd, self.gen) {
+                            Ok((Packet::IndirectBuffer(ib), _)) => {
+                                self.enter_ib(IbFrame::new(ib.ib_addr(), ib.control.ib_size()))?;
+                                self.aql_ib_active = true;
+                            }
+                            Ok((other, _)) => {
+                                return Err(QueueError::BadPacket {
+                                    addr: pkt,
+                                    reason: format!("a PM4-IB vendor packet must hold INDIRECT_BUFFER, not {}", other.name()),
+                                })
+                            }
+                            Err(e) => {
+                                return Err(QueueError::BadPacket {
+                                    addr: pkt,
+                                    reason: format!("PM4-IB vendor packet: {e}"),
+                                })
+                            }
+                        }
+                    }
+                    f => {
+                        return Err(QueueError::NotModelled {
+                            addr: pkt,
+                            what: format!("AMD vendor AQL format {f}"),
+                        })
+                    }
+                },
+                t => {
+                    return Err(QueueError::BadPacket {
+                        addr: pkt,
+                        reason: format!("AQL packet type {t} does not exist"),
+                    })
+                }
+            }
+        }
+        Ok(RunState::Busy)
+    }
+
+    /// Retires the AQL packet at `pkt`: its completion signal is decremented (and its event
+    /// mailbox written and an interrupt raised when it has one), the slot is set back to
+    /// INVALID and the read index moves on.
+    fn complete_aql(&mut self, env: &ExecEnv<'_>, pkt: u64) -> Result<(), QueueError> {
+        let vm = env.vm;
+        let signal = vm.load_u64(pkt + aql::COMPLETION_SIGNAL)?;
+        if signal != 0 {
+            vm.fetch_add_u64(signal + aql::SIGNAL_VALUE, u64::MAX)?;
+            let mailbox = vm.load_u64(signal + aql::SIGNAL_EVENT_MAILBOX)?;
+            if mailbox != 0 {
+                let event_id = vm.load_u32(signal + aql::SIGNAL_EVENT_ID)?;
+                vm.store_u64(mailbox, u64::from(event_id))?;
+                env.interrupt(IH_CLIENT_GRBM_CP, SRC_CP_END_OF_PIPE, [event_id, 0, 0, 0]);
+            }
+        }
+        let dw0 = vm.load_u32(pkt)?;
+        vm.store_u32(pkt, (dw0 & !0xFF) | u32::from(aql::INVALID))?;
+        if let CpReadPointer::Aql(r) = self.rptr {
+            self.rptr = CpReadPointer::Aql(r.add(1));
+        }
+        self.report_rptr(vm)?;
+        Ok(())
+    }
+}
+
+/// Posts the interrupt a stopped queue raises: a VM fault from the memory hub (`fault_client`)
+/// or a queue error from the engine (`engine_client`).
+pub(crate) fn post_queue_error(
+    env: &ExecEnv<'_>,
+    engine_client: u8,
+    fault_client: u8,
+    e: &QueueError,
+) {
+    match e {
+        QueueError::VmFault(f) => {
+            let page = f.va >> 12;
+            let mut data1 = ((page >> 32) & 0xF) as u32;
+            if f.write {
+                data1 |= VM_FAULT_WRITE;
+            }
+            let kind = if f.not_present {
+                VM_FAULT_NOT_PRESENT
+            } else {
+                VM_FAULT_READ_ONLY
+            };
+            env.interrupt(fault_client, SRC_VM_FAULT, [page as u32, data1, kind, 0]);
+        }
+        other => {
+            let id = DoorbellBar::slice_and_id(env.queue.doorbell_offset).map_or(0, |(_, id)| id);
+            env.interrupt(
+                engine_client,
+                SRC_CP_BAD_OPCODE,
+                [
+                    (id & 0x3FF) | other.code() << 10,
+                    env.queue.doorbell_offset,
+                    0,
+                    0,
+                ],
+            );
+        }
+    }
+}
+
+enum Source {
+    /// Ring base, ring size in dwords, slot.
+    Ring(u64, u64, u64),
+    /// A linear buffer at this address.
+    Linear(u64),
+}
+
+/// Reads the PM4 packet at `src` into `out`; `None` if it is longer than the `avail` dwords
+/// that may be read.
+fn fetch_pm4(
+    vm: &GpuVm,
+    src: Source,
+    avail: u64,
+    out: &mut Vec<u32>,
+) -> Result<Option<usize>, QueueError> {
+    let read = |n: usize, out: &mut Vec<u32>| match src {
+        Source::Ring(base, ring, slot) => read_ring(vm, base, ring, slot, n, out),
+        Source::Linear(addr) => read_linear(vm, addr, n, out),
+    };
+    read(1, out)?;
+    let header = Type3Header::from_bits(out[0]);
+    let len = match header.packet_type() {
+        PacketType::Type3 => header.total_dwords(),
+        // Type 2 is a one-dword filler; types 0 and 1 are rejected by the decoder.
+        _ => 1,
+    };
+    if len as u64 > avail {
+        return Ok(None);
+    }
+    if len > 1 {
+        read(len, out)?;
+    }
+    Ok(Some(len))
+}
+
+/// Decodes and executes one PM4 packet of a user queue.
+fn exec_packet(
+    words: &[u32],
+    addr: u64,
+    gen: GfxGen,
+    env: &mut ExecEnv<'_>,
+) -> Result<Flow, QueueError> {
+    let (packet, _) = decode_pm4_packet(words, gen).map_err(|e| QueueError::BadPacket {
+        addr,
+        reason: e.to_string(),
+    })?;
+    log::trace!(target: "hw::cp", "{addr:#x}: {packet}");
+    exec_pm4(&packet, addr, env)
+}
+
+/// Executes one decoded PM4 packet.
+pub fn exec_pm4(p: &Packet<'_>, addr: u64, env: &mut ExecEnv<'_>) -> Result<Flow, QueueError> {
+    match p {
+        // Caches are coherent and the pipeline is idle between packets in the model.
+        Packet::Nop(_)
+        | Packet::Type2Filler
+        | Packet::AcquireMemGfx9(_)
+        | Packet::AcquireMemGfx10(_)
+        | Packet::EventWrite(_)
+        | Packet::EventWriteAddr(_)
+        | Packet::SetShReg(_) => Ok(Flow::Next),
+        Packet::WriteData(w) => write_data(w, addr, env),
+        Packet::ReleaseMemGfx9(r) => release_mem(&r.tail, addr, env),
+        Packet::ReleaseMemGfx10(r) => release_mem(&r.tail, addr, env),
+        Packet::WaitRegMem(w) => {
+            let value = poll(w.target(), false, env)?;
+            let met = w
+                .control
+                .function()
+                .compare(value & u64::from(w.mask), u64::from(w.reference));
+            Ok(if met { Flow::Next } else { Flow::Park })
+        }
+        Packet::WaitRegMem64(w) => {
+            let value = poll(w.target(), true, env)?;
+            let met = w
+                .control
+                .function()
+                .compare(value & w.mask(), w.reference());
+            Ok(if met { Flow::Next } else { Flow::Park })
+        }
+        Packet::IndirectBuffer(ib) => {
+            let f = IbFrame::new(ib.ib_addr(), ib.control.ib_size());
+            Ok(if ib.control.chain() {
+                Flow::Chain(f)
+            } else {
+                Flow::Call(f)
+            })
+        }
+        Packet::CopyData(c) => copy_data(c, addr, env),
+        Packet::DmaData(d) => dma_data(d, addr, env),
+        Packet::DispatchDirect(d) => Err(QueueError::NotModelled {
+            addr,
+            what: format!(
+                "shader execution (DISPATCH_DIRECT {}x{}x{})",
+                d.dim_x, d.dim_y, d.dim_z
+            ),
+        }),
+        other => Err(QueueError::BadPacket {
+            addr,
+            reason: format!(
+                "{} is a scheduler packet; user queues cannot execute it",
+                other.name()
+            ),
+        }),
+    }
+}
+
+fn register(env: &ExecEnv<'_>, reg: u32) -> u32 {
+    env.registers.get(&reg).copied().unwrap_or(0)
+}
+
+fn poll(target: PollTarget, wide: bool, env: &ExecEnv<'_>) -> Result<u64, QueueError> {
+    Ok(match target {
+        PollTarget::Memory(a) if wide => env.vm.load_u64(a)?,
+        PollTarget::Memory(a) => u64::from(env.vm.load_u32(a)?),
+        PollTarget::Register { reg, .. } => {
+            let lo = u64::from(register(env, reg));
+            if wide {
+                lo | u64::from(register(env, reg + 1)) << 32
+            } else {
+                lo
+            }
+        }
+    })
+}
+
+fn write_data(w: &WriteData<'_>, addr: u64, env: &mut ExecEnv<'_>) -> Result<Flow, QueueError> {
+    let one_addr = w.head.control.addr_incr();
+    match w.target() {
+        Some(WriteDataTarget::Memory(dst)) if one_addr => {
+            for &v in w.data {
+                env.vm.store_u32(dst, v)?;
+            }
+        }
+        Some(WriteDataTarget::Memory(dst)) => env.vm.write(dst, w.data.as_bytes())?,
+        Some(WriteDataTarget::Register(reg)) => {
+            for (i, &v) in w.data.iter().enumerate() {
+                let r = if one_addr { reg } else { reg + i as u32 };
+                env.registers.insert(r, v);
+            }
+        }
+        Some(WriteDataTarget::Gds(_)) => {
+            return Err(QueueError::NotModelled {
+                addr,
+                what: "WRITE_DATA to GDS".into(),
+            })
+        }
+        None => {
+            return Err(QueueError::NotModelled {
+                addr,
+                what: format!("WRITE_DATA to {}", w.head.control.dst_sel()),
+            })
+        }
+    }
+    Ok(Flow::Next)
+}
+
+fn release_mem(t: &ReleaseMemTail, addr: u64, env: &mut ExecEnv<'_>) -> Result<Flow, QueueError> {
+    let c = t.data_control;
+    let value = match c.data_sel() {
+        ReleaseDataSel::None => None,
+        ReleaseDataSel::Data32 => Some((t.data() & 0xFFFF_FFFF, 4)),
+        ReleaseDataSel::Data64 => Some((t.data(), 8)),
+        ReleaseDataSel::GpuClockCounter | ReleaseDataSel::SystemClockCounter => {
+            Some((env.clock.now(), 8))
+        }
+        other => {
+            return Err(QueueError::NotModelled {
+                addr,
+                what: format!("RELEASE_MEM data_sel {other}"),
+            })
+        }
+    };
+    if let Some((v, size)) = value {
+        match c.dst_sel() {
+            ReleaseDstSel::MemoryController | ReleaseDstSel::TcL2 => {
+                if size == 8 {
+                    env.vm.store_u64(t.addr(), v)?;
+                } else {
+                    env.vm.store_u32(t.addr(), v as u32)?;
+                }
+            }
+            other => {
+                return Err(QueueError::NotModelled {
+                    addr,
+                    what: format!("RELEASE_MEM dst_sel {other}"),
+                })
+            }
+        }
+    }
+    let interrupt = match c.int_sel() {
+        ReleaseIntSel::None | ReleaseIntSel::SendDataAfterWriteConfirm => false,
+        ReleaseIntSel::SendInterruptOnly
+        | ReleaseIntSel::SendInterruptAfterWriteConfirm
+        | ReleaseIntSel::UnconditionallySendIntCtxid => true,
+        // The conditional forms compare the memory at the address with the data dwords.
+        ReleaseIntSel::ConditionallySendIntCtxidBasedOn32BitCompare => {
+            u64::from(env.vm.load_u32(t.addr())?) == t.data() & 0xFFFF_FFFF
+        }
+        ReleaseIntSel::ConditionallySendIntCtxidBasedOn64BitCompare => {
+            env.vm.load_u64(t.addr())? == t.data()
+        }
+        other => {
+            return Err(QueueError::BadPacket {
+                addr,
+                reason: format!("RELEASE_MEM int_sel {other}"),
+            })
+        }
+    };
+    if interrupt {
+        env.interrupt(
+            IH_CLIENT_GRBM_CP,
+            SRC_CP_END_OF_PIPE,
+            [t.int_ctxid, 0, 0, 0],
+        );
+    }
+    Ok(Flow::Next)
+}
+
+fn copy_data(cd: &CopyData, addr: u64, env: &mut ExecEnv<'_>) -> Result<Flow, QueueError> {
+    let c = cd.control;
+    let wide = c.count_sel() == CopyCountSel::Bits64;
+    let value = match c.src_sel() {
+        CopySrcSel::MemMappedRegister => {
+            let reg = (cd.src() & 0x3FFFF) as u32;
+            let lo = u64::from(register(env, reg));
+            if wide {
+                lo | u64::from(register(env, reg + 1)) << 32
+            } else {
+                lo
+            }
+        }
+        CopySrcSel::Memory | CopySrcSel::TcL2 if wide => env.vm.load_u64(cd.src())?,
+        CopySrcSel::Memory | CopySrcSel::TcL2 => u64::from(env.vm.load_u32(cd.src())?),
+        CopySrcSel::ImmediateData if wide => cd.src(),
+        CopySrcSel::ImmediateData => cd.src() & 0xFFFF_FFFF,
+        CopySrcSel::GpuClockCount | CopySrcSel::SystemClockCount => env.clock.now(),
+        other => {
+            return Err(QueueError::NotModelled {
+                addr,
+                what: format!("COPY_DATA from {other}"),
+            })
+        }
+    };
+    match c.dst_sel() {
+        CopyDstSel::MemMappedRegister | CopyDstSel::MemMappedRegisterDc => {
+            let reg = (cd.dst() & 0x3FFFF) as u32;
+            env.registers.insert(reg, value as u32);
+            if wide {
+                env.registers.insert(reg + 1, (value >> 32) as u32);
+            }
+        }
+        CopyDstSel::Memory | CopyDstSel::TcL2 if wide => env.vm.store_u64(cd.dst(), value)?,
+        CopyDstSel::Memory | CopyDstSel::TcL2 => env.vm.store_u32(cd.dst(), value as u32)?,
+        other => {
+            return Err(QueueError::NotModelled {
+                addr,
+                what: format!("COPY_DATA to {other}"),
+            })
+        }
+    }
+    Ok(Flow::Next)
+}
+
+fn dma_data(d: &DmaData, addr: u64, env: &mut ExecEnv<'_>) -> Result<Flow, QueueError> {
+    let cmd = d.command;
+    let n = u64::from(cmd.byte_count());
+    if cmd.sas() || cmd.das() {
+        return Err(QueueError::NotModelled {
+            addr,
+            what: "DMA_DATA with a register address space".into(),
+        });
+    }
+    enum Src {
+        Mem(u64),
+        Fill(u32),
+    }
+    let src = match d.control.src_sel() {
+        DmaSrcSel::SrcAddr | DmaSrcSel::SrcAddrTcL2 => Src::Mem(d.src()),
+        DmaSrcSel::Data => Src::Fill(d.src_addr_lo),
+        other => {
+            return Err(QueueError::NotModelled {
+                addr,
+                what: format!("DMA_DATA from {other}"),
+            })
+        }
+    };
+    let dst = match d.control.dst_sel() {
+        DmaDstSel::DstAddr | DmaDstSel::DstAddrTcL2 => Some(d.dst()),
+        DmaDstSel::Nowhere => None,
+        other => {
+            return Err(QueueError::NotModelled {
+                addr,
+                what: format!("DMA_DATA to {other}"),
+            })
+        }
+    };
+    if n == 0 {
+        return Ok(Flow::Next);
+    }
+    let vm = env.vm;
+    match (src, dst) {
+        (Src::Mem(s), None) => vm.probe(s, if cmd.saic() { 4 } else { n }, false)?,
+        (Src::Fill(_), None) => {}
+        (Src::Fill(v), Some(t)) if cmd.daic() => vm.store_u32(t, v)?,
+        (Src::Fill(v), Some(t)) => vm.fill_u32(t, n, v)?,
+        (Src::Mem(s), Some(t)) if cmd.saic() => {
+            let v = vm.load_u32(s)?;
+            if cmd.daic() {
+                vm.store_u32(t, v)?;
+            } else {
+                vm.fill_u32(t, n, v)?;
+            }
+        }
+        (Src::Mem(s), Some(t)) if cmd.daic() => {
+            // Every dword lands on the same address: the last one stays.
+            vm.probe(s, n, false)?;
+            let last = s + n.saturating_sub(4) / 4 * 4;
+            let v = vm.load_u32(last)?;
+            vm.store_u32(t, v)?;
+        }
+        (Src::Mem(s), Some(t)) => vm.copy(t, s, n)?,
+    }
+    Ok(Flow::Next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hw::clock::GpuClock;
+    use crate::hw::hws::HqdSlot;
+    use crate::hw::ih::IhRing;
+    use crate::hw::mem::DeviceMemory;
+    use crate::hw::vm::{Backing, VmMapping};
+    use pm4::user::{IndirectBufferControl, ReleaseMemArgs, ReleaseMemGfx9};
+    use pm4::PacketWriter;
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    const BASE: u64 = 0x10_0000;
+
+    fn vm_with(len: u64) -> (GpuVm, Arc<DeviceMemory>) {
+        let mem = Arc::new(DeviceMemory::new("cp-test", len).unwrap());
+        let mut vm = GpuVm::new();
+        vm.map(VmMapping {
+            va: BASE,
+            len,
+            backing: Backing::Device {
+                mem: mem.clone(),
+                offset: 0,
+            },
+            writable: true,
+            handle: 1,
+        });
+        (vm, mem)
+    }
+
+    fn id() -> QueueIdentity {
+        QueueIdentity {
+            slot: HqdSlot::Compute {
+                mec: 0,
+                pipe: 1,
+                queue: 2,
+            },
+            pasid: 0x8001,
+            vmid: 8,
+            doorbell_offset: 0x1006,
+        }
+    }
+
+    fn queue(ring_dwords: u64) -> CpQueue {
+        CpQueue {
+            ring: CpRing {
+                base: BASE,
+                dwords: ring_dwords,
+                rptr_report: BASE + 0x8000,
+                wptr_addr: BASE + 0x8008,
+                aql: false,
+            },
+            id: id(),
+            rptr: CpReadPointer::Pm4(DwordPtr::new(0)),
+            last_wptr: 0,
+            ibs: Vec::new(),
+            aql_ib_active: false,
+            halted: None,
+            parked: false,
+            packets: 0,
+            gen: GfxGen::Gfx9,
+            scratch: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn write_data_and_release_mem_in_an_ib_chain() {
+        let (vm, mem) = vm_with(0x10000);
+        let clock = GpuClock::new();
+        let ih = IhRing::new();
+        let mut regs = BTreeMap::new();
+        // IB A at 0x2000 writes 1 to 0x9000 and chains to IB B at 0x3000, which RELEASE_MEMs 7
+        // to 0x9008 with an interrupt.
+        let mut ib_b = [0u32; 8];
+        let rm = ReleaseMemGfx9::new(
+            &ReleaseMemArgs {
+                event_type: pm4::fields::EventType::CacheFlushAndInvTsEvent,
+                event_index: pm4::user::ReleaseEventIndex::EndOfPipe,
+                cache_policy: pm4::fields::CachePolicy::Lru,
+                dst_sel: ReleaseDstSel::MemoryController,
+                int_sel: ReleaseIntSel::SendInterruptAfterWriteConfirm,
+                data_sel: ReleaseDataSel::Data32,
+                addr: BASE + 0x9008,
+                data: 7,
+                int_ctxid: 7,
+            },
+            Default::default(),
+        )
+        .unwrap();
+        let n_b = PacketWriter::new(&mut ib_b).push(&rm).unwrap();
+        mem.write(0x3000, ib_b[..n_b].as_bytes()).unwrap();
+        let mut ib_a = [0u32; 16];
+        let mut w = PacketWriter::new(&mut ib_a);
+        w.push(&WriteData::memory(BASE + 0x9000, &[1]).unwrap())
+            .unwrap();
+        w.push(
+            &pm4::user::IndirectBuffer::new(
+                BASE + 0x3000,
+                n_b as u32,
+                IndirectBufferControl::new().with_chain(true),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let n_a = w.len();
+        mem.write(0x2000, ib_a[..n_a].as_bytes()).unwrap();
+        let mut ring = [0u32; 8];
+        let n = PacketWriter::new(&mut ring)
+            .push(
+                &pm4::user::IndirectBuffer::new(
+                    BASE + 0x2000,
+                    n_a as u32,
+                    IndirectBufferControl::new(),
+                )
+                .unwrap(),
+            )
+            .unwrap();
+        mem.write(0, ring[..n].as_bytes()).unwrap();
+        mem.store_u64(0x8008, n as u64).unwrap();
+        let mut q = queue(1024);
+        let mut env = ExecEnv {
+            vm: &vm,
+            clock: &clock,
+            registers: &mut regs,
+            ih: &ih,
+            queue: id(),
+        };
+        let r = q.run(&mut env, 0);
+        // The ring's IB, WRITE_DATA, the chained IB, RELEASE_MEM.
+        assert_eq!(
+            r,
+            QueueRun {
+                packets: 4,
+                state: RunState::Idle
+            }
+        );
+        assert_eq!(q.ib_depth(), 0, "both IBs finished");
+        assert_eq!(mem.load_u32(0x9000), Some(1));
+        assert_eq!(mem.load_u32(0x9008), Some(7));
+        assert_eq!(mem.load_u32(0x8000), Some(4), "wrapped rptr in dwords");
+        let irq = ih.drain();
+        assert_eq!(irq.len(), 1);
+        assert_eq!(irq[0].source_id, SRC_CP_END_OF_PIPE);
+        assert_eq!(irq[0].src_data[0], 7);
+        assert_eq!(irq[0].ring_id, (1 << 2) | 1 | (2 << 4));
+    }
+
+    #[test]
+    fn a_bad_address_halts_with_a_vm_fault_interrupt() {
+        let (vm, mem) = vm_with(0x10000);
+        let clock = GpuClock::new();
+        let ih = IhRing::new();
+        let mut regs = BTreeMap::new();
+        let mut ring = [0u32; 8];
+        let n = PacketWriter::new(&mut ring)
+            .push(&WriteData::memory(0xdead_0000, &[1]).unwrap())
+            .unwrap();
+        mem.write(0, ring[..n].as_bytes()).unwrap();
+        mem.store_u64(0x8008, n as u64).unwrap();
+        let mut q = queue(1024);
+        let mut env = ExecEnv {
+            vm: &vm,
+            clock: &clock,
+            registers: &mut regs,
+            ih: &ih,
+            queue: id(),
+        };
+        assert_eq!(q.run(&mut env, 0).state, RunState::Halted);
+        assert!(
+            matches!(q.error(), Some(QueueError::VmFault(f)) if f.va == 0xdead_0000 && f.write)
+        );
+        let irq = ih.drain();
+        assert_eq!(
+            (irq[0].client_id, irq[0].source_id),
+            (IH_CLIENT_UTCL2, SRC_VM_FAULT)
+        );
+        assert_eq!(irq[0].src_data[0], 0xdead0, "page number");
+        assert_eq!(q.rptr().get(), 0, "the faulting packet is not consumed");
+    }
+}

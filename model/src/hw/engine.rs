@@ -1,0 +1,436 @@
+//! What the queue engines share — the environment a queue runs in, queue errors, ring
+//! fetches — and the background thread that plays the GPU: it notices doorbell writes and
+//! steps the engines.
+//!
+//! The thread polls adaptively: after work it keeps looking (spinning, then yielding) for a
+//! short while, because a client that just submitted usually submits again; when nothing has
+//! happened for a while it sleeps, doubling the sleep up to [`MAX_IDLE_SLEEP`], so an idle
+//! model costs next to nothing. [`EngineWaker::wake`] (what `Model::doorbell_rung` calls)
+//! ends a sleep at once.
+
+use crate::hw::clock::GpuClock;
+use crate::hw::hws::HqdSlot;
+use crate::hw::ih::{IhEntry, IhRing};
+use crate::hw::vm::{GpuVm, VmFault};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// Packets one queue may execute in one pass before the engines move to the next queue.
+pub const PASS_BUDGET: usize = 256;
+/// How long the thread keeps spinning after the last work it saw.
+pub const HOT_SPIN: Duration = Duration::from_micros(200);
+/// How long it keeps yielding after that before it starts to sleep.
+pub const WARM_YIELD: Duration = Duration::from_millis(2);
+/// The longest idle sleep (also how often a parked wait is polled when nothing else runs).
+pub const MAX_IDLE_SLEEP: Duration = Duration::from_millis(1);
+/// How often the scheduler firmware rotates an oversubscribed runlist.
+pub const TIME_SLICE: Duration = Duration::from_millis(10);
+
+/// A queue as the engines see it, for interrupts and logs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueIdentity {
+    /// The HQD or SDMA slot.
+    pub slot: HqdSlot,
+    /// Owning process.
+    pub pasid: u16,
+    /// Its VMID.
+    pub vmid: u8,
+    /// Doorbell dword index in the BAR.
+    pub doorbell_offset: u32,
+}
+
+/// Why a queue stopped. A VM fault stops the queue until it is mapped again (the faulting
+/// packet is retried then); the other errors stop it for good.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QueueError {
+    /// An access outside the process's GPU mappings.
+    VmFault(VmFault),
+    /// A packet that does not decode.
+    BadPacket {
+        /// GPU address of the packet.
+        addr: u64,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A packet the model does not execute (shader dispatch, GDS, perf counters, …).
+    NotModelled {
+        /// GPU address of the packet.
+        addr: u64,
+        /// What was asked for.
+        what: String,
+    },
+    /// The write pointer is behind the read pointer or more than one ring ahead of it.
+    WritePointer {
+        /// The write pointer read from memory or the doorbell.
+        wptr: u64,
+        /// The read pointer.
+        rptr: u64,
+        /// Ring size in the pointer's unit.
+        ring: u64,
+        /// The unit ("dwords", "bytes", "packets").
+        unit: &'static str,
+    },
+}
+
+impl QueueError {
+    /// The error code carried in the queue-error interrupt (model convention).
+    pub fn code(&self) -> u32 {
+        match self {
+            QueueError::VmFault(_) => 1,
+            QueueError::BadPacket { .. } => 2,
+            QueueError::NotModelled { .. } => 3,
+            QueueError::WritePointer { .. } => 4,
+        }
+    }
+}
+
+impl std::fmt::Display for QueueError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            QueueError::VmFault(v) => write!(f, "{v}"),
+            QueueError::BadPacket { addr, reason } => {
+                write!(f, "malformed packet at {addr:#x}: {reason}")
+            }
+            QueueError::NotModelled { addr, what } => {
+                write!(f, "{what} (packet at {addr:#x}) is not modelled")
+            }
+            QueueError::WritePointer {
+                wptr,
+                rptr,
+                ring,
+                unit,
+            } => write!(
+                f,
+                "write pointer {wptr:#x} is not within one ring ({ring} {unit}) ahead of the read pointer {rptr:#x}; \
+                 write pointers are monotonic counters"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for QueueError {}
+
+impl From<VmFault> for QueueError {
+    fn from(f: VmFault) -> Self {
+        QueueError::VmFault(f)
+    }
+}
+
+/// How a queue's pass ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RunState {
+    /// Nothing (more) to do: read pointer = write pointer, or the next packet is incomplete.
+    #[default]
+    Idle,
+    /// Waiting on memory (WAIT_REG_MEM, POLL_REGMEM, an AQL barrier).
+    Parked,
+    /// Out of budget with work left.
+    Busy,
+    /// Stopped by an error.
+    Halted,
+}
+
+/// What a pass over one queue did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QueueRun {
+    /// Packets completed.
+    pub packets: usize,
+    /// Where it stopped.
+    pub state: RunState,
+}
+
+/// What a pass over all the engines of a GPU (or all GPUs) did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EngineActivity {
+    /// Packets completed.
+    pub packets: usize,
+    /// Queues out of budget (more work is ready).
+    pub busy: usize,
+    /// Queues waiting on memory.
+    pub parked: usize,
+    /// Queues stopped by an error.
+    pub halted: usize,
+    /// Interrupts delivered to the driver.
+    pub interrupts: usize,
+}
+
+impl EngineActivity {
+    /// Whether the pass changed anything.
+    pub fn progressed(&self) -> bool {
+        self.packets > 0 || self.busy > 0 || self.interrupts > 0
+    }
+
+    /// Adds a queue's pass.
+    pub fn add_queue(&mut self, r: QueueRun) {
+        self.packets += r.packets;
+        match r.state {
+            RunState::Busy => self.busy += 1,
+            RunState::Parked => self.parked += 1,
+            RunState::Halted => self.halted += 1,
+            RunState::Idle => {}
+        }
+    }
+
+    /// Sums two passes.
+    pub fn merge(&mut self, o: EngineActivity) {
+        self.packets += o.packets;
+        self.busy += o.busy;
+        self.parked += o.parked;
+        self.halted += o.halted;
+        self.interrupts += o.interrupts;
+    }
+}
+
+/// An indirect buffer being executed: where it is, how long, how far the engine got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IbFrame {
+    /// GPU address of the first dword.
+    pub addr: u64,
+    /// Size in dwords.
+    pub dwords: u32,
+    /// Dwords consumed so far.
+    pub pos: u32,
+}
+
+impl IbFrame {
+    /// A frame at the start of an IB.
+    pub fn new(addr: u64, dwords: u32) -> Self {
+        IbFrame {
+            addr,
+            dwords,
+            pos: 0,
+        }
+    }
+
+    /// GPU address of the next dword.
+    pub fn cursor(&self) -> u64 {
+        self.addr + 4 * u64::from(self.pos)
+    }
+
+    /// Dwords left.
+    pub fn remaining(&self) -> u32 {
+        self.dwords.saturating_sub(self.pos)
+    }
+}
+
+/// What executing one packet asks of the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// Done; go on with the next packet.
+    Next,
+    /// The condition is not met yet: stay on this packet and poll it again later.
+    Park,
+    /// Done; run this IB, then continue after the packet.
+    Call(IbFrame),
+    /// Done; continue in this IB instead of the current one (a chained IB).
+    Chain(IbFrame),
+}
+
+/// What a queue's packets may touch while it runs.
+pub struct ExecEnv<'a> {
+    /// The process's GPU address space.
+    pub vm: &'a GpuVm,
+    /// The GPU clock.
+    pub clock: &'a GpuClock,
+    /// The GPU's register file (what register writes and reads of user packets reach).
+    pub registers: &'a mut BTreeMap<u32, u32>,
+    /// Where interrupts go.
+    pub ih: &'a IhRing,
+    /// The queue running.
+    pub queue: QueueIdentity,
+}
+
+impl ExecEnv<'_> {
+    /// Posts an interrupt of this queue.
+    pub fn interrupt(&self, client_id: u8, source_id: u8, src_data: [u32; 4]) {
+        let ring_id = match self.queue.slot {
+            // amdgpu decodes CP ring ids as me [3:2], pipe [1:0], queue [6:4].
+            HqdSlot::Compute { mec, pipe, queue } => ((mec + 1) << 2) | (pipe & 3) | (queue << 4),
+            HqdSlot::Sdma { queue, .. } => queue,
+        };
+        self.ih.push(&IhEntry {
+            client_id,
+            source_id,
+            ring_id,
+            vmid: self.queue.vmid,
+            timestamp: self.clock.now() & 0xFFFF_FFFF_FFFF,
+            pasid: self.queue.pasid,
+            node_id: 0,
+            src_data,
+        });
+    }
+}
+
+/// Reads `n` dwords of a ring of `ring_dwords` starting at slot `start`, wrapping at the end.
+pub fn read_ring(
+    vm: &GpuVm,
+    base: u64,
+    ring_dwords: u64,
+    start: u64,
+    n: usize,
+    out: &mut Vec<u32>,
+) -> Result<(), VmFault> {
+    out.clear();
+    out.resize(n, 0);
+    let first = (ring_dwords - start).min(n as u64) as usize;
+    vm.read(
+        base + start * 4,
+        zerocopy::IntoBytes::as_mut_bytes(&mut out[..first]),
+    )?;
+    if first < n {
+        vm.read(base, zerocopy::IntoBytes::as_mut_bytes(&mut out[first..]))?;
+    }
+    Ok(())
+}
+
+/// Reads `n` dwords at `addr` (an IB).
+pub fn read_linear(vm: &GpuVm, addr: u64, n: usize, out: &mut Vec<u32>) -> Result<(), VmFault> {
+    out.clear();
+    out.resize(n, 0);
+    vm.read(addr, zerocopy::IntoBytes::as_mut_bytes(&mut out[..]))
+}
+
+/// The write pointer a queue sees: the larger of the value at its write-pointer address and
+/// the doorbell. (The driver clears a queue's doorbell when it creates the queue, so a value
+/// left by an earlier queue with the same doorbell cannot leak in.)
+pub fn write_pointer(vm: &GpuVm, wptr_addr: u64, doorbell: u64) -> Result<u64, VmFault> {
+    let mem = if wptr_addr == 0 {
+        0
+    } else {
+        vm.load_u64(wptr_addr)?
+    };
+    Ok(mem.max(doorbell))
+}
+
+/// A monotonic read pointer from a saved wrapped one: the position `wrapped` (mod `ring`) at
+/// or before `wptr`, within one ring.
+pub fn unwrap_pointer(wptr: u64, wrapped: u64, ring: u64) -> u64 {
+    if ring == 0 {
+        return wptr;
+    }
+    let behind = (wptr % ring + ring - wrapped % ring) % ring;
+    wptr - behind.min(wptr)
+}
+
+#[derive(Debug, Default)]
+struct WakeState {
+    woken: bool,
+}
+
+/// Wakes the engine thread (a doorbell was rung) and tells it to stop.
+#[derive(Debug, Default)]
+pub struct EngineWaker {
+    state: Mutex<WakeState>,
+    cv: Condvar,
+    stop: AtomicBool,
+    sleeping: AtomicBool,
+}
+
+impl EngineWaker {
+    /// Ends the thread's sleep now.
+    pub fn wake(&self) {
+        if self.sleeping.load(Ordering::Acquire) {
+            self.state.lock().unwrap_or_else(|e| e.into_inner()).woken = true;
+            self.cv.notify_one();
+        }
+    }
+
+    /// Asks the thread to exit.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Release);
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).woken = true;
+        self.cv.notify_one();
+    }
+
+    fn sleep(&self, d: Duration) {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        self.sleeping.store(true, Ordering::Release);
+        if !s.woken {
+            s = self
+                .cv
+                .wait_timeout(s, d)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        s.woken = false;
+        self.sleeping.store(false, Ordering::Release);
+    }
+}
+
+/// Starts the engine thread. `step` runs one pass over every GPU (and delivers the
+/// interrupts); it returns `None` once the model is gone, which ends the thread. `tick` is
+/// called every [`TIME_SLICE`].
+pub fn spawn(
+    waker: Arc<EngineWaker>,
+    step: impl Fn() -> Option<EngineActivity> + Send + 'static,
+    tick: impl Fn() -> bool + Send + 'static,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("kfd-model-engines".into())
+        .spawn(move || {
+            let mut last_work = Instant::now();
+            let mut last_tick = Instant::now();
+            let mut sleep = Duration::from_micros(20);
+            log::debug!(target: "hw::engine", "engine thread started");
+            while !waker.stop.load(Ordering::Acquire) {
+                let Some(activity) = step() else { break };
+                let now = Instant::now();
+                if now.duration_since(last_tick) >= TIME_SLICE {
+                    last_tick = now;
+                    if !tick() {
+                        break;
+                    }
+                }
+                if activity.progressed() {
+                    last_work = now;
+                    sleep = Duration::from_micros(20);
+                    continue;
+                }
+                let idle = now.duration_since(last_work);
+                if idle < HOT_SPIN {
+                    std::hint::spin_loop();
+                } else if idle < WARM_YIELD {
+                    std::thread::yield_now();
+                } else {
+                    waker.sleep(sleep);
+                    sleep = (sleep * 2).min(MAX_IDLE_SLEEP);
+                }
+            }
+            log::debug!(target: "hw::engine", "engine thread stopped");
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn saved_pointers_unwrap_within_one_ring() {
+        assert_eq!(unwrap_pointer(0, 0, 1024), 0);
+        assert_eq!(unwrap_pointer(1030, 6, 1024), 1030);
+        assert_eq!(unwrap_pointer(1030, 1000, 1024), 1000);
+        assert_eq!(unwrap_pointer(5000, 900, 1024), 4996);
+        assert_eq!(unwrap_pointer(3, 1000, 1024), 0, "never below zero");
+    }
+
+    #[test]
+    fn queue_errors_say_what_to_do() {
+        let e = QueueError::WritePointer {
+            wptr: 0x10,
+            rptr: 0x20,
+            ring: 1024,
+            unit: "dwords",
+        };
+        assert!(e.to_string().contains("monotonic"));
+        let e = QueueError::NotModelled {
+            addr: 0x1000,
+            what: "shader execution (KERNEL_DISPATCH)".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "shader execution (KERNEL_DISPATCH) (packet at 0x1000) is not modelled"
+        );
+    }
+}

@@ -1,0 +1,479 @@
+//! The SDMA engines: execute the user SDMA queues the scheduler mapped into an engine's
+//! queue slots (RLC queues), as their MQDs describe them.
+//!
+//! The write pointer is a monotonic **byte** counter (from the write-pointer address the
+//! driver gave MAP_QUEUES and from the doorbell); the engine writes its read pointer back as a
+//! 64-bit monotonic byte count to `sdmax_rlcx_rb_rptr_addr`. Packets: NOP, COPY_LINEAR, WRITE,
+//! FENCE, TRAP (an interrupt carrying the 28-bit context), POLL_REGMEM (an unmet poll parks
+//! the queue; the retry count is not modelled, every poll waits until it is met),
+//! CONSTANT_FILL, TIMESTAMP and INDIRECT (one level).
+
+use crate::hw::engine::{
+    read_linear, read_ring, write_pointer, ExecEnv, Flow, IbFrame, QueueError, QueueIdentity,
+    QueueRun, RunState, PASS_BUDGET,
+};
+use crate::hw::hws::HqdSlot;
+use crate::hw::ih::{
+    IH_CLIENT_GRBM_CP, IH_CLIENT_SDMA0, IH_CLIENT_VMC, SRC_SDMA_TRAP, SRC_SDMA_TRAP_SOC21,
+};
+use crate::hw::vm::{GpuVm, VmFault};
+use mqd::{SdmaDescriptor, SdmaMqd};
+use pm4::decode::{decode_sdma_packet, DecodeErrorKind, SdmaPacket};
+use pm4::ring::SdmaBytePtr;
+use pm4::sdma::{FillSize, TimestampOp};
+use pm4::SdmaGen;
+use zerocopy::IntoBytes;
+
+/// Dwords the engine fetches at once when it does not know a packet's length yet.
+const FETCH_WINDOW: u64 = 16;
+
+/// Where an SDMA queue's ring and pointers are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SdmaRing {
+    /// Ring base address.
+    pub base: u64,
+    /// Ring size in bytes.
+    pub bytes: u64,
+    /// Where the read pointer is written back.
+    pub rptr_writeback: u64,
+    /// Where the write pointer is read (MAP_QUEUES; SDMA 6 MQDs also carry it).
+    pub wptr_addr: u64,
+}
+
+impl SdmaRing {
+    /// The ring an MQD describes.
+    pub fn from_mqd(mqd: &SdmaMqd, wptr_addr: u64) -> SdmaRing {
+        SdmaRing {
+            base: mqd.ring_base_address(),
+            bytes: mqd.ring_size_bytes(),
+            rptr_writeback: mqd.rptr_writeback_address(),
+            wptr_addr: if wptr_addr != 0 {
+                wptr_addr
+            } else {
+                mqd.wptr_poll_address().unwrap_or(0)
+            },
+        }
+    }
+}
+
+/// The execution context of one SDMA queue.
+#[derive(Debug, Clone)]
+pub struct SdmaQueue {
+    /// The ring.
+    pub ring: SdmaRing,
+    /// Who the queue is.
+    pub id: QueueIdentity,
+    rptr: SdmaBytePtr,
+    last_wptr: SdmaBytePtr,
+    ib: Option<IbFrame>,
+    timestamp_offset: u64,
+    halted: Option<QueueError>,
+    parked: bool,
+    packets: u64,
+    gen: SdmaGen,
+    scratch: Vec<u32>,
+}
+
+impl SdmaQueue {
+    /// A context for a queue mapped for the first time (read pointer from the MQD's saved
+    /// `sdmax_rlcx_rb_rptr`, 0 for a new queue).
+    pub fn from_mqd(mqd: &SdmaMqd, wptr_addr: u64, id: QueueIdentity, gen: SdmaGen) -> SdmaQueue {
+        SdmaQueue {
+            ring: SdmaRing::from_mqd(mqd, wptr_addr),
+            id,
+            rptr: SdmaBytePtr::new(mqd.ring_rptr()),
+            last_wptr: SdmaBytePtr::new(mqd.ring_wptr()),
+            ib: None,
+            timestamp_offset: 0,
+            halted: None,
+            parked: false,
+            packets: 0,
+            gen,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Mapped again: the queue resumes (retrying a faulted packet); a changed ring starts a
+    /// new context from the MQD's saved pointers (SDMA saves them monotonic, in bytes).
+    pub fn remap(&mut self, mqd: &SdmaMqd, wptr_addr: u64, id: QueueIdentity) {
+        self.id = id;
+        let ring = SdmaRing::from_mqd(mqd, wptr_addr);
+        if ring != self.ring {
+            *self = SdmaQueue::from_mqd(mqd, wptr_addr, id, self.gen);
+            return;
+        }
+        if matches!(self.halted, Some(QueueError::VmFault(_))) {
+            self.halted = None;
+        }
+    }
+
+    /// Forgets the error that stopped the queue (a GPU reset restarts the engines).
+    pub fn clear_error(&mut self) {
+        self.halted = None;
+        self.parked = false;
+    }
+
+    /// The read pointer.
+    pub fn rptr(&self) -> SdmaBytePtr {
+        self.rptr
+    }
+
+    /// The last write pointer seen.
+    pub fn last_wptr(&self) -> SdmaBytePtr {
+        self.last_wptr
+    }
+
+    /// Why the queue stopped, if it did.
+    pub fn error(&self) -> Option<&QueueError> {
+        self.halted.as_ref()
+    }
+
+    /// Parked on a poll at the end of its last pass.
+    pub fn is_parked(&self) -> bool {
+        self.parked
+    }
+
+    /// Packets executed so far.
+    pub fn packets(&self) -> u64 {
+        self.packets
+    }
+
+    /// What the MQD saves: the ring read and write pointers in bytes.
+    pub fn save(&self, mqd: &mut SdmaMqd) {
+        mqd.set_ring_rptr(self.rptr.get());
+        mqd.set_ring_wptr(self.last_wptr.get());
+    }
+
+    /// Runs the queue for one pass.
+    pub fn run(&mut self, env: &mut ExecEnv<'_>, doorbell: u64) -> QueueRun {
+        if self.halted.is_some() {
+            return QueueRun {
+                packets: 0,
+                state: RunState::Halted,
+            };
+        }
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let mut done = 0usize;
+        let result = self.run_inner(env, doorbell, &mut done, &mut scratch);
+        self.scratch = scratch;
+        self.packets += done as u64;
+        self.parked = result == Ok(RunState::Parked);
+        match result {
+            Ok(state) => QueueRun {
+                packets: done,
+                state,
+            },
+            Err(e) => {
+                log::error!(
+                    target: "hw::sdma",
+                    "pasid {:#x} SDMA queue (doorbell {:#x}, {:?}) stopped: {e}",
+                    self.id.pasid,
+                    self.id.doorbell_offset,
+                    self.id.slot
+                );
+                crate::hw::cp::post_queue_error(env, self.client(), IH_CLIENT_VMC, &e);
+                self.halted = Some(e);
+                QueueRun {
+                    packets: done,
+                    state: RunState::Halted,
+                }
+            }
+        }
+    }
+
+    fn client(&self) -> u8 {
+        match self.id.slot {
+            HqdSlot::Sdma { engine, .. } => IH_CLIENT_SDMA0.wrapping_add(engine),
+            HqdSlot::Compute { .. } => IH_CLIENT_SDMA0,
+        }
+    }
+
+    fn run_inner(
+        &mut self,
+        env: &mut ExecEnv<'_>,
+        doorbell: u64,
+        done: &mut usize,
+        scratch: &mut Vec<u32>,
+    ) -> Result<RunState, QueueError> {
+        let ring = self.ring.bytes;
+        if ring < 4 {
+            return Ok(RunState::Idle);
+        }
+        let wptr = write_pointer(env.vm, self.ring.wptr_addr, doorbell)?;
+        let rptr = self.rptr.get();
+        if wptr < rptr || wptr - rptr > ring || wptr % 4 != 0 {
+            return Err(QueueError::WritePointer {
+                wptr,
+                rptr,
+                ring,
+                unit: "bytes (dword aligned)",
+            });
+        }
+        self.last_wptr = SdmaBytePtr::new(wptr);
+        let ring_dw = ring / 4;
+        while *done < PASS_BUDGET {
+            if let Some(frame) = self.ib {
+                if frame.remaining() == 0 {
+                    self.ib = None;
+                    continue;
+                }
+                let addr = frame.cursor();
+                let avail = u64::from(frame.remaining());
+                let src = |n: usize, out: &mut Vec<u32>| read_linear(env.vm, addr, n, out);
+                let Some(len) = fetch_sdma(src, avail, self.gen, scratch)? else {
+                    return Err(QueueError::BadPacket {
+                        addr,
+                        reason: format!(
+                            "the packet runs past the end of the IB ({avail} dwords left)"
+                        ),
+                    });
+                };
+                match self.exec(&scratch[..len], addr, env)? {
+                    Flow::Park => return Ok(RunState::Parked),
+                    Flow::Next => {}
+                    Flow::Call(_) | Flow::Chain(_) => {
+                        return Err(QueueError::NotModelled {
+                            addr,
+                            what: "an SDMA INDIRECT inside an IB".into(),
+                        })
+                    }
+                }
+                if let Some(f) = self.ib.as_mut() {
+                    f.pos += len as u32;
+                }
+                *done += 1;
+                continue;
+            }
+            let avail = (wptr - self.rptr.get()) / 4;
+            if avail == 0 {
+                return Ok(RunState::Idle);
+            }
+            let slot = (self.rptr.get() / 4) % ring_dw;
+            let addr = self.ring.base + slot * 4;
+            let base = self.ring.base;
+            let src = |n: usize, out: &mut Vec<u32>| read_ring(env.vm, base, ring_dw, slot, n, out);
+            let Some(len) = fetch_sdma(src, avail, self.gen, scratch)? else {
+                return Ok(RunState::Idle);
+            };
+            let flow = self.exec(&scratch[..len], addr, env)?;
+            match flow {
+                Flow::Park => return Ok(RunState::Parked),
+                Flow::Next => {}
+                Flow::Call(f) | Flow::Chain(f) => {
+                    if f.dwords > 0 {
+                        self.ib = Some(f);
+                    }
+                }
+            }
+            self.rptr = self.rptr.add(4 * len as u64);
+            self.write_back(env.vm)?;
+            *done += 1;
+        }
+        Ok(RunState::Busy)
+    }
+
+    fn write_back(&self, vm: &GpuVm) -> Result<(), VmFault> {
+        if self.ring.rptr_writeback == 0 {
+            return Ok(());
+        }
+        vm.store_u64(self.ring.rptr_writeback, self.rptr.get())
+    }
+
+    fn exec(
+        &mut self,
+        words: &[u32],
+        addr: u64,
+        env: &mut ExecEnv<'_>,
+    ) -> Result<Flow, QueueError> {
+        let (packet, _) =
+            decode_sdma_packet(words, self.gen).map_err(|e| QueueError::BadPacket {
+                addr,
+                reason: e.to_string(),
+            })?;
+        log::trace!(target: "hw::sdma", "{addr:#x}: {packet}");
+        let vm = env.vm;
+        match packet {
+            SdmaPacket::Nop(_) => {}
+            SdmaPacket::CopyLinear(c) => vm.copy(c.dst(), c.src(), c.byte_count())?,
+            SdmaPacket::Write(w) => vm.write(w.dst(), w.data.as_bytes())?,
+            SdmaPacket::Fence(f) => vm.store_u32(f.addr(), f.data)?,
+            SdmaPacket::Trap(t) => {
+                let (client, source) = if self.gen == SdmaGen::Sdma6 {
+                    (IH_CLIENT_GRBM_CP, SRC_SDMA_TRAP_SOC21)
+                } else {
+                    (self.client(), SRC_SDMA_TRAP)
+                };
+                env.interrupt(client, source, [t.context.int_context(), 0, 0, 0]);
+            }
+            SdmaPacket::PollRegmem(p) => {
+                let value = if p.header.mem_poll() {
+                    vm.load_u32(p.addr())?
+                } else {
+                    // Register addresses are byte offsets.
+                    let reg = (p.addr() >> 2) as u32;
+                    env.registers.get(&reg).copied().unwrap_or(0)
+                };
+                let met = p
+                    .header
+                    .func()
+                    .compare(u64::from(value & p.mask), u64::from(p.reference));
+                if !met {
+                    return Ok(Flow::Park);
+                }
+            }
+            SdmaPacket::ConstantFill(f) => match f.header.fillsize() {
+                // With dword fills the two low bits of the count are ignored.
+                FillSize::Dword => vm.fill_u32(f.dst(), ((f.byte_count() - 1) & !3) + 4, f.data)?,
+                FillSize::Byte => {
+                    vm.fill_u32(f.dst(), f.byte_count(), (f.data & 0xFF) * 0x0101_0101)?
+                }
+                other => {
+                    return Err(QueueError::BadPacket {
+                        addr,
+                        reason: format!("CONSTANT_FILL fillsize {other}"),
+                    })
+                }
+            },
+            SdmaPacket::Timestamp(t) => {
+                let now = env.clock.now();
+                match t.header.sub_op() {
+                    TimestampOp::Set => self.timestamp_offset = t.operand().wrapping_sub(now),
+                    TimestampOp::Get => {
+                        vm.store_u64(t.operand(), now.wrapping_add(self.timestamp_offset))?
+                    }
+                    TimestampOp::GetGlobal => vm.store_u64(t.operand(), now)?,
+                    other => {
+                        return Err(QueueError::BadPacket {
+                            addr,
+                            reason: format!("TIMESTAMP sub-op {other}"),
+                        })
+                    }
+                }
+            }
+            SdmaPacket::Indirect(i) => {
+                return Ok(Flow::Call(IbFrame::new(i.base(), i.ib_size & 0xF_FFFF)))
+            }
+        }
+        Ok(Flow::Next)
+    }
+}
+
+/// Reads the SDMA packet at the source into `out` (a window first, the whole packet when the
+/// decoder says it is longer); `None` if it is longer than the `avail` dwords.
+fn fetch_sdma(
+    read: impl Fn(usize, &mut Vec<u32>) -> Result<(), VmFault>,
+    avail: u64,
+    gen: SdmaGen,
+    out: &mut Vec<u32>,
+) -> Result<Option<usize>, QueueError> {
+    let window = avail.min(FETCH_WINDOW) as usize;
+    read(window, out)?;
+    let needed = match decode_sdma_packet(out, gen) {
+        Ok((_, len)) => return Ok(Some(len)),
+        Err(e) => match e.kind {
+            DecodeErrorKind::Truncated { needed, .. } => needed,
+            // Malformed: let the executor report it with its address.
+            _ => return Ok(Some(window)),
+        },
+    };
+    if needed as u64 > avail {
+        return Ok(None);
+    }
+    read(needed, out)?;
+    Ok(Some(needed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hw::clock::GpuClock;
+    use crate::hw::ih::IhRing;
+    use crate::hw::mem::DeviceMemory;
+    use crate::hw::vm::{Backing, VmMapping};
+    use pm4::sdma::{SdmaCopyLinear, SdmaFence, SdmaTrap};
+    use pm4::PacketWriter;
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    #[test]
+    fn copy_fence_trap_and_read_pointer_write_back() {
+        const BASE: u64 = 0x40_0000;
+        let mem = Arc::new(DeviceMemory::new("sdma-test", 0x10000).unwrap());
+        let mut vm = GpuVm::new();
+        vm.map(VmMapping {
+            va: BASE,
+            len: 0x10000,
+            backing: Backing::Device {
+                mem: mem.clone(),
+                offset: 0,
+            },
+            writable: true,
+            handle: 1,
+        });
+        mem.write(0x4000, b"hello sdma!!").unwrap();
+        let mut ring = [0u32; 32];
+        let mut w = PacketWriter::new(&mut ring);
+        w.push(&SdmaCopyLinear::new(SdmaGen::Sdma4, BASE + 0x4000, BASE + 0x5000, 12).unwrap())
+            .unwrap();
+        w.push(&SdmaFence::new(BASE + 0x6000, 0xF00D).unwrap())
+            .unwrap();
+        w.push(&SdmaTrap::new(5).unwrap()).unwrap();
+        let n = w.len();
+        mem.write(0, ring[..n].as_bytes()).unwrap();
+        let id = QueueIdentity {
+            slot: HqdSlot::Sdma {
+                engine: 1,
+                queue: 0,
+            },
+            pasid: 0x8002,
+            vmid: 9,
+            doorbell_offset: 0x1000 + 2 * 0x10a,
+        };
+        let mut q = SdmaQueue {
+            ring: SdmaRing {
+                base: BASE,
+                bytes: 4096,
+                rptr_writeback: BASE + 0x8000,
+                wptr_addr: BASE + 0x8008,
+            },
+            id,
+            rptr: SdmaBytePtr::new(0),
+            last_wptr: SdmaBytePtr::new(0),
+            ib: None,
+            timestamp_offset: 0,
+            halted: None,
+            parked: false,
+            packets: 0,
+            gen: SdmaGen::Sdma4,
+            scratch: Vec::new(),
+        };
+        mem.store_u64(0x8008, 4 * n as u64).unwrap();
+        let clock = GpuClock::new();
+        let ih = IhRing::new();
+        let mut regs = BTreeMap::new();
+        let mut env = ExecEnv {
+            vm: &vm,
+            clock: &clock,
+            registers: &mut regs,
+            ih: &ih,
+            queue: id,
+        };
+        assert_eq!(
+            q.run(&mut env, 0),
+            QueueRun {
+                packets: 3,
+                state: RunState::Idle
+            }
+        );
+        let mut out = [0u8; 12];
+        mem.read(0x5000, &mut out).unwrap();
+        assert_eq!(&out, b"hello sdma!!");
+        assert_eq!(mem.load_u32(0x6000), Some(0xF00D));
+        assert_eq!(mem.load_u64(0x8000), Some(4 * n as u64), "monotonic bytes");
+        let irq = ih.drain();
+        assert_eq!(
+            (irq[0].client_id, irq[0].source_id, irq[0].src_data[0]),
+            (IH_CLIENT_SDMA0 + 1, SRC_SDMA_TRAP, 5)
+        );
+    }
+}

@@ -95,25 +95,51 @@ run_rocminfo gfx90a 2 104
 run_rocminfo gfx1030 1 80
 
 # --- 3. the thunk's DevKfd path ------------------------------------------------------------
-# The thunk (issue #7) runs its integration tests on real syscalls when KFD_DEVICE is set;
-# build the test binaries with cargo, then run the binaries themselves under the shim.
-if grep -rqs 'KFD_DEVICE' thunk/tests thunk/src 2>/dev/null && [ -d thunk/tests ]; then
-  bins=$($CARGO test -q -p thunk --tests --no-run --message-format=json 2>/dev/null \
-    | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p')
+# The thunk (issue #7) runs its integration tests on real syscalls when KFD_DEVICE is set:
+# build its integration-test binaries with cargo, then run the binaries themselves under the
+# shim, one process per test — as on real hardware, where a process keeps one kfd_process
+# (and the render-node file its VM was acquired from) until it exits.
+# Known thunk defects the real-device path exposes (test name -> reason): reported as XFAIL.
+declare -A thunk_known_issues=(
+  [open_and_close_twice]="the thunk opens a new render-node file for a second Kfd in the same process; the kernel (and the model) answer ACQUIRE_VM with EBUSY because the process's VM stays bound to the first file (libhsakmt keeps one render fd per GPU per process)"
+)
+if grep -rqs 'KFD_DEVICE' thunk/src && [ -d thunk/tests ]; then
+  bins=$($CARGO test -q -p thunk --tests --no-run --message-format=json 2>"$work/thunk-build.log" \
+    | python3 -c '
+import json, sys
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") == "compiler-artifact" and "test" in m["target"]["kind"] and m.get("executable"):
+        print(m["executable"])')
   if [ -z "$bins" ]; then
-    fail "thunk DevKfd tests: building the thunk test binaries failed"
+    sed 's/^/    /' "$work/thunk-build.log" | tail -n 20
+    fail "thunk DevKfd tests: building the thunk's integration tests failed"
   fi
   for bin in $bins; do
-    name=$(basename "$bin")
-    if KFD_DEVICE=/dev/kfd LD_PRELOAD=$shim timeout 300 "$bin" >"$work/$name.log" 2>&1; then
-      pass "thunk $name on /dev/kfd under the shim ($(grep -E '^test result' "$work/$name.log" | tail -n 1))"
-    else
-      sed 's/^/    /' "$work/$name.log" | tail -n 40
-      fail "thunk $name on /dev/kfd under the shim"
-    fi
+    suite=$(basename "$bin" | sed 's/-[0-9a-f]*$//')
+    for t in $("$bin" --list --format terse 2>/dev/null | sed -n 's/: test$//p'); do
+      log="$work/thunk-$suite-$t.log"
+      KFD_DEVICE=/dev/kfd LD_PRELOAD=$shim timeout 120 "$bin" --exact "$t" >"$log" 2>&1
+      status=$?
+      if [ -n "${thunk_known_issues[$t]:-}" ]; then
+        if [ $status -eq 0 ]; then
+          pass "thunk $suite::$t on /dev/kfd under the shim (was a known issue: drop it from thunk_known_issues)"
+        else
+          echo "XFAIL thunk $suite::$t: ${thunk_known_issues[$t]}"
+        fi
+      elif [ $status -eq 0 ]; then
+        pass "thunk $suite::$t on /dev/kfd under the shim"
+      else
+        grep -E 'panicked|Error|error' "$log" | head -n 5 | sed 's/^/    /'
+        fail "thunk $suite::$t on /dev/kfd under the shim (exit $status)"
+      fi
+    done
   done
 else
-  echo "SKIP thunk DevKfd tests: the thunk (issue #7) has no KFD_DEVICE integration tests in this tree yet"
+  echo "SKIP thunk DevKfd tests: the thunk (issue #7) has no DevKfd integration tests in this tree yet"
 fi
 
 # --- 4. bystanders are unaffected ---------------------------------------------------------

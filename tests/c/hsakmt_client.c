@@ -103,6 +103,17 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* Polls `*p & mask` until it equals `want` or `ms` pass (the CP and SDMA engines publish
+ * their read pointer after the work, not before the interrupt). */
+static int poll_u64(volatile uint64_t *p, uint64_t mask, uint64_t want, int ms)
+{
+    double end = now_ms() + ms;
+    while ((__atomic_load_n(p, __ATOMIC_ACQUIRE) & mask) != want)
+        if (now_ms() > end)
+            return 0;
+    return 1;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 
 static int t_open_close(void)
@@ -300,6 +311,7 @@ struct queue {
     uint32_t *ring;
     HSAuint64 ring_size;
     volatile uint64_t *pointers; /* [0] read pointer, [8] write pointer (separate lines) */
+    volatile uint64_t *rptr, *wptr_mem; /* where the queue's pointers live after creation */
     uint64_t wptr;               /* PM4: dwords, SDMA: bytes (monotonic) */
     int sdma;
 };
@@ -320,6 +332,14 @@ static int queue_create(struct queue *q, int sdma)
                                         HSA_QUEUE_PRIORITY_NORMAL, q->ring, q->ring_size, NULL, &q->res);
     if (s != HSAKMT_STATUS_SUCCESS) {
         snprintf(why, sizeof why, "hsaKmtCreateQueue(%s) = %d", sdma ? "SDMA" : "PM4", s);
+        return 0;
+    }
+    /* libhsakmt may move the pointers into memory of its own (it does on gfx9+ dGPUs): the
+     * resource says where they are now. */
+    q->rptr = (volatile uint64_t *)q->res.Queue_read_ptr_aql;
+    q->wptr_mem = (volatile uint64_t *)q->res.Queue_write_ptr_aql;
+    if (!q->rptr || !q->wptr_mem || !q->res.Queue_DoorBell_aql) {
+        snprintf(why, sizeof why, "queue resource without rptr/wptr/doorbell");
         return 0;
     }
     return 1;
@@ -348,7 +368,7 @@ static void queue_put(struct queue *q, const uint32_t *dw, unsigned n)
 /* Publishes the write pointer, then rings the 64-bit doorbell with the same value. */
 static void queue_submit(struct queue *q)
 {
-    __atomic_store_n(&q->pointers[8], q->wptr, __ATOMIC_RELEASE);
+    __atomic_store_n(q->wptr_mem, q->wptr, __ATOMIC_RELEASE);
     __atomic_store_n(q->res.Queue_DoorBell_aql, q->wptr, __ATOMIC_RELEASE);
 }
 
@@ -465,13 +485,13 @@ static int t_pm4_write_data_release_mem(void)
     HSAKMT_STATUS s = hsaKmtWaitOnEvent(e, 2000);
     if (s != HSAKMT_STATUS_SUCCESS) {
         snprintf(why, sizeof why, "event not signaled: wait = %d (rptr %llu, wptr %llu)", s,
-                 (unsigned long long)q.pointers[0], (unsigned long long)q.wptr);
+                 (unsigned long long)*q.rptr, (unsigned long long)q.wptr);
         ok = 0;
     } else if (dst[0] != 0xcafebabe || dst[1] != 0x0badf00d) {
         snprintf(why, sizeof why, "WRITE_DATA wrote %08x %08x", dst[0], dst[1]);
         ok = 0;
-    } else if ((q.pointers[0] & 0xffffffffu) != q.wptr % (q.ring_size / 4)) {
-        snprintf(why, sizeof why, "read pointer %llu, want %llu", (unsigned long long)q.pointers[0],
+    } else if (!poll_u64(q.rptr, 0xffffffffu, q.wptr % (q.ring_size / 4), 1000)) {
+        snprintf(why, sizeof why, "read pointer %llu, want %llu", (unsigned long long)*q.rptr,
                  (unsigned long long)(q.wptr % (q.ring_size / 4)));
         ok = 0;
     }
@@ -516,7 +536,7 @@ static int t_sdma_copy_fence_trap(void)
     HSAKMT_STATUS st = hsaKmtWaitOnEvent(e, 2000);
     if (st != HSAKMT_STATUS_SUCCESS) {
         snprintf(why, sizeof why, "event not signaled: wait = %d (rptr %llu, wptr %llu bytes)", st,
-                 (unsigned long long)q.pointers[0], (unsigned long long)q.wptr);
+                 (unsigned long long)*q.rptr, (unsigned long long)q.wptr);
         ok = 0;
     } else if (memcmp(src, dst, 1024) != 0) {
         snprintf(why, sizeof why, "COPY_LINEAR: destination differs from source");
@@ -524,8 +544,8 @@ static int t_sdma_copy_fence_trap(void)
     } else if (*fence != 0x600dcafe) {
         snprintf(why, sizeof why, "FENCE wrote %08x", *fence);
         ok = 0;
-    } else if (q.pointers[0] != q.wptr) {
-        snprintf(why, sizeof why, "read pointer %llu bytes, want %llu", (unsigned long long)q.pointers[0],
+    } else if (!poll_u64(q.rptr, ~0ull, q.wptr, 1000)) {
+        snprintf(why, sizeof why, "read pointer %llu bytes, want %llu", (unsigned long long)*q.rptr,
                  (unsigned long long)q.wptr);
         ok = 0;
     }

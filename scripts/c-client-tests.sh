@@ -102,7 +102,7 @@ run_rocminfo gfx1030 1 80
 # Known thunk defects the real-device path exposes (test name -> reason): reported as XFAIL.
 declare -A thunk_known_issues=(
   [open_and_close_twice]="the thunk opens a new render-node file for a second Kfd in the same process; the kernel (and the model) answer ACQUIRE_VM with EBUSY because the process's VM stays bound to the first file (libhsakmt keeps one render fd per GPU per process)"
-  [pm4_queue_has_all_its_buffers]="the test expects the doorbell page mapped at an 8 KiB-aligned address; on the device path the thunk maps it MAP_FIXED at a VA it reserved with 4 KiB alignment, which the shim (like the kernel) honours"
+  [pm4_queue_has_all_its_buffers]="the test expects the doorbell page at an 8 KiB-aligned address, but on the dGPU path the thunk places the DOORBELL buffer at a VA it reserves with 4 KiB alignment (memory.rs), and the shim, like the kernel, maps it MAP_FIXED there"
 )
 if grep -rqs 'KFD_DEVICE' thunk/src && [ -d thunk/tests ]; then
   bins=$($CARGO test -q -p thunk --tests --no-run --message-format=json 2>"$work/thunk-build.log" \

@@ -8,7 +8,7 @@
 //! | `kfd abi` | [`abi`] | the `/dev/kfd` ioctl table of `kfd-sys`, and struct layouts |
 //! | `kfd decode` | [`decode`] | disassembles PM4 or SDMA streams (file, stdin, hex text, binary dump) with dword offsets; errors point at the offending dword |
 //! | `kfd mqd` | [`mqd_tool`] | builds the MQD the kernel writes for a queue, decodes MQD dumps, lists MQD fields, per generation |
-//! | `kfd trace` | [`trace`] | runs a scenario on the model and prints the path of each request layer by layer (ioctl → pqm → dqm → packet manager → HIQ → HWS → HQD), with the PM4 of every packet, the MQD dwords that changed, and a Chrome/Perfetto timeline |
+//! | `kfd trace` | [`trace`] | runs a scenario on the model (create-queue, oversubscribe, evict-restore, vm-fault, event-signal) and prints the path of each request layer by layer (ioctl → pqm → dqm → packet manager → HIQ → HWS → HQD → CP/SDMA → IH → events), with the PM4 of every packet, the MQD dwords that changed, and a Chrome/Perfetto timeline |
 //!
 //! `kfd info`, `kfd demo`, `kfd drain` and `kfd bench` (issue #10) join once the thunk and the
 //! drain channels exist; each will be one more module and one more [`Command`] variant.

@@ -1,6 +1,7 @@
 //! Logging: `env_logger` for `RUST_LOG` (default `warn`), behind a logger that can also hand
 //! every record to a sink — the way `kfd trace` watches the model's layers at work while
-//! `RUST_LOG` keeps working as usual.
+//! `RUST_LOG` keeps working as usual. While a sink is attached and `RUST_LOG` is unset, the
+//! default warnings go only to the sink (the trace shows them in place).
 
 use std::sync::{Arc, OnceLock, RwLock};
 
@@ -15,6 +16,8 @@ pub trait RecordSink: Send + Sync {
 
 struct TeeLogger {
     env: env_logger::Logger,
+    /// `RUST_LOG` was given.
+    explicit: bool,
     sink: RwLock<Option<Arc<dyn RecordSink>>>,
 }
 
@@ -33,10 +36,11 @@ impl Log for TeeLogger {
     }
 
     fn log(&self, record: &Record<'_>) {
-        if self.env.matches(record) {
+        let sink = self.sink();
+        if self.env.matches(record) && (self.explicit || sink.is_none()) {
             self.env.log(record);
         }
-        if let Some(sink) = self.sink() {
+        if let Some(sink) = sink {
             sink.record(record);
         }
     }
@@ -55,6 +59,7 @@ fn logger() -> &'static TeeLogger {
                 .build();
         let logger: &'static TeeLogger = Box::leak(Box::new(TeeLogger {
             env,
+            explicit: std::env::var_os("RUST_LOG").is_some(),
             sink: RwLock::new(None),
         }));
         // Someone else's logger (a test harness) wins; records then do not reach the sink.

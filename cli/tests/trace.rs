@@ -343,14 +343,183 @@ fn all_shows_setup_steps_in_full() {
 }
 
 #[test]
-fn unavailable_scenarios_and_bad_options_are_one_line() {
-    for s in ["vm-fault", "event-signal"] {
-        let e = usage_error(&kfd(&["trace", s]));
+fn event_signal_from_a_pm4_queue_wakes_wait_events() {
+    let out = ok(&["trace", "event-signal"]);
+    let lines: Vec<&str> = out.lines().collect();
+    let event = find(
+        &lines,
+        0,
+        &["CREATE_EVENT (signal, auto-reset)", "event 1 (slot 0x"],
+    );
+    // Facts §8.2: RELEASE_MEM to the event slot, int_sel 2 (after write confirm), data_sel 1
+    // (32 bits), int_ctxid = the event id; the write pointer counts dwords (8).
+    let submit = find(
+        &lines,
+        event,
+        &[
+            "client: RELEASE_MEM (int_sel 2, data_sel 1, int_ctxid 1)",
+            "write pointer 8 dwords",
+        ],
+    );
+    find(
+        &lines,
+        submit,
+        &[
+            "0x0000: c0064900",
+            "RELEASE_MEM",
+            "int_sel=SEND_INTERRUPT_AFTER_WRITE_CONFIRM",
+            "data_sel=SEND_32_BIT_LOW",
+            "int_ctxid=0x1",
+        ],
+    );
+    find(
+        &lines,
+        submit,
+        &["client", "write pointer 8 (dwords) stored at"],
+    );
+    find(&lines, submit, &["client", "doorbell (mmap offset"]);
+    let run = find(
+        &lines,
+        submit,
+        &[
+            "the CP runs the queue",
+            "1 packet(s), 1 interrupt(s); read pointer 8 dwords",
+        ],
+    );
+    let cp = find(&lines, run, &["CP ", "RELEASE_MEM"]);
+    let ih = find(&lines, cp, &["IH ", "IH <- ", "pasid 0x8001"]);
+    find(&lines, ih, &["events", "signals [1]"]);
+    assert!(
+        depth(lines[cp]) < depth(lines[ih]),
+        "the IH sits under the CP"
+    );
+    find(&lines, run, &["WAIT_EVENTS on event 1", "COMPLETE"]);
+}
+
+#[test]
+fn event_signal_from_an_sdma_queue_counts_bytes() {
+    let out = ok(&[
+        "trace",
+        "event-signal",
+        "--queue-type",
+        "sdma",
+        "--preset",
+        "gfx1030",
+    ]);
+    let lines: Vec<&str> = out.lines().collect();
+    // Facts §8.2: SDMA FENCE to the slot, then TRAP with the event id; the write pointer counts
+    // bytes (6 dwords = 24 bytes).
+    let submit = find(
+        &lines,
+        0,
+        &[
+            "client: SDMA FENCE to the event slot + TRAP with context 1",
+            "write pointer 24 bytes",
+        ],
+    );
+    find(
+        &lines,
+        submit,
+        &["0x0000: 00000005", "SDMA_FENCE", "data=0x1"],
+    );
+    find(
+        &lines,
+        submit,
+        &["0x0004: 00000006 00000001", "SDMA_TRAP int_context=0x1"],
+    );
+    let run = find(
+        &lines,
+        submit,
+        &[
+            "the SDMA engine runs the queue",
+            "2 packet(s), 1 interrupt(s); read pointer 24 bytes",
+        ],
+    );
+    find(&lines, run, &["SDMA ", "SDMA_TRAP"]);
+    find(&lines, run, &["events", "signals [1]"]);
+    find(&lines, run, &["WAIT_EVENTS on event 1", "COMPLETE"]);
+}
+
+#[test]
+fn a_vm_fault_becomes_a_memory_event_and_evicts() {
+    for queue_type in ["pm4", "sdma"] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.json");
+        let o = kfd(&[
+            "trace",
+            "vm-fault",
+            "--queue-type",
+            queue_type,
+            "--chrome-trace",
+            path.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
         assert!(
-            e.contains(&format!("scenario '{s}' needs the model's queue engines")),
-            "{e}"
+            o.stderr.is_empty(),
+            "the fault is in the trace, not on stderr: {}",
+            stderr(&o)
         );
+        let out = stdout(&o);
+        let lines: Vec<&str> = out.lines().collect();
+        let run = find(
+            &lines,
+            0,
+            &[
+                "runs the queue",
+                "queue stopped: GPU VM fault: write at 0xdeadb008 (not present)",
+            ],
+        );
+        find(&lines, run, &["IH <- "]);
+        let irq = find(
+            &lines,
+            run,
+            &[
+                "irq",
+                "GPU VM fault at page 0xdeadb000",
+                "evicting the process's queues",
+            ],
+        );
+        find(&lines, irq, &["dqm", "evicting pasid 0x8001 queues"]);
+        find(
+            &lines,
+            irq,
+            &["UNMAP_QUEUES", "1 queue(s) off the hardware"],
+        );
+        find(
+            &lines,
+            irq,
+            &["state: processes 1, queues 0 active / 1 total, runlist none"],
+        );
+        find(
+            &lines,
+            irq,
+            &[
+                "WAIT_EVENTS on event 0x40000000",
+                "COMPLETE: memory exception at va 0xdeadb000",
+                "(not present 1, read-only 0)",
+            ],
+        );
+        let timeline = json(&std::fs::read_to_string(&path).unwrap());
+        let events = timeline["traceEvents"].as_array().unwrap();
+        assert!(
+            events.iter().any(|e| e["cat"] == "kfd::interrupt"),
+            "{queue_type}"
+        );
+        assert!(events
+            .iter()
+            .any(|e| e["name"] == "WAIT_EVENTS" && e["ph"] == "X"));
     }
+}
+
+#[test]
+fn bad_options_are_one_line() {
+    let e = usage_error(&kfd(&["trace", "event-signal", "--queue-type", "aql"]));
+    assert_eq!(
+        e,
+        "kfd: scenario 'event-signal' takes --queue-type pm4 or sdma"
+    );
+    let e = usage_error(&kfd(&["trace", "oversubscribe", "--queue-type", "sdma"]));
+    assert_eq!(e, "kfd: scenario 'oversubscribe' takes --queue-type aql");
     let e = usage_error(&kfd(&["trace", "create-queue", "--ring-size", "3000"]));
     assert!(e.contains("not a power of two"), "{e}");
     let e = usage_error(&kfd(&["trace", "create-queue", "--preset", "gfx1100"]));

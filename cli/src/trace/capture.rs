@@ -30,6 +30,13 @@ pub enum Note {
         /// The packets.
         packets: Vec<Entry>,
     },
+    /// Packets a client wrote into a user queue (ring offsets).
+    Written {
+        /// Where.
+        what: String,
+        /// The packets.
+        packets: Vec<Entry>,
+    },
     /// A line of the packet manager's runlist IB listing.
     RunlistLine {
         /// The listing line as the packet manager logged it.
@@ -276,6 +283,19 @@ impl Capture {
             notes.extend(w.add_mqd(*address, Some(label.clone())));
         }
         notes
+    }
+
+    /// Adds a record of the scenario's own (target `user`: what the client does by itself,
+    /// without a system call).
+    pub fn push(&self, target: &str, message: String, notes: Vec<Note>) {
+        let t_ns = self.now_ns();
+        self.lock().records.push(Captured {
+            t_ns,
+            target: target.to_owned(),
+            level: "INFO".to_owned(),
+            message,
+            notes,
+        });
     }
 
     /// Takes the records captured so far.

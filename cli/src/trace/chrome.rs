@@ -17,10 +17,12 @@ const QUEUES: u32 = 3;
 
 const TRACKS: &[(&str, u32, u32)] = &[
     ("steps", DRIVER, 1),
+    ("client", DRIVER, 9),
     ("ioctl", DRIVER, 2),
     ("process", DRIVER, 3),
     ("memory", DRIVER, 3),
     ("events", DRIVER, 4),
+    ("irq", DRIVER, 4),
     ("pqm", DRIVER, 5),
     ("dqm", DRIVER, 6),
     ("pm", DRIVER, 7),
@@ -33,6 +35,7 @@ const TRACKS: &[(&str, u32, u32)] = &[
     ("SDMA", GPU, 5),
     ("VM", GPU, 6),
     ("IH", GPU, 7),
+    ("engine", GPU, 8),
 ];
 
 fn track(tag: &str) -> (u32, u32) {

@@ -6,7 +6,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Instant;
 
-use kfd_model::{Model, Process, RenderNode};
+use kfd_model::{MapSource, Model, Process, RenderNode};
 use kfd_sys::*;
 
 use crate::error::{CliError, CliResult};
@@ -38,8 +38,43 @@ pub struct QueueInfo {
     pub queue_type: u32,
     /// Ring address and size.
     pub ring: (u64, u32),
+    /// Where the client stores the write pointer.
+    pub wptr_address: u64,
+    /// Where the engine reports the read pointer.
+    pub rptr_address: u64,
     /// The mmap offset of its doorbell.
     pub doorbell_offset: u64,
+}
+
+/// A GTT buffer allocated, mapped on the GPU and mapped for the CPU.
+#[derive(Clone, Debug)]
+pub struct Buffer {
+    /// GPU (= CPU) virtual address.
+    pub va: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// The handle ALLOC_MEMORY_OF_GPU returned.
+    pub handle: u64,
+    mem: MapSource,
+}
+
+impl Buffer {
+    /// Stores `data` at byte `offset` of the buffer.
+    pub fn write(&self, offset: u64, data: &[u8]) -> CliResult<()> {
+        let at = self
+            .mem
+            .offset
+            .checked_add(offset)
+            .and_then(|o| usize::try_from(o).ok());
+        at.and_then(|at| self.mem.memory.write(at, data))
+            .ok_or_else(|| CliError::failure(format!("write outside the buffer at {:#x}", self.va)))
+    }
+
+    /// Loads the 64-bit value at byte `offset`.
+    pub fn read_u64(&self, offset: u64) -> Option<u64> {
+        let at = usize::try_from(self.mem.offset.checked_add(offset)?).ok()?;
+        self.mem.memory.load_u64(at)
+    }
 }
 
 /// One process of the model with its VM acquired on one GPU.
@@ -128,8 +163,28 @@ impl Client {
         result.map_err(|e| CliError::failure(format!("{name} failed: {e}")))
     }
 
+    /// ALLOC_MEMORY_OF_GPU (GTT, writable) + MAP_MEMORY_TO_GPU, then the CPU mapping through
+    /// the render node, as libhsakmt does.
+    pub fn buffer(&self, size: u64) -> CliResult<Buffer> {
+        let (va, handle, mmap_offset) = self.alloc(size)?;
+        let mem = self
+            .render
+            .mmap(mmap_offset, size)
+            .map_err(|e| CliError::failure(format!("mmap of the buffer at {va:#x}: {e}")))?;
+        Ok(Buffer {
+            va,
+            size,
+            handle,
+            mem,
+        })
+    }
+
     /// ALLOC_MEMORY_OF_GPU (GTT, writable) + MAP_MEMORY_TO_GPU; returns the GPU VA.
     pub fn alloc_gtt(&self, size: u64) -> CliResult<u64> {
+        self.alloc(size).map(|(va, _, _)| va)
+    }
+
+    fn alloc(&self, size: u64) -> CliResult<(u64, u64, u64)> {
         let va = self.next_va.get();
         self.next_va.set(va + size.next_multiple_of(1 << 21));
         let mut alloc = kfd_ioctl_alloc_memory_of_gpu_args {
@@ -148,39 +203,29 @@ impl Client {
             n_success: 0,
         };
         self.ioctl(AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut map)?;
-        Ok(va)
+        Ok((va, alloc.handle, alloc.mmap_offset))
     }
 
-    /// Allocates what a queue of `queue_type` needs (ring, pointer page, and for compute the
-    /// EOP buffer and CWSR area of the topology's sizes) and creates it.
-    pub fn create_queue(
-        &self,
-        queue_type: u32,
-        ring_size: u32,
-        priority: u32,
-    ) -> CliResult<QueueInfo> {
-        let args = self.queue_args(queue_type, ring_size, priority)?;
-        self.create_queue_with(args)
-    }
-
-    /// The CREATE_QUEUE arguments for a queue with freshly allocated buffers.
+    /// The CREATE_QUEUE arguments for a queue with freshly allocated buffers (ring, pointer
+    /// page, and for compute the EOP buffer and the CWSR area of the topology's sizes), and
+    /// the CPU mappings of the ring and the pointer page.
     pub fn queue_args(
         &self,
         queue_type: u32,
         ring_size: u32,
         priority: u32,
-    ) -> CliResult<kfd_ioctl_create_queue_args> {
+    ) -> CliResult<(kfd_ioctl_create_queue_args, QueueMemory)> {
         let node = self
             .model
             .node(self.gpu_id)
             .ok_or_else(|| CliError::failure("GPU vanished"))?
             .clone();
-        let ring = self.alloc_gtt(u64::from(ring_size))?;
-        let pointers = self.alloc_gtt(4096)?;
+        let ring = self.buffer(u64::from(ring_size))?;
+        let pointers = self.buffer(4096)?;
         let mut args = kfd_ioctl_create_queue_args {
-            ring_base_address: ring,
-            write_pointer_address: pointers + 0x38,
-            read_pointer_address: pointers + 0x80,
+            ring_base_address: ring.va,
+            write_pointer_address: pointers.va + WPTR_OFFSET,
+            read_pointer_address: pointers.va + RPTR_OFFSET,
             ring_size,
             gpu_id: self.gpu_id,
             queue_type,
@@ -203,7 +248,7 @@ impl Client {
             args.ctx_save_restore_size = sizes.cwsr_size;
             args.ctl_stack_size = sizes.ctl_stack_size;
         }
-        Ok(args)
+        Ok((args, QueueMemory { ring, pointers }))
     }
 
     /// CREATE_QUEUE with prepared arguments.
@@ -213,10 +258,94 @@ impl Client {
             id: args.queue_id,
             queue_type: args.queue_type,
             ring: (args.ring_base_address, args.ring_size),
+            wptr_address: args.write_pointer_address,
+            rptr_address: args.read_pointer_address,
             doorbell_offset: args.doorbell_offset,
         })
     }
 
+    /// Stores `value` into the queue's 64-bit doorbell through the process's doorbell
+    /// mapping (what a CPU store into the mmapped doorbell page does).
+    pub fn ring_doorbell(&self, queue: &QueueInfo, value: u64) -> CliResult<()> {
+        let slice = KFD_DOORBELL_PROCESS_SLICE_SIZE_SOC15;
+        let page = self
+            .process
+            .mmap(queue.doorbell_offset & !(slice - 1), slice)
+            .map_err(|e| CliError::failure(format!("mmap of the doorbell page: {e}")))?;
+        let at = page.offset + (queue.doorbell_offset & (slice - 1));
+        usize::try_from(at)
+            .ok()
+            .and_then(|at| page.memory.store_u64(at, value))
+            .ok_or_else(|| CliError::failure("doorbell outside its page"))
+    }
+
+    /// CREATE_EVENT; the first signal event passes `page` (a buffer handle) as the event page.
+    pub fn create_event(
+        &self,
+        event_type: u32,
+        auto_reset: bool,
+        page: u64,
+    ) -> CliResult<kfd_ioctl_create_event_args> {
+        let mut args = kfd_ioctl_create_event_args {
+            event_page_offset: page,
+            event_type,
+            auto_reset: u32::from(auto_reset),
+            ..Default::default()
+        };
+        self.ioctl(AMDKFD_IOC_CREATE_EVENT, &mut args)?;
+        Ok(args)
+    }
+
+    /// WAIT_EVENTS on one event; returns the wait result and the event data.
+    pub fn wait_event(&self, event_id: u32, timeout_ms: u32) -> CliResult<(u32, kfd_event_data)> {
+        let mut data = [kfd_event_data {
+            event_id,
+            ..Default::default()
+        }];
+        let mut args = kfd_ioctl_wait_events_args {
+            events_ptr: data.as_mut_ptr() as u64,
+            num_events: 1,
+            wait_for_all: 1,
+            timeout: timeout_ms,
+            wait_result: 0,
+        };
+        self.ioctl(AMDKFD_IOC_WAIT_EVENTS, &mut args)?;
+        Ok((args.wait_result, data[0]))
+    }
+}
+
+/// Where a queue's write pointer sits in its pointer page.
+pub const WPTR_OFFSET: u64 = 0x38;
+/// Where a queue's read pointer sits in its pointer page.
+pub const RPTR_OFFSET: u64 = 0x80;
+
+/// The CPU side of a queue: its ring and its pointer page.
+#[derive(Clone, Debug)]
+pub struct QueueMemory {
+    /// The ring.
+    pub ring: Buffer,
+    /// The page holding the write pointer (at +0x38) and the read pointer (at +0x80).
+    pub pointers: Buffer,
+}
+
+impl QueueMemory {
+    /// Writes `dwords` into the ring at dword `position` (monotonic; wraps at the end).
+    pub fn write_ring(&self, position: u64, dwords: &[u32]) -> CliResult<()> {
+        let ring_dwords = (self.ring.size / 4).max(1);
+        for (i, d) in dwords.iter().enumerate() {
+            let slot = (position + i as u64) % ring_dwords;
+            self.ring.write(slot * 4, &d.to_le_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// Stores the 64-bit write pointer where the engine polls it.
+    pub fn store_wptr(&self, wptr: u64) -> CliResult<()> {
+        self.pointers.write(WPTR_OFFSET, &wptr.to_le_bytes())
+    }
+}
+
+impl Client {
     /// DESTROY_QUEUE.
     pub fn destroy_queue(&self, id: u32) -> CliResult<()> {
         let mut args = kfd_ioctl_destroy_queue_args {

@@ -44,9 +44,10 @@ pub struct TraceArgs {
     /// GPU part to model: gfx900, gfx90a, gfx942, gfx1030 (default: per scenario).
     #[arg(long, value_parser = parse_preset)]
     pub preset: Option<Preset>,
-    /// The queue create-queue makes.
-    #[arg(long, value_enum, default_value_t = QueueType::Aql)]
-    pub queue_type: QueueType,
+    /// The queue the scenario makes: create-queue takes aql (default), pm4 or sdma;
+    /// event-signal and vm-fault take pm4 (default) or sdma.
+    #[arg(long, value_enum)]
+    pub queue_type: Option<QueueType>,
     /// Ring size in bytes (power of two, at least 1K).
     #[arg(long, value_parser = crate::mqd_tool::parse_number, default_value = "4K")]
     pub ring_size: u64,
@@ -89,16 +90,40 @@ pub fn run(args: &TraceArgs, style: Style) -> CliResult<()> {
                 args.ring_size
             ))
         })?;
+    let allowed = scenarios::queue_types(args.scenario);
+    let queue_type = match args.queue_type {
+        None => allowed
+            .first()
+            .copied()
+            .unwrap_or(kfd_sys::KFD_IOC_QUEUE_TYPE_COMPUTE_AQL),
+        Some(q) => {
+            let t = match q {
+                QueueType::Aql => kfd_sys::KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+                QueueType::Pm4 => kfd_sys::KFD_IOC_QUEUE_TYPE_COMPUTE,
+                QueueType::Sdma => kfd_sys::KFD_IOC_QUEUE_TYPE_SDMA,
+            };
+            if !allowed.contains(&t) {
+                let names: Vec<&str> = allowed
+                    .iter()
+                    .map(|&t| match t {
+                        kfd_sys::KFD_IOC_QUEUE_TYPE_COMPUTE_AQL => "aql",
+                        kfd_sys::KFD_IOC_QUEUE_TYPE_SDMA => "sdma",
+                        _ => "pm4",
+                    })
+                    .collect();
+                return Err(CliError::usage(format!(
+                    "scenario '{}' takes --queue-type {}",
+                    args.scenario.name(),
+                    names.join(" or ")
+                )));
+            }
+            t
+        }
+    };
     let options = ScenarioOptions {
-        queue_type: match args.queue_type {
-            QueueType::Aql => kfd_sys::KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
-            QueueType::Pm4 => kfd_sys::KFD_IOC_QUEUE_TYPE_COMPUTE,
-            QueueType::Sdma => kfd_sys::KFD_IOC_QUEUE_TYPE_SDMA,
-        },
+        queue_type,
         ring_size,
     };
-    // Refuse an unavailable scenario before bringing a model up.
-    scenarios::check_available(args.scenario)?;
     let preset = args.preset.unwrap_or(args.scenario.default_preset());
     let mut session = Session::start(preset)?;
     let outcome = scenarios::run(args.scenario, &mut session, options);

@@ -20,10 +20,12 @@ pub struct Layer {
 pub fn layer_of(target: &str, message: &str) -> Layer {
     let (tag, depth) = match target {
         "kfd::ioctl" => ("ioctl", 0),
+        "user" => ("client", 0),
         "kfd::model" => ("model", 0),
         "kfd::process" => ("process", 1),
         "kfd::memory" => ("memory", 1),
         "kfd::events" => ("events", 1),
+        "kfd::interrupt" => ("irq", 1),
         "kfd::pqm" => ("pqm", 1),
         "kfd::dqm" => ("dqm", 2),
         "kfd::pm" => ("pm", 3),
@@ -34,13 +36,15 @@ pub fn layer_of(target: &str, message: &str) -> Layer {
         "hw::sdma" => ("SDMA", 7),
         "hw::vm" => ("VM", 7),
         "hw::ih" => ("IH", 8),
+        "hw::engine" => ("engine", 7),
         _ => ("log", 0),
     };
     Layer { tag, depth }
 }
 
 /// The path, for the legend.
-pub const PATH: &str = "ioctl → pqm → dqm → pm (packet manager) → HIQ → HWS → HQD → CP";
+pub const PATH: &str =
+    "ioctl → pqm → dqm → pm (packet manager) → HIQ → HWS → HQD → CP/SDMA → IH → irq → events";
 
 const TAG_WIDTH: usize = 7;
 
@@ -63,6 +67,17 @@ fn note_lines(note: &Note, pad: &str, style: Style, out: &mut Vec<String>) {
             out.push(format!(
                 "{pad}{}",
                 style.paint(Tone::Dim, &format!("ring (wptr {wptr}):"))
+            ));
+            for p in packets {
+                for line in decode::render_entry(p, false, style) {
+                    out.push(format!("{pad}{line}"));
+                }
+            }
+        }
+        Note::Written { what, packets } => {
+            out.push(format!(
+                "{pad}{}",
+                style.paint(Tone::Dim, &format!("{what}:"))
             ));
             for p in packets {
                 for line in decode::render_entry(p, false, style) {

@@ -1,15 +1,23 @@
-//! The scenarios of `kfd trace`. Each drives the model through ioctls (and, where the kernel
-//! does it on its own, the model's driver entry points) in named steps.
-//!
-//! A scenario that needs the model's queue engines (issue #6: the CP and SDMA executing user
-//! queues, the interrupt handler) says so and fails with status 2 until they land; adding
-//! it is one more function here.
+//! The scenarios of `kfd trace`. Each drives the model through ioctls, CPU stores into
+//! mapped memory and doorbells (and, where the kernel acts on its own, the model's driver
+//! entry points) in named steps. The engines run only when a step says so
+//! (`Model::run_until_idle`), so every trace is the same from run to run.
 
 use kfd_sys::*;
+use pm4::fields::{CachePolicy, EventType};
+use pm4::sdma::{SdmaFence, SdmaTrap, SdmaWrite};
+use pm4::user::{
+    ReleaseDataSel, ReleaseDstSel, ReleaseEventIndex, ReleaseIntSel, ReleaseMemArgs,
+    ReleaseMemGfx10, ReleaseMemGfx9, WriteData,
+};
+use pm4::{Encode, GfxGen, PacketWriter};
 
-use super::client::{queue_type_name, Client, QueueInfo};
+use super::capture::Note;
+use super::client::{queue_type_name, Client, QueueInfo, QueueMemory};
 use super::session::{Detail, DeviceState, Session};
+use crate::decode::{self, Engine};
 use crate::error::{CliError, CliResult};
+use crate::target::Target;
 
 /// The scenarios.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -21,9 +29,9 @@ pub enum Scenario {
     Oversubscribe,
     /// Eviction and restore (refcounted): queues leave the hardware and come back.
     EvictRestore,
-    /// A queue touching memory outside its GPU VM: the fault becomes a memory event (needs the engines).
+    /// A queue writing outside its GPU VM: the fault becomes a memory event, the process is evicted.
     VmFault,
-    /// RELEASE_MEM with an interrupt signals an event that WAIT_EVENTS sees (needs the engines).
+    /// RELEASE_MEM with an interrupt (or SDMA FENCE + TRAP) signals an event WAIT_EVENTS sees.
     EventSignal,
 }
 
@@ -39,11 +47,6 @@ impl Scenario {
         }
     }
 
-    /// Whether the scenario needs the engines that execute queues (issue #6).
-    pub fn needs_engines(self) -> bool {
-        matches!(self, Scenario::VmFault | Scenario::EventSignal)
-    }
-
     /// The preset a scenario runs on unless `--preset` says otherwise.
     pub fn default_preset(self) -> kfd_model::Preset {
         match self {
@@ -57,35 +60,36 @@ impl Scenario {
 /// Options the scenarios read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ScenarioOptions {
-    /// `KFD_IOC_QUEUE_TYPE_*` of the queue `create-queue` makes.
+    /// `KFD_IOC_QUEUE_TYPE_*` of the queue the scenario makes (where it makes a choice).
     pub queue_type: u32,
     /// Ring size in bytes.
     pub ring_size: u32,
 }
 
-/// Whether the model's queue engines have landed; until then the engine scenarios refuse.
-pub const ENGINES_AVAILABLE: bool = false;
-
-/// `Err` (status 2, one line) for a scenario the model cannot run yet.
-pub fn check_available(scenario: Scenario) -> CliResult<()> {
-    if scenario.needs_engines() && !ENGINES_AVAILABLE {
-        return Err(CliError::usage(format!(
-            "scenario '{}' needs the model's queue engines (issue #6), which have not landed yet; \
-             available now: create-queue, oversubscribe, evict-restore",
-            scenario.name()
-        )));
+/// The queue types a scenario accepts; the first is its default.
+pub fn queue_types(scenario: Scenario) -> &'static [u32] {
+    match scenario {
+        Scenario::CreateQueue => &[
+            KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+            KFD_IOC_QUEUE_TYPE_COMPUTE,
+            KFD_IOC_QUEUE_TYPE_SDMA,
+        ],
+        // The packets are PM4 or SDMA; an AQL queue would need them wrapped in vendor packets.
+        Scenario::VmFault | Scenario::EventSignal => {
+            &[KFD_IOC_QUEUE_TYPE_COMPUTE, KFD_IOC_QUEUE_TYPE_SDMA]
+        }
+        Scenario::Oversubscribe | Scenario::EvictRestore => &[KFD_IOC_QUEUE_TYPE_COMPUTE_AQL],
     }
-    Ok(())
 }
 
 /// Runs `scenario` on `session`.
 pub fn run(scenario: Scenario, session: &mut Session, options: ScenarioOptions) -> CliResult<()> {
-    check_available(scenario)?;
     match scenario {
         Scenario::CreateQueue => create_queue(session, options),
         Scenario::Oversubscribe => oversubscribe(session, options),
         Scenario::EvictRestore => evict_restore(session, options),
-        Scenario::VmFault | Scenario::EventSignal => Ok(()),
+        Scenario::VmFault => vm_fault(session, options),
+        Scenario::EventSignal => event_signal(session, options),
     }
 }
 
@@ -126,16 +130,16 @@ fn create(
     ring_size: u32,
     detail: Detail,
     title: String,
-) -> CliResult<QueueInfo> {
+) -> CliResult<(QueueInfo, QueueMemory)> {
     // The buffers first, as their own quiet step, so the CREATE_QUEUE step holds only it.
-    let args = session.step(
+    let (args, memory) = session.step(
         format!(
             "allocate and map the buffers for the {} queue",
             queue_type_name(queue_type)
         ),
         Detail::Summary,
         |_| client.queue_args(queue_type, ring_size, 7),
-        |a, _| {
+        |(a, _), _| {
             if a.eop_buffer_address != 0 {
                 format!(
                     "ring {:#x}, pointers {:#x}, EOP {:#x}, CWSR area {:#x}",
@@ -175,13 +179,13 @@ fn create(
                 .unwrap_or_default()
         );
     }
-    Ok(info)
+    Ok((info, memory))
 }
 
 fn create_queue(session: &mut Session, options: ScenarioOptions) -> CliResult<()> {
     let client = open(session, "process")?;
     let kind = queue_type_name(options.queue_type);
-    let info = create(
+    let (info, _) = create(
         session,
         &client,
         options.queue_type,
@@ -368,5 +372,287 @@ fn evict_restore(session: &mut Session, options: ScenarioOptions) -> CliResult<(
         },
         |_, s| on_hw(s),
     )?;
+    close(session, client, "process")
+}
+
+fn encode<P: Encode + ?Sized>(packet: &P) -> CliResult<Vec<u32>> {
+    let mut words = vec![0u32; packet.dwords()];
+    let n = PacketWriter::new(&mut words)
+        .push(packet)
+        .map_err(|e| CliError::failure(format!("cannot encode a packet: {e}")))?;
+    words.truncate(n);
+    Ok(words)
+}
+
+fn build_error(e: pm4::BuildError) -> CliError {
+    CliError::failure(format!("cannot build a packet: {e}"))
+}
+
+/// RELEASE_MEM writing `data` (32 bits) to `addr` at end of pipe, with an interrupt carrying
+/// `ctxid` after the write is confirmed (facts §4.3, §8.2).
+fn release_mem_with_interrupt(
+    gen: GfxGen,
+    addr: u64,
+    data: u32,
+    ctxid: u32,
+) -> CliResult<Vec<u32>> {
+    let args = ReleaseMemArgs {
+        event_type: EventType::CacheFlushAndInvTsEvent,
+        event_index: ReleaseEventIndex::EndOfPipe,
+        cache_policy: CachePolicy::Lru,
+        dst_sel: ReleaseDstSel::MemoryController,
+        int_sel: ReleaseIntSel::SendInterruptAfterWriteConfirm,
+        data_sel: ReleaseDataSel::Data32,
+        addr,
+        data: u64::from(data),
+        int_ctxid: ctxid,
+    };
+    match gen {
+        GfxGen::Gfx9 => {
+            encode(&ReleaseMemGfx9::new(&args, Default::default()).map_err(build_error)?)
+        }
+        GfxGen::Gfx10 | GfxGen::Gfx11 => {
+            encode(&ReleaseMemGfx10::new(&args, Default::default()).map_err(build_error)?)
+        }
+    }
+}
+
+/// The target whose layouts the session's GPU uses.
+fn target_of(session: &Session) -> Target {
+    Target::of_preset(session.preset)
+}
+
+/// Writes `words` into the ring at the start, stores the write pointer in the queue's unit
+/// (dwords for PM4, bytes for SDMA) and rings the doorbell — one step, with the packets.
+fn submit(
+    session: &mut Session,
+    client: &Client,
+    queue: &QueueInfo,
+    memory: &QueueMemory,
+    words: &[u32],
+    what: &str,
+) -> CliResult<u64> {
+    let sdma = queue.queue_type == KFD_IOC_QUEUE_TYPE_SDMA;
+    let wptr = if sdma {
+        words.len() as u64 * 4
+    } else {
+        words.len() as u64
+    };
+    let unit = if sdma { "bytes" } else { "dwords" };
+    let engine = if sdma { Engine::Sdma } else { Engine::Pm4 };
+    let (_, packets) = decode::decode_words(words, 0, engine, target_of(session), false);
+    let (ring, wptr_address) = (queue.ring.0, queue.wptr_address);
+    let doorbell = queue.doorbell_offset;
+    session.step(
+        format!("client: {what} → ring, write pointer, doorbell"),
+        Detail::Full,
+        |s| {
+            memory.write_ring(0, words)?;
+            s.note(
+                "user",
+                format!("{} dwords written at ring {ring:#x}", words.len()),
+                vec![Note::Written {
+                    what: format!("ring {ring:#x}"),
+                    packets,
+                }],
+            );
+            memory.store_wptr(wptr)?;
+            s.note("user", format!("write pointer {wptr} ({unit}) stored at {wptr_address:#x}"), Vec::new());
+            client.ring_doorbell(queue, wptr)?;
+            s.note(
+                "user",
+                format!("doorbell (mmap offset {doorbell:#x}) = {wptr}; nothing runs until the engines look"),
+                Vec::new(),
+            );
+            Ok(wptr)
+        },
+        |_, _| format!("write pointer {wptr} {unit}"),
+    )
+}
+
+/// The engines run until nothing moves.
+fn run_engines(
+    session: &mut Session,
+    client: &Client,
+    queue: &QueueInfo,
+    sdma: bool,
+) -> CliResult<()> {
+    let engine = if sdma { "SDMA engine" } else { "CP" };
+    let model = session.model.clone();
+    let qid = queue.id;
+    session
+        .step(
+            format!(
+                "the {engine} runs the queue; interrupts reach the driver (Model::run_until_idle)"
+            ),
+            Detail::Full,
+            |_| Ok(model.run_until_idle()),
+            |activity, _| {
+                let state = client.process.queue_state(qid);
+                let mut text = format!(
+                    "{} packet(s), {} interrupt(s)",
+                    activity.packets, activity.interrupts
+                );
+                if let Some(st) = state {
+                    text.push_str(&format!("; read pointer {} {}", st.rptr, st.unit));
+                    if let Some(e) = st.error {
+                        text.push_str(&format!("; queue stopped: {e}"));
+                    }
+                }
+                text
+            },
+        )
+        .map(|_| ())
+}
+
+fn wait(
+    session: &mut Session,
+    client: &Client,
+    event_id: u32,
+    memory: bool,
+) -> CliResult<kfd_event_data> {
+    let (result, data) = session.step(
+        format!("WAIT_EVENTS on event {}", event_name(event_id)),
+        Detail::Full,
+        |_| client.wait_event(event_id, 1000),
+        |(result, data), _| {
+            let name = match *result {
+                KFD_IOC_WAIT_RESULT_COMPLETE => "COMPLETE",
+                KFD_IOC_WAIT_RESULT_TIMEOUT => "TIMEOUT",
+                _ => "FAIL",
+            };
+            if memory && *result == KFD_IOC_WAIT_RESULT_COMPLETE {
+                let m = data.data.memory_exception_data();
+                format!(
+                    "{name}: memory exception at va {:#x} on gpu {:#x} (not present {}, read-only {})",
+                    m.va, m.gpu_id, m.failure.NotPresent, m.failure.ReadOnly
+                )
+            } else {
+                name.to_owned()
+            }
+        },
+    )?;
+    if result != KFD_IOC_WAIT_RESULT_COMPLETE {
+        return Err(CliError::failure(format!(
+            "WAIT_EVENTS on event {event_id} returned wait result {result}, not COMPLETE"
+        )));
+    }
+    Ok(data)
+}
+
+/// Signal events are small numbers; the others start at 0x40000000 and read better in hex.
+fn event_name(id: u32) -> String {
+    if id >= 0x4000_0000 {
+        format!("{id:#x}")
+    } else {
+        id.to_string()
+    }
+}
+
+fn queue_type_for(scenario: Scenario, options: ScenarioOptions) -> u32 {
+    let allowed = queue_types(scenario);
+    if allowed.contains(&options.queue_type) {
+        options.queue_type
+    } else {
+        allowed
+            .first()
+            .copied()
+            .unwrap_or(KFD_IOC_QUEUE_TYPE_COMPUTE)
+    }
+}
+
+fn event_signal(session: &mut Session, options: ScenarioOptions) -> CliResult<()> {
+    let queue_type = queue_type_for(Scenario::EventSignal, options);
+    let sdma = queue_type == KFD_IOC_QUEUE_TYPE_SDMA;
+    let client = open(session, "process")?;
+    let (page, event) = session.step(
+        "allocate the event page; CREATE_EVENT (signal, auto-reset) hands it to the driver",
+        Detail::Summary,
+        |_| {
+            let page = client.buffer(KFD_SIGNAL_EVENT_PAGE_SIZE)?;
+            let event = client.create_event(KFD_IOC_EVENT_SIGNAL, true, page.handle)?;
+            Ok((page, event))
+        },
+        |(page, e), _| {
+            format!(
+                "event {} (slot {:#x} = page + 8 x {}), trigger data {:#x}",
+                e.event_id,
+                page.va + 8 * u64::from(e.event_slot_index),
+                e.event_slot_index,
+                e.event_trigger_data
+            )
+        },
+    )?;
+    let (queue, memory) = create(
+        session,
+        &client,
+        queue_type,
+        options.ring_size,
+        Detail::Summary,
+        format!("CREATE_QUEUE ({})", queue_type_name(queue_type)),
+    )?;
+    let id = event.event_id;
+    let slot = page.va + 8 * u64::from(event.event_slot_index);
+    let (words, what) = if sdma {
+        let mut w = encode(&SdmaFence::new(slot, id).map_err(build_error)?)?;
+        w.extend(encode(&SdmaTrap::new(id).map_err(build_error)?)?);
+        (
+            w,
+            format!("SDMA FENCE to the event slot + TRAP with context {id}"),
+        )
+    } else {
+        let gen = target_of(session).pm4();
+        (
+            release_mem_with_interrupt(gen, slot, id, id)?,
+            format!("RELEASE_MEM (int_sel 2, data_sel 1, int_ctxid {id}) to the event slot"),
+        )
+    };
+    submit(session, &client, &queue, &memory, &words, &what)?;
+    run_engines(session, &client, &queue, sdma)?;
+    wait(session, &client, id, false)?;
+    if let Some(step) = session.steps.last_mut() {
+        if let Some(v) = page.read_u64(8 * u64::from(event.event_slot_index)) {
+            step.outcome.push_str(&format!("; slot now {v:#x}"));
+        }
+    }
+    close(session, client, "process")
+}
+
+/// An address no buffer of the scenario is mapped at.
+const UNMAPPED_VA: u64 = 0xdead_b008;
+
+fn vm_fault(session: &mut Session, options: ScenarioOptions) -> CliResult<()> {
+    let queue_type = queue_type_for(Scenario::VmFault, options);
+    let sdma = queue_type == KFD_IOC_QUEUE_TYPE_SDMA;
+    let client = open(session, "process")?;
+    let event = session.step(
+        "CREATE_EVENT (memory exception)",
+        Detail::Summary,
+        |_| client.create_event(KFD_IOC_EVENT_MEMORY, false, 0),
+        |e, _| format!("event {:#x}", e.event_id),
+    )?;
+    let (queue, memory) = create(
+        session,
+        &client,
+        queue_type,
+        options.ring_size,
+        Detail::Summary,
+        format!("CREATE_QUEUE ({})", queue_type_name(queue_type)),
+    )?;
+    let data = [0x0BAD_F00D_u32];
+    let (words, what) = if sdma {
+        (
+            encode(&SdmaWrite::new(UNMAPPED_VA, &data).map_err(build_error)?)?,
+            format!("an SDMA WRITE to {UNMAPPED_VA:#x}, where nothing is mapped"),
+        )
+    } else {
+        (
+            encode(&WriteData::memory(UNMAPPED_VA, &data).map_err(build_error)?)?,
+            format!("a WRITE_DATA to {UNMAPPED_VA:#x}, where nothing is mapped"),
+        )
+    };
+    submit(session, &client, &queue, &memory, &words, &what)?;
+    run_engines(session, &client, &queue, sdma)?;
+    wait(session, &client, event.event_id, true)?;
     close(session, client, "process")
 }

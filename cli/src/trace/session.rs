@@ -114,7 +114,8 @@ impl Session {
         let capture = Arc::new(Capture::new(epoch));
         let guard = logging::attach(capture.clone());
         let start_us = 0.0;
-        let model = Model::new(ModelConfig::new(preset))
+        // The engines run only when a step asks (run_until_idle), so traces are repeatable.
+        let model = Model::new(ModelConfig::new(preset).with_engine_thread(false))
             .map_err(|e| CliError::failure(format!("the model did not start: {e}")))?;
         let node = model
             .nodes()
@@ -271,6 +272,12 @@ impl Session {
             state: Some(state),
         });
         result
+    }
+
+    /// Adds a record of what the client does without a system call (a store into mapped
+    /// memory or a doorbell).
+    pub fn note(&self, target: &str, message: String, notes: Vec<Note>) {
+        self.capture.push(target, message, notes);
     }
 
     /// The ioctls of the whole run.

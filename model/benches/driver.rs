@@ -52,7 +52,10 @@ fn queue_args(gpu_id: u32, n: u64) -> kfd_ioctl_create_queue_args {
 }
 
 fn bench(c: &mut Criterion) {
-    let cfg = ModelConfig::new(Preset::Gfx900).with_kernel(KernelVersion::Linux6_1);
+    // The queues' buffers are fake addresses: keep the engines still.
+    let cfg = ModelConfig::new(Preset::Gfx900)
+        .with_kernel(KernelVersion::Linux6_1)
+        .with_engine_thread(false);
     let model = Model::new(cfg).unwrap();
     let (p, _r, gpu) = process(&model);
     c.bench_function("create_destroy_queue", |b| {
@@ -70,7 +73,9 @@ fn bench(c: &mut Criterion) {
         })
     });
 
-    let cfg = ModelConfig::new(Preset::Gfx942).with_kernel(KernelVersion::Linux6_1);
+    let cfg = ModelConfig::new(Preset::Gfx942)
+        .with_kernel(KernelVersion::Linux6_1)
+        .with_engine_thread(false);
     let model = Model::new(cfg).unwrap();
     let procs: Vec<_> = (0..8).map(|_| process(&model)).collect();
     for (i, (p, _, gpu)) in procs.iter().enumerate() {

@@ -6,7 +6,7 @@ use crate::dqm::{dqm_config, packet_manager, Dqm, DqmCounters};
 use crate::errno::{Errno, KResult};
 use crate::hw::clock::GpuClock;
 use crate::hw::doorbell::{DoorbellBar, DoorbellLayout};
-use crate::hw::engine::EngineActivity;
+use crate::hw::engine::{EngineActivity, EngineWaker};
 use crate::hw::gart::Gart;
 use crate::hw::hws::Hws;
 use crate::hw::ih::IhRing;
@@ -16,7 +16,7 @@ use crate::topology::{Node, Topology};
 use mqd::TopologySizes;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 
 /// Size of the modelled GART aperture of each GPU.
 pub const GART_SIZE: u64 = 64 << 20;
@@ -42,6 +42,8 @@ pub struct Gpu {
     pub mqd_gen: mqd::Generation,
     /// Page tables by page-directory base: what a VMID set up by `MAP_PROCESS` translates with.
     page_tables: RwLock<HashMap<u64, Arc<RwLock<GpuVm>>>>,
+    /// The model's engine thread, woken when a runlist is mapped.
+    waker: OnceLock<Arc<EngineWaker>>,
     next_pd_base: AtomicU64,
 }
 
@@ -69,8 +71,21 @@ impl Gpu {
             pm4_gen,
             mqd_gen,
             page_tables: RwLock::new(HashMap::new()),
+            waker: OnceLock::new(),
             next_pd_base: AtomicU64::new(0x0000_00f4_0000_0000),
         })
+    }
+
+    /// Connects the GPU to the model's engine thread (once).
+    pub(crate) fn set_waker(&self, waker: Arc<EngineWaker>) {
+        let _ = self.waker.set(waker);
+    }
+
+    /// Wakes the engine thread (new queues are mapped, or a doorbell was rung).
+    pub fn wake_engines(&self) {
+        if let Some(w) = self.waker.get() {
+            w.wake();
+        }
     }
 
     /// One pass of the CP and SDMA engines over the queues mapped now.

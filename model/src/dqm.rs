@@ -908,6 +908,7 @@ impl Dqm {
         let registered: Vec<Qpd> = self.qpds.iter().filter(|q| q.registered).cloned().collect();
         self.pm.send_runlist(kq, gpu, &registered, counts)?;
         self.active_runlist = true;
+        gpu.wake_engines();
         Ok(())
     }
 

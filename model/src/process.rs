@@ -172,6 +172,9 @@ impl Model {
         log::info!(target: "kfd::model", "model up: {} × {} ({:?})", config.gpus, config.preset, config.kernel);
         let engine_thread = config.engine_thread;
         let engine = Arc::new(EngineWaker::default());
+        for n in &nodes {
+            n.gpu.set_waker(engine.clone());
+        }
         let inner = Arc::new(ModelInner {
             config,
             topology,

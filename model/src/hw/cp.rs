@@ -197,7 +197,7 @@ impl CpQueue {
         if ring != self.ring {
             log::debug!(target: "hw::cp", "queue {:#x}: new ring, new context", id.doorbell_offset);
             let mut fresh = CpQueue::from_mqd(mqd, wptr_addr, id, self.gen);
-            let wptr = write_pointer(vm, ring.wptr_addr, doorbell).unwrap_or(0);
+            let wptr = write_pointer(vm, ring.wptr_addr, doorbell);
             fresh.rptr = match fresh.rptr {
                 CpReadPointer::Aql(p) => CpReadPointer::Aql(AqlSlotPtr::new(unwrap_pointer(
                     wptr,
@@ -308,7 +308,7 @@ impl CpQueue {
     }
 
     fn wptr(&mut self, env: &ExecEnv<'_>, doorbell: u64, ring: u64) -> Result<u64, QueueError> {
-        let wptr = write_pointer(env.vm, self.ring.wptr_addr, doorbell)?;
+        let wptr = write_pointer(env.vm, self.ring.wptr_addr, doorbell);
         let rptr = self.rptr.get();
         if wptr < rptr || wptr - rptr > ring {
             return Err(QueueError::WritePointer {

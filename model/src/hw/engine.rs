@@ -23,8 +23,12 @@ pub const PASS_BUDGET: usize = 256;
 pub const HOT_SPIN: Duration = Duration::from_micros(200);
 /// How long it keeps yielding after that before it starts to sleep.
 pub const WARM_YIELD: Duration = Duration::from_millis(2);
-/// The longest idle sleep (also how often a parked wait is polled when nothing else runs).
-pub const MAX_IDLE_SLEEP: Duration = Duration::from_millis(1);
+/// The longest idle sleep while queues are mapped (also how often a parked wait is polled
+/// when nothing else runs, and the longest a submission to an idle model waits to be noticed
+/// unless `Model::doorbell_rung` is called).
+pub const MAX_IDLE_SLEEP: Duration = Duration::from_millis(4);
+/// The sleep when no queue is mapped at all; mapping a runlist wakes the thread.
+pub const NOTHING_MAPPED_SLEEP: Duration = Duration::from_millis(50);
 /// How often the scheduler firmware rotates an oversubscribed runlist.
 pub const TIME_SLICE: Duration = Duration::from_millis(10);
 
@@ -154,6 +158,8 @@ pub struct EngineActivity {
     pub halted: usize,
     /// Interrupts delivered to the driver.
     pub interrupts: usize,
+    /// Mapped queues the pass looked at.
+    pub queues: usize,
 }
 
 impl EngineActivity {
@@ -164,6 +170,7 @@ impl EngineActivity {
 
     /// Adds a queue's pass.
     pub fn add_queue(&mut self, r: QueueRun) {
+        self.queues += 1;
         self.packets += r.packets;
         match r.state {
             RunState::Busy => self.busy += 1,
@@ -180,6 +187,7 @@ impl EngineActivity {
         self.parked += o.parked;
         self.halted += o.halted;
         self.interrupts += o.interrupts;
+        self.queues += o.queues;
     }
 }
 
@@ -294,14 +302,16 @@ pub fn read_linear(vm: &GpuVm, addr: u64, n: usize, out: &mut Vec<u32>) -> Resul
 
 /// The write pointer a queue sees: the larger of the value at its write-pointer address and
 /// the doorbell. (The driver clears a queue's doorbell when it creates the queue, so a value
-/// left by an earlier queue with the same doorbell cannot leak in.)
-pub fn write_pointer(vm: &GpuVm, wptr_addr: u64, doorbell: u64) -> Result<u64, VmFault> {
+/// left by an earlier queue with the same doorbell cannot leak in.) The write-pointer location
+/// is only polled: if it is not mapped, the doorbell alone counts and no fault is raised, as
+/// the CP takes the write pointer from the doorbell write.
+pub fn write_pointer(vm: &GpuVm, wptr_addr: u64, doorbell: u64) -> u64 {
     let mem = if wptr_addr == 0 {
         0
     } else {
-        vm.load_u64(wptr_addr)?
+        vm.load_u64(wptr_addr).unwrap_or(0)
     };
-    Ok(mem.max(doorbell))
+    mem.max(doorbell)
 }
 
 /// A monotonic read pointer from a saved wrapped one: the position `wrapped` (mod `ring`) at
@@ -389,7 +399,9 @@ pub fn spawn(
                     continue;
                 }
                 let idle = now.duration_since(last_work);
-                if idle < HOT_SPIN {
+                if activity.queues == 0 {
+                    waker.sleep(NOTHING_MAPPED_SLEEP);
+                } else if idle < HOT_SPIN {
                     std::hint::spin_loop();
                 } else if idle < WARM_YIELD {
                     std::thread::yield_now();

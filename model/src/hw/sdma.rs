@@ -199,7 +199,7 @@ impl SdmaQueue {
         if ring < 4 {
             return Ok(RunState::Idle);
         }
-        let wptr = write_pointer(env.vm, self.ring.wptr_addr, doorbell)?;
+        let wptr = write_pointer(env.vm, self.ring.wptr_addr, doorbell);
         let rptr = self.rptr.get();
         if wptr < rptr || wptr - rptr > ring || wptr % 4 != 0 {
             return Err(QueueError::WritePointer {

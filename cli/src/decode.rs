@@ -406,14 +406,16 @@ pub fn run(args: &DecodeArgs, style: Style) -> CliResult<()> {
     if args.json {
         out.json(&listing)?;
     } else {
+        let layouts = if engine == Engine::Sdma {
+            listing.layouts.clone()
+        } else {
+            format!("PM4 {}", listing.layouts)
+        };
         out.line(&style.paint(
             Tone::Dim,
             &format!(
-                "; {} {}, {} dwords from {}",
-                listing.engine.to_uppercase(),
-                listing.layouts,
-                listing.dwords,
-                listing.source
+                "; {layouts}, {} dwords from {}",
+                listing.dwords, listing.source
             ),
         ))?;
         for entry in &listing.entries {

@@ -504,13 +504,13 @@ pub fn run(command: &MqdCommand, style: Style) -> CliResult<()> {
                 if path.as_os_str() == "-" {
                     return Ok(());
                 }
-                eprintln!(
-                    "kfd: wrote {} bytes of {} to {}",
+                out.line(&format!(
+                    "wrote {} bytes of {} to {}",
                     mqd.bytes().len(),
                     mqd_fields::table(args.gfx.generation(), mqd.kind()).name,
                     path.display()
-                );
-                return Ok(());
+                ))?;
+                return out.flush();
             }
             if args.hex {
                 out.line(&format!(

@@ -53,7 +53,10 @@ fn binary_file_stdin_and_byte_text_decode_the_same() {
 #[test]
 fn sdma_streams_are_detected_and_use_the_sdma_layouts() {
     let out = ok(&["decode", "--hex", SDMA, "--gfx", "gfx11"]);
-    assert!(out.starts_with("; SDMA SDMA 6 (gfx11), 6 dwords"), "{out}");
+    assert!(
+        out.starts_with("; SDMA 6 (gfx11), 6 dwords from --hex"),
+        "{out}"
+    );
     assert!(out.contains("  0x0000: 00000005 34000018 00007f12 00000003  SDMA_FENCE addr=0x7f1234000018 data=0x3"), "{out}");
     assert!(
         out.contains("  0x0004: 00000006 00000003                    SDMA_TRAP int_context=0x3"),

@@ -96,6 +96,14 @@ fn build_out_then_decode_round_trips() {
             assert_eq!(decoded, built, "{gfx} {kind}");
         }
     }
+    // --out - writes the raw bytes to stdout.
+    let o = kfd(&["mqd", "build", "--out", "-"]);
+    assert_eq!(o.stdout.len(), 2048);
+    assert_eq!(
+        o.stdout[..4],
+        0xC031_0800u32.to_le_bytes(),
+        "the compute MQD header"
+    );
     // --hex output is input for decode.
     let hex = ok(&["mqd", "build", "--hex"]);
     assert!(

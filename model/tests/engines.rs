@@ -1042,3 +1042,113 @@ fn the_engine_thread_notices_a_doorbell_without_being_told() {
     assert_eq!(out.read_u32(0), 9, "noticed without doorbell_rung");
     assert_eq!(c.p.queue_state(qid).unwrap().error, None);
 }
+
+#[test]
+fn dma_data_event_write_and_acquire_mem() {
+    let model = stepped(Preset::Gfx900);
+    let c = Client::new(&model);
+    let buf = c.gtt(16384);
+    let src: Vec<u8> = (0..1000u32).map(|i| (i % 251) as u8).collect();
+    buf.write_bytes(0, &src);
+    buf.write_u32(0x3000, 0xFEED_F00D);
+    let (qid, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
+    let mut ring = RingWriter::pm4(&q);
+    let dma = |src_sel, src: u64, dst: u64, cmd: DmaDataCommand| {
+        DmaData::new(
+            GfxGen::Gfx9,
+            DmaDataControl::new()
+                .with_src_sel(src_sel)
+                .with_dst_sel(DmaDstSel::DstAddrTcL2)
+                .with_cp_sync(true),
+            src,
+            dst,
+            cmd,
+        )
+        .unwrap()
+    };
+    ring.push(
+        &q,
+        &AcquireMemGfx9::new(CoherCntl::new(), AcquireRange::full(10)),
+    );
+    // Copy 1000 bytes, fill 64 bytes with immediate data, replicate one dword (saic).
+    ring.push(
+        &q,
+        &dma(
+            DmaSrcSel::SrcAddrTcL2,
+            buf.va,
+            buf.va + 0x1000,
+            DmaDataCommand::new().with_byte_count(1000),
+        ),
+    );
+    ring.push(
+        &q,
+        &dma(
+            DmaSrcSel::Data,
+            0xABCD_0123,
+            buf.va + 0x2000,
+            DmaDataCommand::new().with_byte_count(64),
+        ),
+    );
+    ring.push(
+        &q,
+        &dma(
+            DmaSrcSel::SrcAddr,
+            buf.va + 0x3000,
+            buf.va + 0x3100,
+            DmaDataCommand::new().with_byte_count(32).with_saic(true),
+        ),
+    );
+    ring.push(&q, &EventWrite::cs_partial_flush());
+    c.submit(&q, ring.wptr());
+    model.run_until_idle();
+    let mut got = vec![0u8; 1000];
+    buf.read_bytes(0x1000, &mut got);
+    assert_eq!(got, src);
+    assert!((0..16).all(|i| buf.read_u32(0x2000 + 4 * i) == 0xABCD_0123));
+    assert_eq!(buf.read_u32(0x2040), 0, "64 bytes, no more");
+    assert!((0..8).all(|i| buf.read_u32(0x3100 + 4 * i) == 0xFEED_F00D));
+    let st = c.p.queue_state(qid).unwrap();
+    assert_eq!((st.packets, st.error), (5, None));
+}
+
+#[test]
+fn sdma_indirect_buffers_and_the_local_timestamp() {
+    let model = stepped(Preset::Gfx1030);
+    let c = Client::new(&model);
+    let out = c.gtt(8192);
+    let ibuf = c.gtt(4096);
+    let mut body = encode(&SdmaWrite::new(out.va, &[11, 12]).unwrap());
+    body.extend(encode(&SdmaFence::new(out.va + 8, 13).unwrap()));
+    ibuf.write_bytes(0, zerocopy_bytes(&body));
+    let (_, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+    let mut ring = RingWriter::sdma(&q);
+    ring.push(
+        &q,
+        &pm4::sdma::SdmaIndirect::new(ibuf.va, body.len() as u32, 0, 0).unwrap(),
+    );
+    ring.push(&q, &SdmaFence::new(out.va + 12, 14).unwrap());
+    // SET the engine's local timestamp far ahead, then read it back and the global one.
+    ring.push(&q, &SdmaTimestamp::new(TimestampOp::Set, 1 << 50).unwrap());
+    ring.push(
+        &q,
+        &SdmaTimestamp::new(TimestampOp::Get, out.va + 0x100).unwrap(),
+    );
+    ring.push(
+        &q,
+        &SdmaTimestamp::new(TimestampOp::GetGlobal, out.va + 0x108).unwrap(),
+    );
+    c.submit(&q, ring.wptr());
+    model.run_until_idle();
+    let got: Vec<u32> = (0..4).map(|i| out.read_u32(4 * i)).collect();
+    assert_eq!(
+        got,
+        [11, 12, 13, 14],
+        "the IB ran before the packet after it"
+    );
+    let (local, global) = (out.read_u64(0x100), out.read_u64(0x108));
+    assert!(
+        local >= 1 << 50 && local - (1 << 50) < 100_000_000,
+        "{local:#x}"
+    );
+    assert!(global < 1 << 50, "the global clock is not affected by SET");
+}

@@ -414,7 +414,7 @@ pub fn run(args: &DecodeArgs, style: Style) -> CliResult<()> {
         out.line(&style.paint(
             Tone::Dim,
             &format!(
-                "; {layouts}, {} dwords from {}",
+                "; {layouts}, {} dword(s) from {}",
                 listing.dwords, listing.source
             ),
         ))?;

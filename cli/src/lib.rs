@@ -82,11 +82,28 @@ pub enum Command {
     /// Print the /dev/kfd ioctl table: name, number, request code, argument size.
     Abi(abi::AbiArgs),
     /// Disassemble a PM4 or SDMA stream from a file, stdin or hex text.
+    #[command(after_help = "Examples:
+  kfd decode --hex 'c0055800 28c40000 ffffffff 00ffffff 0 0 4'
+  kfd decode ring.bin --gfx gfx1030 --skip 64 --count 32
+  xxd -p dump.bin | kfd decode --format bytes --engine sdma
+  kfd decode ib.txt --json")]
     Decode(decode::DecodeArgs),
     /// Build, decode or list MQDs (memory queue descriptors) per generation.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:
+  kfd mqd build --gfx gfx11 --kind aql --priority 12
+  kfd mqd build --kind sdma --ring-size 1M --out sdma.mqd
+  kfd mqd decode sdma.mqd --gfx gfx9
+  kfd mqd fields --gfx gfx10 --kind sdma"
+    )]
     Mqd(mqd_tool::MqdCommand),
     /// Run a scenario on the model and show each request layer by layer.
+    #[command(after_help = "Examples:
+  kfd trace create-queue
+  kfd trace oversubscribe --chrome-trace over.json   (open in ui.perfetto.dev)
+  kfd trace event-signal --queue-type sdma --preset gfx1030
+  kfd trace vm-fault --json")]
     Trace(trace::TraceArgs),
     // `info`, `demo`, `drain` and `bench` go here (issue #10, with the thunk and drain crates).
 }

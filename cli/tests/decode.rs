@@ -21,7 +21,7 @@ fn le_bytes(hex: &str) -> Vec<u8> {
 fn hex_argument_gives_the_listing() {
     let out = ok(&["decode", "--hex", PM4]);
     let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines[0], "; PM4 gfx9, 15 dwords from --hex");
+    assert_eq!(lines[0], "; PM4 gfx9, 15 dword(s) from --hex");
     assert!(lines[1].starts_with("  0x0000: c0055800 28c40000 ffffffff 00ffffff 00000000 00000000 00000004  ACQUIRE_MEM coher_cntl=0x28c40000"), "{}", lines[1]);
     assert!(lines[2].starts_with("  0x0007: c0064900 00028514 22000000 34000018 00007f12 00000003 00000000 00000003  RELEASE_MEM event_type=CACHE_FLUSH_AND_INV_TS_EVENT"), "{}", lines[2]);
     assert!(
@@ -43,7 +43,7 @@ fn binary_file_stdin_and_byte_text_decode_the_same() {
     let o = kfd_with_stdin(&["decode"], &bin);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(body(&stdout(&o)), body(&from_file));
-    assert!(stdout(&o).starts_with("; PM4 gfx9, 15 dwords from stdin"));
+    assert!(stdout(&o).starts_with("; PM4 gfx9, 15 dword(s) from stdin"));
     // The same bytes as xxd -p style text.
     let text: String = bin.iter().map(|b| format!("{b:02x}")).collect();
     let o = kfd_with_stdin(&["decode", "-", "--format", "bytes"], text.as_bytes());
@@ -54,7 +54,7 @@ fn binary_file_stdin_and_byte_text_decode_the_same() {
 fn sdma_streams_are_detected_and_use_the_sdma_layouts() {
     let out = ok(&["decode", "--hex", SDMA, "--gfx", "gfx11"]);
     assert!(
-        out.starts_with("; SDMA 6 (gfx11), 6 dwords from --hex"),
+        out.starts_with("; SDMA 6 (gfx11), 6 dword(s) from --hex"),
         "{out}"
     );
     assert!(out.contains("  0x0000: 00000005 34000018 00007f12 00000003  SDMA_FENCE addr=0x7f1234000018 data=0x3"), "{out}");

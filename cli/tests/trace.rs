@@ -525,3 +525,33 @@ fn bad_options_are_one_line() {
     let e = usage_error(&kfd(&["trace", "create-queue", "--preset", "gfx1100"]));
     assert!(e.contains("unknown GPU preset 'gfx1100'"), "{e}");
 }
+
+#[test]
+fn every_scenario_prints_json_that_parses() {
+    for s in [
+        "create-queue",
+        "oversubscribe",
+        "evict-restore",
+        "vm-fault",
+        "event-signal",
+    ] {
+        let v = json(&ok(&["trace", s, "--json"]));
+        assert_eq!(v["scenario"], s);
+        let steps = v["steps"].as_array().unwrap();
+        assert!(steps.len() >= 4, "{s}");
+        assert_eq!(steps[0]["title"], "driver bring-up (start_cpsch)");
+        for step in steps {
+            assert!(
+                step["records"].is_array() && step["state"]["hqds"].as_u64().is_some(),
+                "{s}: {step}"
+            );
+            assert!(step["end_us"].as_f64() >= step["start_us"].as_f64());
+        }
+        assert!(
+            !steps.iter().any(|st| st["outcome"]
+                .as_str()
+                .is_some_and(|o| o.starts_with("failed"))),
+            "{s}"
+        );
+    }
+}

@@ -133,6 +133,8 @@ pub struct ModelConfig {
     /// nothing executes until `Model::step` or `Model::run_until_idle` is called, which makes
     /// tests deterministic.
     pub engine_thread: bool,
+    /// Faults injected into every GPU when the model starts (see [`crate::faults`]).
+    pub faults: Vec<crate::Fault>,
 }
 
 impl ModelConfig {
@@ -148,6 +150,7 @@ impl ModelConfig {
             hws_max_conc_proc: None,
             cwsr_enable: true,
             engine_thread: true,
+            faults: Vec::new(),
         }
     }
 
@@ -173,6 +176,23 @@ impl ModelConfig {
     pub fn with_preemption_timeout(mut self, timeout: Duration) -> Self {
         self.preemption_timeout = timeout;
         self
+    }
+
+    /// Adds a fault to inject into every GPU.
+    pub fn with_fault(mut self, fault: crate::Fault) -> Self {
+        self.faults.push(fault);
+        self
+    }
+
+    /// Adds the faults listed in `KFD_MODEL_FAULTS` (see [`crate::faults`]); an error names
+    /// the entry it could not read.
+    pub fn with_env_faults(mut self) -> Result<Self, String> {
+        if let Ok(spec) = std::env::var(crate::faults::FAULTS_ENV) {
+            let list = crate::Fault::parse_list(&spec)
+                .map_err(|e| format!("{}: {e}", crate::faults::FAULTS_ENV))?;
+            self.faults.extend(list);
+        }
+        Ok(self)
     }
 
     /// Turns the background engine thread on or off (see [`ModelConfig::engine_thread`]).

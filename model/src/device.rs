@@ -44,6 +44,8 @@ pub struct Gpu {
     page_tables: RwLock<HashMap<u64, Arc<RwLock<GpuVm>>>>,
     /// The model's engine thread, woken when a runlist is mapped.
     waker: OnceLock<Arc<EngineWaker>>,
+    /// Injected VM fault ranges (given to every address space registered).
+    injected_vm_faults: Mutex<Vec<(u64, u64)>>,
     next_pd_base: AtomicU64,
 }
 
@@ -72,6 +74,7 @@ impl Gpu {
             mqd_gen,
             page_tables: RwLock::new(HashMap::new()),
             waker: OnceLock::new(),
+            injected_vm_faults: Mutex::new(Vec::new()),
             next_pd_base: AtomicU64::new(0x0000_00f4_0000_0000),
         })
     }
@@ -93,9 +96,57 @@ impl Gpu {
         self.hws.run_queues(self)
     }
 
+    /// Injects a VM fault range into every address space of this GPU, present and future.
+    pub fn inject_vm_fault(&self, va: u64, len: u64) {
+        self.injected_vm_faults
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((va, len));
+        for vm in self
+            .page_tables
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+        {
+            vm.write()
+                .unwrap_or_else(|e| e.into_inner())
+                .inject_fault(va, len);
+        }
+    }
+
+    /// Removes every injected fault of this GPU: firmware, engines, interrupts, VM.
+    pub fn clear_faults(&self) {
+        self.hws.set_faults(Default::default());
+        self.ih.set_faults(Default::default());
+        self.injected_vm_faults
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        for vm in self
+            .page_tables
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+        {
+            vm.write()
+                .unwrap_or_else(|e| e.into_inner())
+                .clear_injected_faults();
+        }
+    }
+
     /// Registers a process address space and returns its page-directory base (the value
     /// `MAP_PROCESS` carries in `vm_context_page_table_base_addr`).
     pub fn register_vm(&self, vm: Arc<RwLock<GpuVm>>) -> u64 {
+        for &(va, len) in self
+            .injected_vm_faults
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            vm.write()
+                .unwrap_or_else(|e| e.into_inner())
+                .inject_fault(va, len);
+        }
         let base = self.next_pd_base.fetch_add(0x1000, Ordering::Relaxed);
         self.page_tables
             .write()

@@ -85,6 +85,10 @@ impl KernelQueue {
     /// `kq_acquire_packet_buffer` + encode: reserves room for `packet` (NOP-filling the tail
     /// at a wrap) and writes it. `ENOMEM` if the ring is full.
     pub fn push<P: Encode + ?Sized>(&mut self, gpu: &Gpu, packet: &P) -> KResult<()> {
+        if gpu.hws.faults().hiq_full {
+            log::warn!(target: "kfd::kq", "HIQ: no space for {} dwords (injected fault)", packet.dwords());
+            return Err(Errno::ENOMEM);
+        }
         self.refresh_rptr(gpu);
         self.ring.push(&mut self.shadow, packet).map_err(|e| {
             log::warn!(target: "kfd::kq", "HIQ: {e}");

@@ -129,6 +129,9 @@ impl ModelInner {
         for node in &self.nodes {
             a.merge(node.gpu.run_engines());
             a.interrupts += crate::interrupt::process_interrupts(self, node);
+            if node.gpu.ih.is_pending() {
+                a.delayed_interrupts += 1;
+            }
         }
         a
     }
@@ -170,6 +173,11 @@ impl Model {
             n.start()?;
         }
         log::info!(target: "kfd::model", "model up: {} × {} ({:?})", config.gpus, config.preset, config.kernel);
+        for n in &nodes {
+            for f in &config.faults {
+                f.apply(&n.gpu);
+            }
+        }
         let engine_thread = config.engine_thread;
         let engine = Arc::new(EngineWaker::default());
         for n in &nodes {
@@ -213,6 +221,8 @@ impl Model {
     /// interrupts in total; parked and halted queues as the last pass left them).
     pub fn run_until_idle(&self) -> EngineActivity {
         const MAX_PASSES: usize = 1_000_000;
+        const MAX_TIME: std::time::Duration = std::time::Duration::from_secs(60);
+        let start = std::time::Instant::now();
         let mut total = EngineActivity::default();
         let mut quiet_rotations = 0usize;
         for _ in 0..MAX_PASSES {
@@ -221,6 +231,11 @@ impl Model {
             total.interrupts += a.interrupts;
             if a.progressed() {
                 quiet_rotations = 0;
+                continue;
+            }
+            // A slow engine or delayed interrupts: work that only needs time.
+            if a.pending_in_time() && start.elapsed() < MAX_TIME {
+                std::thread::sleep(std::time::Duration::from_micros(100));
                 continue;
             }
             let rotations = self
@@ -243,6 +258,19 @@ impl Model {
         log::warn!(target: "kfd::model", "run_until_idle: still busy after {MAX_PASSES} passes");
         total.busy = 1;
         total
+    }
+
+    /// Injects a fault into GPU `gpu_id` (see [`crate::faults`]).
+    pub fn inject_fault(&self, gpu_id: u32, fault: crate::Fault) -> KResult<()> {
+        fault.apply(&self.node(gpu_id).ok_or(Errno::EINVAL)?.gpu);
+        Ok(())
+    }
+
+    /// Removes every injected fault of GPU `gpu_id`. (A hung scheduler stays hung: that state
+    /// is the driver's, and only a GPU reset clears it.)
+    pub fn clear_faults(&self, gpu_id: u32) -> KResult<()> {
+        self.node(gpu_id).ok_or(Errno::EINVAL)?.gpu.clear_faults();
+        Ok(())
     }
 
     /// Tells the engines a doorbell of `gpu_id` was just written, so they look now instead of

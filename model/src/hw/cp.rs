@@ -21,7 +21,7 @@
 use crate::hw::doorbell::DoorbellBar;
 use crate::hw::engine::{
     read_linear, read_ring, unwrap_pointer, write_pointer, ExecEnv, Flow, IbFrame, QueueError,
-    QueueIdentity, QueueRun, RunState, PASS_BUDGET,
+    QueueIdentity, QueueRun, RunState,
 };
 use crate::hw::ih::{
     IH_CLIENT_GRBM_CP, IH_CLIENT_UTCL2, SRC_CP_BAD_OPCODE, SRC_CP_END_OF_PIPE, SRC_VM_FAULT,
@@ -262,8 +262,9 @@ impl CpQueue {
         mqd.set_hqd_wptr(wptr_dw.get());
     }
 
-    /// Runs the queue for one pass. `doorbell` is the doorbell's current value.
-    pub fn run(&mut self, env: &mut ExecEnv<'_>, doorbell: u64) -> QueueRun {
+    /// Runs the queue for one pass of at most `budget` packets. `doorbell` is the doorbell's
+    /// current value.
+    pub fn run(&mut self, env: &mut ExecEnv<'_>, doorbell: u64, budget: usize) -> QueueRun {
         if self.halted.is_some() {
             return QueueRun {
                 packets: 0,
@@ -273,9 +274,9 @@ impl CpQueue {
         let mut scratch = std::mem::take(&mut self.scratch);
         let mut done = 0usize;
         let result = if self.ring.aql {
-            self.run_aql(env, doorbell, &mut done, &mut scratch)
+            self.run_aql(env, doorbell, budget, &mut done, &mut scratch)
         } else {
-            self.run_pm4(env, doorbell, &mut done, &mut scratch)
+            self.run_pm4(env, doorbell, budget, &mut done, &mut scratch)
         };
         self.scratch = scratch;
         self.packets += done as u64;
@@ -326,6 +327,7 @@ impl CpQueue {
         &mut self,
         env: &mut ExecEnv<'_>,
         doorbell: u64,
+        budget: usize,
         done: &mut usize,
         scratch: &mut Vec<u32>,
     ) -> Result<RunState, QueueError> {
@@ -334,7 +336,7 @@ impl CpQueue {
             return Ok(RunState::Idle);
         }
         let wptr = self.wptr(env, doorbell, ring)?;
-        while *done < PASS_BUDGET {
+        while *done < budget {
             if !self.ibs.is_empty() {
                 match self.step_ib(env, scratch)? {
                     Some(RunState::Parked) => return Ok(RunState::Parked),
@@ -448,6 +450,7 @@ impl CpQueue {
         &mut self,
         env: &mut ExecEnv<'_>,
         doorbell: u64,
+        budget: usize,
         done: &mut usize,
         scratch: &mut Vec<u32>,
     ) -> Result<RunState, QueueError> {
@@ -456,7 +459,7 @@ impl CpQueue {
             return Ok(RunState::Idle);
         }
         let wptr = self.wptr(env, doorbell, packets)?;
-        while *done < PASS_BUDGET {
+        while *done < budget {
             let CpReadPointer::Aql(rptr) = self.rptr else {
                 return Ok(RunState::Idle);
             };
@@ -981,6 +984,7 @@ fn dma_data(d: &DmaData, addr: u64, env: &mut ExecEnv<'_>) -> Result<Flow, Queue
 mod tests {
     use super::*;
     use crate::hw::clock::GpuClock;
+    use crate::hw::engine::PASS_BUDGET;
     use crate::hw::hws::HqdSlot;
     use crate::hw::ih::IhRing;
     use crate::hw::mem::DeviceMemory;
@@ -1105,7 +1109,7 @@ mod tests {
             ih: &ih,
             queue: id(),
         };
-        let r = q.run(&mut env, 0);
+        let r = q.run(&mut env, 0, PASS_BUDGET);
         // The ring's IB, WRITE_DATA, the chained IB, RELEASE_MEM.
         assert_eq!(
             r,
@@ -1145,7 +1149,7 @@ mod tests {
             ih: &ih,
             queue: id(),
         };
-        assert_eq!(q.run(&mut env, 0).state, RunState::Halted);
+        assert_eq!(q.run(&mut env, 0, PASS_BUDGET).state, RunState::Halted);
         assert!(
             matches!(q.error(), Some(QueueError::VmFault(f)) if f.va == 0xdead_0000 && f.write)
         );

@@ -160,12 +160,22 @@ pub struct EngineActivity {
     pub interrupts: usize,
     /// Mapped queues the pass looked at.
     pub queues: usize,
+    /// Queues held back by an injected slow engine.
+    pub throttled: usize,
+    /// GPUs with interrupts held back by an injected delay.
+    pub delayed_interrupts: usize,
 }
 
 impl EngineActivity {
     /// Whether the pass changed anything.
     pub fn progressed(&self) -> bool {
         self.packets > 0 || self.busy > 0 || self.interrupts > 0
+    }
+
+    /// Whether work is waiting on time rather than on memory (a slow engine, delayed
+    /// interrupts): another pass a little later will make progress.
+    pub fn pending_in_time(&self) -> bool {
+        self.throttled > 0 || self.delayed_interrupts > 0
     }
 
     /// Adds a queue's pass.
@@ -188,6 +198,8 @@ impl EngineActivity {
         self.halted += o.halted;
         self.interrupts += o.interrupts;
         self.queues += o.queues;
+        self.throttled += o.throttled;
+        self.delayed_interrupts += o.delayed_interrupts;
     }
 }
 
@@ -399,7 +411,9 @@ pub fn spawn(
                     continue;
                 }
                 let idle = now.duration_since(last_work);
-                if activity.queues == 0 {
+                if activity.pending_in_time() {
+                    waker.sleep(Duration::from_micros(50));
+                } else if activity.queues == 0 {
                     waker.sleep(NOTHING_MAPPED_SLEEP);
                 } else if idle < HOT_SPIN {
                     std::hint::spin_loop();

@@ -100,6 +100,11 @@ pub struct HwsFaults {
     /// The queue with this doorbell offset does not preempt: UNMAP leaves it mapped and the
     /// firmware reports its doorbell in the HIQ MQD's `queue_doorbell_id0`.
     pub unpreemptible_doorbell: Option<u32>,
+    /// The HIQ has no room: every packet the driver tries to write there fails (`ENOMEM`).
+    pub hiq_full: bool,
+    /// A slow engine: each user-queue packet takes at least this long (the queue runs one
+    /// packet per pass and waits out the time before the next).
+    pub packet_delay: Option<std::time::Duration>,
 }
 
 /// Counters of what the firmware did.
@@ -174,6 +179,8 @@ struct State {
     contexts: HashMap<u64, QueueContext>,
     /// MQDs mapped since the engines last looked: their context is refreshed from the MQD.
     remapped: Vec<u64>,
+    /// Slow-engine fault: when each queue may run its next packet.
+    not_before: HashMap<u64, std::time::Instant>,
 }
 
 /// The firmware of one GPU.
@@ -213,6 +220,7 @@ impl Hws {
                 last_error: None,
                 contexts: HashMap::new(),
                 remapped: Vec::new(),
+                not_before: HashMap::new(),
             }),
         }
     }
@@ -332,6 +340,11 @@ impl Hws {
         self.lock().faults = faults;
     }
 
+    /// The injected faults.
+    pub fn faults(&self) -> HwsFaults {
+        self.lock().faults
+    }
+
     /// Per-queue reset of the queue with `doorbell` (after it failed to preempt): it leaves its
     /// slot and the runlist.
     pub fn reset_queue(&self, gart: &Gart, doorbell: u32) {
@@ -376,6 +389,7 @@ impl Hws {
     pub fn forget_queue(&self, mqd_addr: u64) {
         let mut s = self.lock();
         s.contexts.remove(&mqd_addr);
+        s.not_before.remove(&mqd_addr);
         s.remapped.retain(|&a| a != mqd_addr);
     }
 
@@ -434,9 +448,20 @@ impl Hws {
             remapped,
             pm4_gen,
             mqd_gen,
+            faults,
+            not_before,
             ..
         } = &mut *s;
+        let now = std::time::Instant::now();
+        let (budget, delay) = match faults.packet_delay {
+            Some(d) => (1, d),
+            None => (crate::hw::engine::PASS_BUDGET, std::time::Duration::ZERO),
+        };
         for m in mapped.iter() {
+            if budget == 1 && not_before.get(&m.queue.mqd_addr).is_some_and(|&t| t > now) {
+                activity.throttled += 1;
+                continue;
+            }
             let Some(vm) = gpu.vm(m.page_table_base) else {
                 continue;
             };
@@ -508,9 +533,12 @@ impl Hws {
                 queue: id,
             };
             let run = match ctx {
-                QueueContext::Compute(q) => q.run(&mut env, doorbell),
-                QueueContext::Sdma(q) => q.run(&mut env, doorbell),
+                QueueContext::Compute(q) => q.run(&mut env, doorbell, budget),
+                QueueContext::Sdma(q) => q.run(&mut env, doorbell, budget),
             };
+            if budget == 1 && run.packets > 0 {
+                not_before.insert(addr, now + delay);
+            }
             if run.state != RunState::Idle || run.packets > 0 {
                 log::trace!(target: "hw::engine", "queue {:#x} ({:?}): {} packet(s), {:?}", id.doorbell_offset, id.slot, run.packets, run.state);
             }

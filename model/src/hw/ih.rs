@@ -21,6 +21,7 @@
 //! dropped and the overflow counted, as the hardware sets `RB_OVERFLOW`.
 
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// IH client: the graphics/compute command processor (`SOC15_IH_CLIENTID_GRBM_CP`).
 pub const IH_CLIENT_GRBM_CP: u8 = 0x14;
@@ -127,13 +128,29 @@ impl std::fmt::Display for IhEntry {
     }
 }
 
+/// Injected interrupt faults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct IhFaults {
+    /// Lose the next this many interrupts.
+    pub drop_next: u32,
+    /// Lose every n-th interrupt (1 = all of them).
+    pub drop_every: Option<u32>,
+    /// Hold every interrupt back this long before the driver sees it.
+    pub delay: Option<Duration>,
+}
+
 #[derive(Debug)]
 struct Ring {
     dwords: Vec<u32>,
+    /// When each entry was posted (for delayed delivery).
+    posted_at: Vec<Instant>,
     /// Monotonic entry counters.
     wptr: u64,
     rptr: u64,
     overflows: u64,
+    faults: IhFaults,
+    offered: u64,
+    dropped: u64,
 }
 
 /// The IH ring of one GPU.
@@ -154,9 +171,13 @@ impl IhRing {
         IhRing {
             ring: Mutex::new(Ring {
                 dwords: vec![0; IH_RING_ENTRIES * 8],
+                posted_at: vec![Instant::now(); IH_RING_ENTRIES],
                 wptr: 0,
                 rptr: 0,
                 overflows: 0,
+                faults: IhFaults::default(),
+                offered: 0,
+                dropped: 0,
             }),
         }
     }
@@ -165,27 +186,61 @@ impl IhRing {
         self.ring.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Sets the injected faults.
+    pub fn set_faults(&self, faults: IhFaults) {
+        self.lock().faults = faults;
+    }
+
+    /// The injected faults.
+    pub fn faults(&self) -> IhFaults {
+        self.lock().faults
+    }
+
+    /// Interrupts lost to an injected fault.
+    pub fn dropped(&self) -> u64 {
+        self.lock().dropped
+    }
+
     /// Posts an entry; `false` (and the overflow counted) if the ring is full.
     pub fn push(&self, entry: &IhEntry) -> bool {
         let mut r = self.lock();
+        r.offered += 1;
+        let every = r
+            .faults
+            .drop_every
+            .is_some_and(|n| n > 0 && r.offered % u64::from(n) == 0);
+        if r.faults.drop_next > 0 || every {
+            r.faults.drop_next = r.faults.drop_next.saturating_sub(1);
+            r.dropped += 1;
+            log::warn!(target: "hw::ih", "interrupt lost (injected fault): {entry}");
+            return false;
+        }
         if r.wptr - r.rptr >= IH_RING_ENTRIES as u64 {
             r.overflows += 1;
             log::error!(target: "hw::ih", "IH ring overflow: dropped {entry}");
             return false;
         }
-        let slot = (r.wptr % IH_RING_ENTRIES as u64) as usize * 8;
-        r.dwords[slot..slot + 8].copy_from_slice(&entry.encode());
+        let index = (r.wptr % IH_RING_ENTRIES as u64) as usize;
+        r.dwords[index * 8..index * 8 + 8].copy_from_slice(&entry.encode());
+        r.posted_at[index] = Instant::now();
         r.wptr += 1;
         log::trace!(target: "hw::ih", "IH <- {entry}");
         true
     }
 
-    /// Takes every pending entry, oldest first.
+    /// Takes every pending entry that is due, oldest first.
     pub fn drain(&self) -> Vec<IhEntry> {
         let mut r = self.lock();
         let mut out = Vec::with_capacity((r.wptr - r.rptr) as usize);
+        let now = Instant::now();
         while r.rptr < r.wptr {
-            let slot = (r.rptr % IH_RING_ENTRIES as u64) as usize * 8;
+            let index = (r.rptr % IH_RING_ENTRIES as u64) as usize;
+            if let Some(d) = r.faults.delay {
+                if now.duration_since(r.posted_at[index]) < d {
+                    break;
+                }
+            }
+            let slot = index * 8;
             let mut dw = [0u32; 8];
             dw.copy_from_slice(&r.dwords[slot..slot + 8]);
             out.push(IhEntry::decode(&dw));
@@ -246,5 +301,32 @@ mod tests {
         assert_eq!(ih.drain().len(), IH_RING_ENTRIES);
         assert!(!ih.is_pending());
         assert!(ih.push(&e), "room again after the driver caught up");
+    }
+}
+
+#[cfg(test)]
+mod fault_tests {
+    use super::*;
+
+    #[test]
+    fn injected_losses_and_delays() {
+        let ih = IhRing::new();
+        ih.set_faults(IhFaults {
+            drop_next: 1,
+            drop_every: Some(3),
+            delay: None,
+        });
+        let posted: Vec<bool> = (0..6).map(|_| ih.push(&IhEntry::default())).collect();
+        // The first is lost by drop_next, the third and sixth by drop_every.
+        assert_eq!(posted, [false, true, false, true, true, false]);
+        assert_eq!((ih.dropped(), ih.drain().len()), (3, 3));
+        ih.set_faults(IhFaults {
+            delay: Some(Duration::from_millis(20)),
+            ..Default::default()
+        });
+        ih.push(&IhEntry::default());
+        assert!(ih.drain().is_empty() && ih.is_pending(), "held back");
+        std::thread::sleep(Duration::from_millis(25));
+        assert_eq!(ih.drain().len(), 1);
     }
 }

@@ -10,7 +10,7 @@
 
 use crate::hw::engine::{
     read_linear, read_ring, write_pointer, ExecEnv, Flow, IbFrame, QueueError, QueueIdentity,
-    QueueRun, RunState, PASS_BUDGET,
+    QueueRun, RunState,
 };
 use crate::hw::hws::HqdSlot;
 use crate::hw::ih::{
@@ -144,8 +144,8 @@ impl SdmaQueue {
         mqd.set_ring_wptr(self.last_wptr.get());
     }
 
-    /// Runs the queue for one pass.
-    pub fn run(&mut self, env: &mut ExecEnv<'_>, doorbell: u64) -> QueueRun {
+    /// Runs the queue for one pass of at most `budget` packets.
+    pub fn run(&mut self, env: &mut ExecEnv<'_>, doorbell: u64, budget: usize) -> QueueRun {
         if self.halted.is_some() {
             return QueueRun {
                 packets: 0,
@@ -154,7 +154,7 @@ impl SdmaQueue {
         }
         let mut scratch = std::mem::take(&mut self.scratch);
         let mut done = 0usize;
-        let result = self.run_inner(env, doorbell, &mut done, &mut scratch);
+        let result = self.run_inner(env, doorbell, budget, &mut done, &mut scratch);
         self.scratch = scratch;
         self.packets += done as u64;
         self.parked = result == Ok(RunState::Parked);
@@ -192,6 +192,7 @@ impl SdmaQueue {
         &mut self,
         env: &mut ExecEnv<'_>,
         doorbell: u64,
+        budget: usize,
         done: &mut usize,
         scratch: &mut Vec<u32>,
     ) -> Result<RunState, QueueError> {
@@ -211,7 +212,7 @@ impl SdmaQueue {
         }
         self.last_wptr = SdmaBytePtr::new(wptr);
         let ring_dw = ring / 4;
-        while *done < PASS_BUDGET {
+        while *done < budget {
             if let Some(frame) = self.ib {
                 if frame.remaining() == 0 {
                     self.ib = None;
@@ -387,6 +388,7 @@ fn fetch_sdma(
 mod tests {
     use super::*;
     use crate::hw::clock::GpuClock;
+    use crate::hw::engine::PASS_BUDGET;
     use crate::hw::ih::IhRing;
     use crate::hw::mem::DeviceMemory;
     use crate::hw::vm::{Backing, VmMapping};
@@ -459,7 +461,7 @@ mod tests {
             queue: id,
         };
         assert_eq!(
-            q.run(&mut env, 0),
+            q.run(&mut env, 0, PASS_BUDGET),
             QueueRun {
                 packets: 3,
                 state: RunState::Idle

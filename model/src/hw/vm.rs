@@ -90,6 +90,9 @@ impl std::fmt::Display for VmFault {
 #[derive(Debug, Default)]
 pub struct GpuVm {
     ranges: BTreeMap<u64, VmMapping>,
+    /// Ranges where every GPU access faults although they may be mapped (fault injection);
+    /// the driver's own lookups do not see them.
+    injected: Vec<(u64, u64)>,
 }
 
 impl GpuVm {
@@ -158,9 +161,42 @@ impl GpuVm {
         self.ranges.values()
     }
 
+    /// Makes every GPU access to `[va, va+len)` fault as if nothing were mapped there.
+    pub fn inject_fault(&mut self, va: u64, len: u64) {
+        if len > 0 {
+            self.injected.push((va, va.saturating_add(len)));
+        }
+    }
+
+    /// Removes the injected fault ranges.
+    pub fn clear_injected_faults(&mut self) {
+        self.injected.clear();
+    }
+
+    /// The first injected fault address inside `[va, end)`.
+    fn injected_fault(&self, va: u64, end: u64, write: bool) -> Result<(), VmFault> {
+        match self
+            .injected
+            .iter()
+            .filter(|&&(s, e)| s < end && va < e)
+            .map(|&(s, _)| s.max(va))
+            .min()
+        {
+            Some(at) => Err(VmFault {
+                va: at,
+                write,
+                not_present: true,
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// The host address of `[va, va+len)` when one mapping holds all of it (the common case,
     /// served without allocating).
     fn single(&self, va: u64, len: u64, write: bool) -> Option<u64> {
+        if !self.injected.is_empty() {
+            return None;
+        }
         let m = self.lookup(va)?;
         let end = va.checked_add(len)?;
         (end <= m.end() && (!write || m.writable)).then(|| m.host(va))
@@ -183,6 +219,7 @@ impl GpuVm {
             write,
             not_present: true,
         })?;
+        self.injected_fault(va, end, write)?;
         let mut out = Vec::new();
         let mut cur = va;
         while cur < end {
@@ -216,6 +253,7 @@ impl GpuVm {
         if va % size != 0 || va + size > m.end() {
             return Err(fault);
         }
+        self.injected_fault(va, va + size, write)?;
         if write && !m.writable {
             return Err(VmFault {
                 not_present: false,

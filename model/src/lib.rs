@@ -3,6 +3,30 @@
 //! A model of the amdkfd kernel driver and of the hardware it drives, so that the whole stack
 //! runs and is tested without an AMD GPU, and so that a learner can watch a request travel from
 //! ioctl to runlist to hardware queue. Its modules carry the kernel's names.
+//!
+//! * The driver: [`chardev`](crate::Process::ioctl) (the ioctl table), [`process`], [`pqm`],
+//!   [`dqm`] (cpsch), [`packet_manager`], [`kernel_queue`] (the HIQ), [`events`], [`memory`],
+//!   [`topology`] (presets written as a sysfs tree), and the interrupt handler that turns IH
+//!   entries into events.
+//! * The hardware ([`hw`]): the scheduler firmware reading the HIQ and mapping queues into HQD
+//!   slots, the CP running PM4 and AQL queues, the SDMA engines, the IH ring, per-process GPU
+//!   VMs checked on every access, doorbells, GART and the GPU clock.
+//! * Execution: a background thread notices doorbell writes (plain stores into the mapped
+//!   doorbell page) and runs the mapped queues; [`ModelConfig::with_engine_thread`]`(false)`
+//!   plus [`Model::run_until_idle`] make it deterministic.
+//! * [`faults`]: make the GPU misbehave on purpose (hung scheduler, lost interrupts, VM
+//!   faults…) to watch the driver's failure paths.
+//!
+//! ```
+//! use kfd_model::{Model, ModelConfig, Preset};
+//! let model = Model::new(ModelConfig::new(Preset::Gfx90a).with_engine_thread(false))?;
+//! let process = model.open()?;
+//! let mut version = [0u8; 8];
+//! process.ioctl(kfd_sys::AMDKFD_IOC_GET_VERSION, &mut version)?;
+//! assert_eq!(u32::from_le_bytes(version[..4].try_into().unwrap()), 1);
+//! assert_eq!(model.run_until_idle().packets, 0);
+//! # Ok::<(), kfd_model::Errno>(())
+//! ```
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod chardev;

@@ -1,0 +1,316 @@
+//! A whole drain session in one call — channel, producer, reader, verification, progress —
+//! for the CLI's `kfd drain`, the example and the benchmarks.
+
+use crate::channel::{Channel, Condition, SignalWait};
+use crate::config::{ChannelConfig, LossPolicy, Trigger};
+use crate::error::{Error, Result};
+use crate::pm4_producer::Completion;
+use crate::producer::Produced;
+use crate::stats::{LatencySummary, Stats};
+use crate::synth::{SynthCheck, SynthSource, SYNTH_KIND};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use thunk::{Gpu, MemoryKind};
+
+/// Who produces the records in [`run`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ProducerKind {
+    /// A CPU thread writing into the GPU buffer ([`crate::HostProducer`]).
+    #[default]
+    HostThread,
+    /// PM4 programs on a compute queue ([`crate::Pm4Producer`]).
+    Pm4,
+}
+
+/// What [`run`] does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DrainConfig {
+    /// The channel.
+    pub channel: ChannelConfig,
+    /// The producer.
+    pub producer: ProducerKind,
+    /// Record bytes to move (headers included); rounded up to whole records.
+    pub total_bytes: u64,
+    /// Payload bytes per record (a multiple of 8, at least 16, at most slot size − 72).
+    pub record_payload: u32,
+    /// Records per "kernel": the producer signals a completion after each batch (used by the
+    /// kernel-end trigger; also the size of each PM4 program).
+    pub records_per_kernel: u32,
+    /// Check every record's sequence number and checksum.
+    pub verify: bool,
+    /// How often the progress callback runs.
+    pub progress_every: Duration,
+}
+
+impl DrainConfig {
+    /// Moves `total_bytes` through `channel` with a host-thread producer, records of
+    /// slot size / 4 (rounded to 8), verified, progress every second.
+    pub fn new(channel: ChannelConfig, total_bytes: u64) -> Self {
+        let payload = ((channel.slot_size / 4).saturating_sub(72) / 8 * 8).max(16);
+        DrainConfig {
+            channel,
+            producer: ProducerKind::HostThread,
+            total_bytes,
+            record_payload: payload,
+            records_per_kernel: 64,
+            verify: true,
+            progress_every: Duration::from_secs(1),
+        }
+    }
+}
+
+/// A progress report.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Progress {
+    /// Record bytes received so far.
+    pub bytes: u64,
+    /// Records received.
+    pub records: u64,
+    /// Since the start.
+    pub elapsed: Duration,
+    /// Received throughput so far, GB/s (10⁹ bytes per second).
+    pub gb_per_s: f64,
+    /// Drain latency so far.
+    pub latency: LatencySummary,
+    /// Records dropped so far (drop mode).
+    pub records_dropped: u64,
+}
+
+/// The outcome of [`run`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct DrainReport {
+    /// Records received (and verified, if asked).
+    pub records: u64,
+    /// Record bytes received, headers included.
+    pub bytes: u64,
+    /// Records the producer wrote (committed).
+    pub records_written: u64,
+    /// Records dropped (drop mode), as the producer saw them.
+    pub records_dropped: u64,
+    /// From the first record produced to the last one received.
+    pub elapsed: Duration,
+    /// `bytes / elapsed`, GB/s.
+    pub gb_per_s: f64,
+    /// CPU time of the reading thread (the drain path on the CPU), if the OS reports it.
+    pub reader_cpu: Option<Duration>,
+    /// The channel's counters at the end.
+    pub stats: Stats,
+}
+
+/// CPU time the calling thread has used (from `/proc/thread-self/schedstat`).
+pub fn thread_cpu_time() -> Option<Duration> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = s.split_whitespace().next()?.parse().ok()?;
+    Some(Duration::from_nanos(ns))
+}
+
+struct ProducerOutcome {
+    written: AtomicU64,
+    dropped: AtomicU64,
+    kernels_done: AtomicU64,
+    done: AtomicBool,
+}
+
+/// Runs a drain session on `gpu`: builds the channel, produces `total_bytes` of synthetic
+/// records on another thread, reads them here (checking order and checksums when
+/// `verify`), calls `progress` every `progress_every`, and reports.
+pub fn run(
+    gpu: &Gpu,
+    config: &DrainConfig,
+    mut progress: impl FnMut(&Progress),
+) -> Result<DrainReport> {
+    let mut channel = Channel::new(gpu, config.channel.clone())?;
+    let source = SynthSource::new(config.record_payload)?;
+    let max = channel.layout().max_payload();
+    if config.record_payload > max {
+        return Err(Error::config(format!(
+            "{}-byte records do not fit {}-byte slots (at most {max})",
+            config.record_payload, config.channel.slot_size
+        )));
+    }
+    let record_size = crate::layout::record_size(config.record_payload);
+    let records_total = config.total_bytes.div_ceil(record_size);
+    let per_kernel = u64::from(config.records_per_kernel.max(1));
+    let kernels = records_total.div_ceil(per_kernel);
+    let kernel_end = config.channel.trigger == Trigger::KernelEnd;
+    // The word each "kernel" bumps at its end, as an application's completion signal.
+    let completion = Arc::new(gpu.alloc(MemoryKind::Gtt, 4096)?);
+    let completion_addr = completion.gpu_addr(0);
+    let outcome = Arc::new(ProducerOutcome {
+        written: AtomicU64::new(0),
+        dropped: AtomicU64::new(0),
+        kernels_done: AtomicU64::new(0),
+        done: AtomicBool::new(false),
+    });
+    let start = Instant::now();
+    let producer_thread = {
+        let outcome = outcome.clone();
+        let timeout = config.channel.producer_timeout;
+        match config.producer {
+            ProducerKind::HostThread => {
+                let mut producer = channel.host_producer(1);
+                let completion = completion.clone();
+                let mut source = source;
+                let len = config.record_payload;
+                std::thread::Builder::new()
+                    .name("drain-producer".into())
+                    .spawn(move || -> Result<()> {
+                        let r = (|| {
+                            for k in 0..kernels {
+                                let n = per_kernel.min(records_total - k * per_kernel);
+                                for _ in 0..n {
+                                    match producer.produce_with(SYNTH_KIND, len, |s| {
+                                        source.write_next(s).map(drop)
+                                    })? {
+                                        Produced::Written { .. } => {
+                                            outcome.written.fetch_add(1, Ordering::Relaxed);
+                                        }
+                                        Produced::Dropped => {
+                                            source.skip();
+                                            outcome.dropped.fetch_add(1, Ordering::Relaxed);
+                                        }
+                                    }
+                                }
+                                completion.store_u32(0, (k + 1) as u32)?;
+                                outcome.kernels_done.store(k + 1, Ordering::Release);
+                            }
+                            Ok(())
+                        })();
+                        outcome.done.store(true, Ordering::Release);
+                        r
+                    })
+            }
+            ProducerKind::Pm4 => {
+                let mut producer = channel.pm4_producer(1)?;
+                let mut source = source;
+                std::thread::Builder::new()
+                    .name("drain-producer".into())
+                    .spawn(move || -> Result<()> {
+                        let r = (|| {
+                            let mut payloads = Vec::new();
+                            for k in 0..kernels {
+                                let n = per_kernel.min(records_total - k * per_kernel);
+                                payloads.clear();
+                                for _ in 0..n {
+                                    let mut buf = Vec::new();
+                                    source.next_payload(&mut buf);
+                                    payloads.push(buf);
+                                }
+                                let recs: Vec<(u16, &[u8])> = payloads
+                                    .iter()
+                                    .map(|p| (SYNTH_KIND, p.as_slice()))
+                                    .collect();
+                                producer.run(
+                                    &recs,
+                                    Some(Completion {
+                                        address: completion_addr,
+                                        value: (k + 1) as u32,
+                                    }),
+                                    timeout,
+                                )?;
+                                outcome.written.fetch_add(n, Ordering::Relaxed);
+                                outcome.kernels_done.store(k + 1, Ordering::Release);
+                            }
+                            producer.wait(timeout)?;
+                            Ok(())
+                        })();
+                        outcome.done.store(true, Ordering::Release);
+                        r
+                    })
+            }
+        }
+        .map_err(|e| Error::config(format!("cannot start the producer thread: {e}")))?
+    };
+    let cpu0 = thread_cpu_time();
+    let mut check = if config.channel.loss == LossPolicy::Drop {
+        SynthCheck::with_gaps()
+    } else {
+        SynthCheck::in_order()
+    };
+    let mut records = 0u64;
+    let mut bytes = 0u64;
+    let mut watched = 0u64;
+    let mut last_progress = Instant::now();
+    let mut last_record = start;
+    let result = (|| -> Result<()> {
+        loop {
+            if kernel_end {
+                // Keep a few kernel ends queued ahead of the producer.
+                while watched < kernels
+                    && watched < outcome.kernels_done.load(Ordering::Acquire) + 8
+                {
+                    channel.drain_at(SignalWait::new(
+                        completion_addr,
+                        Condition::GreaterEqual,
+                        (watched + 1) as u32,
+                    ))?;
+                    watched += 1;
+                }
+            }
+            let done = outcome.done.load(Ordering::Acquire);
+            let written = outcome.written.load(Ordering::Acquire);
+            if done && records >= written {
+                return Ok(());
+            }
+            let got = match channel.next_chunk(Some(Duration::from_millis(50)))? {
+                Some(chunk) => {
+                    for r in chunk.records() {
+                        let r = r.map_err(|e| Error::corrupt(chunk.generation(), e.to_string()))?;
+                        if config.verify {
+                            check.check(&r)?;
+                        }
+                        records += 1;
+                        bytes += r.size();
+                    }
+                    last_record = Instant::now();
+                    true
+                }
+                None => false,
+            };
+            if !got && done {
+                // The producer finished; close its last partial slot.
+                channel.flush()?;
+            }
+            if last_progress.elapsed() >= config.progress_every {
+                last_progress = Instant::now();
+                let elapsed = start.elapsed();
+                let s = channel.stats();
+                progress(&Progress {
+                    bytes,
+                    records,
+                    elapsed,
+                    gb_per_s: bytes as f64 / elapsed.as_secs_f64().max(1e-9) / 1e9,
+                    latency: s.drain_latency,
+                    records_dropped: s.records_dropped,
+                });
+            }
+        }
+    })();
+    let cpu1 = thread_cpu_time();
+    if let Err(e) = result {
+        // Let a waiting producer see the channel close.
+        drop(channel);
+        let _ = producer_thread.join();
+        return Err(e);
+    }
+    let produced = producer_thread
+        .join()
+        .map_err(|_| Error::config("the producer thread panicked"))?;
+    produced?;
+    let elapsed = last_record.duration_since(start);
+    let stats = channel.stats();
+    // The watch queue polls the completion word: the channel goes first.
+    drop(channel);
+    drop(completion);
+    Ok(DrainReport {
+        records,
+        bytes,
+        records_written: outcome.written.load(Ordering::Acquire),
+        records_dropped: outcome.dropped.load(Ordering::Acquire),
+        elapsed,
+        gb_per_s: bytes as f64 / elapsed.as_secs_f64().max(1e-9) / 1e9,
+        reader_cpu: cpu0.zip(cpu1).map(|(a, b)| b.saturating_sub(a)),
+        stats,
+    })
+}

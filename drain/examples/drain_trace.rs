@@ -12,7 +12,8 @@
 //! ```
 
 use drain::{
-    ChannelConfig, DrainConfig, DrainEngine, LossPolicy, ProducerKind, Trigger, WaitStrategy,
+    ChannelConfig, DrainConfig, DrainEngine, LossPolicy, ProducerKind, Trigger, Verify,
+    WaitStrategy,
 };
 use std::time::Duration;
 
@@ -21,7 +22,7 @@ fn usage() -> ! {
         "usage: drain_trace [--mib N] [--slot-kib N] [--slots N] [--record N]\n\
          \x20                  [--trigger on-full|periodic|kernel-end] [--period-ms N]\n\
          \x20                  [--wait event|poll] [--loss lossless|drop] [--engine sdma|pm4]\n\
-         \x20                  [--producer host|pm4] [--no-verify]"
+         \x20                  [--producer host|pm4] [--no-verify | --exact]"
     );
     std::process::exit(2)
 }
@@ -38,7 +39,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut loss = LossPolicy::Lossless;
     let mut engine = DrainEngine::Sdma;
     let mut producer = ProducerKind::HostThread;
-    let mut verify = true;
+    let mut verify = Verify::Checksum;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = || args.next().unwrap_or_else(|| usage());
@@ -77,7 +78,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     _ => usage(),
                 }
             }
-            "--no-verify" => verify = false,
+            "--no-verify" => verify = Verify::Off,
+            "--exact" => verify = Verify::Exact,
             _ => usage(),
         }
     }

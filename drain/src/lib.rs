@@ -112,5 +112,5 @@ pub use error::{Error, Result};
 pub use layout::{Record, RecordBuf};
 pub use pm4_producer::{Completion, Pm4Producer, Pm4Run};
 pub use producer::{HostProducer, Produced, RecordSpace};
-pub use run::{run, thread_cpu_time, DrainConfig, DrainReport, ProducerKind, Progress};
+pub use run::{run, thread_cpu_time, DrainConfig, DrainReport, ProducerKind, Progress, Verify};
 pub use stats::{LatencyHistogram, LatencySummary, Stats};

@@ -23,6 +23,19 @@ pub enum ProducerKind {
     Pm4,
 }
 
+/// How [`run`] checks the records it receives.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Verify {
+    /// Not at all (only the framing is parsed).
+    Off,
+    /// Sequence numbers in order, checksums recomputed over the received bytes.
+    #[default]
+    Checksum,
+    /// Sequence numbers in order, every payload compared byte for byte with what was produced
+    /// (its checksum field included); `memcmp` speed.
+    Exact,
+}
+
 /// What [`run`] does.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DrainConfig {
@@ -37,15 +50,15 @@ pub struct DrainConfig {
     /// Records per "kernel": the producer signals a completion after each batch (used by the
     /// kernel-end trigger; also the size of each PM4 program).
     pub records_per_kernel: u32,
-    /// Check every record's sequence number and checksum.
-    pub verify: bool,
+    /// How every record is checked.
+    pub verify: Verify,
     /// How often the progress callback runs.
     pub progress_every: Duration,
 }
 
 impl DrainConfig {
-    /// Moves `total_bytes` through `channel` with a host-thread producer, records of
-    /// slot size / 4 (rounded to 8), verified, progress every second.
+    /// Moves `total_bytes` through `channel` with a host-thread producer, records of about a
+    /// quarter slot, checksums verified, 64 records per kernel, progress every second.
     pub fn new(channel: ChannelConfig, total_bytes: u64) -> Self {
         let payload = ((channel.slot_size / 4).saturating_sub(72) / 8 * 8).max(16);
         DrainConfig {
@@ -54,7 +67,7 @@ impl DrainConfig {
             total_bytes,
             record_payload: payload,
             records_per_kernel: 64,
-            verify: true,
+            verify: Verify::Checksum,
             progress_every: Duration::from_secs(1),
         }
     }
@@ -122,6 +135,7 @@ pub fn run(
 ) -> Result<DrainReport> {
     let mut channel = Channel::new(gpu, config.channel.clone())?;
     let source = SynthSource::new(config.record_payload)?;
+    let reference = source.clone();
     let max = channel.layout().max_payload();
     if config.record_payload > max {
         return Err(Error::config(format!(
@@ -228,6 +242,9 @@ pub fn run(
     } else {
         SynthCheck::in_order()
     };
+    if config.verify == Verify::Exact {
+        check = check.exact(&reference);
+    }
     let mut records = 0u64;
     let mut bytes = 0u64;
     let mut watched = 0u64;
@@ -257,7 +274,7 @@ pub fn run(
                 Some(chunk) => {
                     for r in chunk.records() {
                         let r = r.map_err(|e| Error::corrupt(chunk.generation(), e.to_string()))?;
-                        if config.verify {
+                        if config.verify != Verify::Off {
                             check.check(&r)?;
                         }
                         records += 1;

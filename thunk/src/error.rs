@@ -296,7 +296,12 @@ mod tests {
         let e = Error::ioctl("CREATE_QUEUE", Errno::ENOSPC, "gpu 0x4f3a");
         assert_eq!(e.op(), "CREATE_QUEUE");
         assert_eq!(e.errno(), Errno::ENOSPC);
-        assert!(e.to_string().starts_with("CREATE_QUEUE: gpu 0x4f3a: the process already has the maximum number of queues"), "{e}");
+        assert!(
+            e.to_string().starts_with(
+                "CREATE_QUEUE: gpu 0x4f3a: the process already has the maximum number of queues"
+            ),
+            "{e}"
+        );
         assert!(e.to_string().ends_with("(ENOSPC (28))"), "{e}");
         let e = Error::ioctl("GET_VERSION", Errno(1234), "");
         assert_eq!(

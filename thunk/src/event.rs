@@ -255,7 +255,10 @@ fn raw_create(
 }
 
 fn raw_destroy(session: &Session, id: u32) -> core::result::Result<(), Errno> {
-    let mut d = kfd_ioctl_destroy_event_args { event_id: id, pad: 0 };
+    let mut d = kfd_ioctl_destroy_event_args {
+        event_id: id,
+        pad: 0,
+    };
     session.ioctl(AMDKFD_IOC_DESTROY_EVENT, &mut d).map(drop)
 }
 
@@ -598,6 +601,9 @@ mod tests {
         assert_eq!(timeout_ms(Some(Duration::ZERO)), 0);
         assert_eq!(timeout_ms(Some(Duration::from_micros(10))), 1);
         assert_eq!(timeout_ms(Some(Duration::from_millis(250))), 250);
-        assert_eq!(timeout_ms(Some(Duration::from_secs(u64::MAX))), u32::MAX - 1);
+        assert_eq!(
+            timeout_ms(Some(Duration::from_secs(u64::MAX))),
+            u32::MAX - 1
+        );
     }
 }

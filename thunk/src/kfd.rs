@@ -131,7 +131,9 @@ impl OpenOptions {
         #[cfg(feature = "model")]
         {
             let preset = std::env::var("KFD_MODEL").ok().filter(|s| !s.is_empty());
-            let gpus = std::env::var("KFD_MODEL_GPUS").ok().filter(|s| !s.is_empty());
+            let gpus = std::env::var("KFD_MODEL_GPUS")
+                .ok()
+                .filter(|s| !s.is_empty());
             if preset.is_some() || gpus.is_some() {
                 let preset = match preset {
                     Some(p) => p
@@ -371,7 +373,12 @@ impl Kfd {
         let root = topology_root.unwrap_or_else(|| backend.topology_root().to_owned());
         let topology = Topology::read(&root)?;
         let mut gpus = Vec::new();
-        for (i, node) in topology.nodes.iter().enumerate().filter(|(_, n)| n.is_gpu()) {
+        for (i, node) in topology
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.is_gpu())
+        {
             let minor = node.render_minor()?;
             let render = match backend.open_render_node(minor) {
                 Ok(r) => r,

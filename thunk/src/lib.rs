@@ -95,13 +95,13 @@ mod queue;
 pub mod topology;
 mod va;
 
-pub use backend::{Backend, BackendKind, DevKfd, MapTarget, RenderNode};
 #[cfg(feature = "model")]
 pub use backend::ModelBackend;
+pub use backend::{Backend, BackendKind, DevKfd, MapTarget, RenderNode};
 pub use error::{Errno, Error, Result};
 pub use event::{
-    Event, EventData, EventKind, HwException, MemoryException, SignalTarget, WaitMode,
-    WaitOutcome, WaitStatus,
+    Event, EventData, EventKind, HwException, MemoryException, SignalTarget, WaitMode, WaitOutcome,
+    WaitStatus,
 };
 pub use gpu::{Apertures, CachePolicy, ClockCounters, Gpu};
 pub use kfd::{InterfaceVersion, Kfd, OpenOptions, PagePath};

@@ -321,7 +321,10 @@ pub(crate) fn map_raw(session: &Session, handle: u64, gpu_ids: &[u32], map: bool
         Error::ioctl(
             op,
             e,
-            format_args!("buffer {handle:#x} on gpu {failed:#x} ({} of {n} done)", a.n_success),
+            format_args!(
+                "buffer {handle:#x} on gpu {failed:#x} ({} of {n} done)",
+                a.n_success
+            ),
         )
     })?;
     Ok(())
@@ -395,16 +398,16 @@ impl Memory {
 
     fn map_to_ids(&self, ids: &[u32]) -> Result<()> {
         let mut mapped = lock(&self.mapped_on);
-        let new: Vec<u32> = ids
-            .iter()
-            .copied()
-            .filter(|id| !mapped.contains(id))
-            .fold(Vec::new(), |mut v, id| {
-                if !v.contains(&id) {
-                    v.push(id);
-                }
-                v
-            });
+        let new: Vec<u32> =
+            ids.iter()
+                .copied()
+                .filter(|id| !mapped.contains(id))
+                .fold(Vec::new(), |mut v, id| {
+                    if !v.contains(&id) {
+                        v.push(id);
+                    }
+                    v
+                });
         map_raw(&self.session, self.buf.handle, &new, true)?;
         mapped.extend(new);
         Ok(())
@@ -505,9 +508,12 @@ impl Memory {
 
     /// `count` dwords from `offset` (a multiple of 4).
     pub fn read_dwords(&self, offset: u64, count: usize) -> Result<Vec<u32>> {
-        let bytes = self.read_vec(offset, count.checked_mul(4).ok_or_else(|| {
-            Error::invalid("read", format!("{count} dwords is too many"))
-        })?)?;
+        let bytes = self.read_vec(
+            offset,
+            count
+                .checked_mul(4)
+                .ok_or_else(|| Error::invalid("read", format!("{count} dwords is too many")))?,
+        )?;
         Ok(bytes
             .chunks_exact(4)
             .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))

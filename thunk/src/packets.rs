@@ -23,9 +23,10 @@ impl ReleaseMem {
     /// the caches before the write, so the CPU sees everything the queue wrote before it).
     pub fn new(gen: GfxGen, args: &ReleaseMemArgs) -> Result<Self, BuildError> {
         Ok(match gen {
-            GfxGen::Gfx9 => {
-                ReleaseMem::Gfx9(ReleaseMemGfx9::new(args, ReleaseMemGfx9::amdgpu_fence_cache())?)
-            }
+            GfxGen::Gfx9 => ReleaseMem::Gfx9(ReleaseMemGfx9::new(
+                args,
+                ReleaseMemGfx9::amdgpu_fence_cache(),
+            )?),
             GfxGen::Gfx10 | GfxGen::Gfx11 => ReleaseMem::Gfx10(ReleaseMemGfx10::new(
                 args,
                 ReleaseMemGfx10::amdgpu_fence_cache(),
@@ -196,17 +197,35 @@ mod tests {
             assert_eq!(buf[0], 0xC006_4900);
             assert_eq!(buf[2] >> 24 & 7, 2);
             assert_eq!(buf[2] >> 29, 1);
-            assert_eq!((buf[3], buf[4], buf[5], buf[7]), (0x3400_0018, 0x7f12, 3, 3));
+            assert_eq!(
+                (buf[3], buf[4], buf[5], buf[7]),
+                (0x3400_0018, 0x7f12, 3, 3)
+            );
             let d = Pm4Decoder::new(&buf, gen).next().unwrap().unwrap();
-            assert!(matches!(d.packet, Packet::ReleaseMemGfx9(_) | Packet::ReleaseMemGfx10(_)), "{:?}", d.packet);
+            assert!(
+                matches!(
+                    d.packet,
+                    Packet::ReleaseMemGfx9(_) | Packet::ReleaseMemGfx10(_)
+                ),
+                "{:?}",
+                d.packet
+            );
         }
-        assert!(ReleaseMem::fence(GfxGen::Gfx9, 0x1004, 1, true, None).is_err(), "64-bit data needs 8-byte alignment");
+        assert!(
+            ReleaseMem::fence(GfxGen::Gfx9, 0x1004, 1, true, None).is_err(),
+            "64-bit data needs 8-byte alignment"
+        );
     }
 
     #[test]
     fn aql_headers() {
         assert_eq!(
-            aql_header(AqlPacketType::BarrierAnd, true, FenceScope::System, FenceScope::System),
+            aql_header(
+                AqlPacketType::BarrierAnd,
+                true,
+                FenceScope::System,
+                FenceScope::System
+            ),
             0x1503
         );
         let p = aql_barrier_and([0x1111_2222_3333_4444, 0, 0, 0, 0], 0xAAAA_BBBB_CCCC_DDDD);

@@ -1,39 +1,48 @@
 //! Waiting for memory the GPU writes: spin briefly (a fence usually lands within microseconds),
-//! then yield, then sleep with a growing back-off, never past the deadline.
+//! then yield the CPU — which also lets a model's engine thread run on a busy machine — and only
+//! after that sleep, with a growing back-off that never passes the deadline.
 
 use std::time::{Duration, Instant};
 
-const SPINS: u32 = 4000;
-const YIELDS: u32 = 200;
+/// Checks before the clock is first read: most fences land within them.
+const FIRST_BURST: u32 = 64;
+/// Spin (with the CPU's pause hint) this long.
+const SPIN_FOR: Duration = Duration::from_micros(50);
+/// Then yield until this much time has passed.
+const YIELD_UNTIL: Duration = Duration::from_millis(2);
+/// The longest sleep between checks after that.
 const MAX_SLEEP: Duration = Duration::from_millis(1);
 
 /// Calls `done` until it returns true or `timeout` passes; returns whether it became true.
 pub(crate) fn poll_until(timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
-    if done() {
-        return true;
-    }
-    let start = Instant::now();
-    let mut round = 0u32;
-    let mut sleep = Duration::from_micros(10);
-    loop {
+    for _ in 0..FIRST_BURST {
         if done() {
             return true;
         }
-        round = round.saturating_add(1);
-        if round < SPINS {
-            std::hint::spin_loop();
-            if round % 256 != 0 {
-                continue;
+        std::hint::spin_loop();
+    }
+    let start = Instant::now();
+    let mut sleep = Duration::from_micros(50);
+    loop {
+        // Read the clock only every few checks; it costs more than a check.
+        for _ in 0..32 {
+            if done() {
+                return true;
             }
-        } else if round < SPINS + YIELDS {
+            std::hint::spin_loop();
+        }
+        let elapsed = start.elapsed();
+        if elapsed >= timeout {
+            return done();
+        }
+        if elapsed < SPIN_FOR {
+            continue;
+        }
+        if elapsed < YIELD_UNTIL {
             std::thread::yield_now();
         } else {
-            let left = timeout.saturating_sub(start.elapsed());
-            std::thread::sleep(sleep.min(left));
+            std::thread::sleep(sleep.min(timeout - elapsed));
             sleep = (sleep * 2).min(MAX_SLEEP);
-        }
-        if start.elapsed() >= timeout {
-            return done();
         }
     }
 }
@@ -52,6 +61,9 @@ mod tests {
         let waited = t.elapsed();
         assert!(waited >= Duration::from_millis(20), "{waited:?}");
         assert!(waited < Duration::from_secs(2), "{waited:?}");
+        let t = Instant::now();
+        assert!(!poll_until(Duration::ZERO, || false));
+        assert!(t.elapsed() < Duration::from_millis(100));
         let flag = Arc::new(AtomicBool::new(false));
         let f = flag.clone();
         let h = std::thread::spawn(move || {

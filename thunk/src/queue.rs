@@ -18,7 +18,7 @@ use crate::event::{Event, SignalTarget};
 use crate::gpu::Gpu;
 use crate::kfd::{lock, Session};
 use crate::memory::{alloc_raw, free_raw, map_raw, AllocOptions, Memory, MemoryKind};
-use crate::packets::{aql_header, FenceScope, RawDwords, ReleaseMem, AqlPacketType};
+use crate::packets::{aql_header, AqlPacketType, FenceScope, RawDwords, ReleaseMem};
 use crate::poll::poll_until;
 use crate::va::{map_kfd_over, Access, VaRange};
 use kfd_sys::*;
@@ -30,7 +30,7 @@ use pm4::sdma::{SdmaConstantFill, SdmaCopyLinear, SdmaFence, SdmaTrap, SdmaWrite
 use pm4::user::{ReleaseMemArgs, WriteData};
 use pm4::{Encode, GfxGen, SdmaGen};
 use std::ops::Deref;
-use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -324,8 +324,14 @@ impl std::fmt::Debug for RawQueue {
             .field("kind", &self.kind)
             .field("queue_id", &self.queue_id)
             .field("gpu_id", &format_args!("{:#x}", self.gpu.id()))
-            .field("ring", &format_args!("{:#x}+{:#x}", self.ring.gpu_va(), self.ring_size))
-            .field("doorbell_offset", &format_args!("{:#x}", self.doorbell_offset))
+            .field(
+                "ring",
+                &format_args!("{:#x}+{:#x}", self.ring.gpu_va(), self.ring_size),
+            )
+            .field(
+                "doorbell_offset",
+                &format_args!("{:#x}", self.doorbell_offset),
+            )
             .finish()
     }
 }
@@ -358,7 +364,10 @@ impl RawQueue {
                 if u64::from(id) >= engines {
                     return Err(Error::invalid(
                         OP,
-                        format!("SDMA engine {id} does not exist; gpu {:#x} has {engines}", gpu.id()),
+                        format!(
+                            "SDMA engine {id} does not exist; gpu {:#x} has {engines}",
+                            gpu.id()
+                        ),
                     ));
                 }
                 KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID
@@ -368,11 +377,12 @@ impl RawQueue {
             SdmaEngine::Id(id) if kind == Kind::Sdma => id,
             _ => 0,
         };
-        let gtt = |size: u64| {
-            gpu.alloc_with(&AllocOptions::new(MemoryKind::Gtt, size).flags(
-                KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE | KFD_IOC_ALLOC_MEM_FLAGS_COHERENT,
-            ))
-        };
+        let gtt =
+            |size: u64| {
+                gpu.alloc_with(&AllocOptions::new(MemoryKind::Gtt, size).flags(
+                    KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE | KFD_IOC_ALLOC_MEM_FLAGS_COHERENT,
+                ))
+            };
         let ring = gtt(u64::from(opts.ring_size))?;
         if kind == Kind::Aql {
             // Every slot starts INVALID so the packet processor never takes a stale packet.
@@ -425,17 +435,19 @@ impl RawQueue {
         } else {
             (None, None)
         };
-        session.ioctl(AMDKFD_IOC_CREATE_QUEUE, &mut args).map_err(|e| {
-            Error::ioctl(
-                OP,
-                e,
-                format_args!(
-                    "{kind:?} queue on gpu {:#x} (ring {} bytes)",
-                    gpu.id(),
-                    opts.ring_size
-                ),
-            )
-        })?;
+        session
+            .ioctl(AMDKFD_IOC_CREATE_QUEUE, &mut args)
+            .map_err(|e| {
+                Error::ioctl(
+                    OP,
+                    e,
+                    format_args!(
+                        "{kind:?} queue on gpu {:#x} (ring {} bytes)",
+                        gpu.id(),
+                        opts.ring_size
+                    ),
+                )
+            })?;
         // From here on the queue exists: dropping `queue` destroys it on any error below.
         let mut queue = RawQueue {
             session: session.clone(),
@@ -582,7 +594,9 @@ impl RawQueue {
         };
         self.session
             .ioctl(AMDKFD_IOC_UPDATE_QUEUE, &mut a)
-            .map_err(|e| Error::ioctl("UPDATE_QUEUE", e, format_args!("queue {}", self.queue_id)))?;
+            .map_err(|e| {
+                Error::ioctl("UPDATE_QUEUE", e, format_args!("queue {}", self.queue_id))
+            })?;
         self.percentage = percentage;
         self.priority = priority;
         Ok(())
@@ -606,7 +620,9 @@ impl RawQueue {
         };
         self.session
             .ioctl(AMDKFD_IOC_SET_CU_MASK, &mut a)
-            .map_err(|e| Error::ioctl(OP, e, format_args!("queue {}, {bits} bits", self.queue_id)))?;
+            .map_err(|e| {
+                Error::ioctl(OP, e, format_args!("queue {}, {bits} bits", self.queue_id))
+            })?;
         Ok(())
     }
 
@@ -619,7 +635,13 @@ impl RawQueue {
         };
         self.session
             .ioctl(AMDKFD_IOC_ALLOC_QUEUE_GWS, &mut a)
-            .map_err(|e| Error::ioctl("ALLOC_QUEUE_GWS", e, format_args!("queue {}", self.queue_id)))?;
+            .map_err(|e| {
+                Error::ioctl(
+                    "ALLOC_QUEUE_GWS",
+                    e,
+                    format_args!("queue {}", self.queue_id),
+                )
+            })?;
         Ok(a.first_gws)
     }
 
@@ -633,17 +655,14 @@ impl RawQueue {
         page.range.atomic_u64(self.doorbell_byte)
     }
 
-    /// Publishes `wptr`: the write pointer memory, then the doorbell.
+    /// Publishes `wptr`: the write pointer memory, then the doorbell. Each store is a release:
+    /// the engine that sees the doorbell sees the write pointer, and the one that sees the
+    /// write pointer sees the packets. (The rings are cached system memory and the doorbell an
+    /// uncached mapping, which x86 keeps in order without a full fence.)
     fn publish(&self, wptr: u64) -> Result<()> {
         let doorbell = self.doorbell()?;
-        // Packets (plain stores) before the write pointer.
-        fence(Ordering::Release);
-        self.pointers
-            .atomic_u64(WRITE_POINTER_OFFSET)?
-            .store(wptr, Ordering::Release);
-        // A full fence: the doorbell may be uncached or write-combined device memory, and the
-        // engine must not see it before the write pointer.
-        fence(Ordering::SeqCst);
+        let wptr_word = self.pointers.atomic_u64(WRITE_POINTER_OFFSET)?;
+        wptr_word.store(wptr, Ordering::Release);
         doorbell.store(wptr, Ordering::Release);
         self.session.backend.doorbell_rung(self.gpu.id());
         Ok(())
@@ -660,7 +679,12 @@ impl RawQueue {
         self.pointers.load_u64(READ_POINTER_OFFSET).unwrap_or(0)
     }
 
-    fn wait_for(&self, what: &str, timeout: Duration, mut done: impl FnMut() -> bool) -> Result<()> {
+    fn wait_for(
+        &self,
+        what: &str,
+        timeout: Duration,
+        mut done: impl FnMut() -> bool,
+    ) -> Result<()> {
         if poll_until(timeout, &mut done) {
             Ok(())
         } else {
@@ -685,7 +709,9 @@ impl Drop for RawQueue {
         };
         match self.session.ioctl(AMDKFD_IOC_DESTROY_QUEUE, &mut a) {
             Ok(_) => log::debug!(target: "thunk::queue", "destroyed queue {}", self.queue_id),
-            Err(e) => log::warn!(target: "thunk::queue", "{}", Error::ioctl("DESTROY_QUEUE", e, format_args!("queue {}", self.queue_id))),
+            Err(e) => {
+                log::warn!(target: "thunk::queue", "{}", Error::ioctl("DESTROY_QUEUE", e, format_args!("queue {}", self.queue_id)))
+            }
         }
     }
 }
@@ -828,10 +854,14 @@ impl Pm4Queue {
 
     /// Appends a packet (not yet visible to the CP); returns the pending write pointer.
     pub fn push<P: Encode + ?Sized>(&mut self, packet: &P) -> Result<DwordPtr> {
-        self.refresh();
-        self.ring
-            .push(&mut self.shadow, packet)
-            .map_err(|e| ring_error("push", e, "dwords"))?;
+        // The read pointer lives in a line the CP writes; reading it costs a cache miss, so it
+        // is only read when the last value seen leaves too little room (it only moves ahead).
+        if self.ring.push(&mut self.shadow, packet).is_err() {
+            self.refresh();
+            self.ring
+                .push(&mut self.shadow, packet)
+                .map_err(|e| ring_error("push", e, "dwords"))?;
+        }
         Ok(self.ring.pending_wptr())
     }
 
@@ -842,25 +872,36 @@ impl Pm4Queue {
 
     /// Appends a NOP of `dwords` dwords (header included).
     pub fn push_nop(&mut self, dwords: usize) -> Result<DwordPtr> {
-        self.refresh();
+        let max = pm4::header::MAX_PACKET_DWORDS;
+        if dwords == 0 || dwords > max {
+            return Err(Error::invalid(
+                "push",
+                format!("a NOP is 1 to {max} dwords, not {dwords}"),
+            ));
+        }
+        if self.ring.free_dwords() < dwords {
+            self.refresh();
+        }
         let dst = self
             .ring
             .acquire(&mut self.shadow, dwords)
             .map_err(|e| ring_error("push", e, "dwords"))?;
-        pm4::writer::write_nop(dst, dwords)
-            .map_err(|e| Error::invalid("push", e.to_string()))?;
+        // Cannot fail: the length was checked and `dst` is exactly `dwords` long.
+        pm4::writer::write_nop(dst, dwords).map_err(|e| Error::invalid("push", e.to_string()))?;
         Ok(self.ring.pending_wptr())
     }
 
     /// Appends a WRITE_DATA of `data` to `addr` (4-byte aligned).
     pub fn push_write_data(&mut self, addr: u64, data: &[u32]) -> Result<DwordPtr> {
-        let p = WriteData::memory(addr, data).map_err(|e| Error::invalid("WRITE_DATA", e.to_string()))?;
+        let p = WriteData::memory(addr, data)
+            .map_err(|e| Error::invalid("WRITE_DATA", e.to_string()))?;
         self.push(&p)
     }
 
     /// Appends a RELEASE_MEM built from `args` in this GPU's layout.
     pub fn push_release_mem(&mut self, args: &ReleaseMemArgs) -> Result<DwordPtr> {
-        let p = ReleaseMem::new(self.gen, args).map_err(|e| Error::invalid("RELEASE_MEM", e.to_string()))?;
+        let p = ReleaseMem::new(self.gen, args)
+            .map_err(|e| Error::invalid("RELEASE_MEM", e.to_string()))?;
         self.push(&p)
     }
 
@@ -902,7 +943,10 @@ impl Pm4Queue {
         let size = self.shadow.len() as u64;
         let target = self.ring.wptr().slot(size);
         self.raw.wait_for(
-            &format!("the CP did not reach write pointer {:#x}", self.ring.wptr().get()),
+            &format!(
+                "the CP did not reach write pointer {:#x}",
+                self.ring.wptr().get()
+            ),
             timeout,
             || self.rptr().slot(size) == target,
         )
@@ -1007,10 +1051,13 @@ impl SdmaQueue {
 
     /// Appends a packet; returns the pending write pointer.
     pub fn push<P: Encode + ?Sized>(&mut self, packet: &P) -> Result<SdmaBytePtr> {
-        self.refresh();
-        self.ring
-            .push(&mut self.shadow, packet)
-            .map_err(|e| ring_error("push", e, "dwords"))?;
+        // As for PM4: the read pointer is only read when the last value leaves too little room.
+        if self.ring.push(&mut self.shadow, packet).is_err() {
+            self.refresh();
+            self.ring
+                .push(&mut self.shadow, packet)
+                .map_err(|e| ring_error("push", e, "dwords"))?;
+        }
         Ok(self.ring.pending_wptr())
     }
 
@@ -1095,7 +1142,10 @@ impl SdmaQueue {
     pub fn wait_idle(&self, timeout: Duration) -> Result<()> {
         let target = self.ring.wptr();
         self.raw.wait_for(
-            &format!("the SDMA engine did not reach write pointer {:#x}", target.get()),
+            &format!(
+                "the SDMA engine did not reach write pointer {:#x}",
+                target.get()
+            ),
             timeout,
             || self.rptr() == target,
         )
@@ -1109,6 +1159,8 @@ pub struct AqlQueue {
     slots: u64,
     wptr: u64,
     pending: u64,
+    /// The read index last read from memory.
+    rptr_seen: u64,
 }
 
 impl std::fmt::Debug for AqlQueue {
@@ -1152,7 +1204,10 @@ impl AqlQueue {
     /// with release ordering, so the packet processor never sees a half-written packet.
     /// Returns the packet's index.
     pub fn push_packet(&mut self, packet: &[u32; AQL_PACKET_DWORDS]) -> Result<AqlSlotPtr> {
-        let rptr = self.raw.read_u64_pointer();
+        if self.pending.wrapping_sub(self.rptr_seen) >= self.slots {
+            self.rptr_seen = self.raw.read_u64_pointer();
+        }
+        let rptr = self.rptr_seen;
         if self.pending.wrapping_sub(rptr) >= self.slots {
             return Err(Error::new(
                 "push",
@@ -1169,6 +1224,29 @@ impl AqlQueue {
         self.raw.ring.store_u32(offset, packet[0])?;
         self.pending += 1;
         Ok(at)
+    }
+
+    /// Waits until at least `packets` slots are free.
+    pub fn wait_for_space(&self, packets: u64, timeout: Duration) -> Result<()> {
+        let need = packets.min(self.slots);
+        if poll_until(timeout, || {
+            self.slots
+                - self
+                    .pending
+                    .wrapping_sub(self.raw.read_u64_pointer())
+                    .min(self.slots)
+                >= need
+        }) {
+            Ok(())
+        } else {
+            Err(Error::timeout(
+                "wait",
+                format!(
+                    "queue {}: {packets} AQL slots did not become free within {timeout:?}",
+                    self.raw.queue_id
+                ),
+            ))
+        }
     }
 
     /// Publishes the packets pushed so far; returns the new write index.
@@ -1224,6 +1302,7 @@ impl Gpu {
             slots: u64::from(options.ring_size) / AQL_PACKET_BYTES,
             wptr: 0,
             pending: 0,
+            rptr_seen: 0,
             raw,
         })
     }

@@ -526,11 +526,7 @@ fn read_u64_file(path: &Path) -> Result<u64> {
     parse_u64(&text).ok_or_else(|| {
         Error::bad_answer(
             OP,
-            format!(
-                "{} holds {:?}, not a number",
-                path.display(),
-                text.trim()
-            ),
+            format!("{} holds {:?}, not a number", path.display(), text.trim()),
         )
     })
 }
@@ -549,7 +545,10 @@ impl Props {
             Some(v) => parse_u64(v).ok_or_else(|| {
                 Error::bad_answer(
                     OP,
-                    format!("{}: {key} has the non-numeric value {v:?}", self.path.display()),
+                    format!(
+                        "{}: {key} has the non-numeric value {v:?}",
+                        self.path.display()
+                    ),
                 )
             }),
         }
@@ -603,7 +602,11 @@ fn numbered_entries(dir: &Path) -> Result<Vec<(u32, PathBuf)>> {
     let mut out = Vec::new();
     for entry in entries {
         let entry = entry.map_err(|e| io_error(dir, &e))?;
-        if let Some(n) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) {
+        if let Some(n) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        {
             out.push((n, entry.path()));
         }
     }
@@ -617,7 +620,10 @@ fn read_node(index: u32, dir: &Path) -> Result<Node> {
     let gpu_id = u32::try_from(gpu_id).map_err(|_| {
         Error::bad_answer(
             OP,
-            format!("{}: gpu id {gpu_id} does not fit 32 bits", gpu_id_path.display()),
+            format!(
+                "{}: gpu id {gpu_id} does not fit 32 bits",
+                gpu_id_path.display()
+            ),
         )
     })?;
     let name = match fs::read_to_string(dir.join(sysfs::KFD_SYSFS_NODE_NAME)) {
@@ -723,14 +729,18 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let r = d.path();
         write(r, "generation_id", "3\n");
-        write(r, "system_properties", "platform_oem 1\nplatform_id 2\nplatform_rev 3\n");
-        write(r, "nodes/0/gpu_id", "0\n");
-        write(r, "nodes/0/properties", "cpu_cores_count 16\nsimd_count 0\n");
         write(
             r,
-            "nodes/1/gpu_id",
-            "35356\n",
+            "system_properties",
+            "platform_oem 1\nplatform_id 2\nplatform_rev 3\n",
         );
+        write(r, "nodes/0/gpu_id", "0\n");
+        write(
+            r,
+            "nodes/0/properties",
+            "cpu_cores_count 16\nsimd_count 0\n",
+        );
+        write(r, "nodes/1/gpu_id", "35356\n");
         write(r, "nodes/1/name", "gfx90a\n");
         write(
             r,
@@ -774,7 +784,10 @@ mod tests {
         assert_eq!(g.render_minor().unwrap(), 128);
         assert_eq!(g.vram_size(), 64 << 30);
         assert!(g.is_dgpu());
-        assert_eq!(g.properties.other.get("future_key").map(String::as_str), Some("7"));
+        assert_eq!(
+            g.properties.other.get("future_key").map(String::as_str),
+            Some("7")
+        );
         assert_eq!(g.caches[0].sibling_map, vec![1, 1, 0]);
         assert!(g.caches[0].is_hsacu());
         assert_eq!(g.io_links[0].max_bandwidth, 32000);
@@ -801,7 +814,12 @@ mod tests {
         let s = t.gpu(35356).unwrap().queue_sizes().unwrap();
         // gfx900 with 64 CUs: facts §9.9 give 0x5000 / 0x1545000 / 0x10000.
         assert_eq!(
-            (s.ctl_stack_size, s.cwsr_size, s.debug_memory_size, s.num_xcc),
+            (
+                s.ctl_stack_size,
+                s.cwsr_size,
+                s.debug_memory_size,
+                s.num_xcc
+            ),
             (0x5000, 0x0154_5000, 0x1_0000, 1)
         );
     }
@@ -811,7 +829,11 @@ mod tests {
         let d = tree();
         write(d.path(), "nodes/1/properties", "simd_count lots\n");
         let e = Topology::read(d.path()).unwrap_err();
-        assert!(e.to_string().contains("simd_count has the non-numeric value"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("simd_count has the non-numeric value"),
+            "{e}"
+        );
         let d = tree();
         write(d.path(), "nodes/1/properties", "lonely_key\n");
         let e = Topology::read(d.path()).unwrap_err();

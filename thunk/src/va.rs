@@ -104,13 +104,7 @@ impl VaRange {
                 MapFlags::MAP_PRIVATE | MapFlags::MAP_NORESERVE,
             )
         }
-        .map_err(|e| {
-            Error::new(
-                OP,
-                Errno::from(e),
-                format!("cannot reserve {len:#x} bytes"),
-            )
-        })?;
+        .map_err(|e| Error::new(OP, Errno::from(e), format!("cannot reserve {len:#x} bytes")))?;
         let start = raw.as_ptr() as u64;
         let aligned = align_up(start, align).unwrap_or(start);
         let head = aligned - start;
@@ -368,10 +362,16 @@ mod tests {
         assert!(r.atomic_u64(12).is_err());
         assert!(r.atomic_u32(4096).is_err());
         r.write_dwords(16, &[0xdead_beef]).unwrap();
-        assert_eq!(r.atomic_u32(16).unwrap().load(Ordering::Relaxed), 0xdead_beef);
+        assert_eq!(
+            r.atomic_u32(16).unwrap().load(Ordering::Relaxed),
+            0xdead_beef
+        );
         assert!(r.write_dwords(2, &[1]).is_err());
         r.fill(0, 4096, 0xFF).unwrap();
-        assert_eq!(r.atomic_u64(4088).unwrap().load(Ordering::Relaxed), u64::MAX);
+        assert_eq!(
+            r.atomic_u64(4088).unwrap().load(Ordering::Relaxed),
+            u64::MAX
+        );
     }
 
     #[test]

@@ -16,12 +16,15 @@ fn signal_event_set_wait_reset() {
     assert_eq!(e.kind(), EventKind::Signal);
     assert!(!e.auto_reset());
     let slot = e.slot().expect("signal events own a slot");
-    assert!(slot >= 1 && slot < 4096, "slot 0 is reserved");
+    assert!((1..4096).contains(&slot), "slot 0 is reserved");
     assert_eq!(e.trigger_value(), e.id());
     assert_eq!(e.slot_value(), Some(u64::MAX), "unsignalled slot");
     assert_eq!(e.wait(NOW).unwrap(), WaitStatus::TimedOut);
     e.set().unwrap();
-    assert_eq!(e.wait(Some(Duration::from_secs(1))).unwrap(), WaitStatus::Signaled);
+    assert_eq!(
+        e.wait(Some(Duration::from_secs(1))).unwrap(),
+        WaitStatus::Signaled
+    );
     // Manual reset: stays signalled until reset.
     assert_eq!(e.wait(NOW).unwrap(), WaitStatus::Signaled);
     e.reset().unwrap();
@@ -44,13 +47,21 @@ fn wait_any_and_all_with_timeout() {
     let b = kfd.create_event(EventKind::Signal, false).unwrap();
     assert_ne!(a.id(), b.id());
     let t = Instant::now();
-    assert_eq!(kfd.wait_any(&[&a, &b], Some(Duration::from_millis(50))).unwrap(), WaitStatus::TimedOut);
+    assert_eq!(
+        kfd.wait_any(&[&a, &b], Some(Duration::from_millis(50)))
+            .unwrap(),
+        WaitStatus::TimedOut
+    );
     let waited = t.elapsed();
     assert!(waited >= Duration::from_millis(45), "waited {waited:?}");
     assert!(waited < Duration::from_secs(3), "waited {waited:?}");
     b.set().unwrap();
     assert_eq!(kfd.wait_any(&[&a, &b], NOW).unwrap(), WaitStatus::Signaled);
-    assert_eq!(kfd.wait_all(&[&a, &b], Some(Duration::from_millis(20))).unwrap(), WaitStatus::TimedOut);
+    assert_eq!(
+        kfd.wait_all(&[&a, &b], Some(Duration::from_millis(20)))
+            .unwrap(),
+        WaitStatus::TimedOut
+    );
     // A waiter in another thread is woken by the set.
     std::thread::scope(|s| {
         let h = s.spawn(|| kfd.wait_all(&[&a, &b], Some(Duration::from_secs(5))));
@@ -62,7 +73,11 @@ fn wait_any_and_all_with_timeout() {
     assert_eq!(out.status, WaitStatus::Signaled);
     assert_eq!(out.data.len(), 2);
     assert!(matches!(out.data[0], thunk::EventData::Signal { .. }));
-    assert_err(kfd.wait_any(&[], NOW), Errno::EINVAL, "no events to wait for");
+    assert_err(
+        kfd.wait_any(&[], NOW),
+        Errno::EINVAL,
+        "no events to wait for",
+    );
 }
 
 #[test]
@@ -70,7 +85,10 @@ fn exception_events_have_no_slot_and_cannot_be_set() {
     let kfd = kfd();
     let m = kfd.create_event(EventKind::MemoryException, false).unwrap();
     let h = kfd.create_event(EventKind::HwException, false).unwrap();
-    assert!(m.id() >= 0x4000_0000 && h.id() >= 0x4000_0000, "non-signal ids (facts §7.5)");
+    assert!(
+        m.id() >= 0x4000_0000 && h.id() >= 0x4000_0000,
+        "non-signal ids (facts §7.5)"
+    );
     assert_eq!(m.slot(), None);
     assert_eq!(m.signal_target(), None);
     assert_err(m.set(), Errno::EINVAL, "SET_EVENT: event");
@@ -100,13 +118,17 @@ fn both_event_page_paths() {
         return;
     }
     for path in [PagePath::UserBuffers, PagePath::KernelPages] {
-        let kfd = thunk::Kfd::open_with(OpenOptions::model(Preset::Gfx900, 1).page_path(path)).unwrap();
+        let kfd =
+            thunk::Kfd::open_with(OpenOptions::model(Preset::Gfx900, 1).page_path(path)).unwrap();
         assert_eq!(kfd.uses_user_pages(), path == PagePath::UserBuffers);
         let e = kfd.create_event(EventKind::Signal, false).unwrap();
         assert_eq!(e.id(), 1, "{path:?}: the first signal event is id 1");
         assert_eq!(e.slot_value(), Some(u64::MAX), "{path:?}");
         e.set().unwrap();
-        assert_eq!(e.wait(Some(Duration::from_secs(1))).unwrap(), WaitStatus::Signaled);
+        assert_eq!(
+            e.wait(Some(Duration::from_secs(1))).unwrap(),
+            WaitStatus::Signaled
+        );
         // The whole 4096-slot page is usable on both paths (the kernel page is mapped at
         // 32 KiB, which lifts the 256-slot default).
         let many: Vec<_> = (0..300)

@@ -17,7 +17,11 @@ fn gtt_vram_and_userptr_are_cpu_visible_at_their_gpu_address() {
         assert_eq!(m.size(), 4 * 4096, "{kind:?}: rounded up to pages");
         assert_eq!(m.gpu_va() % 4096, 0);
         assert_eq!(m.as_ptr() as u64, m.gpu_va(), "GPU VA = CPU VA");
-        assert_eq!(m.handle() >> 32, u64::from(gpu.id()), "handle = gpu_id << 32 | idr");
+        assert_eq!(
+            m.handle() >> 32,
+            u64::from(gpu.id()),
+            "handle = gpu_id << 32 | idr"
+        );
         assert_eq!(m.owner_gpu_id(), gpu.id());
         assert_eq!(m.mapped_on(), vec![gpu.id()]);
         assert_eq!(m.cpu_access(), Access::ReadWrite);
@@ -48,8 +52,16 @@ fn doorbell_and_mmio_pages_map_through_kfd() {
     assert_eq!(mmio.size(), 4096);
     // HDP flush register reads work (offset 0 and 4: KFD_MMIO_REMAP_HDP_*_FLUSH_CNTL).
     mmio.load_u32(0).unwrap();
-    assert_err(gpu.alloc(MemoryKind::Doorbell, 4096), Errno::EINVAL, "exactly 8192 bytes");
-    assert_err(gpu.alloc(MemoryKind::MmioRemap, 8192), Errno::EINVAL, "exactly 4096 bytes");
+    assert_err(
+        gpu.alloc(MemoryKind::Doorbell, 4096),
+        Errno::EINVAL,
+        "exactly 8192 bytes",
+    );
+    assert_err(
+        gpu.alloc(MemoryKind::MmioRemap, 8192),
+        Errno::EINVAL,
+        "exactly 4096 bytes",
+    );
 }
 
 #[test]
@@ -83,7 +95,11 @@ fn read_only_buffers_refuse_cpu_writes() {
 #[test]
 fn zero_sized_buffers_are_refused() {
     let kfd = kfd();
-    assert_err(kfd.gpu(0).unwrap().alloc(MemoryKind::Gtt, 0), Errno::EINVAL, "size 0");
+    assert_err(
+        kfd.gpu(0).unwrap().alloc(MemoryKind::Gtt, 0),
+        Errno::EINVAL,
+        "size 0",
+    );
 }
 
 #[cfg(feature = "model")]
@@ -113,7 +129,12 @@ fn is_mapped(addr: u64) -> bool {
         .unwrap()
         .lines()
         .filter_map(|l| l.split_whitespace().next()?.split_once('-'))
-        .filter_map(|(a, b)| Some((u64::from_str_radix(a, 16).ok()?, u64::from_str_radix(b, 16).ok()?)))
+        .filter_map(|(a, b)| {
+            Some((
+                u64::from_str_radix(a, 16).ok()?,
+                u64::from_str_radix(b, 16).ok()?,
+            ))
+        })
         .any(|(a, b)| a <= addr && addr < b)
 }
 
@@ -146,7 +167,11 @@ fn one_buffer_mapped_on_several_gpus() {
     // GPUs of another process are refused.
     let other = thunk::Kfd::open_with(thunk::OpenOptions::model(Preset::Gfx900, 1)).unwrap();
     let og = other.gpu(0).unwrap();
-    assert_err(m.map_to(&[&og]), Errno::EINVAL, "belongs to another process");
+    assert_err(
+        m.map_to(&[&og]),
+        Errno::EINVAL,
+        "belongs to another process",
+    );
 }
 
 #[test]

@@ -52,7 +52,11 @@ fn open_without_dev_kfd_falls_back_to_the_model() {
     }
     let kfd = Kfd::open().unwrap();
     assert_eq!(kfd.backend().kind(), BackendKind::Model);
-    assert!(kfd.backend().describe().starts_with("model: 1 × gfx900"), "{}", kfd.backend().describe());
+    assert!(
+        kfd.backend().describe().starts_with("model: 1 × gfx900"),
+        "{}",
+        kfd.backend().describe()
+    );
     assert_eq!(kfd.gpus().len(), 1);
 }
 
@@ -61,7 +65,11 @@ fn a_missing_device_is_a_clear_error() {
     let e = Kfd::open_with(OpenOptions::device("/nonexistent/kfd")).unwrap_err();
     assert_eq!(e.errno(), thunk::Errno::ENOENT);
     assert_eq!(e.op(), "open");
-    assert!(e.to_string().contains("cannot open /nonexistent/kfd read-write"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("cannot open /nonexistent/kfd read-write"),
+        "{e}"
+    );
 }
 
 #[cfg(feature = "model")]
@@ -71,10 +79,16 @@ fn a_missing_topology_is_a_clear_error() {
         eprintln!("skipped on a device: uses the model backend");
         return;
     }
-    let e = Kfd::open_with(OpenOptions::model(Preset::Gfx900, 1).topology_root("/nonexistent/topology"))
-        .unwrap_err();
+    let e = Kfd::open_with(
+        OpenOptions::model(Preset::Gfx900, 1).topology_root("/nonexistent/topology"),
+    )
+    .unwrap_err();
     assert_eq!(e.op(), "topology");
-    assert!(e.to_string().contains("/nonexistent/topology/generation_id"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("/nonexistent/topology/generation_id"),
+        "{e}"
+    );
 }
 
 #[cfg(feature = "model")]

@@ -48,7 +48,11 @@ fn xnack_mode_query_and_set() {
     let on = kfd.xnack_mode().unwrap();
     // Setting the current mode is always allowed.
     kfd.set_xnack_mode(on).unwrap();
-    let _q = kfd.gpu(0).unwrap().create_pm4_queue(&thunk::QueueOptions::new()).unwrap();
+    let _q = kfd
+        .gpu(0)
+        .unwrap()
+        .create_pm4_queue(&thunk::QueueOptions::new())
+        .unwrap();
     if let Err(e) = kfd.set_xnack_mode(!on) {
         // With a queue alive: EBUSY; on a part without per-process XNACK: EPERM.
         assert!(matches!(e.errno(), Errno::EBUSY | Errno::EPERM), "{e}");
@@ -63,7 +67,8 @@ fn trap_handler_scratch_and_memory_policy() {
     let code = gpu
         .alloc_with(&thunk::AllocOptions::new(MemoryKind::Vram, 8192).executable())
         .unwrap();
-    gpu.set_trap_handler(code.gpu_va(), code.gpu_addr(4096)).unwrap();
+    gpu.set_trap_handler(code.gpu_va(), code.gpu_addr(4096))
+        .unwrap();
     gpu.set_scratch_backing(0x1_0000_0000).unwrap();
     gpu.set_memory_policy(CachePolicy::Coherent, CachePolicy::NonCoherent, None)
         .unwrap();
@@ -84,8 +89,18 @@ fn raw_ioctl_checks_the_argument_size() {
     );
     // The backend refuses short buffers outright.
     let mut three = [0u8; 3];
-    assert_eq!(kfd.backend().ioctl(AMDKFD_IOC_GET_VERSION, &mut three), Err(Errno::EFAULT));
+    assert_eq!(
+        kfd.backend().ioctl(AMDKFD_IOC_GET_VERSION, &mut three),
+        Err(Errno::EFAULT)
+    );
     // A driver error carries the operation and the errno.
-    let mut d = kfd_ioctl_destroy_queue_args { queue_id: 999, pad: 0 };
-    assert_err(kfd.ioctl(AMDKFD_IOC_DESTROY_QUEUE, &mut d), Errno::EINVAL, "request");
+    let mut d = kfd_ioctl_destroy_queue_args {
+        queue_id: 999,
+        pad: 0,
+    };
+    assert_err(
+        kfd.ioctl(AMDKFD_IOC_DESTROY_QUEUE, &mut d),
+        Errno::EINVAL,
+        "request",
+    );
 }

@@ -21,7 +21,10 @@ fn gpu_nodes_carry_what_queues_and_memory_need() {
         assert!(n.cu_count() > 0);
         assert!(n.properties.simd_per_cu > 0);
         assert_eq!(gpu.render_minor(), n.render_minor().unwrap());
-        assert!(n.caches.iter().any(|c| c.is_hsacu()), "ROCr needs an HSACU cache");
+        assert!(
+            n.caches.iter().any(|c| c.is_hsacu()),
+            "ROCr needs an HSACU cache"
+        );
         let sizes = gpu.queue_sizes().unwrap();
         assert_eq!(sizes.eop_buffer_size, 4096);
         assert_eq!(sizes.ctl_stack_size % 4096, 0);
@@ -60,7 +63,12 @@ fn gfx900_model_topology_matches_the_facts() {
     // Facts §9.9 for 64 CUs of gfx900: ctl stack 0x5000, CWSR 0x1545000, debug 0x10000.
     let s = gpu.queue_sizes().unwrap();
     assert_eq!(
-        (s.ctl_stack_size, s.cwsr_size, s.debug_memory_size, s.num_xcc),
+        (
+            s.ctl_stack_size,
+            s.cwsr_size,
+            s.debug_memory_size,
+            s.num_xcc
+        ),
         (0x5000, 0x0154_5000, 0x1_0000, 1)
     );
     assert_eq!(s.context_save_area_size(), 0x0155_5000);
@@ -73,7 +81,10 @@ fn gfx900_model_topology_matches_the_facts() {
     assert_eq!(gpu.caches.len(), theirs.caches.len());
     assert_eq!(gpu.caches[0].sibling_map, theirs.caches[0].sibling_map);
     assert_eq!(gpu.io_links.len(), theirs.io_links.len());
-    assert_eq!(u64::from(s.ctl_stack_size), theirs.properties.ctl_stack_size);
+    assert_eq!(
+        u64::from(s.ctl_stack_size),
+        theirs.properties.ctl_stack_size
+    );
 }
 
 #[cfg(feature = "model")]
@@ -97,7 +108,10 @@ fn multi_gpu_and_multi_xcc_parts() {
         ((u64::from(s.cwsr_size) + u64::from(s.debug_memory_size)) * 8).next_multiple_of(4096)
     );
     let k = kfd.model().unwrap();
-    assert_eq!(s.cwsr_size, k.node(gpus[0].id()).unwrap().queue_sizes.cwsr_size);
+    assert_eq!(
+        s.cwsr_size,
+        k.node(gpus[0].id()).unwrap().queue_sizes.cwsr_size
+    );
 }
 
 #[test]

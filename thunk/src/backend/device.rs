@@ -7,6 +7,7 @@ use nix::sys::mman::{mmap, MapFlags};
 use std::fs::{File, OpenOptions};
 use std::os::fd::{AsFd, AsRawFd};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// Where the KFD character device lives.
 pub const KFD_DEVICE_PATH: &str = "/dev/kfd";
@@ -108,12 +109,25 @@ impl Backend for DevKfd {
     }
 
     fn open_render_node(&self, minor: u32) -> Result<Box<dyn RenderNode>, Errno> {
+        // The kernel binds a process's GPU address space to the render file of its first
+        // ACQUIRE_VM for as long as the process lives (one KFD process per address space), and
+        // refuses another file with EBUSY. So a render node is opened once per process and kept:
+        // a later open of /dev/kfd in the same process acquires through the same file.
+        let mut files = RENDER_FILES.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, f)) = files.iter().find(|(m, _)| *m == minor) {
+            return Ok(Box::new(DevRenderNode {
+                file: f.clone(),
+                minor,
+            }));
+        }
         let path = PathBuf::from(format!("/dev/dri/renderD{minor}"));
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .open(&path)
             .map_err(|e| Errno(e.raw_os_error().unwrap_or(libc::EIO)))?;
+        let file = Arc::new(file);
+        files.push((minor, file.clone()));
         Ok(Box::new(DevRenderNode { file, minor }))
     }
 
@@ -122,10 +136,13 @@ impl Backend for DevKfd {
     }
 }
 
+/// Render nodes opened by this process, by minor (see [`DevKfd::open_render_node`]).
+static RENDER_FILES: Mutex<Vec<(u32, Arc<File>)>> = Mutex::new(Vec::new());
+
 /// A real render node.
 #[derive(Debug)]
 struct DevRenderNode {
-    file: File,
+    file: Arc<File>,
     minor: u32,
 }
 
@@ -140,6 +157,6 @@ impl RenderNode for DevRenderNode {
 
     unsafe fn mmap(&self, target: MapTarget, offset: u64) -> Result<(), Errno> {
         // SAFETY: forwarded from the caller's contract.
-        unsafe { map_fixed(target, &self.file, offset) }
+        unsafe { map_fixed(target, self.file.as_ref(), offset) }
     }
 }

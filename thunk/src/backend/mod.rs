@@ -36,7 +36,9 @@ pub struct MapTarget {
 }
 
 /// An open render node (`/dev/dri/renderD<minor>`): the file `ACQUIRE_VM` takes the GPU's
-/// address space from and VRAM/GTT buffers are CPU-mapped through. Closed on drop.
+/// address space from and VRAM/GTT buffers are CPU-mapped through. Closed on drop (except
+/// that [`DevKfd`] keeps the files open for the life of the process, as the kernel binds the
+/// address space to them).
 pub trait RenderNode: Send + Sync + fmt::Debug {
     /// The render minor (128 for `renderD128`).
     fn minor(&self) -> u32;

@@ -117,6 +117,10 @@ impl Backend for ModelBackend {
     fn topology_root(&self) -> &Path {
         self.sysfs.path()
     }
+
+    fn doorbell_rung(&self, gpu_id: u32) {
+        self.model.doorbell_rung(gpu_id);
+    }
 }
 
 /// A render node of the model.

@@ -1,0 +1,112 @@
+//! Objects dropped in any order: a queue before the memory it writes, memory before the queue
+//! that writes it (the GPU faults, the host does not), and the process handle before
+//! everything made from it. The device closes when the last object goes.
+
+mod common;
+
+use common::*;
+use thunk::{AllocOptions, EventData, EventKind, MemoryKind, QueueOptions, WaitStatus};
+
+#[test]
+fn queue_dropped_before_the_memory_it_wrote() {
+    let kfd = kfd();
+    let gpu = kfd.gpu(0).unwrap();
+    let buf = gpu.alloc(MemoryKind::Gtt, 4096).unwrap();
+    let mut q = gpu.create_pm4_queue(&QueueOptions::new()).unwrap();
+    q.push_fence(buf.gpu_va(), 42).unwrap();
+    q.submit().unwrap();
+    buf.wait_u64(0, 42, T).unwrap();
+    drop(q);
+    assert_eq!(buf.load_u64(0).unwrap(), 42);
+    if let Some(m) = kfd.model() {
+        assert_eq!(m.node(gpu.id()).unwrap().counters().active_queue_count, 0);
+    }
+}
+
+#[test]
+fn memory_dropped_before_the_queue_that_writes_it() {
+    let kfd = kfd();
+    let gpu = kfd.gpu(0).unwrap();
+    let fault = kfd.create_event(EventKind::MemoryException, false).unwrap();
+    let buf = gpu.alloc(MemoryKind::Gtt, 4096).unwrap();
+    let addr = buf.gpu_addr(8);
+    let mut q = gpu.create_pm4_queue(&QueueOptions::new()).unwrap();
+    drop(buf);
+    // The queue still holds the stale address; the GPU's page tables no longer map it.
+    q.push_write_data(addr, &[0xBAD]).unwrap();
+    q.submit().unwrap();
+    match fault.wait_data(Some(T)).unwrap() {
+        Some(EventData::MemoryException(m)) => assert_eq!(m.va & !0xFFF, addr & !0xFFF),
+        other => panic!("expected a memory exception, got {other:?}"),
+    }
+    drop(q);
+}
+
+#[test]
+fn process_handle_dropped_while_objects_live() {
+    let kfd = kfd();
+    #[cfg(feature = "model")]
+    let model = kfd.model().cloned();
+    let gpu = kfd.gpu(0).unwrap();
+    let buf = gpu.alloc(MemoryKind::Gtt, 4096).unwrap();
+    let ev = kfd.create_event(EventKind::Signal, false).unwrap();
+    let mut q = gpu.create_sdma_queue(&QueueOptions::new()).unwrap();
+    drop(gpu);
+    drop(kfd);
+    // Everything still works: the process stays open for them.
+    q.push_fence(buf.gpu_va(), 9).unwrap();
+    q.push_signal(&ev).unwrap();
+    q.submit().unwrap();
+    assert_eq!(ev.wait(Some(T)).unwrap(), WaitStatus::Signaled);
+    assert_eq!(buf.load_u32(0).unwrap(), 9);
+    #[cfg(feature = "model")]
+    if let Some(m) = &model {
+        assert_eq!(m.process_count(), 1);
+    }
+    // Dropped in an unusual order: the event the queue signals, then the buffer it wrote,
+    // then the queue — which closes the process.
+    drop(ev);
+    drop(buf);
+    drop(q);
+    #[cfg(feature = "model")]
+    if let Some(m) = &model {
+        assert_eq!(m.process_count(), 0, "closed with the last object");
+    }
+}
+
+#[cfg(feature = "model")]
+#[test]
+fn every_drop_order_cleans_up() {
+    let Some(first) = model_kfd(Preset::Gfx900, 1, "counting the driver's objects") else {
+        return;
+    };
+    let model = first.model().unwrap().clone();
+    drop(first);
+    // Six objects, dropped in six rotations of their order.
+    for rotation in 0..6 {
+        let kfd = thunk::Kfd::open_with(thunk::OpenOptions::model_instance(&model)).unwrap();
+        let gpu = kfd.gpu(0).unwrap();
+        let mut objects: Vec<Box<dyn std::any::Any>> = vec![
+            Box::new(gpu.alloc(MemoryKind::Vram, 1 << 20).unwrap()),
+            Box::new(gpu.create_pm4_queue(&QueueOptions::new()).unwrap()),
+            Box::new(kfd.create_event(EventKind::Signal, true).unwrap()),
+            Box::new(gpu.create_aql_queue(&QueueOptions::new()).unwrap()),
+            Box::new(
+                gpu.alloc_with(&AllocOptions::new(MemoryKind::Gtt, 8192))
+                    .unwrap(),
+            ),
+            Box::new(kfd.clone()),
+        ];
+        drop((kfd, gpu));
+        objects.rotate_left(rotation);
+        let n = model
+            .node(model.topology().gpus().next().unwrap().gpu_id)
+            .unwrap();
+        assert_eq!(n.counters().active_queue_count, 2);
+        while let Some(o) = objects.pop() {
+            drop(o);
+        }
+        assert_eq!(model.process_count(), 0, "rotation {rotation}");
+        assert_eq!(n.counters().active_queue_count, 0, "rotation {rotation}");
+    }
+}

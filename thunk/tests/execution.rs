@@ -1,0 +1,297 @@
+//! Queues executing packets: PM4 NOP / WRITE_DATA / RELEASE_MEM, SDMA copy and fill with a
+//! fence, events signalled from PM4 and SDMA queues, ring wraparound, a VM fault delivered as a
+//! memory-exception event, AQL barriers (facts §4, §5, §8.2, c-clients.md).
+
+mod common;
+
+use common::*;
+use std::time::Duration;
+use thunk::pm4::fields::{CachePolicy, EventType};
+use thunk::pm4::user::{
+    ReleaseDataSel, ReleaseDstSel, ReleaseEventIndex, ReleaseIntSel, ReleaseMemArgs,
+};
+use thunk::{
+    AllocOptions, DwordPtr, EventData, EventKind, MemoryKind, QueueOptions, SdmaBytePtr, WaitStatus,
+};
+
+#[test]
+fn pm4_nop_write_data_and_release_mem() {
+    let kfd = kfd();
+    let gpu = kfd.gpu(0).unwrap();
+    let buf = gpu.alloc(MemoryKind::Gtt, 4096).unwrap();
+    let mut q = gpu
+        .create_pm4_queue(&QueueOptions::new().ring_size(4096))
+        .unwrap();
+    assert_eq!(q.push_nop(3).unwrap(), DwordPtr::new(3));
+    // WRITE_DATA with two data dwords is 4 + 2 dwords.
+    assert_eq!(
+        q.push_write_data(buf.gpu_addr(16), &[0xDEAD_BEEF, 0x1234_5678])
+            .unwrap(),
+        DwordPtr::new(9)
+    );
+    q.push_release_mem(&ReleaseMemArgs {
+        event_type: EventType::CacheFlushAndInvTsEvent,
+        event_index: ReleaseEventIndex::EndOfPipe,
+        cache_policy: CachePolicy::Lru,
+        dst_sel: ReleaseDstSel::MemoryController,
+        int_sel: ReleaseIntSel::None,
+        data_sel: ReleaseDataSel::Data32,
+        addr: buf.gpu_addr(32),
+        data: 0x600D,
+        int_ctxid: 0,
+    })
+    .unwrap();
+    let w = q.push_fence(buf.gpu_addr(64), 0x1_0000_0002).unwrap();
+    assert_eq!(w, DwordPtr::new(9 + 8 + 8));
+    // Nothing is visible before submit.
+    assert_eq!(q.wptr(), DwordPtr::new(0));
+    assert_eq!(q.submit().unwrap(), w);
+    assert_eq!(
+        q.pointers().load_u64(thunk::WRITE_POINTER_OFFSET).unwrap(),
+        25
+    );
+    buf.wait_u64(64, 0x1_0000_0002, T).unwrap();
+    assert_eq!(
+        buf.read_dwords(16, 2).unwrap(),
+        vec![0xDEAD_BEEF, 0x1234_5678]
+    );
+    assert_eq!(buf.load_u32(32).unwrap(), 0x600D);
+    q.wait_idle(T).unwrap();
+    assert_eq!(q.rptr(), DwordPtr::new(25), "the CP reports a dword offset");
+}
+
+#[test]
+fn rollback_discards_unsubmitted_packets() {
+    let kfd = kfd();
+    let gpu = kfd.gpu(0).unwrap();
+    let buf = gpu.alloc(MemoryKind::Gtt, 4096).unwrap();
+    let mut q = gpu
+        .create_pm4_queue(&QueueOptions::new().ring_size(4096))
+        .unwrap();
+    q.push_write_data(buf.gpu_addr(0), &[1]).unwrap();
+    q.rollback();
+    q.push_fence(buf.gpu_addr(8), 7).unwrap();
+    q.submit().unwrap();
+    buf.wait_u64(8, 7, T).unwrap();
+    assert_eq!(
+        buf.load_u32(0).unwrap(),
+        0,
+        "the rolled-back write never ran"
+    );
+}
+
+#[test]
+fn sdma_copy_and_fill_with_fence() {
+    let kfd = kfd();
+    let gpu = kfd.gpu(0).unwrap();
+    const N: u64 = 256 << 10;
+    let src = gpu.alloc(MemoryKind::Gtt, N).unwrap();
+    let dst = gpu.alloc(MemoryKind::Vram, N).unwrap();
+    let fill = gpu.alloc(MemoryKind::UserPtr, 8192).unwrap();
+    let fence = gpu.alloc(MemoryKind::Gtt, 4096).unwrap();
+    let pattern: Vec<u8> = (0..N).map(|i| (i * 7 + 3) as u8).collect();
+    src.write(0, &pattern).unwrap();
+    let mut q = gpu.create_sdma_queue(&QueueOptions::new()).unwrap();
+    q.push_copy(dst.gpu_va(), src.gpu_va(), N).unwrap();
+    q.push_fill(fill.gpu_addr(4096), 0xA5A5_5A5A, 4096).unwrap();
+    let w = q.push_fence(fence.gpu_va(), 1).unwrap();
+    assert_eq!(w.get() % 4, 0, "SDMA write pointers count bytes");
+    assert_eq!(q.submit().unwrap(), w);
+    fence.wait_u32(0, 1, T).unwrap();
+    assert_eq!(dst.read_vec(0, N as usize).unwrap(), pattern);
+    assert!(fill
+        .read_dwords(4096, 1024)
+        .unwrap()
+        .iter()
+        .all(|&d| d == 0xA5A5_5A5A));
+    assert!(
+        fill.read_dwords(0, 1024).unwrap().iter().all(|&d| d == 0),
+        "only the second page"
+    );
+    q.wait_idle(T).unwrap();
+    assert_eq!(q.rptr(), w, "the engine reports monotonic bytes");
+    assert_ne!(q.rptr(), SdmaBytePtr::new(0));
+}
+
+#[test]
+fn event_signalled_from_a_pm4_queue() {
+    let kfd = kfd();
+    let gpu = kfd.gpu(0).unwrap();
+    let ev = kfd.create_event(EventKind::Signal, false).unwrap();
+    let mut q = gpu.create_pm4_queue(&QueueOptions::new()).unwrap();
+    assert_eq!(ev.wait(Some(Duration::ZERO)).unwrap(), WaitStatus::TimedOut);
+    q.push_signal(&ev).unwrap();
+    q.submit().unwrap();
+    assert_eq!(ev.wait(Some(T)).unwrap(), WaitStatus::Signaled);
+    // The driver acknowledged the slot (set it back to unsignalled) when it handled the
+    // interrupt (facts §8.2).
+    assert_eq!(ev.slot_value(), Some(u64::MAX));
+}
+
+#[test]
+fn event_signalled_from_an_sdma_queue() {
+    let kfd = kfd();
+    let gpu = kfd.gpu(0).unwrap();
+    let ev = kfd.create_event(EventKind::Signal, true).unwrap();
+    let mut q = gpu.create_sdma_queue(&QueueOptions::new()).unwrap();
+    for round in 0..3 {
+        q.push_signal(&ev).unwrap();
+        q.submit().unwrap();
+        assert_eq!(
+            ev.wait(Some(T)).unwrap(),
+            WaitStatus::Signaled,
+            "round {round}"
+        );
+        // Auto-reset: consumed by the wait.
+        assert_eq!(ev.wait(Some(Duration::ZERO)).unwrap(), WaitStatus::TimedOut);
+    }
+}
+
+#[test]
+fn wait_all_on_events_from_two_queues() {
+    let kfd = kfd();
+    let gpu = kfd.gpu(0).unwrap();
+    let a = kfd.create_event(EventKind::Signal, false).unwrap();
+    let b = kfd.create_event(EventKind::Signal, false).unwrap();
+    let mut pm4 = gpu.create_pm4_queue(&QueueOptions::new()).unwrap();
+    let mut sdma = gpu.create_sdma_queue(&QueueOptions::new()).unwrap();
+    pm4.push_signal(&a).unwrap();
+    pm4.submit().unwrap();
+    assert_eq!(
+        kfd.wait_any(&[&a, &b], Some(T)).unwrap(),
+        WaitStatus::Signaled
+    );
+    assert_eq!(
+        kfd.wait_all(&[&a, &b], Some(Duration::from_millis(20)))
+            .unwrap(),
+        WaitStatus::TimedOut
+    );
+    sdma.push_signal(&b).unwrap();
+    sdma.submit().unwrap();
+    assert_eq!(
+        kfd.wait_all(&[&a, &b], Some(T)).unwrap(),
+        WaitStatus::Signaled
+    );
+}
+
+#[test]
+fn pm4_ring_wraps_around() {
+    let kfd = kfd();
+    let gpu = kfd.gpu(0).unwrap();
+    let buf = gpu.alloc(MemoryKind::Gtt, 4096).unwrap();
+    // 1024 dwords; each round is WRITE_DATA (5) + fence (8) = 13 dwords, so 300 rounds go
+    // round the ring almost four times, with NOP filler at every wrap.
+    let mut q = gpu
+        .create_pm4_queue(&QueueOptions::new().ring_size(4096))
+        .unwrap();
+    let mut wraps = 0;
+    let mut last_slot = 0;
+    for i in 0..300u64 {
+        q.push_write_data(buf.gpu_addr(1024), &[i as u32]).unwrap();
+        let w = q.push_fence(buf.gpu_addr(0), i + 1).unwrap();
+        q.submit().unwrap();
+        buf.wait_u64(0, i + 1, T).unwrap();
+        assert_eq!(buf.load_u32(1024).unwrap(), i as u32, "round {i}");
+        if w.slot(1024) < last_slot {
+            wraps += 1;
+        }
+        last_slot = w.slot(1024);
+    }
+    assert!(wraps >= 3, "{wraps} wraps");
+    assert!(q.wptr().get() > 3 * 1024);
+    q.wait_idle(T).unwrap();
+    assert_eq!(q.rptr().slot(1024), q.wptr().slot(1024));
+}
+
+#[test]
+fn sdma_ring_wraps_around() {
+    let kfd = kfd();
+    let gpu = kfd.gpu(0).unwrap();
+    let fence = gpu.alloc(MemoryKind::Gtt, 4096).unwrap();
+    let mut q = gpu
+        .create_sdma_queue(&QueueOptions::new().ring_size(4096))
+        .unwrap();
+    // A FENCE is 16 bytes: 1000 of them go round the 4 KiB ring almost four times.
+    for i in 1..=1000u32 {
+        q.push_fence(fence.gpu_va(), i).unwrap();
+        q.submit().unwrap();
+        fence.wait_u32(0, i, T).unwrap();
+    }
+    assert!(q.wptr().get() > 3 * 4096, "bytes: {}", q.wptr());
+    q.wait_idle(T).unwrap();
+}
+
+#[test]
+fn a_full_ring_says_so_and_recovers() {
+    let kfd = kfd();
+    let gpu = kfd.gpu(0).unwrap();
+    let buf = gpu.alloc(MemoryKind::Gtt, 4096).unwrap();
+    let mut q = gpu
+        .create_pm4_queue(&QueueOptions::new().ring_size(4096))
+        .unwrap();
+    // Without a submit the CP reads nothing: 1023 dwords fit, then the ring is full.
+    let mut pushed = 0;
+    let err = loop {
+        match q.push_nop(16) {
+            Ok(_) => pushed += 16,
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(pushed, 1008);
+    assert_eq!(err.errno(), thunk::Errno::ENOSPC);
+    assert!(err.to_string().contains("ring full"), "{err}");
+    q.submit().unwrap();
+    q.wait_idle(T).unwrap();
+    q.wait_for_space(512, T).unwrap();
+    q.push_fence(buf.gpu_va(), 5).unwrap();
+    q.submit().unwrap();
+    buf.wait_u64(0, 5, T).unwrap();
+}
+
+#[test]
+fn vm_fault_is_delivered_as_a_memory_exception_event() {
+    let kfd = kfd();
+    let gpu = kfd.gpu(0).unwrap();
+    let fault = kfd.create_event(EventKind::MemoryException, false).unwrap();
+    // A buffer the CPU sees but the GPU does not: unmapped from its VM.
+    let hidden = gpu
+        .alloc_with(&AllocOptions::new(MemoryKind::Gtt, 4096).map_to(&[]))
+        .unwrap();
+    let mut q = gpu.create_pm4_queue(&QueueOptions::new()).unwrap();
+    q.push_write_data(hidden.gpu_addr(0x40), &[1]).unwrap();
+    q.submit().unwrap();
+    match fault.wait_data(Some(T)).unwrap() {
+        Some(EventData::MemoryException(m)) => {
+            assert_eq!(m.gpu_id, gpu.id());
+            assert_eq!(m.va & !0xFFF, hidden.gpu_va(), "{:#x}", m.va);
+        }
+        other => panic!("expected a memory exception, got {other:?}"),
+    }
+    // The CPU side is untouched and the host did not crash.
+    assert_eq!(hidden.load_u32(0x40).unwrap(), 0);
+}
+
+#[test]
+fn aql_barrier_packets_advance_the_read_index() {
+    let kfd = kfd();
+    let gpu = kfd.gpu(0).unwrap();
+    let mut q = gpu
+        .create_aql_queue(&QueueOptions::new().ring_size(4096))
+        .unwrap();
+    for i in 0..70u64 {
+        let idx = q
+            .push_packet(&thunk::packets::aql_barrier_and([0; 5], 0))
+            .unwrap();
+        assert_eq!(idx.get(), i);
+        q.submit().unwrap();
+        if i % 16 == 15 {
+            q.wait_idle(T).unwrap();
+        }
+    }
+    q.wait_idle(T).unwrap();
+    assert_eq!(
+        q.rptr().get(),
+        70,
+        "the read index counts packets (64 slots, wrapped once)"
+    );
+}

@@ -164,6 +164,22 @@ fn dispatch(p: &ProcessInner, nr: u32, kbuf: &mut [u8]) -> KResult<i32> {
                 a.data1 = v1_8::KFD_IOCTL_DBG_MAJOR_VERSION;
                 a.data2 = v1_8::KFD_IOCTL_DBG_MINOR_VERSION;
                 Ok(0)
+            } else if a.op == v1_8::KFD_IOC_DBG_TRAP_RUNTIME_ENABLE && a.pid == p.owner_pid {
+                // The DKMS generation's way to RUNTIME_ENABLE (upstream 0x25): data1 enables,
+                // data2 asks for TTMP save, ptr is r_debug.
+                let mut mode_mask = 0;
+                if a.data1 != 0 {
+                    mode_mask |= KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK;
+                    if a.data2 != 0 {
+                        mode_mask |= KFD_RUNTIME_ENABLE_MODE_TTMP_SAVE_MASK;
+                    }
+                }
+                let mut r = kfd_ioctl_runtime_enable_args {
+                    r_debug: a.ptr,
+                    mode_mask,
+                    capabilities_mask: 0,
+                };
+                runtime_enable(p, &mut r)
             } else {
                 dbg_trap_target(p, a.pid)
             }

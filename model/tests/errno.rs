@@ -386,6 +386,43 @@ fn the_88_byte_create_queue_of_libhsakmt_5_2_still_works() {
 }
 
 #[test]
+fn libhsakmt_5_2_enables_the_runtime_through_the_dkms_debugger_entry() {
+    let model = model(Preset::Gfx900, 1);
+    let c = Client::new(&model);
+    let enable = |on: u32| {
+        let mut t = v1_8::kfd_ioctl_dbg_trap_args {
+            op: v1_8::KFD_IOC_DBG_TRAP_RUNTIME_ENABLE,
+            pid: std::process::id(),
+            data1: on,
+            data2: 1,
+            ..Default::default()
+        };
+        ioctl(&c.p, v1_8::AMDKFD_IOC_DBG_TRAP, &mut t)
+    };
+    assert_eq!(enable(1), Ok(0));
+    assert_errno(
+        enable(1),
+        Errno::EBUSY,
+        "already enabled, as RUNTIME_ENABLE (0x25) says",
+    );
+    assert_eq!(enable(0), Ok(0));
+    // Another pid is a debugger operation on a process nobody attached to.
+    let mut t = v1_8::kfd_ioctl_dbg_trap_args {
+        op: v1_8::KFD_IOC_DBG_TRAP_RUNTIME_ENABLE,
+        pid: 1,
+        data1: 1,
+        ..Default::default()
+    };
+    assert_errno(
+        ioctl(&c.p, v1_8::AMDKFD_IOC_DBG_TRAP, &mut t),
+        Errno::ESRCH,
+        "pid 1",
+    );
+    c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+    assert_errno(enable(1), Errno::EEXIST, "queues exist");
+}
+
+#[test]
 fn copy_out_happens_even_on_error() {
     let model = model(Preset::Gfx900, 2);
     let c = Client::new(&model);

@@ -522,54 +522,13 @@ pub(crate) fn kfd_ioctl(fd: c_int, request: u64, arg: *mut c_void) -> Result<c_i
     SelfProcess.read(addr, buf)?;
     orig.copy_from_slice(buf);
     log::trace!(target: "preload", "ioctl fd {fd} {request:#010x} in  {buf:02x?}");
-    let result = match dkms_runtime_enable(request, buf) {
-        Some(args) => runtime_enable(&process, args),
-        None => process.ioctl(request, buf),
-    };
+    let result = process.ioctl(request, buf);
     log::trace!(target: "preload", "ioctl fd {fd} {request:#010x} out {buf:02x?} = {result:?}");
     // Copy back only what the driver changed: an IOW struct may live in read-only memory.
     if buf != orig {
         SelfProcess.write(addr, buf)?;
     }
     result.map_err(user_errno)
-}
-
-/// libhsakmt 5.2.3 (DKMS 1.8 numbering) enables the runtime with `DBG_TRAP` (0x82) op
-/// `RUNTIME_ENABLE` (13) on its own pid; upstream made that `AMDKFD_IOC_RUNTIME_ENABLE`
-/// (0x25). Returns the upstream arguments when `buf` is such a call.
-fn dkms_runtime_enable(request: u32, buf: &[u8]) -> Option<kfd_sys::kfd_ioctl_runtime_enable_args> {
-    use kfd_sys::v1_8;
-    if kfd_sys::ioc_nr(request) != kfd_sys::ioc_nr(v1_8::AMDKFD_IOC_DBG_TRAP) {
-        return None;
-    }
-    let (a, _) =
-        <v1_8::kfd_ioctl_dbg_trap_args as kfd_sys::FromBytes>::read_from_prefix(buf).ok()?;
-    if a.op != v1_8::KFD_IOC_DBG_TRAP_RUNTIME_ENABLE || a.pid != std::process::id() {
-        return None;
-    }
-    let mut mode_mask = 0;
-    if a.data1 != 0 {
-        mode_mask |= kfd_sys::KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK;
-        if a.data2 != 0 {
-            mode_mask |= kfd_sys::KFD_RUNTIME_ENABLE_MODE_TTMP_SAVE_MASK;
-        }
-    }
-    Some(kfd_sys::kfd_ioctl_runtime_enable_args {
-        r_debug: a.ptr,
-        mode_mask,
-        capabilities_mask: 0,
-    })
-}
-
-fn runtime_enable(
-    process: &Process,
-    mut args: kfd_sys::kfd_ioctl_runtime_enable_args,
-) -> Result<i32, Errno> {
-    log::debug!(target: "preload", "DKMS DBG_TRAP RUNTIME_ENABLE -> AMDKFD_IOC_RUNTIME_ENABLE (mode {:#x})", args.mode_mask);
-    process.ioctl(
-        kfd_sys::AMDKFD_IOC_RUNTIME_ENABLE,
-        kfd_sys::IntoBytes::as_mut_bytes(&mut args),
-    )
 }
 
 /// `ioctl` on a render node: the DRM queries libdrm sends.

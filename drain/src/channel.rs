@@ -476,8 +476,15 @@ impl Channel {
         self.service()
     }
 
-    /// The counters.
-    pub fn stats(&self) -> Stats {
+    /// The counters, after publishing what the drain engine has finished.
+    pub fn stats(&mut self) -> Stats {
+        if let Err(e) = self.refresh() {
+            self.deferred.get_or_insert(e);
+        }
+        self.counters()
+    }
+
+    fn counters(&self) -> Stats {
         let load64 = |f: u64| {
             self.shared
                 .header_word64(f)
@@ -509,7 +516,7 @@ impl Channel {
         let unread = self.stop_and_collect()?;
         Ok(Closed {
             unread,
-            stats: self.stats(),
+            stats: self.counters(),
             complete: true,
         })
     }
@@ -537,7 +544,7 @@ impl Channel {
         out.extend(self.stop_and_collect()?);
         Ok(Closed {
             unread: out,
-            stats: self.stats(),
+            stats: self.counters(),
             complete,
         })
     }

@@ -945,3 +945,168 @@ fn init_buffer(buffer: &Memory, layout: &Layout, loss: LossPolicy) -> Result<()>
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::program::EngineQueue;
+    use thunk::{OpenOptions, Preset};
+
+    fn lo(a: u64) -> u32 {
+        a as u32
+    }
+
+    fn hi(a: u64) -> u32 {
+        (a >> 32) as u32
+    }
+
+    fn queued(ch: &Channel) -> (Vec<u32>, &EngineQueue) {
+        let d = ch.drainer.as_ref().unwrap();
+        let words = match &d.queue {
+            EngineQueue::Sdma(q) => q.ring().read_dwords(0, (q.wptr().get() / 4) as usize),
+            EngineQueue::Pm4(q) => q.ring().read_dwords(0, q.wptr().get() as usize),
+        };
+        (words.unwrap(), &d.queue)
+    }
+
+    /// The pre-loaded SDMA programs, dword by dword (facts §5, §8.2).
+    #[test]
+    fn sdma_drain_programs_are_the_documented_packets() {
+        let kfd = thunk::Kfd::open_with(OpenOptions::model(Preset::Gfx900, 1)).unwrap();
+        let gpu = kfd.gpu(0).unwrap();
+        let mut ch = Channel::new(&gpu, ChannelConfig::new(4096, 3).host_slots(2)).unwrap();
+        let l = *ch.layout();
+        let host = ch.host.gpu_va();
+        let ctrl = ch.ctrl.gpu_va();
+        let signal = ch.event.as_ref().unwrap().signal_target().unwrap();
+        let (w, _) = queued(&ch);
+        assert_eq!(w.len(), 2 * 37, "two programs of 37 dwords");
+        for (g, p) in w.chunks_exact(37).enumerate() {
+            let g = g as u64;
+            let slot_addr = l.slot_addr(g as u32);
+            let committed = slot_addr + slot::COMMITTED;
+            let ts = ctrl + control::TIMESTAMPS + 8 * g;
+            // POLL_REGMEM: op 8, func 3 (==) at [30:28], mem_poll [31]; reference P, mask all,
+            // interval 10, retry 0xFFF.
+            assert_eq!(
+                p[..6],
+                [
+                    0xB000_0008,
+                    lo(committed),
+                    hi(committed),
+                    4032,
+                    u32::MAX,
+                    0x0FFF_000A
+                ]
+            );
+            // TIMESTAMP GET_GLOBAL: op 13, sub-op 2.
+            assert_eq!(p[6..9], [0x0000_020D, lo(ts), hi(ts)]);
+            // INDIRECT: op 4, the IB of host slot g (7 dwords: one COPY_LINEAR), no CSA.
+            assert_eq!((p[9], p[12], p[13], p[14]), (4, 7, 0, 0));
+            let ib = u64::from(p[10]) | u64::from(p[11]) << 32;
+            // WRITE: op 2, 4 dwords (count N−1 = 3) of zeros at committed..closer.
+            assert_eq!(p[15..23], [2, lo(committed), hi(committed), 3, 0, 0, 0, 0]);
+            // FENCE: the slot's sequence becomes g + 3; then the drain fence g + 1.
+            assert_eq!(p[23..27], [5, lo(slot_addr), hi(slot_addr), g as u32 + 3]);
+            let drained = ctrl + control::DRAINED;
+            assert_eq!(p[27..31], [5, lo(drained), hi(drained), g as u32 + 1]);
+            // The event: FENCE of the trigger value into its slot, TRAP with its id.
+            assert_eq!(
+                p[31..35],
+                [
+                    5,
+                    lo(signal.slot_address),
+                    hi(signal.slot_address),
+                    signal.value
+                ]
+            );
+            assert_eq!(p[35..37], [6, signal.int_ctxid]);
+            // The IB: COPY_LINEAR (op 1) of the whole slot (count = bytes − 1) to host slot g.
+            let src = slot_addr;
+            let dst = host + g * 4096;
+            let d = ch.drainer.as_ref().unwrap();
+            let ib_words = d_read(d, ib);
+            assert_eq!(ib_words, [1, 4095, 0, lo(src), hi(src), lo(dst), hi(dst)]);
+        }
+        // A flush closes generation 0 at 16 bytes: its queued copy shrinks to header + records.
+        ch.host_producer(1).produce(1, b"12345678").unwrap();
+        assert!(ch.flush().unwrap());
+        let d = ch.drainer.as_ref().unwrap();
+        let (w, _) = queued(&ch);
+        let ib = u64::from(w[10]) | u64::from(w[11]) << 32;
+        assert_eq!(d_read(d, ib)[1], 64 + 16 - 1);
+    }
+
+    fn d_read(d: &Drainer, ib: u64) -> Vec<u32> {
+        d.read_ib(ib)
+    }
+
+    /// The PM4 form: WAIT_REG_MEM, COPY_DATA of the clock, INDIRECT_BUFFER → DMA_DATA,
+    /// WRITE_DATA, RELEASE_MEM ×2 (facts §4).
+    #[test]
+    fn pm4_drain_programs_are_the_documented_packets() {
+        use pm4::decode::{Packet, Pm4Decoder};
+        let kfd = thunk::Kfd::open_with(OpenOptions::model(Preset::Gfx900, 1)).unwrap();
+        let gpu = kfd.gpu(0).unwrap();
+        let config = ChannelConfig::new(3 << 20, 2)
+            .engine(crate::DrainEngine::Pm4)
+            .wait(WaitStrategy::Poll);
+        let ch = Channel::new(&gpu, config).unwrap();
+        let l = *ch.layout();
+        let (w, _) = queued(&ch);
+        assert_eq!(
+            w.len(),
+            2 * (7 + 6 + 4 + 8 + 8 + 8),
+            "no event signal when polling"
+        );
+        let names: Vec<&str> = Pm4Decoder::new(&w[..41], pm4::GfxGen::Gfx9)
+            .map(|p| p.unwrap().packet.name())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "WAIT_REG_MEM",
+                "COPY_DATA",
+                "INDIRECT_BUFFER",
+                "WRITE_DATA",
+                "RELEASE_MEM",
+                "RELEASE_MEM"
+            ]
+        );
+        let committed = l.slot_field(0, slot::COMMITTED);
+        // WAIT_REG_MEM: header 0xC0053C00, function 3 (==) and memory space (1 << 4).
+        assert_eq!(
+            w[..6],
+            [
+                0xC005_3C00,
+                0x13,
+                lo(committed),
+                hi(committed),
+                (3 << 20) - 64,
+                u32::MAX
+            ]
+        );
+        // The IB: three 1 MiB DMA_DATA copies (the gfx9-safe size), cp_sync on the last.
+        let Packet::IndirectBuffer(ib) = Pm4Decoder::new(&w[13..17], pm4::GfxGen::Gfx9)
+            .next()
+            .unwrap()
+            .unwrap()
+            .packet
+        else {
+            panic!("INDIRECT_BUFFER expected")
+        };
+        assert_eq!(ib.control.ib_size(), 21);
+        let d = ch.drainer.as_ref().unwrap();
+        let words = d.read_ib(ib.ib_addr());
+        let copies: Vec<(u32, bool)> = Pm4Decoder::new(&words, pm4::GfxGen::Gfx9)
+            .map(|p| match p.unwrap().packet {
+                Packet::DmaData(d) => (d.command.byte_count(), d.control.cp_sync()),
+                other => panic!("{}", other.name()),
+            })
+            .collect();
+        assert_eq!(
+            copies,
+            [(1 << 20, false), (1 << 20, false), (1 << 20, true)]
+        );
+    }
+}

@@ -5,7 +5,7 @@
 //! | wait until the slot is full (`committed == P`) | POLL_REGMEM | WAIT_REG_MEM |
 //! | stamp the time it became full | TIMESTAMP (global) | COPY_DATA from the GPU clock |
 //! | copy the slot to its host slot | INDIRECT → COPY_LINEAR… | INDIRECT_BUFFER → DMA_DATA… |
-//! | reset the slot's counters, then its sequence to `g + N` | WRITE, FENCE | WRITE_DATA ×2 |
+//! | reset the slot's counters, then its sequence to `g + N` | WRITE, FENCE | WRITE_DATA, RELEASE_MEM |
 //! | publish "generation `g` drained" (`g + 1`) | FENCE | RELEASE_MEM (32-bit) |
 //! | signal the channel's event (event waits only) | FENCE + TRAP | RELEASE_MEM + interrupt |
 //!
@@ -33,7 +33,7 @@ use thunk::{
 /// Dwords of one SDMA drain program (with the event signal).
 const SDMA_PROGRAM_DWORDS: usize = 6 + 3 + 6 + 8 + 4 + 4 + 4 + 2;
 /// Dwords of one PM4 drain program (with the event signal).
-const PM4_PROGRAM_DWORDS: usize = 7 + 6 + 4 + 8 + 5 + 8 + 8;
+const PM4_PROGRAM_DWORDS: usize = 7 + 6 + 4 + 8 + 8 + 8 + 8;
 /// Dwords of one kernel-end watch.
 const WATCH_DWORDS: usize = 8 + 8 + 8;
 /// Bytes one PM4 DMA_DATA moves (within the gfx9-safe 2 MiB − 1).
@@ -377,6 +377,13 @@ impl Drainer {
 
     pub fn submit(&mut self) -> Result<()> {
         self.queue.submit()
+    }
+
+    /// The IB at `addr` (tests).
+    #[cfg(test)]
+    pub fn read_ib(&self, addr: u64) -> Vec<u32> {
+        let off = addr - self.ib.gpu_va();
+        self.ib.read_dwords(off, self.ib_dwords as usize).unwrap()
     }
 
     /// Bytes a full-slot copy moves.

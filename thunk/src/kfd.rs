@@ -9,7 +9,7 @@ use crate::queue::DoorbellPage;
 use crate::topology::Topology;
 use kfd_sys::*;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 /// The `/dev/kfd` interface version (`GET_VERSION`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -168,8 +168,40 @@ impl OpenOptions {
 
     /// Opens.
     pub fn open(self) -> Result<Kfd> {
+        // A real kernel has one KFD process per address space: a second open of the device
+        // while the first is in use gets the same process, and so does the thunk.
+        let device = self.device_path();
+        let mut sessions = lock(&DEVICE_SESSIONS);
+        sessions.retain(|(_, s)| s.strong_count() > 0);
+        if let Some(path) = &device {
+            if let Some(session) = sessions
+                .iter()
+                .filter(|(p, _)| p == path)
+                .find_map(|(_, s)| s.upgrade())
+            {
+                log::debug!(target: "thunk::open", "{} is already open in this process; sharing it", path.display());
+                return Ok(Kfd { session });
+            }
+        }
         let (backend, model) = self.make_backend()?;
-        Kfd::from_backend(backend, model, self.topology_root, self.page_path)
+        let kfd = Kfd::from_backend(backend, model, self.topology_root, self.page_path)?;
+        if let Some(path) = device {
+            sessions.push((path, Arc::downgrade(&kfd.session)));
+        }
+        Ok(kfd)
+    }
+
+    /// The device file this opens, if it opens one.
+    fn device_path(&self) -> Option<PathBuf> {
+        match &self.backend {
+            BackendChoice::Device { path } => Some(path.clone()),
+            BackendChoice::Auto
+                if Path::new(KFD_DEVICE_PATH).exists() || !cfg!(feature = "model") =>
+            {
+                Some(PathBuf::from(KFD_DEVICE_PATH))
+            }
+            _ => None,
+        }
     }
 
     #[cfg(feature = "model")]
@@ -223,6 +255,9 @@ impl OpenOptions {
         Ok(Arc::new(dev))
     }
 }
+
+/// Device sessions open in this process, by device path.
+static DEVICE_SESSIONS: Mutex<Vec<(PathBuf, Weak<Session>)>> = Mutex::new(Vec::new());
 
 /// One GPU's per-process state.
 pub(crate) struct GpuState {

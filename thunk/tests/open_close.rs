@@ -126,3 +126,24 @@ fn options_from_the_environment() {
     let opts = OpenOptions::from_env().unwrap();
     assert!(format!("{opts:?}").contains("Auto"), "{opts:?}");
 }
+
+#[test]
+fn opening_twice_at_once_shares_the_process_on_a_device() {
+    let a = kfd();
+    let b = kfd();
+    let ea = a.create_event(thunk::EventKind::Signal, false).unwrap();
+    let eb = b.create_event(thunk::EventKind::Signal, false).unwrap();
+    if device().is_some() {
+        // One KFD process per address space, as the kernel has it: the ids are distinct and
+        // each handle can wait on the other's events.
+        assert_ne!(ea.id(), eb.id());
+        eb.set().unwrap();
+        assert_eq!(
+            a.wait_any(&[&eb], Some(std::time::Duration::ZERO)).unwrap(),
+            thunk::WaitStatus::Signaled
+        );
+    } else {
+        // Two models: two separate processes.
+        assert_eq!((ea.id(), eb.id()), (1, 1));
+    }
+}

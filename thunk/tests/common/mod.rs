@@ -3,7 +3,8 @@
 //! By default the tests run on the in-process model (one gfx900). With `KFD_DEVICE=<path>` set
 //! (e.g. `/dev/kfd`, or the model behind the LD_PRELOAD shim) the same tests run through the
 //! real-syscall backend; tests that need something only the model offers (several GPUs, a
-//! look inside the driver) then skip with a message.
+//! look inside the driver) then skip with a message, and the tests of one binary take turns,
+//! since they share the one KFD process the kernel gives an address space.
 #![allow(dead_code)]
 
 use std::time::Duration;
@@ -24,9 +25,31 @@ fn init_log() {
     let _ = env_logger::builder().is_test(true).try_init();
 }
 
+/// On a device every test of a binary shares the one KFD process of the address space (the
+/// kernel's rule), so tests that count queues or fault the GPU must not overlap: on a device
+/// each test holds this lock from its first `kfd()` until its thread ends.
+static DEVICE_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+thread_local! {
+    static DEVICE_TURN: std::cell::RefCell<Option<std::sync::MutexGuard<'static, ()>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+fn take_device_turn() {
+    DEVICE_TURN.with(|t| {
+        let mut t = t.borrow_mut();
+        if t.is_none() {
+            *t = Some(DEVICE_TESTS.lock().unwrap_or_else(|e| e.into_inner()));
+        }
+    });
+}
+
 /// The process under test: the device named by `KFD_DEVICE`, else a gfx900 model.
 pub fn kfd() -> Kfd {
     init_log();
+    if device().is_some() {
+        take_device_turn();
+    }
     let opts = match device() {
         Some(path) => OpenOptions::device(path),
         #[cfg(feature = "model")]

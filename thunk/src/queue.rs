@@ -729,8 +729,9 @@ fn write_context_save_headers(
     let debug = u64::from(sizes.debug_memory_size);
     let xcc = u64::from(sizes.num_xcc);
     for i in 0..xcc {
+        let debug_offset = ((xcc - i).saturating_mul(cwsr)).saturating_add(i.saturating_mul(debug));
         let header = kfd_context_save_area_header {
-            debug_offset: u32::try_from((xcc - i) * cwsr + i * debug).unwrap_or(u32::MAX),
+            debug_offset: u32::try_from(debug_offset).unwrap_or(u32::MAX),
             debug_size: sizes.debug_memory_size,
             err_payload_addr: error_payload,
             err_event_id: error_event,

@@ -316,10 +316,14 @@ pub struct QueueSizes {
 
 impl QueueSizes {
     /// The context save area a compute queue maps:
-    /// `ALIGN((cwsr_size + debug_memory_size) × num_xcc, 4096)`.
+    /// `ALIGN((cwsr_size + debug_memory_size) × num_xcc, 4096)` (saturating: an absurd
+    /// topology gives an allocation that fails, not an overflow).
     pub fn context_save_area_size(&self) -> u64 {
         let per_xcc = u64::from(self.cwsr_size) + u64::from(self.debug_memory_size);
-        align_up(per_xcc * u64::from(self.num_xcc), 4096).unwrap_or(u64::MAX)
+        per_xcc
+            .checked_mul(u64::from(self.num_xcc))
+            .and_then(|v| align_up(v, 4096))
+            .unwrap_or(u64::MAX)
     }
 }
 
@@ -822,6 +826,19 @@ mod tests {
             ),
             (0x5000, 0x0154_5000, 0x1_0000, 1)
         );
+    }
+
+    #[test]
+    fn absurd_sizes_saturate() {
+        let s = QueueSizes {
+            ctl_stack_size: u32::MAX,
+            wg_data_size: 0,
+            cwsr_size: u32::MAX,
+            debug_memory_size: u32::MAX,
+            eop_buffer_size: 4096,
+            num_xcc: u32::MAX,
+        };
+        assert_eq!(s.context_save_area_size(), u64::MAX);
     }
 
     #[test]

@@ -57,6 +57,12 @@ impl UserAccess for SelfProcess {
     }
 }
 
+/// The largest array an ioctl copies in from user memory. The kernel copies such arrays
+/// (MAP_MEMORY_TO_GPU's GPU ids, WAIT_EVENTS's event data) into a `kmalloc_array` buffer, and
+/// `kmalloc` fails above `KMALLOC_MAX_SIZE` (4 MiB with 4 KiB pages), so a larger count is
+/// `ENOMEM` there too — never a multi-gigabyte allocation in the model.
+pub const MAX_USER_ARRAY_BYTES: usize = 4 << 20;
+
 /// Typed helpers over [`UserAccess`].
 pub trait UserAccessExt: UserAccess {
     /// Reads one `T` from user memory.
@@ -66,12 +72,17 @@ pub trait UserAccessExt: UserAccess {
         Ok(value)
     }
 
-    /// Reads `count` `T`s from user memory.
+    /// Reads `count` `T`s from user memory; `ENOMEM` when the kernel could not allocate the
+    /// array (more than [`MAX_USER_ARRAY_BYTES`]), before anything is allocated or read.
     fn read_array<T: FromBytes + IntoBytes + Clone>(
         &self,
         addr: u64,
         count: usize,
     ) -> KResult<Vec<T>> {
+        count
+            .checked_mul(core::mem::size_of::<T>())
+            .filter(|&bytes| bytes <= MAX_USER_ARRAY_BYTES)
+            .ok_or(Errno::ENOMEM)?;
         let mut out = vec![T::new_zeroed(); count];
         self.read(addr, out.as_mut_slice().as_mut_bytes())?;
         Ok(out)
@@ -145,6 +156,15 @@ mod tests {
             Err(Errno::EFAULT)
         );
         assert_eq!(SelfProcess.read_array::<u32>(0, 0), Ok(vec![]));
+        // Counts the kernel could not kmalloc: ENOMEM without allocating or reading.
+        assert_eq!(
+            SelfProcess.read_array::<u32>(src.as_ptr() as u64, (4 << 20) / 4 + 1),
+            Err(Errno::ENOMEM)
+        );
+        assert_eq!(
+            SelfProcess.read_array::<u64>(src.as_ptr() as u64, usize::MAX),
+            Err(Errno::ENOMEM)
+        );
     }
 
     #[test]

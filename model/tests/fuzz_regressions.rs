@@ -91,3 +91,66 @@ fn huge_event_arrays_are_enomem() {
         (Ok(0), KFD_IOC_WAIT_RESULT_TIMEOUT)
     );
 }
+
+/// An AQL packet (16 dwords): `header`, quadwords 1..=6 of the body, a completion signal.
+fn aql_packet(header: u32, body: &[(usize, u64)], completion: u64) -> Vec<u32> {
+    let mut p = vec![0u32; 16];
+    p[0] = header;
+    for &(qw, v) in body {
+        p[qw * 2] = v as u32;
+        p[qw * 2 + 1] = (v >> 32) as u32;
+    }
+    p[14] = completion as u32;
+    p[15] = (completion >> 32) as u32;
+    p
+}
+
+/// model_engines, `crash-cc7d8b1d…`: an AQL barrier whose dependent signal sat at the top of
+/// the address space made the CP compute `signal + 8` with an overflow (a panic in debug
+/// builds, a wrapped address in release). The signal's fields are now reached with a checked
+/// add: such a signal is a GPU VM fault at the signal's address — the queue stops, the
+/// process gets a memory exception, the host goes on.
+#[test]
+fn aql_signals_at_the_top_of_the_address_space_are_vm_faults() {
+    const BARRIER_AND: u32 = 3 | 1 << 8 | 2 << 9 | 2 << 11;
+    const BARRIER_VALUE: u32 = 2 << 9 | 2 << 11 | 2 << 16;
+    let model = model_with(ModelConfig::new(Preset::Gfx90a).with_engine_thread(false));
+    let top = u64::MAX - 3;
+    let cases = [
+        // A dependent signal of a barrier-AND.
+        aql_packet(BARRIER_AND, &[(1, top)], 0),
+        // The signal of an AMD barrier-value packet.
+        aql_packet(BARRIER_VALUE, &[(1, top)], 0),
+        // The completion signal of a barrier without dependencies.
+        aql_packet(BARRIER_AND, &[], top),
+    ];
+    for (i, packet) in cases.iter().enumerate() {
+        // A VM fault evicts the process's queues: a fresh process per case.
+        let c = Client::new(&model);
+        let mem = create_event(&c, KFD_IOC_EVENT_MEMORY, false, 0).unwrap();
+        let (qid, q) = c
+            .create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE_AQL)
+            .unwrap_or_else(|e| panic!("case {i}: create queue: {e:?}"));
+        for (k, d) in packet.iter().enumerate().skip(1) {
+            q.ring.write_u32(4 * k as u64, *d);
+        }
+        q.ring.write_u32(0, packet[0]);
+        c.submit(&q, 1);
+        model.run_until_idle();
+        match c.p.queue_error(qid) {
+            Some(kfd_model::QueueError::VmFault(f)) => {
+                assert_eq!((f.va, f.not_present), (top, true), "case {i}")
+            }
+            other => panic!(
+                "case {i}: expected a VM fault at {top:#x}, got {other:?}; {:?}",
+                c.p.queue_state(qid)
+            ),
+        }
+        assert_eq!(
+            wait_events(&c, &[mem.event_id], true, 0),
+            (Ok(0), KFD_IOC_WAIT_RESULT_COMPLETE),
+            "case {i}: memory exception delivered"
+        );
+        assert_eq!(c.destroy_queue(qid), Ok(0));
+    }
+}

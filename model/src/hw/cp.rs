@@ -68,6 +68,17 @@ pub mod aql {
     pub const SIGNAL_EVENT_MAILBOX: u64 = 16;
     /// Offset of the event id in an `amd_signal_t`.
     pub const SIGNAL_EVENT_ID: u64 = 24;
+
+    /// The address of the field `offset` bytes into the signal at `signal` (a 64-bit value from
+    /// the packet): past the top of the address space it is a fault at the signal, not an
+    /// overflow.
+    pub fn field(signal: u64, offset: u64) -> Result<u64, super::VmFault> {
+        signal.checked_add(offset).ok_or(super::VmFault {
+            va: signal,
+            write: false,
+            not_present: true,
+        })
+    }
 }
 
 /// Where a compute queue's ring and pointers are, from its MQD.
@@ -513,7 +524,7 @@ impl CpQueue {
                             continue;
                         }
                         deps += 1;
-                        let done = env.vm.load_u64(signal + aql::SIGNAL_VALUE)? == 0;
+                        let done = env.vm.load_u64(aql::field(signal, aql::SIGNAL_VALUE)?)? == 0;
                         any |= done;
                         all &= done;
                     }
@@ -533,7 +544,7 @@ impl CpQueue {
                         let signal = qword(2);
                         let value = qword(4);
                         let mask = qword(6);
-                        let current = env.vm.load_u64(signal + aql::SIGNAL_VALUE)? & mask;
+                        let current = env.vm.load_u64(aql::field(signal, aql::SIGNAL_VALUE)?)? & mask;
                         let met = match p[8] {
                             0 => current == value,
                             1 => current != value,
@@ -598,10 +609,10 @@ impl CpQueue {
         let vm = env.vm;
         let signal = vm.load_u64(pkt + aql::COMPLETION_SIGNAL)?;
         if signal != 0 {
-            vm.fetch_add_u64(signal + aql::SIGNAL_VALUE, u64::MAX)?;
-            let mailbox = vm.load_u64(signal + aql::SIGNAL_EVENT_MAILBOX)?;
+            vm.fetch_add_u64(aql::field(signal, aql::SIGNAL_VALUE)?, u64::MAX)?;
+            let mailbox = vm.load_u64(aql::field(signal, aql::SIGNAL_EVENT_MAILBOX)?)?;
             if mailbox != 0 {
-                let event_id = vm.load_u32(signal + aql::SIGNAL_EVENT_ID)?;
+                let event_id = vm.load_u32(aql::field(signal, aql::SIGNAL_EVENT_ID)?)?;
                 vm.store_u64(mailbox, u64::from(event_id))?;
                 env.interrupt(IH_CLIENT_GRBM_CP, SRC_CP_END_OF_PIPE, [event_id, 0, 0, 0]);
             }

@@ -100,27 +100,31 @@ fn ioctl_overhead(c: &mut Criterion) {
     g.finish();
 }
 
-/// The thunk's extra time: blocks of 64 direct calls and 64 thunk calls, alternating so that
-/// both see the same machine load; the signed differences are summed over the whole sample
-/// (a sample where the thunk was faster overall counts as zero).
+/// The thunk's extra time, measured in blocks of 32 calls in the order direct, thunk, thunk,
+/// direct (ABBA), so that both see the same machine load and a drift in it cancels; the signed
+/// differences are summed over the sample (a sample where the thunk came out faster counts as
+/// 1 ns: criterion needs a time).
 fn interleaved(iters: u64, mut direct: impl FnMut(), mut thunk: impl FnMut()) -> Duration {
     let mut extra_ns: i128 = 0;
     let mut left = iters;
+    let time = |n: u64, f: &mut dyn FnMut()| {
+        let t = Instant::now();
+        for _ in 0..n {
+            f();
+        }
+        t.elapsed().as_nanos() as i128
+    };
     while left > 0 {
         let n = left.min(64);
-        let t = Instant::now();
-        for _ in 0..n {
-            direct();
-        }
-        let d = t.elapsed();
-        let t = Instant::now();
-        for _ in 0..n {
-            thunk();
-        }
-        extra_ns += t.elapsed().as_nanos() as i128 - d.as_nanos() as i128;
+        let (a, b) = (n / 2, n - n / 2);
+        let d1 = time(a, &mut direct);
+        let t1 = time(a, &mut thunk);
+        let t2 = time(b, &mut thunk);
+        let d2 = time(b, &mut direct);
+        extra_ns += (t1 + t2) - (d1 + d2);
         left -= n;
     }
-    Duration::from_nanos(extra_ns.max(0) as u64)
+    Duration::from_nanos(extra_ns.max(1) as u64)
 }
 
 /// The smallest client of the model that runs a PM4 queue: buffers by ioctl, packets and
@@ -285,12 +289,23 @@ fn round_trip(c: &mut Criterion) {
         })
     });
     let mut m = 0u64;
-    g.bench_function("thunk", |b| {
-        b.iter(|| {
-            m += 1;
-            q.push_fence(fence.gpu_va(), m).expect("push");
-            q.submit().expect("submit");
-            fence.wait_u64(0, m, Duration::from_secs(5)).expect("fence");
+    let mut thunk_trip = || {
+        m += 1;
+        q.push_fence(fence.gpu_va(), m).expect("push");
+        q.submit().expect("submit");
+        fence.wait_u64(0, m, Duration::from_secs(5)).expect("fence");
+    };
+    g.bench_function("thunk", |b| b.iter(&mut thunk_trip));
+    g.bench_function("thunk_minus_direct", |b| {
+        b.iter_custom(|iters| {
+            interleaved(
+                iters,
+                || {
+                    n += 1;
+                    direct.round_trip(n);
+                },
+                &mut thunk_trip,
+            )
         })
     });
     g.finish();

@@ -13,7 +13,7 @@ use thunk::{EventKind, Kfd, MemoryKind, OpenOptions, QueueOptions, WaitStatus};
 
 fn main() -> Result<(), thunk::Error> {
     env_logger::init();
-    // KFD_DEVICE=<path> picks a device, KFD_MODEL=<preset> a model; otherwise /dev/kfd if it
+    // KFD_DEVICE=<path> picks a device, KFD_MODEL_PRESET=<preset> a model; otherwise /dev/kfd if it
     // exists, else the model.
     let kfd = Kfd::open_with(OpenOptions::from_env()?)?;
     println!(

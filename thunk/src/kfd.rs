@@ -122,7 +122,7 @@ impl OpenOptions {
         Self::with(BackendChoice::Custom(backend))
     }
 
-    /// From the environment: `KFD_DEVICE=<path>` opens that device; otherwise `KFD_MODEL=<preset>`
+    /// From the environment: `KFD_DEVICE=<path>` opens that device; otherwise `KFD_MODEL_PRESET=<preset>`
     /// and `KFD_MODEL_GPUS=<n>` pick the model (feature `model`); otherwise [`OpenOptions::auto`].
     pub fn from_env() -> Result<Self> {
         if let Some(path) = std::env::var_os("KFD_DEVICE").filter(|p| !p.is_empty()) {
@@ -130,7 +130,9 @@ impl OpenOptions {
         }
         #[cfg(feature = "model")]
         {
-            let preset = std::env::var("KFD_MODEL").ok().filter(|s| !s.is_empty());
+            let preset = std::env::var("KFD_MODEL_PRESET")
+                .ok()
+                .filter(|s| !s.is_empty());
             let gpus = std::env::var("KFD_MODEL_GPUS")
                 .ok()
                 .filter(|s| !s.is_empty());
@@ -138,7 +140,7 @@ impl OpenOptions {
                 let preset = match preset {
                     Some(p) => p
                         .parse::<kfd_model::Preset>()
-                        .map_err(|m| Error::invalid("open", format!("KFD_MODEL: {m}")))?,
+                        .map_err(|m| Error::invalid("open", format!("KFD_MODEL_PRESET: {m}")))?,
                     None => kfd_model::Preset::Gfx900,
                 };
                 let gpus = match gpus {

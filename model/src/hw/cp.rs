@@ -982,7 +982,7 @@ fn dma_data(d: &DmaData, addr: u64, env: &mut ExecEnv<'_>) -> Result<Flow, Queue
         (Src::Mem(s), Some(t)) if cmd.daic() => {
             // Every dword lands on the same address: the last one stays.
             vm.probe(s, n, false)?;
-            let last = s + n.saturating_sub(4) / 4 * 4;
+            let last = s.wrapping_add(n.saturating_sub(4) / 4 * 4);
             let v = vm.load_u32(last)?;
             vm.store_u32(t, v)?;
         }

@@ -226,7 +226,8 @@ impl IbFrame {
 
     /// GPU address of the next dword.
     pub fn cursor(&self) -> u64 {
-        self.addr + 4 * u64::from(self.pos)
+        // Wrapping: an IB address near the top of the address space then simply faults.
+        self.addr.wrapping_add(4 * u64::from(self.pos))
     }
 
     /// Dwords left.

@@ -46,6 +46,20 @@
 //! # Ok::<(), thunk::Error>(())
 //! ```
 //!
+//! ## Opening
+//!
+//! [`OpenOptions`] chooses the backend: [`OpenOptions::device`] (a path, normally `/dev/kfd`),
+//! [`OpenOptions::model`] (a preset and a number of GPUs), [`OpenOptions::model_instance`]
+//! (another process on an existing model), [`OpenOptions::backend`] (anything implementing
+//! [`Backend`]), or [`OpenOptions::from_env`]: `KFD_DEVICE=<path>`, else
+//! `KFD_MODEL_PRESET=<gfx900|gfx90a|gfx942|gfx1030>` and `KFD_MODEL_GPUS=<n>`, else automatic.
+//! Opening reads the interface version (major 1 required), reads the topology, opens every
+//! GPU's render node and acquires its address space (`ACQUIRE_VM`).
+//!
+//! A real kernel keeps one KFD process per address space, so on a device a second open while
+//! the first is alive shares it, render nodes stay open for the life of the process, and the
+//! event page is kept across close and re-open. Each model open is a separate process.
+//!
 //! ## How it is organised
 //!
 //! The types follow the kernel's object hierarchy, as `kvm-ioctls` does:
@@ -114,6 +128,18 @@ pub use topology::{Node, QueueSizes, Topology};
 pub use va::{Access, PAGE_SIZE};
 
 pub use pm4;
+
+// Every handle can move to and be shared between threads.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Kfd>();
+    send_sync::<Gpu>();
+    send_sync::<Memory>();
+    send_sync::<Event>();
+    send_sync::<Pm4Queue>();
+    send_sync::<SdmaQueue>();
+    send_sync::<AqlQueue>();
+};
 pub use pm4::ring::{AqlSlotPtr, DwordPtr, SdmaBytePtr};
 
 #[cfg(feature = "model")]

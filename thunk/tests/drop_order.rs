@@ -1,6 +1,7 @@
 //! Objects dropped in any order: a queue before the memory it writes, and the process handle
 //! before everything made from it. The device closes when the last object goes. (Memory
 //! dropped before the queue that writes it is in `vm_fault.rs`.)
+#![cfg(feature = "model")] // they look inside the model when they run on it
 
 mod common;
 
@@ -26,7 +27,6 @@ fn queue_dropped_before_the_memory_it_wrote() {
 #[test]
 fn process_handle_dropped_while_objects_live() {
     let kfd = kfd();
-    #[cfg(feature = "model")]
     let model = kfd.model().cloned();
     let gpu = kfd.gpu(0).unwrap();
     let buf = gpu.alloc(MemoryKind::Gtt, 4096).unwrap();
@@ -40,7 +40,6 @@ fn process_handle_dropped_while_objects_live() {
     q.submit().unwrap();
     assert_eq!(ev.wait(Some(T)).unwrap(), WaitStatus::Signaled);
     assert_eq!(buf.load_u32(0).unwrap(), 9);
-    #[cfg(feature = "model")]
     if let Some(m) = &model {
         assert_eq!(m.process_count(), 1);
     }
@@ -49,13 +48,11 @@ fn process_handle_dropped_while_objects_live() {
     drop(ev);
     drop(buf);
     drop(q);
-    #[cfg(feature = "model")]
     if let Some(m) = &model {
         assert_eq!(m.process_count(), 0, "closed with the last object");
     }
 }
 
-#[cfg(feature = "model")]
 #[test]
 fn every_drop_order_cleans_up() {
     let Some(first) = model_kfd(Preset::Gfx900, 1, "counting the driver's objects") else {

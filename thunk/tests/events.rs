@@ -1,5 +1,6 @@
 //! Events from the CPU side: the event page on both paths, set/reset/wait, auto-reset, any/all
 //! with timeout, exception events (facts §7.5, §8.1, §8.3).
+#![cfg(feature = "model")] // they look inside the model when they run on it
 
 mod common;
 
@@ -109,7 +110,6 @@ fn signal_target_points_into_the_event_page() {
     assert_eq!(page % 4096, 0);
 }
 
-#[cfg(feature = "model")]
 #[test]
 fn both_event_page_paths() {
     use thunk::{OpenOptions, PagePath};

@@ -1,6 +1,7 @@
 //! Queues executing packets: PM4 NOP / WRITE_DATA / RELEASE_MEM, SDMA copy and fill with a
 //! fence, events signalled from PM4 and SDMA queues, ring wraparound, AQL barriers (facts §4,
 //! §5, §8.2, c-clients.md). VM faults are in `vm_fault.rs`: a fault evicts the whole process.
+#![cfg(feature = "model")] // they look inside the model when they run on it
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! Memory of every kind: allocated the libhsakmt way, CPU-mapped at its GPU address, mapped on
 //! one or several GPUs, unmapped and freed on drop (facts §7.3, c-clients.md).
+#![cfg(feature = "model")] // they look inside the model when they run on it
 
 mod common;
 
@@ -102,7 +103,6 @@ fn zero_sized_buffers_are_refused() {
     );
 }
 
-#[cfg(feature = "model")]
 #[test]
 fn buffers_are_freed_on_drop() {
     let Some(kfd) = model_kfd(Preset::Gfx900, 1, "counting the driver's buffers") else {
@@ -138,7 +138,6 @@ fn is_mapped(addr: u64) -> bool {
         .any(|(a, b)| a <= addr && addr < b)
 }
 
-#[cfg(feature = "model")]
 #[test]
 fn one_buffer_mapped_on_several_gpus() {
     let Some(kfd) = model_kfd(Preset::Gfx90a, 3, "three GPUs") else {

@@ -1,5 +1,6 @@
 //! Opening and closing: version, backend choice, twice in a row, two processes on one model,
 //! and the device closing only when the last object is gone.
+#![cfg(feature = "model")] // they look inside the model when they run on it
 
 mod common;
 
@@ -43,7 +44,6 @@ fn open_and_close_twice() {
     }
 }
 
-#[cfg(feature = "model")]
 #[test]
 fn open_without_dev_kfd_falls_back_to_the_model() {
     if std::path::Path::new(thunk::backend::KFD_DEVICE_PATH).exists() {
@@ -72,7 +72,6 @@ fn a_missing_device_is_a_clear_error() {
     );
 }
 
-#[cfg(feature = "model")]
 #[test]
 fn a_missing_topology_is_a_clear_error() {
     if device().is_some() {
@@ -91,7 +90,6 @@ fn a_missing_topology_is_a_clear_error() {
     );
 }
 
-#[cfg(feature = "model")]
 #[test]
 fn two_processes_on_one_model_are_separate() {
     let Some(a) = model_kfd(Preset::Gfx900, 1, "two processes on one model") else {
@@ -115,7 +113,6 @@ fn two_processes_on_one_model_are_separate() {
     assert_eq!(model.process_count(), 1);
 }
 
-#[cfg(feature = "model")]
 #[test]
 fn options_from_the_environment() {
     // Only the pure parts: no variable set means auto, unless the test run sets KFD_DEVICE.

@@ -1,5 +1,6 @@
 //! The remaining process- and GPU-wide calls: clock counters, apertures, available memory,
 //! XNACK mode, trap handler, scratch backing, memory policy, and the raw ioctl escape hatch.
+#![cfg(feature = "model")] // they look inside the model when they run on it
 
 mod common;
 

@@ -1,5 +1,6 @@
 //! Queues of every kind: created with buffers the driver accepts (6.12 validation, facts §9.9),
 //! destroyed on drop, the per-process limit, bad arguments, update and CU mask.
+#![cfg(feature = "model")] // they look inside the model when they run on it
 
 mod common;
 
@@ -78,7 +79,6 @@ fn every_queue_kind_is_created_and_destroyed() {
     }
 }
 
-#[cfg(feature = "model")]
 #[test]
 fn sdma_engine_choice() {
     let Some(kfd) = model_kfd(Preset::Gfx90a, 1, "an xGMI SDMA part") else {
@@ -224,7 +224,6 @@ fn aql_ring_starts_with_invalid_packets() {
     }
 }
 
-#[cfg(feature = "model")]
 #[test]
 fn multi_xcc_context_save_headers() {
     let Some(kfd) = model_kfd(Preset::Gfx942, 1, "an 8-XCC part") else {

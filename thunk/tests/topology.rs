@@ -1,5 +1,6 @@
 //! Topology read through the backend's sysfs root: nodes, properties, banks, caches, links, the
 //! gfx version and the queue sizes the driver validates (facts §9.9).
+#![cfg(feature = "model")] // they look inside the model when they run on it
 
 mod common;
 
@@ -38,7 +39,6 @@ fn gpu_nodes_carry_what_queues_and_memory_need() {
     }
 }
 
-#[cfg(feature = "model")]
 #[test]
 fn gfx900_model_topology_matches_the_facts() {
     let Some(kfd) = model_kfd(Preset::Gfx900, 1, "exact gfx900 values") else {
@@ -87,7 +87,6 @@ fn gfx900_model_topology_matches_the_facts() {
     );
 }
 
-#[cfg(feature = "model")]
 #[test]
 fn multi_gpu_and_multi_xcc_parts() {
     let Some(kfd) = model_kfd(Preset::Gfx942, 2, "two MI300X") else {

@@ -1,6 +1,7 @@
 //! GPU VM faults: memory dropped while a queue still writes to it faults the GPU, not the host,
 //! and the fault arrives as a memory-exception event (facts §8.1, §8.3). A fault evicts the
 //! whole process's queues, so these tests live in their own binary (one process on a device).
+#![cfg(feature = "model")] // they look inside the model when they run on it
 
 mod common;
 
@@ -30,7 +31,6 @@ fn memory_dropped_before_the_queue_that_writes_it_faults_the_gpu_not_the_host() 
     drop(q);
 }
 
-#[cfg(feature = "model")]
 #[test]
 fn fault_on_a_buffer_unmapped_from_the_gpu() {
     // On a device this would be a second fault in a process already evicted by the first.

@@ -1,6 +1,7 @@
 //! What every integration test uses: the `Kfd` to test against.
 //!
-//! By default the tests run on the in-process model (one gfx900). With `KFD_DEVICE=<path>` set
+//! The tests need the default `model` feature. By default they run on the in-process model
+//! (one gfx900). With `KFD_DEVICE=<path>` set
 //! (e.g. `/dev/kfd`, or the model behind the LD_PRELOAD shim) the same tests run through the
 //! real-syscall backend; tests that need something only the model offers (several GPUs, a
 //! look inside the driver) then skip with a message, and the tests of one binary take turns,
@@ -10,7 +11,6 @@
 use std::time::Duration;
 use thunk::{Kfd, OpenOptions};
 
-#[cfg(feature = "model")]
 pub use thunk::Preset;
 
 /// Generous timeout for anything the GPU does.
@@ -52,10 +52,7 @@ pub fn kfd() -> Kfd {
     }
     let opts = match device() {
         Some(path) => OpenOptions::device(path),
-        #[cfg(feature = "model")]
         None => OpenOptions::model(Preset::Gfx900, 1),
-        #[cfg(not(feature = "model"))]
-        None => panic!("built without the model: set KFD_DEVICE to run the tests"),
     };
     match opts.open() {
         Ok(k) => k,
@@ -64,7 +61,6 @@ pub fn kfd() -> Kfd {
 }
 
 /// A model of `gpus` × `preset`, or `None` (with a message) when the tests run on a device.
-#[cfg(feature = "model")]
 pub fn model_kfd(preset: Preset, gpus: u32, why: &str) -> Option<Kfd> {
     init_log();
     if let Some(d) = device() {
@@ -75,7 +71,6 @@ pub fn model_kfd(preset: Preset, gpus: u32, why: &str) -> Option<Kfd> {
 }
 
 /// The model behind `kfd`, or `None` (with a message) on a device.
-#[cfg(feature = "model")]
 pub fn model_of<'a>(kfd: &'a Kfd, why: &str) -> Option<&'a kfd_model::Model> {
     match kfd.model() {
         Some(m) => Some(m),

@@ -132,10 +132,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         report.bytes as f64 / (1 << 20) as f64,
         report.elapsed.as_secs_f64(),
         report.gb_per_s,
-        if verify {
-            ", every sequence number and checksum checked"
-        } else {
-            ""
+        match verify {
+            Verify::Off => "",
+            Verify::Checksum => ", every sequence number and checksum checked",
+            Verify::Exact => ", every sequence number checked, every payload compared",
         }
     );
     println!(

@@ -591,17 +591,19 @@ impl Channel {
 
     /// Reads and checks the header of drained generation `g` in the host ring.
     fn host_header(&self, g: u64) -> Result<Current> {
-        let at = self.host_slot_offset(g);
-        let word = |field: u64| -> Result<u32> {
+        let mut h = [0u8; 20];
+        self.host.read(self.host_slot_offset(g), &mut h)?;
+        let word = |field: u64| {
+            let f = field as usize;
             let mut b = [0u8; 4];
-            self.host.read(at + field, &mut b)?;
-            Ok(u32::from_le_bytes(b))
+            b.copy_from_slice(h.get(f..f + 4).unwrap_or(&[0; 4]));
+            u32::from_le_bytes(b)
         };
-        let seq = word(slot::SEQUENCE)?;
-        let committed = word(slot::COMMITTED)?;
-        let end = word(slot::END)?;
-        let flags = word(slot::FLAGS)?;
-        let closer = word(slot::CLOSER)?;
+        let seq = word(slot::SEQUENCE);
+        let committed = word(slot::COMMITTED);
+        let end = word(slot::END);
+        let flags = word(slot::FLAGS);
+        let closer = word(slot::CLOSER);
         let p = self.shared.layout.capacity();
         if seq != g as u32 {
             return Err(Error::corrupt(

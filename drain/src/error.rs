@@ -20,6 +20,8 @@ pub enum Error {
         /// What is wrong.
         what: String,
     },
+    /// A record in a drained slot is malformed (from [`crate::layout::Records`]).
+    Record(crate::layout::RecordError),
     /// A wait ran out of time; the message says what did not happen.
     Timeout(String),
     /// The channel was closed; producers stop with this.
@@ -52,6 +54,7 @@ impl fmt::Display for Error {
             Error::Corrupt { generation, what } => {
                 write!(f, "drain: slot generation {generation} is corrupt: {what}")
             }
+            Error::Record(e) => write!(f, "drain: malformed record: {e}"),
             Error::Timeout(m) => write!(f, "drain: timed out: {m}"),
             Error::Closed => write!(f, "drain: the channel is closed"),
         }
@@ -62,6 +65,7 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Thunk(e) => Some(e),
+            Error::Record(e) => Some(e),
             _ => None,
         }
     }
@@ -73,11 +77,17 @@ impl From<thunk::Error> for Error {
     }
 }
 
+impl From<crate::layout::RecordError> for Error {
+    fn from(e: crate::layout::RecordError) -> Self {
+        Error::Record(e)
+    }
+}
+
 impl From<Error> for std::io::Error {
     fn from(e: Error) -> Self {
         let kind = match &e {
             Error::Config(_) => std::io::ErrorKind::InvalidInput,
-            Error::Corrupt { .. } => std::io::ErrorKind::InvalidData,
+            Error::Corrupt { .. } | Error::Record(_) => std::io::ErrorKind::InvalidData,
             Error::Closed => std::io::ErrorKind::BrokenPipe,
             e if e.is_timeout() => std::io::ErrorKind::TimedOut,
             _ => std::io::ErrorKind::Other,

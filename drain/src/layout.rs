@@ -119,8 +119,7 @@ pub mod slot_flags {
 /// Bytes a record of `payload` bytes occupies: header plus payload, padded to 8.
 pub const fn record_size(payload: u32) -> u64 {
     let p = payload as u64;
-    RECORD_HEADER_BYTES as u64
-        + (p + (RECORD_ALIGN as u64 - 1)) / RECORD_ALIGN as u64 * RECORD_ALIGN as u64
+    RECORD_HEADER_BYTES as u64 + p.div_ceil(RECORD_ALIGN as u64) * RECORD_ALIGN as u64
 }
 
 /// The two header dwords of a record.
@@ -457,7 +456,7 @@ mod tests {
             for w in encode_record_header(len, kind, 9) {
                 b.extend_from_slice(&w.to_le_bytes());
             }
-            b.extend(std::iter::repeat(kind as u8).take(len as usize));
+            b.extend(std::iter::repeat_n(kind as u8, len as usize));
             b.resize(b.len().next_multiple_of(8), 0);
         }
         let r: Vec<_> = Records::new(&b).map(|r| r.unwrap()).collect();

@@ -218,6 +218,8 @@ pub(crate) struct Drainer {
     chunk: u64,
     gen: Gen,
     pub t: Targets,
+    /// Reused IB image, so queuing a program allocates nothing.
+    scratch: std::cell::RefCell<Vec<u32>>,
 }
 
 impl std::fmt::Debug for Drainer {
@@ -257,6 +259,7 @@ impl Drainer {
             chunk,
             gen,
             t,
+            scratch: std::cell::RefCell::new(Vec::new()),
         })
     }
 
@@ -274,7 +277,9 @@ impl Drainer {
         let index = self.t.layout.slot_of_generation(g);
         let src = self.t.layout.slot_addr(index);
         let dst = self.t.host_slot_addr(g);
-        let mut ib = vec![0u32; self.ib_dwords as usize];
+        let mut ib = std::mem::take(&mut *self.scratch.borrow_mut());
+        ib.clear();
+        ib.resize(self.ib_dwords as usize, 0);
         let mut at = 0usize;
         let mut done = 0u64;
         let count = bytes.div_ceil(self.chunk);
@@ -313,8 +318,9 @@ impl Drainer {
                 pm4::writer::write_nop(rest, rest.len()).map_err(|e| packet("NOP", e))?;
             }
         }
-        self.ib.write_dwords(self.ib_offset(g), &ib)?;
-        Ok(())
+        let written = self.ib.write_dwords(self.ib_offset(g), &ib);
+        *self.scratch.borrow_mut() = ib;
+        Ok(written?)
     }
 
     /// Queues the drain program of generation `g`, copying `copy_bytes` (the whole slot, or

@@ -111,7 +111,8 @@ impl Backoff {
             std::thread::yield_now();
         } else {
             std::thread::sleep(self.sleep);
-            self.sleep = (self.sleep * 2).min(Duration::from_millis(1));
+            // Short enough that a waiting producer refills slots before the engine runs dry.
+            self.sleep = (self.sleep * 2).min(Duration::from_micros(100));
         }
     }
 }
@@ -162,7 +163,7 @@ impl Shared {
         }
     }
 
-    /// Steps 1–5 of the protocol. `wait` is called while a lossless producer waits.
+    /// Steps 1–5 of the protocol. A lossless producer waits up to `timeout` for its slot.
     pub fn reserve(&self, need: u32, closer: u16, timeout: Duration) -> Result<Reserved> {
         let p = u64::from(self.layout.capacity());
         let n = u64::from(self.layout.slot_count());

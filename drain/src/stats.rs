@@ -149,8 +149,9 @@ pub struct Stats {
     pub flushes: u64,
     /// Kernel-end watches that completed.
     pub kernel_ends: u64,
-    /// Time from a slot becoming full (the engine's timestamp when its wait ended) to the
-    /// reader seeing it drained.
+    /// Time from the drain engine taking a slot (its wait on the full slot ended — at once
+    /// when the slot filled, if its program was already queued) to the reader seeing it
+    /// drained: copy, fence, interrupt and wake-up.
     pub drain_latency: LatencySummary,
 }
 

@@ -971,6 +971,15 @@ mod tests {
         (words.unwrap(), &d.queue)
     }
 
+    #[test]
+    fn channels_and_producers_move_between_threads() {
+        fn send<T: Send>() {}
+        send::<Channel>();
+        send::<crate::HostProducer>();
+        send::<crate::Pm4Producer>();
+        send::<Closed>();
+    }
+
     /// The pre-loaded SDMA programs, dword by dword (facts §5, §8.2).
     #[test]
     fn sdma_drain_programs_are_the_documented_packets() {

@@ -71,8 +71,12 @@ fn teardown_mid_stream(engine: DrainEngine, trigger: Trigger, preset: Preset) {
         read_chunk(&mut ch, &mut check);
     }
     let read = check.records;
-    std::thread::sleep(Duration::from_millis(100));
-    let ready = ch.stats().host_slots_ready;
+    let since = std::time::Instant::now();
+    let mut ready = 0;
+    while ready == 0 && since.elapsed() < T {
+        std::thread::sleep(Duration::from_millis(5));
+        ready = ch.stats().host_slots_ready;
+    }
     assert!(ready > 0, "drained slots are waiting in the host ring");
 
     let closed = ch.close().unwrap();
@@ -83,10 +87,9 @@ fn teardown_mid_stream(engine: DrainEngine, trigger: Trigger, preset: Preset) {
         check.check(&r.unwrap()).unwrap();
         n += 1;
     }
-    assert!(
-        n >= ready * ((8192 - 64) / 128),
-        "{n} records for {ready} drained slots"
-    );
+    // Every drained slot holds at least one record (full ones 63; the period may flush
+    // partial ones).
+    assert!(n >= ready, "{n} records for {ready} drained slots");
     assert_eq!(closed.stats.bytes_consumed, (read + n) * 128);
     assert_eq!(
         closed.stats.bytes_drained, closed.stats.bytes_consumed,

@@ -576,7 +576,7 @@ impl Client<'_> {
             d[15] = (v >> 32) as u32;
         }
         // AQL packets sit on 64-byte slots.
-        while out.len() % 16 != 0 {
+        while !out.len().is_multiple_of(16) {
             out.push(0);
         }
         out.extend_from_slice(&d);

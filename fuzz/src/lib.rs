@@ -198,7 +198,7 @@ impl ModelKey {
     pub fn from_bytes(preset: u8, kernel: u8, gpus: u8) -> ModelKey {
         ModelKey {
             preset: Preset::ALL[preset as usize % Preset::ALL.len()],
-            kernel: if kernel % 4 == 0 {
+            kernel: if kernel.is_multiple_of(4) {
                 KernelVersion::Linux6_1
             } else {
                 KernelVersion::Linux6_12

@@ -645,6 +645,68 @@ impl RawQueue {
         Ok(a.first_gws)
     }
 
+    /// A ring buffer of `bytes` for this queue (GTT, exactly that size).
+    fn alloc_ring(&self, bytes: u32) -> Result<Memory> {
+        self.gpu.alloc_with(
+            &AllocOptions::new(MemoryKind::Gtt, u64::from(bytes))
+                .flags(KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE | KFD_IOC_ALLOC_MEM_FLAGS_COHERENT),
+        )
+    }
+
+    /// Moves the write pointer `w` (absolute, in dwords) of an idle queue on to a multiple of
+    /// `multiple` dwords by writing `filler` dwords (a one-dword NOP) into the ring, in submits
+    /// the engine finishes one by one — never a whole ring at once. `published` turns a dword
+    /// position into the write-pointer value, `reached` says whether the engine read up to it.
+    fn pad_write_pointer(
+        &self,
+        mut w: u64,
+        multiple: u64,
+        filler: u32,
+        timeout: Duration,
+        published: impl Fn(u64) -> u64,
+        reached: impl Fn(&RawQueue, u64) -> bool,
+    ) -> Result<u64> {
+        let ring = u64::from(self.ring_size / 4);
+        while multiple > 0 && w % multiple != 0 {
+            let slot = w % ring;
+            let room = if slot == 0 { ring / 2 } else { ring - slot };
+            let n = (multiple - w % multiple).min(room);
+            let fill = vec![filler; n as usize];
+            self.ring.write_dwords(slot * 4, &fill)?;
+            w += n;
+            let value = published(w);
+            self.publish(value)?;
+            self.wait_for("padding the ring before a resize", timeout, || {
+                reached(self, value)
+            })?;
+        }
+        Ok(w)
+    }
+
+    /// Points the queue at `ring` of `bytes` (`UPDATE_QUEUE`); the old ring is freed.
+    fn replace_ring(&mut self, ring: Memory, bytes: u32) -> Result<()> {
+        let mut a = kfd_ioctl_update_queue_args {
+            ring_base_address: ring.gpu_va(),
+            queue_id: self.queue_id,
+            ring_size: bytes,
+            queue_percentage: self.percentage,
+            queue_priority: self.priority.raw(),
+        };
+        self.session
+            .ioctl(AMDKFD_IOC_UPDATE_QUEUE, &mut a)
+            .map_err(|e| {
+                Error::ioctl(
+                    "UPDATE_QUEUE",
+                    e,
+                    format_args!("queue {}: new ring of {bytes} bytes", self.queue_id),
+                )
+            })?;
+        log::debug!(target: "thunk::queue", "queue {}: ring {:#x}+{:#x} -> {:#x}+{bytes:#x}", self.queue_id, self.ring.gpu_va(), self.ring_size, ring.gpu_va());
+        self.ring = ring;
+        self.ring_size = bytes;
+        Ok(())
+    }
+
     fn doorbell(&self) -> Result<&AtomicU64> {
         let page = self
             .session
@@ -793,6 +855,9 @@ pub struct Pm4Queue {
     ring: Pm4Ring,
     shadow: Vec<u32>,
     gen: GfxGen,
+    /// Write pointer where `ring` starts counting (a multiple of the ring size): moves when
+    /// the ring is resized.
+    base: u64,
 }
 
 impl std::fmt::Debug for Pm4Queue {
@@ -834,12 +899,12 @@ impl Pm4Queue {
 
     /// The published write pointer (monotonic dwords).
     pub fn wptr(&self) -> DwordPtr {
-        self.ring.wptr()
+        self.ring.wptr().add(self.base)
     }
 
     /// The write pointer including pushed, unsubmitted packets.
     pub fn pending_wptr(&self) -> DwordPtr {
-        self.ring.pending_wptr()
+        self.ring.pending_wptr().add(self.base)
     }
 
     fn refresh(&mut self) {
@@ -863,7 +928,7 @@ impl Pm4Queue {
                 .push(&mut self.shadow, packet)
                 .map_err(|e| ring_error("push", e, "dwords"))?;
         }
-        Ok(self.ring.pending_wptr())
+        Ok(self.pending_wptr())
     }
 
     /// Appends already-encoded dwords.
@@ -889,7 +954,7 @@ impl Pm4Queue {
             .map_err(|e| ring_error("push", e, "dwords"))?;
         // Cannot fail: the length was checked and `dst` is exactly `dwords` long.
         pm4::writer::write_nop(dst, dwords).map_err(|e| Error::invalid("push", e.to_string()))?;
-        Ok(self.ring.pending_wptr())
+        Ok(self.pending_wptr())
     }
 
     /// Appends a WRITE_DATA of `data` to `addr` (4-byte aligned).
@@ -934,9 +999,48 @@ impl Pm4Queue {
         let from = self.ring.wptr();
         let to = self.ring.pending_wptr();
         copy_out(&self.raw.ring, &self.shadow, from.get(), to.get())?;
-        let w = self.ring.submit();
+        let w = self.ring.submit().add(self.base);
         self.raw.publish(w.get())?;
         Ok(w)
+    }
+
+    /// Gives the queue a new ring of `bytes` (`UPDATE_QUEUE` with a new ring address and size).
+    /// Needs nothing pushed and unsubmitted; waits until the CP has read everything, then pads
+    /// the old ring with NOPs until the write pointer is a multiple of both ring sizes, so the
+    /// CP's read position means the same in the old and the new ring.
+    pub fn resize_ring(&mut self, bytes: u32, timeout: Duration) -> Result<()> {
+        QueueOptions::new().ring_size(bytes).validate(Kind::Pm4)?;
+        if bytes == self.raw.ring_size {
+            return Ok(());
+        }
+        if self.ring.pending_wptr() != self.ring.wptr() {
+            return Err(Error::invalid(
+                "UPDATE_QUEUE",
+                "packets were pushed but not submitted; submit or roll them back before resizing",
+            ));
+        }
+        let new_ring = self.raw.alloc_ring(bytes)?;
+        self.wait_idle(timeout)?;
+        let old_dwords = self.shadow.len();
+        let new_dwords = (bytes / 4) as usize;
+        let multiple = old_dwords.max(new_dwords) as u64;
+        let w = self.raw.pad_write_pointer(
+            self.wptr().get(),
+            multiple,
+            pm4::header::NOP_ONE_DWORD,
+            timeout,
+            |w| w,
+            |q, w| q.read_u32_pointer() == w % u64::from(q.ring_size / 4),
+        )?;
+        // Rebased on the old ring first: a refused update leaves a consistent queue.
+        self.base = w;
+        self.ring =
+            Pm4Ring::new(old_dwords).map_err(|e| ring_error("UPDATE_QUEUE", e, "dwords"))?;
+        self.raw.replace_ring(new_ring, bytes)?;
+        self.shadow = vec![0; new_dwords];
+        self.ring =
+            Pm4Ring::new(new_dwords).map_err(|e| ring_error("UPDATE_QUEUE", e, "dwords"))?;
+        Ok(())
     }
 
     /// Waits until the CP has read everything submitted.
@@ -996,6 +1100,8 @@ pub struct SdmaQueue {
     ring: SdmaRing,
     shadow: Vec<u32>,
     gen: SdmaGen,
+    /// Write pointer (bytes) where `ring` starts counting: moves when the ring is resized.
+    base: u64,
 }
 
 impl std::fmt::Debug for SdmaQueue {
@@ -1037,12 +1143,12 @@ impl SdmaQueue {
 
     /// The published write pointer (monotonic bytes).
     pub fn wptr(&self) -> SdmaBytePtr {
-        self.ring.wptr()
+        self.ring.wptr().add(self.base)
     }
 
     /// The write pointer including pushed, unsubmitted packets.
     pub fn pending_wptr(&self) -> SdmaBytePtr {
-        self.ring.pending_wptr()
+        self.ring.pending_wptr().add(self.base)
     }
 
     fn refresh(&mut self) {
@@ -1059,7 +1165,7 @@ impl SdmaQueue {
                 .push(&mut self.shadow, packet)
                 .map_err(|e| ring_error("push", e, "dwords"))?;
         }
-        Ok(self.ring.pending_wptr())
+        Ok(self.pending_wptr())
     }
 
     /// Appends already-encoded dwords.
@@ -1134,14 +1240,50 @@ impl SdmaQueue {
         let from = self.ring.wptr().get() / 4;
         let to = self.ring.pending_wptr().get() / 4;
         copy_out(&self.raw.ring, &self.shadow, from, to)?;
-        let w = self.ring.submit();
+        let w = self.ring.submit().add(self.base);
         self.raw.publish(w.get())?;
         Ok(w)
     }
 
+    /// Gives the queue a new ring of `bytes`, as [`Pm4Queue::resize_ring`] does (padding with
+    /// SDMA NOPs).
+    pub fn resize_ring(&mut self, bytes: u32, timeout: Duration) -> Result<()> {
+        QueueOptions::new().ring_size(bytes).validate(Kind::Sdma)?;
+        if bytes == self.raw.ring_size {
+            return Ok(());
+        }
+        if self.ring.pending_wptr() != self.ring.wptr() {
+            return Err(Error::invalid(
+                "UPDATE_QUEUE",
+                "packets were pushed but not submitted; submit or roll them back before resizing",
+            ));
+        }
+        let new_ring = self.raw.alloc_ring(bytes)?;
+        self.wait_idle(timeout)?;
+        let old_dwords = self.shadow.len();
+        let new_dwords = (bytes / 4) as usize;
+        let multiple = old_dwords.max(new_dwords) as u64;
+        let w = self.raw.pad_write_pointer(
+            self.wptr().get() / 4,
+            multiple,
+            0,
+            timeout,
+            |w| w * 4,
+            |q, w| q.read_u64_pointer() == w,
+        )?;
+        self.base = w * 4;
+        self.ring =
+            SdmaRing::new(old_dwords).map_err(|e| ring_error("UPDATE_QUEUE", e, "dwords"))?;
+        self.raw.replace_ring(new_ring, bytes)?;
+        self.shadow = vec![0; new_dwords];
+        self.ring =
+            SdmaRing::new(new_dwords).map_err(|e| ring_error("UPDATE_QUEUE", e, "dwords"))?;
+        Ok(())
+    }
+
     /// Waits until the engine has read everything submitted.
     pub fn wait_idle(&self, timeout: Duration) -> Result<()> {
-        let target = self.ring.wptr();
+        let target = self.wptr();
         self.raw.wait_for(
             &format!(
                 "the SDMA engine did not reach write pointer {:#x}",
@@ -1279,6 +1421,7 @@ impl Gpu {
             shadow: vec![0; dwords],
             raw,
             gen,
+            base: 0,
         })
     }
 
@@ -1292,6 +1435,7 @@ impl Gpu {
             shadow: vec![0; dwords],
             raw,
             gen,
+            base: 0,
         })
     }
 

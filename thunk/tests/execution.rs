@@ -271,3 +271,79 @@ fn aql_barrier_packets_advance_the_read_index() {
         "the read index counts packets (64 slots, wrapped once)"
     );
 }
+
+#[test]
+fn pm4_ring_resized_while_in_use() {
+    let kfd = kfd();
+    let gpu = kfd.gpu(0).unwrap();
+    let buf = gpu.alloc(MemoryKind::Gtt, 4096).unwrap();
+    let mut q = gpu
+        .create_pm4_queue(&QueueOptions::new().ring_size(4096))
+        .unwrap();
+    let mut value = 0u64;
+    let mut run = |q: &mut thunk::Pm4Queue, rounds: u64| {
+        for _ in 0..rounds {
+            value += 1;
+            q.push_write_data(buf.gpu_addr(64), &[value as u32])
+                .unwrap();
+            q.push_fence(buf.gpu_addr(0), value).unwrap();
+            q.submit().unwrap();
+            buf.wait_u64(0, value, T).unwrap();
+            assert_eq!(buf.load_u32(64).unwrap(), value as u32);
+        }
+    };
+    run(&mut q, 7);
+    let old_ring = q.ring().gpu_va();
+    // Grow: the write pointer moves on to a multiple of the new size, the CP follows.
+    q.resize_ring(64 << 10, T).unwrap();
+    assert_eq!((q.ring_size(), q.ring().size()), (64 << 10, 64 << 10));
+    assert_ne!(q.ring().gpu_va(), old_ring);
+    assert_eq!(q.wptr().get() % (16 << 10), 0);
+    run(&mut q, 300);
+    // Shrink again, then wrap the small ring a few times.
+    q.resize_ring(4096, T).unwrap();
+    assert_eq!(q.ring_size(), 4096);
+    run(&mut q, 200);
+    // Nothing pushed may be pending, and the size must be valid.
+    q.push_nop(2).unwrap();
+    assert_err(
+        q.resize_ring(8192, T),
+        thunk::Errno::EINVAL,
+        "submit or roll them back",
+    );
+    q.rollback();
+    assert_err(
+        q.resize_ring(3000, T),
+        thunk::Errno::EINVAL,
+        "not a power of two",
+    );
+}
+
+#[test]
+fn sdma_ring_resized_while_in_use() {
+    let kfd = kfd();
+    let gpu = kfd.gpu(0).unwrap();
+    let fence = gpu.alloc(MemoryKind::Gtt, 4096).unwrap();
+    let mut q = gpu
+        .create_sdma_queue(&QueueOptions::new().ring_size(4096))
+        .unwrap();
+    let run = |q: &mut thunk::SdmaQueue, from: u32, to: u32| {
+        for i in from..to {
+            q.push_fence(fence.gpu_va(), i).unwrap();
+            q.submit().unwrap();
+            fence.wait_u32(0, i, T).unwrap();
+        }
+    };
+    run(&mut q, 1, 10);
+    q.resize_ring(32 << 10, T).unwrap();
+    assert_eq!(
+        q.wptr().get() % (32 << 10),
+        0,
+        "bytes, a multiple of the new ring"
+    );
+    run(&mut q, 10, 3000);
+    q.resize_ring(4096, T).unwrap();
+    run(&mut q, 3000, 3400);
+    q.wait_idle(T).unwrap();
+    assert_eq!(q.rptr(), q.wptr());
+}

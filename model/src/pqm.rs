@@ -94,13 +94,16 @@ fn properties_from_user(a: &kfd_ioctl_create_queue_args) -> KResult<QueuePropert
     })
 }
 
-/// `kfd_queue_buffer_get`: the page of `addr` must start a GPU mapping of exactly `size` bytes
-/// (any size when `size` is 0).
+/// `kfd_queue_buffer_get`: the page of `addr` must start a GPU mapping of exactly `size` bytes.
+/// The kernel compares in pages, so a size below one page (a 1 or 2 KiB ring) only needs the
+/// mapping to start at that page, as does a size of 0.
 fn buffer_get(pdd: &ProcessDevice, addr: u64, size: u64) -> KResult<()> {
     let vm = pdd.vm.read().unwrap_or_else(|e| e.into_inner());
-    let page = addr & !(PAGE_SIZE as u64 - 1);
+    let page_size = PAGE_SIZE as u64;
+    let page = addr & !(page_size - 1);
+    let pages = size / page_size;
     match vm.lookup(addr) {
-        Some(m) if m.va == page && (size == 0 || m.len == size) => Ok(()),
+        Some(m) if m.va == page && (pages == 0 || m.len.div_ceil(page_size) == pages) => Ok(()),
         Some(m) => {
             log::debug!(
                 target: "kfd::pqm",

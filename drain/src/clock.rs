@@ -32,9 +32,12 @@ impl GpuClock {
     }
 
     fn sample(&mut self) {
-        match self.gpu.clock_counters() {
+        let before = Instant::now();
+        let counters = self.gpu.clock_counters();
+        // The GPU was sampled somewhere inside the call: take the middle.
+        let now = before + before.elapsed() / 2;
+        match counters {
             Ok(k) if k.gpu != 0 => {
-                let now = Instant::now();
                 match self.first {
                     None => self.first = Some((k.gpu, k.cpu)),
                     Some((g0, c0)) if k.cpu > c0 => {

@@ -15,10 +15,12 @@ pub enum Trigger {
     /// Additionally, every period the reading side closes the slot being filled if it holds
     /// anything, so records reach the CPU at most about one period after their commit.
     Periodic(Duration),
-    /// Additionally, a second queue waits for application completion signals
-    /// ([`crate::Channel::drain_at`]); when one reaches its value, the slot being filled is
-    /// closed and drained, so a tool gets each kernel's records without adding work to the
-    /// application's queue.
+    /// Additionally, a second queue of the channel's engine kind waits for application
+    /// completion signals ([`crate::Channel::drain_at`]); when one reaches its value the queue
+    /// publishes it and raises the channel's interrupt, and the reading side closes the slot
+    /// being filled (a CPU compare-and-swap: the engines have no atomics), which then drains.
+    /// A tool gets each kernel's records without adding work to the application's queue and
+    /// without a CPU watching the signal.
     KernelEnd,
 }
 

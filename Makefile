@@ -1,14 +1,14 @@
 # The two commands a newcomer needs: `make run` and `make test`.
 CARGO ?= cargo
 
-.PHONY: run test deps fmt fmt-check lint doc unit c-clients abi bench clean
+.PHONY: run test deps fmt fmt-check lint doc unit c-clients valgrind abi bench clean
 
 ## run: the main job (for now: the /dev/kfd ABI table that kfd-sys spells)
 run:
 	$(CARGO) run --release -q -p kfd-cli -- abi
 
 ## test: everything — deps, format, clippy, docs, unit and integration tests, the header check
-test: deps fmt-check lint doc unit c-clients abi
+test: deps fmt-check lint doc unit c-clients valgrind abi
 	@echo "make test: all green"
 
 deps:
@@ -32,6 +32,11 @@ unit:
 # Unmodified C clients (Debian's libhsakmt, rocminfo) on the model through the LD_PRELOAD shim.
 c-clients:
 	./scripts/c-client-tests.sh
+
+# The same C clients under valgrind memcheck: no memory error, no definite leak from the shim or
+# the model.
+valgrind:
+	./scripts/c-clients-valgrind.sh
 
 # The layout test against the system's linux/kfd_ioctl.h, run on its own so it prints counts.
 abi:

@@ -34,14 +34,7 @@ shim=$(realpath "$target_dir/$profile/libkfd_preload.so")
 gcc -O2 -Wall -Wextra -Werror -o "$work/hsakmt_client" tests/c/hsakmt_client.c -lhsakmt \
   || die "building tests/c/hsakmt_client.c against libhsakmt failed"
 
-# The queue-execution cases need the model's engines (issue #6); until they exist the cases
-# are skipped by name, loudly.
-exec_cases=pm4_write_data_release_mem_event,sdma_copy_fence_trap_event
 skip_args=()
-if ! grep -rqs 'fn run_until_idle' model/src; then
-  echo "NOTE the model has no queue engines yet (issue #6): skipping $exec_cases"
-  skip_args=(--skip "$exec_cases")
-fi
 
 dev_before=$(ls -d /dev/kfd /dev/dri 2>/dev/null || true)
 trees_before=$(ls -d "${TMPDIR:-/tmp}"/kfd-preload-* 2>/dev/null | sort || true)

@@ -13,6 +13,8 @@ declare -A need=(
   [libhsakmt1]=/usr/lib/x86_64-linux-gnu/libhsakmt.so.1
   [libhsakmt-dev]=/usr/include/hsakmt.h
   [rocminfo]=/usr/bin/rocminfo
+  # The same C clients under memcheck (scripts/c-clients-valgrind.sh).
+  [valgrind]=/usr/bin/valgrind
 )
 
 missing=()

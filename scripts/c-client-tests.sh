@@ -92,11 +92,10 @@ run_rocminfo gfx1030 1 80
 # build its integration-test binaries with cargo, then run the binaries themselves under the
 # shim, one process per test — as on real hardware, where a process keeps one kfd_process
 # (and the render-node file its VM was acquired from) until it exits.
-# Known thunk defects the real-device path exposes (test name -> reason): reported as XFAIL.
-declare -A thunk_known_issues=(
-  [open_and_close_twice]="the thunk opens a new render-node file for a second Kfd in the same process; the kernel (and the model) answer ACQUIRE_VM with EBUSY because the process's VM stays bound to the first file (libhsakmt keeps one render fd per GPU per process)"
-  [pm4_queue_has_all_its_buffers]="the test expects the doorbell page at an 8 KiB-aligned address, but on the dGPU path the thunk places the DOORBELL buffer at a VA it reserves with 4 KiB alignment (memory.rs), and the shim, like the kernel, maps it MAP_FIXED there"
-)
+# Known thunk defects the real-device path exposes (test name -> reason) are reported as XFAIL;
+# none are known today (the two the first runs found — a second Kfd in one process, the
+# doorbell page's alignment — are fixed in the thunk).
+declare -A thunk_known_issues=()
 if grep -rqs 'KFD_DEVICE' thunk/src && [ -d thunk/tests ]; then
   bins=$($CARGO test -q -p thunk --tests --no-run --message-format=json 2>"$work/thunk-build.log" \
     | python3 -c '

@@ -151,7 +151,9 @@ pub struct Stats {
     pub kernel_ends: u64,
     /// Time from the drain engine taking a slot (its wait on the full slot ended — at once
     /// when the slot filled, if its program was already queued) to the reader seeing it
-    /// drained: copy, fence, interrupt and wake-up.
+    /// drained: copy, fence, interrupt and wake-up. The GPU timestamp is related to the CPU
+    /// clock through `GET_CLOCK_COUNTERS`, so values are good to the few microseconds that
+    /// call takes.
     pub drain_latency: LatencySummary,
 }
 

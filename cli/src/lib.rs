@@ -43,7 +43,9 @@
 
 pub mod abi;
 pub mod decode;
+pub mod device;
 pub mod error;
+pub mod info;
 pub mod input;
 pub mod logging;
 pub mod mqd_fields;
@@ -51,6 +53,7 @@ pub mod mqd_tool;
 pub mod output;
 pub mod target;
 pub mod trace;
+pub mod units;
 
 use std::ffi::OsString;
 
@@ -105,7 +108,12 @@ pub enum Command {
   kfd trace event-signal --queue-type sdma --preset gfx1030
   kfd trace vm-fault --json")]
     Trace(trace::TraceArgs),
-    // `info`, `demo`, `drain` and `bench` go here (issue #10, with the thunk and drain crates).
+    /// Show the topology of the GPU (or of the model): agents, memory, caches, links.
+    #[command(after_help = "Examples:
+  kfd info
+  kfd info --model gfx90a --gpus 2
+  kfd info --device /dev/kfd --json")]
+    Info(info::InfoArgs),
 }
 
 /// Runs the command line `args` (the first is the program name) and returns the exit status.
@@ -125,6 +133,7 @@ where
         Command::Decode(args) => decode::run(args, style),
         Command::Mqd(command) => mqd_tool::run(command, style),
         Command::Trace(args) => trace::run(args, style),
+        Command::Info(args) => info::run(args, style),
     };
     match result {
         Ok(()) => 0,

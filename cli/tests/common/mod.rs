@@ -15,6 +15,10 @@ pub fn kfd_with_stdin(args: &[&str], input: &[u8]) -> Output {
         .args(args)
         .env_remove("RUST_LOG")
         .env_remove("NO_COLOR")
+        // The model unless a test asks otherwise, whatever the machine has.
+        .env_remove("KFD_DEVICE")
+        .env_remove("KFD_MODEL_PRESET")
+        .env_remove("KFD_MODEL_GPUS")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

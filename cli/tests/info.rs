@@ -1,0 +1,139 @@
+//! `kfd info` on the model: the source line, the interface version, and each preset's
+//! topology as the model publishes it in sysfs.
+
+mod common;
+
+use common::*;
+
+/// The line of `out` that starts (after indentation) with `name`.
+fn field<'a>(out: &'a str, name: &str) -> &'a str {
+    out.lines()
+        .find(|l| l.trim_start().starts_with(name))
+        .unwrap_or_else(|| panic!("no {name:?} line in:\n{out}"))
+}
+
+#[test]
+fn info_names_the_source_and_the_gfx900_agent() {
+    let out = ok(&["info", "--model", "gfx900"]);
+    let mut lines = out.lines();
+    assert_eq!(
+        lines.next(),
+        Some("source: the model of 1 × gfx900 (Linux 6.12) — --model")
+    );
+    // Facts §7.1: Linux 6.12 speaks interface 1.17.
+    assert!(
+        lines.next().is_some_and(
+            |l| l.starts_with("KFD interface 1.17 ") && l.ends_with("2 node(s): 1 CPU, 1 GPU")
+        ),
+        "{out}"
+    );
+    assert!(out.contains("node 0 · CPU · 16 cores"), "{out}");
+    assert!(
+        out.contains("node 1 · GPU gfx900 (vega10) · gpu_id 0x4f3a · renderD128"),
+        "{out}"
+    );
+    assert!(
+        field(&out, "compute")
+            .contains("64 CUs × 4 SIMDs = 256 SIMDs, wave64, 10 waves/SIMD, 1500 MHz"),
+        "{out}"
+    );
+    assert!(
+        field(&out, "LDS").contains("64 KiB per work-group"),
+        "{out}"
+    );
+    let gpu = &out[out.find("node 1").unwrap_or(0)..];
+    assert!(
+        field(gpu, "memory").contains("VRAM (CPU-visible) 16 GiB (2048-bit"),
+        "{gpu}"
+    );
+    assert!(field(gpu, "caches").contains("L1 16 KiB"), "{gpu}");
+    assert!(gpu.contains("L2 4 MiB"), "{gpu}");
+    assert!(field(gpu, "io links").contains("→ node 0 PCIe"), "{gpu}");
+    assert!(field(gpu, "queues").contains("24 HQDs for KFD"), "{gpu}");
+    assert!(field(gpu, "capability").contains("doorbell 2.0"), "{gpu}");
+}
+
+#[test]
+fn info_json_has_every_agent_of_a_two_gpu_gfx90a() {
+    let v = json(&ok(&["info", "--model", "gfx90a", "--gpus", "2", "--json"]));
+    assert_eq!(v["source"]["kind"], "model");
+    assert_eq!(
+        v["source"]["description"],
+        "model of 2 × gfx90a (Linux 6.12)"
+    );
+    assert_eq!(v["interface"], "1.17");
+    let nodes = v["nodes"].as_array().expect("nodes");
+    assert_eq!(nodes.len(), 3);
+    assert_eq!(nodes[0]["kind"], "cpu");
+    for (i, node) in nodes[1..].iter().enumerate() {
+        let g = &node["gpu"];
+        assert_eq!(node["node"], i + 1);
+        assert_eq!(g["gfx_target"], "gfx90a");
+        // gfx_target_version = major×10000 + minor×100 + stepping.
+        assert_eq!(g["gfx_target_version"], 90010);
+        assert_eq!(g["compute_units"], 104);
+        assert_eq!(g["simds"], 416);
+        assert_eq!(g["wave_size"], 64);
+        assert_eq!(g["lds_kib"], 64);
+        assert_eq!(g["vram_bytes"], 64u64 << 30);
+        assert_eq!(g["render_minor"], 128 + i);
+        assert!(g["queue_buffers"]["context_save_area"].as_u64().unwrap() > 0);
+        // Two GPUs of an xGMI part: one PCIe link to the CPU, one xGMI link to the peer.
+        let links = node["io_links"].as_array().expect("links");
+        let kinds: Vec<_> = links.iter().map(|l| l["kind"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["PCIe", "xGMI"]);
+        assert_eq!(links[1]["to"], if i == 0 { 2 } else { 1 });
+    }
+    assert_ne!(nodes[1]["gpu"]["gpu_id"], nodes[2]["gpu"]["gpu_id"]);
+}
+
+#[test]
+fn info_wave32_part_and_one_node() {
+    let out = ok(&["info", "--model", "gfx1030", "--node", "1"]);
+    assert!(!out.contains("node 0 ·"), "{out}");
+    assert!(
+        field(&out, "compute").contains("80 CUs × 2 SIMDs = 160 SIMDs, wave32"),
+        "{out}"
+    );
+    // Facts: gfx1030 gives KFD only 8 HQDs.
+    assert!(field(&out, "queues").contains("8 HQDs for KFD"), "{out}");
+    let v = json(&ok(&[
+        "info", "--model", "gfx1030", "--node", "1", "--json",
+    ]));
+    assert_eq!(v["nodes"].as_array().map(Vec::len), Some(1));
+    assert_eq!(v["nodes"][0]["gpu"]["wave_size"], 32);
+}
+
+#[test]
+fn info_follows_the_environment_and_the_kernel_flag() {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_kfd"))
+        .args(["info", "--json"])
+        .env("KFD_MODEL_PRESET", "gfx942")
+        .env_remove("KFD_DEVICE")
+        .output()
+        .expect("kfd runs");
+    assert_eq!(o.status.code(), Some(0));
+    let v = json(&String::from_utf8_lossy(&o.stdout));
+    assert_eq!(v["source"]["reason"], "KFD_MODEL_PRESET/KFD_MODEL_GPUS");
+    assert_eq!(v["nodes"][1]["gpu"]["xccs"], 8);
+    // Facts §7.1: Linux 6.1 is interface 1.11.
+    let out = ok(&["info", "--kernel", "6.1"]);
+    assert!(
+        out.contains("(Linux 6.1)") && out.contains("KFD interface 1.11 "),
+        "{out}"
+    );
+}
+
+#[test]
+fn info_bad_arguments_are_one_line() {
+    let e = usage_error(&kfd(&["info", "--model", "gfx8"]));
+    assert!(e.contains("unknown GPU preset 'gfx8'"), "{e}");
+    let e = usage_error(&kfd(&["info", "--gpus", "0"]));
+    assert!(e.contains("--gpus"), "{e}");
+    let e = usage_error(&kfd(&["info", "--model", "gfx900", "--device", "/dev/kfd"]));
+    assert!(e.contains("cannot be used with"), "{e}");
+    let e = usage_error(&kfd(&["info", "--device", "/nonexistent/kfd"]));
+    assert!(e.starts_with("kfd: cannot open /nonexistent/kfd: "), "{e}");
+    let e = usage_error(&kfd(&["info", "--model", "gfx900", "--node", "7"]));
+    assert_eq!(e, "kfd: there is no node 7; the topology has node(s) 0, 1");
+}

@@ -482,6 +482,10 @@ fn run_probe(c_source: &str) -> Probe {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "reads /usr/include and runs the C compiler: system calls Miri cannot make"
+)]
 fn system_headers_match_kfd_sys() {
     let ioctl_h = load("KFD_IOCTL_H", "/usr/include/linux/kfd_ioctl.h");
     let sysfs_h = load("KFD_SYSFS_H", "/usr/include/linux/kfd_sysfs.h");

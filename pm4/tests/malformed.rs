@@ -625,7 +625,8 @@ fn pseudo_random_streams_never_panic_and_reencode_exactly() {
     let mut buf = vec![0u32; 0x4001];
     let mut sink = Sink(0);
     let (mut ok, mut err) = (0u64, 0u64);
-    const STREAMS: usize = 150_000;
+    // Miri interprets every step: a few hundred streams there still walk every decoder path.
+    const STREAMS: usize = if cfg!(miri) { 300 } else { 150_000 };
     for i in 0..STREAMS {
         random_pm4(&mut rng, &mut words);
         let gen = [GfxGen::Gfx9, GfxGen::Gfx10, GfxGen::Gfx11][i % 3];
@@ -680,8 +681,10 @@ fn pseudo_random_streams_never_panic_and_reencode_exactly() {
         2 * STREAMS,
         sink.0
     );
+    // (100 000 and 10 000 for the full 150 000 streams.)
+    let streams = STREAMS as u64;
     assert!(
-        ok > 100_000 && err > 10_000,
+        ok > streams * 2 / 3 && err > streams / 15,
         "the generator must reach both paths: ok={ok} err={err}"
     );
 }

@@ -615,7 +615,11 @@ fn arb_gen() -> impl Strategy<Value = GfxGen> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2000, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        // Under Miri every case is interpreted: a handful per property.
+        cases: if cfg!(miri) { 8 } else { 2000 },
+        .. ProptestConfig::default()
+    })]
 
     #[test]
     fn pm4_packet_round_trips((gen, owned) in arb_gen().prop_flat_map(|g| (Just(g), arb_packet(g)))) {
@@ -782,7 +786,11 @@ fn arb_sdma_gen() -> impl Strategy<Value = SdmaGen> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 1000, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        // Under Miri every case is interpreted: a handful per property.
+        cases: if cfg!(miri) { 8 } else { 1000 },
+        .. ProptestConfig::default()
+    })]
 
     #[test]
     fn sdma_streams_round_trip((gen, packets) in arb_sdma_gen().prop_flat_map(|g| (Just(g), proptest::collection::vec(arb_sdma(g), 1..12)))) {

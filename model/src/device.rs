@@ -96,22 +96,21 @@ impl Gpu {
         self.hws.run_queues(self)
     }
 
+    /// Applies `f` to every registered address space.
+    fn each_vm(&self, mut f: impl FnMut(&mut GpuVm)) {
+        let tables = self.page_tables.read().unwrap_or_else(|e| e.into_inner());
+        for vm in tables.values() {
+            f(&mut vm.write().unwrap_or_else(|e| e.into_inner()));
+        }
+    }
+
     /// Injects a VM fault range into every address space of this GPU, present and future.
     pub fn inject_vm_fault(&self, va: u64, len: u64) {
         self.injected_vm_faults
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push((va, len));
-        for vm in self
-            .page_tables
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-        {
-            vm.write()
-                .unwrap_or_else(|e| e.into_inner())
-                .inject_fault(va, len);
-        }
+        self.each_vm(|vm| vm.inject_fault(va, len));
     }
 
     /// Removes every injected fault of this GPU: firmware, engines, interrupts, VM.
@@ -122,16 +121,7 @@ impl Gpu {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clear();
-        for vm in self
-            .page_tables
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-        {
-            vm.write()
-                .unwrap_or_else(|e| e.into_inner())
-                .clear_injected_faults();
-        }
+        self.each_vm(GpuVm::clear_injected_faults);
     }
 
     /// Registers a process address space and returns its page-directory base (the value

@@ -21,7 +21,7 @@
 use crate::hw::doorbell::DoorbellBar;
 use crate::hw::engine::{
     read_linear, read_ring, unwrap_pointer, write_pointer, ExecEnv, Flow, IbFrame, QueueError,
-    QueueIdentity, QueueRun, RunState,
+    QueueIdentity, QueueRun, QueueStatus, RunState,
 };
 use crate::hw::ih::{
     IH_CLIENT_GRBM_CP, IH_CLIENT_UTCL2, SRC_CP_BAD_OPCODE, SRC_CP_END_OF_PIPE, SRC_VM_FAULT,
@@ -158,9 +158,7 @@ pub struct CpQueue {
     ibs: Vec<IbFrame>,
     /// The IB stack belongs to the AQL vendor packet at the read pointer.
     aql_ib_active: bool,
-    halted: Option<QueueError>,
-    parked: bool,
-    packets: u64,
+    status: QueueStatus,
     gen: GfxGen,
     scratch: Vec<u32>,
 }
@@ -183,9 +181,7 @@ impl CpQueue {
             last_wptr: rptr.get(),
             ibs: Vec::new(),
             aql_ib_active: false,
-            halted: None,
-            parked: false,
-            packets: 0,
+            status: QueueStatus::default(),
             gen,
             scratch: Vec::new(),
         }
@@ -222,15 +218,12 @@ impl CpQueue {
             *self = fresh;
             return;
         }
-        if matches!(self.halted, Some(QueueError::VmFault(_))) {
-            self.halted = None;
-        }
+        self.status.retry_after_fault();
     }
 
     /// Forgets the error that stopped the queue (a GPU reset restarts the engines).
     pub fn clear_error(&mut self) {
-        self.halted = None;
-        self.parked = false;
+        self.status.clear_error();
     }
 
     /// The read pointer.
@@ -245,17 +238,17 @@ impl CpQueue {
 
     /// Why the queue stopped, if it did.
     pub fn error(&self) -> Option<&QueueError> {
-        self.halted.as_ref()
+        self.status.error()
     }
 
     /// Parked on a wait at the end of its last pass.
     pub fn is_parked(&self) -> bool {
-        self.parked
+        self.status.is_parked()
     }
 
     /// Packets executed so far.
     pub fn packets(&self) -> u64 {
-        self.packets
+        self.status.packets()
     }
 
     /// IB levels currently entered.
@@ -276,11 +269,8 @@ impl CpQueue {
     /// Runs the queue for one pass of at most `budget` packets. `doorbell` is the doorbell's
     /// current value.
     pub fn run(&mut self, env: &mut ExecEnv<'_>, doorbell: u64, budget: usize) -> QueueRun {
-        if self.halted.is_some() {
-            return QueueRun {
-                packets: 0,
-                state: RunState::Halted,
-            };
+        if let Some(r) = self.status.halted_run() {
+            return r;
         }
         let mut scratch = std::mem::take(&mut self.scratch);
         let mut done = 0usize;
@@ -290,33 +280,10 @@ impl CpQueue {
             self.run_pm4(env, doorbell, budget, &mut done, &mut scratch)
         };
         self.scratch = scratch;
-        self.packets += done as u64;
-        self.parked = result == Ok(RunState::Parked);
-        match result {
-            Ok(state) => QueueRun {
-                packets: done,
-                state,
-            },
-            Err(e) => {
-                self.halt(env, e);
-                QueueRun {
-                    packets: done,
-                    state: RunState::Halted,
-                }
-            }
-        }
-    }
-
-    fn halt(&mut self, env: &ExecEnv<'_>, e: QueueError) {
-        log::error!(
-            target: "hw::cp",
-            "pasid {:#x} queue (doorbell {:#x}, {:?}) stopped: {e}",
-            self.id.pasid,
-            self.id.doorbell_offset,
-            self.id.slot
-        );
-        post_queue_error(env, IH_CLIENT_GRBM_CP, IH_CLIENT_UTCL2, &e);
-        self.halted = Some(e);
+        let id = self.id;
+        self.status.finish(done, result, &id, "hw::cp", |e| {
+            post_queue_error(env, IH_CLIENT_GRBM_CP, IH_CLIENT_UTCL2, e)
+        })
     }
 
     fn wptr(&mut self, env: &ExecEnv<'_>, doorbell: u64, ring: u64) -> Result<u64, QueueError> {
@@ -1050,9 +1017,7 @@ mod tests {
             last_wptr: 0,
             ibs: Vec::new(),
             aql_ib_active: false,
-            halted: None,
-            parked: false,
-            packets: 0,
+            status: QueueStatus::default(),
             gen: GfxGen::Gfx9,
             scratch: Vec::new(),
         }

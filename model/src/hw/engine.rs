@@ -249,6 +249,86 @@ pub enum Flow {
     Chain(IbFrame),
 }
 
+/// What every engine keeps about a queue besides its pointers: why it stopped, whether it
+/// waits, how much it ran — and the bookkeeping of one pass.
+#[derive(Debug, Clone, Default)]
+pub struct QueueStatus {
+    halted: Option<QueueError>,
+    parked: bool,
+    packets: u64,
+}
+
+impl QueueStatus {
+    /// Why the queue stopped, if it did.
+    pub fn error(&self) -> Option<&QueueError> {
+        self.halted.as_ref()
+    }
+
+    /// Waiting on memory at the end of its last pass.
+    pub fn is_parked(&self) -> bool {
+        self.parked
+    }
+
+    /// Packets executed so far.
+    pub fn packets(&self) -> u64 {
+        self.packets
+    }
+
+    /// Forgets the error (a GPU reset restarts the engines).
+    pub fn clear_error(&mut self) {
+        self.halted = None;
+        self.parked = false;
+    }
+
+    /// Mapped again: a queue stopped by a VM fault retries the faulting packet.
+    pub fn retry_after_fault(&mut self) {
+        if matches!(self.halted, Some(QueueError::VmFault(_))) {
+            self.halted = None;
+        }
+    }
+
+    /// The pass of a stopped queue: nothing runs.
+    pub fn halted_run(&self) -> Option<QueueRun> {
+        self.halted.is_some().then_some(QueueRun {
+            packets: 0,
+            state: RunState::Halted,
+        })
+    }
+
+    /// Records a pass that completed `done` packets and ended with `result`; an error stops the
+    /// queue, is logged under `target` and posted as an interrupt by `post`.
+    pub fn finish(
+        &mut self,
+        done: usize,
+        result: Result<RunState, QueueError>,
+        id: &QueueIdentity,
+        target: &str,
+        post: impl FnOnce(&QueueError),
+    ) -> QueueRun {
+        self.packets += done as u64;
+        self.parked = result == Ok(RunState::Parked);
+        let state = match result {
+            Ok(state) => state,
+            Err(e) => {
+                log::error!(
+                    target: target,
+                    "pasid {:#x} queue (doorbell {:#x}, {:?}) stopped: {e}",
+                    id.pasid,
+                    id.doorbell_offset,
+                    id.slot
+                );
+                post(&e);
+                self.halted = Some(e);
+                RunState::Halted
+            }
+        };
+        QueueRun {
+            packets: done,
+            state,
+        }
+    }
+}
+
 /// What a queue's packets may touch while it runs.
 pub struct ExecEnv<'a> {
     /// The process's GPU address space.

@@ -10,7 +10,7 @@
 
 use crate::hw::engine::{
     read_linear, read_ring, write_pointer, ExecEnv, Flow, IbFrame, QueueError, QueueIdentity,
-    QueueRun, RunState,
+    QueueRun, QueueStatus, RunState,
 };
 use crate::hw::hws::HqdSlot;
 use crate::hw::ih::{
@@ -67,9 +67,7 @@ pub struct SdmaQueue {
     last_wptr: SdmaBytePtr,
     ib: Option<IbFrame>,
     timestamp_offset: u64,
-    halted: Option<QueueError>,
-    parked: bool,
-    packets: u64,
+    status: QueueStatus,
     gen: SdmaGen,
     scratch: Vec<u32>,
 }
@@ -85,9 +83,7 @@ impl SdmaQueue {
             last_wptr: SdmaBytePtr::new(mqd.ring_wptr()),
             ib: None,
             timestamp_offset: 0,
-            halted: None,
-            parked: false,
-            packets: 0,
+            status: QueueStatus::default(),
             gen,
             scratch: Vec::new(),
         }
@@ -102,15 +98,12 @@ impl SdmaQueue {
             *self = SdmaQueue::from_mqd(mqd, wptr_addr, id, self.gen);
             return;
         }
-        if matches!(self.halted, Some(QueueError::VmFault(_))) {
-            self.halted = None;
-        }
+        self.status.retry_after_fault();
     }
 
     /// Forgets the error that stopped the queue (a GPU reset restarts the engines).
     pub fn clear_error(&mut self) {
-        self.halted = None;
-        self.parked = false;
+        self.status.clear_error();
     }
 
     /// The read pointer.
@@ -125,17 +118,17 @@ impl SdmaQueue {
 
     /// Why the queue stopped, if it did.
     pub fn error(&self) -> Option<&QueueError> {
-        self.halted.as_ref()
+        self.status.error()
     }
 
     /// Parked on a poll at the end of its last pass.
     pub fn is_parked(&self) -> bool {
-        self.parked
+        self.status.is_parked()
     }
 
     /// Packets executed so far.
     pub fn packets(&self) -> u64 {
-        self.packets
+        self.status.packets()
     }
 
     /// What the MQD saves: the ring read and write pointers in bytes.
@@ -146,39 +139,17 @@ impl SdmaQueue {
 
     /// Runs the queue for one pass of at most `budget` packets.
     pub fn run(&mut self, env: &mut ExecEnv<'_>, doorbell: u64, budget: usize) -> QueueRun {
-        if self.halted.is_some() {
-            return QueueRun {
-                packets: 0,
-                state: RunState::Halted,
-            };
+        if let Some(r) = self.status.halted_run() {
+            return r;
         }
         let mut scratch = std::mem::take(&mut self.scratch);
         let mut done = 0usize;
         let result = self.run_inner(env, doorbell, budget, &mut done, &mut scratch);
         self.scratch = scratch;
-        self.packets += done as u64;
-        self.parked = result == Ok(RunState::Parked);
-        match result {
-            Ok(state) => QueueRun {
-                packets: done,
-                state,
-            },
-            Err(e) => {
-                log::error!(
-                    target: "hw::sdma",
-                    "pasid {:#x} SDMA queue (doorbell {:#x}, {:?}) stopped: {e}",
-                    self.id.pasid,
-                    self.id.doorbell_offset,
-                    self.id.slot
-                );
-                crate::hw::cp::post_queue_error(env, self.client(), IH_CLIENT_VMC, &e);
-                self.halted = Some(e);
-                QueueRun {
-                    packets: done,
-                    state: RunState::Halted,
-                }
-            }
-        }
+        let (id, client) = (self.id, self.client());
+        self.status.finish(done, result, &id, "hw::sdma", |e| {
+            crate::hw::cp::post_queue_error(env, client, IH_CLIENT_VMC, e)
+        })
     }
 
     fn client(&self) -> u8 {
@@ -443,9 +414,7 @@ mod tests {
             last_wptr: SdmaBytePtr::new(0),
             ib: None,
             timestamp_offset: 0,
-            halted: None,
-            parked: false,
-            packets: 0,
+            status: QueueStatus::default(),
             gen: SdmaGen::Sdma4,
             scratch: Vec::new(),
         };

@@ -42,15 +42,20 @@
 #![forbid(unsafe_code)]
 
 pub mod abi;
+pub mod bench;
 pub mod decode;
+pub mod demo;
 pub mod device;
+pub mod drain_tool;
 pub mod error;
 pub mod info;
 pub mod input;
 pub mod logging;
+pub mod measure;
 pub mod mqd_fields;
 pub mod mqd_tool;
 pub mod output;
+pub mod progress;
 pub mod target;
 pub mod trace;
 pub mod units;
@@ -114,6 +119,24 @@ pub enum Command {
   kfd info --model gfx90a --gpus 2
   kfd info --device /dev/kfd --json")]
     Info(info::InfoArgs),
+    /// A guided run of the whole stack: open, topology, memory, PM4 and SDMA queues, an event, a drain channel, and the numbers.
+    #[command(after_help = "Examples:
+  kfd demo                      (what `make run` runs; the model when there is no /dev/kfd)
+  kfd demo --model gfx90a --quick
+  kfd demo --json | jq .measurements")]
+    Demo(demo::DemoArgs),
+    /// Run a drain channel: a producer fills GPU trace slots, the channel's queue drains them, the reader verifies.
+    #[command(after_help = "Examples:
+  kfd drain                                   (256 MiB, host producer, 8 × 1 MiB slots)
+  kfd drain --producer pm4 --slot-size 64K --total 16M --trigger kernel-end
+  kfd drain --trigger periodic --period 1ms --wait poll --json
+  kfd drain --loss drop --slots 2 --record-size 4K")]
+    Drain(drain_tool::DrainArgs),
+    /// Measure the headline numbers (encode/decode, doorbell, events, SDMA, drain) and print them beside their targets.
+    #[command(after_help = "Examples:
+  kfd bench                     (about 20 s; the model when there is no /dev/kfd)
+  kfd bench --quick --json")]
+    Bench(bench::BenchArgs),
 }
 
 /// Runs the command line `args` (the first is the program name) and returns the exit status.
@@ -134,6 +157,9 @@ where
         Command::Mqd(command) => mqd_tool::run(command, style),
         Command::Trace(args) => trace::run(args, style),
         Command::Info(args) => info::run(args, style),
+        Command::Demo(args) => demo::run(args, style),
+        Command::Drain(args) => drain_tool::run(args, style),
+        Command::Bench(args) => bench::run(args, style),
     };
     match result {
         Ok(()) => 0,

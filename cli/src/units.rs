@@ -58,6 +58,12 @@ pub fn duration(d: Duration) -> String {
 
 /// Nanoseconds as [`duration`] prints them (fractions of a nanosecond get one decimal).
 pub fn nanos(ns: f64) -> String {
+    if ns.is_nan() {
+        return "-".into();
+    }
+    if ns < 0.0 {
+        return format!("-{}", nanos(-ns));
+    }
     if ns < 10.0 {
         format!("{ns:.1} ns")
     } else {
@@ -95,6 +101,8 @@ mod tests {
         assert_eq!(duration(Duration::from_micros(150)), "150 µs");
         assert_eq!(nanos(3.3), "3.3 ns");
         assert_eq!(nanos(1500.0), "1.50 µs");
+        assert_eq!(nanos(-69.0), "-69 ns");
+        assert_eq!(nanos(f64::NAN), "-");
         assert!((gb_per_s(2_000_000_000, Duration::from_secs(1)) - 2.0).abs() < 1e-9);
     }
 }

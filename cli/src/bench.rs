@@ -1,0 +1,453 @@
+//! `kfd bench`: the project's headline measurements in one table, each beside its target —
+//! packet encode and decode, the thunk's cost per ioctl, the doorbell round trip, event
+//! latency, SDMA copy and drain throughput against memcpy, drain latency by event and by
+//! polling — with the machine's load, since the machine may be shared.
+//!
+//! These are short self-timed runs ([`crate::measure`]), reported as "median of N"; the
+//! criterion benchmarks (`make bench`) are the careful version. A missed target is reported,
+//! not an error: the exit status is 0 whenever every measurement ran.
+
+use serde::Serialize;
+
+use drain::WaitStrategy;
+
+use crate::device::{DeviceArgs, Source};
+use crate::error::{CliError, CliResult};
+use crate::measure::{self, Samples, Versus};
+use crate::output::{Out, Style, Tone};
+use crate::progress::ProgressLine;
+use crate::units;
+
+/// What `kfd bench` was asked.
+#[derive(Clone, Debug, clap::Args)]
+pub struct BenchArgs {
+    /// Where the queue, event and drain measurements run (encode, decode and the thunk's
+    /// overhead always run on this CPU and the model).
+    #[command(flatten)]
+    pub device: DeviceArgs,
+    /// A fast pass: fewer rounds and samples (a few seconds; noisier).
+    #[arg(long)]
+    pub quick: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Which way a target points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Goal {
+    /// The value must be at most the target.
+    AtMost,
+    /// The value must be at least the target.
+    AtLeast,
+}
+
+/// One row of the table.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    /// What was measured.
+    pub name: &'static str,
+    /// Where: `cpu` (host-only code), `model`, or `device`.
+    pub on: &'static str,
+    /// The median, in `unit`.
+    pub value: f64,
+    /// `ns`, `GB/s`, `%`.
+    pub unit: &'static str,
+    /// The target, in `unit`.
+    pub target: f64,
+    /// Its direction.
+    pub goal: Goal,
+    /// Whether the median meets the target.
+    pub pass: bool,
+    /// `median of 31 rounds`.
+    pub how: String,
+    /// More numbers (spread, the baseline).
+    pub detail: String,
+}
+
+/// The whole report.
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchReport {
+    /// Where the device measurements ran.
+    pub source: Source,
+    /// `release` or `debug`.
+    pub build: &'static str,
+    /// `--quick`.
+    pub quick: bool,
+    /// Logical CPUs.
+    pub cpus: usize,
+    /// `/proc/loadavg` (1, 5, 15 min) before the run.
+    pub load_before: Option<String>,
+    /// The same after.
+    pub load_after: Option<String>,
+    /// The rows.
+    pub rows: Vec<Row>,
+    /// Rows meeting their target.
+    pub passed: usize,
+}
+
+/// How much of each measurement to do.
+#[derive(Clone, Copy, Debug)]
+struct Effort {
+    rounds: usize,
+    builds: usize,
+    passes: usize,
+    blocks: usize,
+    latency_samples: usize,
+    event_samples: usize,
+    copies: usize,
+    copy_rounds: usize,
+    drain_rounds: usize,
+    drain_slots: u64,
+}
+
+impl Effort {
+    fn new(quick: bool) -> Self {
+        if quick {
+            Effort {
+                rounds: 5,
+                builds: 100,
+                passes: 1,
+                blocks: 8,
+                latency_samples: 100,
+                event_samples: 30,
+                copies: 2,
+                copy_rounds: 3,
+                drain_rounds: 3,
+                drain_slots: 8,
+            }
+        } else {
+            Effort {
+                rounds: 31,
+                builds: 2000,
+                passes: 4,
+                blocks: 64,
+                latency_samples: 2000,
+                event_samples: 500,
+                copies: 8,
+                copy_rounds: 21,
+                drain_rounds: 21,
+                drain_slots: 64,
+            }
+        }
+    }
+}
+
+/// What a row measures and its target.
+#[derive(Clone, Copy, Debug)]
+struct Spec {
+    name: &'static str,
+    on: &'static str,
+    unit: &'static str,
+    target: f64,
+    goal: Goal,
+}
+
+fn row(spec: Spec, samples: &Samples, how: String, detail: String) -> Row {
+    let value = samples.median();
+    let pass = match spec.goal {
+        Goal::AtMost => value <= spec.target,
+        Goal::AtLeast => value >= spec.target,
+    };
+    Row {
+        name: spec.name,
+        on: spec.on,
+        value,
+        unit: spec.unit,
+        target: spec.target,
+        goal: spec.goal,
+        pass,
+        how,
+        detail,
+    }
+}
+
+fn latency_row(name: &'static str, on: &'static str, s: &Samples, target_ns: f64) -> Row {
+    row(
+        Spec {
+            name,
+            on,
+            unit: "ns",
+            target: target_ns,
+            goal: Goal::AtMost,
+        },
+        s,
+        format!("median of {}", s.count()),
+        format!(
+            "min {}, p90 {}, max {}",
+            units::nanos(s.min()),
+            units::nanos(s.quantile(0.9)),
+            units::nanos(s.max())
+        ),
+    )
+}
+
+fn versus_row(name: &'static str, on: &'static str, v: &Versus) -> Row {
+    let percent = Samples::new(v.ratio.values().map(|r| r * 100.0).collect());
+    row(
+        Spec {
+            name,
+            on,
+            unit: "%",
+            target: 80.0,
+            goal: Goal::AtLeast,
+        },
+        &percent,
+        format!("median of {} alternated rounds", percent.count()),
+        format!(
+            "medians {:.2} GB/s vs memcpy {:.2} GB/s; per-round ratio {:.0}–{:.0}%",
+            v.measured.median(),
+            v.baseline.median(),
+            percent.min(),
+            percent.max()
+        ),
+    )
+}
+
+/// Runs every measurement; `step` is told which one starts (index, total, name).
+pub fn measure_all(
+    device: &DeviceArgs,
+    quick: bool,
+    mut step: impl FnMut(usize, usize, &str),
+) -> CliResult<BenchReport> {
+    let effort = Effort::new(quick);
+    let load_before = measure::load_average();
+    let (kfd, source) = device.open()?;
+    let gpu = kfd
+        .gpu(0)
+        .ok_or_else(|| CliError::failure(format!("{} has no usable GPU", source.description)))?;
+    let on = if source.is_model() { "model" } else { "device" };
+    const TOTAL: usize = 9;
+    let mut rows = Vec::with_capacity(TOTAL);
+
+    step(1, TOTAL, "PM4 runlist encode");
+    let s = measure::runlist_encode(effort.rounds, effort.builds)?;
+    rows.push(row(
+        Spec {
+            name: "PM4 runlist encode, 8 MAP_PROCESS + 128 MAP_QUEUES",
+            on: "cpu",
+            unit: "ns",
+            target: 5.0,
+            goal: Goal::AtMost,
+        },
+        &s,
+        format!("median of {} rounds", s.count()),
+        format!(
+            "per MAP_QUEUES; {} builds a round, min {}",
+            effort.builds,
+            units::nanos(s.min())
+        ),
+    ));
+
+    step(2, TOTAL, "PM4 decode");
+    let s = measure::pm4_decode(effort.rounds, effort.passes)?;
+    rows.push(row(
+        Spec {
+            name: "PM4 decode, 1 MiB mixed user-queue stream",
+            on: "cpu",
+            unit: "GB/s",
+            target: 2.0,
+            goal: Goal::AtLeast,
+        },
+        &s,
+        format!("median of {} rounds", s.count()),
+        format!("min {:.2}, max {:.2} GB/s", s.min(), s.max()),
+    ));
+
+    step(3, TOTAL, "thunk overhead per ioctl");
+    let s = measure::thunk_overhead(effort.rounds, effort.blocks)?;
+    rows.push(row(
+        Spec {
+            name: "thunk overhead per ioctl (GET_VERSION, ABBA blocks)",
+            on: "model",
+            unit: "ns",
+            target: 50.0,
+            goal: Goal::AtMost,
+        },
+        &s,
+        format!("median of {} rounds", s.count()),
+        format!(
+            "{} calls a round, min {}",
+            effort.blocks * 32,
+            units::nanos(s.min())
+        ),
+    ));
+
+    step(4, TOTAL, "doorbell → RELEASE_MEM");
+    let s = measure::doorbell_round_trip(&gpu, effort.latency_samples)?;
+    rows.push(latency_row(
+        "doorbell → RELEASE_MEM seen by the submitter",
+        on,
+        &s,
+        2_000.0,
+    ));
+
+    step(5, TOTAL, "RELEASE_MEM interrupt → WAIT_EVENTS");
+    let s = measure::event_latency(&kfd, &gpu, effort.event_samples)?;
+    rows.push(latency_row(
+        "RELEASE_MEM interrupt → WAIT_EVENTS return",
+        on,
+        &s,
+        20_000.0,
+    ));
+
+    step(6, TOTAL, "SDMA COPY_LINEAR vs memcpy");
+    let v = measure::sdma_copy_vs_memcpy(&gpu, effort.copy_rounds, effort.copies)?;
+    rows.push(versus_row("SDMA COPY_LINEAR 1 MiB, % of memcpy", on, &v));
+
+    step(7, TOTAL, "drain throughput vs memcpy");
+    let v = measure::drain_vs_memcpy(
+        &gpu,
+        1 << 20,
+        WaitStrategy::Event,
+        effort.drain_rounds,
+        effort.drain_slots,
+    )?;
+    rows.push(versus_row(
+        "drain throughput, 1 MiB slots, % of memcpy",
+        on,
+        &v,
+    ));
+
+    step(8, TOTAL, "drain commit → visible (event)");
+    let s = measure::drain_commit_to_visible(&gpu, WaitStrategy::Event, effort.event_samples)?;
+    rows.push(latency_row(
+        "drain commit → visible, by event",
+        on,
+        &s,
+        50_000.0,
+    ));
+
+    step(9, TOTAL, "drain commit → visible (poll)");
+    let s = measure::drain_commit_to_visible(&gpu, WaitStrategy::Poll, effort.event_samples)?;
+    rows.push(latency_row(
+        "drain commit → visible, by polling",
+        on,
+        &s,
+        5_000.0,
+    ));
+
+    let passed = rows.iter().filter(|r| r.pass).count();
+    Ok(BenchReport {
+        source,
+        build: if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        },
+        quick,
+        cpus: measure::cpus(),
+        load_before,
+        load_after: measure::load_average(),
+        rows,
+        passed,
+    })
+}
+
+fn value_text(value: f64, unit: &str) -> String {
+    match unit {
+        "ns" => units::nanos(value),
+        "%" => format!("{value:.0}%"),
+        _ => format!("{value:.2} {unit}"),
+    }
+}
+
+/// The table, one string per line.
+pub fn render(r: &BenchReport, style: Style) -> Vec<String> {
+    let mut lines = vec![
+        format!(
+            "{} {}",
+            style.paint(Tone::Bold, "kfd bench:"),
+            r.source.line()
+        ),
+        format!(
+            "machine: {} CPU(s), load average {} before, {} after; {} build{}",
+            r.cpus,
+            r.load_before.as_deref().unwrap_or("unknown"),
+            r.load_after.as_deref().unwrap_or("unknown"),
+            r.build,
+            if r.quick { ", --quick" } else { "" }
+        ),
+    ];
+    if r.build == "debug" {
+        lines.push(style.paint(
+            Tone::Error,
+            "note: an unoptimised build; the numbers say little (cargo run --release -p kfd-cli -- bench)",
+        ));
+    }
+    let load_high = r
+        .load_before
+        .as_deref()
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|l| l.parse::<f64>().ok())
+        .is_some_and(|l| l > r.cpus as f64 * 0.5);
+    if load_high {
+        lines.push(
+            "note: the machine is busy (load above half its CPUs): latencies will be high and noisy"
+                .to_owned(),
+        );
+    }
+    lines.push(String::new());
+    let name_w = r
+        .rows
+        .iter()
+        .map(|x| x.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    lines.push(style.paint(
+        Tone::Dim,
+        &format!(
+            "{:<name_w$}  {:<6}  {:>10}  {:>10}  {:<6}  how",
+            "measurement", "on", "measured", "target", "result"
+        ),
+    ));
+    for x in &r.rows {
+        let op = match x.goal {
+            Goal::AtMost => "≤",
+            Goal::AtLeast => "≥",
+        };
+        let target = format!("{op} {}", value_text(x.target, x.unit));
+        let result = if x.pass {
+            style.paint(Tone::Name, &format!("{:<6}", "pass"))
+        } else {
+            style.paint(Tone::Error, &format!("{:<6}", "miss"))
+        };
+        let pad = name_w - x.name.chars().count();
+        lines.push(format!(
+            "{}{}  {:<6}  {:>10}  {:>10}  {result}  {}; {}",
+            x.name,
+            " ".repeat(pad),
+            x.on,
+            value_text(x.value, x.unit),
+            target,
+            x.how,
+            x.detail
+        ));
+    }
+    lines.push(String::new());
+    lines.push(format!(
+        "{} of {} targets met (medians; the criterion benches in `make bench` are the careful measurement)",
+        r.passed,
+        r.rows.len()
+    ));
+    lines
+}
+
+/// Runs `kfd bench`.
+pub fn run(args: &BenchArgs, style: Style) -> CliResult<()> {
+    let mut line = ProgressLine::new(!args.json);
+    let report = measure_all(&args.device, args.quick, |i, n, name| {
+        line.draw(&format!("measuring {i}/{n}: {name} …"));
+    })?;
+    line.finish();
+    let mut out = Out::stdout();
+    if args.json {
+        out.json(&report)?;
+    } else {
+        for l in render(&report, style) {
+            out.line(&l)?;
+        }
+    }
+    out.flush()
+}

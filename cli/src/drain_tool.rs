@@ -1,0 +1,529 @@
+//! `kfd drain`: runs a drain channel — a chosen producer writing synthetic trace records
+//! into a GPU buffer of N slots of S bytes, the channel's own raw queue draining full slots
+//! to host memory, a reader verifying every record — with a live progress line on a terminal
+//! (bytes, GB/s, drain latency) and a final report (`--json` for scripts).
+//!
+//! It is [`drain::run`] with every knob on the command line; argument mistakes (a slot size
+//! that is not a multiple of 256, records that do not fit a slot …) are refused before
+//! anything runs, with drain's own explanation.
+
+use std::time::Duration;
+
+use drain::{
+    ChannelConfig, DrainConfig, DrainEngine, DrainReport, LossPolicy, ProducerKind, Trigger,
+    Verify, WaitStrategy,
+};
+use serde::Serialize;
+
+use crate::device::{DeviceArgs, Source};
+use crate::error::{CliError, CliResult};
+use crate::mqd_tool::parse_number;
+use crate::output::{Out, Style, Tone};
+use crate::progress::{bar, ProgressLine};
+use crate::units;
+
+/// Who writes the records.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProducerChoice {
+    /// A CPU thread writing into the GPU buffer with the device protocol.
+    #[default]
+    Host,
+    /// PM4 programs on a compute queue (WRITE_DATA / DMA_DATA), as a kernel would.
+    Pm4,
+}
+
+/// When slots drain (besides when full).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum TriggerChoice {
+    /// Only full slots drain.
+    #[default]
+    OnFull,
+    /// Also close the slot being filled every `--period`.
+    Periodic,
+    /// Also close it when a "kernel" of `--records-per-kernel` records ends.
+    KernelEnd,
+}
+
+/// How the reader waits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum WaitChoice {
+    /// Sleep in WAIT_EVENTS on the channel's event.
+    #[default]
+    Event,
+    /// Spin on the drain fence (lowest latency, costs a CPU).
+    Poll,
+}
+
+/// Which engine runs the drain programs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum EngineChoice {
+    /// An SDMA queue.
+    #[default]
+    Sdma,
+    /// A PM4 compute queue.
+    Pm4,
+}
+
+/// What producers do when no slot is free.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LossChoice {
+    /// Wait: nothing is lost.
+    #[default]
+    Lossless,
+    /// Drop and count.
+    Drop,
+}
+
+/// How records are checked.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum VerifyChoice {
+    /// Only the framing is parsed.
+    Off,
+    /// Sequence numbers in order, checksums recomputed.
+    #[default]
+    Checksum,
+    /// Every payload compared byte for byte.
+    Exact,
+}
+
+/// What `kfd drain` was asked.
+#[derive(Clone, Debug, clap::Args)]
+pub struct DrainArgs {
+    /// Where to run.
+    #[command(flatten)]
+    pub device: DeviceArgs,
+    /// Who writes the records.
+    #[arg(long, value_enum, default_value_t = ProducerChoice::Host)]
+    pub producer: ProducerChoice,
+    /// Slot size in bytes: a multiple of 256 (K/M/G suffixes).
+    #[arg(long, value_name = "BYTES", value_parser = parse_number, default_value = "1M")]
+    pub slot_size: u64,
+    /// Device slots (at least 2).
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub slots: u32,
+    /// Host slots: drained slots that may wait for the reader [default: --slots].
+    #[arg(long, value_name = "N")]
+    pub host_slots: Option<u32>,
+    /// When partly filled slots drain too.
+    #[arg(long, value_enum, default_value_t = TriggerChoice::OnFull)]
+    pub trigger: TriggerChoice,
+    /// The period of `--trigger periodic` (`2ms`, `500us`, `1s`).
+    #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "2ms")]
+    pub period: Duration,
+    /// Record bytes to move, headers included (K/M/G suffixes).
+    #[arg(long, value_name = "BYTES", value_parser = parse_number, default_value = "256M")]
+    pub total: u64,
+    /// Payload bytes per record: a multiple of 8, at least 16 [default: about a quarter slot].
+    #[arg(long, value_name = "BYTES", value_parser = parse_number)]
+    pub record_size: Option<u64>,
+    /// Records per "kernel" (kernel-end trigger points; the size of each PM4 program).
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub records_per_kernel: u32,
+    /// How the reader waits.
+    #[arg(long, value_enum, default_value_t = WaitChoice::Event)]
+    pub wait: WaitChoice,
+    /// Which engine drains.
+    #[arg(long, value_enum, default_value_t = EngineChoice::Sdma)]
+    pub engine: EngineChoice,
+    /// What producers do when the buffer is full.
+    #[arg(long, value_enum, default_value_t = LossChoice::Lossless)]
+    pub loss: LossChoice,
+    /// How every record is checked.
+    #[arg(long, value_enum, default_value_t = VerifyChoice::Checksum)]
+    pub verify: VerifyChoice,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `2ms`, `500us`/`500µs`, `1.5s`, `250ns`; a bare number is milliseconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration (like 2ms, 500us, 1s)"))?;
+    let seconds = match unit.trim() {
+        "" | "ms" => value / 1e3,
+        "s" => value,
+        "us" | "µs" => value / 1e6,
+        "ns" => value / 1e9,
+        other => {
+            return Err(format!(
+                "'{other}' in '{s}' is not a time unit (use s, ms, us or ns)"
+            ))
+        }
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|_| format!("'{s}' is out of range"))
+}
+
+impl DrainArgs {
+    /// The session these arguments describe, checked: every refusal is a usage error that
+    /// says what to change.
+    pub fn config(&self) -> CliResult<DrainConfig> {
+        let slot_size = u32::try_from(self.slot_size).map_err(|_| {
+            CliError::usage(format!(
+                "--slot-size {} is above the largest slot of 1 GiB",
+                self.slot_size
+            ))
+        })?;
+        let trigger = match self.trigger {
+            TriggerChoice::OnFull => Trigger::OnFull,
+            TriggerChoice::Periodic => Trigger::Periodic(self.period),
+            TriggerChoice::KernelEnd => Trigger::KernelEnd,
+        };
+        let mut channel = ChannelConfig::new(slot_size, self.slots)
+            .trigger(trigger)
+            .wait(match self.wait {
+                WaitChoice::Event => WaitStrategy::Event,
+                WaitChoice::Poll => WaitStrategy::Poll,
+            })
+            .engine(match self.engine {
+                EngineChoice::Sdma => DrainEngine::Sdma,
+                EngineChoice::Pm4 => DrainEngine::Pm4,
+            })
+            .loss(match self.loss {
+                LossChoice::Lossless => LossPolicy::Lossless,
+                LossChoice::Drop => LossPolicy::Drop,
+            });
+        if let Some(h) = self.host_slots {
+            channel = channel.host_slots(h);
+        }
+        channel
+            .validate()
+            .map_err(|e| CliError::usage(e.to_string().trim_start_matches("drain: ").to_owned()))?;
+        if self.total == 0 {
+            return Err(CliError::usage("--total 0: nothing to drain"));
+        }
+        if self.records_per_kernel == 0 {
+            return Err(CliError::usage(
+                "--records-per-kernel 0: a kernel writes at least one record",
+            ));
+        }
+        let mut config = DrainConfig::new(channel, self.total);
+        if let Some(size) = self.record_size {
+            let most = slot_size.saturating_sub(72);
+            let payload = u32::try_from(size)
+                .ok()
+                .filter(|p| *p >= 16 && p % 8 == 0 && *p <= most)
+                .ok_or_else(|| {
+                    CliError::usage(format!(
+                        "--record-size {size}: a payload is a multiple of 8 from 16 to {most} bytes with {} slots",
+                        units::bytes(slot_size.into())
+                    ))
+                })?;
+            config.record_payload = payload;
+        }
+        config.producer = match self.producer {
+            ProducerChoice::Host => ProducerKind::HostThread,
+            ProducerChoice::Pm4 => ProducerKind::Pm4,
+        };
+        config.records_per_kernel = self.records_per_kernel;
+        config.verify = match self.verify {
+            VerifyChoice::Off => Verify::Off,
+            VerifyChoice::Checksum => Verify::Checksum,
+            VerifyChoice::Exact => Verify::Exact,
+        };
+        config.progress_every = Duration::from_millis(100);
+        Ok(config)
+    }
+}
+
+/// The JSON report.
+#[derive(Clone, Debug, Serialize)]
+pub struct DrainSummary {
+    /// Where it ran.
+    pub source: Source,
+    /// The session, as run.
+    pub config: ConfigSummary,
+    /// Records received (and verified).
+    pub records: u64,
+    /// Record bytes received, headers included.
+    pub bytes: u64,
+    /// Records the producer committed.
+    pub records_written: u64,
+    /// Records dropped (drop mode).
+    pub records_dropped: u64,
+    /// Record bytes dropped.
+    pub bytes_dropped: u64,
+    /// First record produced to last received, seconds.
+    pub elapsed_s: f64,
+    /// GB/s (10⁹ bytes per second).
+    pub gb_per_s: f64,
+    /// CPU time of the reading thread, seconds.
+    pub reader_cpu_s: Option<f64>,
+    /// Slots that reached host memory.
+    pub slots_drained: u64,
+    /// Slots closed early (periodic, kernel-end, final flush).
+    pub flushes: u64,
+    /// Kernel-end watches that completed.
+    pub kernel_ends: u64,
+    /// Drain latency (slot taken by the engine → seen by the reader), ns.
+    pub latency_ns: LatencyNs,
+}
+
+/// The session's settings.
+#[derive(Clone, Debug, Serialize)]
+pub struct ConfigSummary {
+    /// `host` or `pm4`.
+    pub producer: &'static str,
+    /// Slot bytes.
+    pub slot_size: u32,
+    /// Device slots.
+    pub slots: u32,
+    /// Host slots.
+    pub host_slots: u32,
+    /// `on-full`, `periodic`, `kernel-end`.
+    pub trigger: &'static str,
+    /// Period of the periodic trigger, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub period_ms: Option<f64>,
+    /// `event` or `poll`.
+    pub wait: &'static str,
+    /// `sdma` or `pm4`.
+    pub engine: &'static str,
+    /// `lossless` or `drop`.
+    pub loss: &'static str,
+    /// `off`, `checksum`, `exact`.
+    pub verify: &'static str,
+    /// Payload bytes per record.
+    pub record_payload: u32,
+    /// Records per kernel.
+    pub records_per_kernel: u32,
+    /// Bytes asked for.
+    pub total: u64,
+}
+
+/// Percentiles in nanoseconds.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct LatencyNs {
+    /// Samples (drained slots).
+    pub count: u64,
+    /// Median.
+    pub p50: Option<u64>,
+    /// 90th percentile.
+    pub p90: Option<u64>,
+    /// 99th percentile.
+    pub p99: Option<u64>,
+    /// Largest.
+    pub max: Option<u64>,
+}
+
+fn ns(d: Option<Duration>) -> Option<u64> {
+    d.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// The settings of `config` for the report.
+pub fn config_summary(config: &DrainConfig) -> ConfigSummary {
+    let c = &config.channel;
+    let (trigger, period_ms) = match c.trigger {
+        Trigger::OnFull => ("on-full", None),
+        Trigger::Periodic(p) => ("periodic", Some(p.as_secs_f64() * 1e3)),
+        Trigger::KernelEnd => ("kernel-end", None),
+    };
+    ConfigSummary {
+        producer: match config.producer {
+            ProducerKind::HostThread => "host",
+            ProducerKind::Pm4 => "pm4",
+        },
+        slot_size: c.slot_size,
+        slots: c.slot_count,
+        host_slots: c.host_slots,
+        trigger,
+        period_ms,
+        wait: match c.wait {
+            WaitStrategy::Event => "event",
+            WaitStrategy::Poll => "poll",
+        },
+        engine: match c.engine {
+            DrainEngine::Sdma => "sdma",
+            DrainEngine::Pm4 => "pm4",
+        },
+        loss: match c.loss {
+            LossPolicy::Lossless => "lossless",
+            LossPolicy::Drop => "drop",
+        },
+        verify: match config.verify {
+            Verify::Off => "off",
+            Verify::Checksum => "checksum",
+            Verify::Exact => "exact",
+        },
+        record_payload: config.record_payload,
+        records_per_kernel: config.records_per_kernel,
+        total: config.total_bytes,
+    }
+}
+
+/// The report of a finished session.
+pub fn summary(source: Source, config: &DrainConfig, r: &DrainReport) -> DrainSummary {
+    let l = r.stats.drain_latency;
+    DrainSummary {
+        source,
+        config: config_summary(config),
+        records: r.records,
+        bytes: r.bytes,
+        records_written: r.records_written,
+        records_dropped: r.records_dropped,
+        bytes_dropped: r.stats.bytes_dropped,
+        elapsed_s: r.elapsed.as_secs_f64(),
+        gb_per_s: r.gb_per_s,
+        reader_cpu_s: r.reader_cpu.map(|d| d.as_secs_f64()),
+        slots_drained: r.stats.slots_drained,
+        flushes: r.stats.flushes,
+        kernel_ends: r.stats.kernel_ends,
+        latency_ns: LatencyNs {
+            count: l.count,
+            p50: ns(l.p50),
+            p90: ns(l.p90),
+            p99: ns(l.p99),
+            max: ns(l.max),
+        },
+    }
+}
+
+fn opt_ns(v: Option<u64>) -> String {
+    v.map_or("-".into(), |n| units::duration(Duration::from_nanos(n)))
+}
+
+/// The text report.
+pub fn render(s: &DrainSummary, style: Style) -> Vec<String> {
+    let c = &s.config;
+    let field = |name: &str, value: String| {
+        format!(
+            "  {} {value}",
+            style.paint(Tone::Dim, &format!("{name:<9}"))
+        )
+    };
+    let period = c
+        .period_ms
+        .map_or(String::new(), |p| format!(" every {p} ms"));
+    let mut lines = vec![
+        format!(
+            "{} {} producer → {} × {} slots, {} drain queue, {}{period} trigger, {} waits, {}",
+            style.paint(Tone::Bold, "kfd drain:"),
+            c.producer,
+            c.slots,
+            units::bytes(c.slot_size.into()),
+            c.engine.to_uppercase(),
+            c.trigger,
+            c.wait,
+            c.loss
+        ),
+        field("source", s.source.line()),
+        field(
+            "moved",
+            format!(
+                "{} in {} records of {} payload bytes, verified: {}",
+                units::bytes(s.bytes),
+                s.records,
+                c.record_payload,
+                c.verify
+            ),
+        ),
+    ];
+    let per_gib = s.reader_cpu_s.map_or(String::new(), |cpu| {
+        let gib = s.bytes as f64 / f64::from(1u32 << 30);
+        if gib > 0.0 {
+            format!(" ({:.1} ms per GiB)", cpu * 1e3 / gib)
+        } else {
+            String::new()
+        }
+    });
+    lines.push(field(
+        "speed",
+        format!(
+            "{} in {} → {}; reader CPU {}{per_gib}",
+            units::bytes(s.bytes),
+            units::duration(Duration::from_secs_f64(s.elapsed_s.max(0.0))),
+            style.paint(Tone::Bold, &format!("{:.2} GB/s", s.gb_per_s)),
+            s.reader_cpu_s
+                .map_or("-".into(), |c| units::duration(Duration::from_secs_f64(
+                    c.max(0.0)
+                )))
+        ),
+    ));
+    lines.push(field(
+        "slots",
+        format!(
+            "{} drained, {} closed early (flushes), {} kernel end(s)",
+            s.slots_drained, s.flushes, s.kernel_ends
+        ),
+    ));
+    let l = &s.latency_ns;
+    lines.push(field(
+        "latency",
+        format!(
+            "slot taken by the engine → seen by the reader: p50 {}, p90 {}, p99 {}, max {} ({} slots)",
+            opt_ns(l.p50),
+            opt_ns(l.p90),
+            opt_ns(l.p99),
+            opt_ns(l.max),
+            l.count
+        ),
+    ));
+    lines.push(field(
+        "loss",
+        format!(
+            "{} record(s) dropped ({}), {} written",
+            s.records_dropped,
+            units::bytes(s.bytes_dropped),
+            s.records_written
+        ),
+    ));
+    lines
+}
+
+/// Runs `kfd drain`.
+pub fn run(args: &DrainArgs, style: Style) -> CliResult<()> {
+    let config = args.config()?;
+    let (kfd, source) = args.device.open()?;
+    let gpu = kfd
+        .gpu(0)
+        .ok_or_else(|| CliError::failure(format!("{} has no usable GPU", source.description)))?;
+    let total = config.total_bytes;
+    let mut line = ProgressLine::new(true);
+    let report = drain::run(&gpu, &config, |p| {
+        let lat = p.latency.p50.map_or("-".into(), units::duration);
+        line.draw(&format!(
+            "{} {} / {}  {:.2} GB/s  latency p50 {lat}  dropped {}",
+            bar(p.bytes, total, 24),
+            units::bytes(p.bytes),
+            units::bytes(total),
+            p.gb_per_s,
+            p.records_dropped
+        ));
+    })
+    .map_err(|e| CliError::failure(e.to_string()))?;
+    line.finish();
+    let s = summary(source, &config, &report);
+    let mut out = Out::stdout();
+    if args.json {
+        out.json(&s)?;
+    } else {
+        for l in render(&s, style) {
+            out.line(&l)?;
+        }
+    }
+    out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_take_units() {
+        assert_eq!(parse_duration("2ms"), Ok(Duration::from_millis(2)));
+        assert_eq!(parse_duration("500us"), Ok(Duration::from_micros(500)));
+        assert_eq!(parse_duration("500µs"), Ok(Duration::from_micros(500)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("7"), Ok(Duration::from_millis(7)));
+        assert!(parse_duration("fast")
+            .unwrap_err()
+            .contains("not a duration"));
+        assert!(parse_duration("3h").unwrap_err().contains("'h'"));
+    }
+}

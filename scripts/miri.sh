@@ -9,7 +9,8 @@
 # without failure-persistence files (Miri's isolation has no file system).
 #
 #   ./scripts/miri.sh                    # all three crates
-#   ./scripts/miri.sh -p pm4             # replace the crate list (any `cargo test` arguments)
+#   ./scripts/miri.sh -p pm4 --test ring # other `cargo test` arguments replace the default
+#                                        # (-p kfd-sys -p pm4 -p mqd --lib --tests)
 #
 # Skips, with a message and exit 0, where `cargo +nightly miri` is not installed
 # (rustup toolchain install nightly --component miri).
@@ -26,12 +27,12 @@ export PROPTEST_DISABLE_FAILURE_PERSISTENCE=1
 export MIRIFLAGS="${MIRIFLAGS:-} -Zmiri-env-forward=PROPTEST_CASES -Zmiri-env-forward=PROPTEST_DISABLE_FAILURE_PERSISTENCE"
 
 args=("$@")
-[ ${#args[@]} -gt 0 ] || args=(-p kfd-sys -p pm4 -p mqd)
+[ ${#args[@]} -gt 0 ] || args=(-p kfd-sys -p pm4 -p mqd --lib --tests)
 
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 status=0
-(cd "$root" && cargo +nightly miri test "${args[@]}" --lib --tests --no-fail-fast) 2>&1 | tee "$log" || status=$?
+(cd "$root" && cargo +nightly miri test "${args[@]}" --no-fail-fast) 2>&1 | tee "$log" || status=$?
 
 # Sum the test binaries' result lines.
 awk '/^test result:/ {

@@ -8,12 +8,26 @@ use common::*;
 #[test]
 fn help_and_version_succeed() {
     let help = ok(&["--help"]);
-    for sub in ["abi", "decode", "mqd", "trace"] {
+    for sub in [
+        "abi", "decode", "mqd", "trace", "info", "demo", "drain", "bench",
+    ] {
         assert!(help.contains(sub), "{sub} in help:\n{help}");
     }
     assert!(ok(&["--version"]).starts_with("kfd "));
     assert!(ok(&["decode", "--help"]).contains("--gfx"));
     assert!(ok(&["trace", "--help"]).contains("--chrome-trace"));
+    for (sub, flag) in [
+        ("info", "--gpus"),
+        ("demo", "--quick"),
+        ("drain", "--slot-size"),
+        ("bench", "--quick"),
+    ] {
+        let help = ok(&[sub, "--help"]);
+        assert!(
+            help.contains(flag) && help.contains("Examples:"),
+            "{sub}:\n{help}"
+        );
+    }
 }
 
 #[test]

@@ -2,10 +2,12 @@
 //! panic, and the listing covers the stream in order.
 
 use kfd_cli::decode::{decode_words, render_entry, Engine};
+use kfd_cli::drain_tool::parse_duration;
 use kfd_cli::input::{parse_hex_bytes, parse_hex_dwords};
 use kfd_cli::mqd_tool;
 use kfd_cli::output::Style;
 use kfd_cli::target::Target;
+use kfd_cli::units;
 use proptest::prelude::*;
 
 fn targets() -> impl Strategy<Value = Target> {
@@ -68,5 +70,20 @@ proptest! {
             Ok(m) => prop_assert!(!m.bytes().is_empty()),
             Err(e) => prop_assert_eq!(e.code, 2),
         }
+    }
+
+    #[test]
+    fn durations_parse_or_say_why(text in "[0-9.µsmnuh ]{0,12}|\\PC{0,12}") {
+        match parse_duration(&text) {
+            Ok(d) => prop_assert!(d.as_secs_f64().is_finite()),
+            Err(e) => prop_assert!(e.contains(&text) || e.contains("out of range") || e.contains("not a")),
+        }
+    }
+
+    #[test]
+    fn every_size_and_time_formats(bytes in any::<u64>(), ns in any::<u64>(), f in any::<f64>()) {
+        prop_assert!(!units::bytes(bytes).is_empty());
+        prop_assert!(!units::duration(std::time::Duration::from_nanos(ns)).is_empty());
+        prop_assert!(!units::nanos(f).is_empty());
     }
 }

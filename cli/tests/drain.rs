@@ -1,0 +1,167 @@
+//! `kfd drain` on the model: each producer and trigger delivers every record, the report
+//! says so, `--json` parses, and wrong settings are refused before anything runs.
+
+mod common;
+
+use common::*;
+
+fn field<'a>(out: &'a str, name: &str) -> &'a str {
+    out.lines()
+        .find(|l| l.trim_start().starts_with(name))
+        .unwrap_or_else(|| panic!("no {name:?} line in:\n{out}"))
+}
+
+#[test]
+fn drain_host_producer_report() {
+    // 4 MiB of 4 KiB records (4088 payload + 8 header) in 64 KiB slots.
+    let out = ok(&[
+        "drain",
+        "--slot-size",
+        "64K",
+        "--slots",
+        "4",
+        "--total",
+        "4M",
+        "--record-size",
+        "4088",
+    ]);
+    assert!(
+        out.starts_with(
+            "kfd drain: host producer → 4 × 64 KiB slots, SDMA drain queue, on-full trigger, event waits, lossless"
+        ),
+        "{out}"
+    );
+    assert!(
+        field(&out, "source").contains("the model of 1 × gfx900"),
+        "{out}"
+    );
+    assert_eq!(
+        field(&out, "moved").trim(),
+        "moved     4 MiB in 1024 records of 4088 payload bytes, verified: checksum"
+    );
+    assert!(field(&out, "speed").contains("GB/s"), "{out}");
+    assert!(
+        field(&out, "loss").contains("0 record(s) dropped (0 B), 1024 written"),
+        "{out}"
+    );
+    assert!(!out.contains('\r'), "no progress line on a pipe: {out:?}");
+}
+
+#[test]
+fn drain_pm4_producer_with_kernel_end_trigger_json() {
+    let v = json(&ok(&[
+        "drain",
+        "--producer",
+        "pm4",
+        "--slot-size",
+        "16K",
+        "--total",
+        "256K",
+        "--record-size",
+        "1016",
+        "--records-per-kernel",
+        "16",
+        "--trigger",
+        "kernel-end",
+        "--json",
+    ]));
+    assert_eq!(v["config"]["producer"], "pm4");
+    assert_eq!(v["config"]["trigger"], "kernel-end");
+    // 256 KiB of 1 KiB records = 256 records = 16 kernels of 16.
+    assert_eq!(v["records"], 256);
+    assert_eq!(v["records_written"], 256);
+    assert_eq!(v["bytes"], 256 << 10);
+    assert!(v["kernel_ends"].as_u64().is_some_and(|k| k >= 1), "{v}");
+    assert!(
+        v["latency_ns"]["count"].as_u64().is_some_and(|c| c > 0),
+        "{v}"
+    );
+}
+
+#[test]
+fn drain_periodic_poll_and_pm4_engine() {
+    let v = json(&ok(&[
+        "drain",
+        "--slot-size",
+        "64K",
+        "--total",
+        "1M",
+        "--trigger",
+        "periodic",
+        "--period",
+        "1ms",
+        "--wait",
+        "poll",
+        "--engine",
+        "pm4",
+        "--verify",
+        "exact",
+        "--json",
+    ]));
+    assert_eq!(v["config"]["trigger"], "periodic");
+    assert_eq!(v["config"]["period_ms"], 1.0);
+    assert_eq!(v["config"]["wait"], "poll");
+    assert_eq!(v["config"]["engine"], "pm4");
+    assert_eq!(v["config"]["verify"], "exact");
+    assert_eq!(v["records"], v["records_written"]);
+    assert!(v["bytes"].as_u64().is_some_and(|b| b >= 1 << 20), "{v}");
+}
+
+#[test]
+fn drain_drop_mode_counts_what_it_drops() {
+    let v = json(&ok(&[
+        "drain",
+        "--slot-size",
+        "4K",
+        "--slots",
+        "2",
+        "--total",
+        "1M",
+        "--loss",
+        "drop",
+        "--json",
+    ]));
+    let written = v["records_written"].as_u64().unwrap();
+    let dropped = v["records_dropped"].as_u64().unwrap();
+    // Every record is either delivered or counted as dropped.
+    assert_eq!(v["records"].as_u64(), Some(written));
+    let record = 8 + v["config"]["record_payload"].as_u64().unwrap();
+    assert_eq!(
+        (written + dropped) * record,
+        (1u64 << 20).div_ceil(record) * record
+    );
+}
+
+#[test]
+fn drain_refuses_wrong_settings() {
+    let e = usage_error(&kfd(&["drain", "--slot-size", "1000"]));
+    assert_eq!(
+        e,
+        "kfd: slot size 1000 is not a multiple of 256 bytes (try 1024)"
+    );
+    let e = usage_error(&kfd(&["drain", "--slots", "1"]));
+    assert!(e.contains("1 slot(s) are too few"), "{e}");
+    let e = usage_error(&kfd(&["drain", "--slot-size", "4K", "--record-size", "8K"]));
+    assert!(
+        e.contains("--record-size 8192: a payload is a multiple of 8 from 16 to 4024 bytes"),
+        "{e}"
+    );
+    let e = usage_error(&kfd(&["drain", "--record-size", "100"]));
+    assert!(e.contains("multiple of 8"), "{e}");
+    let e = usage_error(&kfd(&[
+        "drain",
+        "--trigger",
+        "periodic",
+        "--period",
+        "10us",
+    ]));
+    assert!(e.contains("shorter than 100 µs"), "{e}");
+    let e = usage_error(&kfd(&["drain", "--period", "soon"]));
+    assert!(e.contains("'soon' is not a duration"), "{e}");
+    let e = usage_error(&kfd(&["drain", "--total", "0"]));
+    assert_eq!(e, "kfd: --total 0: nothing to drain");
+    let e = usage_error(&kfd(&["drain", "--producer", "gpu"]));
+    assert!(e.contains("'gpu'"), "{e}");
+    let e = usage_error(&kfd(&["drain", "--slot-size", "8G"]));
+    assert!(e.contains("largest slot"), "{e}");
+}

@@ -5,13 +5,18 @@
 //!
 //! | command | module | does |
 //! |---|---|---|
+//! | `kfd info` | [`info`] | the topology of the device or the model (the source is always printed): agents with gfx target, CUs, SIMDs, wave size, LDS, queues, memory banks, caches (identical ones folded), io links, KFD interface version |
+//! | `kfd demo` | [`demo`] | what `make run` runs: a guided, checked run of the stack — open, topology, memory, a PM4 and an SDMA queue with their packets disassembled, an event, 1 GiB drained with a progress bar — and the measured numbers |
+//! | `kfd drain` | [`drain_tool`] | a drain channel with a chosen producer, slot size and count, trigger, wait, engine and loss policy; live progress line, final report |
+//! | `kfd bench` | [`bench`](mod@bench) | the headline measurements in one table beside their targets, with pass/miss and the machine's load |
 //! | `kfd abi` | [`abi`] | the `/dev/kfd` ioctl table of `kfd-sys`, and struct layouts |
 //! | `kfd decode` | [`decode`] | disassembles PM4 or SDMA streams (file, stdin, hex text, binary dump) with dword offsets; errors point at the offending dword |
 //! | `kfd mqd` | [`mqd_tool`] | builds the MQD the kernel writes for a queue, decodes MQD dumps, lists MQD fields, per generation |
 //! | `kfd trace` | [`trace`] | runs a scenario on the model (create-queue, oversubscribe, evict-restore, vm-fault, event-signal) and prints the path of each request layer by layer (ioctl → pqm → dqm → packet manager → HIQ → HWS → HQD → CP/SDMA → IH → events), with the PM4 of every packet, the MQD dwords that changed, and a Chrome/Perfetto timeline |
 //!
-//! `kfd info`, `kfd demo`, `kfd drain` and `kfd bench` (issue #10) join once the thunk and the
-//! drain channels exist; each will be one more module and one more [`Command`] variant.
+//! The subcommands that open a GPU share [`device`]: `--device PATH`, `--model PART`,
+//! `--gpus N`, `--kernel 6.1|6.12`, the thunk's `KFD_DEVICE` / `KFD_MODEL_PRESET` /
+//! `KFD_MODEL_GPUS`, else `/dev/kfd` when it exists and a gfx900 model otherwise.
 //!
 //! Conventions of every subcommand: `--json` wherever the output is data; colour only on a
 //! terminal (`--color`, `NO_COLOR`); bad arguments or bad input end with one line on stderr
@@ -20,9 +25,11 @@
 //!
 //! Shared pieces: [`input`] reads files, stdin and hex text; [`target`] parses `--gfx`;
 //! [`mqd_fields`] names MQD dwords; [`output`] holds the stdout writer and colours;
-//! [`logging`] tees log records to `kfd trace`.
+//! [`logging`] tees log records to `kfd trace`; [`measure`] holds the self-timed
+//! measurements of `kfd bench` and `kfd demo`; [`progress`] the live line on stderr (only on a
+//! terminal); [`units`] formats sizes, durations and rates.
 //!
-//! ## Example
+//! ## Examples
 //!
 //! Decoding a stream the way `kfd decode --hex "ffff1000 c0004600 00000407"` does:
 //!
@@ -38,6 +45,22 @@
 //! let names: Vec<_> = entries.iter().map(|e| (e.offset, e.name)).collect();
 //! assert_eq!(names, [(0, Some("NOP")), (1, Some("EVENT_WRITE"))]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The topology report of `kfd info --model gfx90a --gpus 2`, as data:
+//!
+//! ```
+//! use kfd_cli::device::DeviceArgs;
+//! use kfd_cli::info;
+//!
+//! let args = DeviceArgs { gpus: Some(2), ..DeviceArgs::model(thunk::Preset::Gfx90a) };
+//! let report = info::gather(&args)?;
+//! assert_eq!(report.source.description, "model of 2 × gfx90a (Linux 6.12)");
+//! let gpus: Vec<_> = report.nodes.iter().filter_map(|n| n.gpu.as_ref()).collect();
+//! assert_eq!(gpus.len(), 2);
+//! assert_eq!(gpus[0].gfx_target.as_deref(), Some("gfx90a"));
+//! assert_eq!((gpus[0].compute_units, gpus[0].wave_size), (104, 64));
+//! # Ok::<(), kfd_cli::error::CliError>(())
 //! ```
 #![forbid(unsafe_code)]
 

@@ -3,9 +3,10 @@ CARGO ?= cargo
 
 .PHONY: run test deps fmt fmt-check lint doc unit c-clients valgrind abi bench clean
 
-## run: the main job (for now: the /dev/kfd ABI table that kfd-sys spells)
+## run: the main job — `kfd demo`: the whole stack end to end on the GPU, or on the model when
+## there is no /dev/kfd (optimised: the demo prints measured numbers)
 run:
-	$(CARGO) run --release -q -p kfd-cli -- abi
+	$(CARGO) run --release -q -p kfd-cli -- demo
 
 ## test: everything — deps, format, clippy, docs, unit and integration tests, the header check
 test: deps fmt-check lint doc unit c-clients valgrind abi

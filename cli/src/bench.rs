@@ -395,19 +395,38 @@ pub fn render(r: &BenchReport, style: Style) -> Vec<String> {
         .map(|x| x.name.chars().count())
         .max()
         .unwrap_or(0);
+    let cells: Vec<(String, String)> = r
+        .rows
+        .iter()
+        .map(|x| {
+            let op = match x.goal {
+                Goal::AtMost => "≤",
+                Goal::AtLeast => "≥",
+            };
+            (
+                value_text(x.value, x.unit),
+                format!("{op} {}", value_text(x.target, x.unit)),
+            )
+        })
+        .collect();
+    let width = |f: fn(&(String, String)) -> &String, title: &str| {
+        cells
+            .iter()
+            .map(|c| f(c).chars().count())
+            .chain([title.len()])
+            .max()
+            .unwrap_or(0)
+    };
+    let value_w = width(|c| &c.0, "measured");
+    let target_w = width(|c| &c.1, "target");
     lines.push(style.paint(
         Tone::Dim,
         &format!(
-            "{:<name_w$}  {:<6}  {:>10}  {:>10}  {:<6}  how",
+            "{:<name_w$}  {:<6}  {:>value_w$}  {:>target_w$}  {:<6}  how",
             "measurement", "on", "measured", "target", "result"
         ),
     ));
-    for x in &r.rows {
-        let op = match x.goal {
-            Goal::AtMost => "≤",
-            Goal::AtLeast => "≥",
-        };
-        let target = format!("{op} {}", value_text(x.target, x.unit));
+    for (x, (value, target)) in r.rows.iter().zip(&cells) {
         let result = if x.pass {
             style.paint(Tone::Name, &format!("{:<6}", "pass"))
         } else {
@@ -415,12 +434,10 @@ pub fn render(r: &BenchReport, style: Style) -> Vec<String> {
         };
         let pad = name_w - x.name.chars().count();
         lines.push(format!(
-            "{}{}  {:<6}  {:>10}  {:>10}  {result}  {}; {}",
+            "{}{}  {:<6}  {value:>value_w$}  {target:>target_w$}  {result}  {}; {}",
             x.name,
             " ".repeat(pad),
             x.on,
-            value_text(x.value, x.unit),
-            target,
             x.how,
             x.detail
         ));

@@ -146,6 +146,10 @@ pub fn run(args: &DemoArgs, style: Style) -> CliResult<()> {
         steps: Vec::new(),
         total: STEPS,
     };
+    // 1. Open (before any output: a device that cannot be opened is one line on stderr).
+    let t = Instant::now();
+    let (kfd, source) = args.device.open()?;
+    let open_time = t.elapsed();
     if let Some(out) = &mut narrator.out {
         out.line(&style.paint(
             Tone::Bold,
@@ -153,11 +157,6 @@ pub fn run(args: &DemoArgs, style: Style) -> CliResult<()> {
         ))?;
         out.line("")?;
     }
-
-    // 1. Open.
-    let t = Instant::now();
-    let (kfd, source) = args.device.open()?;
-    let open_time = t.elapsed();
     let interface = kfd.version().to_string();
     let gpus = kfd.gpus();
     let gpu = gpus

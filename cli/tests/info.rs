@@ -137,3 +137,36 @@ fn info_bad_arguments_are_one_line() {
     let e = usage_error(&kfd(&["info", "--model", "gfx900", "--node", "7"]));
     assert_eq!(e, "kfd: there is no node 7; the topology has node(s) 0, 1");
 }
+
+#[test]
+fn a_file_that_is_not_kfd_fails_with_one_line() {
+    // /dev/null exists but answers GET_VERSION with ENOTTY: a failure of the work (status 1).
+    // (With a real KFD sysfs tree, `info` prints that topology instead; see below.)
+    let real_sysfs = std::path::Path::new("/sys/devices/virtual/kfd/kfd/topology").exists();
+    for sub in ["info", "demo", "drain", "bench"] {
+        if sub == "info" && real_sysfs {
+            continue;
+        }
+        let o = kfd(&[sub, "--device", "/dev/null"]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{sub}: {err}");
+        assert_eq!(err.lines().count(), 1, "{sub}: {err}");
+        assert!(
+            err.starts_with("kfd: cannot open /dev/null: GET_VERSION"),
+            "{sub}: {err}"
+        );
+        assert!(o.stdout.is_empty(), "{sub}: {}", stdout(&o));
+    }
+}
+
+#[test]
+fn info_prints_sysfs_when_the_device_cannot_be_opened() {
+    if !std::path::Path::new("/sys/devices/virtual/kfd/kfd/topology").exists() {
+        return; // nothing to read on a machine without amdkfd
+    }
+    let out = ok(&["info", "--device", "/dev/null"]);
+    assert!(
+        out.contains("KFD interface unknown (cannot open /dev/null"),
+        "{out}"
+    );
+}

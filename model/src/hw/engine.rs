@@ -2,10 +2,11 @@
 //! fetches — and the background thread that plays the GPU: it notices doorbell writes and
 //! steps the engines.
 //!
-//! The thread polls adaptively: after work it keeps looking (spinning, then yielding) for a
-//! short while, because a client that just submitted usually submits again; when nothing has
-//! happened for a while it sleeps, doubling the sleep up to [`MAX_IDLE_SLEEP`], so an idle
-//! model costs next to nothing. [`EngineWaker::wake`] (what `Model::doorbell_rung` calls)
+//! The thread polls adaptively: after work it keeps looking (spinning [`HOT_SPIN`], then
+//! yielding the CPU between passes until [`WARM_YIELD`]) because a client that just submitted
+//! usually submits again; then it sleeps, doubling the sleep up to [`MAX_IDLE_SLEEP`] and, after
+//! [`DEEP_IDLE_AFTER`] without work, up to [`DEEP_IDLE_SLEEP`], so an idle model costs next to
+//! nothing. [`EngineWaker::wake`] (what `Model::doorbell_rung` calls)
 //! ends a sleep at once.
 
 use crate::hw::clock::GpuClock;
@@ -19,14 +20,19 @@ use std::time::{Duration, Instant};
 
 /// Packets one queue may execute in one pass before the engines move to the next queue.
 pub const PASS_BUDGET: usize = 256;
-/// How long the thread keeps spinning after the last work it saw.
-pub const HOT_SPIN: Duration = Duration::from_micros(200);
-/// How long it keeps yielding after that before it starts to sleep.
+/// How long the thread keeps spinning after the last work it saw (short: a waiter sharing its
+/// core must get the CPU).
+pub const HOT_SPIN: Duration = Duration::from_micros(20);
+/// How long it keeps polling, yielding the CPU between passes, before it starts to sleep.
 pub const WARM_YIELD: Duration = Duration::from_millis(2);
-/// The longest idle sleep while queues are mapped (also how often a parked wait is polled
-/// when nothing else runs, and the longest a submission to an idle model waits to be noticed
-/// unless `Model::doorbell_rung` is called).
+/// The longest idle sleep in the first second without work (also how often a parked wait is
+/// polled when nothing else runs).
 pub const MAX_IDLE_SLEEP: Duration = Duration::from_millis(4);
+/// After a second without work: the longest sleep, and so the longest a plain doorbell store
+/// waits to be noticed (`Model::doorbell_rung`, which the thunk calls, wakes the thread at once).
+pub const DEEP_IDLE_SLEEP: Duration = Duration::from_millis(16);
+/// How long without work counts as deep idle.
+pub const DEEP_IDLE_AFTER: Duration = Duration::from_secs(1);
 /// The sleep when no queue is mapped at all; mapping a runlist wakes the thread.
 pub const NOTHING_MAPPED_SLEEP: Duration = Duration::from_millis(50);
 /// How often the scheduler firmware rotates an oversubscribed runlist.
@@ -502,7 +508,12 @@ pub fn spawn(
                     std::thread::yield_now();
                 } else {
                     waker.sleep(sleep);
-                    sleep = (sleep * 2).min(MAX_IDLE_SLEEP);
+                    let cap = if idle < DEEP_IDLE_AFTER {
+                        MAX_IDLE_SLEEP
+                    } else {
+                        DEEP_IDLE_SLEEP
+                    };
+                    sleep = (sleep * 2).min(cap);
                 }
             }
             log::debug!(target: "hw::engine", "engine thread stopped");

@@ -1,7 +1,7 @@
 # The two commands a newcomer needs: `make run` and `make test`.
 CARGO ?= cargo
 
-.PHONY: run test deps fmt fmt-check lint doc unit c-clients valgrind abi bench clean
+.PHONY: run test deps fmt fmt-check lint doc unit c-clients valgrind abi bench fuzz miri clean
 
 ## run: the main job — `kfd demo`: the whole stack end to end on the GPU, or on the model when
 ## there is no /dev/kfd (optimised: the demo prints measured numbers)
@@ -45,6 +45,14 @@ abi:
 
 bench:
 	$(CARGO) bench --workspace
+
+## fuzz: every cargo-fuzz target (fuzz/, pm4/fuzz) for FUZZ_SECONDS (default 30) each
+fuzz:
+	./scripts/fuzz.sh
+
+## miri: the pure layers' tests (kfd-sys, pm4, mqd) under Miri; skips without nightly miri
+miri:
+	./scripts/miri.sh
 
 clean:
 	$(CARGO) clean

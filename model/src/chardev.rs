@@ -26,7 +26,7 @@ fn kernel_definition(nr: u32) -> Option<&'static IoctlDesc> {
 
 /// Entry point for `ioctl(kfd_fd, request, arg)`.
 pub(crate) fn ioctl(p: &ProcessInner, request: u32, arg: &mut [u8]) -> KResult<i32> {
-    if std::process::id() != p.owner_pid {
+    if crate::user::current_pid() != p.owner_pid {
         return Err(Errno::EBADF);
     }
     let nr = ioc_nr(request);

@@ -321,7 +321,7 @@ impl Model {
         let inner = Arc::new(ProcessInner {
             model: self.inner.clone(),
             pasid,
-            owner_pid: std::process::id(),
+            owner_pid: crate::user::current_pid(),
             events: EventTable::new(),
             state: Mutex::new(ProcessState {
                 pdds,

@@ -11,6 +11,8 @@ use kfd_sys::{FromBytes, Immutable, IntoBytes};
 use nix::sys::uio::{process_vm_readv, process_vm_writev, RemoteIoVec};
 use nix::unistd::Pid;
 use std::io::{IoSlice, IoSliceMut};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Once;
 
 /// Access to the calling process's memory.
 pub trait UserAccess: Send + Sync {
@@ -18,6 +20,34 @@ pub trait UserAccess: Send + Sync {
     fn read(&self, addr: u64, buf: &mut [u8]) -> KResult<()>;
     /// `copy_to_user`: stores `data` at `addr`, or `EFAULT`.
     fn write(&self, addr: u64, data: &[u8]) -> KResult<()>;
+}
+
+static PID: AtomicU32 = AtomicU32::new(0);
+static ATFORK: Once = Once::new();
+
+extern "C" fn forget_pid_in_child() {
+    PID.store(0, Ordering::Relaxed);
+}
+
+/// This process's id, cached: every ioctl checks it (a forked child may not use its parent's
+/// `/dev/kfd`) and every user-memory copy names it, and `getpid` is a system call. A fork
+/// handler clears the cache in the child.
+pub fn current_pid() -> u32 {
+    let cached = PID.load(Ordering::Relaxed);
+    if cached != 0 {
+        return cached;
+    }
+    ATFORK.call_once(|| {
+        // SAFETY: registers a child handler that only stores to an atomic, which is
+        // async-signal-safe as a fork handler must be.
+        let r = unsafe { libc::pthread_atfork(None, None, Some(forget_pid_in_child)) };
+        if r != 0 {
+            log::warn!(target: "kfd::user", "pthread_atfork failed ({r}); the pid is not cached");
+        }
+    });
+    let pid = std::process::id();
+    PID.store(pid, Ordering::Relaxed);
+    pid
 }
 
 /// This process's own memory.
@@ -38,7 +68,7 @@ impl UserAccess for SelfProcess {
         let len = buf.len();
         let r = [remote(addr, len)?];
         let mut l = [IoSliceMut::new(buf)];
-        match process_vm_readv(Pid::this(), &mut l, &r) {
+        match process_vm_readv(Pid::from_raw(current_pid() as i32), &mut l, &r) {
             Ok(n) if n == len => Ok(()),
             _ => Err(Errno::EFAULT),
         }
@@ -50,7 +80,7 @@ impl UserAccess for SelfProcess {
         }
         let r = [remote(addr, data.len())?];
         let l = [IoSlice::new(data)];
-        match process_vm_writev(Pid::this(), &l, &r) {
+        match process_vm_writev(Pid::from_raw(current_pid() as i32), &l, &r) {
             Ok(n) if n == data.len() => Ok(()),
             _ => Err(Errno::EFAULT),
         }
@@ -138,6 +168,36 @@ pub fn is_user_range_mapped_rw(addr: u64, len: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_pid_cache_is_cleared_in_a_forked_child() {
+        let parent = current_pid();
+        assert_eq!(parent, std::process::id());
+        // SAFETY: the child only runs async-signal-safe code (an atomic load and store, getpid,
+        // _exit) before it exits; the parent waits for it.
+        let child = unsafe { libc::fork() };
+        assert!(child >= 0, "fork failed");
+        if child == 0 {
+            // SAFETY: getpid and _exit are async-signal-safe.
+            unsafe {
+                let me = libc::getpid() as u32;
+                libc::_exit(if current_pid() == me && me != parent {
+                    0
+                } else {
+                    1
+                });
+            }
+        }
+        let mut status = 0;
+        // SAFETY: waits for the child created above; `status` is a valid out pointer.
+        let r = unsafe { libc::waitpid(child, &mut status, 0) };
+        assert_eq!(r, child);
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "the child saw the parent's pid"
+        );
+        assert_eq!(current_pid(), parent);
+    }
 
     #[test]
     fn copies_and_faults_like_the_kernel() {

@@ -176,7 +176,7 @@ fn with_shim<R>(
 ) -> Result<R, Errno> {
     let cfg = config()?;
     let mut guard = lock_shim();
-    let pid = std::process::id();
+    let pid = kfd_model::user::current_pid();
     if guard.as_ref().is_some_and(|s| s.pid != pid) {
         // A forked child: the parent's model has no threads here and its process is not
         // ours (the kernel answers EBADF to a child). Start over without running any
@@ -300,7 +300,10 @@ extern "C" fn remove_tree_at_exit() {
     let Ok(shim) = SHIM.try_lock() else {
         return;
     };
-    if let Some(s) = shim.as_ref().filter(|s| s.pid == std::process::id()) {
+    if let Some(s) = shim
+        .as_ref()
+        .filter(|s| s.pid == kfd_model::user::current_pid())
+    {
         if let Some(root) = s.tree.as_deref().and_then(|t| t.strip_suffix(b"\0")) {
             let _ = std::fs::remove_dir_all(std::ffi::OsStr::from_bytes(root));
         }

@@ -440,18 +440,20 @@ impl Kfd {
                 .map_err(|_| Error::invalid(OP, "too many events"))?,
             wait_for_all: u32::from(mode == WaitMode::All),
             timeout: timeout_ms(timeout),
-            wait_result: KFD_IOC_WAIT_RESULT_FAIL,
+            // What libhsakmt sends: the kernel always writes the result, and an argument the
+            // driver leaves unchanged costs a shim or a tracer nothing to copy back.
+            wait_result: KFD_IOC_WAIT_RESULT_COMPLETE,
         };
         let r = self.session.ioctl(AMDKFD_IOC_WAIT_EVENTS, &mut a);
-        let ids: Vec<u32> = events.iter().map(|e| e.id).collect();
-        r.map_err(|e| Error::ioctl(OP, e, format_args!("events {ids:?}")))?;
+        let ids = || events.iter().map(|e| e.id).collect::<Vec<u32>>();
+        r.map_err(|e| Error::ioctl(OP, e, format_args!("events {:?}", ids())))?;
         let status = match a.wait_result {
             KFD_IOC_WAIT_RESULT_COMPLETE => WaitStatus::Signaled,
             KFD_IOC_WAIT_RESULT_TIMEOUT => WaitStatus::TimedOut,
             other => {
                 return Err(Error::bad_answer(
                     OP,
-                    format!("events {ids:?}: wait result {other}"),
+                    format!("events {:?}: wait result {other}", ids()),
                 ))
             }
         };

@@ -1,13 +1,14 @@
-//! Waiting for memory the GPU writes: spin (a fence usually lands within microseconds; yielding
-//! early would hand the core to whatever else runs for a whole time slice), then yield, then
-//! sleep with a growing back-off that never passes the deadline.
+//! Waiting for memory the GPU writes: spin briefly (a fence usually lands within microseconds),
+//! then yield — on the model the engine that writes the fence is a thread that may need this
+//! very core, and on hardware a yield with nothing else runnable returns at once — then sleep
+//! with a growing back-off that never passes the deadline.
 
 use std::time::{Duration, Instant};
 
 /// Checks before the clock is first read: most fences land within them.
 const FIRST_BURST: u32 = 64;
 /// Spin (with the CPU's pause hint) this long.
-const SPIN_FOR: Duration = Duration::from_millis(1);
+const SPIN_FOR: Duration = Duration::from_micros(50);
 /// Then yield until this much time has passed.
 const YIELD_UNTIL: Duration = Duration::from_millis(3);
 /// The longest sleep between checks after that.

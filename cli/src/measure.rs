@@ -16,15 +16,15 @@ use std::time::{Duration, Instant};
 use drain::{Channel, ChannelConfig, WaitStrategy};
 use kfd_sys::{kfd_ioctl_get_version_args, IntoBytes, AMDKFD_IOC_GET_VERSION};
 use pm4::decode::Pm4Decoder;
-use pm4::fields::{CachePolicy, CompareFunction, EventType};
+use pm4::fields::CompareFunction;
 use pm4::hws::{
     MapProcess, MapProcessArgs, MapQueueSel, MapQueueType, MapQueues, MapQueuesArgs, QueueEngine,
 };
 use pm4::user::{
     AcquireMemGfx9, AcquireRange, CopyCountSel, CopyData, CopyDataControl, CopyDstSel, CopySrcSel,
     DispatchDirect, DispatchInitiator, EventWrite, IndirectBuffer, IndirectBufferControl,
-    PollTarget, ReleaseDataSel, ReleaseDstSel, ReleaseEventIndex, ReleaseIntSel, ReleaseMemArgs,
-    ReleaseMemGfx9, SetShReg, WaitArgs, WaitOperation, WaitRegMem, WriteData,
+    PollTarget, ReleaseMemArgs, ReleaseMemGfx9, SetShReg, WaitArgs, WaitOperation, WaitRegMem,
+    WriteData,
 };
 use pm4::{GfxGen, PacketWriter};
 use thunk::{EventKind, Gpu, Kfd, MemoryKind, ModelConfig, OpenOptions, Preset, QueueOptions};
@@ -162,17 +162,7 @@ pub fn runlist_encode(rounds: usize, builds: usize) -> CliResult<Samples> {
 pub fn mixed_user_stream(words: &mut [u32]) -> CliResult<usize> {
     let bad = |e: &dyn std::fmt::Display| CliError::failure(format!("PM4 stream: {e}"));
     let release = ReleaseMemGfx9::new(
-        &ReleaseMemArgs {
-            event_type: EventType::CacheFlushAndInvTsEvent,
-            event_index: ReleaseEventIndex::EndOfPipe,
-            cache_policy: CachePolicy::Lru,
-            dst_sel: ReleaseDstSel::MemoryController,
-            int_sel: ReleaseIntSel::SendInterruptAfterWriteConfirm,
-            data_sel: ReleaseDataSel::Data32,
-            addr: 0x7f00_0000_0040,
-            data: 8,
-            int_ctxid: 8,
-        },
+        &ReleaseMemArgs::event_signal(0x7f00_0000_0040, 8),
         ReleaseMemGfx9::amdgpu_fence_cache(),
     )
     .map_err(|e| bad(&e))?;

@@ -17,7 +17,7 @@ use kfd_fuzz::{open, shared_model, Arena, ModelKey, SharedModel};
 use kfd_model::{KResult, MapSource, Process};
 use kfd_sys::*;
 use libfuzzer_sys::fuzz_target;
-use pm4::fields::{CachePolicy, CompareFunction, EventType};
+use pm4::fields::CompareFunction;
 use pm4::sdma::{
     SdmaConstantFill, SdmaCopyLinear, SdmaFence, SdmaIndirect, SdmaPollRegmem, SdmaTimestamp,
     SdmaTrap, SdmaWrite, TimestampOp,
@@ -401,17 +401,13 @@ impl Client<'_> {
     }
 
     fn release_mem(&self, out: &mut Vec<u32>, addr: u64, data: u64, int: u8, sel: u8, ctx: u32) {
-        let args = ReleaseMemArgs {
-            event_type: EventType::CacheFlushAndInvTsEvent,
-            event_index: ReleaseEventIndex::EndOfPipe,
-            cache_policy: CachePolicy::Lru,
-            dst_sel: ReleaseDstSel::MemoryController,
-            int_sel: ReleaseIntSel::from_bits(u32::from(int % 8)),
-            data_sel: ReleaseDataSel::from_bits(u32::from(sel % 8)),
+        let args = ReleaseMemArgs::end_of_pipe(
             addr,
             data,
-            int_ctxid: ctx,
-        };
+            ReleaseDataSel::from_bits(u32::from(sel % 8)),
+            ReleaseIntSel::from_bits(u32::from(int % 8)),
+            ctx,
+        );
         match self.gen {
             GfxGen::Gfx9 => {
                 if let Ok(p) = ReleaseMemGfx9::new(&args, Default::default()) {

@@ -18,7 +18,6 @@
 use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 use kfd_model::{KernelVersion, MapSource, Model, ModelConfig, Preset, Process, RenderNode};
 use kfd_sys::*;
-use pm4::fields::{CachePolicy, EventType};
 use pm4::sdma::{SdmaCopyLinear, SdmaFence};
 use pm4::user::*;
 use pm4::{Encode, PacketWriter, SdmaGen};
@@ -200,17 +199,13 @@ fn encode<P: Encode>(p: &P) -> Vec<u32> {
 fn release_mem(addr: u64, data: u32, ctxid: u32, int_sel: ReleaseIntSel) -> Vec<u32> {
     encode(
         &ReleaseMemGfx9::new(
-            &ReleaseMemArgs {
-                event_type: EventType::CacheFlushAndInvTsEvent,
-                event_index: ReleaseEventIndex::EndOfPipe,
-                cache_policy: CachePolicy::Lru,
-                dst_sel: ReleaseDstSel::MemoryController,
-                int_sel,
-                data_sel: ReleaseDataSel::Data32,
+            &ReleaseMemArgs::end_of_pipe(
                 addr,
-                data: u64::from(data),
-                int_ctxid: ctxid,
-            },
+                u64::from(data),
+                ReleaseDataSel::Data32,
+                int_sel,
+                ctxid,
+            ),
             Default::default(),
         )
         .unwrap(),

@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use kfd_model::{Model, ModelConfig, Preset, QueueError};
 use kfd_sys::*;
-use pm4::fields::{CachePolicy, CompareFunction, EventType};
+use pm4::fields::CompareFunction;
 use pm4::sdma::{
     SdmaConstantFill, SdmaCopyLinear, SdmaFence, SdmaPollRegmem, SdmaTimestamp, SdmaTrap,
     SdmaWrite, TimestampOp,
@@ -39,17 +39,7 @@ fn release_mem(
     int: ReleaseIntSel,
     sel: ReleaseDataSel,
 ) -> Vec<u32> {
-    let args = ReleaseMemArgs {
-        event_type: EventType::CacheFlushAndInvTsEvent,
-        event_index: ReleaseEventIndex::EndOfPipe,
-        cache_policy: CachePolicy::Lru,
-        dst_sel: ReleaseDstSel::MemoryController,
-        int_sel: int,
-        data_sel: sel,
-        addr,
-        data,
-        int_ctxid: ctxid,
-    };
+    let args = ReleaseMemArgs::end_of_pipe(addr, data, sel, int, ctxid);
     match gen {
         GfxGen::Gfx9 => encode(&ReleaseMemGfx9::new(&args, Default::default()).unwrap()),
         _ => encode(&ReleaseMemGfx10::new(&args, Default::default()).unwrap()),

@@ -6,7 +6,6 @@ mod common;
 use common::*;
 use kfd_model::{Errno, Fault, ModelConfig, Preset};
 use kfd_sys::*;
-use pm4::fields::{CachePolicy, EventType};
 use pm4::user::*;
 use pm4::{Encode, PacketWriter};
 use std::time::{Duration, Instant};
@@ -17,17 +16,7 @@ fn stepped(cfg: ModelConfig) -> kfd_model::Model {
 
 fn signal(page_va: u64, id: u32) -> Vec<u32> {
     let p = ReleaseMemGfx9::new(
-        &ReleaseMemArgs {
-            event_type: EventType::CacheFlushAndInvTsEvent,
-            event_index: ReleaseEventIndex::EndOfPipe,
-            cache_policy: CachePolicy::Lru,
-            dst_sel: ReleaseDstSel::MemoryController,
-            int_sel: ReleaseIntSel::SendInterruptAfterWriteConfirm,
-            data_sel: ReleaseDataSel::Data32,
-            addr: page_va + 8 * u64::from(id),
-            data: u64::from(id),
-            int_ctxid: id,
-        },
+        &ReleaseMemArgs::event_signal(page_va + 8 * u64::from(id), id),
         Default::default(),
     )
     .unwrap();

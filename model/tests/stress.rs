@@ -18,7 +18,6 @@ mod common;
 use common::*;
 use kfd_model::{Model, ModelConfig, Preset};
 use kfd_sys::*;
-use pm4::fields::{CachePolicy, EventType};
 use pm4::sdma::{SdmaFence, SdmaTrap};
 use pm4::user::*;
 use pm4::{Encode, GfxGen, PacketWriter};
@@ -55,17 +54,7 @@ fn encode<P: Encode + ?Sized>(p: &P) -> Vec<u32> {
 
 /// RELEASE_MEM writing `id` to the event slot and raising an interrupt with context `id`.
 fn signal_pm4(gen: GfxGen, page_va: u64, id: u32) -> Vec<u32> {
-    let args = ReleaseMemArgs {
-        event_type: EventType::CacheFlushAndInvTsEvent,
-        event_index: ReleaseEventIndex::EndOfPipe,
-        cache_policy: CachePolicy::Lru,
-        dst_sel: ReleaseDstSel::MemoryController,
-        int_sel: ReleaseIntSel::SendInterruptAfterWriteConfirm,
-        data_sel: ReleaseDataSel::Data32,
-        addr: page_va + 8 * u64::from(id),
-        data: u64::from(id),
-        int_ctxid: id,
-    };
+    let args = ReleaseMemArgs::event_signal(page_va + 8 * u64::from(id), id);
     match gen {
         GfxGen::Gfx9 => encode(&ReleaseMemGfx9::new(&args, Default::default()).unwrap()),
         _ => encode(&ReleaseMemGfx10::new(&args, Default::default()).unwrap()),

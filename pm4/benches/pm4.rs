@@ -8,7 +8,7 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use pm4::decode::{Pm4Decoder, SdmaDecoder};
-use pm4::fields::{CachePolicy, CompareFunction, EventType};
+use pm4::fields::CompareFunction;
 use pm4::hws::*;
 use pm4::sdma::{SdmaCopyLinear, SdmaFence, SdmaTrap};
 use pm4::user::*;
@@ -51,17 +51,7 @@ fn build_runlist(ib: &mut [u32], base: u64) -> usize {
 }
 
 fn mixed_user_stream(words: &mut [u32]) -> usize {
-    let signal = ReleaseMemArgs {
-        event_type: EventType::CacheFlushAndInvTsEvent,
-        event_index: ReleaseEventIndex::EndOfPipe,
-        cache_policy: CachePolicy::Lru,
-        dst_sel: ReleaseDstSel::MemoryController,
-        int_sel: ReleaseIntSel::SendInterruptAfterWriteConfirm,
-        data_sel: ReleaseDataSel::Data32,
-        addr: 0x7f00_0000_0040,
-        data: 8,
-        int_ctxid: 8,
-    };
+    let signal = ReleaseMemArgs::event_signal(0x7f00_0000_0040, 8);
     let release = ReleaseMemGfx9::new(&signal, ReleaseMemGfx9::amdgpu_fence_cache()).unwrap();
     let acquire = AcquireMemGfx9::new(AcquireMemGfx9::amdgpu_coher_cntl(), AcquireRange::full(4));
     let wait = WaitRegMem::new(

@@ -2,7 +2,6 @@
 //! then prints both as listings: `cargo run -p pm4 --example listing`.
 
 use pm4::disasm::{Pm4Listing, SdmaListing};
-use pm4::fields::{CachePolicy, EventType};
 use pm4::hws::*;
 use pm4::ring::Pm4Ring;
 use pm4::sdma::{SdmaFence, SdmaTrap};
@@ -56,17 +55,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         AcquireRange::full(4),
     ))?;
     w.push(&ReleaseMemGfx9::new(
-        &ReleaseMemArgs {
-            event_type: EventType::CacheFlushAndInvTsEvent,
-            event_index: ReleaseEventIndex::EndOfPipe,
-            cache_policy: CachePolicy::Lru,
-            dst_sel: ReleaseDstSel::MemoryController,
-            int_sel: ReleaseIntSel::SendInterruptAfterWriteConfirm,
-            data_sel: ReleaseDataSel::Data32,
-            addr: 0x7f12_3400_0018,
-            data: 3,
-            int_ctxid: 3,
-        },
+        &ReleaseMemArgs::event_signal(0x7f12_3400_0018, 3),
         ReleaseCacheGfx9::new()
             .with_tc_wb_action_ena(true)
             .with_tc_action_ena(true),

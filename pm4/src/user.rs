@@ -620,6 +620,43 @@ pub struct ReleaseMemArgs {
     pub int_ctxid: u32,
 }
 
+impl ReleaseMemArgs {
+    /// An end-of-pipe fence (`CACHE_FLUSH_AND_INV_TS_EVENT`, memory controller, LRU): writes
+    /// `data` with `data_sel` to `addr`, then interrupts with `int_ctxid` per `int_sel`.
+    pub const fn end_of_pipe(
+        addr: u64,
+        data: u64,
+        data_sel: ReleaseDataSel,
+        int_sel: ReleaseIntSel,
+        int_ctxid: u32,
+    ) -> Self {
+        ReleaseMemArgs {
+            event_type: EventType::CacheFlushAndInvTsEvent,
+            event_index: ReleaseEventIndex::EndOfPipe,
+            cache_policy: CachePolicy::Lru,
+            dst_sel: ReleaseDstSel::MemoryController,
+            int_sel,
+            data_sel,
+            addr,
+            data,
+            int_ctxid,
+        }
+    }
+
+    /// The event signal of facts §8.2 (what kfdtest sends): the 32-bit event id written to
+    /// its slot at `slot_addr`, then an interrupt after the write with the id as context
+    /// (`int_sel = 2`, `data_sel = 1`).
+    pub const fn event_signal(slot_addr: u64, event_id: u32) -> Self {
+        Self::end_of_pipe(
+            slot_addr,
+            event_id as u64,
+            ReleaseDataSel::Data32,
+            ReleaseIntSel::SendInterruptAfterWriteConfirm,
+            event_id,
+        )
+    }
+}
+
 /// Fields shared by both RELEASE_MEM layouts (dw2–dw7).
 #[repr(C)]
 #[derive(FromBytes, IntoBytes, Immutable, KnownLayout, Clone, Copy, Debug, PartialEq, Eq)]

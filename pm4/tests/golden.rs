@@ -373,26 +373,12 @@ fn write_data_kfdtest_memory_form() {
     assert!(WriteData::memory(0x1000, &[]).is_err());
 }
 
-fn kfdtest_signal(addr: u64, id: u32) -> ReleaseMemArgs {
-    ReleaseMemArgs {
-        event_type: EventType::CacheFlushAndInvTsEvent,
-        event_index: ReleaseEventIndex::EndOfPipe,
-        cache_policy: CachePolicy::Lru,
-        dst_sel: ReleaseDstSel::MemoryController,
-        int_sel: ReleaseIntSel::SendInterruptAfterWriteConfirm,
-        data_sel: ReleaseDataSel::Data32,
-        addr,
-        data: id.into(),
-        int_ctxid: id,
-    }
-}
-
 #[test]
 fn release_mem_gfx9_0x00028514_0x22000000() {
     let cache = ReleaseCacheGfx9::new()
         .with_tc_wb_action_ena(true)
         .with_tc_action_ena(true);
-    let p = ReleaseMemGfx9::new(&kfdtest_signal(0x7f00_0000_0018, 3), cache).unwrap();
+    let p = ReleaseMemGfx9::new(&ReleaseMemArgs::event_signal(0x7f00_0000_0018, 3), cache).unwrap();
     let d = p.to_dwords();
     assert_eq!(
         d,
@@ -420,7 +406,7 @@ fn release_mem_gfx9_0x00028514_0x22000000() {
 
     // amdgpu's fence.
     let p = ReleaseMemGfx9::new(
-        &kfdtest_signal(0x1000, 0),
+        &ReleaseMemArgs::event_signal(0x1000, 0),
         ReleaseMemGfx9::amdgpu_fence_cache(),
     )
     .unwrap();
@@ -431,7 +417,7 @@ fn release_mem_gfx9_0x00028514_0x22000000() {
 fn release_mem_gfx10_0x06603514_and_kfdtest_gcr() {
     let args = ReleaseMemArgs {
         cache_policy: CachePolicy::Bypass,
-        ..kfdtest_signal(0x2000, 1)
+        ..ReleaseMemArgs::event_signal(0x2000, 1)
     };
     let p = ReleaseMemGfx10::new(&args, ReleaseMemGfx10::amdgpu_fence_cache()).unwrap();
     let d = p.to_dwords();
@@ -453,7 +439,7 @@ fn release_mem_gfx10_0x06603514_and_kfdtest_gcr() {
         (1 << 10) | (1 << 9) | (1 << 8) | (1 << 3) | (1 << 2)
     );
     let p = ReleaseMemGfx10::new(
-        &kfdtest_signal(0x2000, 1),
+        &ReleaseMemArgs::event_signal(0x2000, 1),
         ReleaseCacheGfx10::new().with_gcr_cntl(gcr),
     )
     .unwrap();

@@ -2,11 +2,7 @@
 //! generation, the event signal of facts §8.2, raw dwords, and AQL packet headers.
 
 use crate::event::SignalTarget;
-use pm4::fields::{CachePolicy, EventType};
-use pm4::user::{
-    ReleaseDataSel, ReleaseDstSel, ReleaseEventIndex, ReleaseIntSel, ReleaseMemArgs,
-    ReleaseMemGfx10, ReleaseMemGfx9,
-};
+use pm4::user::{ReleaseDataSel, ReleaseIntSel, ReleaseMemArgs, ReleaseMemGfx10, ReleaseMemGfx9};
 use pm4::{BuildError, Encode, GfxGen, WriteError};
 
 /// RELEASE_MEM in the layout of a generation (dw1 differs between gfx9 and gfx10+).
@@ -43,27 +39,19 @@ impl ReleaseMem {
         wide: bool,
         interrupt: Option<u32>,
     ) -> Result<Self, BuildError> {
+        let data_sel = if wide {
+            ReleaseDataSel::Data64
+        } else {
+            ReleaseDataSel::Data32
+        };
+        let int_sel = if interrupt.is_some() {
+            ReleaseIntSel::SendInterruptAfterWriteConfirm
+        } else {
+            ReleaseIntSel::None
+        };
         Self::new(
             gen,
-            &ReleaseMemArgs {
-                event_type: EventType::CacheFlushAndInvTsEvent,
-                event_index: ReleaseEventIndex::EndOfPipe,
-                cache_policy: CachePolicy::Lru,
-                dst_sel: ReleaseDstSel::MemoryController,
-                int_sel: if interrupt.is_some() {
-                    ReleaseIntSel::SendInterruptAfterWriteConfirm
-                } else {
-                    ReleaseIntSel::None
-                },
-                data_sel: if wide {
-                    ReleaseDataSel::Data64
-                } else {
-                    ReleaseDataSel::Data32
-                },
-                addr,
-                data: value,
-                int_ctxid: interrupt.unwrap_or(0),
-            },
+            &ReleaseMemArgs::end_of_pipe(addr, value, data_sel, int_sel, interrupt.unwrap_or(0)),
         )
     }
 

@@ -7,10 +7,7 @@ mod common;
 
 use common::*;
 use std::time::Duration;
-use thunk::pm4::fields::{CachePolicy, EventType};
-use thunk::pm4::user::{
-    ReleaseDataSel, ReleaseDstSel, ReleaseEventIndex, ReleaseIntSel, ReleaseMemArgs,
-};
+use thunk::pm4::user::{ReleaseDataSel, ReleaseIntSel, ReleaseMemArgs};
 use thunk::{DwordPtr, EventKind, MemoryKind, QueueOptions, SdmaBytePtr, WaitStatus};
 
 #[test]
@@ -28,17 +25,13 @@ fn pm4_nop_write_data_and_release_mem() {
             .unwrap(),
         DwordPtr::new(9)
     );
-    q.push_release_mem(&ReleaseMemArgs {
-        event_type: EventType::CacheFlushAndInvTsEvent,
-        event_index: ReleaseEventIndex::EndOfPipe,
-        cache_policy: CachePolicy::Lru,
-        dst_sel: ReleaseDstSel::MemoryController,
-        int_sel: ReleaseIntSel::None,
-        data_sel: ReleaseDataSel::Data32,
-        addr: buf.gpu_addr(32),
-        data: 0x600D,
-        int_ctxid: 0,
-    })
+    q.push_release_mem(&ReleaseMemArgs::end_of_pipe(
+        buf.gpu_addr(32),
+        0x600D,
+        ReleaseDataSel::Data32,
+        ReleaseIntSel::None,
+        0,
+    ))
     .unwrap();
     let w = q.push_fence(buf.gpu_addr(64), 0x1_0000_0002).unwrap();
     assert_eq!(w, DwordPtr::new(9 + 8 + 8));

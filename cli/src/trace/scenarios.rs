@@ -4,11 +4,9 @@
 //! (`Model::run_until_idle`), so every trace is the same from run to run.
 
 use kfd_sys::*;
-use pm4::fields::{CachePolicy, EventType};
 use pm4::sdma::{SdmaFence, SdmaTrap, SdmaWrite};
 use pm4::user::{
-    ReleaseDataSel, ReleaseDstSel, ReleaseEventIndex, ReleaseIntSel, ReleaseMemArgs,
-    ReleaseMemGfx10, ReleaseMemGfx9, WriteData,
+    ReleaseDataSel, ReleaseIntSel, ReleaseMemArgs, ReleaseMemGfx10, ReleaseMemGfx9, WriteData,
 };
 use pm4::{Encode, GfxGen, PacketWriter};
 
@@ -396,17 +394,13 @@ fn release_mem_with_interrupt(
     data: u32,
     ctxid: u32,
 ) -> CliResult<Vec<u32>> {
-    let args = ReleaseMemArgs {
-        event_type: EventType::CacheFlushAndInvTsEvent,
-        event_index: ReleaseEventIndex::EndOfPipe,
-        cache_policy: CachePolicy::Lru,
-        dst_sel: ReleaseDstSel::MemoryController,
-        int_sel: ReleaseIntSel::SendInterruptAfterWriteConfirm,
-        data_sel: ReleaseDataSel::Data32,
+    let args = ReleaseMemArgs::end_of_pipe(
         addr,
-        data: u64::from(data),
-        int_ctxid: ctxid,
-    };
+        u64::from(data),
+        ReleaseDataSel::Data32,
+        ReleaseIntSel::SendInterruptAfterWriteConfirm,
+        ctxid,
+    );
     match gen {
         GfxGen::Gfx9 => {
             encode(&ReleaseMemGfx9::new(&args, Default::default()).map_err(build_error)?)

@@ -1033,17 +1033,7 @@ mod tests {
         // to 0x9008 with an interrupt.
         let mut ib_b = [0u32; 8];
         let rm = ReleaseMemGfx9::new(
-            &ReleaseMemArgs {
-                event_type: pm4::fields::EventType::CacheFlushAndInvTsEvent,
-                event_index: pm4::user::ReleaseEventIndex::EndOfPipe,
-                cache_policy: pm4::fields::CachePolicy::Lru,
-                dst_sel: ReleaseDstSel::MemoryController,
-                int_sel: ReleaseIntSel::SendInterruptAfterWriteConfirm,
-                data_sel: ReleaseDataSel::Data32,
-                addr: BASE + 0x9008,
-                data: 7,
-                int_ctxid: 7,
-            },
+            &ReleaseMemArgs::event_signal(BASE + 0x9008, 7),
             Default::default(),
         )
         .unwrap();

@@ -11,27 +11,8 @@ use mqd::{
     QueueProperties, SdmaMqd, ShaderLayout, TopologyInputs, UpdateInfo,
 };
 
-fn queue() -> QueueProperties {
-    QueueProperties {
-        kind: QueueKind::ComputeAql,
-        ring_address: 0x7f12_3450_0000,
-        ring_size: 256 * 1024,
-        rptr_address: 0x7f12_3460_0080,
-        wptr_address: 0x7f12_3460_0038,
-        doorbell_offset: 0x1006,
-        eop_address: 0x7f12_3470_0000,
-        eop_size: 4096,
-        ctx_save_address: 0x7f12_3480_0000,
-        ctx_save_size: 0x2f_6000,
-        ctl_stack_size: 0x5000,
-        priority: 7,
-        percentage: 100,
-        ..QueueProperties::default()
-    }
-}
-
 fn builders(c: &mut Criterion) {
-    let props = queue();
+    let props = QueueProperties::golden_aql();
     for (name, gc) in [
         ("gfx9", GfxVersion::new(9, 0, 0)),
         ("gfx10", GfxVersion::new(10, 3, 0)),

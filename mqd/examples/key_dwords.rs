@@ -34,22 +34,7 @@ fn dword(bytes: &[u8], index: usize) -> u32 {
 }
 
 fn main() -> Result<(), mqd::MqdError> {
-    let queue = QueueProperties {
-        kind: QueueKind::ComputeAql,
-        ring_address: 0x7f12_3450_0000,
-        ring_size: 256 * 1024,
-        rptr_address: 0x7f12_3460_0080,
-        wptr_address: 0x7f12_3460_0038,
-        doorbell_offset: 0x1006,
-        eop_address: 0x7f12_3470_0000,
-        eop_size: 4096,
-        ctx_save_address: 0x7f12_3480_0000,
-        ctx_save_size: 0x2f_6000,
-        ctl_stack_size: 0x5000,
-        priority: 7,
-        percentage: 100,
-        ..QueueProperties::default()
-    };
+    let queue = QueueProperties::golden_aql();
     let builds = [
         (
             "gfx9 (6.12)",

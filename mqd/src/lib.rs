@@ -30,24 +30,10 @@
 //! ## Example: the same AQL queue on three generations
 //!
 //! ```
-//! use mqd::{ComputeDescriptor, ComputeMqd, GfxVersion, MqdConfig, QueueKind, QueueProperties};
+//! use mqd::{ComputeDescriptor, ComputeMqd, GfxVersion, MqdConfig, QueueProperties};
 //!
-//! let queue = QueueProperties {
-//!     kind: QueueKind::ComputeAql,
-//!     ring_address: 0x7f12_3450_0000,
-//!     ring_size: 256 * 1024,
-//!     rptr_address: 0x7f12_3460_0080,
-//!     wptr_address: 0x7f12_3460_0038,
-//!     doorbell_offset: 0x1006,
-//!     eop_address: 0x7f12_3470_0000,
-//!     eop_size: 4096,
-//!     ctx_save_address: 0x7f12_3480_0000,
-//!     ctx_save_size: 0x2f_6000,
-//!     ctl_stack_size: 0x5000,
-//!     priority: 7,
-//!     percentage: 100,
-//!     ..QueueProperties::default()
-//! };
+//! // The golden AQL queue of facts §6.4: 256 KiB ring, EOP, CWSR area, priority 7.
+//! let queue = QueueProperties::golden_aql();
 //! for gc in [GfxVersion::new(9, 0, 0), GfxVersion::new(10, 3, 0), GfxVersion::new(11, 0, 0)] {
 //!     let config = MqdConfig::new(gc); // Linux 6.12 behaviour, CWSR on
 //!     let mqd = ComputeMqd::init(&config, &queue, 0x1000).unwrap();

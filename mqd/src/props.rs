@@ -262,6 +262,28 @@ pub struct QueueProperties {
 }
 
 impl QueueProperties {
+    /// The AQL queue of the golden example in facts §6.4 (priority 7, a 256 KiB ring, 4 KiB
+    /// EOP, a `0x2f6000`-byte CWSR area with a `0x5000`-byte control stack, doorbell dword
+    /// `0x1006`): a complete, valid compute queue for examples, tests and benchmarks.
+    pub fn golden_aql() -> Self {
+        QueueProperties {
+            kind: QueueKind::ComputeAql,
+            ring_address: 0x7f12_3450_0000,
+            ring_size: 256 * 1024,
+            rptr_address: 0x7f12_3460_0080,
+            wptr_address: 0x7f12_3460_0038,
+            doorbell_offset: 0x1006,
+            eop_address: 0x7f12_3470_0000,
+            eop_size: 4096,
+            ctx_save_address: 0x7f12_3480_0000,
+            ctx_save_size: 0x2f_6000,
+            ctl_stack_size: 0x5000,
+            priority: 7,
+            percentage: 100,
+            ..QueueProperties::default()
+        }
+    }
+
     /// The kernel's `QUEUE_IS_ACTIVE`: ring size, ring address and percentage non-zero and
     /// the queue neither evicted nor suspended.
     pub fn is_active(&self) -> bool {

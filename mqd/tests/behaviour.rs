@@ -7,25 +7,6 @@ use mqd::{
     ShaderLayout, TopologySizes, UpdateInfo,
 };
 
-fn queue() -> QueueProperties {
-    QueueProperties {
-        kind: QueueKind::ComputeAql,
-        ring_address: 0x7f12_3450_0000,
-        ring_size: 256 * 1024,
-        rptr_address: 0x7f12_3460_0080,
-        wptr_address: 0x7f12_3460_0038,
-        doorbell_offset: 0x1006,
-        eop_address: 0x7f12_3470_0000,
-        eop_size: 4096,
-        ctx_save_address: 0x7f12_3480_0000,
-        ctx_save_size: 0x2f_6000,
-        ctl_stack_size: 0x5000,
-        priority: 7,
-        percentage: 100,
-        ..QueueProperties::default()
-    }
-}
-
 fn cfg(major: u8) -> MqdConfig {
     MqdConfig::new(GfxVersion::new(major, 0, 0))
 }
@@ -44,7 +25,7 @@ fn dw(mqd: &ComputeMqd, index: usize) -> u32 {
 fn pm4_queues_get_no_aql_bits() {
     let pm4 = QueueProperties {
         kind: QueueKind::ComputePm4,
-        ..queue()
+        ..QueueProperties::golden_aql()
     };
     for (major, pq) in [(9, 0x1000_050F), (10, 0x1000_050F), (11, 0x1000_050F)] {
         let mqd = ComputeMqd::init(&cfg(major), &pm4, 0x1000).unwrap();
@@ -59,13 +40,19 @@ fn pm4_queues_get_no_aql_bits() {
 fn trap_present_only_on_gfx9() {
     let trapped = QueueProperties {
         tba_address: 0x7000_0000,
-        ..queue()
+        ..QueueProperties::golden_aql()
     };
     assert_eq!(
         dw(&ComputeMqd::init(&cfg(9), &trapped, 0).unwrap(), 20),
         0x40
     );
-    assert_eq!(dw(&ComputeMqd::init(&cfg(9), &queue(), 0).unwrap(), 20), 0);
+    assert_eq!(
+        dw(
+            &ComputeMqd::init(&cfg(9), &QueueProperties::golden_aql(), 0).unwrap(),
+            20
+        ),
+        0
+    );
     assert_eq!(dw(&ComputeMqd::init(&cfg(10), &trapped, 0).unwrap(), 20), 0);
     assert_eq!(dw(&ComputeMqd::init(&cfg(11), &trapped, 0).unwrap(), 20), 0);
 }
@@ -74,7 +61,7 @@ fn trap_present_only_on_gfx9() {
 fn gfx9_needs_a_context_save_address_for_cwsr_gfx10_and_gfx11_do_not() {
     let no_ctx = QueueProperties {
         ctx_save_address: 0,
-        ..queue()
+        ..QueueProperties::golden_aql()
     };
     let v9 = ComputeMqd::init(&cfg(9), &no_ctx, 0).unwrap();
     assert_eq!(dw(&v9, 132), 0x5301);
@@ -95,7 +82,7 @@ fn cwsr_switched_off() {
     for major in [9, 10, 11] {
         let mut config = cfg(major);
         config.cwsr_enabled = false;
-        let mqd = ComputeMqd::init(&config, &queue(), 0).unwrap();
+        let mqd = ComputeMqd::init(&config, &QueueProperties::golden_aql(), 0).unwrap();
         assert_eq!(dw(&mqd, 132) & (1 << 30), 0, "gfx{major} QSWITCH_MODE");
         assert_eq!(mqd.cwsr_area(), None);
         for index in [171, 172, 174, 175, 176, 177] {
@@ -106,7 +93,7 @@ fn cwsr_switched_off() {
 
 #[test]
 fn static_thread_masks_sit_where_each_generation_has_them() {
-    let v9 = v9_mqd::init(&cfg(9), &queue(), 0).unwrap();
+    let v9 = v9_mqd::init(&cfg(9), &QueueProperties::golden_aql(), 0).unwrap();
     assert_eq!(
         [
             v9.compute_static_thread_mgmt_se4,
@@ -115,9 +102,9 @@ fn static_thread_masks_sit_where_each_generation_has_them() {
         [u32::MAX; 2]
     );
     assert_eq!(v9.compute_current_logic_xcc_id(), u32::MAX);
-    let v10 = v10_compute_mqd::init(&cfg(10), &queue(), 0).unwrap();
+    let v10 = v10_compute_mqd::init(&cfg(10), &QueueProperties::golden_aql(), 0).unwrap();
     assert_eq!(ComputeDescriptor::static_thread_masks(&v10)[4..], [0; 4]);
-    let v11 = v11_compute_mqd::init(&cfg(11), &queue(), 0).unwrap();
+    let v11 = v11_compute_mqd::init(&cfg(11), &QueueProperties::golden_aql(), 0).unwrap();
     assert_eq!(v11.compute_static_thread_mgmt_se4, u32::MAX);
     assert_eq!(v11.compute_static_thread_mgmt_se7, u32::MAX);
     // dw39-42 of v11 are other registers and stay zero.
@@ -135,7 +122,7 @@ fn priority_mapping() {
         };
         let q = QueueProperties {
             priority,
-            ..queue()
+            ..QueueProperties::golden_aql()
         };
         for major in [9, 10, 11] {
             let mqd = ComputeMqd::init(&cfg(major), &q, 0).unwrap();
@@ -193,13 +180,13 @@ fn hiq_mqd_bits() {
 fn update_changes_ring_and_reports_active_state() {
     for major in [9, 10, 11] {
         let config = cfg(major);
-        let mut mqd = ComputeMqd::init(&config, &queue(), 0x1000).unwrap();
+        let mut mqd = ComputeMqd::init(&config, &QueueProperties::golden_aql(), 0x1000).unwrap();
         let before = dw(&mqd, 145);
         let moved = QueueProperties {
             ring_address: 0x5000_0000,
             ring_size: 4096,
             priority: 12,
-            ..queue()
+            ..QueueProperties::golden_aql()
         };
         assert!(mqd.update(&config, &moved, None).unwrap());
         assert_eq!(mqd.ring_base_address(), 0x5000_0000);
@@ -256,7 +243,7 @@ fn eop_zero_guard_differs_between_kernels() {
         eop_address: 0,
         eop_size: 0,
         kind: QueueKind::ComputePm4,
-        ..queue()
+        ..QueueProperties::golden_aql()
     };
     let new = ComputeMqd::init(&cfg(10), &no_eop, 0).unwrap();
     let old = ComputeMqd::init(&cfg(10).with_kernel(KernelVersion::Linux6_1), &no_eop, 0).unwrap();
@@ -276,19 +263,21 @@ fn eop_zero_guard_differs_between_kernels() {
 fn cu_mask_update_gfx9() {
     let layout = ShaderLayout::uniform(4, 1, 16).unwrap();
     let config = cfg(9).with_shader_layout(layout);
-    let mut mqd = v9_mqd::init(&config, &queue(), 0).unwrap();
+    let mut mqd = v9_mqd::init(&config, &QueueProperties::golden_aql(), 0).unwrap();
     // Bits 0..=3: CU0 of each SE; bit 4: CU1 of SE0.
     let info = UpdateInfo {
         cu_mask: Some(CuMask::from_words(&[0x1F, 0]).unwrap()),
         gws: false,
     };
-    mqd.update(&config, &queue(), Some(&info)).unwrap();
+    mqd.update(&config, &QueueProperties::golden_aql(), Some(&info))
+        .unwrap();
     assert_eq!(
         ComputeDescriptor::static_thread_masks(&mqd),
         [0b11, 1, 1, 1, 0, 0, 0, 0]
     );
     // An update without info (UPDATE_QUEUE, eviction) keeps the mask.
-    mqd.update(&config, &queue(), None).unwrap();
+    mqd.update(&config, &QueueProperties::golden_aql(), None)
+        .unwrap();
     assert_eq!(mqd.compute_static_thread_mgmt_se0, 0b11);
     assert_eq!(mqd.compute_static_thread_mgmt_se4, 0);
 }
@@ -298,12 +287,13 @@ fn cu_mask_update_gfx10_uses_wgp_pairs() {
     // 2 SE x 2 SH x 10 CU: bits 0,1 -> SE0 SH0 WGP0; bits 2,3 -> SE1; bits 4,5 -> SE0 SH1.
     let layout = ShaderLayout::uniform(2, 2, 10).unwrap();
     let config = cfg(10).with_shader_layout(layout);
-    let mut mqd = ComputeMqd::init(&config, &queue(), 0).unwrap();
+    let mut mqd = ComputeMqd::init(&config, &QueueProperties::golden_aql(), 0).unwrap();
     let info = UpdateInfo {
         cu_mask: Some(CuMask::from_words(&[0b01_0001, 0, 0]).unwrap()),
         gws: false,
     };
-    mqd.update(&config, &queue(), Some(&info)).unwrap();
+    mqd.update(&config, &QueueProperties::golden_aql(), Some(&info))
+        .unwrap();
     assert_eq!(
         mqd.static_thread_masks()[..4],
         [0b11 | (0b11 << 16), 0, 0, 0]
@@ -313,7 +303,7 @@ fn cu_mask_update_gfx10_uses_wgp_pairs() {
 #[test]
 fn cu_mask_needs_a_layout_and_a_failed_update_changes_nothing() {
     let config = cfg(9);
-    let mut mqd = ComputeMqd::init(&config, &queue(), 0).unwrap();
+    let mut mqd = ComputeMqd::init(&config, &QueueProperties::golden_aql(), 0).unwrap();
     let before = mqd;
     let info = UpdateInfo {
         cu_mask: Some(CuMask::from_words(&[1]).unwrap()),
@@ -321,7 +311,7 @@ fn cu_mask_needs_a_layout_and_a_failed_update_changes_nothing() {
     };
     let moved = QueueProperties {
         ring_address: 0x9000_0000,
-        ..queue()
+        ..QueueProperties::golden_aql()
     };
     assert_eq!(
         mqd.update(&config, &moved, Some(&info)),
@@ -342,25 +332,32 @@ fn cu_mask_needs_a_layout_and_a_failed_update_changes_nothing() {
 #[test]
 fn force_simd_dist_follows_gws_on_gc_9_4_2_only() {
     let aldebaran = MqdConfig::new(GfxVersion::new(9, 4, 2));
-    let mut mqd = v9_mqd::init(&aldebaran, &queue(), 0).unwrap();
+    let mut mqd = v9_mqd::init(&aldebaran, &QueueProperties::golden_aql(), 0).unwrap();
     assert!(!mqd.compute_resource_limits.force_simd_dist());
     let gws = UpdateInfo {
         cu_mask: None,
         gws: true,
     };
-    mqd.update(&aldebaran, &queue(), Some(&gws)).unwrap();
+    mqd.update(&aldebaran, &QueueProperties::golden_aql(), Some(&gws))
+        .unwrap();
     assert_eq!(mqd.compute_resource_limits.into_bits(), 1 << 23);
-    mqd.update(&aldebaran, &queue(), None).unwrap();
+    mqd.update(&aldebaran, &QueueProperties::golden_aql(), None)
+        .unwrap();
     assert!(
         mqd.compute_resource_limits.force_simd_dist(),
         "NULL info keeps it"
     );
-    mqd.update(&aldebaran, &queue(), Some(&UpdateInfo::default()))
-        .unwrap();
+    mqd.update(
+        &aldebaran,
+        &QueueProperties::golden_aql(),
+        Some(&UpdateInfo::default()),
+    )
+    .unwrap();
     assert!(!mqd.compute_resource_limits.force_simd_dist());
     let vega = cfg(9);
-    let mut old = v9_mqd::init(&vega, &queue(), 0).unwrap();
-    old.update(&vega, &queue(), Some(&gws)).unwrap();
+    let mut old = v9_mqd::init(&vega, &QueueProperties::golden_aql(), 0).unwrap();
+    old.update(&vega, &QueueProperties::golden_aql(), Some(&gws))
+        .unwrap();
     assert_eq!(old.compute_resource_limits.into_bits(), 0);
 }
 
@@ -371,77 +368,77 @@ fn invalid_input_is_an_error_with_a_clear_message() {
         (
             QueueProperties {
                 ring_size: 3000,
-                ..queue()
+                ..QueueProperties::golden_aql()
             },
             "ring size 3000 is not a power of two",
         ),
         (
             QueueProperties {
                 ring_size: 512,
-                ..queue()
+                ..QueueProperties::golden_aql()
             },
             "ring size 512 is below the 1024-byte minimum (the kernel raises it; see `raise_ring_size`)",
         ),
         (
             QueueProperties {
                 priority: 16,
-                ..queue()
+                ..QueueProperties::golden_aql()
             },
             "priority 16 exceeds 15",
         ),
         (
             QueueProperties {
                 percentage: 101,
-                ..queue()
+                ..QueueProperties::golden_aql()
             },
             "queue percentage 101 exceeds 100",
         ),
         (
             QueueProperties {
                 ring_address: 0x7f12_3450_0080,
-                ..queue()
+                ..QueueProperties::golden_aql()
             },
             "ring address 0x7f1234500080 is not 256-byte aligned",
         ),
         (
             QueueProperties {
                 eop_address: 0x7f12_3470_0010,
-                ..queue()
+                ..QueueProperties::golden_aql()
             },
             "EOP buffer address 0x7f1234700010 is not 256-byte aligned",
         ),
         (
             QueueProperties {
                 rptr_address: 0x7f12_3460_0082,
-                ..queue()
+                ..QueueProperties::golden_aql()
             },
             "read pointer address 0x7f1234600082 is not 4-byte aligned",
         ),
         (
             QueueProperties {
                 vmid: 16,
-                ..queue()
+                ..QueueProperties::golden_aql()
             },
             "VMID 16 exceeds 15",
         ),
         (
             QueueProperties {
                 doorbell_offset: 1 << 26,
-                ..queue()
+                ..QueueProperties::golden_aql()
             },
             "doorbell offset 0x4000000 does not fit the 26-bit DOORBELL_OFFSET field",
         ),
         (
             QueueProperties {
                 ctl_stack_size: 0x30_0000,
-                ..queue()
+                ..QueueProperties::golden_aql()
             },
             "control stack 0x300000 bytes does not fit in the 0x2f6000-byte CWSR area",
         ),
         (
             QueueProperties {
                 kind: QueueKind::Sdma,
-                ..queue()
+                ..QueueProperties::golden_aql()
             },
             "a compute MQD cannot be built for a SDMA queue",
         ),
@@ -455,19 +452,23 @@ fn invalid_input_is_an_error_with_a_clear_message() {
         "CU mask has 33 bits; it must be a non-zero multiple of 32"
     );
     assert_eq!(
-        v10_compute_mqd::init(&config, &queue(), 0)
+        v10_compute_mqd::init(&config, &QueueProperties::golden_aql(), 0)
             .unwrap_err()
             .to_string(),
         "a gfx10 MQD cannot be built with a gfx9 configuration"
     );
     assert_eq!(
-        ComputeMqd::init(&MqdConfig::new(GfxVersion::new(12, 0, 0)), &queue(), 0)
-            .unwrap_err()
-            .to_string(),
+        ComputeMqd::init(
+            &MqdConfig::new(GfxVersion::new(12, 0, 0)),
+            &QueueProperties::golden_aql(),
+            0
+        )
+        .unwrap_err()
+        .to_string(),
         "GC version gfx1200 has no MQD generation here (gfx9, gfx10 and gfx11 are supported)"
     );
     assert_eq!(
-        mqd::SdmaMqd::init(&config, &queue()).unwrap_err(),
+        mqd::SdmaMqd::init(&config, &QueueProperties::golden_aql()).unwrap_err(),
         MqdError::WrongQueueKind {
             expected: "SDMA",
             found: QueueKind::ComputeAql
@@ -485,11 +486,11 @@ fn topology_checks_on_user_queues() {
         eop_buffer_size: 4096,
     };
     let config = cfg(9).with_topology(sizes);
-    assert!(v9_mqd::init(&config, &queue(), 0).is_ok());
+    assert!(v9_mqd::init(&config, &QueueProperties::golden_aql(), 0).is_ok());
     let small = QueueProperties {
         ctx_save_size: 0x1000,
         ctl_stack_size: 0x1000,
-        ..queue()
+        ..QueueProperties::golden_aql()
     };
     assert_eq!(
         v9_mqd::init(&config, &small, 0).unwrap_err().to_string(),
@@ -497,7 +498,7 @@ fn topology_checks_on_user_queues() {
     );
     let wrong_stack = QueueProperties {
         ctl_stack_size: 0x4000,
-        ..queue()
+        ..QueueProperties::golden_aql()
     };
     assert_eq!(
         v9_mqd::init(&config, &wrong_stack, 0).unwrap_err(),
@@ -508,7 +509,7 @@ fn topology_checks_on_user_queues() {
     );
     let small_eop = QueueProperties {
         eop_size: 2048,
-        ..queue()
+        ..QueueProperties::golden_aql()
     };
     assert_eq!(
         v9_mqd::init(&config, &small_eop, 0).unwrap_err(),
@@ -522,7 +523,7 @@ fn topology_checks_on_user_queues() {
         ctx_save_address: 0,
         ctx_save_size: 0,
         ctl_stack_size: 0,
-        ..queue()
+        ..QueueProperties::golden_aql()
     };
     assert!(v9_mqd::init(&config, &no_area, 0).is_ok());
     let config10 = cfg(10).with_topology(sizes);
@@ -536,7 +537,7 @@ fn topology_checks_on_user_queues() {
 fn misaligned_write_pointer_names_the_pointer() {
     let props = QueueProperties {
         wptr_address: 0x7f12_3460_0039,
-        ..queue()
+        ..QueueProperties::golden_aql()
     };
     assert_eq!(
         v11_compute_mqd::init(&cfg(11), &props, 0),
@@ -555,7 +556,7 @@ fn raise_ring_size_applies_the_kernel_minimum() {
     assert_eq!(mqd::raise_ring_size(4096), 4096);
     let raised = QueueProperties {
         ring_size: mqd::raise_ring_size(256),
-        ..queue()
+        ..QueueProperties::golden_aql()
     };
     let mqd = ComputeMqd::init(&cfg(10), &raised, 0).unwrap();
     assert_eq!(mqd.ring_size_bytes(), 1024);

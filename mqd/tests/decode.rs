@@ -125,22 +125,7 @@ proptest! {
 }
 
 fn golden_v9() -> v9_mqd {
-    let props = QueueProperties {
-        kind: QueueKind::ComputeAql,
-        ring_address: 0x7f12_3450_0000,
-        ring_size: 256 * 1024,
-        rptr_address: 0x7f12_3460_0080,
-        wptr_address: 0x7f12_3460_0038,
-        doorbell_offset: 0x1006,
-        eop_address: 0x7f12_3470_0000,
-        eop_size: 4096,
-        ctx_save_address: 0x7f12_3480_0000,
-        ctx_save_size: 0x2f_6000,
-        ctl_stack_size: 0x5000,
-        priority: 7,
-        percentage: 100,
-        ..QueueProperties::default()
-    };
+    let props = QueueProperties::golden_aql();
     v9_mqd::init(&MqdConfig::new(GfxVersion::new(9, 0, 0)), &props, 0x1000).unwrap()
 }
 

@@ -9,26 +9,6 @@ use mqd::{
 
 const MQD_ADDRESS: u64 = 0x0000_0080_0000_1000;
 
-/// The §6.4 golden queue: AQL, priority 7, CWSR on.
-fn golden_queue() -> QueueProperties {
-    QueueProperties {
-        kind: QueueKind::ComputeAql,
-        ring_address: 0x7f12_3450_0000,
-        ring_size: 256 * 1024,
-        rptr_address: 0x7f12_3460_0080,
-        wptr_address: 0x7f12_3460_0038,
-        doorbell_offset: 0x1006,
-        eop_address: 0x7f12_3470_0000,
-        eop_size: 4096,
-        ctx_save_address: 0x7f12_3480_0000,
-        ctx_save_size: 0x2f_6000,
-        ctl_stack_size: 0x5000,
-        priority: 7,
-        percentage: 100,
-        ..QueueProperties::default()
-    }
-}
-
 fn dwords(bytes: &[u8]) -> Vec<u32> {
     bytes
         .chunks_exact(4)
@@ -110,7 +90,7 @@ fn config(major: u8, minor: u8, kernel: KernelVersion) -> MqdConfig {
 fn golden_gfx9_linux_6_12() {
     let mqd = v9_mqd::init(
         &config(9, 0, KernelVersion::Linux6_12),
-        &golden_queue(),
+        &QueueProperties::golden_aql(),
         MQD_ADDRESS,
     )
     .unwrap();
@@ -133,7 +113,7 @@ fn golden_gfx9_linux_6_12() {
 fn golden_gfx9_linux_6_1() {
     let mqd = v9_mqd::init(
         &config(9, 0, KernelVersion::Linux6_1),
-        &golden_queue(),
+        &QueueProperties::golden_aql(),
         MQD_ADDRESS,
     )
     .unwrap();
@@ -155,7 +135,7 @@ fn golden_gfx9_linux_6_1() {
 fn golden_gfx10_linux_6_12() {
     let mqd = v10_compute_mqd::init(
         &config(10, 3, KernelVersion::Linux6_12),
-        &golden_queue(),
+        &QueueProperties::golden_aql(),
         MQD_ADDRESS,
     )
     .unwrap();
@@ -168,7 +148,7 @@ fn golden_gfx10_linux_6_12() {
 fn golden_gfx11_linux_6_12() {
     let mqd = v11_compute_mqd::init(
         &config(11, 0, KernelVersion::Linux6_12),
-        &golden_queue(),
+        &QueueProperties::golden_aql(),
         MQD_ADDRESS,
     )
     .unwrap();
@@ -192,7 +172,7 @@ fn gfx10_and_gfx11_on_linux_6_1() {
     for (major, pq) in [(10, 0x0808_450F), (11, 0x0808_450F)] {
         let mqd = ComputeMqd::init(
             &config(major, 0, KernelVersion::Linux6_1),
-            &golden_queue(),
+            &QueueProperties::golden_aql(),
             MQD_ADDRESS,
         )
         .unwrap();
@@ -206,7 +186,7 @@ fn gfx10_and_gfx11_on_linux_6_1() {
 fn gfx11_atomics_and_debugger_workaround() {
     let mut cfg = config(11, 0, KernelVersion::Linux6_12);
     cfg.pcie_atomics = true;
-    let mut queue = golden_queue();
+    let mut queue = QueueProperties::golden_aql();
     queue.debugger_workaround = true;
     let mqd = v11_compute_mqd::init(&cfg, &queue, MQD_ADDRESS).unwrap();
     assert_eq!(mqd.cp_hqd_hq_status0, 0x2000_4000);
@@ -224,7 +204,7 @@ fn gfx11_atomics_and_debugger_workaround() {
 
 #[test]
 fn golden_accessors_read_the_queue_back() {
-    let queue = golden_queue();
+    let queue = QueueProperties::golden_aql();
     for major in [9, 10, 11] {
         let mut mqd = ComputeMqd::init(
             &config(major, 0, KernelVersion::Linux6_12),

@@ -46,6 +46,7 @@ mod macros;
 mod args;
 mod consts;
 mod debug;
+pub mod errno;
 pub mod ioctl;
 pub mod layout;
 pub mod mmap;

@@ -43,34 +43,13 @@ impl Errno {
     pub const EOPNOTSUPP: Errno = Errno(libc::EOPNOTSUPP);
     /// The kernel-internal `ENOTSUPP` (524) that amdkfd leaks to user space for an unknown
     /// queue type. Not `EOPNOTSUPP`.
-    pub const ENOTSUPP: Errno = Errno(524);
+    pub const ENOTSUPP: Errno = Errno(kfd_sys::errno::ENOTSUPP);
     /// Restart the system call (interrupted by a non-fatal signal).
-    pub const ERESTARTSYS: Errno = Errno(512);
+    pub const ERESTARTSYS: Errno = Errno(kfd_sys::errno::ERESTARTSYS);
 
     /// The symbolic name, for logs and messages.
     pub fn name(self) -> &'static str {
-        match self {
-            Errno::EPERM => "EPERM",
-            Errno::ESRCH => "ESRCH",
-            Errno::EINTR => "EINTR",
-            Errno::EIO => "EIO",
-            Errno::EBADF => "EBADF",
-            Errno::EAGAIN => "EAGAIN",
-            Errno::ENOMEM => "ENOMEM",
-            Errno::EACCES => "EACCES",
-            Errno::EFAULT => "EFAULT",
-            Errno::EBUSY => "EBUSY",
-            Errno::EEXIST => "EEXIST",
-            Errno::ENODEV => "ENODEV",
-            Errno::EINVAL => "EINVAL",
-            Errno::ENOSPC => "ENOSPC",
-            Errno::ENOTTY => "ENOTTY",
-            Errno::ETIME => "ETIME",
-            Errno::EOPNOTSUPP => "EOPNOTSUPP",
-            Errno::ENOTSUPP => "ENOTSUPP",
-            Errno::ERESTARTSYS => "ERESTARTSYS",
-            _ => "E?",
-        }
+        kfd_sys::errno::errno_name(self.0).unwrap_or("E?")
     }
 }
 

@@ -49,34 +49,11 @@ impl Errno {
     /// Operation not supported (the user-space value, 95).
     pub const EOPNOTSUPP: Errno = Errno(libc::EOPNOTSUPP);
     /// The kernel-internal `ENOTSUPP` (524) amdkfd returns for an unknown queue type.
-    pub const ENOTSUPP: Errno = Errno(524);
+    pub const ENOTSUPP: Errno = Errno(kfd_sys::errno::ENOTSUPP);
 
     /// The symbolic name (`"EINVAL"`), or `"E?"` for numbers without one here.
     pub fn name(self) -> &'static str {
-        match self {
-            Errno::EPERM => "EPERM",
-            Errno::ENOENT => "ENOENT",
-            Errno::ESRCH => "ESRCH",
-            Errno::EINTR => "EINTR",
-            Errno::EIO => "EIO",
-            Errno::EBADF => "EBADF",
-            Errno::EAGAIN => "EAGAIN",
-            Errno::ENOMEM => "ENOMEM",
-            Errno::EACCES => "EACCES",
-            Errno::EFAULT => "EFAULT",
-            Errno::EBUSY => "EBUSY",
-            Errno::EEXIST => "EEXIST",
-            Errno::ENODEV => "ENODEV",
-            Errno::EINVAL => "EINVAL",
-            Errno::ENOSPC => "ENOSPC",
-            Errno::ENOTTY => "ENOTTY",
-            Errno::ERANGE => "ERANGE",
-            Errno::ETIME => "ETIME",
-            Errno::ETIMEDOUT => "ETIMEDOUT",
-            Errno::EOPNOTSUPP => "EOPNOTSUPP",
-            Errno::ENOTSUPP => "ENOTSUPP",
-            _ => "E?",
-        }
+        kfd_sys::errno::errno_name(self.0).unwrap_or("E?")
     }
 }
 

@@ -3,7 +3,6 @@
 
 use super::{check_arg_len, Backend, BackendKind, MapTarget, RenderNode};
 use crate::error::Errno;
-use nix::sys::mman::{mmap, MapFlags};
 use std::fs::{File, OpenOptions};
 use std::os::fd::{AsFd, AsRawFd};
 use std::path::{Path, PathBuf};
@@ -46,30 +45,16 @@ impl DevKfd {
     }
 }
 
-/// `mmap(target, MAP_SHARED | MAP_FIXED, fd, offset)`.
+/// Maps the device file at a KFD mmap offset over `target`.
 ///
 /// # Safety
 ///
 /// `target` is address space the caller owns with no Rust references into it.
 unsafe fn map_fixed(target: MapTarget, fd: impl AsFd, offset: u64) -> Result<(), Errno> {
-    let addr = std::num::NonZeroUsize::new(target.addr.as_ptr() as usize).ok_or(Errno::EINVAL)?;
     // KFD offsets use the top bits (type in [63:62]); the kernel takes them as unsigned, the
     // C prototype as a signed off_t of the same bits.
-    let offset = offset as libc::off_t;
-    // SAFETY: MAP_FIXED replaces the caller's own reservation, which the caller guarantees
-    // nothing in Rust refers to.
-    unsafe {
-        mmap(
-            Some(addr),
-            target.len,
-            target.access.prot(),
-            MapFlags::MAP_SHARED | MapFlags::MAP_FIXED,
-            fd,
-            offset,
-        )
-    }
-    .map(drop)
-    .map_err(Errno::from)
+    // SAFETY: forwarded from the caller's contract.
+    unsafe { super::map_fixed(target, fd, offset as libc::off_t) }
 }
 
 impl Backend for DevKfd {

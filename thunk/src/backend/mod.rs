@@ -100,6 +100,34 @@ pub trait Backend: Send + Sync + fmt::Debug {
     }
 }
 
+/// `mmap(target, MAP_SHARED | MAP_FIXED, fd, offset)`: what both backends do to place a file's
+/// pages in a range the thunk reserved.
+///
+/// # Safety
+///
+/// `target` is address space the caller owns with no Rust references into it.
+pub(crate) unsafe fn map_fixed(
+    target: MapTarget,
+    fd: impl std::os::fd::AsFd,
+    offset: libc::off_t,
+) -> Result<(), Errno> {
+    let addr = NonZeroUsize::new(target.addr.as_ptr() as usize).ok_or(Errno::EINVAL)?;
+    // SAFETY: MAP_FIXED replaces the caller's own reservation, which the caller guarantees
+    // nothing in Rust refers to.
+    unsafe {
+        nix::sys::mman::mmap(
+            Some(addr),
+            target.len,
+            target.access.prot(),
+            nix::sys::mman::MapFlags::MAP_SHARED | nix::sys::mman::MapFlags::MAP_FIXED,
+            fd,
+            offset,
+        )
+    }
+    .map(drop)
+    .map_err(Errno::from)
+}
+
 /// Refuses an argument buffer shorter than the request's size field, so that the kernel is
 /// never told to read or write past it.
 pub(crate) fn check_arg_len(request: u32, arg: &[u8]) -> Result<(), Errno> {

@@ -6,7 +6,6 @@
 use super::{Backend, BackendKind, MapTarget, RenderNode};
 use crate::error::Errno;
 use kfd_model::{MapSource, Model, ModelConfig, Process};
-use nix::sys::mman::{mmap, MapFlags};
 use std::path::Path;
 
 /// A process of the in-process model of amdkfd and the GPU.
@@ -63,22 +62,10 @@ unsafe fn map_source(target: MapTarget, source: &MapSource) -> Result<(), Errno>
     if source.len < target.len.get() as u64 {
         return Err(Errno::EINVAL);
     }
-    let addr = std::num::NonZeroUsize::new(target.addr.as_ptr() as usize).ok_or(Errno::EINVAL)?;
     let offset = libc::off_t::try_from(source.offset).map_err(|_| Errno::EINVAL)?;
-    // SAFETY: MAP_FIXED replaces the caller's own reservation (its contract) with a shared
-    // mapping of the model's device memory file.
-    unsafe {
-        mmap(
-            Some(addr),
-            target.len,
-            target.access.prot(),
-            MapFlags::MAP_SHARED | MapFlags::MAP_FIXED,
-            source.memory.fd(),
-            offset,
-        )
-    }
-    .map(drop)
-    .map_err(Errno::from)
+    // SAFETY: forwarded from the caller's contract; the source is the model's device memory
+    // file, mapped shared.
+    unsafe { super::map_fixed(target, source.memory.fd(), offset) }
 }
 
 impl Backend for ModelBackend {

@@ -15,7 +15,7 @@ use crate::protocol::Shared;
 use crate::stats::{LatencyHistogram, Stats};
 use pm4::fields::CompareFunction;
 use std::collections::VecDeque;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use thunk::{AllocOptions, Event, EventKind, Gpu, Memory, MemoryKind, WaitStatus};
@@ -233,6 +233,7 @@ impl Channel {
             buffer,
             layout,
             drop_mode: config.loss == LossPolicy::Drop,
+            producers_waiting: AtomicU32::new(0),
         });
         let mut channel = Channel {
             watcher,
@@ -506,6 +507,7 @@ impl Channel {
             flushes: self.flushes,
             kernel_ends: self.kernel_ends,
             drain_latency: self.latency.summary(),
+            producers_waiting: u64::from(self.shared.producers_waiting.load(Ordering::Relaxed)),
         }
     }
 

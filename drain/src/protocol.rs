@@ -56,6 +56,17 @@ pub(crate) struct Shared {
     pub buffer: Memory,
     pub layout: Layout,
     pub drop_mode: bool,
+    /// Host producers waiting for a free slot right now (lossless back-pressure).
+    pub producers_waiting: AtomicU32,
+}
+
+/// Counts a producer in [`Shared::producers_waiting`] from its first wait until it returns.
+struct WaitingProducer<'a>(&'a AtomicU32);
+
+impl Drop for WaitingProducer<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl std::fmt::Debug for Shared {
@@ -170,6 +181,7 @@ impl Shared {
         let cursor = self.cursor()?;
         let mut backoff = Backoff::new();
         let mut waiting_since: Option<Instant> = None;
+        let mut _waiting: Option<WaitingProducer<'_>> = None;
         loop {
             let pos = cursor.load(Ordering::Acquire);
             let (g, off) = self.layout.split_position(pos);
@@ -190,7 +202,11 @@ impl Shared {
                 if self.is_closed() {
                     return Err(Error::Closed);
                 }
-                let since = *waiting_since.get_or_insert_with(Instant::now);
+                let since = *waiting_since.get_or_insert_with(|| {
+                    self.producers_waiting.fetch_add(1, Ordering::Relaxed);
+                    _waiting = Some(WaitingProducer(&self.producers_waiting));
+                    Instant::now()
+                });
                 if since.elapsed() >= timeout {
                     return Err(Error::Timeout(format!(
                         "no free slot for generation {target} within {timeout:?} (slot {} still holds sequence {seq}); is anyone reading the channel?",

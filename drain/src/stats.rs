@@ -155,6 +155,9 @@ pub struct Stats {
     /// clock through `GET_CLOCK_COUNTERS`, so values are good to the few microseconds that
     /// call takes.
     pub drain_latency: LatencySummary,
+    /// Host producers of a lossless channel waiting for a free slot right now: nobody is
+    /// reading fast enough (back-pressure).
+    pub producers_waiting: u64,
 }
 
 #[cfg(test)]

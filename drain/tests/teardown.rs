@@ -155,7 +155,7 @@ fn finish_drains_everything_committed_then_closes() {
 #[test]
 fn dropping_a_channel_stops_waiting_producers() {
     let (_kfd, gpu) = model_gpu();
-    let ch = Channel::new(&gpu, ChannelConfig::new(1024, 2).host_slots(2)).unwrap();
+    let mut ch = Channel::new(&gpu, ChannelConfig::new(1024, 2).host_slots(2)).unwrap();
     let mut p = ch.host_producer(1);
     let handle = std::thread::spawn(move || loop {
         // Nobody reads: after 4 slots the producer waits, until the channel goes.
@@ -163,7 +163,16 @@ fn dropping_a_channel_stops_waiting_producers() {
             return e;
         }
     });
-    std::thread::sleep(Duration::from_millis(100));
+    // Drop the channel only once the producer is waiting, so that the wake-up path runs.
+    let deadline = std::time::Instant::now() + T;
+    while ch.stats().producers_waiting == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the producer never waited"
+        );
+        std::thread::yield_now();
+    }
+    assert_eq!(ch.stats().producers_waiting, 1);
     drop(ch);
     assert!(matches!(handle.join().unwrap(), Error::Closed));
 }

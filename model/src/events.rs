@@ -393,6 +393,12 @@ impl EventTable {
         ids.len()
     }
 
+    /// Threads blocked in `WAIT_EVENTS` on this table right now: a waiter counts from the moment
+    /// it registered on its events (a `SET_EVENT` after that wakes it) until it returns.
+    pub fn waiting(&self) -> usize {
+        self.lock().waiters.len()
+    }
+
     /// `WAIT_EVENTS` on the `kfd_event_data` array at `events_ptr`.
     pub fn wait(
         &self,
@@ -552,6 +558,16 @@ mod tests {
         (r, data)
     }
 
+    /// Blocks until `n` threads wait on `t` (at most 5 s, then fails the test): a setter that
+    /// only sleeps might run before the waiter is inside the wait, and test nothing.
+    fn until_waiting(t: &EventTable, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while t.waiting() < n {
+            assert!(Instant::now() < deadline, "no thread entered WAIT_EVENTS");
+            thread::yield_now();
+        }
+    }
+
     #[test]
     fn ids_start_at_one_and_the_kernel_page_has_255_free_slots() {
         let t = EventTable::new();
@@ -615,7 +631,7 @@ mod tests {
         let a = t.create(KFD_IOC_EVENT_SIGNAL, true).unwrap().0;
         let t2 = t.clone();
         let setter = thread::spawn(move || {
-            thread::sleep(Duration::from_millis(20));
+            until_waiting(&t2, 1);
             t2.set(a).unwrap();
         });
         assert_eq!(wait(&t, &[a], true, 5000).0, Ok(WaitResult::Complete));
@@ -630,7 +646,7 @@ mod tests {
         let a = t.create(KFD_IOC_EVENT_SIGNAL, false).unwrap().0;
         let t2 = t.clone();
         let killer = thread::spawn(move || {
-            thread::sleep(Duration::from_millis(20));
+            until_waiting(&t2, 1);
             t2.destroy(a).unwrap();
         });
         assert_eq!(wait(&t, &[a], true, 5000).0, Err(Errno::EIO));

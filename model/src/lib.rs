@@ -52,4 +52,4 @@ pub use errno::{Errno, KResult};
 pub use faults::Fault;
 pub use hw::engine::{EngineActivity, QueueError};
 pub use hw::hws::EngineQueueState;
-pub use process::{MapSource, Model, Process, RenderNode};
+pub use process::{MapSource, Model, Process, ProcessGpuSettings, RenderNode};

@@ -385,10 +385,69 @@ impl Model {
             .count()
     }
 
+    /// Threads of all live processes blocked in `WAIT_EVENTS` right now (see
+    /// [`EventTable::waiting`]): lets a test set an event only once its waiter is inside the wait.
+    pub fn event_waiters(&self) -> usize {
+        lock(&self.inner.processes)
+            .values()
+            .filter_map(Weak::upgrade)
+            .map(|p| p.events.waiting())
+            .sum()
+    }
+
+    /// What each live process set on each of its GPUs through the per-GPU ioctls, for
+    /// inspection (tests, traces): one entry per process and GPU, by PASID then GPU.
+    pub fn process_gpu_settings(&self) -> Vec<ProcessGpuSettings> {
+        let processes: Vec<_> = lock(&self.inner.processes)
+            .values()
+            .filter_map(Weak::upgrade)
+            .collect();
+        let mut out: Vec<ProcessGpuSettings> = processes
+            .iter()
+            .flat_map(|p| {
+                p.lock()
+                    .pdds
+                    .iter()
+                    .map(|d| ProcessGpuSettings {
+                        pasid: p.pasid,
+                        gpu_id: d.node.gpu_id,
+                        default_policy: d.default_policy,
+                        alternate_policy: d.alternate_policy,
+                        tba_addr: d.tba_addr,
+                        tma_addr: d.tma_addr,
+                        scratch_va: d.scratch_va,
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        out.sort_by_key(|s| (s.pasid, s.gpu_id));
+        out
+    }
+
     /// Writes the sysfs topology tree under `root`.
     pub fn write_sysfs(&self, root: &std::path::Path) -> std::io::Result<()> {
         self.inner.topology.write_sysfs(root)
     }
+}
+
+/// What a process set on one GPU through `SET_MEMORY_POLICY`, `SET_TRAP_HANDLER` and
+/// `SET_SCRATCH_BACKING_VA` (see [`Model::process_gpu_settings`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProcessGpuSettings {
+    /// The process.
+    pub pasid: u32,
+    /// The GPU.
+    pub gpu_id: u32,
+    /// `KFD_IOC_CACHE_POLICY_*` of the default aperture.
+    pub default_policy: u32,
+    /// `KFD_IOC_CACHE_POLICY_*` of the alternate aperture.
+    pub alternate_policy: u32,
+    /// Trap handler base address (0: none set).
+    pub tba_addr: u64,
+    /// Trap handler memory address.
+    pub tma_addr: u64,
+    /// Scratch backing virtual address (0: none set).
+    pub scratch_va: u64,
 }
 
 /// Per-process data of one GPU (`kfd_process_device`).

@@ -209,7 +209,8 @@ fn a_waiter_blocked_in_the_ioctl_is_woken_by_another_thread() {
         .event_id;
     thread::scope(|s| {
         s.spawn(|| {
-            thread::sleep(Duration::from_millis(20));
+            // Set only once the waiter is inside WAIT_EVENTS, so the wake-up path runs.
+            wait_until("a thread in WAIT_EVENTS", || c.p.events().waiting() == 1);
             ioctl(
                 &c.p,
                 AMDKFD_IOC_SET_EVENT,

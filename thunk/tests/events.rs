@@ -64,9 +64,13 @@ fn wait_any_and_all_with_timeout() {
         WaitStatus::TimedOut
     );
     // A waiter in another thread is woken by the set.
+    let (tx, rx) = std::sync::mpsc::channel();
     std::thread::scope(|s| {
-        let h = s.spawn(|| kfd.wait_all(&[&a, &b], Some(Duration::from_secs(5))));
-        std::thread::sleep(Duration::from_millis(20));
+        let h = s.spawn(|| {
+            tx.send(thread_id()).unwrap();
+            kfd.wait_all(&[&a, &b], Some(Duration::from_secs(5)))
+        });
+        until_blocked(&kfd, rx.recv().unwrap());
         a.set().unwrap();
         assert_eq!(h.join().unwrap().unwrap(), WaitStatus::Signaled);
     });

@@ -54,11 +54,15 @@ fn xnack_mode_query_and_set() {
         .unwrap()
         .create_pm4_queue(&thunk::QueueOptions::new())
         .unwrap();
-    if let Err(e) = kfd.set_xnack_mode(!on) {
-        // With a queue alive: EBUSY; on a part without per-process XNACK: EPERM.
-        assert!(matches!(e.errno(), Errno::EBUSY | Errno::EPERM), "{e}");
-        assert_eq!(e.op(), "SET_XNACK_MODE");
-    }
+    // With a queue alive the mode cannot change, whether or not the part could switch it.
+    let e = kfd.set_xnack_mode(!on).unwrap_err();
+    assert_eq!(e.errno(), Errno::EBUSY, "{e}");
+    assert_eq!(e.op(), "SET_XNACK_MODE");
+    assert_eq!(
+        kfd.xnack_mode().unwrap(),
+        on,
+        "the refused call changed nothing"
+    );
 }
 
 #[test]
@@ -73,6 +77,22 @@ fn trap_handler_scratch_and_memory_policy() {
     gpu.set_scratch_backing(0x1_0000_0000).unwrap();
     gpu.set_memory_policy(CachePolicy::Coherent, CachePolicy::NonCoherent, None)
         .unwrap();
+    // The driver recorded each value for this GPU (on a device nothing shows them).
+    if let Some(m) = model_of(&kfd, "the recorded trap handler, scratch and policy") {
+        let all = m.process_gpu_settings();
+        let s = all.iter().find(|s| s.gpu_id == gpu.id()).expect("this GPU");
+        assert_eq!(
+            (s.tba_addr, s.tma_addr, s.scratch_va),
+            (code.gpu_va(), code.gpu_va() + 4096, 0x1_0000_0000)
+        );
+        assert_eq!(
+            (s.default_policy, s.alternate_policy),
+            (
+                KFD_IOC_CACHE_POLICY_COHERENT,
+                KFD_IOC_CACHE_POLICY_NONCOHERENT
+            )
+        );
+    }
 }
 
 #[test]

@@ -20,6 +20,18 @@ pub fn model_with(cfg: ModelConfig) -> Model {
     Model::new(cfg.with_preemption_timeout(Duration::from_millis(200))).expect("model")
 }
 
+/// Spins (yielding) until `cond` holds; fails the test after 5 s, naming `what` it waited for.
+pub fn wait_until(what: &str, cond: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "waited 5 s for {what}"
+        );
+        std::thread::yield_now();
+    }
+}
+
 /// Typed ioctl.
 pub fn ioctl<T: IntoBytes + FromBytes + Immutable>(
     p: &Process,

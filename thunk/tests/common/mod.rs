@@ -81,6 +81,39 @@ pub fn model_of<'a>(kfd: &'a Kfd, why: &str) -> Option<&'a kfd_model::Model> {
     }
 }
 
+/// The calling thread's id, for [`until_blocked`].
+pub fn thread_id() -> i32 {
+    // SAFETY: gettid has no preconditions and touches no memory.
+    unsafe { libc::gettid() }
+}
+
+/// Returns once thread `tid` of this process is blocked in `WAIT_EVENTS` (fails the test after
+/// 5 s): on the model the driver's count of waiting threads says so; on a device, the thread is
+/// asleep (`S` in `/proc/self/task/<tid>/stat`), which it only is inside the wait. A setter that
+/// merely sleeps first may run before the waiter is there, and then tests nothing.
+pub fn until_blocked(kfd: &Kfd, tid: i32) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let stat = format!("/proc/self/task/{tid}/stat");
+    let blocked = || match kfd.model() {
+        Some(m) => m.event_waiters() > 0,
+        None => std::fs::read_to_string(&stat)
+            .ok()
+            .and_then(|s| {
+                s.rsplit(')')
+                    .next()
+                    .map(|rest| rest.trim_start().starts_with('S'))
+            })
+            .unwrap_or(false),
+    };
+    while !blocked() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "thread {tid} did not block in WAIT_EVENTS within 5 s"
+        );
+        std::thread::yield_now();
+    }
+}
+
 /// Asserts that `r` failed with `errno` and that the message says `says`.
 pub fn assert_err<T: std::fmt::Debug>(r: thunk::Result<T>, errno: thunk::Errno, says: &str) {
     match r {

@@ -237,7 +237,9 @@ impl KernelDescriptor {
 
     /// The descriptor as the `.amdhsa_kernel` block of assembler directives, in the order and
     /// with the values `llvm-objdump-15 -D` prints for a gfx9 descriptor (the `reserve_*` flags
-    /// cannot be recovered from the descriptor and print as 0 there too).
+    /// cannot be recovered from the descriptor and print as 0 there too), plus on gfx90a the
+    /// `accum_offset` and `tg_split` of `COMPUTE_PGM_RSRC3`. `llvm-mc-15` assembles the block
+    /// back into the same 64 bytes (bar the entry offset, a relocation there).
     pub fn to_directives(&self, kernel: &str, processor: &str) -> String {
         let r1 = self.compute_pgm_rsrc1;
         let r2 = self.compute_pgm_rsrc2;
@@ -346,6 +348,16 @@ impl KernelDescriptor {
         let mut out = format!(".amdhsa_kernel {kernel}\n");
         for (name, value) in fields {
             let _ = writeln!(out, "\t.amdhsa_{name} {value}");
+        }
+        if processor == "gfx90a" {
+            // The assembler requires these on gfx90a; llvm-objdump-15 does not print them.
+            let r3 = self.rsrc3_gfx90a();
+            let _ = writeln!(
+                out,
+                "\t.amdhsa_accum_offset {}",
+                (u32::from(r3.accum_offset()) + 1) * 4
+            );
+            let _ = writeln!(out, "\t.amdhsa_tg_split {}", u8::from(r3.tg_split()));
         }
         out.push_str(".end_amdhsa_kernel\n");
         out

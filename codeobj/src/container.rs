@@ -94,7 +94,7 @@ fn device_entries<'data>(
         out.push(ContainerEntry {
             id: entry.id.clone(),
             target,
-            file_offset: bundle_offset + entry.offset,
+            file_offset: bundle_offset.saturating_add(entry.offset),
             bytes: bundle.entry_bytes(entry),
         });
     }
@@ -163,7 +163,11 @@ impl<'data> Container<'data> {
         let mut at = 0;
         while let Some(start) = find(bytes, OFFLOAD_BUNDLE_MAGIC, at) {
             let bundle = OffloadBundle::parse(&bytes[start..])?;
-            device_entries(&bundle, section_offset + start as u64, &mut entries)?;
+            device_entries(
+                &bundle,
+                section_offset.saturating_add(start as u64),
+                &mut entries,
+            )?;
             at = start
                 + usize::try_from(bundle.extent())
                     .unwrap_or(usize::MAX)

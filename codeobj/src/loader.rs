@@ -314,7 +314,7 @@ impl Executable {
             let mut at = segment.data.len() as u64;
             while at < segment.memsz {
                 let n = (segment.memsz - at).min(ZEROS.len() as u64);
-                memory.write(address + at, &ZEROS[..n as usize])?;
+                memory.write(address.wrapping_add(at), &ZEROS[..n as usize])?;
                 at += n;
             }
         }

@@ -825,3 +825,137 @@ fn hip_program_container_and_host_kernels() {
         );
     }
 }
+
+/// A small deterministic generator for byte mutations.
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// Parses, and if that works loads, links with the library and looks everything up: any
+/// outcome but a panic is fine.
+fn exercise(bytes: &[u8], lib: &CodeObject) -> bool {
+    let Ok(container) = Container::parse(bytes) else {
+        return false;
+    };
+    let _ = container.host_kernels();
+    for entry in container.entries() {
+        let Ok(co) = entry.code_object() else {
+            continue;
+        };
+        for k in co.kernels() {
+            let _ = k.descriptor.to_directives(&k.name, &co.target().processor);
+        }
+        let mut memory = HostMemory::new(0x7f00_0000_0000, 16 << 20);
+        let mut exe = Executable::new(co.target().clone());
+        let names: Vec<String> = co.symbols().iter().map(|s| s.name.clone()).collect();
+        if exe.load(co, &mut memory).is_ok() {
+            let _ = exe.load(lib.clone(), &mut memory);
+            if exe.freeze(&mut memory).is_ok() {
+                let _ = exe.kernels();
+                for name in &names {
+                    let _ = (exe.kernel(name), exe.function(name), exe.variable(name));
+                }
+            }
+        }
+    }
+    true
+}
+
+#[test]
+fn truncated_and_corrupted_files_give_errors_not_panics() {
+    let Some(b) = built() else { return };
+    let lib = CodeObject::parse(&read(&b.devlib)).unwrap();
+    let mut inputs = vec![read(&b.devlib), read(&b.kernels), read(&b.kernels_gfx90a)];
+    if let Some(program) = &b.program {
+        inputs.push(read(program));
+    }
+    let mut prefixes = 0;
+    for (index, bytes) in inputs.iter().enumerate() {
+        assert!(exercise(bytes, &lib), "input {index} does not parse whole");
+        let is_code_object = index < 3;
+        // Every prefix of a code object (its section headers come last: every cut loses them),
+        // every 61st of the larger HIP program.
+        let step = if is_code_object { 1 } else { 61 };
+        for len in (0..bytes.len()).step_by(step) {
+            let prefix = &bytes[..len];
+            if is_code_object {
+                assert!(
+                    CodeObject::parse(prefix).is_err(),
+                    "input {index}: prefix {len} parsed"
+                );
+            }
+            let _ = exercise(prefix, &lib);
+            prefixes += 1;
+        }
+    }
+    let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
+    let (mut parsed, mut rejected) = (0, 0);
+    for round in 0..4000 {
+        let mut bytes = inputs[round % inputs.len()].clone();
+        for _ in 0..=(rng.next() % 4) {
+            let at = (rng.next() % bytes.len() as u64) as usize;
+            bytes[at] = rng.next() as u8;
+        }
+        if exercise(&bytes, &lib) {
+            parsed += 1;
+        } else {
+            rejected += 1;
+        }
+    }
+    println!("malformed inputs: {prefixes} prefixes; 4000 mutants: {parsed} parsed and exercised, {rejected} rejected");
+    assert!(rejected > 0 && parsed > 0);
+    // Errors say what went wrong.
+    let err = CodeObject::parse(&inputs[0][..100]).unwrap_err();
+    assert!(matches!(err, Error::Malformed { .. }), "{err}");
+    let mut not_amdgpu = inputs[0].clone();
+    not_amdgpu[18] = 62; // EM_X86_64
+    assert!(CodeObject::parse(&not_amdgpu)
+        .unwrap_err()
+        .to_string()
+        .contains("EM_AMDGPU"));
+}
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..2048)) {
+            let _ = Container::parse(&bytes);
+            let _ = CodeObject::parse(&bytes);
+            let _ = codeobj::OffloadBundle::parse(&bytes);
+            let _ = codeobj::Metadata::parse(&bytes);
+            let _ = codeobj::KernelCode::parse(&bytes);
+        }
+
+        #[test]
+        fn bundle_header_then_arbitrary_bytes_never_panic(tail in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let mut bytes = codeobj::bundle::OFFLOAD_BUNDLE_MAGIC.to_vec();
+            bytes.extend_from_slice(&tail);
+            let _ = Container::parse(&bytes).map(|c| c.entries().len());
+        }
+
+        #[test]
+        fn mutated_code_objects_never_panic(edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..8)) {
+            if let Some(b) = built() {
+                let lib = CodeObject::parse(&read(&b.devlib)).unwrap();
+                let mut bytes = read(&b.kernels);
+                for (at, value) in edits {
+                    let i = at.index(bytes.len());
+                    bytes[i] = value;
+                }
+                let _ = exercise(&bytes, &lib);
+            }
+        }
+    }
+}

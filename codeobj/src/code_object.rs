@@ -442,7 +442,7 @@ impl CodeObject {
             kernels: Vec::new(),
             metadata,
         };
-        code_object.kernels = code_object.find_kernels(data, &header, endian)?;
+        code_object.kernels = code_object.find_kernels(data, header, endian)?;
         Ok(code_object)
     }
 

@@ -97,6 +97,8 @@ fn all_code_objects() -> Vec<(String, PathBuf)> {
         ("gfx900".to_string(), b.devlib.clone()),
         ("gfx900".to_string(), b.kernels.clone()),
         ("gfx90a".to_string(), b.kernels_gfx90a.clone()),
+        ("gfx900".to_string(), b.kernels_v3.clone()),
+        ("gfx900".to_string(), b.kernels_v5.clone()),
     ];
     if let Some(program) = &b.program {
         for (target, path) in hip_device_files(program, &b.dir) {
@@ -486,6 +488,19 @@ fn target_ids_from_e_flags() {
             "{header}"
         );
     }
+    // v3 has one bit per feature (set: on); v5 has v4's two-bit fields.
+    let v3 = CodeObject::parse(&read(&b.kernels_v3)).unwrap();
+    assert_eq!(
+        (v3.version(), v3.e_flags(), v3.target().to_string().as_str()),
+        (codeobj::CodeObjectVersion::V3, 0x12c, "gfx900:xnack+")
+    );
+    let v5 = CodeObject::parse(&read(&b.kernels_v5)).unwrap();
+    assert_eq!(
+        (v5.version(), v5.target().to_string().as_str()),
+        (codeobj::CodeObjectVersion::V5, "gfx900")
+    );
+    assert_eq!(v3.metadata().unwrap().version, Some((1, 0)));
+    assert_eq!(v5.metadata().unwrap().version, Some((1, 2)));
     let agent: TargetId = "gfx90a:sramecc+:xnack-".parse().unwrap();
     let co = CodeObject::parse(&read(&b.kernels_gfx90a)).unwrap();
     assert!(co.target().runs_on(&agent));
@@ -958,4 +973,126 @@ mod properties {
             }
         }
     }
+}
+
+/// Random descriptors (every field llvm-mc-15 has a directive for) printed as directives and
+/// assembled by llvm-mc-15 give back the same 64 bytes: each bit field sits where LLVM puts it.
+#[test]
+fn random_descriptors_assemble_back_bit_exact() {
+    use codeobj::{
+        ComputePgmRsrc1, ComputePgmRsrc2, ComputePgmRsrc3Gfx90a, KernelCodeProperties,
+        KernelDescriptor,
+    };
+    let Some(b) = built() else { return };
+    let mut rng = XorShift(0x2545_f491_4f6c_dd1d);
+    let mut checked = 0;
+    for processor in ["gfx900", "gfx90a"] {
+        let mut descriptors = Vec::new();
+        for _ in 0..64 {
+            let mut bit = || rng.next() & 1 == 1;
+            let props = KernelCodeProperties::new()
+                .with_enable_sgpr_private_segment_buffer(bit())
+                .with_enable_sgpr_dispatch_ptr(bit())
+                .with_enable_sgpr_queue_ptr(bit())
+                .with_enable_sgpr_kernarg_segment_ptr(bit())
+                .with_enable_sgpr_dispatch_id(bit())
+                .with_enable_sgpr_flat_scratch_init(bit())
+                .with_enable_sgpr_private_segment_size(bit())
+                .with_uses_dynamic_stack(bit());
+            // The assembler derives USER_SGPR_COUNT from the enables.
+            let user_sgprs = [4, 2, 2, 2, 2, 2, 1]
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| props.into_bits() & (1 << i) != 0)
+                .map(|(_, n)| n)
+                .sum::<u8>();
+            let rsrc2 = ComputePgmRsrc2::new()
+                .with_enable_private_segment(bit())
+                .with_user_sgpr_count(user_sgprs)
+                .with_enable_sgpr_workgroup_id_x(bit())
+                .with_enable_sgpr_workgroup_id_y(bit())
+                .with_enable_sgpr_workgroup_id_z(bit())
+                .with_enable_sgpr_workgroup_info(bit())
+                .with_enable_exception_ieee_754_fp_invalid_operation(bit())
+                .with_enable_exception_fp_denormal_source(bit())
+                .with_enable_exception_ieee_754_fp_division_by_zero(bit())
+                .with_enable_exception_ieee_754_fp_overflow(bit())
+                .with_enable_exception_ieee_754_fp_underflow(bit())
+                .with_enable_exception_ieee_754_fp_inexact(bit())
+                .with_enable_exception_int_divide_by_zero(bit());
+            let rsrc1 = ComputePgmRsrc1::new()
+                .with_enable_dx10_clamp(bit())
+                .with_enable_ieee_mode(bit())
+                .with_fp16_ovfl(bit());
+            let tg_split = bit();
+            let vgpr_granule = (rng.next() % 64) as u8;
+            let rsrc1 = rsrc1
+                .with_granulated_workitem_vgpr_count(vgpr_granule)
+                .with_granulated_wavefront_sgpr_count((rng.next() % 12) as u8)
+                .with_float_round_mode_32((rng.next() % 4) as u8)
+                .with_float_round_mode_16_64((rng.next() % 4) as u8)
+                .with_float_denorm_mode_32((rng.next() % 4) as u8)
+                .with_float_denorm_mode_16_64((rng.next() % 4) as u8);
+            let rsrc2 = rsrc2.with_enable_vgpr_workitem_id((rng.next() % 3) as u8);
+            let rsrc3 = if processor == "gfx90a" {
+                // The first AccVGPR lies within the VGPRs the kernel has (blocks of 8 there).
+                let blocks_of_4 = (u64::from(vgpr_granule) + 1) * 2;
+                ComputePgmRsrc3Gfx90a::new()
+                    .with_accum_offset((rng.next() % blocks_of_4.min(64)) as u8)
+                    .with_tg_split(tg_split)
+                    .into_bits()
+            } else {
+                0
+            };
+            descriptors.push(KernelDescriptor {
+                group_segment_fixed_size: (rng.next() % 65536) as u32,
+                private_segment_fixed_size: (rng.next() % 65536) as u32,
+                kernarg_size: (rng.next() % 4096) as u32,
+                reserved0: [0; 4],
+                kernel_code_entry_byte_offset: 0,
+                reserved1: [0; 20],
+                compute_pgm_rsrc3: rsrc3,
+                compute_pgm_rsrc1: rsrc1,
+                compute_pgm_rsrc2: rsrc2,
+                kernel_code_properties: props,
+                reserved2: [0; 6],
+            });
+        }
+        let mut asm = String::from("\t.text\n");
+        for i in 0..descriptors.len() {
+            asm.push_str(&format!("\t.p2align 8\nk{i}:\n\ts_endpgm\n"));
+        }
+        asm.push_str("\t.rodata\n");
+        for (i, d) in descriptors.iter().enumerate() {
+            asm.push_str("\t.p2align 6\n");
+            let block = d.to_directives(&format!("k{i}"), processor);
+            asm.extend(
+                block
+                    .lines()
+                    .filter(|l| !l.contains("reserve_xnack_mask"))
+                    .map(|l| format!("{l}\n")),
+            );
+        }
+        let source = b.dir.join(format!("random-{processor}.s"));
+        let object = b.dir.join(format!("random-{processor}.o"));
+        std::fs::write(&source, asm).unwrap();
+        run(Command::new("llvm-mc-15")
+            .args([
+                "-triple=amdgcn-amd-amdhsa",
+                &format!("-mcpu={processor}"),
+                "-mattr=-xnack",
+                "-filetype=obj",
+            ])
+            .arg(&source)
+            .arg("-o")
+            .arg(&object));
+        let co = CodeObject::parse(&read(&object)).unwrap();
+        for (i, want) in descriptors.iter().enumerate() {
+            let mut got = co.kernel(&format!("k{i}")).unwrap().descriptor;
+            got.kernel_code_entry_byte_offset = 0;
+            assert_eq!(got, *want, "{processor} k{i}");
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 128);
 }

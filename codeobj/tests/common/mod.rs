@@ -19,6 +19,10 @@ pub struct Built {
     pub kernels: PathBuf,
     /// kernels.cl for gfx90a:xnack- (the wrong target for a gfx900 agent).
     pub kernels_gfx90a: PathBuf,
+    /// kernels.cl as code object v3 and v5 (the others are v4, clang-15's default).
+    pub kernels_v3: PathBuf,
+    /// See `kernels_v3`.
+    pub kernels_v5: PathBuf,
     /// kernels.cl compiled only (`ET_REL`).
     pub kernels_object: PathBuf,
     /// relocs.s assembled.
@@ -51,8 +55,13 @@ pub fn run(cmd: &mut Command) -> String {
 }
 
 fn clang_cl(source: &str, mcpu: &str, out: &Path) {
+    clang_cl_version(source, mcpu, 4, out);
+}
+
+fn clang_cl_version(source: &str, mcpu: &str, version: u32, out: &Path) {
     run(Command::new("clang-15")
         .args(["-target", "amdgcn-amd-amdhsa", &format!("-mcpu={mcpu}")])
+        .arg(format!("-mcode-object-version={version}"))
         .args([
             "-cl-std=CL2.0",
             "-nogpulib",
@@ -96,6 +105,11 @@ pub fn built() -> Option<&'static Built> {
             link_shared(&p("kernels.o"), &p("kernels.co"), true);
             clang_cl("kernels.cl", "gfx90a:xnack-", &p("kernels-gfx90a.o"));
             link_shared(&p("kernels-gfx90a.o"), &p("kernels-gfx90a.co"), true);
+            for version in [3, 5] {
+                let object = p(&format!("kernels-v{version}.o"));
+                clang_cl_version("kernels.cl", "gfx900", version, &object);
+                link_shared(&object, &p(&format!("kernels-v{version}.co")), true);
+            }
             run(Command::new("llvm-mc-15")
                 .args(["-triple=amdgcn-amd-amdhsa", "-mcpu=gfx900", "-filetype=obj"])
                 .arg(src("relocs.s"))
@@ -116,6 +130,8 @@ pub fn built() -> Option<&'static Built> {
                 devlib: p("devlib.co"),
                 kernels: p("kernels.co"),
                 kernels_gfx90a: p("kernels-gfx90a.co"),
+                kernels_v3: p("kernels-v3.co"),
+                kernels_v5: p("kernels-v5.co"),
                 kernels_object: p("kernels.o"),
                 relocs_object: p("relocs.o"),
                 program,

@@ -344,7 +344,10 @@ impl Executable {
     }
 
     /// Applies every code object's dynamic relocations, resolving undefined symbols across the
-    /// executable, and freezes it. On error nothing is frozen (some places may be written).
+    /// executable, and freezes it. A code object's references to symbols it defines itself bind
+    /// to its own definitions; undefined ones bind to the first global export in load order
+    /// (else the first weak one, else 0 for a weak reference). On error nothing is frozen
+    /// (some places may already be written).
     pub fn freeze(&mut self, memory: &mut dyn SegmentMemory) -> Result<()> {
         if self.frozen {
             return Err(Error::State("already frozen"));

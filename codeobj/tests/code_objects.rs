@@ -808,6 +808,26 @@ fn hip_program_container_and_host_kernels() {
                 .join(", ")
         );
     }
+    // The same source as a HIP shared library: one target, the same pairing.
+    let library = b.program_library.as_ref().unwrap();
+    let bytes = read(library);
+    let lib_container = Container::parse(&bytes).unwrap();
+    assert_eq!(lib_container.kind(), ContainerKind::HostExecutable);
+    assert_eq!(lib_container.entries().len(), 1);
+    assert_eq!(lib_container.entries()[0].target.to_string(), "gfx900");
+    let lib_nm = run(Command::new("llvm-nm-15").arg(library));
+    let lib_kernels = lib_container.host_kernels().unwrap();
+    assert_eq!(lib_kernels.len(), 2);
+    for k in &lib_kernels {
+        let line = format!("{:016x} ", k.handle.address);
+        assert!(
+            lib_nm
+                .lines()
+                .any(|l| l.starts_with(&line) && l.ends_with(&k.device_name)),
+            "{k:?}"
+        );
+        assert!(k.stub.is_some());
+    }
     // Load each target's code object and list what it holds, with loaded addresses.
     for agent in ["gfx900:xnack-", "gfx90a:sramecc+:xnack-"] {
         let agent: TargetId = agent.parse().unwrap();

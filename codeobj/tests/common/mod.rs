@@ -29,6 +29,8 @@ pub struct Built {
     pub relocs_object: PathBuf,
     /// program.hip for gfx900 and gfx90a:xnack-, if hipcc is installed.
     pub program: Option<PathBuf>,
+    /// program.hip as a shared library for gfx900, if hipcc is installed.
+    pub program_library: Option<PathBuf>,
 }
 
 pub fn tool(name: &str) -> bool {
@@ -120,6 +122,10 @@ pub fn built() -> Option<&'static Built> {
                     .args(["--offload-arch=gfx900", "--offload-arch=gfx90a:xnack-", "-o"])
                     .arg(p("program"))
                     .arg(src("program.hip")));
+                run(Command::new("hipcc")
+                    .args(["-shared", "-fPIC", "--offload-arch=gfx900", "-o"])
+                    .arg(p("libprogram.so"))
+                    .arg(src("program.hip")));
                 Some(p("program"))
             } else {
                 eprintln!("SKIP (HIP parts): hipcc not installed (make test installs hipcc, libamdhip64-dev)");
@@ -134,6 +140,7 @@ pub fn built() -> Option<&'static Built> {
                 kernels_v5: p("kernels-v5.co"),
                 kernels_object: p("kernels.o"),
                 relocs_object: p("relocs.o"),
+                program_library: program.as_ref().map(|_| p("libprogram.so")),
                 program,
                 _dir: dir,
             })

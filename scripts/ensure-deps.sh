@@ -15,6 +15,14 @@ declare -A need=(
   [rocminfo]=/usr/bin/rocminfo
   # The same C clients under memcheck (scripts/c-clients-valgrind.sh).
   [valgrind]=/usr/bin/valgrind
+  # codeobj's tests compile code objects from codeobj/tests/src and check them against LLVM's tools,
+  # roc-obj-ls (in hipcc) and ROCr's amd_hsa_kernel_code.h.
+  [clang-15]=/usr/bin/clang-15
+  [lld-15]=/usr/bin/ld.lld-15
+  [llvm-15]=/usr/bin/llvm-readelf-15
+  [hipcc]=/usr/bin/hipcc
+  [libamdhip64-dev]=/usr/include/hip/hip_runtime.h
+  [libhsa-runtime-dev]=/usr/include/hsa/amd_hsa_kernel_code.h
 )
 
 missing=()

@@ -66,6 +66,7 @@
 
 pub mod abi;
 pub mod bench;
+pub mod co;
 pub mod decode;
 pub mod demo;
 pub mod device;
@@ -160,6 +161,12 @@ pub enum Command {
   kfd bench                     (about 20 s; the model when there is no /dev/kfd)
   kfd bench --quick --json")]
     Bench(bench::BenchArgs),
+    /// List what a code object, offload bundle or HIP program holds: targets, kernels, device functions, variables, host-side kernel symbols.
+    #[command(after_help = "Examples:
+  kfd co app                    (a HIP program: every target, and host symbols → device kernels)
+  kfd co kernels.hsaco --json
+  kfd co app --target gfx90a:xnack-")]
+    Co(co::CoArgs),
 }
 
 /// Runs the command line `args` (the first is the program name) and returns the exit status.
@@ -183,6 +190,7 @@ where
         Command::Demo(args) => demo::run(args, style),
         Command::Drain(args) => drain_tool::run(args, style),
         Command::Bench(args) => bench::run(args, style),
+        Command::Co(args) => co::run(args, style),
     };
     match result {
         Ok(()) => 0,

@@ -16,7 +16,7 @@
 use core::fmt::{self, Display, Formatter};
 
 use crate::decode::{
-    DecodeError, DecodeErrorKind, ErrorPolicy, Packet, Pm4Decoder, SdmaDecoder, SdmaPacket,
+    DecodeError, DecodeErrorKind, ErrorPolicy, Pm4Decoder, SdmaDecoder, SdmaPacket,
 };
 use crate::hws::*;
 use crate::sdma::*;
@@ -642,36 +642,6 @@ impl Display for DispatchDirect {
             b(i.order_mode()),
             b(i.cs_w32_en())
         )
-    }
-}
-
-impl Display for Packet<'_> {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        match self {
-            Packet::Type2Filler => f.write_str("TYPE2 (filler)"),
-            Packet::Nop(p) => p.fmt(f),
-            Packet::SetResources(p) => p.fmt(f),
-            Packet::RunList(p) => p.fmt(f),
-            Packet::MapProcess(p) => p.fmt(f),
-            Packet::MapProcessAldebaran(p) => p.fmt(f),
-            Packet::MapQueues(p) => p.fmt(f),
-            Packet::UnmapQueues(p) => p.fmt(f),
-            Packet::QueryStatus(p) => p.fmt(f),
-            Packet::WriteData(p) => p.fmt(f),
-            Packet::ReleaseMemGfx9(p) => p.fmt(f),
-            Packet::ReleaseMemGfx10(p) => p.fmt(f),
-            Packet::AcquireMemGfx9(p) => p.fmt(f),
-            Packet::AcquireMemGfx10(p) => p.fmt(f),
-            Packet::WaitRegMem(p) => p.fmt(f),
-            Packet::WaitRegMem64(p) => p.fmt(f),
-            Packet::IndirectBuffer(p) => p.fmt(f),
-            Packet::CopyData(p) => p.fmt(f),
-            Packet::DmaData(p) => p.fmt(f),
-            Packet::EventWrite(p) => p.fmt(f),
-            Packet::EventWriteAddr(p) => p.fmt(f),
-            Packet::SetShReg(p) => p.fmt(f),
-            Packet::DispatchDirect(p) => p.fmt(f),
-        }
     }
 }
 

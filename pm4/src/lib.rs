@@ -70,6 +70,7 @@ pub mod error;
 pub mod fields;
 pub mod header;
 pub mod hws;
+pub mod packets;
 pub mod ring;
 pub mod sdma;
 pub mod user;

@@ -71,6 +71,7 @@ pub mod fields;
 pub mod header;
 pub mod hws;
 pub mod packets;
+pub mod regs;
 pub mod ring;
 pub mod sdma;
 pub mod user;

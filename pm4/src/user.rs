@@ -2216,6 +2216,15 @@ impl<'a> SetShReg<'a> {
         2 + self.values.len()
     }
 
+    /// The registers written, in order, with their values.
+    pub fn registers(&self) -> impl Iterator<Item = (crate::regs::ShReg, u32)> + 'a {
+        let first = self.first_register();
+        let values = self.values;
+        (first..)
+            .zip(values.iter().copied())
+            .map(|(r, v)| (crate::regs::ShReg(r), v))
+    }
+
     /// Checks reserved bits as the decoder does.
     pub fn validate(&self) -> Result<(), DecodeErrorKind> {
         check_reserved("SET_SH_REG", 1, self.head.offset.into_bits(), 0xFFFF_0000)

@@ -64,6 +64,7 @@
 #![no_std]
 #![forbid(unsafe_code)]
 
+pub mod aql;
 pub mod decode;
 pub mod disasm;
 pub mod error;

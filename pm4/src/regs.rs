@@ -6,8 +6,8 @@
 //! (`gc_9_0_offset.h`: `mmCOMPUTE_DISPATCH_INITIATOR` = `0x0e00` … `mmCOMPUTE_USER_DATA_15` =
 //! `0x0e4f` in GC segment 0, which starts at dword `0x2000`); the absolute values
 //! (`COMPUTE_PGM_LO` = `0x2E0C`, `COMPUTE_USER_DATA_0` = `0x2E40`) are the ones the older
-//! absolute headers give too. gfx10/gfx11 keep these addresses for the registers the
-//! dispatch uses; where a later generation moved or added one it is not listed here.
+//! absolute headers give too. Only gfx9.0 is checked: gfx10/gfx11 (and gfx90a's
+//! COMPUTE_PGM_RSRC3) are not verified here and must be checked before they share this table.
 //!
 //! ```
 //! use pm4::regs::{ShReg, sh_reg_name};

@@ -47,27 +47,69 @@ pub trait Pm4Body<'a>: Sized + Encode + fmt::Display {
     ) -> Result<Self, DecodeErrorKind>;
 }
 
-/// Whether `gen` is one of `gens`.
-#[inline(always)]
-const fn gen_in(gens: &[GfxGen], gen: GfxGen) -> bool {
-    let mut i = 0;
-    while i < gens.len() {
-        if gens[i] as u8 == gen as u8 {
-            return true;
-        }
-        i += 1;
-    }
-    false
+/// Whether a table variant applies to `gen` (all generations when the row names none).
+macro_rules! for_gen {
+    ($gen:ident;) => {
+        true
+    };
+    ($gen:ident; $($g:ident),+) => {
+        matches!($gen, $(GfxGen::$g)|+)
+    };
 }
 
-/// The generations a table variant applies to (all when the row names none).
-macro_rules! gens {
-    () => {
-        &[GfxGen::Gfx9, GfxGen::Gfx10, GfxGen::Gfx11]
+/// The decoder arm of one table row: a row with one layout for every generation calls it
+/// directly (it checks the length itself); otherwise the generation and then the length
+/// choose among the layouts.
+macro_rules! decode_row {
+    ($op:ident, $opcode:ident, $header:ident, $words:ident, $gen:ident; $variant:ident ( $ty:ty )) => {
+        match <$ty as Pm4Body>::decode_body($header, $words, $gen) {
+            Ok(p) => Ok(Packet::$variant(p)),
+            Err(e) => Err(e),
+        }
     };
-    ($($g:ident),+) => {
-        &[$(GfxGen::$g),+]
-    };
+    ($op:ident, $opcode:ident, $header:ident, $words:ident, $gen:ident;
+        $( $variant:ident ( $ty:ty ) $( in [ $($g:ident),+ ] )? ),+) => {{
+        let total = $words.len();
+        $(
+            if for_gen!($gen; $( $($g),+ )?)
+                && (<$ty as Pm4Body>::MIN_DWORDS..=<$ty as Pm4Body>::MAX_DWORDS).contains(&total)
+            {
+                return match <$ty as Pm4Body>::decode_body($header, $words, $gen) {
+                    Ok(p) => Ok(Packet::$variant(p)),
+                    Err(e) => Err(e),
+                };
+            }
+        )+
+        // No layout has this length. With one layout for this generation, it reports the
+        // error itself; with several, the error gives the range they cover.
+        let layouts = 0 $( + for_gen!($gen; $( $($g),+ )?) as usize )+;
+        if layouts == 1 {
+            $(
+                if for_gen!($gen; $( $($g),+ )?) {
+                    return match <$ty as Pm4Body>::decode_body($header, $words, $gen) {
+                        Ok(p) => Ok(Packet::$variant(p)),
+                        Err(e) => Err(e),
+                    };
+                }
+            )+
+        }
+        let (mut min, mut max) = (usize::MAX, 0);
+        $(
+            if for_gen!($gen; $( $($g),+ )?) {
+                min = min.min(<$ty as Pm4Body>::MIN_DWORDS);
+                max = max.max(<$ty as Pm4Body>::MAX_DWORDS);
+            }
+        )+
+        if layouts == 0 {
+            return Err(DecodeErrorKind::UnsupportedOpcode { opcode: $opcode, dwords: total });
+        }
+        Err(DecodeErrorKind::WrongLength {
+            packet: stringify!($op),
+            dwords: total,
+            min,
+            max,
+        })
+    }};
 }
 
 macro_rules! pm4_packets {
@@ -134,7 +176,7 @@ macro_rules! pm4_packets {
         }
 
         /// Decodes a type-3 packet whose dwords `words` are all present (header checked).
-        #[inline]
+        #[inline(always)]
         pub(crate) fn decode_type3<'a>(
             opcode: Opcode,
             header: Type3Header,
@@ -144,37 +186,10 @@ macro_rules! pm4_packets {
             let total = words.len();
             match opcode {
                 $( $(
-                    Opcode::$op => {
-                        // The layouts for this generation; with one, it checks the length
-                        // itself, with several the length chooses.
-                        let layouts = 0 $( + gen_in(gens!($( $($g),+ )?), gen) as usize )+;
-                        $(
-                            if gen_in(gens!($( $($g),+ )?), gen)
-                                && (layouts == 1
-                                    || (<$ty as Pm4Body>::MIN_DWORDS..=<$ty as Pm4Body>::MAX_DWORDS)
-                                        .contains(&total))
-                            {
-                                return <$ty as Pm4Body>::decode_body(header, words, gen)
-                                    .map(Packet::$variant);
-                            }
-                        )+
-                        let (mut min, mut max) = (usize::MAX, 0);
-                        $(
-                            if gen_in(gens!($( $($g),+ )?), gen) {
-                                min = min.min(<$ty as Pm4Body>::MIN_DWORDS);
-                                max = max.max(<$ty as Pm4Body>::MAX_DWORDS);
-                            }
-                        )+
-                        if layouts == 0 {
-                            return Err(DecodeErrorKind::UnsupportedOpcode { opcode, dwords: total });
-                        }
-                        Err(DecodeErrorKind::WrongLength {
-                            packet: stringify!($op),
-                            dwords: total,
-                            min,
-                            max,
-                        })
-                    }
+                    Opcode::$op => decode_row!(
+                        $op, opcode, header, words, gen;
+                        $( $variant($ty) $( in [ $($g),+ ] )? ),+
+                    ),
                 )? )+
                 other if other.name().is_some() => Err(DecodeErrorKind::UnsupportedOpcode {
                     opcode: other,
@@ -263,7 +278,7 @@ impl<'a> Pm4Body<'a> for Nop<'a> {
     const MIN_DWORDS: usize = 1;
     const MAX_DWORDS: usize = MAX_PACKET_DWORDS;
 
-    #[inline]
+    #[inline(always)]
     fn decode_body(
         header: Type3Header,
         words: &'a [u32],

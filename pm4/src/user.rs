@@ -338,6 +338,7 @@ impl<'a> crate::packets::Pm4Body<'a> for WriteData<'a> {
     const MIN_DWORDS: usize = 5;
     const MAX_DWORDS: usize = MAX_PACKET_DWORDS;
 
+    #[inline(always)]
     fn decode_body(_: Type3Header, words: &'a [u32], _: GfxGen) -> Result<Self, DecodeErrorKind> {
         let wrong = || DecodeErrorKind::WrongLength {
             packet: Self::NAME,
@@ -2235,6 +2236,7 @@ impl<'a> crate::packets::Pm4Body<'a> for SetShReg<'a> {
     const MIN_DWORDS: usize = 3;
     const MAX_DWORDS: usize = MAX_PACKET_DWORDS;
 
+    #[inline(always)]
     fn decode_body(_: Type3Header, words: &'a [u32], _: GfxGen) -> Result<Self, DecodeErrorKind> {
         let wrong = || DecodeErrorKind::WrongLength {
             packet: Self::NAME,

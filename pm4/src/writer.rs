@@ -228,7 +228,7 @@ macro_rules! fixed_packet {
             const MIN_DWORDS: usize = $dwords;
             const MAX_DWORDS: usize = $dwords;
 
-            #[inline]
+            #[inline(always)]
             fn decode_body(
                 _header: $crate::header::Type3Header,
                 words: &'a [u32],

@@ -2,6 +2,7 @@
 //! hardware registers `s_getreg`/`s_setreg` reach.
 
 use super::fault::WaveFault;
+pub use crate::Target;
 
 /// Lanes in a gfx9 wave.
 pub const WAVE_SIZE: usize = 64;
@@ -36,24 +37,6 @@ pub mod sreg {
     pub const EXEC_HI: usize = 127;
     /// Size of the scalar file as the interpreter stores it (operand numbers 0–127).
     pub const FILE_SIZE: usize = 128;
-}
-
-/// The target a wave runs on; selects gfx90a's AGPRs, MFMA and packed work-item ids.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Target {
-    /// GCN5 Vega 10.
-    Gfx900,
-    /// GCN5 Vega 20.
-    Gfx906,
-    /// CDNA2 (MI200): AGPRs, MFMA, unified VGPR file.
-    Gfx90a,
-}
-
-impl Target {
-    /// Whether the target has accumulation registers (and MFMA).
-    pub fn has_agprs(self) -> bool {
-        matches!(self, Target::Gfx90a)
-    }
 }
 
 /// Denormal handling of one float class, as the MODE register's FP_DENORM field encodes it.
@@ -260,7 +243,7 @@ impl Wave {
     /// A wave with `vgprs` VGPRs and `agprs` AGPRs, all registers zero, EXEC all ones.
     /// Counts are clamped to 256 each (the architectural maximum).
     pub fn new(target: Target, vgprs: usize, agprs: usize) -> Self {
-        let agprs = if target.has_agprs() { agprs.min(256) } else { 0 };
+        let agprs = if has_agprs(target) { agprs.min(256) } else { 0 };
         let mut wave = Wave {
             target,
             sgpr: [0; sreg::FILE_SIZE],
@@ -445,4 +428,9 @@ pub fn map2(a: &Lanes, b: &Lanes, op: impl Fn(u32, u32) -> u32) -> Lanes {
         out[lane] = op(a[lane], b[lane]);
     }
     out
+}
+
+/// Whether the target has accumulation registers (gfx908, gfx90a).
+pub fn has_agprs(target: Target) -> bool {
+    matches!(target, Target::Gfx908 | Target::Gfx90a)
 }

@@ -8,14 +8,17 @@
 //!   each following the definitions of AMD's Vega and MI200 ISA guides.
 //! - [`fault`]: why a wave stops ([`Stop`]) and its typed faults ([`WaveFault`]).
 
+pub mod cache;
 pub mod env;
 pub mod fault;
 pub mod float;
 pub mod int;
+mod interp;
 pub mod lanes;
 pub mod mfma;
 pub mod wave;
 
+pub use cache::CodeCache;
 pub use env::{AtomicOp, AtomicRequest, HostEnv, WaveEnv};
 pub use fault::{Access, MemFault, Stop, WaveFault};
 pub use wave::{Lanes, Mode, Target, Wave, WAVE_SIZE};

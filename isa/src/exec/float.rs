@@ -587,6 +587,7 @@ pub fn div_scale_f32(s0: u32, s1: u32, s2: u32) -> (u32, bool) {
     let mut vcc = false;
     let mut d = x0;
     let denorm = |v: f32| v != 0.0 && v.abs() < f32::MIN_POSITIVE;
+    let denorm64 = |v: f64| v != 0.0 && v.abs() < f64::MIN_POSITIVE;
     if num == 0.0 || den == 0.0 {
         d = f32::NAN;
     } else if exponent32(s2) - exponent32(s1) >= 96 {
@@ -596,12 +597,13 @@ pub fn div_scale_f32(s0: u32, s1: u32, s2: u32) -> (u32, bool) {
         }
     } else if denorm(den) {
         d = ldexp32(x0, 64);
-    } else if denorm(1.0 / den) && denorm(num / den) {
+    } else if denorm64(1.0 / f64::from(den)) && denorm(num / den) {
+        // (1/den is evaluated in f64 and so never denormal for an f32 den)
         vcc = true;
         if s0 == s1 {
             d = ldexp32(x0, 64);
         }
-    } else if denorm(1.0 / den) {
+    } else if denorm64(1.0 / f64::from(den)) {
         d = ldexp32(x0, -64);
     } else if denorm(num / den) {
         vcc = true;
@@ -651,21 +653,41 @@ pub fn div_scale_f64(s0: u64, s1: u64, s2: u64) -> (u64, bool) {
     (d.to_bits(), vcc)
 }
 
-/// `v_div_fmas_f32` for one lane: `fma(s0, s1, s2)`, times 2^32 when the lane's VCC bit is
-/// set, rounded once.
+/// `v_div_fmas_f32` for one lane: `fma(s0, s1, s2)`, rounded once; when the lane's VCC bit
+/// (set by `v_div_scale`) says an operand was pre-scaled, the result is rescaled by 2^64
+/// if `s2`'s exponent is at least 127 (the denominator was scaled up) and by 2^-64
+/// otherwise (the numerator was scaled up).
 pub fn div_fmas_f32(s0: u32, s1: u32, s2: u32, vcc: bool, mode: Mode) -> u32 {
     let dn = mode.denorm_f32();
     let (x, y, z) = (f32_in(s0, dn), f32_in(s1, dn), f32_in(s2, dn));
     let (hi, lo) = two_sum(f64::from(x) * f64::from(y), f64::from(z));
-    let scale = if vcc { 2f64.powi(32) } else { 1.0 };
+    let scale = if !vcc {
+        1.0
+    } else if exponent32(s2) >= 127 {
+        2f64.powi(64)
+    } else {
+        2f64.powi(-64)
+    };
     f32_out(round_to_f32(hi * scale, lo * scale, mode.round_f32()), dn)
 }
 
-/// `v_div_fmas_f64` for one lane: `fma(s0, s1, s2)`, times 2^64 when VCC is set.
+/// `v_div_fmas_f64` for one lane: as [`div_fmas_f32`] with threshold 1023 and scale 2^±128.
 pub fn div_fmas_f64(s0: u64, s1: u64, s2: u64, vcc: bool, mode: Mode) -> u64 {
-    let r = f64::from_bits(fma_f64(s0, s1, s2, mode));
     let dn = mode.denorm_f64_f16();
-    f64_out(if vcc { ldexp64(r, 64) } else { r }, dn)
+    let (x, y, z) = (f64_in(s0, dn), f64_in(s1, dn), f64_in(s2, dn));
+    if !vcc {
+        return fma_f64(s0, s1, s2, mode);
+    }
+    // one rounding of the scaled result: scaling by a power of two is exact unless the
+    // result is denormal, so compute the fma at full precision first when it may be
+    let e = if exponent64(s2) >= 1023 { 128 } else { -128 };
+    let r = x.mul_add(y, z);
+    let scaled = ldexp64(r, e);
+    if scaled != 0.0 && scaled.abs() < f64::MIN_POSITIVE {
+        // fold the scale into an operand instead so the denormal result is rounded once
+        return f64_out(x.mul_add(ldexp64(y, e), ldexp64(z, e)), dn);
+    }
+    f64_out(scaled, dn)
 }
 
 /// `v_div_fixup_f32` for one lane: `s0` the quotient, `s1` the denominator, `s2` the

@@ -1400,7 +1400,8 @@ impl Wave {
         let vdata = ((w1 >> 8) & 0xff) as usize;
         let glc = (w0 >> 14) & 1 != 0;
         let (addrs, mask) = self.buffer_addresses(c)?;
-        self.vmem(c, env, &addrs, mask, vdata, glc)
+        let acc = self.target == crate::Target::Gfx90a && (w1 >> 23) & 1 != 0;
+        self.vmem(c, env, &addrs, mask, vdata, glc, acc)
     }
 
     fn flat<E: WaveEnv + ?Sized>(&mut self, c: &Cached, env: &mut E) -> R<()> {
@@ -1434,14 +1435,16 @@ impl Wave {
             MemKind::Load { .. } => vdst,
             _ => vdata,
         };
+        let acc = self.target == crate::Target::Gfx90a && (w1 >> 23) & 1 != 0;
         if let MemKind::Atomic { .. } = c.mem {
-            return self.vatomic(c, env, &addrs, exec, vdata, vdst, glc);
+            return self.vatomic(c, env, &addrs, exec, vdata, vdst, glc, acc);
         }
-        self.vmem(c, env, &addrs, exec, data_reg, glc)
+        self.vmem(c, env, &addrs, exec, data_reg, glc, acc)
     }
 
     /// Loads and stores of MUBUF/FLAT/GLOBAL: `reg` is the data (store) or destination (load)
     /// VGPR.
+    #[allow(clippy::too_many_arguments)]
     fn vmem<E: WaveEnv + ?Sized>(
         &mut self,
         c: &Cached,
@@ -1450,6 +1453,7 @@ impl Wave {
         mask: u64,
         reg: usize,
         glc: bool,
+        acc: bool,
     ) -> R<()> {
         match c.mem {
             MemKind::Load { bytes, signed } => {
@@ -1464,7 +1468,7 @@ impl Wave {
                 // lanes out of buffer range read 0
                 let exec = self.exec();
                 for (i, d) in out[..dwords].iter().enumerate() {
-                    let dst = self.v_mut(reg + i)?;
+                    let dst = self.data_reg_mut(acc, reg + i)?;
                     for l in 0..WAVE_SIZE {
                         if (exec >> l) & 1 != 0 {
                             dst[l] = if (mask >> l) & 1 != 0 { d[l] } else { 0 };
@@ -1477,14 +1481,14 @@ impl Wave {
                 let dwords = bytes.div_ceil(4) as usize;
                 let mut data = [[0u32; WAVE_SIZE]; 4];
                 for (i, d) in data[..dwords].iter_mut().enumerate() {
-                    *d = *self.v(reg + i)?;
+                    *d = *self.data_reg(acc, reg + i)?;
                 }
                 env.store(addrs, mask, bytes, &data[..dwords])?;
                 Ok(())
             }
             MemKind::Atomic { .. } => {
                 // MUBUF atomics: VDATA holds the source and receives the return value
-                self.vatomic(c, env, addrs, mask, reg, reg, glc)
+                self.vatomic(c, env, addrs, mask, reg, reg, glc, acc)
             }
             MemKind::Other => Err(illegal(self.pc, c)),
         }
@@ -1500,17 +1504,18 @@ impl Wave {
         data: usize,
         ret: usize,
         glc: bool,
+        acc: bool,
     ) -> R<()> {
         let MemKind::Atomic { op, wide } = c.mem else { return Err(illegal(self.pc, c)) };
         let n = if wide { 2 } else { 1 };
         let read = |w: &Wave, r: usize| -> R<[u64; WAVE_SIZE]> {
             let mut v = [0u64; WAVE_SIZE];
-            let lo = w.v(r)?;
+            let lo = w.data_reg(acc, r)?;
             for l in 0..WAVE_SIZE {
                 v[l] = u64::from(lo[l]);
             }
             if wide {
-                let hi = w.v(r + 1)?;
+                let hi = w.data_reg(acc, r + 1)?;
                 for l in 0..WAVE_SIZE {
                     v[l] |= u64::from(hi[l]) << 32;
                 }
@@ -1530,9 +1535,9 @@ impl Wave {
                 lo[l] = old[l] as u32;
                 hi[l] = (old[l] >> 32) as u32;
             }
-            write_masked(self.v_mut(ret)?, &lo, exec);
+            write_masked(self.data_reg_mut(acc, ret)?, &lo, exec);
             if wide {
-                write_masked(self.v_mut(ret + 1)?, &hi, exec);
+                write_masked(self.data_reg_mut(acc, ret + 1)?, &hi, exec);
             }
         }
         Ok(())
@@ -1544,6 +1549,9 @@ impl Wave {
         let [w0, w1] = c.inst.words;
         if (w0 >> 16) & 1 != 0 {
             return Err(illegal(self.pc, c)); // GDS
+        }
+        if self.target == crate::Target::Gfx90a && (w0 >> 25) & 1 != 0 {
+            return Err(illegal(self.pc, c)); // AGPR data (ACC bit) not modelled for DS
         }
         let offset0 = w0 & 0xff;
         let offset1 = (w0 >> 8) & 0xff;
@@ -1702,6 +1710,23 @@ impl Wave {
     fn write_v(&mut self, index: usize, value: &Lanes, mask: u64) -> R<()> {
         write_masked(self.v_mut(index)?, value, mask);
         Ok(())
+    }
+
+    /// A data register of a memory instruction: VGPR, or AGPR when the gfx90a ACC bit is set.
+    fn data_reg(&self, acc: bool, index: usize) -> R<&Lanes> {
+        if acc {
+            self.a(index)
+        } else {
+            self.v(index)
+        }
+    }
+
+    fn data_reg_mut(&mut self, acc: bool, index: usize) -> R<&mut Lanes> {
+        if acc {
+            self.a_mut(index)
+        } else {
+            self.v_mut(index)
+        }
     }
 }
 

@@ -692,7 +692,9 @@ pub fn div_fmas_f64(s0: u64, s1: u64, s2: u64, vcc: bool, mode: Mode) -> u64 {
 
 /// `v_div_fixup_f32` for one lane: `s0` the quotient, `s1` the denominator, `s2` the
 /// numerator; handles NaN, infinities, zeros and out-of-range exponents, else returns the
-/// quotient with the sign of `s1 ^ s2`.
+/// quotient with the sign of `s1 ^ s2`. A NaN quotient from finite, nonzero operands means
+/// the scaled quotient overflowed in the refinement steps: the result is a signed infinity
+/// (what a correctly rounded overflow gives; the helper sequence relies on it).
 pub fn div_fixup_f32(s0: u32, s1: u32, s2: u32) -> u32 {
     let (den, num) = (f32::from_bits(s1), f32::from_bits(s2));
     let sign = (s1 ^ s2) & 0x8000_0000;
@@ -706,6 +708,9 @@ pub fn div_fixup_f32(s0: u32, s1: u32, s2: u32) -> u32 {
         sign | 0x7f80_0000
     } else if den.is_infinite() || num == 0.0 {
         sign
+    } else if f32::from_bits(s0).is_nan() {
+        // finite operands whose scaled quotient overflowed inside the helper sequence
+        sign | 0x7f80_0000
     } else if exponent32(s2) - exponent32(s1) < -150 {
         sign // underflow
     } else if exponent32(s1) == 255 {
@@ -730,6 +735,8 @@ pub fn div_fixup_f64(s0: u64, s1: u64, s2: u64) -> u64 {
         sign | inf
     } else if den.is_infinite() || num == 0.0 {
         sign
+    } else if f64::from_bits(s0).is_nan() {
+        sign | inf
     } else if exponent64(s2) - exponent64(s1) < -1075 {
         sign
     } else if exponent64(s1) == 0x7ff {

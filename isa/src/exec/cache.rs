@@ -91,6 +91,36 @@ pub struct Cmp {
     pub ty: CmpType,
     /// `v_cmpx`: also writes EXEC.
     pub writes_exec: bool,
+    /// Truth table over the outcome of comparing the operands: bit 0 less, bit 1 equal,
+    /// bit 2 greater, bit 3 unordered (a NaN operand); `None` for `class`.
+    pub truth: Option<u8>,
+}
+
+/// The truth table of a compare condition (see [`Cmp::truth`]).
+fn truth_of(cond: &str) -> Option<u8> {
+    const LT: u8 = 1;
+    const EQ: u8 = 2;
+    const GT: u8 = 4;
+    const UN: u8 = 8;
+    Some(match cond {
+        "f" => 0,
+        "lt" => LT,
+        "eq" => EQ,
+        "le" => LT | EQ,
+        "gt" => GT,
+        "lg" | "ne" => LT | GT,
+        "ge" => EQ | GT,
+        "o" => LT | EQ | GT,
+        "u" => UN,
+        "nge" => LT | UN,
+        "nlg" => EQ | UN,
+        "ngt" => LT | EQ | UN,
+        "nle" => GT | UN,
+        "neq" => LT | GT | UN,
+        "nlt" => EQ | GT | UN,
+        "tru" | "t" => LT | EQ | GT | UN,
+        _ => return None,
+    })
 }
 
 fn parse_cmp(name: &'static str) -> Option<Cmp> {
@@ -112,7 +142,10 @@ fn parse_cmp(name: &'static str) -> Option<Cmp> {
         "u64" => CmpType::U64,
         _ => return None,
     };
-    Some(Cmp { cond, ty, writes_exec })
+    if cond != "class" && truth_of(cond).is_none() {
+        return None;
+    }
+    Some(Cmp { cond, ty, writes_exec, truth: truth_of(cond) })
 }
 
 /// Pre-decoded code: an entry for every dword offset of `[base, base + len)`.

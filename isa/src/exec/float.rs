@@ -708,13 +708,13 @@ pub fn div_fixup_f32(s0: u32, s1: u32, s2: u32) -> u32 {
         sign | 0x7f80_0000
     } else if den.is_infinite() || num == 0.0 {
         sign
-    } else if f32::from_bits(s0).is_nan() {
-        // finite operands whose scaled quotient overflowed inside the helper sequence
-        sign | 0x7f80_0000
     } else if exponent32(s2) - exponent32(s1) < -150 {
         sign // underflow
     } else if exponent32(s1) == 255 {
         sign | 0x7f80_0000 // overflow
+    } else if f32::from_bits(s0).is_nan() {
+        // finite operands whose scaled quotient overflowed inside the helper sequence
+        sign | 0x7f80_0000
     } else {
         sign | (s0 & 0x7fff_ffff)
     }
@@ -735,11 +735,11 @@ pub fn div_fixup_f64(s0: u64, s1: u64, s2: u64) -> u64 {
         sign | inf
     } else if den.is_infinite() || num == 0.0 {
         sign
-    } else if f64::from_bits(s0).is_nan() {
-        sign | inf
     } else if exponent64(s2) - exponent64(s1) < -1075 {
         sign
     } else if exponent64(s1) == 0x7ff {
+        sign | inf
+    } else if f64::from_bits(s0).is_nan() {
         sign | inf
     } else {
         sign | (s0 & !(1 << 63))

@@ -614,8 +614,22 @@ impl Wave {
     // ------------------------------------------------------------ vector ALU
 
     fn src32(&self, c: &Cached, field: Field, index: u32, m: Mods) -> R<Lanes> {
-        let Some(op) = opnd(c, field) else { return Ok([0; WAVE_SIZE]) };
-        let mut v = self.vread32(op, c.src_type)?;
+        let mut v = [0u32; WAVE_SIZE];
+        self.src32_into(c, field, index, m, &mut v)?;
+        Ok(v)
+    }
+
+    /// Reads a 32-bit source (with abs/neg applied) into `v`.
+    fn src32_into(&self, c: &Cached, field: Field, index: u32, m: Mods, v: &mut Lanes) -> R<()> {
+        let Some(op) = opnd(c, field) else {
+            *v = [0; WAVE_SIZE];
+            return Ok(());
+        };
+        match op {
+            Operand::Vgpr { first, .. } => v.copy_from_slice(self.v(usize::from(first))?),
+            Operand::Agpr { first, .. } => v.copy_from_slice(self.a(usize::from(first))?),
+            _ => v.fill(self.sread(op, c.src_type, false) as u32),
+        }
         let (abs, neg) = ((m.abs >> index) & 1 != 0, (m.neg >> index) & 1 != 0);
         if abs || neg {
             let (am, nm) = if c.src_type == SrcType::F16 { (0x7fffu32, 0x8000u32) } else { (0x7fff_ffff, 0x8000_0000) };
@@ -628,7 +642,7 @@ impl Wave {
                 }
             }
         }
-        Ok(v)
+        Ok(())
     }
 
     fn src64(&self, c: &Cached, field: Field, index: u32, m: Mods) -> R<[u64; WAVE_SIZE]> {
@@ -693,101 +707,48 @@ impl Wave {
         let mode = self.mode;
         let exec = self.exec();
         let op = c.inst.op;
+        // each lane loop lives in its own small monomorphised function (no giant frame)
         macro_rules! un32 {
-            ($f:expr, $float:expr) => {{
-                let a = self.src32(c, Field::A, 0, m)?;
-                let f = $f;
-                let mut r = [0u32; WAVE_SIZE];
-                for l in 0..WAVE_SIZE {
-                    r[l] = f(a[l]);
-                }
-                self.dst32(c, r, m, $float)
-            }};
+            ($f:expr, $float:expr) => {
+                self.lanes1(c, m, $float, $f)
+            };
         }
         macro_rules! bin32 {
-            ($f:expr, $float:expr) => {{
-                let a = self.src32(c, Field::A, 0, m)?;
-                let b = self.src32(c, Field::B, 1, m)?;
-                let f = $f;
-                let mut r = [0u32; WAVE_SIZE];
-                for l in 0..WAVE_SIZE {
-                    r[l] = f(a[l], b[l]);
-                }
-                self.dst32(c, r, m, $float)
-            }};
+            ($f:expr, $float:expr) => {
+                self.lanes2(c, m, $float, $f)
+            };
         }
         macro_rules! tri32 {
-            ($f:expr, $float:expr) => {{
-                let a = self.src32(c, Field::A, 0, m)?;
-                let b = self.src32(c, Field::B, 1, m)?;
-                let cc = self.src32(c, Field::C, 2, m)?;
-                let f = $f;
-                let mut r = [0u32; WAVE_SIZE];
-                for l in 0..WAVE_SIZE {
-                    r[l] = f(a[l], b[l], cc[l]);
-                }
-                self.dst32(c, r, m, $float)
-            }};
+            ($f:expr, $float:expr) => {
+                self.lanes3(c, m, $float, $f)
+            };
         }
         macro_rules! un64 {
-            ($f:expr) => {{
-                let a = self.src64(c, Field::A, 0, m)?;
-                let f = $f;
-                let mut r = [0u64; WAVE_SIZE];
-                for l in 0..WAVE_SIZE {
-                    r[l] = f(a[l]);
-                }
-                self.dst64(c, r, m, true)
-            }};
+            ($f:expr) => {
+                self.lanes64_1(c, m, $f)
+            };
         }
         macro_rules! bin64 {
-            ($f:expr) => {{
-                let a = self.src64(c, Field::A, 0, m)?;
-                let b = self.src64(c, Field::B, 1, m)?;
-                let f = $f;
-                let mut r = [0u64; WAVE_SIZE];
-                for l in 0..WAVE_SIZE {
-                    r[l] = f(a[l], b[l]);
-                }
-                self.dst64(c, r, m, true)
-            }};
+            ($f:expr) => {
+                self.lanes64_2(c, m, $f)
+            };
         }
         macro_rules! tri64 {
-            ($f:expr) => {{
-                let a = self.src64(c, Field::A, 0, m)?;
-                let b = self.src64(c, Field::B, 1, m)?;
-                let cc = self.src64(c, Field::C, 2, m)?;
-                let f = $f;
-                let mut r = [0u64; WAVE_SIZE];
-                for l in 0..WAVE_SIZE {
-                    r[l] = f(a[l], b[l], cc[l]);
-                }
-                self.dst64(c, r, m, true)
-            }};
+            ($f:expr) => {
+                self.lanes64_3(c, m, $f)
+            };
         }
         // f64 result from a 32-bit source
         macro_rules! widen {
-            ($f:expr) => {{
-                let a = self.src32(c, Field::A, 0, m)?;
-                let f = $f;
-                let mut r = [0u64; WAVE_SIZE];
-                for l in 0..WAVE_SIZE {
-                    r[l] = f(a[l]);
-                }
-                self.dst64(c, r, m, false)
-            }};
+            ($f:expr) => {
+                self.lanes_widen(c, m, $f)
+            };
         }
         // 32-bit result from an f64 source
         macro_rules! narrow {
-            ($f:expr, $float:expr) => {{
-                let a = self.src64(c, Field::A, 0, m)?;
-                let f = $f;
-                let mut r = [0u32; WAVE_SIZE];
-                for l in 0..WAVE_SIZE {
-                    r[l] = f(a[l]);
-                }
-                self.dst32(c, r, m, $float)
-            }};
+            ($f:expr, $float:expr) => {
+                self.lanes_narrow(c, m, $float, $f)
+            };
         }
         let clamp = m.clamp;
         match op {
@@ -1156,97 +1117,102 @@ impl Wave {
         }
     }
 
+    #[inline(never)]
     fn vcmp(&mut self, c: &Cached, cmp: super::cache::Cmp) -> R<()> {
         let m = mods_of(c);
         let exec = self.exec();
         let mut result = 0u64;
-        let cond = cmp.cond;
-        let fcmp = |x: f64, y: f64| -> Option<bool> {
-            let unord = x.is_nan() || y.is_nan();
-            Some(match cond {
-                "f" => false,
-                "lt" => x < y,
-                "eq" => x == y,
-                "le" => x <= y,
-                "gt" => x > y,
-                "lg" => x < y || x > y,
-                "ge" => x >= y,
-                "o" => !unord,
-                "u" => unord,
-                "nge" => !(x >= y),
-                "nlg" => !(x < y || x > y),
-                "ngt" => !(x > y),
-                "nle" => !(x <= y),
-                "neq" => x != y,
-                "nlt" => !(x < y),
-                "tru" => true,
-                _ => return None,
-            })
-        };
-        let icmp = |o: std::cmp::Ordering| -> Option<bool> {
-            use std::cmp::Ordering::*;
-            Some(match cond {
-                "f" => false,
-                "lt" => o == Less,
-                "eq" => o == Equal,
-                "le" => o != Greater,
-                "gt" => o == Greater,
-                "ne" => o != Equal,
-                "ge" => o != Less,
-                "t" => true,
-                _ => return None,
-            })
-        };
-        let bad = || illegal(self.pc, c);
-        match cmp.ty {
-            CmpType::F64 | CmpType::I64 | CmpType::U64 => {
+        // outcome index: 0 less, 1 equal, 2 greater, 3 unordered
+        #[inline(always)]
+        fn ford<T: PartialOrd>(x: T, y: T) -> u32 {
+            if x < y {
+                0
+            } else if x == y {
+                1
+            } else if x > y {
+                2
+            } else {
+                3
+            }
+        }
+        #[inline(always)]
+        fn iord<T: Ord>(x: T, y: T) -> u32 {
+            match x.cmp(&y) {
+                std::cmp::Ordering::Less => 0,
+                std::cmp::Ordering::Equal => 1,
+                std::cmp::Ordering::Greater => 2,
+            }
+        }
+        match (cmp.truth, cmp.ty) {
+            (None, CmpType::F64) => {
                 let a = self.src64(c, Field::A, 0, m)?;
-                if cond == "class" {
-                    let b = self.src32(c, Field::B, 1, Mods::default())?;
-                    for l in 0..WAVE_SIZE {
-                        result |= u64::from(fp::class_f64(a[l], b[l])) << l;
-                    }
-                } else {
-                    let b = self.src64(c, Field::B, 1, m)?;
-                    for l in 0..WAVE_SIZE {
-                        let r = match cmp.ty {
-                            CmpType::F64 => fcmp(f64::from_bits(a[l]), f64::from_bits(b[l])),
-                            CmpType::I64 => icmp((a[l] as i64).cmp(&(b[l] as i64))),
-                            _ => icmp(a[l].cmp(&b[l])),
-                        }
-                        .ok_or_else(bad)?;
-                        result |= u64::from(r) << l;
-                    }
+                let b = self.src32(c, Field::B, 1, Mods::default())?;
+                for l in 0..WAVE_SIZE {
+                    result |= u64::from(fp::class_f64(a[l], b[l])) << l;
                 }
             }
-            _ => {
+            (None, CmpType::F32 | CmpType::F16) => {
                 let a = self.src32(c, Field::A, 0, m)?;
-                let b = self.src32(c, Field::B, 1, if cond == "class" { Mods::default() } else { m })?;
+                let b = self.src32(c, Field::B, 1, Mods::default())?;
+                let half = cmp.ty == CmpType::F16;
                 for l in 0..WAVE_SIZE {
-                    let (x, y) = (a[l], b[l]);
-                    let r = if cond == "class" {
-                        match cmp.ty {
-                            CmpType::F32 => fp::class_f32(x, y),
-                            CmpType::F16 => {
-                                fp::class_f32(fp::f16_to_f32(x as u16).to_bits(), y)
-                            }
-                            _ => return Err(bad()),
-                        }
-                    } else {
-                        match cmp.ty {
-                            CmpType::F32 => fcmp(f64::from(f32::from_bits(x)), f64::from(f32::from_bits(y))),
-                            CmpType::F16 => fcmp(
-                                f64::from(fp::f16_to_f32(x as u16)),
-                                f64::from(fp::f16_to_f32(y as u16)),
-                            ),
-                            CmpType::I32 => icmp((x as i32).cmp(&(y as i32))),
-                            CmpType::U32 => icmp(x.cmp(&y)),
-                            CmpType::I16 => icmp((x as i16).cmp(&(y as i16))),
-                            _ => icmp((x as u16).cmp(&(y as u16))),
-                        }
-                        .ok_or_else(bad)?
+                    let x = if half { fp::f16_to_f32(a[l] as u16).to_bits() } else { a[l] };
+                    result |= u64::from(fp::class_f32(x, b[l])) << l;
+                }
+            }
+            (None, _) => return Err(illegal(self.pc, c)),
+            (Some(truth), CmpType::F64 | CmpType::I64 | CmpType::U64) => {
+                let a = self.src64(c, Field::A, 0, m)?;
+                let b = self.src64(c, Field::B, 1, m)?;
+                for l in 0..WAVE_SIZE {
+                    let o = match cmp.ty {
+                        CmpType::F64 => ford(f64::from_bits(a[l]), f64::from_bits(b[l])),
+                        CmpType::I64 => iord(a[l] as i64, b[l] as i64),
+                        _ => iord(a[l], b[l]),
                     };
-                    result |= u64::from(r) << l;
+                    result |= u64::from((truth >> o) & 1) << l;
+                }
+            }
+            (Some(truth), ty) => {
+                let (mut sa, mut sb) = ([0u32; WAVE_SIZE], [0u32; WAVE_SIZE]);
+                let a = self.src_ref(c, Field::A, 0, m, &mut sa)?;
+                let b = self.src_ref(c, Field::B, 1, m, &mut sb)?;
+                let mut bits = [0u8; WAVE_SIZE];
+                match ty {
+                    CmpType::F32 => {
+                        for l in 0..WAVE_SIZE {
+                            bits[l] = (truth >> ford(f32::from_bits(a[l]), f32::from_bits(b[l]))) & 1;
+                        }
+                    }
+                    CmpType::F16 => {
+                        for l in 0..WAVE_SIZE {
+                            let (x, y) = (fp::f16_to_f32(a[l] as u16), fp::f16_to_f32(b[l] as u16));
+                            bits[l] = (truth >> ford(x, y)) & 1;
+                        }
+                    }
+                    CmpType::I32 => {
+                        for l in 0..WAVE_SIZE {
+                            bits[l] = (truth >> iord(a[l] as i32, b[l] as i32)) & 1;
+                        }
+                    }
+                    CmpType::U32 => {
+                        for l in 0..WAVE_SIZE {
+                            bits[l] = (truth >> iord(a[l], b[l])) & 1;
+                        }
+                    }
+                    CmpType::I16 => {
+                        for l in 0..WAVE_SIZE {
+                            bits[l] = (truth >> iord(a[l] as i16, b[l] as i16)) & 1;
+                        }
+                    }
+                    _ => {
+                        for l in 0..WAVE_SIZE {
+                            bits[l] = (truth >> iord(a[l] as u16, b[l] as u16)) & 1;
+                        }
+                    }
+                }
+                for (l, bit) in bits.iter().enumerate() {
+                    result |= u64::from(*bit) << l;
                 }
             }
         }
@@ -1304,6 +1270,128 @@ impl Wave {
             }
         }
         Ok(())
+    }
+}
+
+
+impl Wave {
+    /// A 32-bit source as lanes: a reference into the register file when it is a plain
+    /// VGPR, else materialised (constant splat, modifiers) into `store`.
+    #[inline(always)]
+    fn src_ref<'a>(&'a self, c: &Cached, field: Field, index: u32, m: Mods, store: &'a mut Lanes) -> R<&'a Lanes> {
+        let mods = ((m.abs | m.neg) >> index) & 1 != 0;
+        match opnd(c, field) {
+            Some(Operand::Vgpr { first, .. }) if !mods => self.v(usize::from(first)),
+            _ => {
+                self.src32_into(c, field, index, m, store)?;
+                Ok(store)
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn finish32(&mut self, c: &Cached, mut r: Lanes, m: Mods, float_out: bool) -> R<()> {
+        if float_out && (m.clamp || m.omod != 0) {
+            for x in r.iter_mut() {
+                *x = fp::modify_out32(f32::from_bits(*x), m.omod, m.clamp, self.mode).to_bits();
+            }
+        }
+        let exec = self.exec();
+        match opnd(c, Field::D) {
+            Some(Operand::Vgpr { first, .. }) => write_masked(self.v_mut(usize::from(first))?, &r, exec),
+            Some(d) => self.vwrite32(d, &r, exec)?,
+            None => {}
+        }
+        Ok(())
+    }
+
+    #[inline(never)]
+    fn lanes1(&mut self, c: &Cached, m: Mods, float_out: bool, f: impl Fn(u32) -> u32) -> R<()> {
+        let mut sa = [0u32; WAVE_SIZE];
+        let a = self.src_ref(c, Field::A, 0, m, &mut sa)?;
+        let mut r = [0u32; WAVE_SIZE];
+        for l in 0..WAVE_SIZE {
+            r[l] = f(a[l]);
+        }
+        self.finish32(c, r, m, float_out)
+    }
+
+    #[inline(never)]
+    fn lanes2(&mut self, c: &Cached, m: Mods, float_out: bool, f: impl Fn(u32, u32) -> u32) -> R<()> {
+        let (mut sa, mut sb) = ([0u32; WAVE_SIZE], [0u32; WAVE_SIZE]);
+        let a = self.src_ref(c, Field::A, 0, m, &mut sa)?;
+        let b = self.src_ref(c, Field::B, 1, m, &mut sb)?;
+        let mut r = [0u32; WAVE_SIZE];
+        for l in 0..WAVE_SIZE {
+            r[l] = f(a[l], b[l]);
+        }
+        self.finish32(c, r, m, float_out)
+    }
+
+    #[inline(never)]
+    fn lanes3(&mut self, c: &Cached, m: Mods, float_out: bool, f: impl Fn(u32, u32, u32) -> u32) -> R<()> {
+        let (mut sa, mut sb, mut sc) = ([0u32; WAVE_SIZE], [0u32; WAVE_SIZE], [0u32; WAVE_SIZE]);
+        let a = self.src_ref(c, Field::A, 0, m, &mut sa)?;
+        let b = self.src_ref(c, Field::B, 1, m, &mut sb)?;
+        let d = self.src_ref(c, Field::C, 2, m, &mut sc)?;
+        let mut r = [0u32; WAVE_SIZE];
+        for l in 0..WAVE_SIZE {
+            r[l] = f(a[l], b[l], d[l]);
+        }
+        self.finish32(c, r, m, float_out)
+    }
+
+    #[inline(never)]
+    fn lanes64_1(&mut self, c: &Cached, m: Mods, f: impl Fn(u64) -> u64) -> R<()> {
+        let a = self.src64(c, Field::A, 0, m)?;
+        let mut r = [0u64; WAVE_SIZE];
+        for l in 0..WAVE_SIZE {
+            r[l] = f(a[l]);
+        }
+        self.dst64(c, r, m, true)
+    }
+
+    #[inline(never)]
+    fn lanes64_2(&mut self, c: &Cached, m: Mods, f: impl Fn(u64, u64) -> u64) -> R<()> {
+        let a = self.src64(c, Field::A, 0, m)?;
+        let b = self.src64(c, Field::B, 1, m)?;
+        let mut r = [0u64; WAVE_SIZE];
+        for l in 0..WAVE_SIZE {
+            r[l] = f(a[l], b[l]);
+        }
+        self.dst64(c, r, m, true)
+    }
+
+    #[inline(never)]
+    fn lanes64_3(&mut self, c: &Cached, m: Mods, f: impl Fn(u64, u64, u64) -> u64) -> R<()> {
+        let a = self.src64(c, Field::A, 0, m)?;
+        let b = self.src64(c, Field::B, 1, m)?;
+        let d = self.src64(c, Field::C, 2, m)?;
+        let mut r = [0u64; WAVE_SIZE];
+        for l in 0..WAVE_SIZE {
+            r[l] = f(a[l], b[l], d[l]);
+        }
+        self.dst64(c, r, m, true)
+    }
+
+    #[inline(never)]
+    fn lanes_widen(&mut self, c: &Cached, m: Mods, f: impl Fn(u32) -> u64) -> R<()> {
+        let a = self.src32(c, Field::A, 0, m)?;
+        let mut r = [0u64; WAVE_SIZE];
+        for l in 0..WAVE_SIZE {
+            r[l] = f(a[l]);
+        }
+        self.dst64(c, r, m, false)
+    }
+
+    #[inline(never)]
+    fn lanes_narrow(&mut self, c: &Cached, m: Mods, float_out: bool, f: impl Fn(u64) -> u32) -> R<()> {
+        let a = self.src64(c, Field::A, 0, m)?;
+        let mut r = [0u32; WAVE_SIZE];
+        for l in 0..WAVE_SIZE {
+            r[l] = f(a[l]);
+        }
+        self.dst32(c, r, m, float_out)
     }
 }
 

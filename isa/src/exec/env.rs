@@ -270,6 +270,14 @@ impl HostEnv {
 
     /// Little-endian read of up to 8 bytes.
     fn read_le(&self, a: u64, bytes: u32, access: Access) -> Result<u64, MemFault> {
+        let off = (a % PAGE) as usize;
+        if off + bytes as usize <= PAGE as usize {
+            // fast path: one page, one lookup
+            let page = self.pages.get(&(a / PAGE)).ok_or(MemFault { address: a, access })?;
+            let mut buf = [0u8; 8];
+            buf[..bytes as usize].copy_from_slice(&page[off..off + bytes as usize]);
+            return Ok(u64::from_le_bytes(buf));
+        }
         let mut v = 0u64;
         for i in 0..u64::from(bytes) {
             let addr = a.wrapping_add(i);
@@ -280,6 +288,12 @@ impl HostEnv {
     }
 
     fn write_le(&mut self, a: u64, bytes: u32, value: u64, access: Access) -> Result<(), MemFault> {
+        let off = (a % PAGE) as usize;
+        if off + bytes as usize <= PAGE as usize {
+            let page = self.pages.get_mut(&(a / PAGE)).ok_or(MemFault { address: a, access })?;
+            page[off..off + bytes as usize].copy_from_slice(&value.to_le_bytes()[..bytes as usize]);
+            return Ok(());
+        }
         // Check first so a faulting access writes nothing.
         for i in 0..u64::from(bytes) {
             let addr = a.wrapping_add(i);

@@ -986,7 +986,7 @@ pub fn f64_to_f16(x: f64, round: Round) -> u16 {
         return sign | (mant as u16);
     }
     let ve = value.log2().floor() as i32;
-    let m = (value * 2f64.powi(10 - ve)) as u64 - 1024;
+    let m = ((value * 2f64.powi(10 - ve)) as u64).saturating_sub(1024);
     sign | (((ve + 15) as u16) << 10) | (m as u16)
 }
 

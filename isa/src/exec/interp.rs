@@ -1464,12 +1464,19 @@ impl Wave {
                 let is = rsrc.index_stride;
                 let (imsb, ilsb) = (index / is, index % is);
                 let (omsb, olsb) = (offset / es, offset % es);
-                let a = rsrc.base + soffset + (imsb * rsrc.stride + omsb * es) * is + ilsb * es + olsb;
+                let a = rsrc
+                    .base
+                    .wrapping_add(soffset)
+                    .wrapping_add((imsb.wrapping_mul(rsrc.stride).wrapping_add(omsb * es)).wrapping_mul(is))
+                    .wrapping_add(ilsb * es + olsb);
                 (a, rsrc.stride == 0 || index < rsrc.num_records)
             } else if rsrc.stride == 0 {
-                (rsrc.base + soffset + offset, offset < rsrc.num_records)
+                (rsrc.base.wrapping_add(soffset).wrapping_add(offset), offset < rsrc.num_records)
             } else {
-                (rsrc.base + soffset + index * rsrc.stride + offset, index < rsrc.num_records)
+                (
+                    rsrc.base.wrapping_add(soffset).wrapping_add(index.wrapping_mul(rsrc.stride)).wrapping_add(offset),
+                    index < rsrc.num_records,
+                )
             };
             addrs[l] = addr;
             if ok && (exec >> l) & 1 != 0 {

@@ -314,13 +314,7 @@ fn scalar_operand(v: u32, dwords: u8, literal: &mut Option<u32>, lit_word: Optio
     let wide = dwords >= 2;
     let reg = |reg, hi| Operand::Special { reg, count: dwords, hi };
     Ok(match v {
-        0..=101 => {
-            let first = if wide { (v as u8) & !1 } else { v as u8 };
-            if u32::from(first) + u32::from(dwords) > 102 {
-                return Err("SGPR range past s101");
-            }
-            Operand::Sgpr { first, count: dwords }
-        }
+        0..=101 => Operand::Sgpr { first: align_sgpr(v, dwords), count: dwords },
         102 | 103 if wide && v == 103 => return Err("odd half of a 64-bit special register"),
         102 | 103 => reg(crate::decode::SpecialReg::FlatScratch, v == 103),
         104 | 105 if wide && v == 105 => return Err("odd half of a 64-bit special register"),
@@ -362,6 +356,16 @@ fn scalar_operand(v: u32, dwords: u8, literal: &mut Option<u32>, lit_word: Optio
         },
         _ => return Err("reserved source operand"),
     })
+}
+
+/// SGPR tuples are aligned: pairs to 2, wider tuples to 4 (llvm prints the aligned range).
+fn align_sgpr(v: u32, dwords: u8) -> u8 {
+    let v = v as u8;
+    match dwords {
+        0 | 1 => v,
+        2 => v & !1,
+        _ => v & !3,
+    }
 }
 
 fn vector_range(v: u32, dwords: u8, agpr: bool) -> Result<Operand, &'static str> {
@@ -433,6 +437,19 @@ pub fn decode(bytes: &[u8], addr: u64, target: Target) -> Result<(Instruction, u
             break;
         }
         let v = field_value(enc, slot.field, w0, w1);
+        let mut slot = *slot;
+        if enc == Enc::Mubuf && slot.field == Field::A && (w0 >> 12) & 3 == 3 {
+            slot.dwords = 2;
+        }
+        if enc == Enc::Vop3 && row.opcode >= 0x3C0 && row.op.mnemonic().starts_with("v_mfma") {
+            let acc_cd = target == Target::Gfx908 || (w0 >> 15) & 1 == 1;
+            if matches!(slot.field, Field::D | Field::C) && acc_cd {
+                slot.class = Class::A;
+            }
+            if slot.field == Field::C {
+                slot.dwords = row.slots[0].dwords;
+            }
+        }
         let op = match (slot.field, slot.class) {
             (Field::Vcc, _) => Operand::Special { reg: SpecialReg::Vcc, count: 2, hi: false },
             (_, Class::Off) => {
@@ -498,6 +515,11 @@ fn strict_checks(enc: Enc, row: &Row, w0: u32, w1: u32) -> Result<(), &'static s
             }
             if !uses(Field::A) && w0 & 0x1FF != 0 {
                 return Err("SRC0 must be 0");
+            }
+        }
+        Enc::Sopp => {
+            if row.slots.is_empty() && w0 & 0xFFFF != 0 {
+                return Err("SIMM16 must be 0");
             }
         }
         Enc::Vop3 => {

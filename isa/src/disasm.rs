@@ -101,12 +101,43 @@ fn literal(f: &mut impl Write, v: u32, half: bool) -> fmt::Result {
     }
 }
 
-fn is_half(op: Op) -> bool {
-    let m = op.mnemonic();
-    m.contains("f16") || m.contains("i16") || m.contains("u16") || m.contains("b16")
+/// 16-bit operand type of a vector instruction: literals print as 16 bits.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Half {
+    No,
+    Float,
+    Int,
 }
 
-fn operand(f: &mut impl Write, o: &Operand, dwords: u8, half: bool) -> fmt::Result {
+fn half_of(op: Op, enc: Enc) -> Half {
+    let m = op.mnemonic();
+    if !matches!(enc, Enc::Vop1 | Enc::Vop2 | Enc::Vopc | Enc::Vop3) {
+        return Half::No;
+    }
+    if m.contains("f16") {
+        Half::Float
+    } else if m.contains("i16") || m.contains("u16") || m.contains("b16") {
+        Half::Int
+    } else {
+        Half::No
+    }
+}
+
+fn f16_bits(code: u8) -> u32 {
+    match code {
+        240 => 0x3800,
+        241 => 0xB800,
+        242 => 0x3C00,
+        243 => 0xBC00,
+        244 => 0x4000,
+        245 => 0xC000,
+        246 => 0x4400,
+        247 => 0xC400,
+        _ => 0x3118,
+    }
+}
+
+fn operand(f: &mut impl Write, o: &Operand, dwords: u8, half: Half) -> fmt::Result {
     match *o {
         Operand::Sgpr { first, count } => reg_range(f, "s", first.into(), count.into()),
         Operand::Vgpr { first, count } => reg_range(f, "v", first.into(), count.into()),
@@ -114,18 +145,41 @@ fn operand(f: &mut impl Write, o: &Operand, dwords: u8, half: bool) -> fmt::Resu
         Operand::Ttmp { first, count } => reg_range(f, "ttmp", first.into(), count.into()),
         Operand::Special { reg, count, hi } => f.write_str(special_name(reg, count, hi)),
         Operand::IntConst(i) => write!(f, "{i}"),
+        Operand::FloatConst(c) if half == Half::Int => write!(f, "0x{:x}", f16_bits(c)),
         Operand::FloatConst(c) => f.write_str(float_const(c, dwords)),
         Operand::Literal(v) => {
             if dwords >= 2 {
                 write!(f, "0x{v:x}")
+            } else if half != Half::No {
+                let v16 = v & 0xFFFF;
+                if half == Half::Int {
+                    let i = v16 as u16 as i16;
+                    if (-16..=64).contains(&i) {
+                        return write!(f, "{i}");
+                    }
+                    return write!(f, "0x{v16:x}");
+                }
+                literal(f, v16, true)
             } else {
-                literal(f, v, half)
+                literal(f, v, false)
             }
         }
         Operand::Imm(v) => write!(f, "{v}"),
         Operand::Label(l) => write!(f, "{l}"),
         Operand::Off => f.write_str("off"),
     }
+}
+
+fn gpr_idx(f: &mut impl Write, k: u32) -> fmt::Result {
+    f.write_str("gpr_idx(")?;
+    let mut sep = "";
+    for (bit, name) in [(1, "SRC0"), (2, "SRC1"), (4, "SRC2"), (8, "DST")] {
+        if k & bit != 0 {
+            write!(f, "{sep}{name}")?;
+            sep = ",";
+        }
+    }
+    f.write_str(")")
 }
 
 fn hwreg_name(id: u32) -> Option<&'static str> {
@@ -184,7 +238,7 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
     f.write_str(name)?;
     f.write_str(row.suffix)?;
     let [w0, w1] = inst.words;
-    let half = is_half(row.op);
+    let half = half_of(row.op, inst.enc);
     let vop3p = inst.enc == Enc::Vop3 && row.opcode >= 0x380;
     let mfma = vop3p && name.starts_with("v_mfma");
     let mut sep = " ";
@@ -215,7 +269,7 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
                 continue;
             }
             (Enc::Sopk, Field::K) if name == "s_cbranch_i_fork" || name == "s_call_b64" => {
-                write!(f, "{}", (w0 & 0xFFFF) as u16 as i16)?;
+                write!(f, "{}", w0 & 0xFFFF)?;
                 continue;
             }
             (Enc::Sopk, Field::K) => {
@@ -226,12 +280,33 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
                 waitcnt(f, w0 & 0xFFFF)?;
                 continue;
             }
+            (Enc::Sopp, Field::K) if name == "s_set_gpr_idx_mode" => {
+                gpr_idx(f, w0 & 0xFFFF)?;
+                continue;
+            }
+            (Enc::Sopc, Field::B) if name == "s_set_gpr_idx_on" => {
+                gpr_idx(f, (w0 >> 8) & 0xFF)?;
+                continue;
+            }
+            (Enc::Sopp, Field::K) if is_branch(row.op) => {
+                write!(f, "{}", w0 & 0xFFFF)?;
+                continue;
+            }
+            (Enc::Sopp, Field::K) => {
+                let k = w0 & 0xFFFF;
+                if k <= 64 {
+                    write!(f, "{k}")?;
+                } else {
+                    write!(f, "0x{k:x}")?;
+                }
+                continue;
+            }
             (Enc::Smem, Field::O) => {
                 write!(f, "0x{:x}", w1 & 0x1F_FFFF)?;
                 continue;
             }
             (Enc::Smem, Field::K) => {
-                write!(f, "0x{:x}", (w0 >> 6) & 0x7F)?;
+                write!(f, "{}", (w0 >> 6) & 0x7F)?;
                 continue;
             }
             _ => {}
@@ -244,15 +319,21 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
             };
             let neg = (w1 >> (29 + i)) & 1 == 1 && mod_prints(row, i, Mods::NEG0, Mods::NEG2);
             let abs = (w0 >> (8 + i)) & 1 == 1 && mod_prints(row, i, Mods::ABS0, Mods::ABS2);
-            if neg {
-                f.write_str("-")?;
-            }
+            let constant = matches!(o, Operand::IntConst(_) | Operand::FloatConst(_) | Operand::Literal(_));
+            f.write_str(match (neg, constant) {
+                (true, true) => "neg(",
+                (true, false) => "-",
+                _ => "",
+            })?;
             if abs {
                 f.write_str("|")?;
             }
             operand(f, o, slot.dwords, half)?;
             if abs {
                 f.write_str("|")?;
+            }
+            if neg && constant {
+                f.write_str(")")?;
             }
             continue;
         }
@@ -261,12 +342,12 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
     }
     match inst.enc {
         Enc::Smem => {
-            if (w0 >> 16) & 1 == 1 {
+            if (w0 >> 16) & 1 == 1 && !name.starts_with("s_dcache_discard") {
                 f.write_str(" glc")?;
             }
         }
         Enc::Ds => {
-            let dual = name.contains("2_") || name.contains("2st64");
+            let dual = name.contains("read2") || name.contains("write2") || name.contains("wrxchg2");
             let (o0, o1) = (w0 & 0xFF, (w0 >> 8) & 0xFF);
             if dual {
                 if o0 != 0 {
@@ -332,7 +413,8 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
         Enc::Vop3 => {
             let nsrc = row.slots.iter().filter(|s| matches!(s.field, Field::A | Field::B | Field::C)).count();
             let opsel = (w0 >> 11) & 15;
-            if opsel != 0 && row.mods.rules[Mods::OPSEL0] == ModRule::Print {
+            let vop3b = row.slots.iter().any(|s| s.field == Field::E);
+            if opsel != 0 && !vop3b && row.mods.rules[Mods::OPSEL0] == ModRule::Print {
                 f.write_str(" op_sel:[")?;
                 for i in 0..nsrc {
                     write!(f, "{},", (opsel >> i) & 1)?;

@@ -377,6 +377,11 @@ fn vector_range(v: u32, dwords: u8, agpr: bool) -> Result<Operand, &'static str>
     Ok(if agpr { Operand::Agpr { first, count } } else { Operand::Vgpr { first, count } })
 }
 
+/// Instructions whose 9-bit SRC0 names a VGPR/AGPR by its low 8 bits only.
+fn eight_bit_vector_src(row: &Row) -> bool {
+    matches!(row.op.mnemonic(), "v_swap_b32" | "v_accvgpr_read_b32" | "v_accvgpr_mov_b32")
+}
+
 /// Whether a 9-bit VOP source field reads a VGPR/AGPR.
 fn is_vector_src(enc: Enc, field: Field) -> bool {
     matches!((enc, field), (Enc::Vop2 | Enc::Vop1 | Enc::Vopc, Field::A) | (Enc::Vop3, Field::A | Field::B | Field::C))
@@ -447,7 +452,10 @@ pub fn decode(bytes: &[u8], addr: u64, target: Target) -> Result<(Instruction, u
                 slot.class = Class::A;
             }
             if slot.field == Field::C {
-                slot.dwords = row.slots[0].dwords;
+                slot.dwords = if v < 256 { 1 } else { row.slots[0].dwords };
+            }
+            if (slot.field == Field::A && (w1 >> 27) & 1 == 1) || (slot.field == Field::B && (w1 >> 28) & 1 == 1) {
+                slot.class = Class::A;
             }
         }
         let op = match (slot.field, slot.class) {
@@ -461,6 +469,7 @@ pub fn decode(bytes: &[u8], addr: u64, target: Target) -> Result<(Instruction, u
             }
             (Field::K | Field::O, Class::Imm) => Operand::Imm(v),
             (_, Class::Imm) => Operand::Imm(v),
+            (Field::A, class) if eight_bit_vector_src(row) => vector_range(v & 0xFF, slot.dwords, class == Class::A).map_err(illegal)?,
             (f, class) if is_vector_src(enc, f) => {
                 if v >= 256 {
                     vector_range(v - 256, slot.dwords, class == Class::A).map_err(illegal)?
@@ -556,16 +565,26 @@ fn vop3_mod_checks(row: &Row, w0: u32, w1: u32) -> Result<(), &'static str> {
         return Ok(());
     }
     let nsrc = row.slots.iter().filter(|s| matches!(s.field, Field::A | Field::B | Field::C)).count();
-    let rule_for = |i: usize, first: usize, last: usize| if i < nsrc && i < 2 { m.rules[first] } else { m.rules[last] };
     let abs = (w0 >> 8) & 7;
     let neg = w1 >> 29;
     let sdst_is_e = row.slots.iter().any(|s| s.field == Field::E);
     for i in 0..3 {
-        if !sdst_is_e && abs & (1 << i) != 0 && rule_for(i, Mods::ABS0, Mods::ABS2) == ModRule::Reject {
+        if !sdst_is_e && abs & (1 << i) != 0 && m.abs(i) == ModRule::Reject {
             return Err("abs modifier not allowed");
         }
-        if neg & (1 << i) != 0 && rule_for(i, Mods::NEG0, Mods::NEG2) == ModRule::Reject {
+        if neg & (1 << i) != 0 && m.neg(i) == ModRule::Reject {
             return Err("neg modifier not allowed");
+        }
+    }
+    let mnemonic = row.op.mnemonic();
+    if row.opcode >= 0x380 && !mnemonic.starts_with("v_mfma") && !mnemonic.starts_with("v_accvgpr") {
+        // VOP3P: the per-source bits of sources the instruction does not have must be 0.
+        for i in nsrc..3 {
+            let opsel = (w0 >> (11 + i)) & 1;
+            let opsel_hi = if i == 2 { (w0 >> 14) & 1 } else { (w1 >> (27 + i)) & 1 };
+            if opsel | opsel_hi | ((abs >> i) & 1) | ((neg >> i) & 1) != 0 {
+                return Err("modifier of a missing source");
+            }
         }
     }
     if (w0 >> 15) & 1 != 0 && m.rules[Mods::CLAMP] == ModRule::Reject {

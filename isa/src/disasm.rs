@@ -170,7 +170,36 @@ fn operand(f: &mut impl Write, o: &Operand, dwords: u8, half: Half) -> fmt::Resu
     }
 }
 
+fn sendmsg(f: &mut impl Write, k: u32) -> fmt::Result {
+    let id = k & 0xF;
+    let op = (k >> 4) & 7;
+    let stream = (k >> 8) & 3;
+    let name = match id {
+        1 => "MSG_INTERRUPT",
+        2 => "MSG_GS",
+        3 => "MSG_GS_DONE",
+        15 => "MSG_SYSMSG",
+        _ => return write!(f, "{k}"),
+    };
+    let gs = id == 2 || id == 3;
+    if k >> 10 != 0 || (!gs && (op != 0 || stream != 0)) || (gs && op == 0 && stream != 0) {
+        return write!(f, "{k}");
+    }
+    if !gs {
+        return write!(f, "sendmsg({name})");
+    }
+    let op_name = ["GS_OP_NOP", "GS_OP_CUT", "GS_OP_EMIT", "GS_OP_EMIT_CUT"].get(op as usize);
+    match op_name {
+        Some(o) if op == 0 => write!(f, "sendmsg({name}, {o})"),
+        Some(o) => write!(f, "sendmsg({name}, {o}, {stream})"),
+        None => write!(f, "{k}"),
+    }
+}
+
 fn gpr_idx(f: &mut impl Write, k: u32) -> fmt::Result {
+    if k > 15 {
+        return write!(f, "0x{k:x}");
+    }
     f.write_str("gpr_idx(")?;
     let mut sep = "";
     for (bit, name) in [(1, "SRC0"), (2, "SRC1"), (4, "SRC2"), (8, "DST")] {
@@ -192,6 +221,10 @@ fn hwreg_name(id: u32) -> Option<&'static str> {
         6 => "HW_REG_LDS_ALLOC",
         7 => "HW_REG_IB_STS",
         15 => "HW_REG_SH_MEM_BASES",
+        16 => "HW_REG_TBA_LO",
+        17 => "HW_REG_TBA_HI",
+        18 => "HW_REG_TMA_LO",
+        19 => "HW_REG_TMA_HI",
         _ => return None,
     })
 }
@@ -284,8 +317,16 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
                 gpr_idx(f, w0 & 0xFFFF)?;
                 continue;
             }
-            (Enc::Sopc, Field::B) if name == "s_set_gpr_idx_on" => {
+            (Enc::Sopc, Field::K) if name == "s_set_gpr_idx_on" => {
                 gpr_idx(f, (w0 >> 8) & 0xFF)?;
+                continue;
+            }
+            (Enc::Sopp, Field::K) if name == "s_endpgm" => {
+                write!(f, "{}", w0 & 0xFFFF)?;
+                continue;
+            }
+            (Enc::Sopp, Field::K) if name.starts_with("s_sendmsg") => {
+                sendmsg(f, w0 & 0xFFFF)?;
                 continue;
             }
             (Enc::Sopp, Field::K) if is_branch(row.op) => {
@@ -311,14 +352,19 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
             }
             _ => {}
         }
-        if inst.enc == Enc::Vop3 && matches!(slot.field, Field::A | Field::B | Field::C) && !vop3p {
+        let mix = vop3p && name.contains("_mix");
+        if inst.enc == Enc::Vop3 && matches!(slot.field, Field::A | Field::B | Field::C) && (!vop3p || mix) {
             let i = match slot.field {
                 Field::A => 0,
                 Field::B => 1,
                 _ => 2,
             };
-            let neg = (w1 >> (29 + i)) & 1 == 1 && mod_prints(row, i, Mods::NEG0, Mods::NEG2);
-            let abs = (w0 >> (8 + i)) & 1 == 1 && mod_prints(row, i, Mods::ABS0, Mods::ABS2);
+            let neg = (w1 >> (29 + i)) & 1 == 1 && (mix || row.mods.neg(i) == ModRule::Print);
+            let abs = (w0 >> (8 + i)) & 1 == 1 && (mix || row.mods.abs(i) == ModRule::Print);
+            if register_only(row, slot.field) && matches!(o, Operand::IntConst(_) | Operand::FloatConst(_) | Operand::Literal(_)) {
+                f.write_str("/*invalid immediate*/")?;
+                continue;
+            }
             let constant = matches!(o, Operand::IntConst(_) | Operand::FloatConst(_) | Operand::Literal(_));
             f.write_str(match (neg, constant) {
                 (true, true) => "neg(",
@@ -338,11 +384,15 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
             continue;
         }
         let _ = Class::S;
+        if register_only(row, slot.field) && matches!(o, Operand::IntConst(_) | Operand::FloatConst(_) | Operand::Literal(_)) {
+            f.write_str("/*invalid immediate*/")?;
+            continue;
+        }
         operand(f, o, slot.dwords, half)?;
     }
     match inst.enc {
         Enc::Smem => {
-            if (w0 >> 16) & 1 == 1 && !name.starts_with("s_dcache_discard") {
+            if (w0 >> 16) & 1 == 1 && !name.starts_with("s_dcache_discard") && !name.starts_with("s_atc_probe") {
                 f.write_str(" glc")?;
             }
         }
@@ -409,7 +459,8 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
                 write!(f, " blgp:{blgp}")?;
             }
         }
-        Enc::Vop3 if vop3p => write_vop3p_mods(f, inst, row)?,
+        Enc::Vop3 if name.starts_with("v_accvgpr") => {}
+        Enc::Vop3 if vop3p => write_vop3p_mods(f, inst, row, mix_op(name))?,
         Enc::Vop3 => {
             let nsrc = row.slots.iter().filter(|s| matches!(s.field, Field::A | Field::B | Field::C)).count();
             let opsel = (w0 >> 11) & 15;
@@ -438,12 +489,27 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
     Ok(())
 }
 
-fn mod_prints(row: &Row, i: usize, first: usize, last: usize) -> bool {
-    let rule = if i < 2 { row.mods.rules[first] } else { row.mods.rules[last] };
-    rule == ModRule::Print
+/// Source operands that take registers only: llvm prints a constant there as
+/// `/*invalid immediate*/`.
+fn register_only(row: &Row, field: Field) -> bool {
+    let m = row.op.mnemonic();
+    match field {
+        Field::A => {
+            matches!(
+                m,
+                "s_setpc_b64" | "s_rfe_b64" | "s_movrels_b32" | "s_movrels_b64" | "s_cbranch_join" | "v_readfirstlane_b32"
+            ) || m.starts_with("v_mfma")
+        }
+        Field::B => m.starts_with("v_mfma"),
+        _ => false,
+    }
 }
 
-fn write_vop3p_mods(f: &mut impl Write, inst: &Instruction, row: &Row) -> fmt::Result {
+fn mix_op(name: &str) -> bool {
+    name.contains("_mix")
+}
+
+fn write_vop3p_mods(f: &mut impl Write, inst: &Instruction, row: &Row, mix: bool) -> fmt::Result {
     let [w0, w1] = inst.words;
     let nsrc = row.slots.iter().filter(|s| matches!(s.field, Field::A | Field::B | Field::C)).count();
     let opsel = (w0 >> 11) & 7;
@@ -463,6 +529,16 @@ fn write_vop3p_mods(f: &mut impl Write, inst: &Instruction, row: &Row) -> fmt::R
     let mask = (1u32 << nsrc) - 1;
     if opsel & mask != 0 {
         list(f, "op_sel", opsel)?;
+    }
+    if mix {
+        // The mix instructions: op_sel_hi selects f16 sources (default 0), neg/abs print inline.
+        if opsel_hi & mask != 0 {
+            list(f, "op_sel_hi", opsel_hi)?;
+        }
+        if (w0 >> 15) & 1 == 1 {
+            f.write_str(" clamp")?;
+        }
+        return Ok(());
     }
     if opsel_hi & mask != mask {
         list(f, "op_sel_hi", opsel_hi)?;

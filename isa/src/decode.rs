@@ -314,7 +314,13 @@ fn scalar_operand(v: u32, dwords: u8, literal: &mut Option<u32>, lit_word: Optio
     let wide = dwords >= 2;
     let reg = |reg, hi| Operand::Special { reg, count: dwords, hi };
     Ok(match v {
-        0..=101 => Operand::Sgpr { first: align_sgpr(v, dwords), count: dwords },
+        0..=101 => {
+            let first = align_sgpr(v, dwords);
+            if dwords >= 2 && u32::from(first) + u32::from(dwords) > 104 {
+                return Err("SGPR range past s103");
+            }
+            Operand::Sgpr { first, count: dwords }
+        }
         102 | 103 if wide && v == 103 => return Err("odd half of a 64-bit special register"),
         102 | 103 => reg(crate::decode::SpecialReg::FlatScratch, v == 103),
         104 | 105 if wide && v == 105 => return Err("odd half of a 64-bit special register"),
@@ -451,8 +457,8 @@ pub fn decode(bytes: &[u8], addr: u64, target: Target) -> Result<(Instruction, u
             if matches!(slot.field, Field::D | Field::C) && acc_cd {
                 slot.class = Class::A;
             }
-            if slot.field == Field::C {
-                slot.dwords = if v < 256 { 1 } else { row.slots[0].dwords };
+            if slot.field == Field::C && v < 256 && row.slots[0].dwords > 16 {
+                slot.dwords = 1;
             }
             if (slot.field == Field::A && (w1 >> 27) & 1 == 1) || (slot.field == Field::B && (w1 >> 28) & 1 == 1) {
                 slot.class = Class::A;
@@ -489,6 +495,13 @@ pub fn decode(bytes: &[u8], addr: u64, target: Target) -> Result<(Instruction, u
         // The 255 sat in a field this instruction does not read; llvm reads no literal then.
     }
     strict_checks(enc, row, w0, w1).map_err(illegal)?;
+    if target == Target::Gfx908
+        && matches!(enc, Enc::Mubuf | Enc::Global)
+        && (row.op.mnemonic().ends_with("atomic_add_f32") || row.op.mnemonic().ends_with("atomic_pk_add_f16"))
+        && (w0 >> if enc == Enc::Mubuf { 14 } else { 16 }) & 1 == 1
+    {
+        return Err(illegal("gfx908 float atomics do not return (glc must be 0)"));
+    }
     let len = base_len + if literal.is_some() { 4 } else { 0 };
     if enc == Enc::Sopp {
         if let Some(i) = row.slots.iter().position(|s| s.field == Field::K) {
@@ -543,6 +556,9 @@ fn strict_checks(enc: Enc, row: &Row, w0: u32, w1: u32) -> Result<(), &'static s
             vop3_mod_checks(row, w0, w1)?;
         }
         Enc::Ds => {
+            if (w0 >> 16) & 1 == 1 && row.op.mnemonic().contains("permute") {
+                return Err("ds_permute/ds_bpermute cannot use GDS");
+            }
             for (f, name) in [
                 (Field::A, "ADDR must be 0"),
                 (Field::B, "DATA0 must be 0"),
@@ -581,8 +597,7 @@ fn vop3_mod_checks(row: &Row, w0: u32, w1: u32) -> Result<(), &'static str> {
         // VOP3P: the per-source bits of sources the instruction does not have must be 0.
         for i in nsrc..3 {
             let opsel = (w0 >> (11 + i)) & 1;
-            let opsel_hi = if i == 2 { (w0 >> 14) & 1 } else { (w1 >> (27 + i)) & 1 };
-            if opsel | opsel_hi | ((abs >> i) & 1) | ((neg >> i) & 1) != 0 {
+            if opsel | ((abs >> i) & 1) | ((neg >> i) & 1) != 0 {
                 return Err("modifier of a missing source");
             }
         }
@@ -592,6 +607,13 @@ fn vop3_mod_checks(row: &Row, w0: u32, w1: u32) -> Result<(), &'static str> {
     }
     if (w1 >> 27) & 3 != 0 && m.rules[Mods::OMOD] == ModRule::Reject {
         return Err("omod not allowed");
+    }
+    if !sdst_is_e && row.opcode < 0x380 && m.rules[Mods::OPSEL0] == ModRule::Print {
+        for i in nsrc..3 {
+            if (w0 >> (11 + i)) & 1 != 0 {
+                return Err("op_sel of a missing source");
+            }
+        }
     }
     if !sdst_is_e {
         if (w0 >> 11) & 7 != 0 && m.rules[Mods::OPSEL0] == ModRule::Reject {

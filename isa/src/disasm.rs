@@ -109,17 +109,34 @@ enum Half {
     Int,
 }
 
-fn half_of(op: Op, enc: Enc) -> Half {
+/// The operand type of source `src` as far as constants print: the source type is the
+/// last type in the mnemonic (`v_cvt_f32_f16` reads f16), except the 32-bit accumulators.
+fn half_of(op: Op, enc: Enc, src: usize) -> Half {
     let m = op.mnemonic();
     if !matches!(enc, Enc::Vop1 | Enc::Vop2 | Enc::Vopc | Enc::Vop3) {
         return Half::No;
     }
-    if m.contains("f16") {
-        Half::Float
-    } else if m.contains("i16") || m.contains("u16") || m.contains("b16") {
-        Half::Int
-    } else {
-        Half::No
+    if src == 2 && (m.starts_with("v_dot") || m == "v_mad_i32_i16" || m == "v_mad_u32_u16") {
+        return Half::No;
+    }
+    if m == "v_sat_pk_u8_i16" || m.starts_with("v_mfma") {
+        return Half::No;
+    }
+    let last = m.rsplit('_').find(|t| t.len() >= 3 && matches!(t.as_bytes()[0], b'f' | b'i' | b'u' | b'b') && t[1..].bytes().all(|c| c.is_ascii_digit()));
+    match last {
+        Some("f16") => Half::Float,
+        Some("i16" | "u16" | "b16") => Half::Int,
+        _ => Half::No,
+    }
+}
+
+/// Sources that are integers in a float instruction: their neg bit prints as `sext()` and
+/// their abs bit does not print.
+fn int_source(op: Op, src: usize) -> bool {
+    match op.mnemonic() {
+        "v_ldexp_f16" | "v_ldexp_f32" | "v_ldexp_f64" | "v_trig_preop_f64" | "v_cvt_pkaccum_u8_f32" => src == 1,
+        "v_cvt_pk_u8_f32" => src >= 1,
+        _ => false,
     }
 }
 
@@ -168,6 +185,28 @@ fn operand(f: &mut impl Write, o: &Operand, dwords: u8, half: Half) -> fmt::Resu
         Operand::Label(l) => write!(f, "{l}"),
         Operand::Off => f.write_str("off"),
     }
+}
+
+fn swizzle(f: &mut impl Write, k: u32) -> fmt::Result {
+    if k & 0x8000 != 0 {
+        return write!(f, " offset:swizzle(QUAD_PERM,{},{},{},{})", k & 3, (k >> 2) & 3, (k >> 4) & 3, (k >> 6) & 3);
+    }
+    let (and, or, xor) = (k & 0x1F, (k >> 5) & 0x1F, (k >> 10) & 0x1F);
+    if or == 0 && xor == 0 && and.count_ones() + and.leading_zeros() == 32 && and != 0 && and != 0x1F {
+        // Not a named form in general; fall through to BITMASK_PERM below.
+    }
+    f.write_str(" offset:swizzle(BITMASK_PERM,\"")?;
+    for bit in (0..5).rev() {
+        let (a, o, x) = ((and >> bit) & 1, (or >> bit) & 1, (xor >> bit) & 1);
+        let c = match (a, o, x) {
+            (0, 0, _) => '0',
+            (0, 1, _) => '1',
+            (1, _, 0) => 'p',
+            _ => 'i',
+        };
+        f.write_char(c)?;
+    }
+    f.write_str("\")")
 }
 
 fn sendmsg(f: &mut impl Write, k: u32) -> fmt::Result {
@@ -271,7 +310,7 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
     f.write_str(name)?;
     f.write_str(row.suffix)?;
     let [w0, w1] = inst.words;
-    let half = half_of(row.op, inst.enc);
+    let half = half_of(row.op, inst.enc, 0);
     let vop3p = inst.enc == Enc::Vop3 && row.opcode >= 0x380;
     let mfma = vop3p && name.starts_with("v_mfma");
     let mut sep = " ";
@@ -359,14 +398,23 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
                 Field::B => 1,
                 _ => 2,
             };
+            let half = half_of(row.op, inst.enc, i);
+            let int_src = int_source(row.op, i);
             let neg = (w1 >> (29 + i)) & 1 == 1 && (mix || row.mods.neg(i) == ModRule::Print);
-            let abs = (w0 >> (8 + i)) & 1 == 1 && (mix || row.mods.abs(i) == ModRule::Print);
+            let abs = (w0 >> (8 + i)) & 1 == 1 && (mix || row.mods.abs(i) == ModRule::Print) && !int_src;
+            if int_src && neg {
+                f.write_str("sext(")?;
+                operand(f, o, slot.dwords, half)?;
+                f.write_str(")")?;
+                continue;
+            }
             if register_only(row, slot.field) && matches!(o, Operand::IntConst(_) | Operand::FloatConst(_) | Operand::Literal(_)) {
                 f.write_str("/*invalid immediate*/")?;
                 continue;
             }
             let constant = matches!(o, Operand::IntConst(_) | Operand::FloatConst(_) | Operand::Literal(_));
-            f.write_str(match (neg, constant) {
+            let neg_call = neg && constant && !abs;
+            f.write_str(match (neg, neg_call) {
                 (true, true) => "neg(",
                 (true, false) => "-",
                 _ => "",
@@ -378,7 +426,7 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
             if abs {
                 f.write_str("|")?;
             }
-            if neg && constant {
+            if neg_call {
                 f.write_str(")")?;
             }
             continue;
@@ -406,6 +454,8 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
                 if o1 != 0 {
                     write!(f, " offset1:{o1}")?;
                 }
+            } else if name == "ds_swizzle_b32" && w0 & 0xFFFF != 0 {
+                swizzle(f, w0 & 0xFFFF)?;
             } else if w0 & 0xFFFF != 0 {
                 write!(f, " offset:{}", w0 & 0xFFFF)?;
             }
@@ -501,6 +551,7 @@ fn register_only(row: &Row, field: Field) -> bool {
             ) || m.starts_with("v_mfma")
         }
         Field::B => m.starts_with("v_mfma"),
+        Field::C => matches!(m, "v_addc_co_u32" | "v_subb_co_u32" | "v_subbrev_co_u32"),
         _ => false,
     }
 }

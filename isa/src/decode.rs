@@ -329,7 +329,11 @@ fn scalar_operand(v: u32, dwords: u8, literal: &mut Option<u32>, lit_word: Optio
         106 | 107 => reg(SpecialReg::Vcc, v == 107),
         108..=123 => {
             let t = (v - 108) as u8;
-            let first = if wide { t & !1 } else { t };
+            let first = match dwords {
+                0 | 1 => t,
+                2 => t & !1,
+                _ => t & !3,
+            };
             if u32::from(first) + u32::from(dwords) > 16 {
                 return Err("TTMP range past ttmp15");
             }
@@ -457,8 +461,14 @@ pub fn decode(bytes: &[u8], addr: u64, target: Target) -> Result<(Instruction, u
             if matches!(slot.field, Field::D | Field::C) && acc_cd {
                 slot.class = Class::A;
             }
-            if slot.field == Field::C && v < 256 && row.slots[0].dwords > 16 {
-                slot.dwords = 1;
+            if slot.field == Field::C {
+                // SRC2 is as wide as the result, except that no scalar tuple is wider than 16.
+                let d = row.slots[0].dwords;
+                slot.dwords = match v {
+                    0..=101 | 108..=123 if d > 16 => 1,
+                    _ if v < 256 && d > 16 => 2,
+                    _ => d,
+                };
             }
             if (slot.field == Field::A && (w1 >> 27) & 1 == 1) || (slot.field == Field::B && (w1 >> 28) & 1 == 1) {
                 slot.class = Class::A;

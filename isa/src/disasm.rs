@@ -47,7 +47,14 @@ fn special_name(reg: SpecialReg, count: u8, hi: bool) -> &'static str {
     }
 }
 
-fn float_const(code: u8, dwords: u8) -> &'static str {
+fn float_const(code: u8, dwords: u8, f64_op: bool) -> &'static str {
+    let dwords = if f64_op {
+        2
+    } else if dwords > 2 {
+        1
+    } else {
+        dwords
+    };
     match code {
         240 => "0.5",
         241 => "-0.5",
@@ -105,6 +112,7 @@ fn literal(f: &mut impl Write, v: u32, half: bool) -> fmt::Result {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Half {
     No,
+    F64,
     Float,
     Int,
 }
@@ -119,10 +127,13 @@ fn half_of(op: Op, enc: Enc, src: usize) -> Half {
     if src == 2 && (m.starts_with("v_dot") || m == "v_mad_i32_i16" || m == "v_mad_u32_u16") {
         return Half::No;
     }
-    if m == "v_sat_pk_u8_i16" || m.starts_with("v_mfma") {
+    if m.starts_with("v_mfma_f64") {
+        return Half::F64;
+    }
+    if matches!(m, "v_sat_pk_u8_i16" | "v_sad_u16" | "v_dot2c_i32_i16") || m.starts_with("v_mfma") {
         return Half::No;
     }
-    let last = m.rsplit('_').find(|t| t.len() >= 3 && matches!(t.as_bytes()[0], b'f' | b'i' | b'u' | b'b') && t[1..].bytes().all(|c| c.is_ascii_digit()));
+    let last = m.rsplit('_').find(|t| t.len() >= 2 && matches!(t.as_bytes()[0], b'f' | b'i' | b'u' | b'b') && t[1..].bytes().all(|c| c.is_ascii_digit()));
     match last {
         Some("f16") => Half::Float,
         Some("i16" | "u16" | "b16") => Half::Int,
@@ -163,7 +174,7 @@ fn operand(f: &mut impl Write, o: &Operand, dwords: u8, half: Half) -> fmt::Resu
         Operand::Special { reg, count, hi } => f.write_str(special_name(reg, count, hi)),
         Operand::IntConst(i) => write!(f, "{i}"),
         Operand::FloatConst(c) if half == Half::Int => write!(f, "0x{:x}", f16_bits(c)),
-        Operand::FloatConst(c) => f.write_str(float_const(c, dwords)),
+        Operand::FloatConst(c) => f.write_str(float_const(c, dwords, dwords > 2 && half == Half::F64)),
         Operand::Literal(v) => {
             if dwords >= 2 {
                 write!(f, "0x{v:x}")
@@ -189,19 +200,33 @@ fn operand(f: &mut impl Write, o: &Operand, dwords: u8, half: Half) -> fmt::Resu
 
 fn swizzle(f: &mut impl Write, k: u32) -> fmt::Result {
     if k & 0x8000 != 0 {
+        if k & 0x7F00 != 0 {
+            return write!(f, " offset:{k}");
+        }
         return write!(f, " offset:swizzle(QUAD_PERM,{},{},{},{})", k & 3, (k >> 2) & 3, (k >> 4) & 3, (k >> 6) & 3);
     }
     let (and, or, xor) = (k & 0x1F, (k >> 5) & 0x1F, (k >> 10) & 0x1F);
-    if or == 0 && xor == 0 && and.count_ones() + and.leading_zeros() == 32 && and != 0 && and != 0x1F {
-        // Not a named form in general; fall through to BITMASK_PERM below.
+    if and == 0x1F && or == 0 && xor.is_power_of_two() {
+        return write!(f, " offset:swizzle(SWAP,{xor})");
+    }
+    if and == 0x1F && or == 0 && xor != 0 && (xor + 1).is_power_of_two() {
+        return write!(f, " offset:swizzle(REVERSE,{})", xor + 1);
+    }
+    if xor == 0 {
+        let size = (!and & 0x1F) + 1;
+        if size >= 2 && size.is_power_of_two() && or < size {
+            return write!(f, " offset:swizzle(BROADCAST,{size},{or})");
+        }
     }
     f.write_str(" offset:swizzle(BITMASK_PERM,\"")?;
     for bit in (0..5).rev() {
         let (a, o, x) = ((and >> bit) & 1, (or >> bit) & 1, (xor >> bit) & 1);
         let c = match (a, o, x) {
-            (0, 0, _) => '0',
-            (0, 1, _) => '1',
-            (1, _, 0) => 'p',
+            (0, o, x) if o ^ x == 0 => '0',
+            (0, _, _) => '1',
+            (_, 1, 1) => '0',
+            (_, 1, _) => '1',
+            (_, _, 0) => 'p',
             _ => 'i',
         };
         f.write_char(c)?;
@@ -217,11 +242,17 @@ fn sendmsg(f: &mut impl Write, k: u32) -> fmt::Result {
         1 => "MSG_INTERRUPT",
         2 => "MSG_GS",
         3 => "MSG_GS_DONE",
-        15 => "MSG_SYSMSG",
+        4 => "MSG_SAVEWAVE",
+        5 => "MSG_STALL_WAVE_GEN",
+        6 => "MSG_HALT_WAVES",
+        7 => "MSG_ORDERED_PS_DONE",
+        8 => "MSG_EARLY_PRIM_DEALLOC",
+        9 => "MSG_GS_ALLOC_REQ",
+        10 => "MSG_GET_DOORBELL",
         _ => return write!(f, "{k}"),
     };
     let gs = id == 2 || id == 3;
-    if k >> 10 != 0 || (!gs && (op != 0 || stream != 0)) || (gs && op == 0 && stream != 0) {
+    if (!gs && (op != 0 || stream != 0)) || (gs && op == 0 && stream != 0) {
         return write!(f, "{k}");
     }
     if !gs {
@@ -432,6 +463,12 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
             continue;
         }
         let _ = Class::S;
+        let half = match slot.field {
+            Field::A => half_of(row.op, inst.enc, 0),
+            Field::B => half_of(row.op, inst.enc, 1),
+            Field::C => half_of(row.op, inst.enc, 2),
+            _ => half,
+        };
         if register_only(row, slot.field) && matches!(o, Operand::IntConst(_) | Operand::FloatConst(_) | Operand::Literal(_)) {
             f.write_str("/*invalid immediate*/")?;
             continue;
@@ -547,11 +584,17 @@ fn register_only(row: &Row, field: Field) -> bool {
         Field::A => {
             matches!(
                 m,
-                "s_setpc_b64" | "s_rfe_b64" | "s_movrels_b32" | "s_movrels_b64" | "s_cbranch_join" | "v_readfirstlane_b32"
+                "s_setpc_b64"
+                    | "s_rfe_b64"
+                    | "s_movrels_b32"
+                    | "s_movrels_b64"
+                    | "s_cbranch_join"
+                    | "v_readfirstlane_b32"
+                    | "v_readlane_b32"
             ) || m.starts_with("v_mfma")
         }
         Field::B => m.starts_with("v_mfma"),
-        Field::C => matches!(m, "v_addc_co_u32" | "v_subb_co_u32" | "v_subbrev_co_u32"),
+        Field::C => matches!(m, "v_addc_co_u32" | "v_subb_co_u32" | "v_subbrev_co_u32" | "v_mqsad_u32_u8"),
         _ => false,
     }
 }

@@ -162,6 +162,15 @@ impl fmt::Display for DecodeError {
 
 impl std::error::Error for DecodeError {}
 
+/// An extension dword of a VOP1/VOP2/VOPC instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ext {
+    /// None: the plain 32-bit encoding (or any other encoding).
+    None,
+    /// SDWA: sub-dword selection; `words[1]` holds the SDWA dword.
+    Sdwa,
+}
+
 /// Maximum number of printed operands of one instruction.
 pub const MAX_OPERANDS: usize = 6;
 
@@ -177,6 +186,8 @@ pub struct Instruction {
     pub enc: Enc,
     /// The target it was decoded for.
     pub target: Target,
+    /// The SDWA extension, if any.
+    pub ext: Ext,
     /// The instruction's dwords (the second is 0 for 32-bit encodings).
     pub words: [u32; 2],
     /// The 32-bit literal, if the instruction has one.
@@ -419,12 +430,11 @@ pub fn decode(bytes: &[u8], addr: u64, target: Target) -> Result<(Instruction, u
     let Some((row_idx, row)) = lookup(enc, opcode, target) else {
         return Err(DecodeError::UnknownOpcode { addr, word: w0, encoding: enc.name(), opcode });
     };
-    if matches!(enc, Enc::Vop1 | Enc::Vop2 | Enc::Vopc) && matches!(w0 & 0x1FF, 249 | 250) {
-        return Err(DecodeError::Unsupported {
-            addr,
-            word: w0,
-            encoding: if w0 & 0x1FF == 249 { "SDWA" } else { "DPP" },
-        });
+    if matches!(enc, Enc::Vop1 | Enc::Vop2 | Enc::Vopc) && w0 & 0x1FF == 250 {
+        return Err(DecodeError::Unsupported { addr, word: w0, encoding: "DPP" });
+    }
+    if matches!(enc, Enc::Vop1 | Enc::Vop2 | Enc::Vopc) && w0 & 0x1FF == 249 {
+        return decode_sdwa(bytes, addr, target, enc, row_idx, row, w0);
     }
     // A literal may follow 32-bit encodings whose scalar source is 255.
     let lit_word = if base_len == 4 { dword(bytes, 4) } else { None };
@@ -526,6 +536,7 @@ pub fn decode(bytes: &[u8], addr: u64, target: Target) -> Result<(Instruction, u
             row: row_idx,
             enc,
             target,
+            ext: Ext::None,
             words: [w0, w1],
             literal,
             len: len as u8,
@@ -533,6 +544,78 @@ pub fn decode(bytes: &[u8], addr: u64, target: Target) -> Result<(Instruction, u
             n_operands: n as u8,
         },
         len,
+    ))
+}
+
+/// VOP1/VOP2/VOPC with SRC0 = 249: the SDWA dword follows.
+fn decode_sdwa(
+    bytes: &[u8],
+    addr: u64,
+    target: Target,
+    enc: Enc,
+    row_idx: u16,
+    row: &Row,
+    w0: u32,
+) -> Result<(Instruction, usize), DecodeError> {
+    let illegal = |reason| DecodeError::Illegal { addr, word: w0, reason };
+    let Some(sd) = dword(bytes, 4) else {
+        return Err(DecodeError::Truncated { addr, word: w0, needed: 8, available: bytes.len() });
+    };
+    if row.slots.iter().any(|s| s.dwords > 1 && s.field != Field::Vcc) {
+        return Err(illegal("SDWA is for 32-bit operands only"));
+    }
+    let mut operands = [Operand::Off; MAX_OPERANDS];
+    let mut n = 0;
+    let mut lit = None;
+    for slot in row.slots {
+        let op = match slot.field {
+            Field::Vcc => Operand::Special { reg: SpecialReg::Vcc, count: 2, hi: false },
+            Field::D if enc == Enc::Vop1 || enc == Enc::Vop2 => {
+                if slot.class == Class::S {
+                    return Err(illegal("SDWA needs a VGPR destination"));
+                }
+                vector_range((w0 >> 17) & 0xFF, 1, false).map_err(illegal)?
+            }
+            Field::A => {
+                if (sd >> 23) & 1 == 1 {
+                    scalar_operand(sd & 0xFF, 1, &mut lit, None).map_err(illegal)?
+                } else {
+                    vector_range(sd & 0xFF, 1, false).map_err(illegal)?
+                }
+            }
+            Field::B => {
+                let v = (w0 >> 9) & 0xFF;
+                if (sd >> 31) & 1 == 1 {
+                    scalar_operand(v, 1, &mut lit, None).map_err(illegal)?
+                } else {
+                    vector_range(v, 1, false).map_err(illegal)?
+                }
+            }
+            _ => return Err(illegal("operand not available in SDWA")),
+        };
+        if n < MAX_OPERANDS {
+            operands[n] = op;
+            n += 1;
+        }
+    }
+    let sel_ok = |v: u32| v <= 6;
+    if !sel_ok((sd >> 16) & 7) || !sel_ok((sd >> 24) & 7) || (enc != Enc::Vopc && (!sel_ok((sd >> 8) & 7) || (sd >> 11) & 3 == 3)) {
+        return Err(illegal("reserved SDWA selector"));
+    }
+    Ok((
+        Instruction {
+            op: row.op,
+            row: row_idx,
+            enc,
+            target,
+            ext: Ext::Sdwa,
+            words: [w0, sd],
+            literal: None,
+            len: 8,
+            operands,
+            n_operands: n as u8,
+        },
+        8,
     ))
 }
 

@@ -1,6 +1,6 @@
 //! [`Instruction`] to the text llvm-objdump-15 prints for it.
 
-use crate::decode::{field_value, Instruction, Operand, SpecialReg};
+use crate::decode::{field_value, Ext, Instruction, Operand, SpecialReg};
 use crate::table::{Class, Enc, Field, ModRule, Mods, Op, Row};
 use core::fmt::{self, Write};
 
@@ -336,6 +336,9 @@ fn waitcnt(f: &mut impl Write, k: u32) -> fmt::Result {
 
 /// Write the instruction text (mnemonic and operands) exactly as llvm-objdump-15 prints it.
 pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result {
+    if inst.ext == Ext::Sdwa {
+        return write_sdwa(f, inst);
+    }
     let row = inst.row();
     let name = row.op.mnemonic();
     f.write_str(name)?;
@@ -356,8 +359,29 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
         reg_range(f.by_ref_sep(sep)?, if acc { "a" } else { "v" }, v, d.into())?;
         sep = ", ";
     }
+    let flat_saddr = matches!(inst.enc, Enc::Global | Enc::Scratch) && (w1 >> 16) & 0x7F != 0x7F;
+    if name == "s_endpgm" && w0 & 0xFFFF == 0 {
+        return Ok(());
+    }
     for (i, slot) in row.slots.iter().enumerate() {
         let Some(o) = inst.operands().get(i) else { break };
+        if flat_saddr && slot.field == Field::A {
+            f.write_str(sep)?;
+            sep = ", ";
+            let v = w1 & 0xFF;
+            if inst.enc == Enc::Scratch {
+                f.write_str("off")?;
+            } else {
+                write!(f, "v{v}")?;
+            }
+            continue;
+        }
+        if flat_saddr && slot.field == Field::S {
+            f.write_str(sep)?;
+            let dwords = if inst.enc == Enc::Scratch { 1 } else { 2 };
+            operand(f, o_saddr(w1, dwords).as_ref().unwrap_or(o), dwords, Half::No)?;
+            continue;
+        }
         if inst.enc == Enc::Mubuf && slot.field == Field::A && (w0 >> 12) & 3 == 0 {
             f.write_str(sep)?;
             f.write_str("off")?;
@@ -392,7 +416,9 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
                 continue;
             }
             (Enc::Sopp, Field::K) if name == "s_endpgm" => {
-                write!(f, "{}", w0 & 0xFFFF)?;
+                if w0 & 0xFFFF != 0 {
+                    write!(f, "{}", w0 & 0xFFFF)?;
+                }
                 continue;
             }
             (Enc::Sopp, Field::K) if name.starts_with("s_sendmsg") => {
@@ -573,6 +599,86 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
         }
         _ => {}
     }
+    Ok(())
+}
+
+fn o_saddr(w1: u32, dwords: u8) -> Option<Operand> {
+    let v = (w1 >> 16) & 0x7F;
+    Some(match v {
+        0..=101 => Operand::Sgpr { first: if dwords == 2 { (v & !1) as u8 } else { v as u8 }, count: dwords },
+        106 => Operand::Special { reg: SpecialReg::Vcc, count: dwords, hi: false },
+        126 => Operand::Special { reg: SpecialReg::Exec, count: dwords, hi: false },
+        102 => Operand::Special { reg: SpecialReg::FlatScratch, count: dwords, hi: false },
+        104 => Operand::Special { reg: SpecialReg::XnackMask, count: dwords, hi: false },
+        108..=123 => Operand::Ttmp { first: (v - 108) as u8 & if dwords == 2 { !1 } else { !0 }, count: dwords },
+        124 => Operand::Special { reg: SpecialReg::M0, count: 1, hi: false },
+        _ => return None,
+    })
+}
+
+const SELS: [&str; 8] = ["BYTE_0", "BYTE_1", "BYTE_2", "BYTE_3", "WORD_0", "WORD_1", "DWORD", "DWORD"];
+
+fn write_sdwa(f: &mut impl Write, inst: &Instruction) -> fmt::Result {
+    let row = inst.row();
+    let [w0, sd] = inst.words;
+    f.write_str(row.op.mnemonic())?;
+    f.write_str("_sdwa")?;
+    let mut sep = " ";
+    for (i, slot) in row.slots.iter().enumerate() {
+        let Some(o) = inst.operands().get(i) else { break };
+        f.write_str(sep)?;
+        sep = ", ";
+        match slot.field {
+            Field::Vcc if inst.enc == Enc::Vopc && (sd >> 15) & 1 == 1 => {
+                let v = (sd >> 8) & 0x7F;
+                match o_saddr(v << 16, 2) {
+                    Some(s) => operand(f, &s, 2, Half::No)?,
+                    None => write!(f, "{v}")?,
+                }
+            }
+            Field::A | Field::B => {
+                let shift = if slot.field == Field::A { 16 } else { 24 };
+                let sext = (sd >> (shift + 3)) & 1 == 1;
+                let neg = (sd >> (shift + 4)) & 1 == 1;
+                let abs = (sd >> (shift + 5)) & 1 == 1;
+                if neg {
+                    f.write_str("-")?;
+                }
+                if abs {
+                    f.write_str("|")?;
+                }
+                if sext {
+                    f.write_str("sext(")?;
+                }
+                operand(f, o, 1, half_of(row.op, inst.enc, if slot.field == Field::A { 0 } else { 1 }))?;
+                if sext {
+                    f.write_str(")")?;
+                }
+                if abs {
+                    f.write_str("|")?;
+                }
+            }
+            _ => operand(f, o, slot.dwords, Half::No)?,
+        }
+    }
+    if inst.enc != Enc::Vopc {
+        if (sd >> 13) & 1 == 1 {
+            f.write_str(" clamp")?;
+        }
+        match (sd >> 14) & 3 {
+            1 => f.write_str(" mul:2")?,
+            2 => f.write_str(" mul:4")?,
+            3 => f.write_str(" div:2")?,
+            _ => {}
+        }
+        let unused = ["UNUSED_PAD", "UNUSED_SEXT", "UNUSED_PRESERVE", "UNUSED_PAD"][((sd >> 11) & 3) as usize];
+        write!(f, " dst_sel:{} dst_unused:{unused}", SELS[((sd >> 8) & 7) as usize])?;
+    }
+    write!(f, " src0_sel:{}", SELS[((sd >> 16) & 7) as usize])?;
+    if inst.enc != Enc::Vop1 {
+        write!(f, " src1_sel:{}", SELS[((sd >> 24) & 7) as usize])?;
+    }
+    let _ = w0;
     Ok(())
 }
 

@@ -24,7 +24,7 @@ pub mod disasm;
 pub mod table;
 mod target;
 
-pub use decode::{decode, DecodeError, Instruction, Operand, SpecialReg};
+pub use decode::{decode, DecodeError, Ext, Instruction, Operand, SpecialReg};
 pub use disasm::disasm;
 pub use table::{Enc, Op, Row, ROWS};
 pub use target::{Target, TargetError};

@@ -598,6 +598,43 @@ fn decode_sdwa(
             n += 1;
         }
     }
+    // Float operands take neg/abs, integer operands sext (as the instruction's VOP3 form).
+    let m = row.op.mnemonic();
+    if matches!(
+        m,
+        "v_mac_f32"
+            | "v_mac_f16"
+            | "v_fmac_f32"
+            | "v_pk_fmac_f16"
+            | "v_swap_b32"
+            | "v_nop"
+            | "v_clrexcp"
+            | "v_dot2c_f32_f16"
+            | "v_dot2c_i32_i16"
+            | "v_dot4c_i32_i8"
+            | "v_dot8c_i32_i4"
+            | "v_accvgpr_mov_b32"
+    ) {
+        return Err(illegal("no SDWA form"));
+    }
+    if enc == Enc::Vop1 && sd >> 24 != 0 {
+        return Err(illegal("SRC1 SDWA bits of a VOP1 must be 0"));
+    }
+    let float_mods = m != "v_cndmask_b32"
+        && ROWS.iter().any(|r| r.op == row.op && r.enc == Enc::Vop3 && r.mods.abs(0) == ModRule::Print);
+    let int_src1 = m.starts_with("v_cmp_class") || m.starts_with("v_cmpx_class") || m.starts_with("v_ldexp");
+    let nsrc = if enc == Enc::Vop1 { 1 } else { 2 };
+    for i in 0..nsrc {
+        let float_mods = float_mods && !(i == 1 && int_src1);
+        let shift = 16 + 8 * i;
+        let (sext, neg, abs) = ((sd >> (shift + 3)) & 1, (sd >> (shift + 4)) & 1, (sd >> (shift + 5)) & 1);
+        if float_mods && sext != 0 {
+            return Err(illegal("sext on a float SDWA operand"));
+        }
+        if !float_mods && (neg | abs) != 0 {
+            return Err(illegal("neg/abs on an integer SDWA operand"));
+        }
+    }
     let sel_ok = |v: u32| v <= 6;
     if !sel_ok((sd >> 16) & 7) || !sel_ok((sd >> 24) & 7) || (enc != Enc::Vopc && (!sel_ok((sd >> 8) & 7) || (sd >> 11) & 3 == 3)) {
         return Err(illegal("reserved SDWA selector"));

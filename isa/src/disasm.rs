@@ -641,9 +641,13 @@ fn write_sdwa(f: &mut impl Write, inst: &Instruction) -> fmt::Result {
                 let sext = (sd >> (shift + 3)) & 1 == 1;
                 let neg = (sd >> (shift + 4)) & 1 == 1;
                 let abs = (sd >> (shift + 5)) & 1 == 1;
-                if neg {
-                    f.write_str("-")?;
-                }
+                let constant = matches!(o, Operand::IntConst(_) | Operand::FloatConst(_) | Operand::Literal(_));
+                let neg_call = neg && constant && !abs;
+                f.write_str(match (neg, neg_call) {
+                    (true, true) => "neg(",
+                    (true, false) => "-",
+                    _ => "",
+                })?;
                 if abs {
                     f.write_str("|")?;
                 }
@@ -656,6 +660,9 @@ fn write_sdwa(f: &mut impl Write, inst: &Instruction) -> fmt::Result {
                 }
                 if abs {
                     f.write_str("|")?;
+                }
+                if neg_call {
+                    f.write_str(")")?;
                 }
             }
             _ => operand(f, o, slot.dwords, Half::No)?,
@@ -700,7 +707,7 @@ fn register_only(row: &Row, field: Field) -> bool {
             ) || m.starts_with("v_mfma")
         }
         Field::B => m.starts_with("v_mfma"),
-        Field::C => matches!(m, "v_addc_co_u32" | "v_subb_co_u32" | "v_subbrev_co_u32" | "v_mqsad_u32_u8"),
+        Field::C => matches!(m, "v_addc_co_u32" | "v_subb_co_u32" | "v_subbrev_co_u32" | "v_mqsad_u32_u8" | "v_cndmask_b32"),
         _ => false,
     }
 }

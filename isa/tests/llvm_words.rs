@@ -175,6 +175,9 @@ fn make_case(r: &mut Rng, row: &isa::Row) -> Vec<u8> {
             }
         }
         Enc::Flat | Enc::Global | Enc::Scratch => {
+            if row.enc != Enc::Flat && r.chance(30) {
+                w1 = (w1 & !0x007F_0000) | (r.below(50) * 2) << 16;
+            }
             w0 |= r.below(0x2000) & if row.enc == Enc::Flat { 0xFFF } else { 0x1FFF };
             if r.chance(30) {
                 w0 |= 1 << 16;
@@ -200,6 +203,44 @@ fn make_case(r: &mut Rng, row: &isa::Row) -> Vec<u8> {
 
 const PER_ROW: usize = 12;
 
+/// An SDWA word for a VOP1/VOP2/VOPC row: SRC0 = 249 and a random SDWA dword with valid
+/// selectors.
+fn make_sdwa(r: &mut Rng, row: &isa::Row) -> Option<Vec<u8>> {
+    if !matches!(row.enc, Enc::Vop1 | Enc::Vop2 | Enc::Vopc) || row.slots.iter().any(|s| s.dwords > 1 && s.field != Field::Vcc) {
+        return None;
+    }
+    let (mut w0, _) = prefix(row.enc, row.opcode as u32);
+    w0 |= 249;
+    if row.enc != Enc::Vopc {
+        w0 |= r.below(256) << 17;
+    }
+    if row.enc != Enc::Vop1 {
+        w0 |= r.below(256) << 9;
+    }
+    let mut sd = r.below(256) | r.below(7) << 16;
+    if row.enc != Enc::Vop1 {
+        sd |= r.below(7) << 24;
+    }
+    if row.enc == Enc::Vopc {
+        if r.chance(50) {
+            sd |= 1 << 15 | (r.below(50) * 2) << 8;
+        }
+    } else {
+        sd |= r.below(7) << 8 | r.below(3) << 11;
+        if r.chance(20) {
+            sd |= 1 << 13;
+        }
+    }
+    for bit in [19, 20, 21, 23, 27, 28, 29, 31] {
+        if (row.enc != Enc::Vop1 || bit < 24) && r.chance(15) {
+            sd |= 1 << bit;
+        }
+    }
+    let mut bytes = w0.to_le_bytes().to_vec();
+    bytes.extend_from_slice(&sd.to_le_bytes());
+    Some(bytes)
+}
+
 #[test]
 fn generated_words_match_llvm_mc() {
     let Some(mc) = common::tool("llvm-mc-15") else {
@@ -217,6 +258,11 @@ fn generated_words_match_llvm_mc() {
             opcodes.insert((row.enc, row.opcode));
             for _ in 0..PER_ROW {
                 cases.push(make_case(&mut r, row));
+            }
+            for _ in 0..4 {
+                if let Some(c) = make_sdwa(&mut r, row) {
+                    cases.push(c);
+                }
             }
         }
         let llvm = common::llvm_mc_batch(&mc, target.name(), &cases);

@@ -430,10 +430,11 @@ pub fn decode(bytes: &[u8], addr: u64, target: Target) -> Result<(Instruction, u
     let Some((row_idx, row)) = lookup(enc, opcode, target) else {
         return Err(DecodeError::UnknownOpcode { addr, word: w0, encoding: enc.name(), opcode });
     };
-    if matches!(enc, Enc::Vop1 | Enc::Vop2 | Enc::Vopc) && w0 & 0x1FF == 250 {
+    let ext_ok = !eight_bit_vector_src(row);
+    if ext_ok && matches!(enc, Enc::Vop1 | Enc::Vop2 | Enc::Vopc) && w0 & 0x1FF == 250 {
         return Err(DecodeError::Unsupported { addr, word: w0, encoding: "DPP" });
     }
-    if matches!(enc, Enc::Vop1 | Enc::Vop2 | Enc::Vopc) && w0 & 0x1FF == 249 {
+    if ext_ok && matches!(enc, Enc::Vop1 | Enc::Vop2 | Enc::Vopc) && w0 & 0x1FF == 249 {
         return decode_sdwa(bytes, addr, target, enc, row_idx, row, w0);
     }
     // A literal may follow 32-bit encodings whose scalar source is 255.
@@ -441,7 +442,7 @@ pub fn decode(bytes: &[u8], addr: u64, target: Target) -> Result<(Instruction, u
     let needs_literal = match enc {
         Enc::Sop2 => (w0 & 0xFF) == 255 || ((w0 >> 8) & 0xFF) == 255,
         Enc::Sop1 | Enc::Sopc => (w0 & 0xFF) == 255 || (enc == Enc::Sopc && ((w0 >> 8) & 0xFF) == 255),
-        Enc::Vop1 | Enc::Vop2 | Enc::Vopc => (w0 & 0x1FF) == 255,
+        Enc::Vop1 | Enc::Vop2 | Enc::Vopc => (w0 & 0x1FF) == 255 && ext_ok,
         _ => false,
     };
     if needs_literal && lit_word.is_none() {
@@ -523,6 +524,10 @@ pub fn decode(bytes: &[u8], addr: u64, target: Target) -> Result<(Instruction, u
         return Err(illegal("gfx908 float atomics do not return (glc must be 0)"));
     }
     let len = base_len + if literal.is_some() { 4 } else { 0 };
+    if !ext_ok && matches!(w0 & 0x1FF, 249 | 250) {
+        // llvm reads an SDWA/DPP dword after these even though SRC0 names a plain VGPR here.
+        return Err(DecodeError::Unsupported { addr, word: w0, encoding: "SDWA/DPP form of a VGPR-only source" });
+    }
     if enc == Enc::Sopp {
         if let Some(i) = row.slots.iter().position(|s| s.field == Field::K) {
             if crate::disasm::is_branch(row.op) {
@@ -664,9 +669,6 @@ fn strict_checks(enc: Enc, row: &Row, w0: u32, w1: u32) -> Result<(), &'static s
         Enc::Vop1 => {
             if !uses(Field::D) && (w0 >> 17) & 0xFF != 0 {
                 return Err("VDST must be 0");
-            }
-            if !uses(Field::A) && w0 & 0x1FF != 0 {
-                return Err("SRC0 must be 0");
             }
         }
         Enc::Sopp => {

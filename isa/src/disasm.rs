@@ -113,6 +113,7 @@ fn literal(f: &mut impl Write, v: u32, half: bool) -> fmt::Result {
 enum Half {
     No,
     F64,
+    Packed32,
     Float,
     Int,
 }
@@ -129,6 +130,9 @@ fn half_of(op: Op, enc: Enc, src: usize) -> Half {
     }
     if m.starts_with("v_mfma_f64") {
         return Half::F64;
+    }
+    if m.starts_with("v_pk_") && (m.ends_with("_f32") || m == "v_pk_mov_b32") {
+        return Half::Packed32;
     }
     if matches!(m, "v_sat_pk_u8_i16" | "v_sad_u16" | "v_dot2c_i32_i16") || m.starts_with("v_mfma") {
         return Half::No;
@@ -174,11 +178,12 @@ fn operand(f: &mut impl Write, o: &Operand, dwords: u8, half: Half) -> fmt::Resu
         Operand::Special { reg, count, hi } => f.write_str(special_name(reg, count, hi)),
         Operand::IntConst(i) => write!(f, "{i}"),
         Operand::FloatConst(c) if half == Half::Int => write!(f, "0x{:x}", f16_bits(c)),
+        Operand::FloatConst(c) if half == Half::Packed32 => f.write_str(float_const(c, 1, false)),
         Operand::FloatConst(c) => f.write_str(float_const(c, dwords, dwords > 2 && half == Half::F64)),
         Operand::Literal(v) => {
             if dwords >= 2 {
                 write!(f, "0x{v:x}")
-            } else if half != Half::No {
+            } else if matches!(half, Half::Float | Half::Int) {
                 let v16 = v & 0xFFFF;
                 if half == Half::Int {
                     let i = v16 as u16 as i16;
@@ -238,6 +243,10 @@ fn sendmsg(f: &mut impl Write, k: u32) -> fmt::Result {
     let id = k & 0xF;
     let op = (k >> 4) & 7;
     let stream = (k >> 8) & 3;
+
+    // A valid (message, operation, stream) prints by name (other bits ignored); an invalid
+    // one as a numeric triple when no bit outside the three fields is set, else as a number.
+    let invalid = |f: &mut dyn Write| if k & !0x37F == 0 { write!(f, "sendmsg({id}, {op}, {stream})") } else { write!(f, "{k}") };
     let name = match id {
         1 => "MSG_INTERRUPT",
         2 => "MSG_GS",
@@ -249,11 +258,20 @@ fn sendmsg(f: &mut impl Write, k: u32) -> fmt::Result {
         8 => "MSG_EARLY_PRIM_DEALLOC",
         9 => "MSG_GS_ALLOC_REQ",
         10 => "MSG_GET_DOORBELL",
-        _ => return write!(f, "{k}"),
+        15 => {
+            return match op {
+                1 if stream == 0 => f.write_str("sendmsg(MSG_SYSMSG, SYSMSG_OP_ECC_ERR_INTERRUPT)"),
+                2 if stream == 0 => f.write_str("sendmsg(MSG_SYSMSG, SYSMSG_OP_REG_RD)"),
+                3 if stream == 0 => f.write_str("sendmsg(MSG_SYSMSG, SYSMSG_OP_HOST_TRAP_ACK)"),
+                4 if stream == 0 => f.write_str("sendmsg(MSG_SYSMSG, SYSMSG_OP_TTRACE_PC)"),
+                _ => invalid(f),
+            };
+        }
+        _ => return invalid(f),
     };
     let gs = id == 2 || id == 3;
-    if (!gs && (op != 0 || stream != 0)) || (gs && op == 0 && stream != 0) {
-        return write!(f, "{k}");
+    if (!gs && (op != 0 || stream != 0)) || (gs && op == 0 && (stream != 0 || id == 2)) || (gs && op > 3) {
+        return invalid(f);
     }
     if !gs {
         return write!(f, "sendmsg({name})");

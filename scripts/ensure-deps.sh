@@ -15,6 +15,10 @@ declare -A need=(
   [rocminfo]=/usr/bin/rocminfo
   # The same C clients under memcheck (scripts/c-clients-valgrind.sh).
   [valgrind]=/usr/bin/valgrind
+  # The isa crate's differential tests (isa/tests/llvm_*.rs) against LLVM 15's disassembler.
+  [llvm-15]=/usr/bin/llvm-objdump-15
+  [clang-15]=/usr/bin/clang-15
+  [lld-15]=/usr/bin/ld.lld-15
 )
 
 missing=()

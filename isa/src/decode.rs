@@ -143,18 +143,41 @@ pub enum DecodeError {
 impl fmt::Display for DecodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            DecodeError::Truncated { addr, word, needed, available } => write!(
+            DecodeError::Truncated {
+                addr,
+                word,
+                needed,
+                available,
+            } => write!(
                 f,
                 "{addr:#x}: instruction {word:#010x} needs {needed} bytes, only {available} left"
             ),
-            DecodeError::UnknownOpcode { addr, word, encoding, opcode } => {
-                write!(f, "{addr:#x}: word {word:#010x}: unknown {encoding} opcode {opcode:#x}")
+            DecodeError::UnknownOpcode {
+                addr,
+                word,
+                encoding,
+                opcode,
+            } => {
+                write!(
+                    f,
+                    "{addr:#x}: word {word:#010x}: unknown {encoding} opcode {opcode:#x}"
+                )
             }
             DecodeError::Illegal { addr, word, reason } => {
-                write!(f, "{addr:#x}: word {word:#010x}: illegal encoding: {reason}")
+                write!(
+                    f,
+                    "{addr:#x}: word {word:#010x}: illegal encoding: {reason}"
+                )
             }
-            DecodeError::Unsupported { addr, word, encoding } => {
-                write!(f, "{addr:#x}: word {word:#010x}: {encoding} encoding is not decoded")
+            DecodeError::Unsupported {
+                addr,
+                word,
+                encoding,
+            } => {
+                write!(
+                    f,
+                    "{addr:#x}: word {word:#010x}: {encoding} encoding is not decoded"
+                )
             }
         }
     }
@@ -321,16 +344,28 @@ pub(crate) fn field_value(enc: Enc, field: Field, w0: u32, w1: u32) -> u32 {
 }
 
 /// Whether a 9-bit (or 8-bit scalar) source value is a valid scalar operand of `dwords`.
-fn scalar_operand(v: u32, dwords: u8, literal: &mut Option<u32>, lit_word: Option<u32>) -> Result<Operand, &'static str> {
+fn scalar_operand(
+    v: u32,
+    dwords: u8,
+    literal: &mut Option<u32>,
+    lit_word: Option<u32>,
+) -> Result<Operand, &'static str> {
     let wide = dwords >= 2;
-    let reg = |reg, hi| Operand::Special { reg, count: dwords, hi };
+    let reg = |reg, hi| Operand::Special {
+        reg,
+        count: dwords,
+        hi,
+    };
     Ok(match v {
         0..=101 => {
             let first = align_sgpr(v, dwords);
             if dwords >= 2 && u32::from(first) + u32::from(dwords) > 104 {
                 return Err("SGPR range past s103");
             }
-            Operand::Sgpr { first, count: dwords }
+            Operand::Sgpr {
+                first,
+                count: dwords,
+            }
         }
         102 | 103 if wide && v == 103 => return Err("odd half of a 64-bit special register"),
         102 | 103 => reg(crate::decode::SpecialReg::FlatScratch, v == 103),
@@ -348,7 +383,10 @@ fn scalar_operand(v: u32, dwords: u8, literal: &mut Option<u32>, lit_word: Optio
             if u32::from(first) + u32::from(dwords) > 16 {
                 return Err("TTMP range past ttmp15");
             }
-            Operand::Ttmp { first, count: dwords }
+            Operand::Ttmp {
+                first,
+                count: dwords,
+            }
         }
         124 if wide => return Err("m0 is 32-bit"),
         124 => reg(SpecialReg::M0, false),
@@ -395,44 +433,94 @@ fn vector_range(v: u32, dwords: u8, agpr: bool) -> Result<Operand, &'static str>
     }
     let first = v as u8;
     let count = dwords.max(1);
-    Ok(if agpr { Operand::Agpr { first, count } } else { Operand::Vgpr { first, count } })
+    Ok(if agpr {
+        Operand::Agpr { first, count }
+    } else {
+        Operand::Vgpr { first, count }
+    })
 }
 
 /// Instructions whose 9-bit SRC0 names a VGPR/AGPR by its low 8 bits only.
 fn eight_bit_vector_src(row: &Row) -> bool {
-    matches!(row.op.mnemonic(), "v_swap_b32" | "v_accvgpr_read_b32" | "v_accvgpr_mov_b32")
+    let candidate = match row.enc {
+        Enc::Vop1 => true,
+        Enc::Vop3 => row.opcode >= 0x3C0 || (0x140..0x1C0).contains(&row.opcode),
+        _ => false,
+    };
+    candidate
+        && matches!(
+            row.op.mnemonic(),
+            "v_swap_b32" | "v_accvgpr_read_b32" | "v_accvgpr_mov_b32"
+        )
 }
 
 /// Whether a 9-bit VOP source field reads a VGPR/AGPR.
 fn is_vector_src(enc: Enc, field: Field) -> bool {
-    matches!((enc, field), (Enc::Vop2 | Enc::Vop1 | Enc::Vopc, Field::A) | (Enc::Vop3, Field::A | Field::B | Field::C))
+    matches!(
+        (enc, field),
+        (Enc::Vop2 | Enc::Vop1 | Enc::Vopc, Field::A) | (Enc::Vop3, Field::A | Field::B | Field::C)
+    )
 }
 
 /// Decode one instruction at the start of `bytes`, which sits at address `addr`.
 ///
 /// Returns the instruction and its length in bytes. Never panics: any word that is not a
 /// valid instruction of `target` is a [`DecodeError`] naming the word and the address.
-pub fn decode(bytes: &[u8], addr: u64, target: Target) -> Result<(Instruction, usize), DecodeError> {
+pub fn decode(
+    bytes: &[u8],
+    addr: u64,
+    target: Target,
+) -> Result<(Instruction, usize), DecodeError> {
     let Some(w0) = dword(bytes, 0) else {
-        return Err(DecodeError::Truncated { addr, word: 0, needed: 4, available: bytes.len() });
+        return Err(DecodeError::Truncated {
+            addr,
+            word: 0,
+            needed: 4,
+            available: bytes.len(),
+        });
     };
-    let (enc, base_len) = classify(w0).map_err(|e| DecodeError::Unsupported { addr, word: w0, encoding: e })?;
-    let illegal = |reason| DecodeError::Illegal { addr, word: w0, reason };
+    let (enc, base_len) = classify(w0).map_err(|e| DecodeError::Unsupported {
+        addr,
+        word: w0,
+        encoding: e,
+    })?;
+    let illegal = |reason| DecodeError::Illegal {
+        addr,
+        word: w0,
+        reason,
+    };
     let w1 = if base_len == 8 {
         match dword(bytes, 4) {
             Some(w) => w,
-            None => return Err(DecodeError::Truncated { addr, word: w0, needed: 8, available: bytes.len() }),
+            None => {
+                return Err(DecodeError::Truncated {
+                    addr,
+                    word: w0,
+                    needed: 8,
+                    available: bytes.len(),
+                })
+            }
         }
     } else {
         0
     };
     let opcode = opcode_of(enc, w0);
     let Some((row_idx, row)) = lookup(enc, opcode, target) else {
-        return Err(DecodeError::UnknownOpcode { addr, word: w0, encoding: enc.name(), opcode });
+        return Err(DecodeError::UnknownOpcode {
+            addr,
+            word: w0,
+            encoding: enc.name(),
+            opcode,
+        });
     };
-    let ext_ok = !eight_bit_vector_src(row);
+    let eight_bit_src = eight_bit_vector_src(row);
+    let ext_ok = !eight_bit_src;
     if ext_ok && matches!(enc, Enc::Vop1 | Enc::Vop2 | Enc::Vopc) && w0 & 0x1FF == 250 {
-        return Err(DecodeError::Unsupported { addr, word: w0, encoding: "DPP" });
+        return Err(DecodeError::Unsupported {
+            addr,
+            word: w0,
+            encoding: "DPP",
+        });
     }
     if ext_ok && matches!(enc, Enc::Vop1 | Enc::Vop2 | Enc::Vopc) && w0 & 0x1FF == 249 {
         return decode_sdwa(bytes, addr, target, enc, row_idx, row, w0);
@@ -441,12 +529,19 @@ pub fn decode(bytes: &[u8], addr: u64, target: Target) -> Result<(Instruction, u
     let lit_word = if base_len == 4 { dword(bytes, 4) } else { None };
     let needs_literal = match enc {
         Enc::Sop2 => (w0 & 0xFF) == 255 || ((w0 >> 8) & 0xFF) == 255,
-        Enc::Sop1 | Enc::Sopc => (w0 & 0xFF) == 255 || (enc == Enc::Sopc && ((w0 >> 8) & 0xFF) == 255),
+        Enc::Sop1 | Enc::Sopc => {
+            (w0 & 0xFF) == 255 || (enc == Enc::Sopc && ((w0 >> 8) & 0xFF) == 255)
+        }
         Enc::Vop1 | Enc::Vop2 | Enc::Vopc => (w0 & 0x1FF) == 255 && ext_ok,
         _ => false,
     };
     if needs_literal && lit_word.is_none() {
-        return Err(DecodeError::Truncated { addr, word: w0, needed: 8, available: bytes.len() });
+        return Err(DecodeError::Truncated {
+            addr,
+            word: w0,
+            needed: 8,
+            available: bytes.len(),
+        });
     }
     let mut literal = None;
     let mut operands = [Operand::Off; crate::decode::MAX_OPERANDS];
@@ -481,12 +576,18 @@ pub fn decode(bytes: &[u8], addr: u64, target: Target) -> Result<(Instruction, u
                     _ => d,
                 };
             }
-            if (slot.field == Field::A && (w1 >> 27) & 1 == 1) || (slot.field == Field::B && (w1 >> 28) & 1 == 1) {
+            if (slot.field == Field::A && (w1 >> 27) & 1 == 1)
+                || (slot.field == Field::B && (w1 >> 28) & 1 == 1)
+            {
                 slot.class = Class::A;
             }
         }
         let op = match (slot.field, slot.class) {
-            (Field::Vcc, _) => Operand::Special { reg: SpecialReg::Vcc, count: 2, hi: false },
+            (Field::Vcc, _) => Operand::Special {
+                reg: SpecialReg::Vcc,
+                count: 2,
+                hi: false,
+            },
             (_, Class::Off) => {
                 if v == 0x7F {
                     Operand::Off
@@ -496,7 +597,9 @@ pub fn decode(bytes: &[u8], addr: u64, target: Target) -> Result<(Instruction, u
             }
             (Field::K | Field::O, Class::Imm) => Operand::Imm(v),
             (_, Class::Imm) => Operand::Imm(v),
-            (Field::A, class) if eight_bit_vector_src(row) => vector_range(v & 0xFF, slot.dwords, class == Class::A).map_err(illegal)?,
+            (Field::A, class) if eight_bit_src => {
+                vector_range(v & 0xFF, slot.dwords, class == Class::A).map_err(illegal)?
+            }
             (f, class) if is_vector_src(enc, f) => {
                 if v >= 256 {
                     vector_range(v - 256, slot.dwords, class == Class::A).map_err(illegal)?
@@ -505,7 +608,9 @@ pub fn decode(bytes: &[u8], addr: u64, target: Target) -> Result<(Instruction, u
                     scalar_operand(v, slot.dwords, &mut literal, lit).map_err(illegal)?
                 }
             }
-            (_, Class::S) => scalar_operand(v, slot.dwords, &mut literal, lit_word).map_err(illegal)?,
+            (_, Class::S) => {
+                scalar_operand(v, slot.dwords, &mut literal, lit_word).map_err(illegal)?
+            }
             (_, Class::V) => vector_range(v, slot.dwords, mem_acc).map_err(illegal)?,
             (_, Class::A) => vector_range(v, slot.dwords, true).map_err(illegal)?,
         };
@@ -518,15 +623,22 @@ pub fn decode(bytes: &[u8], addr: u64, target: Target) -> Result<(Instruction, u
     strict_checks(enc, row, w0, w1).map_err(illegal)?;
     if target == Target::Gfx908
         && matches!(enc, Enc::Mubuf | Enc::Global)
-        && (row.op.mnemonic().ends_with("atomic_add_f32") || row.op.mnemonic().ends_with("atomic_pk_add_f16"))
+        && (row.op.mnemonic().ends_with("atomic_add_f32")
+            || row.op.mnemonic().ends_with("atomic_pk_add_f16"))
         && (w0 >> if enc == Enc::Mubuf { 14 } else { 16 }) & 1 == 1
     {
-        return Err(illegal("gfx908 float atomics do not return (glc must be 0)"));
+        return Err(illegal(
+            "gfx908 float atomics do not return (glc must be 0)",
+        ));
     }
     let len = base_len + if literal.is_some() { 4 } else { 0 };
     if !ext_ok && matches!(w0 & 0x1FF, 249 | 250) {
         // llvm reads an SDWA/DPP dword after these even though SRC0 names a plain VGPR here.
-        return Err(DecodeError::Unsupported { addr, word: w0, encoding: "SDWA/DPP form of a VGPR-only source" });
+        return Err(DecodeError::Unsupported {
+            addr,
+            word: w0,
+            encoding: "SDWA/DPP form of a VGPR-only source",
+        });
     }
     if enc == Enc::Sopp {
         if let Some(i) = row.slots.iter().position(|s| s.field == Field::K) {
@@ -562,11 +674,24 @@ fn decode_sdwa(
     row: &Row,
     w0: u32,
 ) -> Result<(Instruction, usize), DecodeError> {
-    let illegal = |reason| DecodeError::Illegal { addr, word: w0, reason };
-    let Some(sd) = dword(bytes, 4) else {
-        return Err(DecodeError::Truncated { addr, word: w0, needed: 8, available: bytes.len() });
+    let illegal = |reason| DecodeError::Illegal {
+        addr,
+        word: w0,
+        reason,
     };
-    if row.slots.iter().any(|s| s.dwords > 1 && s.field != Field::Vcc) {
+    let Some(sd) = dword(bytes, 4) else {
+        return Err(DecodeError::Truncated {
+            addr,
+            word: w0,
+            needed: 8,
+            available: bytes.len(),
+        });
+    };
+    if row
+        .slots
+        .iter()
+        .any(|s| s.dwords > 1 && s.field != Field::Vcc)
+    {
         return Err(illegal("SDWA is for 32-bit operands only"));
     }
     let mut operands = [Operand::Off; MAX_OPERANDS];
@@ -574,7 +699,11 @@ fn decode_sdwa(
     let mut lit = None;
     for slot in row.slots {
         let op = match slot.field {
-            Field::Vcc => Operand::Special { reg: SpecialReg::Vcc, count: 2, hi: false },
+            Field::Vcc => Operand::Special {
+                reg: SpecialReg::Vcc,
+                count: 2,
+                hi: false,
+            },
             Field::D if enc == Enc::Vop1 || enc == Enc::Vop2 => {
                 if slot.class == Class::S {
                     return Err(illegal("SDWA needs a VGPR destination"));
@@ -626,13 +755,20 @@ fn decode_sdwa(
         return Err(illegal("SRC1 SDWA bits of a VOP1 must be 0"));
     }
     let float_mods = m != "v_cndmask_b32"
-        && ROWS.iter().any(|r| r.op == row.op && r.enc == Enc::Vop3 && r.mods.abs(0) == ModRule::Print);
-    let int_src1 = m.starts_with("v_cmp_class") || m.starts_with("v_cmpx_class") || m.starts_with("v_ldexp");
+        && ROWS
+            .iter()
+            .any(|r| r.op == row.op && r.enc == Enc::Vop3 && r.mods.abs(0) == ModRule::Print);
+    let int_src1 =
+        m.starts_with("v_cmp_class") || m.starts_with("v_cmpx_class") || m.starts_with("v_ldexp");
     let nsrc = if enc == Enc::Vop1 { 1 } else { 2 };
     for i in 0..nsrc {
         let float_mods = float_mods && !(i == 1 && int_src1);
         let shift = 16 + 8 * i;
-        let (sext, neg, abs) = ((sd >> (shift + 3)) & 1, (sd >> (shift + 4)) & 1, (sd >> (shift + 5)) & 1);
+        let (sext, neg, abs) = (
+            (sd >> (shift + 3)) & 1,
+            (sd >> (shift + 4)) & 1,
+            (sd >> (shift + 5)) & 1,
+        );
         if float_mods && sext != 0 {
             return Err(illegal("sext on a float SDWA operand"));
         }
@@ -641,7 +777,10 @@ fn decode_sdwa(
         }
     }
     let sel_ok = |v: u32| v <= 6;
-    if !sel_ok((sd >> 16) & 7) || !sel_ok((sd >> 24) & 7) || (enc != Enc::Vopc && (!sel_ok((sd >> 8) & 7) || (sd >> 11) & 3 == 3)) {
+    if !sel_ok((sd >> 16) & 7)
+        || !sel_ok((sd >> 24) & 7)
+        || (enc != Enc::Vopc && (!sel_ok((sd >> 8) & 7) || (sd >> 11) & 3 == 3))
+    {
         return Err(illegal("reserved SDWA selector"));
     }
     Ok((
@@ -666,18 +805,14 @@ fn decode_sdwa(
 fn strict_checks(enc: Enc, row: &Row, w0: u32, w1: u32) -> Result<(), &'static str> {
     let uses = |f: Field| row.slots.iter().any(|s| s.field == f);
     match enc {
-        Enc::Vop1 => {
-            if !uses(Field::D) && (w0 >> 17) & 0xFF != 0 {
-                return Err("VDST must be 0");
-            }
-        }
-        Enc::Sopp => {
-            if row.slots.is_empty() && w0 & 0xFFFF != 0 {
-                return Err("SIMM16 must be 0");
-            }
-        }
+        Enc::Vop1 if !uses(Field::D) && (w0 >> 17) & 0xFF != 0 => return Err("VDST must be 0"),
+        Enc::Sopp if row.slots.is_empty() && w0 & 0xFFFF != 0 => return Err("SIMM16 must be 0"),
         Enc::Vop3 => {
-            for (f, name) in [(Field::A, "SRC0 must be 0"), (Field::B, "SRC1 must be 0"), (Field::C, "SRC2 must be 0")] {
+            for (f, name) in [
+                (Field::A, "SRC0 must be 0"),
+                (Field::B, "SRC1 must be 0"),
+                (Field::C, "SRC2 must be 0"),
+            ] {
                 if !uses(f) && field_value(enc, f, w0, w1) != 0 {
                     return Err(name);
                 }
@@ -712,7 +847,11 @@ fn vop3_mod_checks(row: &Row, w0: u32, w1: u32) -> Result<(), &'static str> {
     if !m.present {
         return Ok(());
     }
-    let nsrc = row.slots.iter().filter(|s| matches!(s.field, Field::A | Field::B | Field::C)).count();
+    let nsrc = row
+        .slots
+        .iter()
+        .filter(|s| matches!(s.field, Field::A | Field::B | Field::C))
+        .count();
     let abs = (w0 >> 8) & 7;
     let neg = w1 >> 29;
     let sdst_is_e = row.slots.iter().any(|s| s.field == Field::E);
@@ -725,7 +864,8 @@ fn vop3_mod_checks(row: &Row, w0: u32, w1: u32) -> Result<(), &'static str> {
         }
     }
     let mnemonic = row.op.mnemonic();
-    if row.opcode >= 0x380 && !mnemonic.starts_with("v_mfma") && !mnemonic.starts_with("v_accvgpr") {
+    if row.opcode >= 0x380 && !mnemonic.starts_with("v_mfma") && !mnemonic.starts_with("v_accvgpr")
+    {
         // VOP3P: the per-source bits of sources the instruction does not have must be 0.
         for i in nsrc..3 {
             let opsel = (w0 >> (11 + i)) & 1;

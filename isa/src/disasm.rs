@@ -137,7 +137,11 @@ fn half_of(op: Op, enc: Enc, src: usize) -> Half {
     if matches!(m, "v_sat_pk_u8_i16" | "v_sad_u16" | "v_dot2c_i32_i16") || m.starts_with("v_mfma") {
         return Half::No;
     }
-    let last = m.rsplit('_').find(|t| t.len() >= 2 && matches!(t.as_bytes()[0], b'f' | b'i' | b'u' | b'b') && t[1..].bytes().all(|c| c.is_ascii_digit()));
+    let last = m.rsplit('_').find(|t| {
+        t.len() >= 2
+            && matches!(t.as_bytes()[0], b'f' | b'i' | b'u' | b'b')
+            && t[1..].bytes().all(|c| c.is_ascii_digit())
+    });
     match last {
         Some("f16") => Half::Float,
         Some("i16" | "u16" | "b16") => Half::Int,
@@ -149,7 +153,11 @@ fn half_of(op: Op, enc: Enc, src: usize) -> Half {
 /// their abs bit does not print.
 fn int_source(op: Op, src: usize) -> bool {
     match op.mnemonic() {
-        "v_ldexp_f16" | "v_ldexp_f32" | "v_ldexp_f64" | "v_trig_preop_f64" | "v_cvt_pkaccum_u8_f32" => src == 1,
+        "v_ldexp_f16"
+        | "v_ldexp_f32"
+        | "v_ldexp_f64"
+        | "v_trig_preop_f64"
+        | "v_cvt_pkaccum_u8_f32" => src == 1,
         "v_cvt_pk_u8_f32" => src >= 1,
         _ => false,
     }
@@ -179,7 +187,9 @@ fn operand(f: &mut impl Write, o: &Operand, dwords: u8, half: Half) -> fmt::Resu
         Operand::IntConst(i) => write!(f, "{i}"),
         Operand::FloatConst(c) if half == Half::Int => write!(f, "0x{:x}", f16_bits(c)),
         Operand::FloatConst(c) if half == Half::Packed32 => f.write_str(float_const(c, 1, false)),
-        Operand::FloatConst(c) => f.write_str(float_const(c, dwords, dwords > 2 && half == Half::F64)),
+        Operand::FloatConst(c) => {
+            f.write_str(float_const(c, dwords, dwords > 2 && half == Half::F64))
+        }
         Operand::Literal(v) => {
             if dwords >= 2 {
                 write!(f, "0x{v:x}")
@@ -208,7 +218,14 @@ fn swizzle(f: &mut impl Write, k: u32) -> fmt::Result {
         if k & 0x7F00 != 0 {
             return write!(f, " offset:{k}");
         }
-        return write!(f, " offset:swizzle(QUAD_PERM,{},{},{},{})", k & 3, (k >> 2) & 3, (k >> 4) & 3, (k >> 6) & 3);
+        return write!(
+            f,
+            " offset:swizzle(QUAD_PERM,{},{},{},{})",
+            k & 3,
+            (k >> 2) & 3,
+            (k >> 4) & 3,
+            (k >> 6) & 3
+        );
     }
     let (and, or, xor) = (k & 0x1F, (k >> 5) & 0x1F, (k >> 10) & 0x1F);
     if and == 0x1F && or == 0 && xor.is_power_of_two() {
@@ -246,7 +263,13 @@ fn sendmsg(f: &mut impl Write, k: u32) -> fmt::Result {
 
     // A valid (message, operation, stream) prints by name (other bits ignored); an invalid
     // one as a numeric triple when no bit outside the three fields is set, else as a number.
-    let invalid = |f: &mut dyn Write| if k & !0x37F == 0 { write!(f, "sendmsg({id}, {op}, {stream})") } else { write!(f, "{k}") };
+    let invalid = |f: &mut dyn Write| {
+        if k & !0x37F == 0 {
+            write!(f, "sendmsg({id}, {op}, {stream})")
+        } else {
+            write!(f, "{k}")
+        }
+    };
     let name = match id {
         1 => "MSG_INTERRUPT",
         2 => "MSG_GS",
@@ -270,7 +293,10 @@ fn sendmsg(f: &mut impl Write, k: u32) -> fmt::Result {
         _ => return invalid(f),
     };
     let gs = id == 2 || id == 3;
-    if (!gs && (op != 0 || stream != 0)) || (gs && op == 0 && (stream != 0 || id == 2)) || (gs && op > 3) {
+    if (!gs && (op != 0 || stream != 0))
+        || (gs && op == 0 && (stream != 0 || id == 2))
+        || (gs && op > 3)
+    {
         return invalid(f);
     }
     if !gs {
@@ -367,11 +393,21 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
     let mfma = vop3p && name.starts_with("v_mfma");
     let mut sep = " ";
     let gfx90a = inst.target == crate::Target::Gfx90a;
-    let atomic_rtn = matches!(inst.enc, Enc::Flat | Enc::Global | Enc::Scratch) && name.contains("_atomic_") && (w0 >> 16) & 1 == 1;
+    let atomic_rtn = matches!(inst.enc, Enc::Flat | Enc::Global | Enc::Scratch)
+        && name.contains("_atomic_")
+        && (w0 >> 16) & 1 == 1;
     if atomic_rtn {
         // Returning atomics print the destination first (same width as the data, or half of cmpswap's).
-        let data = row.slots.iter().find(|s| s.field == Field::B).map_or(1, |s| s.dwords);
-        let d = if name.contains("cmpswap") { data / 2 } else { data };
+        let data = row
+            .slots
+            .iter()
+            .find(|s| s.field == Field::B)
+            .map_or(1, |s| s.dwords);
+        let d = if name.contains("cmpswap") {
+            data / 2
+        } else {
+            data
+        };
         let v = field_value(inst.enc, Field::D, w0, w1);
         let acc = gfx90a && (w1 >> 23) & 1 == 1;
         reg_range(f.by_ref_sep(sep)?, if acc { "a" } else { "v" }, v, d.into())?;
@@ -382,7 +418,9 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
         return Ok(());
     }
     for (i, slot) in row.slots.iter().enumerate() {
-        let Some(o) = inst.operands().get(i) else { break };
+        let Some(o) = inst.operands().get(i) else {
+            break;
+        };
         if flat_saddr && slot.field == Field::A {
             f.write_str(sep)?;
             sep = ", ";
@@ -397,7 +435,12 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
         if flat_saddr && slot.field == Field::S {
             f.write_str(sep)?;
             let dwords = if inst.enc == Enc::Scratch { 1 } else { 2 };
-            operand(f, o_saddr(w1, dwords).as_ref().unwrap_or(o), dwords, Half::No)?;
+            operand(
+                f,
+                o_saddr(w1, dwords).as_ref().unwrap_or(o),
+                dwords,
+                Half::No,
+            )?;
             continue;
         }
         if inst.enc == Enc::Mubuf && slot.field == Field::A && (w0 >> 12) & 3 == 0 {
@@ -409,7 +452,9 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
         f.write_str(sep)?;
         sep = ", ";
         match (inst.enc, slot.field) {
-            (Enc::Sopk, Field::K) if name.starts_with("s_getreg") || name.starts_with("s_setreg") => {
+            (Enc::Sopk, Field::K)
+                if name.starts_with("s_getreg") || name.starts_with("s_setreg") =>
+            {
                 hwreg(f, w0 & 0xFFFF)?;
                 continue;
             }
@@ -467,7 +512,10 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
             _ => {}
         }
         let mix = vop3p && name.contains("_mix");
-        if inst.enc == Enc::Vop3 && matches!(slot.field, Field::A | Field::B | Field::C) && (!vop3p || mix) {
+        if inst.enc == Enc::Vop3
+            && matches!(slot.field, Field::A | Field::B | Field::C)
+            && (!vop3p || mix)
+        {
             let i = match slot.field {
                 Field::A => 0,
                 Field::B => 1,
@@ -476,18 +524,27 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
             let half = half_of(row.op, inst.enc, i);
             let int_src = int_source(row.op, i);
             let neg = (w1 >> (29 + i)) & 1 == 1 && (mix || row.mods.neg(i) == ModRule::Print);
-            let abs = (w0 >> (8 + i)) & 1 == 1 && (mix || row.mods.abs(i) == ModRule::Print) && !int_src;
+            let abs =
+                (w0 >> (8 + i)) & 1 == 1 && (mix || row.mods.abs(i) == ModRule::Print) && !int_src;
             if int_src && neg {
                 f.write_str("sext(")?;
                 operand(f, o, slot.dwords, half)?;
                 f.write_str(")")?;
                 continue;
             }
-            if register_only(row, slot.field) && matches!(o, Operand::IntConst(_) | Operand::FloatConst(_) | Operand::Literal(_)) {
+            if register_only(row, slot.field)
+                && matches!(
+                    o,
+                    Operand::IntConst(_) | Operand::FloatConst(_) | Operand::Literal(_)
+                )
+            {
                 f.write_str("/*invalid immediate*/")?;
                 continue;
             }
-            let constant = matches!(o, Operand::IntConst(_) | Operand::FloatConst(_) | Operand::Literal(_));
+            let constant = matches!(
+                o,
+                Operand::IntConst(_) | Operand::FloatConst(_) | Operand::Literal(_)
+            );
             let neg_call = neg && constant && !abs;
             f.write_str(match (neg, neg_call) {
                 (true, true) => "neg(",
@@ -513,20 +570,28 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
             Field::C => half_of(row.op, inst.enc, 2),
             _ => half,
         };
-        if register_only(row, slot.field) && matches!(o, Operand::IntConst(_) | Operand::FloatConst(_) | Operand::Literal(_)) {
+        if register_only(row, slot.field)
+            && matches!(
+                o,
+                Operand::IntConst(_) | Operand::FloatConst(_) | Operand::Literal(_)
+            )
+        {
             f.write_str("/*invalid immediate*/")?;
             continue;
         }
         operand(f, o, slot.dwords, half)?;
     }
     match inst.enc {
-        Enc::Smem => {
-            if (w0 >> 16) & 1 == 1 && !name.starts_with("s_dcache_discard") && !name.starts_with("s_atc_probe") {
-                f.write_str(" glc")?;
-            }
+        Enc::Smem
+            if (w0 >> 16) & 1 == 1
+                && !name.starts_with("s_dcache_discard")
+                && !name.starts_with("s_atc_probe") =>
+        {
+            f.write_str(" glc")?;
         }
         Enc::Ds => {
-            let dual = name.contains("read2") || name.contains("write2") || name.contains("wrxchg2");
+            let dual =
+                name.contains("read2") || name.contains("write2") || name.contains("wrxchg2");
             let (o0, o1) = (w0 & 0xFF, (w0 >> 8) & 0xFF);
             if dual {
                 if o0 != 0 {
@@ -565,7 +630,11 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
             }
         }
         Enc::Flat | Enc::Global | Enc::Scratch => {
-            let off = if inst.enc == Enc::Flat { w0 & 0xFFF } else { ((w0 << 19) as i32 >> 19) as u32 };
+            let off = if inst.enc == Enc::Flat {
+                w0 & 0xFFF
+            } else {
+                ((w0 << 19) as i32 >> 19) as u32
+            };
             if off != 0 {
                 write!(f, " offset:{}", off as i32)?;
             }
@@ -593,7 +662,11 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
         Enc::Vop3 if name.starts_with("v_accvgpr") => {}
         Enc::Vop3 if vop3p => write_vop3p_mods(f, inst, row, mix_op(name))?,
         Enc::Vop3 => {
-            let nsrc = row.slots.iter().filter(|s| matches!(s.field, Field::A | Field::B | Field::C)).count();
+            let nsrc = row
+                .slots
+                .iter()
+                .filter(|s| matches!(s.field, Field::A | Field::B | Field::C))
+                .count();
             let opsel = (w0 >> 11) & 15;
             let vop3b = row.slots.iter().any(|s| s.field == Field::E);
             if opsel != 0 && !vop3b && row.mods.rules[Mods::OPSEL0] == ModRule::Print {
@@ -623,18 +696,46 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
 fn o_saddr(w1: u32, dwords: u8) -> Option<Operand> {
     let v = (w1 >> 16) & 0x7F;
     Some(match v {
-        0..=101 => Operand::Sgpr { first: if dwords == 2 { (v & !1) as u8 } else { v as u8 }, count: dwords },
-        106 => Operand::Special { reg: SpecialReg::Vcc, count: dwords, hi: false },
-        126 => Operand::Special { reg: SpecialReg::Exec, count: dwords, hi: false },
-        102 => Operand::Special { reg: SpecialReg::FlatScratch, count: dwords, hi: false },
-        104 => Operand::Special { reg: SpecialReg::XnackMask, count: dwords, hi: false },
-        108..=123 => Operand::Ttmp { first: (v - 108) as u8 & if dwords == 2 { !1 } else { !0 }, count: dwords },
-        124 => Operand::Special { reg: SpecialReg::M0, count: 1, hi: false },
+        0..=101 => Operand::Sgpr {
+            first: if dwords == 2 { (v & !1) as u8 } else { v as u8 },
+            count: dwords,
+        },
+        106 => Operand::Special {
+            reg: SpecialReg::Vcc,
+            count: dwords,
+            hi: false,
+        },
+        126 => Operand::Special {
+            reg: SpecialReg::Exec,
+            count: dwords,
+            hi: false,
+        },
+        102 => Operand::Special {
+            reg: SpecialReg::FlatScratch,
+            count: dwords,
+            hi: false,
+        },
+        104 => Operand::Special {
+            reg: SpecialReg::XnackMask,
+            count: dwords,
+            hi: false,
+        },
+        108..=123 => Operand::Ttmp {
+            first: (v - 108) as u8 & if dwords == 2 { !1 } else { !0 },
+            count: dwords,
+        },
+        124 => Operand::Special {
+            reg: SpecialReg::M0,
+            count: 1,
+            hi: false,
+        },
         _ => return None,
     })
 }
 
-const SELS: [&str; 8] = ["BYTE_0", "BYTE_1", "BYTE_2", "BYTE_3", "WORD_0", "WORD_1", "DWORD", "DWORD"];
+const SELS: [&str; 8] = [
+    "BYTE_0", "BYTE_1", "BYTE_2", "BYTE_3", "WORD_0", "WORD_1", "DWORD", "DWORD",
+];
 
 fn write_sdwa(f: &mut impl Write, inst: &Instruction) -> fmt::Result {
     let row = inst.row();
@@ -643,7 +744,9 @@ fn write_sdwa(f: &mut impl Write, inst: &Instruction) -> fmt::Result {
     f.write_str("_sdwa")?;
     let mut sep = " ";
     for (i, slot) in row.slots.iter().enumerate() {
-        let Some(o) = inst.operands().get(i) else { break };
+        let Some(o) = inst.operands().get(i) else {
+            break;
+        };
         f.write_str(sep)?;
         sep = ", ";
         match slot.field {
@@ -659,7 +762,10 @@ fn write_sdwa(f: &mut impl Write, inst: &Instruction) -> fmt::Result {
                 let sext = (sd >> (shift + 3)) & 1 == 1;
                 let neg = (sd >> (shift + 4)) & 1 == 1;
                 let abs = (sd >> (shift + 5)) & 1 == 1;
-                let constant = matches!(o, Operand::IntConst(_) | Operand::FloatConst(_) | Operand::Literal(_));
+                let constant = matches!(
+                    o,
+                    Operand::IntConst(_) | Operand::FloatConst(_) | Operand::Literal(_)
+                );
                 let neg_call = neg && constant && !abs;
                 f.write_str(match (neg, neg_call) {
                     (true, true) => "neg(",
@@ -672,7 +778,12 @@ fn write_sdwa(f: &mut impl Write, inst: &Instruction) -> fmt::Result {
                 if sext {
                     f.write_str("sext(")?;
                 }
-                operand(f, o, 1, half_of(row.op, inst.enc, if slot.field == Field::A { 0 } else { 1 }))?;
+                operand(
+                    f,
+                    o,
+                    1,
+                    half_of(row.op, inst.enc, if slot.field == Field::A { 0 } else { 1 }),
+                )?;
                 if sext {
                     f.write_str(")")?;
                 }
@@ -696,8 +807,13 @@ fn write_sdwa(f: &mut impl Write, inst: &Instruction) -> fmt::Result {
             3 => f.write_str(" div:2")?,
             _ => {}
         }
-        let unused = ["UNUSED_PAD", "UNUSED_SEXT", "UNUSED_PRESERVE", "UNUSED_PAD"][((sd >> 11) & 3) as usize];
-        write!(f, " dst_sel:{} dst_unused:{unused}", SELS[((sd >> 8) & 7) as usize])?;
+        let unused = ["UNUSED_PAD", "UNUSED_SEXT", "UNUSED_PRESERVE", "UNUSED_PAD"]
+            [((sd >> 11) & 3) as usize];
+        write!(
+            f,
+            " dst_sel:{} dst_unused:{unused}",
+            SELS[((sd >> 8) & 7) as usize]
+        )?;
     }
     write!(f, " src0_sel:{}", SELS[((sd >> 16) & 7) as usize])?;
     if inst.enc != Enc::Vop1 {
@@ -725,7 +841,14 @@ fn register_only(row: &Row, field: Field) -> bool {
             ) || m.starts_with("v_mfma")
         }
         Field::B => m.starts_with("v_mfma"),
-        Field::C => matches!(m, "v_addc_co_u32" | "v_subb_co_u32" | "v_subbrev_co_u32" | "v_mqsad_u32_u8" | "v_cndmask_b32"),
+        Field::C => matches!(
+            m,
+            "v_addc_co_u32"
+                | "v_subb_co_u32"
+                | "v_subbrev_co_u32"
+                | "v_mqsad_u32_u8"
+                | "v_cndmask_b32"
+        ),
         _ => false,
     }
 }
@@ -736,7 +859,11 @@ fn mix_op(name: &str) -> bool {
 
 fn write_vop3p_mods(f: &mut impl Write, inst: &Instruction, row: &Row, mix: bool) -> fmt::Result {
     let [w0, w1] = inst.words;
-    let nsrc = row.slots.iter().filter(|s| matches!(s.field, Field::A | Field::B | Field::C)).count();
+    let nsrc = row
+        .slots
+        .iter()
+        .filter(|s| matches!(s.field, Field::A | Field::B | Field::C))
+        .count();
     let opsel = (w0 >> 11) & 7;
     let opsel_hi = ((w1 >> 27) & 3) | (((w0 >> 14) & 1) << 2);
     let neg_lo = w1 >> 29;

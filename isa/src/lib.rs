@@ -21,10 +21,12 @@
 
 pub mod decode;
 pub mod disasm;
+pub mod program;
 pub mod table;
 mod target;
 
 pub use decode::{decode, DecodeError, Ext, Instruction, Operand, SpecialReg};
 pub use disasm::disasm;
+pub use program::Program;
 pub use table::{Enc, Op, Row, ROWS};
 pub use target::{Target, TargetError};

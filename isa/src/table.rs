@@ -1,7 +1,7 @@
 //! The one instruction table: every row is one opcode of one encoding on a set of targets.
 //!
 //! The rows live in `table_rows.rs` (generated from probes of `llvm-mc-15`, see
-//! `isa/tools/`), expanded by [`isa_table!`] into the [`Op`] enum, the [`ROWS`] slice and
+//! `isa/tools/`), expanded by the `isa_table!` macro into the [`Op`] enum, the [`ROWS`] slice and
 //! compile-time per-target lookup arrays indexed by opcode. The decoder, the disassembler
 //! and (later) the interpreter read only this table: no opcode number or mnemonic is
 //! written anywhere else.
@@ -216,7 +216,10 @@ impl Mods {
         let b = s.as_bytes();
         let mut rules = [ModRule::Ignore; 10];
         if b.len() != 10 {
-            return Mods { rules, present: false };
+            return Mods {
+                rules,
+                present: false,
+            };
         }
         let mut i = 0;
         while i < 10 {
@@ -227,7 +230,10 @@ impl Mods {
             };
             i += 1;
         }
-        Mods { rules, present: true }
+        Mods {
+            rules,
+            present: true,
+        }
     }
 }
 
@@ -292,7 +298,6 @@ macro_rules! isa_table {
         ];
     };
 }
-
 
 include!("table_rows.rs");
 

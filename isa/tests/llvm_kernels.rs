@@ -16,7 +16,10 @@ fn kernels_dir() -> PathBuf {
 fn run(cmd: &mut Command) -> Result<String, String> {
     let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
     if !out.status.success() {
-        return Err(format!("{cmd:?} failed:\n{}", String::from_utf8_lossy(&out.stderr)));
+        return Err(format!(
+            "{cmd:?} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
@@ -32,28 +35,44 @@ struct Line {
 fn parse_objdump(out: &str) -> Vec<Line> {
     let mut lines = Vec::new();
     for l in out.lines() {
-        let Some(rest) = l.strip_prefix('\t') else { continue };
-        let Some((text, comment)) = rest.split_once("// ") else { continue };
-        let Some((addr, words)) = comment.split_once(": ") else { continue };
-        let Ok(addr) = u64::from_str_radix(addr.trim(), 16) else { continue };
+        let Some(rest) = l.strip_prefix('\t') else {
+            continue;
+        };
+        let Some((text, comment)) = rest.split_once("// ") else {
+            continue;
+        };
+        let Some((addr, words)) = comment.split_once(": ") else {
+            continue;
+        };
+        let Ok(addr) = u64::from_str_radix(addr.trim(), 16) else {
+            continue;
+        };
         let mut bytes = Vec::new();
         for w in words.split_whitespace() {
             if w.starts_with('<') {
                 break;
             }
-            let Ok(v) = u32::from_str_radix(w, 16) else { break };
+            let Ok(v) = u32::from_str_radix(w, 16) else {
+                break;
+            };
             bytes.extend_from_slice(&v.to_le_bytes());
         }
-        lines.push(Line { text: text.trim_end().to_string(), addr, bytes });
+        lines.push(Line {
+            text: text.trim_end().to_string(),
+            addr,
+            bytes,
+        });
     }
     lines
 }
 
 #[test]
 fn kernels_match_llvm_objdump() {
-    let (Some(clang), Some(mc), Some(objdump)) =
-        (common::tool("clang-15"), common::tool("llvm-mc-15"), common::tool("llvm-objdump-15"))
-    else {
+    let (Some(clang), Some(mc), Some(objdump)) = (
+        common::tool("clang-15"),
+        common::tool("llvm-mc-15"),
+        common::tool("llvm-objdump-15"),
+    ) else {
         println!("SKIP: clang-15/llvm-mc-15/llvm-objdump-15 not found (scripts/ensure-deps.sh installs them)");
         return;
     };
@@ -73,7 +92,13 @@ fn kernels_match_llvm_objdump() {
             let obj = out_dir.join(format!("{src}.{target}.o"));
             let build = if src.ends_with(".cl") {
                 run(Command::new(&clang)
-                    .args(["-x", "cl", "-cl-std=CL2.0", "-Xclang", "-finclude-default-header"])
+                    .args([
+                        "-x",
+                        "cl",
+                        "-cl-std=CL2.0",
+                        "-Xclang",
+                        "-finclude-default-header",
+                    ])
                     .args(["-target", "amdgcn-amd-amdhsa", "-nogpulib", "-O2", "-c"])
                     .arg(format!("-mcpu={target}"))
                     .arg(&path)
@@ -88,8 +113,10 @@ fn kernels_match_llvm_objdump() {
                     .arg(&obj))
             };
             build.unwrap_or_else(|e| panic!("building {src} for {target}: {e}"));
-            let dis = run(Command::new(&objdump).args(["-d", &format!("--mcpu={target}")]).arg(&obj))
-                .unwrap_or_else(|e| panic!("disassembling {src}: {e}"));
+            let dis = run(Command::new(&objdump)
+                .args(["-d", &format!("--mcpu={target}")])
+                .arg(&obj))
+            .unwrap_or_else(|e| panic!("disassembling {src}: {e}"));
             objects += 1;
             let lines = parse_objdump(&dis);
             assert!(!lines.is_empty(), "no instructions in {src} for {target}");
@@ -106,7 +133,10 @@ fn kernels_match_llvm_objdump() {
                 if ours != line.text {
                     mismatches += 1;
                     if mismatches <= 40 {
-                        report.push_str(&format!("{src} {target} {:#x}\n   ours: {ours}\n   llvm: {}\n", line.addr, line.text));
+                        report.push_str(&format!(
+                            "{src} {target} {:#x}\n   ours: {ours}\n   llvm: {}\n",
+                            line.addr, line.text
+                        ));
                     }
                 }
             }

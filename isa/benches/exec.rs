@@ -2,6 +2,7 @@
 //! and the rate at which code is pre-decoded into a [`CodeCache`].
 //!
 //! The programs are fixed byte strings assembled once with `llvm-mc-15 -mcpu=gfx900`.
+#![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use isa::exec::{CodeCache, HostEnv, Mode, Stop, Wave};

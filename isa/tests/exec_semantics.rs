@@ -555,3 +555,14 @@ fn mfma_on_gfx90a_from_registers() {
         }
     }
 }
+
+#[test]
+fn sdwa_is_refused_not_miscomputed() {
+    let mut r = Run::gfx9("v_add_u32_sdwa v0, v1, v2 dst_sel:WORD_1 dst_unused:UNUSED_PAD src0_sel:BYTE_0 src1_sel:WORD_0");
+    match r.go() {
+        Stop::Fault(WaveFault::IllegalInstruction { disassembly, .. }) => {
+            assert!(disassembly.starts_with("v_add_u32_sdwa"), "{disassembly}")
+        }
+        other => panic!("{other:?}"),
+    }
+}

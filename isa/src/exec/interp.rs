@@ -700,6 +700,11 @@ impl Wave {
     }
 
     fn valu(&mut self, c: &Cached) -> R<()> {
+        if c.inst.ext != crate::decode::Ext::None {
+            // SDWA sub-dword selects are not modelled yet: refuse rather than compute on
+            // whole dwords
+            return Err(illegal(self.pc, c));
+        }
         if let Some(cmp) = c.cmp {
             return self.vcmp(c, cmp);
         }

@@ -67,27 +67,41 @@ fn wave(mem: bool) -> Wave {
 fn run(cache: &CodeCache, env: &mut HostEnv, mem: bool) {
     let mut w = wave(mem);
     let stop = w.run(cache, env, u64::MAX);
-    assert_eq!(stop, Stop::EndOfProgram, "bench program must run to its end");
+    assert_eq!(
+        stop,
+        Stop::EndOfProgram,
+        "bench program must run to its end"
+    );
 }
 
 fn benches(c: &mut Criterion) {
     let mut g = c.benchmark_group("exec");
     let alu = CodeCache::new(Target::Gfx900, BASE, ALU_LOOP);
     let mut env = HostEnv::new(1024);
-    g.throughput(Throughput::Elements(ALU_LOOP_LEN * u64::from(ITERATIONS) + 1));
-    g.bench_function("alu_mix_wave_instructions", |b| b.iter(|| run(&alu, &mut env, false)));
+    g.throughput(Throughput::Elements(
+        ALU_LOOP_LEN * u64::from(ITERATIONS) + 1,
+    ));
+    g.bench_function("alu_mix_wave_instructions", |b| {
+        b.iter(|| run(&alu, &mut env, false))
+    });
 
     let mem = CodeCache::new(Target::Gfx900, BASE, MEM_LOOP);
     let mut env = HostEnv::new(1024);
     env.map(0x10_0000, 4096);
     env.map(0x20_0000, 4096);
-    g.throughput(Throughput::Elements(MEM_LOOP_LEN * u64::from(ITERATIONS) + 1));
-    g.bench_function("memory_mix_wave_instructions", |b| b.iter(|| run(&mem, &mut env, true)));
+    g.throughput(Throughput::Elements(
+        MEM_LOOP_LEN * u64::from(ITERATIONS) + 1,
+    ));
+    g.bench_function("memory_mix_wave_instructions", |b| {
+        b.iter(|| run(&mem, &mut env, true))
+    });
 
     // pre-decoding: every dword offset of 4 KiB of the ALU loop repeated
     let code: Vec<u8> = ALU_LOOP.iter().copied().cycle().take(4096).collect();
     g.throughput(Throughput::Elements(code.len() as u64 / 4));
-    g.bench_function("predecode_dwords", |b| b.iter(|| CodeCache::new(Target::Gfx900, BASE, &code)));
+    g.bench_function("predecode_dwords", |b| {
+        b.iter(|| CodeCache::new(Target::Gfx900, BASE, &code))
+    });
     g.finish();
 }
 

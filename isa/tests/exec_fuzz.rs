@@ -35,7 +35,9 @@ fn run_words(words: &[u32], target: Target, seed: u32) -> Stop {
     for _ in 0..8 {
         stop = wave.run(&cache, &mut env, 500);
         match stop {
-            Stop::Barrier | Stop::Sleep { .. } | Stop::Trap { .. } | Stop::BudgetExhausted => continue,
+            Stop::Barrier | Stop::Sleep { .. } | Stop::Trap { .. } | Stop::BudgetExhausted => {
+                continue
+            }
             _ => break,
         }
     }
@@ -84,5 +86,8 @@ proptest! {
 #[test]
 fn an_endless_loop_stops_at_the_budget() {
     // s_branch -1
-    assert_eq!(run_words(&[0xbf82_ffff], Target::Gfx900, 0), Stop::BudgetExhausted);
+    assert_eq!(
+        run_words(&[0xbf82_ffff], Target::Gfx900, 0),
+        Stop::BudgetExhausted
+    );
 }

@@ -16,7 +16,11 @@ fn dpp_row_shifts_rotates_and_broadcasts() {
     assert_eq!(dpp_source_lane(0x101, 16), Some(17));
     // row_shr:3 (0x113)
     assert_eq!(dpp_source_lane(0x113, 19), Some(16));
-    assert_eq!(dpp_source_lane(0x113, 18), None, "lane 2 of row 1 has no lane 3 to its left");
+    assert_eq!(
+        dpp_source_lane(0x113, 18),
+        None,
+        "lane 2 of row 1 has no lane 3 to its left"
+    );
     // row_ror:4 (0x124): rotates within the row
     assert_eq!(dpp_source_lane(0x124, 33), Some(32 + 13));
     // wave_shr:1 (0x138), wave_rol:1 (0x134)
@@ -42,7 +46,11 @@ fn dpp_masks_and_bound_ctrl() {
     assert_eq!(vals[0], 101);
     assert_eq!(write & (1 << 15), 0);
     let (vals, write) = dpp_gather(&src, 0x101, u64::MAX, 0xf, 0xf, true);
-    assert_eq!((vals[15], write & (1 << 15) != 0), (0, true), "bound_ctrl reads 0");
+    assert_eq!(
+        (vals[15], write & (1 << 15) != 0),
+        (0, true),
+        "bound_ctrl reads 0"
+    );
     // row_mask 0b0001: only row 0 writes; bank_mask 0b0010: only lanes 4-7 of each row
     let (_, write) = dpp_gather(&src, 0xe4, u64::MAX, 0b0001, 0b0010, false);
     assert_eq!(write, 0xf0);
@@ -79,7 +87,13 @@ fn mfma_layouts_follow_the_mi200_guide() {
     assert_eq!(MfmaF32::M32N32K1.d_location(0, 0, 1), (16, 0));
     assert_eq!(MfmaF32::M16N16K1.d_location(0, 0, 3), (12, 0));
     // every output element has one home
-    for shape in [MfmaF32::M32N32K1, MfmaF32::M32N32K2, MfmaF32::M16N16K1, MfmaF32::M16N16K4, MfmaF32::M4N4K1] {
+    for shape in [
+        MfmaF32::M32N32K1,
+        MfmaF32::M32N32K2,
+        MfmaF32::M16N16K1,
+        MfmaF32::M16N16K4,
+        MfmaF32::M4N4K1,
+    ] {
         let (m, n, _, blocks) = shape.dims();
         let mut seen = std::collections::HashSet::new();
         for b in 0..blocks {
@@ -95,17 +109,29 @@ fn mfma_layouts_follow_the_mi200_guide() {
 
 #[test]
 fn atomic_ops_as_defined() {
-    assert_eq!(AtomicOp::Inc.apply(5, 5, 0, false), 0, "inc wraps to 0 at src");
+    assert_eq!(
+        AtomicOp::Inc.apply(5, 5, 0, false),
+        0,
+        "inc wraps to 0 at src"
+    );
     assert_eq!(AtomicOp::Inc.apply(4, 5, 0, false), 5);
     assert_eq!(AtomicOp::Dec.apply(0, 7, 0, false), 7, "dec of 0 gives src");
-    assert_eq!(AtomicOp::Dec.apply(9, 7, 0, false), 7, "dec above src gives src");
+    assert_eq!(
+        AtomicOp::Dec.apply(9, 7, 0, false),
+        7,
+        "dec above src gives src"
+    );
     assert_eq!(AtomicOp::Dec.apply(3, 7, 0, false), 2);
     assert_eq!(AtomicOp::CmpSwap.apply(3, 9, 3, false), 9);
     assert_eq!(AtomicOp::CmpSwap.apply(4, 9, 3, false), 4);
     assert_eq!(AtomicOp::SMax.apply(0xffff_ffff, 1, 0, false), 1);
     assert_eq!(AtomicOp::UMax.apply(0xffff_ffff, 1, 0, false), 0xffff_ffff);
     assert_eq!(AtomicOp::Add.apply(u64::MAX, 2, 0, true), 1);
-    assert_eq!(AtomicOp::Add.apply(0xffff_ffff, 2, 0, false), 1, "32-bit wraps at 2^32");
+    assert_eq!(
+        AtomicOp::Add.apply(0xffff_ffff, 2, 0, false),
+        1,
+        "32-bit wraps at 2^32"
+    );
 }
 
 #[test]
@@ -115,7 +141,11 @@ fn f16_conversion_facts() {
     assert_eq!(f32_to_f16(65520.0, Round::NearestEven), 0x7c00);
     assert_eq!(f32_to_f16(65520.0, Round::Zero), 0x7bff);
     assert_eq!(f32_to_f16(2f32.powi(-24), Round::NearestEven), 0x0001);
-    assert_eq!(f32_to_f16(2f32.powi(-25), Round::NearestEven), 0x0000, "tie to even (0)");
+    assert_eq!(
+        f32_to_f16(2f32.powi(-25), Round::NearestEven),
+        0x0000,
+        "tie to even (0)"
+    );
     assert_eq!(f32_to_f16(-0.0, Round::NearestEven), 0x8000);
     assert_eq!(f16_to_f32(0x0001), 2f32.powi(-24));
     assert_eq!(f16_to_f32(0xfc00), f32::NEG_INFINITY);

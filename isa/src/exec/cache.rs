@@ -145,7 +145,12 @@ fn parse_cmp(name: &'static str) -> Option<Cmp> {
     if cond != "class" && truth_of(cond).is_none() {
         return None;
     }
-    Some(Cmp { cond, ty, writes_exec, truth: truth_of(cond) })
+    Some(Cmp {
+        cond,
+        ty,
+        writes_exec,
+        truth: truth_of(cond),
+    })
 }
 
 /// Pre-decoded code: an entry for every dword offset of `[base, base + len)`.
@@ -166,7 +171,11 @@ impl CodeCache {
                 decode(&code[off..], base + off as u64, target).map(|(inst, _)| classify(inst))
             })
             .collect();
-        CodeCache { base, target, entries }
+        CodeCache {
+            base,
+            target,
+            entries,
+        }
     }
 
     /// The target the code was decoded for.
@@ -205,8 +214,17 @@ fn classify(inst: Instruction) -> Cached {
         Enc::Ds | Enc::Mubuf | Enc::Flat | Enc::Global | Enc::Scratch => mem_kind(inst.op, name),
         _ => MemKind::Other,
     };
-    let cmp = if matches!(inst.enc, Enc::Vopc | Enc::Vop3) { parse_cmp(name) } else { None };
-    Cached { inst, src_type, mem, cmp }
+    let cmp = if matches!(inst.enc, Enc::Vopc | Enc::Vop3) {
+        parse_cmp(name)
+    } else {
+        None
+    };
+    Cached {
+        inst,
+        src_type,
+        mem,
+        cmp,
+    }
 }
 
 fn mem_kind(op: Op, name: &str) -> MemKind {

@@ -36,15 +36,25 @@ fn opnd(c: &Cached, field: Field) -> Option<Operand> {
 }
 
 fn illegal(pc: u64, c: &Cached) -> WaveFault {
-    WaveFault::IllegalInstruction { pc, disassembly: disasm(&c.inst) }
+    WaveFault::IllegalInstruction {
+        pc,
+        disassembly: disasm(&c.inst),
+    }
 }
 
 /// Inline float constants (source codes 240–248) as f16, f32 and f64 bit patterns.
 fn float_const(code: u8, ty: SrcType, wide: bool) -> u64 {
     let i = usize::from(code.saturating_sub(240)).min(8);
     const F32: [u32; 9] = [
-        0x3f00_0000, 0xbf00_0000, 0x3f80_0000, 0xbf80_0000, 0x4000_0000, 0xc000_0000, 0x4080_0000,
-        0xc080_0000, 0x3e22_f983,
+        0x3f00_0000,
+        0xbf00_0000,
+        0x3f80_0000,
+        0xbf80_0000,
+        0x4000_0000,
+        0xc000_0000,
+        0x4080_0000,
+        0xc080_0000,
+        0x3e22_f983,
     ];
     const F64: [u64; 9] = [
         0x3fe0_0000_0000_0000,
@@ -57,7 +67,9 @@ fn float_const(code: u8, ty: SrcType, wide: bool) -> u64 {
         0xc010_0000_0000_0000,
         0x3fc4_5f30_6dc9_c882,
     ];
-    const F16: [u16; 9] = [0x3800, 0xb800, 0x3c00, 0xbc00, 0x4000, 0xc000, 0x4400, 0xc400, 0x3118];
+    const F16: [u16; 9] = [
+        0x3800, 0xb800, 0x3c00, 0xbc00, 0x4000, 0xc000, 0x4400, 0xc400, 0x3118,
+    ];
     if wide {
         F64[i]
     } else if ty == SrcType::F16 {
@@ -136,7 +148,11 @@ impl Wave {
     /// Reads a scalar operand (32 or 64 bits).
     fn sread(&self, op: Operand, ty: SrcType, wide: bool) -> u64 {
         if let Some(i) = self.sindex(op) {
-            return if wide { self.sgpr64(i) } else { u64::from(self.sgpr[i]) };
+            return if wide {
+                self.sgpr64(i)
+            } else {
+                u64::from(self.sgpr[i])
+            };
         }
         let v = match op {
             Operand::IntConst(i) => i64::from(i) as u64,
@@ -165,7 +181,8 @@ impl Wave {
         };
         if !wide {
             if let Operand::Special {
-                reg: SpecialReg::SharedBase | SpecialReg::PrivateBase, ..
+                reg: SpecialReg::SharedBase | SpecialReg::PrivateBase,
+                ..
             } = op
             {
                 return v >> 32;
@@ -288,9 +305,17 @@ impl Wave {
                 let (v, c) = int::subb(a32, b32, scc);
                 (v.into(), false, Some(c))
             }
-            Op::SMinI32 => ((a32 as i32).min(b32 as i32) as u32 as u64, false, Some((a32 as i32) < (b32 as i32))),
+            Op::SMinI32 => (
+                (a32 as i32).min(b32 as i32) as u32 as u64,
+                false,
+                Some((a32 as i32) < (b32 as i32)),
+            ),
             Op::SMinU32 => (a32.min(b32).into(), false, Some(a32 < b32)),
-            Op::SMaxI32 => ((a32 as i32).max(b32 as i32) as u32 as u64, false, Some((a32 as i32) > (b32 as i32))),
+            Op::SMaxI32 => (
+                (a32 as i32).max(b32 as i32) as u32 as u64,
+                false,
+                Some((a32 as i32) > (b32 as i32)),
+            ),
             Op::SMaxU32 => (a32.max(b32).into(), false, Some(a32 > b32)),
             Op::SCselectB32 => (if scc { a32 } else { b32 }.into(), false, None),
             Op::SCselectB64 => (if scc { a64 } else { b64 }, true, None),
@@ -322,7 +347,11 @@ impl Wave {
                 let m = if w == 0 { 0 } else { u64::MAX >> (64 - w) };
                 (m << (b32 & 63), true, None)
             }
-            Op::SMulI32 => ((a32 as i32).wrapping_mul(b32 as i32) as u32 as u64, false, None),
+            Op::SMulI32 => (
+                (a32 as i32).wrapping_mul(b32 as i32) as u32 as u64,
+                false,
+                None,
+            ),
             Op::SMulHiU32 => (int::mul_hi_u32(a32, b32).into(), false, None),
             Op::SMulHiI32 => (int::mul_hi_i32(a32, b32).into(), false, None),
             Op::SBfeU32 => nz32(int::s_bfe_u32(a32, b32)),
@@ -362,16 +391,37 @@ impl Wave {
             Op::SBcnt1I32B64 => nz32(a64.count_ones()),
             Op::SFf0I32B32 => (int::ffbl(!a32).into(), false, None),
             Op::SFf1I32B32 => (int::ffbl(a32).into(), false, None),
-            Op::SFf1I32B64 => {
-                (if a64 == 0 { u32::MAX } else { a64.trailing_zeros() }.into(), false, None)
-            }
-            Op::SFf0I32B64 => {
-                (if !a64 == 0 { u32::MAX } else { (!a64).trailing_zeros() }.into(), false, None)
-            }
+            Op::SFf1I32B64 => (
+                if a64 == 0 {
+                    u32::MAX
+                } else {
+                    a64.trailing_zeros()
+                }
+                .into(),
+                false,
+                None,
+            ),
+            Op::SFf0I32B64 => (
+                if !a64 == 0 {
+                    u32::MAX
+                } else {
+                    (!a64).trailing_zeros()
+                }
+                .into(),
+                false,
+                None,
+            ),
             Op::SFlbitI32B32 => (int::ffbh_u32(a32).into(), false, None),
-            Op::SFlbitI32B64 => {
-                (if a64 == 0 { u32::MAX } else { a64.leading_zeros() }.into(), false, None)
-            }
+            Op::SFlbitI32B64 => (
+                if a64 == 0 {
+                    u32::MAX
+                } else {
+                    a64.leading_zeros()
+                }
+                .into(),
+                false,
+                None,
+            ),
             Op::SFlbitI32 => (int::ffbh_i32(a32).into(), false, None),
             Op::SSextI32I8 => (a32 as i8 as i32 as u32 as u64, false, None),
             Op::SSextI32I16 => (a32 as i16 as i32 as u32 as u64, false, None),
@@ -380,7 +430,15 @@ impl Wave {
             Op::SBitset0B64 | Op::SBitset1B64 => {
                 let d64 = d_op.map_or(0, |o| self.sread(o, t, true));
                 let bit = 1u64 << (a32 & 63);
-                (if op == Op::SBitset1B64 { d64 | bit } else { d64 & !bit }, true, None)
+                (
+                    if op == Op::SBitset1B64 {
+                        d64 | bit
+                    } else {
+                        d64 & !bit
+                    },
+                    true,
+                    None,
+                )
             }
             Op::SQuadmaskB64 => nz64(int::quadmask64(a64)),
             Op::SAbsI32 => nz32((a32 as i32).unsigned_abs()),
@@ -458,8 +516,16 @@ impl Wave {
                 let (v, o) = int::add_i32(d32, simm);
                 (v.into(), false, Some(o))
             }
-            Op::SMulkI32 => ((d32 as i32).wrapping_mul(simm as i32) as u32 as u64, false, None),
-            Op::SGetregB32 => (self.getreg(HwRegField::from_simm16(k as u16))?.into(), false, None),
+            Op::SMulkI32 => (
+                (d32 as i32).wrapping_mul(simm as i32) as u32 as u64,
+                false,
+                None,
+            ),
+            Op::SGetregB32 => (
+                self.getreg(HwRegField::from_simm16(k as u16))?.into(),
+                false,
+                None,
+            ),
             Op::SSetregB32 => {
                 self.setreg(HwRegField::from_simm16(k as u16), d32)?;
                 return Ok(Flow::Next);
@@ -485,7 +551,13 @@ impl Wave {
     fn sopp<E: WaveEnv + ?Sized>(&mut self, c: &Cached, next: u64, env: &mut E) -> R<Flow> {
         let simm = c.inst.words[0] & 0xffff;
         let target = next.wrapping_add_signed(i64::from(simm as u16 as i16) * 4);
-        let branch = |taken: bool| Ok(if taken { Flow::Jump(target) } else { Flow::Next });
+        let branch = |taken: bool| {
+            Ok(if taken {
+                Flow::Jump(target)
+            } else {
+                Flow::Next
+            })
+        };
         match c.inst.op {
             Op::SNop | Op::SWaitcnt | Op::SIcacheInv | Op::SIncperflevel | Op::SDecperflevel => {
                 Ok(Flow::Next)
@@ -509,7 +581,9 @@ impl Wave {
             }
             Op::SSleep => {
                 self.pc = next;
-                Ok(Flow::Stop(Stop::Sleep { cycles: simm & 0x7f }))
+                Ok(Flow::Stop(Stop::Sleep {
+                    cycles: simm & 0x7f,
+                }))
             }
             Op::SSendmsg | Op::SSendmsghalt => {
                 env.send_message(simm as u16, self.m0());
@@ -519,7 +593,8 @@ impl Wave {
                 let id = (simm & 0xff) as u8;
                 // {ttmp1, ttmp0} = {trap id [23:16], PC[47:0]}; PC is the s_trap's own address
                 self.sgpr[sreg::TTMP0] = self.pc as u32;
-                self.sgpr[sreg::TTMP0 + 1] = ((self.pc >> 32) as u32 & 0xffff) | (u32::from(id) << 16);
+                self.sgpr[sreg::TTMP0 + 1] =
+                    ((self.pc >> 32) as u32 & 0xffff) | (u32::from(id) << 16);
                 self.pc = next;
                 Ok(Flow::Stop(Stop::Trap { id }))
             }
@@ -536,11 +611,17 @@ impl Wave {
         // named by mnemonic: rows the table may not have yet
         match op.mnemonic() {
             "s_memtime" | "s_memrealtime" => {
-                let t = if op.mnemonic() == "s_memtime" { env.shader_clock() } else { env.real_time() };
+                let t = if op.mnemonic() == "s_memtime" {
+                    env.shader_clock()
+                } else {
+                    env.real_time()
+                };
                 self.set_sgpr64(sdata, t);
                 return Ok(());
             }
-            "s_dcache_inv" | "s_dcache_wb" | "s_dcache_inv_vol" | "s_dcache_wb_vol" => return Ok(()),
+            "s_dcache_inv" | "s_dcache_wb" | "s_dcache_inv_vol" | "s_dcache_wb_vol" => {
+                return Ok(())
+            }
             _ => {}
         }
         let dwords = match op {
@@ -553,7 +634,11 @@ impl Wave {
         };
         let sbase = ((w0 & 0x3f) << 1) as usize;
         let imm = (w0 >> 17) & 1 != 0;
-        let offset = if imm { w1 & 0x1f_ffff } else { self.sgpr[(w1 & 0x7f) as usize] };
+        let offset = if imm {
+            w1 & 0x1f_ffff
+        } else {
+            self.sgpr[(w1 & 0x7f) as usize]
+        };
         let buffer = matches!(
             op,
             Op::SBufferLoadDword
@@ -632,7 +717,11 @@ impl Wave {
         }
         let (abs, neg) = ((m.abs >> index) & 1 != 0, (m.neg >> index) & 1 != 0);
         if abs || neg {
-            let (am, nm) = if c.src_type == SrcType::F16 { (0x7fffu32, 0x8000u32) } else { (0x7fff_ffff, 0x8000_0000) };
+            let (am, nm) = if c.src_type == SrcType::F16 {
+                (0x7fffu32, 0x8000u32)
+            } else {
+                (0x7fff_ffff, 0x8000_0000)
+            };
             for x in v.iter_mut() {
                 if abs {
                     *x &= am;
@@ -646,7 +735,9 @@ impl Wave {
     }
 
     fn src64(&self, c: &Cached, field: Field, index: u32, m: Mods) -> R<[u64; WAVE_SIZE]> {
-        let Some(op) = opnd(c, field) else { return Ok([0; WAVE_SIZE]) };
+        let Some(op) = opnd(c, field) else {
+            return Ok([0; WAVE_SIZE]);
+        };
         let mut v = self.vread64(op, c.src_type)?;
         let (abs, neg) = ((m.abs >> index) & 1 != 0, (m.neg >> index) & 1 != 0);
         if abs || neg {
@@ -771,7 +862,9 @@ impl Wave {
             }
             Op::VReadlaneB32 => {
                 let a = self.src32(c, Field::A, 0, m)?;
-                let lane = opnd(c, Field::B).map_or(0, |o| self.sread(o, SrcType::Int, false)) as usize & 63;
+                let lane = opnd(c, Field::B).map_or(0, |o| self.sread(o, SrcType::Int, false))
+                    as usize
+                    & 63;
                 if let Some(d) = opnd(c, Field::D) {
                     self.swrite(d, a[lane].into(), false);
                 }
@@ -779,7 +872,9 @@ impl Wave {
             }
             Op::VWritelaneB32 => {
                 let v = opnd(c, Field::A).map_or(0, |o| self.sread(o, SrcType::Int, false)) as u32;
-                let lane = opnd(c, Field::B).map_or(0, |o| self.sread(o, SrcType::Int, false)) as usize & 63;
+                let lane = opnd(c, Field::B).map_or(0, |o| self.sread(o, SrcType::Int, false))
+                    as usize
+                    & 63;
                 if let Some(Operand::Vgpr { first, .. }) = opnd(c, Field::D) {
                     self.v_mut(usize::from(first))?[lane] = v;
                 }
@@ -801,7 +896,11 @@ impl Wave {
             Op::VSubrevF32 => bin32!(|a: u32, b| fp::add_f32(b, a ^ 0x8000_0000, mode), true),
             Op::VMulF32 => bin32!(|a, b| fp::mul_f32(a, b, mode), true),
             Op::VMulLegacyF32 => bin32!(
-                |a: u32, b: u32| if a & 0x7fff_ffff == 0 || b & 0x7fff_ffff == 0 { 0 } else { fp::mul_f32(a, b, mode) },
+                |a: u32, b: u32| if a & 0x7fff_ffff == 0 || b & 0x7fff_ffff == 0 {
+                    0
+                } else {
+                    fp::mul_f32(a, b, mode)
+                },
                 true
             ),
             Op::VMinF32 => bin32!(|a, b| fp::min_f32(a, b, mode), true),
@@ -825,8 +924,14 @@ impl Wave {
                 }
                 self.dst32(c, r, m, true)
             }
-            Op::VMin3F32 => tri32!(|a, b, d| fp::min_f32(fp::min_f32(a, b, mode), d, mode), true),
-            Op::VMax3F32 => tri32!(|a, b, d| fp::max_f32(fp::max_f32(a, b, mode), d, mode), true),
+            Op::VMin3F32 => tri32!(
+                |a, b, d| fp::min_f32(fp::min_f32(a, b, mode), d, mode),
+                true
+            ),
+            Op::VMax3F32 => tri32!(
+                |a, b, d| fp::max_f32(fp::max_f32(a, b, mode), d, mode),
+                true
+            ),
             Op::VMed3F32 => tri32!(|a, b, d| fp::med3_f32(a, b, d, mode), true),
             Op::VLdexpF32 => bin32!(|a, b| fp::ldexp_f32(a, b, mode), true),
             Op::VRcpF32 | Op::VRcpIflagF32 => un32!(|a| fp::rcp_f32(a, mode), true),
@@ -959,11 +1064,46 @@ impl Wave {
             Op::VSubrevF16 => bin32!(|a, b| fp::f16_binop(a, b, mode, |x, y| y - x), false),
             Op::VMulF16 => bin32!(|a, b| fp::f16_binop(a, b, mode, |x, y| x * y), false),
             // integer
-            Op::VAddU32 => bin32!(|a, b| if clamp { int::add_u32_clamped(a, b) } else { a.wrapping_add(b) }, false),
-            Op::VSubU32 => bin32!(|a, b| if clamp { int::sub_u32_clamped(a, b) } else { a.wrapping_sub(b) }, false),
-            Op::VSubrevU32 => bin32!(|a: u32, b: u32| if clamp { int::sub_u32_clamped(b, a) } else { b.wrapping_sub(a) }, false),
-            Op::VAddI32 => bin32!(|a: u32, b: u32| if clamp { (a as i32).saturating_add(b as i32) as u32 } else { a.wrapping_add(b) }, false),
-            Op::VSubI32 => bin32!(|a: u32, b: u32| if clamp { (a as i32).saturating_sub(b as i32) as u32 } else { a.wrapping_sub(b) }, false),
+            Op::VAddU32 => bin32!(
+                |a, b| if clamp {
+                    int::add_u32_clamped(a, b)
+                } else {
+                    a.wrapping_add(b)
+                },
+                false
+            ),
+            Op::VSubU32 => bin32!(
+                |a, b| if clamp {
+                    int::sub_u32_clamped(a, b)
+                } else {
+                    a.wrapping_sub(b)
+                },
+                false
+            ),
+            Op::VSubrevU32 => bin32!(
+                |a: u32, b: u32| if clamp {
+                    int::sub_u32_clamped(b, a)
+                } else {
+                    b.wrapping_sub(a)
+                },
+                false
+            ),
+            Op::VAddI32 => bin32!(
+                |a: u32, b: u32| if clamp {
+                    (a as i32).saturating_add(b as i32) as u32
+                } else {
+                    a.wrapping_add(b)
+                },
+                false
+            ),
+            Op::VSubI32 => bin32!(
+                |a: u32, b: u32| if clamp {
+                    (a as i32).saturating_sub(b as i32) as u32
+                } else {
+                    a.wrapping_sub(b)
+                },
+                false
+            ),
             Op::VAddCoU32 | Op::VSubCoU32 | Op::VSubrevCoU32 => {
                 let a = self.src32(c, Field::A, 0, m)?;
                 let b = self.src32(c, Field::B, 1, m)?;
@@ -976,7 +1116,15 @@ impl Wave {
                         _ => int::sub_co(b[l], a[l]),
                     };
                     r[l] = if clamp {
-                        if cy { if op == Op::VAddCoU32 { u32::MAX } else { 0 } } else { v }
+                        if cy {
+                            if op == Op::VAddCoU32 {
+                                u32::MAX
+                            } else {
+                                0
+                            }
+                        } else {
+                            v
+                        }
                     } else {
                         v
                     };
@@ -1038,8 +1186,14 @@ impl Wave {
             Op::VMaxI32 => bin32!(|a: u32, b: u32| (a as i32).max(b as i32) as u32, false),
             Op::VMinU32 => bin32!(|a: u32, b: u32| a.min(b), false),
             Op::VMaxU32 => bin32!(|a: u32, b: u32| a.max(b), false),
-            Op::VMin3I32 => tri32!(|a: u32, b: u32, d: u32| (a as i32).min(b as i32).min(d as i32) as u32, false),
-            Op::VMax3I32 => tri32!(|a: u32, b: u32, d: u32| (a as i32).max(b as i32).max(d as i32) as u32, false),
+            Op::VMin3I32 => tri32!(
+                |a: u32, b: u32, d: u32| (a as i32).min(b as i32).min(d as i32) as u32,
+                false
+            ),
+            Op::VMax3I32 => tri32!(
+                |a: u32, b: u32, d: u32| (a as i32).max(b as i32).max(d as i32) as u32,
+                false
+            ),
             Op::VMin3U32 => tri32!(|a: u32, b: u32, d: u32| a.min(b).min(d), false),
             Op::VMax3U32 => tri32!(|a: u32, b: u32, d: u32| a.max(b).max(d), false),
             Op::VMed3I32 => tri32!(int::med3_i32, false),
@@ -1161,7 +1315,11 @@ impl Wave {
                 let b = self.src32(c, Field::B, 1, Mods::default())?;
                 let half = cmp.ty == CmpType::F16;
                 for l in 0..WAVE_SIZE {
-                    let x = if half { fp::f16_to_f32(a[l] as u16).to_bits() } else { a[l] };
+                    let x = if half {
+                        fp::f16_to_f32(a[l] as u16).to_bits()
+                    } else {
+                        a[l]
+                    };
                     result |= u64::from(fp::class_f32(x, b[l])) << l;
                 }
             }
@@ -1186,7 +1344,8 @@ impl Wave {
                 match ty {
                     CmpType::F32 => {
                         for l in 0..WAVE_SIZE {
-                            bits[l] = (truth >> ford(f32::from_bits(a[l]), f32::from_bits(b[l]))) & 1;
+                            bits[l] =
+                                (truth >> ford(f32::from_bits(a[l]), f32::from_bits(b[l]))) & 1;
                         }
                     }
                     CmpType::F16 => {
@@ -1262,7 +1421,11 @@ impl Wave {
                 }
             } else {
                 // an inline constant or SGPR broadcast as C
-                [self.sread(opnd(c, Field::C).unwrap_or(Operand::IntConst(0)), SrcType::F32, false) as u32; WAVE_SIZE]
+                [self.sread(
+                    opnd(c, Field::C).unwrap_or(Operand::IntConst(0)),
+                    SrcType::F32,
+                    false,
+                ) as u32; WAVE_SIZE]
             });
         }
         let d = shape.compute(&a, &b, &cin);
@@ -1278,12 +1441,18 @@ impl Wave {
     }
 }
 
-
 impl Wave {
     /// A 32-bit source as lanes: a reference into the register file when it is a plain
     /// VGPR, else materialised (constant splat, modifiers) into `store`.
     #[inline(always)]
-    fn src_ref<'a>(&'a self, c: &Cached, field: Field, index: u32, m: Mods, store: &'a mut Lanes) -> R<&'a Lanes> {
+    fn src_ref<'a>(
+        &'a self,
+        c: &Cached,
+        field: Field,
+        index: u32,
+        m: Mods,
+        store: &'a mut Lanes,
+    ) -> R<&'a Lanes> {
         let mods = ((m.abs | m.neg) >> index) & 1 != 0;
         match opnd(c, field) {
             Some(Operand::Vgpr { first, .. }) if !mods => self.v(usize::from(first)),
@@ -1303,7 +1472,9 @@ impl Wave {
         }
         let exec = self.exec();
         match opnd(c, Field::D) {
-            Some(Operand::Vgpr { first, .. }) => write_masked(self.v_mut(usize::from(first))?, &r, exec),
+            Some(Operand::Vgpr { first, .. }) => {
+                write_masked(self.v_mut(usize::from(first))?, &r, exec)
+            }
             Some(d) => self.vwrite32(d, &r, exec)?,
             None => {}
         }
@@ -1322,7 +1493,13 @@ impl Wave {
     }
 
     #[inline(never)]
-    fn lanes2(&mut self, c: &Cached, m: Mods, float_out: bool, f: impl Fn(u32, u32) -> u32) -> R<()> {
+    fn lanes2(
+        &mut self,
+        c: &Cached,
+        m: Mods,
+        float_out: bool,
+        f: impl Fn(u32, u32) -> u32,
+    ) -> R<()> {
         let (mut sa, mut sb) = ([0u32; WAVE_SIZE], [0u32; WAVE_SIZE]);
         let a = self.src_ref(c, Field::A, 0, m, &mut sa)?;
         let b = self.src_ref(c, Field::B, 1, m, &mut sb)?;
@@ -1334,7 +1511,13 @@ impl Wave {
     }
 
     #[inline(never)]
-    fn lanes3(&mut self, c: &Cached, m: Mods, float_out: bool, f: impl Fn(u32, u32, u32) -> u32) -> R<()> {
+    fn lanes3(
+        &mut self,
+        c: &Cached,
+        m: Mods,
+        float_out: bool,
+        f: impl Fn(u32, u32, u32) -> u32,
+    ) -> R<()> {
         let (mut sa, mut sb, mut sc) = ([0u32; WAVE_SIZE], [0u32; WAVE_SIZE], [0u32; WAVE_SIZE]);
         let a = self.src_ref(c, Field::A, 0, m, &mut sa)?;
         let b = self.src_ref(c, Field::B, 1, m, &mut sb)?;
@@ -1390,7 +1573,13 @@ impl Wave {
     }
 
     #[inline(never)]
-    fn lanes_narrow(&mut self, c: &Cached, m: Mods, float_out: bool, f: impl Fn(u64) -> u32) -> R<()> {
+    fn lanes_narrow(
+        &mut self,
+        c: &Cached,
+        m: Mods,
+        float_out: bool,
+        f: impl Fn(u64) -> u32,
+    ) -> R<()> {
         let a = self.src64(c, Field::A, 0, m)?;
         let mut r = [0u32; WAVE_SIZE];
         for l in 0..WAVE_SIZE {
@@ -1436,11 +1625,7 @@ impl Wave {
         let vaddr = (w1 & 0xff) as usize;
         let srsrc = (((w1 >> 16) & 0x1f) << 2) as usize;
         let soffset_field = w1 >> 24;
-        let soffset = self.sread(
-            scalar_operand_at(soffset_field),
-            SrcType::Int,
-            false,
-        );
+        let soffset = self.sread(scalar_operand_at(soffset_field), SrcType::Int, false);
         let rsrc = BufferResource::from_dwords([
             self.sgpr[srsrc],
             self.sgpr[srsrc + 1],
@@ -1472,14 +1657,22 @@ impl Wave {
                 let a = rsrc
                     .base
                     .wrapping_add(soffset)
-                    .wrapping_add((imsb.wrapping_mul(rsrc.stride).wrapping_add(omsb * es)).wrapping_mul(is))
+                    .wrapping_add(
+                        (imsb.wrapping_mul(rsrc.stride).wrapping_add(omsb * es)).wrapping_mul(is),
+                    )
                     .wrapping_add(ilsb * es + olsb);
                 (a, rsrc.stride == 0 || index < rsrc.num_records)
             } else if rsrc.stride == 0 {
-                (rsrc.base.wrapping_add(soffset).wrapping_add(offset), offset < rsrc.num_records)
+                (
+                    rsrc.base.wrapping_add(soffset).wrapping_add(offset),
+                    offset < rsrc.num_records,
+                )
             } else {
                 (
-                    rsrc.base.wrapping_add(soffset).wrapping_add(index.wrapping_mul(rsrc.stride)).wrapping_add(offset),
+                    rsrc.base
+                        .wrapping_add(soffset)
+                        .wrapping_add(index.wrapping_mul(rsrc.stride))
+                        .wrapping_add(offset),
                     index < rsrc.num_records,
                 )
             };
@@ -1521,12 +1714,15 @@ impl Wave {
         if saddr != 0x7f && c.inst.enc == Enc::Global {
             let base = self.sgpr64(saddr);
             for l in 0..WAVE_SIZE {
-                addrs[l] = base.wrapping_add(u64::from(lo[l])).wrapping_add_signed(offset);
+                addrs[l] = base
+                    .wrapping_add(u64::from(lo[l]))
+                    .wrapping_add_signed(offset);
             }
         } else {
             let hi = self.v(vaddr + 1)?;
             for l in 0..WAVE_SIZE {
-                addrs[l] = (u64::from(lo[l]) | (u64::from(hi[l]) << 32)).wrapping_add_signed(offset);
+                addrs[l] =
+                    (u64::from(lo[l]) | (u64::from(hi[l]) << 32)).wrapping_add_signed(offset);
             }
         }
         let exec = self.exec();
@@ -1562,7 +1758,11 @@ impl Wave {
                 env.load(addrs, mask, bytes, &mut out[..dwords])?;
                 if signed {
                     for v in out[0].iter_mut() {
-                        *v = if bytes == 1 { *v as u8 as i8 as i32 as u32 } else { *v as u16 as i16 as i32 as u32 };
+                        *v = if bytes == 1 {
+                            *v as u8 as i8 as i32 as u32
+                        } else {
+                            *v as u16 as i16 as i32 as u32
+                        };
                     }
                 }
                 // lanes out of buffer range read 0
@@ -1606,7 +1806,9 @@ impl Wave {
         glc: bool,
         acc: bool,
     ) -> R<()> {
-        let MemKind::Atomic { op, wide } = c.mem else { return Err(illegal(self.pc, c)) };
+        let MemKind::Atomic { op, wide } = c.mem else {
+            return Err(illegal(self.pc, c));
+        };
         let n = if wide { 2 } else { 1 };
         let read = |w: &Wave, r: usize| -> R<[u64; WAVE_SIZE]> {
             let mut v = [0u64; WAVE_SIZE];
@@ -1624,9 +1826,23 @@ impl Wave {
         };
         let src = read(self, data)?;
         // cmpswap: DATA = {src, cmp}
-        let cmp = if op == AtomicOp::CmpSwap { read(self, data + n)? } else { [0u64; WAVE_SIZE] };
+        let cmp = if op == AtomicOp::CmpSwap {
+            read(self, data + n)?
+        } else {
+            [0u64; WAVE_SIZE]
+        };
         let mut old = [0u64; WAVE_SIZE];
-        env.atomic(&AtomicRequest { op, wide, exec: mask, addresses: addrs, src: &src, cmp: &cmp }, &mut old)?;
+        env.atomic(
+            &AtomicRequest {
+                op,
+                wide,
+                exec: mask,
+                addresses: addrs,
+                src: &src,
+                cmp: &cmp,
+            },
+            &mut old,
+        )?;
         if glc {
             let exec = self.exec();
             let mut lo = [0u32; WAVE_SIZE];
@@ -1691,16 +1907,44 @@ impl Wave {
                 Ok(a as usize)
             }
         };
-        let two = |name: &str| name.contains("2st64") || name.contains("read2") || name.contains("write2");
+        let two = |name: &str| {
+            name.contains("2st64") || name.contains("read2") || name.contains("write2")
+        };
         let name = op.mnemonic();
         if two(name) {
             let size: u32 = if name.ends_with("b64") { 8 } else { 4 };
-            let scale = if name.contains("st64") { size * 64 } else { size };
+            let scale = if name.contains("st64") {
+                size * 64
+            } else {
+                size
+            };
             let dw = (size / 4) as usize;
             let load = name.starts_with("ds_read2");
             let mut out = [[0u32; WAVE_SIZE]; 4];
-            let d0 = if load { [[0u32; WAVE_SIZE]; 2] } else { [*self.v(data0)?, if dw == 2 { *self.v(data0 + 1)? } else { [0; WAVE_SIZE] }] };
-            let d1 = if load { [[0u32; WAVE_SIZE]; 2] } else { [*self.v(data1)?, if dw == 2 { *self.v(data1 + 1)? } else { [0; WAVE_SIZE] }] };
+            let d0 = if load {
+                [[0u32; WAVE_SIZE]; 2]
+            } else {
+                [
+                    *self.v(data0)?,
+                    if dw == 2 {
+                        *self.v(data0 + 1)?
+                    } else {
+                        [0; WAVE_SIZE]
+                    },
+                ]
+            };
+            let d1 = if load {
+                [[0u32; WAVE_SIZE]; 2]
+            } else {
+                [
+                    *self.v(data1)?,
+                    if dw == 2 {
+                        *self.v(data1 + 1)?
+                    } else {
+                        [0; WAVE_SIZE]
+                    },
+                ]
+            };
             let lds = env.lds();
             for l in 0..WAVE_SIZE {
                 if (exec >> l) & 1 == 0 {
@@ -1712,7 +1956,8 @@ impl Wave {
                     for d in 0..dw {
                         let p = base + 4 * d;
                         if load {
-                            out[half * dw + d][l] = u32::from_le_bytes([lds[p], lds[p + 1], lds[p + 2], lds[p + 3]]);
+                            out[half * dw + d][l] =
+                                u32::from_le_bytes([lds[p], lds[p + 1], lds[p + 2], lds[p + 3]]);
                         } else {
                             let v = if half == 0 { d0[d][l] } else { d1[d][l] };
                             lds[p..p + 4].copy_from_slice(&v.to_le_bytes());
@@ -1743,7 +1988,11 @@ impl Wave {
                     }
                     if signed {
                         let v = out[0][l];
-                        out[0][l] = if bytes == 1 { v as u8 as i8 as i32 as u32 } else { v as u16 as i16 as i32 as u32 };
+                        out[0][l] = if bytes == 1 {
+                            v as u8 as i8 as i32 as u32
+                        } else {
+                            v as u16 as i16 as i32 as u32
+                        };
                     }
                 }
                 for (i, r) in out[..dwords].iter().enumerate() {
@@ -1773,7 +2022,11 @@ impl Wave {
             MemKind::Atomic { op: aop, wide } => {
                 let n = if wide { 8u32 } else { 4 };
                 let src_lo = *self.v(data0)?;
-                let src_hi = if wide { *self.v(data0 + 1)? } else { [0; WAVE_SIZE] };
+                let src_hi = if wide {
+                    *self.v(data0 + 1)?
+                } else {
+                    [0; WAVE_SIZE]
+                };
                 let mut old_lo = [0u32; WAVE_SIZE];
                 let mut old_hi = [0u32; WAVE_SIZE];
                 let lds = env.lds();
@@ -1833,15 +2086,49 @@ impl Wave {
 /// A scalar operand from an 8-bit SOFFSET-style field (SGPRs, specials and inline integers).
 fn scalar_operand_at(v: u32) -> Operand {
     match v {
-        0..=101 => Operand::Sgpr { first: v as u8, count: 1 },
-        102 => Operand::Special { reg: SpecialReg::FlatScratch, count: 1, hi: false },
-        103 => Operand::Special { reg: SpecialReg::FlatScratch, count: 1, hi: true },
-        106 => Operand::Special { reg: SpecialReg::Vcc, count: 1, hi: false },
-        107 => Operand::Special { reg: SpecialReg::Vcc, count: 1, hi: true },
-        108..=123 => Operand::Ttmp { first: (v - 108) as u8, count: 1 },
-        124 => Operand::Special { reg: SpecialReg::M0, count: 1, hi: false },
-        126 => Operand::Special { reg: SpecialReg::Exec, count: 1, hi: false },
-        127 => Operand::Special { reg: SpecialReg::Exec, count: 1, hi: true },
+        0..=101 => Operand::Sgpr {
+            first: v as u8,
+            count: 1,
+        },
+        102 => Operand::Special {
+            reg: SpecialReg::FlatScratch,
+            count: 1,
+            hi: false,
+        },
+        103 => Operand::Special {
+            reg: SpecialReg::FlatScratch,
+            count: 1,
+            hi: true,
+        },
+        106 => Operand::Special {
+            reg: SpecialReg::Vcc,
+            count: 1,
+            hi: false,
+        },
+        107 => Operand::Special {
+            reg: SpecialReg::Vcc,
+            count: 1,
+            hi: true,
+        },
+        108..=123 => Operand::Ttmp {
+            first: (v - 108) as u8,
+            count: 1,
+        },
+        124 => Operand::Special {
+            reg: SpecialReg::M0,
+            count: 1,
+            hi: false,
+        },
+        126 => Operand::Special {
+            reg: SpecialReg::Exec,
+            count: 1,
+            hi: false,
+        },
+        127 => Operand::Special {
+            reg: SpecialReg::Exec,
+            count: 1,
+            hi: true,
+        },
         128..=192 => Operand::IntConst((v - 128) as i8),
         193..=208 => Operand::IntConst(-((v - 192) as i8)),
         _ => Operand::IntConst(0),

@@ -662,3 +662,26 @@ fn sdwa_is_refused_not_miscomputed() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn flat_to_an_aperture_is_refused_and_global_flat_works() {
+    let mut r = Run::gfx9("flat_load_dword v0, v[2:3]\nflat_store_dword v[2:3], v4");
+    r.env.map(0x3000, 0x1000);
+    r.env.write(0x3000, &7u32.to_le_bytes());
+    r.wave.vgpr[2] = [0x3000; 64];
+    r.wave.vgpr[3] = [0; 64];
+    r.wave.vgpr[4] = [9; 64];
+    r.wave.set_exec(1);
+    let r = r.ok();
+    assert_eq!(r.v(0)[0], 7);
+    assert_eq!(r.env.read(0x3000, 4).unwrap(), vec![9, 0, 0, 0]);
+
+    let mut r = Run::gfx9("flat_load_dword v0, v[2:3]");
+    r.wave.sh_mem_bases = 0x0001_0002; // shared aperture 0x0001_0000_0000_0000
+    r.wave.vgpr[2] = [0x10; 64];
+    r.wave.vgpr[3] = [0x0001_0000; 64];
+    assert!(matches!(
+        r.go(),
+        Stop::Fault(WaveFault::IllegalInstruction { .. })
+    ));
+}

@@ -1726,6 +1726,16 @@ impl Wave {
             }
         }
         let exec = self.exec();
+        if c.inst.enc == Enc::Flat && self.sh_mem_bases != 0 {
+            // FLAT addresses inside the shared (LDS) or private (scratch) aperture are not
+            // routed yet: refuse instead of touching global memory at that address
+            let shared = u64::from(self.sh_mem_bases >> 16) << 48;
+            let private = u64::from(self.sh_mem_bases & 0xffff) << 48;
+            let in_aperture = |a: u64| a >> 32 == shared >> 32 || a >> 32 == private >> 32;
+            if (0..WAVE_SIZE).any(|l| (exec >> l) & 1 != 0 && in_aperture(addrs[l])) {
+                return Err(illegal(self.pc, c));
+            }
+        }
         // loads write VDST; stores and atomics read DATA
         let data_reg = match c.mem {
             MemKind::Load { .. } => vdst,

@@ -1,8 +1,8 @@
 //! The pre-decoded instruction cache: one entry per dword of a code region, decoded once and
 //! shared by every wave that runs the code (the model keeps one per code object).
 
-use crate::decode::{decode, DecodeError, Instruction};
-use crate::table::{Enc, Op};
+use crate::decode::{decode, DecodeError, Instruction, Operand};
+use crate::table::{Enc, Field, Op};
 use crate::Target;
 
 use super::env::AtomicOp;
@@ -57,6 +57,8 @@ pub struct Cached {
     pub mem: MemKind,
     /// Vector compare (`v_cmp*`), if it is one.
     pub cmp: Option<Cmp>,
+    /// The operands of fields A, B, C, D and E (in that order), looked up once.
+    pub fields: [Option<Operand>; 5],
 }
 
 /// Operand type of a vector compare.
@@ -219,11 +221,25 @@ fn classify(inst: Instruction) -> Cached {
     } else {
         None
     };
+    let mut fields = [None; 5];
+    for (i, f) in [Field::A, Field::B, Field::C, Field::D, Field::E]
+        .into_iter()
+        .enumerate()
+    {
+        fields[i] = inst
+            .row()
+            .slots
+            .iter()
+            .zip(inst.operands())
+            .find(|(s, _)| s.field == f)
+            .map(|(_, o)| *o);
+    }
     Cached {
         inst,
         src_type,
         mem,
         cmp,
+        fields,
     }
 }
 

@@ -26,6 +26,14 @@ enum Flow {
 /// The operand printed for `field`, if the instruction has one.
 #[inline]
 fn opnd(c: &Cached, field: Field) -> Option<Operand> {
+    match field {
+        Field::A => return c.fields[0],
+        Field::B => return c.fields[1],
+        Field::C => return c.fields[2],
+        Field::D => return c.fields[3],
+        Field::E => return c.fields[4],
+        _ => {}
+    }
     let inst = &c.inst;
     inst.row()
         .slots
@@ -686,7 +694,7 @@ fn mods_of(c: &Cached) -> Mods {
         return Mods::default();
     }
     let [w0, w1] = c.inst.words;
-    let vop3b = c.inst.row().slots.iter().any(|s| s.field == Field::E);
+    let vop3b = c.fields[4].is_some();
     Mods {
         abs: if vop3b { 0 } else { (w0 >> 8) & 7 },
         neg: w1 >> 29,

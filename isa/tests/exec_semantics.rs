@@ -653,14 +653,39 @@ fn mfma_on_gfx90a_from_registers() {
 }
 
 #[test]
-fn sdwa_is_refused_not_miscomputed() {
-    let mut r = Run::gfx9("v_add_u32_sdwa v0, v1, v2 dst_sel:WORD_1 dst_unused:UNUSED_PAD src0_sel:BYTE_0 src1_sel:WORD_0");
-    match r.go() {
-        Stop::Fault(WaveFault::IllegalInstruction { disassembly, .. }) => {
-            assert!(disassembly.starts_with("v_add_u32_sdwa"), "{disassembly}")
-        }
-        other => panic!("{other:?}"),
-    }
+fn sdwa_selects_and_destination_fields() {
+    let mut r = Run::gfx9(
+        "v_add_u32_sdwa v0, v1, v2 dst_sel:WORD_1 dst_unused:UNUSED_PAD src0_sel:BYTE_0 src1_sel:WORD_0
+v_mov_b32_sdwa v3, v1 dst_sel:BYTE_1 dst_unused:UNUSED_PRESERVE src0_sel:BYTE_3
+v_mov_b32_sdwa v4, sext(v1) dst_sel:WORD_0 dst_unused:UNUSED_SEXT src0_sel:BYTE_3
+v_add_f16_sdwa v5, v6, -v6 dst_sel:WORD_1 dst_unused:UNUSED_PRESERVE src0_sel:WORD_1 src1_sel:WORD_0",
+    );
+    r.wave.vgpr[1] = [0x8a12_34ff; 64];
+    r.wave.vgpr[2] = [0x0000_ff02; 64];
+    r.wave.vgpr[3] = [0x1111_1111; 64];
+    r.wave.vgpr[5] = [0x0000_abcd; 64];
+    r.wave.vgpr[6] = [0x4200_3c00; 64]; // hi: 3.0, lo: 1.0 (f16)
+    let r = r.ok();
+    assert_eq!(
+        r.v(0)[0],
+        (0xff + 0xff02) << 16 & 0xffff_0000,
+        "byte 0 + word 0, into word 1"
+    );
+    assert_eq!(
+        r.v(3)[0],
+        0x1111_8a11,
+        "byte 3 into byte 1, other bytes preserved"
+    );
+    assert_eq!(
+        r.v(4)[0],
+        0xffff_ff8a,
+        "sext(byte 3) into word 0, upper bits sign-extended"
+    );
+    assert_eq!(
+        r.v(5)[0],
+        0x4000_abcd,
+        "3.0 - 1.0 = 2.0 (f16 0x4000) into word 1, word 0 kept"
+    );
 }
 
 #[test]

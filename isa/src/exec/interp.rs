@@ -714,6 +714,12 @@ impl Wave {
 
     /// Reads a 32-bit source (with abs/neg applied) into `v`.
     fn src32_into(&self, c: &Cached, field: Field, index: u32, m: Mods, v: &mut Lanes) -> R<()> {
+        if let Some(sel) = &self.sdwa_src {
+            if index < 2 {
+                *v = sel[index as usize];
+                return Ok(());
+            }
+        }
         let Some(op) = opnd(c, field) else {
             *v = [0; WAVE_SIZE];
             return Ok(());
@@ -799,10 +805,8 @@ impl Wave {
     }
 
     fn valu(&mut self, c: &Cached) -> R<()> {
-        if c.inst.ext != crate::decode::Ext::None {
-            // SDWA sub-dword selects are not modelled yet: refuse rather than compute on
-            // whole dwords
-            return Err(illegal(self.pc, c));
+        if c.inst.ext != crate::decode::Ext::None && self.sdwa_src.is_none() {
+            return self.sdwa(c);
         }
         if let Some(cmp) = c.cmp {
             return self.vcmp(c, cmp);
@@ -1463,7 +1467,9 @@ impl Wave {
     ) -> R<&'a Lanes> {
         let mods = ((m.abs | m.neg) >> index) & 1 != 0;
         match opnd(c, field) {
-            Some(Operand::Vgpr { first, .. }) if !mods => self.v(usize::from(first)),
+            Some(Operand::Vgpr { first, .. }) if !mods && self.sdwa_src.is_none() => {
+                self.v(usize::from(first))
+            }
             _ => {
                 self.src32_into(c, field, index, m, store)?;
                 Ok(store)
@@ -1594,6 +1600,111 @@ impl Wave {
             r[l] = f(a[l]);
         }
         self.dst32(c, r, m, float_out)
+    }
+}
+
+impl Wave {
+    /// An SDWA-encoded VOP1/VOP2: sources are byte/word selected (zero- or sign-extended,
+    /// then abs/neg for float ops), the operation runs on them, and the result's low field is
+    /// placed at DST_SEL with the other bits padded, sign-extended or preserved
+    /// (DST_UNUSED).
+    fn sdwa(&mut self, c: &Cached) -> R<()> {
+        if !matches!(c.inst.enc, Enc::Vop1 | Enc::Vop2) {
+            return Err(illegal(self.pc, c)); // VOPC SDWA not modelled
+        }
+        let w = c.inst.words[1];
+        let dst_sel = (w >> 8) & 7;
+        let dst_unused = (w >> 11) & 3;
+        if dst_sel > 6 || dst_unused > 2 || (w >> 16) & 7 > 6 || (w >> 24) & 7 > 6 {
+            return Err(illegal(self.pc, c));
+        }
+        let float = c.src_type != SrcType::Int;
+        let mut srcs = Box::new([[0u32; WAVE_SIZE]; 2]);
+        for (i, field) in [Field::A, Field::B].into_iter().enumerate() {
+            let Some(op) = opnd(c, field) else { continue };
+            let raw = self.vread32(op, c.src_type)?;
+            let shift = 8 * i as u32;
+            let sel = (w >> (16 + shift)) & 7;
+            let sext = (w >> (19 + shift)) & 1 != 0;
+            let neg = (w >> (20 + shift)) & 1 != 0;
+            let abs = (w >> (21 + shift)) & 1 != 0;
+            let sign_bit = if c.src_type == SrcType::F16 {
+                0x8000
+            } else {
+                0x8000_0000
+            };
+            for l in 0..WAVE_SIZE {
+                let mut v = sdwa_select(raw[l], sel, sext && !float);
+                if float {
+                    if abs {
+                        v &= !sign_bit;
+                    }
+                    if neg {
+                        v ^= sign_bit;
+                    }
+                }
+                srcs[i][l] = v;
+            }
+        }
+        let dst = match opnd(c, Field::D) {
+            Some(Operand::Vgpr { first, .. }) => usize::from(first),
+            _ => return Err(illegal(self.pc, c)),
+        };
+        let old = *self.v(dst)?;
+        self.sdwa_src = Some(srcs);
+        let result = self.valu(c);
+        self.sdwa_src = None;
+        result?;
+        let exec = self.exec();
+        let new = *self.v(dst)?;
+        let out = self.v_mut(dst)?;
+        for l in 0..WAVE_SIZE {
+            if (exec >> l) & 1 != 0 {
+                out[l] = sdwa_place(new[l], old[l], dst_sel, dst_unused);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An SDWA source select: 0–3 a byte, 4–5 a word, 6 the dword; zero- or sign-extended.
+fn sdwa_select(v: u32, sel: u32, sext: bool) -> u32 {
+    let (shift, width) = match sel {
+        0..=3 => (8 * sel, 8),
+        4 | 5 => (16 * (sel - 4), 16),
+        _ => return v,
+    };
+    let field = (v >> shift) & ((1 << width) - 1);
+    if sext {
+        (((field << (32 - width)) as i32) >> (32 - width)) as u32
+    } else {
+        field
+    }
+}
+
+/// Places an SDWA result's low field at `sel`; `unused`: 0 pad with zeros, 1 sign-extend
+/// the field upward (zeros below), 2 keep `old`'s other bits.
+fn sdwa_place(result: u32, old: u32, sel: u32, unused: u32) -> u32 {
+    let (shift, width) = match sel {
+        0..=3 => (8 * sel, 8),
+        4 | 5 => (16 * (sel - 4), 16),
+        _ => return result,
+    };
+    let mask = ((1u32 << width) - 1) << shift;
+    let placed = (result << shift) & mask;
+    match unused {
+        0 => placed,
+        1 => {
+            let top = shift + width;
+            let signed = ((result << (32 - width)) as i32) >> (32 - width);
+            let above = if top >= 32 {
+                0
+            } else {
+                ((signed as u32) << shift) & !(u32::MAX >> (32 - top))
+            };
+            placed | above
+        }
+        _ => placed | (old & !mask),
     }
 }
 

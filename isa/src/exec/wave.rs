@@ -241,6 +241,8 @@ pub struct Wave {
     pub sh_mem_bases: u32,
     /// Wave priority (`s_setprio`, 0–3).
     pub priority: u8,
+    /// Sources of the SDWA instruction being executed, already selected and extended.
+    pub(crate) sdwa_src: Option<Box<[Lanes; 2]>>,
 }
 
 impl Wave {
@@ -262,6 +264,7 @@ impl Wave {
             lds_alloc: 0,
             sh_mem_bases: 0,
             priority: 0,
+            sdwa_src: None,
         };
         wave.set_exec(u64::MAX);
         wave

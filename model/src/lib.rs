@@ -21,9 +21,9 @@
 //! use kfd_model::{Model, ModelConfig, Preset};
 //! let model = Model::new(ModelConfig::new(Preset::Gfx90a).with_engine_thread(false))?;
 //! let process = model.open()?;
-//! let mut version = [0u8; 8];
-//! process.ioctl(kfd_sys::AMDKFD_IOC_GET_VERSION, &mut version)?;
-//! assert_eq!(u32::from_le_bytes(version[..4].try_into().unwrap()), 1);
+//! let mut version = kfd_sys::kfd_ioctl_get_version_args::default();
+//! process.call::<kfd_sys::GetVersion>(&mut version)?;
+//! assert_eq!(version.major_version, 1);
 //! assert_eq!(model.run_until_idle().packets, 0);
 //! # Ok::<(), kfd_model::Errno>(())
 //! ```

@@ -226,11 +226,11 @@ impl DoorbellPage {
             n_devices: 1,
             n_success: 0,
         };
-        if let Err(e) = backend.ioctl(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, u.as_mut_bytes()) {
+        if let Err(e) = backend.call::<UnmapMemoryFromGpu>(&mut u) {
             log::warn!(target: "thunk::queue", "unmapping doorbell buffer {handle:#x}: {e}");
         }
         let mut f = kfd_ioctl_free_memory_of_gpu_args { handle };
-        if let Err(e) = backend.ioctl(AMDKFD_IOC_FREE_MEMORY_OF_GPU, f.as_mut_bytes()) {
+        if let Err(e) = backend.call::<FreeMemoryOfGpu>(&mut f) {
             log::warn!(target: "thunk::queue", "freeing doorbell buffer {handle:#x}: {e}");
         }
     }
@@ -435,19 +435,17 @@ impl RawQueue {
         } else {
             (None, None)
         };
-        session
-            .ioctl(AMDKFD_IOC_CREATE_QUEUE, &mut args)
-            .map_err(|e| {
-                Error::ioctl(
-                    OP,
-                    e,
-                    format_args!(
-                        "{kind:?} queue on gpu {:#x} (ring {} bytes)",
-                        gpu.id(),
-                        opts.ring_size
-                    ),
-                )
-            })?;
+        session.ioctl::<CreateQueue>(&mut args).map_err(|e| {
+            Error::ioctl(
+                OP,
+                e,
+                format_args!(
+                    "{kind:?} queue on gpu {:#x} (ring {} bytes)",
+                    gpu.id(),
+                    opts.ring_size
+                ),
+            )
+        })?;
         // From here on the queue exists: dropping `queue` destroys it on any error below.
         let mut queue = RawQueue {
             session: session.clone(),
@@ -592,11 +590,9 @@ impl RawQueue {
             queue_percentage: percentage,
             queue_priority: priority.raw(),
         };
-        self.session
-            .ioctl(AMDKFD_IOC_UPDATE_QUEUE, &mut a)
-            .map_err(|e| {
-                Error::ioctl("UPDATE_QUEUE", e, format_args!("queue {}", self.queue_id))
-            })?;
+        self.session.ioctl::<UpdateQueue>(&mut a).map_err(|e| {
+            Error::ioctl("UPDATE_QUEUE", e, format_args!("queue {}", self.queue_id))
+        })?;
         self.percentage = percentage;
         self.priority = priority;
         Ok(())
@@ -618,11 +614,9 @@ impl RawQueue {
             num_cu_mask: bits,
             cu_mask_ptr: mask.as_ptr() as u64,
         };
-        self.session
-            .ioctl(AMDKFD_IOC_SET_CU_MASK, &mut a)
-            .map_err(|e| {
-                Error::ioctl(OP, e, format_args!("queue {}, {bits} bits", self.queue_id))
-            })?;
+        self.session.ioctl::<SetCuMask>(&mut a).map_err(|e| {
+            Error::ioctl(OP, e, format_args!("queue {}, {bits} bits", self.queue_id))
+        })?;
         Ok(())
     }
 
@@ -633,15 +627,13 @@ impl RawQueue {
             num_gws: count,
             ..Default::default()
         };
-        self.session
-            .ioctl(AMDKFD_IOC_ALLOC_QUEUE_GWS, &mut a)
-            .map_err(|e| {
-                Error::ioctl(
-                    "ALLOC_QUEUE_GWS",
-                    e,
-                    format_args!("queue {}", self.queue_id),
-                )
-            })?;
+        self.session.ioctl::<AllocQueueGws>(&mut a).map_err(|e| {
+            Error::ioctl(
+                "ALLOC_QUEUE_GWS",
+                e,
+                format_args!("queue {}", self.queue_id),
+            )
+        })?;
         Ok(a.first_gws)
     }
 
@@ -692,15 +684,13 @@ impl RawQueue {
             queue_percentage: self.percentage,
             queue_priority: self.priority.raw(),
         };
-        self.session
-            .ioctl(AMDKFD_IOC_UPDATE_QUEUE, &mut a)
-            .map_err(|e| {
-                Error::ioctl(
-                    "UPDATE_QUEUE",
-                    e,
-                    format_args!("queue {}: new ring of {bytes} bytes", self.queue_id),
-                )
-            })?;
+        self.session.ioctl::<UpdateQueue>(&mut a).map_err(|e| {
+            Error::ioctl(
+                "UPDATE_QUEUE",
+                e,
+                format_args!("queue {}: new ring of {bytes} bytes", self.queue_id),
+            )
+        })?;
         log::debug!(target: "thunk::queue", "queue {}: ring {:#x}+{:#x} -> {:#x}+{bytes:#x}", self.queue_id, self.ring.gpu_va(), self.ring_size, ring.gpu_va());
         self.ring = ring;
         self.ring_size = bytes;
@@ -769,7 +759,7 @@ impl Drop for RawQueue {
             queue_id: self.queue_id,
             pad: 0,
         };
-        match self.session.ioctl(AMDKFD_IOC_DESTROY_QUEUE, &mut a) {
+        match self.session.ioctl::<DestroyQueue>(&mut a) {
             Ok(_) => log::debug!(target: "thunk::queue", "destroyed queue {}", self.queue_id),
             Err(e) => {
                 log::warn!(target: "thunk::queue", "{}", Error::ioctl("DESTROY_QUEUE", e, format_args!("queue {}", self.queue_id)))

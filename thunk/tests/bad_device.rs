@@ -33,8 +33,9 @@ impl Backend for Corrupt {
     fn describe(&self) -> String {
         format!("corrupted {}", self.inner.describe())
     }
-    fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<i32, Errno> {
-        let r = self.inner.ioctl(request, arg)?;
+    unsafe fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<i32, Errno> {
+        // SAFETY: forwarded from our caller, who owns the addresses in `arg`.
+        let r = unsafe { self.inner.ioctl(request, arg) }?;
         (self.fix)(request, arg);
         Ok(r)
     }

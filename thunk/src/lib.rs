@@ -121,8 +121,8 @@ pub use gpu::{Apertures, CachePolicy, ClockCounters, Gpu};
 pub use kfd::{InterfaceVersion, Kfd, OpenOptions, PagePath};
 pub use memory::{AllocOptions, Memory, MemoryKind};
 pub use queue::{
-    AqlQueue, Pm4Queue, QueueOptions, QueuePriority, RawQueue, SdmaEngine, SdmaQueue,
-    DEFAULT_RING_SIZE, ERROR_PAYLOAD_OFFSET, READ_POINTER_OFFSET, WRITE_POINTER_OFFSET,
+    Aql, AqlQueue, Pm4, Pm4Queue, Queue, QueueKind, QueueOptions, QueuePriority, Sdma, SdmaEngine,
+    SdmaQueue, DEFAULT_RING_SIZE, ERROR_PAYLOAD_OFFSET, READ_POINTER_OFFSET, WRITE_POINTER_OFFSET,
 };
 pub use topology::{Node, QueueSizes, Topology};
 pub use va::{Access, PAGE_SIZE};

@@ -6,6 +6,7 @@
 //! the host), so the same preset always produces the same tree and the same `gpu_id`s.
 
 use crate::config::{ModelConfig, Preset};
+use kfd_sys::gpu::PresetFacts;
 use kfd_sys::sysfs::{self, cache, io_link, mem_bank, node};
 use mqd::{topology_sizes, GfxVersion, TopologyInputs, TopologySizes};
 use std::fmt::Write as _;
@@ -175,151 +176,13 @@ pub struct Topology {
     pub nodes: Vec<Node>,
 }
 
-/// The fixed description of one GPU part.
-struct PartSpec {
-    name: &'static str,
-    gfx_target_version: u64,
-    device_id: u64,
-    cus: u64,
-    simd_per_cu: u64,
-    array_count: u64,
-    simd_arrays_per_engine: u64,
-    cu_per_simd_array: u64,
-    max_waves_per_simd: u64,
-    wave_front_size: u64,
-    gds_kib: u64,
-    num_sdma_engines: u64,
-    num_sdma_xgmi_engines: u64,
-    num_sdma_queues_per_engine: u64,
-    num_cp_queues: u64,
-    num_xcc: u64,
-    clock_mhz: u64,
-    vram: u64,
-    vram_width: u32,
-    vram_clk: u32,
-    l2_kib: u32,
-    l3_kib: u32,
-    fw_version: u64,
-    sdma_fw_version: u64,
-    gpu_id_base: u32,
-}
-
-fn part(preset: Preset) -> PartSpec {
-    const GIB: u64 = 1 << 30;
-    match preset {
-        Preset::Gfx900 => PartSpec {
-            name: "vega10",
-            gfx_target_version: 90000,
-            device_id: 0x6860,
-            cus: 64,
-            simd_per_cu: 4,
-            array_count: 4,
-            simd_arrays_per_engine: 1,
-            cu_per_simd_array: 16,
-            max_waves_per_simd: 10,
-            wave_front_size: 64,
-            gds_kib: 64,
-            num_sdma_engines: 2,
-            num_sdma_xgmi_engines: 0,
-            num_sdma_queues_per_engine: 2,
-            num_cp_queues: 24,
-            num_xcc: 1,
-            clock_mhz: 1500,
-            vram: 16 * GIB,
-            vram_width: 2048,
-            vram_clk: 945,
-            l2_kib: 4096,
-            l3_kib: 0,
-            fw_version: 446,
-            sdma_fw_version: 430,
-            gpu_id_base: 0x4f3a,
-        },
-        Preset::Gfx90a => PartSpec {
-            name: "aldebaran",
-            gfx_target_version: 90010,
-            device_id: 0x740f,
-            cus: 104,
-            simd_per_cu: 4,
-            array_count: 8,
-            simd_arrays_per_engine: 1,
-            cu_per_simd_array: 14,
-            max_waves_per_simd: 8,
-            wave_front_size: 64,
-            gds_kib: 0,
-            num_sdma_engines: 2,
-            num_sdma_xgmi_engines: 3,
-            num_sdma_queues_per_engine: 8,
-            num_cp_queues: 24,
-            num_xcc: 1,
-            clock_mhz: 1700,
-            vram: 64 * GIB,
-            vram_width: 4096,
-            vram_clk: 1600,
-            l2_kib: 8192,
-            l3_kib: 0,
-            fw_version: 78,
-            sdma_fw_version: 8,
-            gpu_id_base: 0x8a1c,
-        },
-        Preset::Gfx942 => PartSpec {
-            name: "aqua_vanjaram",
-            gfx_target_version: 90402,
-            device_id: 0x74a1,
-            cus: 304,
-            simd_per_cu: 4,
-            array_count: 32,
-            simd_arrays_per_engine: 1,
-            cu_per_simd_array: 10,
-            max_waves_per_simd: 8,
-            wave_front_size: 64,
-            gds_kib: 0,
-            num_sdma_engines: 2,
-            num_sdma_xgmi_engines: 14,
-            num_sdma_queues_per_engine: 8,
-            num_cp_queues: 24,
-            num_xcc: 8,
-            clock_mhz: 2100,
-            vram: 192 * GIB,
-            vram_width: 8192,
-            vram_clk: 1300,
-            l2_kib: 4096,
-            l3_kib: 262144,
-            fw_version: 177,
-            sdma_fw_version: 19,
-            gpu_id_base: 0xc2d5,
-        },
-        Preset::Gfx1030 => PartSpec {
-            name: "sienna_cichlid",
-            gfx_target_version: 100300,
-            device_id: 0x73bf,
-            cus: 80,
-            simd_per_cu: 2,
-            array_count: 8,
-            simd_arrays_per_engine: 2,
-            cu_per_simd_array: 10,
-            max_waves_per_simd: 16,
-            wave_front_size: 32,
-            gds_kib: 0,
-            num_sdma_engines: 4,
-            num_sdma_xgmi_engines: 0,
-            num_sdma_queues_per_engine: 8,
-            num_cp_queues: 8,
-            num_xcc: 1,
-            clock_mhz: 2250,
-            vram: 16 * GIB,
-            vram_width: 256,
-            vram_clk: 1000,
-            l2_kib: 4096,
-            l3_kib: 131072,
-            fw_version: 115,
-            sdma_fw_version: 83,
-            gpu_id_base: 0x2b61,
-        },
-    }
+/// The fixed description of one GPU part: its row of the shared preset table.
+fn part(preset: Preset) -> &'static PresetFacts {
+    preset.facts()
 }
 
 /// The queue buffer sizes the topology requires (facts §9.9, computed by `mqd`).
-fn queue_sizes(spec: &PartSpec) -> TopologySizes {
+fn queue_sizes(spec: &PresetFacts) -> TopologySizes {
     let inputs = TopologyInputs {
         gfx_target_version: GfxVersion::from_target_version(spec.gfx_target_version as u32),
         simd_count: (spec.cus * spec.simd_per_cu) as u32,
@@ -361,7 +224,7 @@ impl Topology {
         let mut nodes = Vec::with_capacity(gpus + 1);
         nodes.push(cpu_node(gpus));
         for index in 0..gpus {
-            nodes.push(gpu_node(&spec, index, gpus, config.preset));
+            nodes.push(gpu_node(spec, index, gpus, config.preset));
         }
         Topology {
             generation_id: 1,
@@ -382,7 +245,7 @@ impl Topology {
 
     /// The queue buffer sizes a preset's GPUs require (what `CREATE_QUEUE` validates).
     pub fn queue_sizes(preset: Preset) -> TopologySizes {
-        queue_sizes(&part(preset))
+        queue_sizes(part(preset))
     }
 
     /// Writes the tree under `root` (which becomes the `topology` directory), creating it.
@@ -621,7 +484,7 @@ fn cpu_node(gpus: usize) -> Node {
     }
 }
 
-fn gpu_node(spec: &PartSpec, index: usize, gpus: usize, preset: Preset) -> Node {
+fn gpu_node(spec: &PresetFacts, index: usize, gpus: usize, preset: Preset) -> Node {
     let node_id = index as u32 + 1;
     let sizes = queue_sizes(spec);
     let simd_count = spec.cus * spec.simd_per_cu;
@@ -715,7 +578,7 @@ fn gpu_node(spec: &PartSpec, index: usize, gpus: usize, preset: Preset) -> Node 
     }
     Node {
         gpu_id: spec.gpu_id_base + index as u32,
-        name: spec.name.to_owned(),
+        name: spec.chip.to_owned(),
         properties,
         mem_banks: vec![MemBank {
             heap_type: sysfs::HSA_MEM_HEAP_TYPE_FB_PUBLIC,

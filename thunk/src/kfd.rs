@@ -10,6 +10,8 @@ use crate::event::{EventPage, RetainedEventPage};
 use crate::gpu::{Apertures, Gpu};
 use crate::queue::DoorbellPage;
 use crate::topology::Topology;
+#[cfg(feature = "model")]
+use kfd_sys::gpu::Preset;
 use kfd_sys::*;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
@@ -104,7 +106,7 @@ impl OpenOptions {
 
     /// A new model of `gpus` GPUs of `preset`, Linux 6.12 behaviour.
     #[cfg(feature = "model")]
-    pub fn model(preset: kfd_model::Preset, gpus: u32) -> Self {
+    pub fn model(preset: Preset, gpus: u32) -> Self {
         Self::model_config(kfd_model::ModelConfig::new(preset).with_gpus(gpus))
     }
 
@@ -142,9 +144,9 @@ impl OpenOptions {
             if preset.is_some() || gpus.is_some() {
                 let preset = match preset {
                     Some(p) => p
-                        .parse::<kfd_model::Preset>()
+                        .parse::<Preset>()
                         .map_err(|m| Error::invalid("open", format!("KFD_MODEL_PRESET: {m}")))?,
-                    None => kfd_model::Preset::Gfx900,
+                    None => Preset::Gfx900,
                 };
                 let gpus = match gpus {
                     Some(g) => g.trim().parse::<u32>().map_err(|_| {
@@ -221,7 +223,7 @@ impl OpenOptions {
         match &self.backend {
             BackendChoice::Auto if !Path::new(KFD_DEVICE_PATH).exists() => {
                 log::info!(target: "thunk::open", "{KFD_DEVICE_PATH} does not exist; using the in-process model (gfx900)");
-                let cfg = kfd_model::ModelConfig::new(kfd_model::Preset::Gfx900);
+                let cfg = kfd_model::ModelConfig::new(Preset::Gfx900);
                 Ok(from_model(ModelBackend::new(cfg).map_err(model_err)?))
             }
             BackendChoice::Model(cfg) => Ok(from_model(

@@ -143,4 +143,7 @@ const _: () = {
 pub use pm4::ring::{AqlSlotPtr, DwordPtr, SdmaBytePtr};
 
 #[cfg(feature = "model")]
-pub use kfd_model::{ModelConfig, Preset};
+pub use kfd_model::ModelConfig;
+/// The parts the model knows and the graphics generations: the shared table of
+/// `kfd_sys::gpu`, needed to name a model without depending on the model crate.
+pub use kfd_sys::gpu::{Generation, GfxVersion, Preset};

@@ -12,8 +12,8 @@
 
 use crate::error::{Errno, Error, Result};
 use crate::va::align_up;
+pub use kfd_sys::gpu::{Generation, GfxVersion};
 use kfd_sys::sysfs;
-pub use mqd::GfxVersion;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -344,24 +344,30 @@ impl Node {
         self.gfx_version().map(|v| v.to_string())
     }
 
-    /// The PM4 packet generation of the GPU.
-    pub fn gfx_gen(&self) -> Result<pm4::GfxGen> {
-        match self.gfx_version().map(|v| v.major) {
-            Some(9) => Ok(pm4::GfxGen::Gfx9),
-            Some(10) => Ok(pm4::GfxGen::Gfx10),
-            Some(11 | 12) => Ok(pm4::GfxGen::Gfx11),
-            _ => Err(self.unsupported()),
-        }
+    /// The graphics generation of the GPU; a CPU node or a generation this stack has no
+    /// layouts for (gfx8 and older, gfx12 and newer) is an error, never a guess.
+    pub fn generation(&self) -> Result<Generation> {
+        self.gfx_version()
+            .and_then(GfxVersion::generation)
+            .ok_or_else(|| self.unsupported())
     }
 
-    /// The SDMA packet generation of the GPU.
+    /// The PM4 packet generation of the GPU.
+    pub fn gfx_gen(&self) -> Result<pm4::GfxGen> {
+        Ok(match self.generation()? {
+            Generation::Gfx9 => pm4::GfxGen::Gfx9,
+            Generation::Gfx10 => pm4::GfxGen::Gfx10,
+            Generation::Gfx11 => pm4::GfxGen::Gfx11,
+        })
+    }
+
+    /// The SDMA packet generation of the GPU: SDMA 4 on gfx9, 5 on gfx10, 6 on gfx11.
     pub fn sdma_gen(&self) -> Result<pm4::SdmaGen> {
-        match self.gfx_version().map(|v| v.major) {
-            Some(9) => Ok(pm4::SdmaGen::Sdma4),
-            Some(10) => Ok(pm4::SdmaGen::Sdma5),
-            Some(11 | 12) => Ok(pm4::SdmaGen::Sdma6),
-            _ => Err(self.unsupported()),
-        }
+        Ok(match self.generation()? {
+            Generation::Gfx9 => pm4::SdmaGen::Sdma4,
+            Generation::Gfx10 => pm4::SdmaGen::Sdma5,
+            Generation::Gfx11 => pm4::SdmaGen::Sdma6,
+        })
     }
 
     fn unsupported(&self) -> Error {
@@ -369,7 +375,7 @@ impl Node {
             OP,
             Errno::ENODEV,
             format!(
-                "node {} (gfx_target_version {}) is not a GPU of generation gfx9 or later",
+                "node {} (gfx_target_version {}) is not a GPU of generation gfx9, gfx10 or gfx11",
                 self.index, self.properties.gfx_target_version
             ),
         )

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use kfd_model::device::Gpu;
-use mqd::{ComputeDescriptor, ComputeMqd, Generation, GfxVersion};
+use mqd::{ComputeDescriptor, ComputeMqd, Generation};
 use serde::Serialize;
 
 use crate::decode::{self, Engine, Entry};
@@ -160,18 +160,7 @@ impl Watches {
         } else {
             vec![(start, ring.len()), (0, end)]
         };
-        let target = Target {
-            gc: GfxVersion::new(
-                match self.generation {
-                    Generation::Gfx9 => 9,
-                    Generation::Gfx10 => 10,
-                    Generation::Gfx11 => 11,
-                },
-                0,
-                0,
-            ),
-            preset: None,
-        };
+        let target = Target::of_generation(self.generation);
         let mut packets = Vec::new();
         for (a, b) in segments {
             if let Some(words) = ring.get(a..b) {

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use kfd_model::{KernelVersion, ModelConfig, Preset};
 use serde::Serialize;
+use thunk::model_access::{KfdModelExt, OpenOptionsModelExt};
 use thunk::{BackendKind, Kfd, OpenOptions};
 
 use crate::error::{CliError, CliResult};

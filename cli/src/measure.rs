@@ -27,7 +27,8 @@ use pm4::user::{
     WriteData,
 };
 use pm4::{GfxGen, PacketWriter};
-use thunk::{EventKind, Gpu, Kfd, MemoryKind, ModelConfig, OpenOptions, Preset, QueueOptions};
+use thunk::model_access::{KfdModelExt, ModelConfig, OpenOptionsModelExt};
+use thunk::{EventKind, Gpu, Kfd, MemoryKind, OpenOptions, Preset, QueueOptions};
 
 use crate::error::{CliError, CliResult};
 

@@ -17,7 +17,8 @@ use kfd_model::{MapSource, Model, Process};
 use kfd_sys::*;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
-use thunk::{EventKind, Kfd, MemoryKind, ModelConfig, OpenOptions, Preset, QueueOptions};
+use thunk::model_access::{KfdModelExt, ModelConfig, OpenOptionsModelExt};
+use thunk::{EventKind, Kfd, MemoryKind, OpenOptions, Preset, QueueOptions};
 
 fn ioctl<T: IntoBytes + FromBytes + Immutable>(p: &Process, request: u32, args: &mut T) {
     // SAFETY: this bench passes only addresses of buffers it allocated through the model and

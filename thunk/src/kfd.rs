@@ -55,7 +55,7 @@ pub enum PagePath {
 }
 
 #[derive(Debug)]
-enum BackendChoice {
+pub(crate) enum BackendChoice {
     Auto,
     Device {
         path: PathBuf,
@@ -91,7 +91,7 @@ impl OpenOptions {
         Self::with(BackendChoice::Auto)
     }
 
-    fn with(backend: BackendChoice) -> Self {
+    pub(crate) fn with(backend: BackendChoice) -> Self {
         OpenOptions {
             backend,
             topology_root: None,
@@ -104,22 +104,14 @@ impl OpenOptions {
         Self::with(BackendChoice::Device { path: path.into() })
     }
 
-    /// A new model of `gpus` GPUs of `preset`, Linux 6.12 behaviour.
+    /// A new model of `gpus` GPUs of `preset`, Linux 6.12 behaviour. (A configuration beyond
+    /// a preset, or a second process on an existing model:
+    /// [`crate::model_access::OpenOptionsModelExt`].)
     #[cfg(feature = "model")]
     pub fn model(preset: Preset, gpus: u32) -> Self {
-        Self::model_config(kfd_model::ModelConfig::new(preset).with_gpus(gpus))
-    }
-
-    /// A new model built from `config`.
-    #[cfg(feature = "model")]
-    pub fn model_config(config: kfd_model::ModelConfig) -> Self {
-        Self::with(BackendChoice::Model(Box::new(config)))
-    }
-
-    /// Another process on an existing model (as a second program would open `/dev/kfd`).
-    #[cfg(feature = "model")]
-    pub fn model_instance(model: &kfd_model::Model) -> Self {
-        Self::with(BackendChoice::ModelInstance(model.clone()))
+        Self::with(BackendChoice::Model(Box::new(
+            kfd_model::ModelConfig::new(preset).with_gpus(gpus),
+        )))
     }
 
     /// Any backend.
@@ -549,12 +541,6 @@ impl Kfd {
     /// The backend serving this process.
     pub fn backend(&self) -> &dyn Backend {
         self.session.backend.as_ref()
-    }
-
-    /// The model behind this process, when it runs on one.
-    #[cfg(feature = "model")]
-    pub fn model(&self) -> Option<&kfd_model::Model> {
-        self.session.model.as_ref()
     }
 
     /// Whether the event and doorbell pages take the dGPU (user-buffer) path.

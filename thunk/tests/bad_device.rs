@@ -7,9 +7,10 @@
 use kfd_sys::*;
 use std::path::Path;
 use std::sync::Arc;
+use thunk::model_access::{ModelBackend, ModelConfig};
 use thunk::{
-    Backend, BackendKind, Errno, EventKind, Kfd, MapTarget, MemoryKind, ModelBackend, ModelConfig,
-    OpenOptions, Preset, QueueOptions, RenderNode,
+    Backend, BackendKind, Errno, EventKind, Kfd, MapTarget, MemoryKind, OpenOptions, Preset,
+    QueueOptions, RenderNode,
 };
 
 type Fix = Box<dyn Fn(u32, &mut [u8]) + Send + Sync>;

@@ -6,6 +6,7 @@ mod common;
 
 use common::*;
 use kfd_sys::*;
+use thunk::model_access::KfdModelExt;
 use thunk::{Errno, QueueOptions, QueuePriority, SdmaEngine, ERROR_PAYLOAD_OFFSET};
 
 #[test]

@@ -162,7 +162,7 @@ pub(crate) unsafe fn map_fixed(
         )
     }
     .map(drop)
-    .map_err(Errno::from)
+    .map_err(crate::error::from_nix)
 }
 
 /// Refuses an argument buffer shorter than the request's size field, so that the kernel is

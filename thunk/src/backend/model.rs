@@ -88,7 +88,7 @@ impl Backend for ModelBackend {
     unsafe fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<i32, Errno> {
         // The model's chardev refuses a buffer shorter than the request's size (EFAULT) itself.
         // SAFETY: the model's contract is this one's, forwarded from the caller.
-        unsafe { self.process.ioctl(request, arg) }.map_err(Errno::from)
+        unsafe { self.process.ioctl(request, arg) }
     }
 
     unsafe fn mmap(&self, target: MapTarget, offset: u64) -> Result<(), Errno> {

@@ -16,6 +16,8 @@
 //!   plus [`Model::run_until_idle`] make it deterministic.
 //! * [`faults`]: make the GPU misbehave on purpose (hung scheduler, lost interrupts, VM
 //!   faults…) to watch the driver's failure paths.
+//! * [`debugfs`]: what amdkfd's debugfs shows (mapped HQDs, the driver's queues and MQDs,
+//!   the HIQ), the read-only contract for tools that watch the driver work.
 //!
 //! ```
 //! use kfd_model::{Model, ModelConfig, Preset};
@@ -31,6 +33,7 @@
 
 mod chardev;
 pub mod config;
+pub mod debugfs;
 pub mod device;
 pub mod dqm;
 pub mod errno;
@@ -52,4 +55,5 @@ pub use errno::{Errno, KResult};
 pub use faults::Fault;
 pub use hw::engine::{EngineActivity, QueueError};
 pub use hw::hws::EngineQueueState;
+pub use hw::{gfx_gen, sdma_gen};
 pub use process::{MapSource, Model, Process, RenderNode};

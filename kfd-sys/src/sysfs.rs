@@ -491,3 +491,58 @@ mod tests {
         }
     }
 }
+
+/// The `properties` of one io link (or p2p link) of a node: the record the driver model
+/// writes and the thunk reads, defined once. Field order is the key order of [`io_link::ALL`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IoLink {
+    /// `type` (`HSA_IOLINK_TYPE_*`: 2 PCIe, 11 xGMI …).
+    pub link_type: u32,
+    /// `version_major`.
+    pub version_major: u32,
+    /// `version_minor`.
+    pub version_minor: u32,
+    /// `node_from`.
+    pub node_from: u32,
+    /// `node_to`.
+    pub node_to: u32,
+    /// `weight`: relative distance.
+    pub weight: u32,
+    /// `min_latency`, ns.
+    pub min_latency: u32,
+    /// `max_latency`, ns.
+    pub max_latency: u32,
+    /// `min_bandwidth`, MB/s.
+    pub min_bandwidth: u32,
+    /// `max_bandwidth`, MB/s.
+    pub max_bandwidth: u32,
+    /// `recommended_transfer_size`.
+    pub recommended_transfer_size: u32,
+    /// `flags` (`HSA_IOLINK_FLAGS_*`).
+    pub flags: u32,
+}
+
+impl IoLink {
+    /// The values in the key order of [`io_link::ALL`].
+    pub const fn values(&self) -> [u32; 12] {
+        [
+            self.link_type,
+            self.version_major,
+            self.version_minor,
+            self.node_from,
+            self.node_to,
+            self.weight,
+            self.min_latency,
+            self.max_latency,
+            self.min_bandwidth,
+            self.max_bandwidth,
+            self.recommended_transfer_size,
+            self.flags,
+        ]
+    }
+}
+
+const _: () = assert!(
+    io_link::ALL.len() == 12,
+    "IoLink::values lists every io_link key"
+);

@@ -95,34 +95,8 @@ pub struct Cache {
     pub sibling_map: Vec<u8>,
 }
 
-/// One io link of a node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IoLink {
-    /// `HSA_IOLINK_TYPE_*`.
-    pub link_type: u32,
-    /// Version major.
-    pub version_major: u32,
-    /// Version minor.
-    pub version_minor: u32,
-    /// Source node.
-    pub node_from: u32,
-    /// Destination node.
-    pub node_to: u32,
-    /// Relative distance.
-    pub weight: u32,
-    /// Minimum latency, ns.
-    pub min_latency: u32,
-    /// Maximum latency, ns.
-    pub max_latency: u32,
-    /// Minimum bandwidth, MB/s.
-    pub min_bandwidth: u32,
-    /// Maximum bandwidth, MB/s.
-    pub max_bandwidth: u32,
-    /// Recommended transfer size.
-    pub recommended_transfer_size: u32,
-    /// `HSA_IOLINK_FLAGS_*`.
-    pub flags: u32,
-}
+/// One io link of a node: the shared sysfs record.
+pub use kfd_sys::sysfs::IoLink;
 
 /// A topology node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -283,7 +257,7 @@ impl Topology {
             )?;
             write_entries(
                 &dir.join(sysfs::KFD_SYSFS_IO_LINKS),
-                n.io_links.iter().map(IoLink::text),
+                n.io_links.iter().map(io_link_text),
             )?;
             std::fs::create_dir_all(dir.join(sysfs::KFD_SYSFS_P2P_LINKS))?;
         }
@@ -410,30 +384,15 @@ impl Cache {
     }
 }
 
-impl IoLink {
-    fn text(&self) -> String {
-        let v = [
-            self.link_type,
-            self.version_major,
-            self.version_minor,
-            self.node_from,
-            self.node_to,
-            self.weight,
-            self.min_latency,
-            self.max_latency,
-            self.min_bandwidth,
-            self.max_bandwidth,
-            self.recommended_transfer_size,
-            self.flags,
-        ];
-        lines(
-            &io_link::ALL
-                .iter()
-                .copied()
-                .zip(v.map(u64::from))
-                .collect::<Vec<_>>(),
-        )
-    }
+/// The `properties` text of an io link.
+fn io_link_text(link: &IoLink) -> String {
+    lines(
+        &io_link::ALL
+            .iter()
+            .copied()
+            .zip(link.values().map(u64::from))
+            .collect::<Vec<_>>(),
+    )
 }
 
 fn pcie_link(from: u32, to: u32) -> IoLink {

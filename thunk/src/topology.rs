@@ -268,34 +268,8 @@ impl Cache {
     }
 }
 
-/// One io link (or p2p link).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct IoLink {
-    /// `type` (`HSA_IOLINK_TYPE_*`: 2 PCIe, 11 xGMI …).
-    pub link_type: u32,
-    /// `version_major`.
-    pub version_major: u32,
-    /// `version_minor`.
-    pub version_minor: u32,
-    /// `node_from`.
-    pub node_from: u32,
-    /// `node_to`.
-    pub node_to: u32,
-    /// `weight`: relative distance.
-    pub weight: u32,
-    /// `min_latency`, ns.
-    pub min_latency: u32,
-    /// `max_latency`, ns.
-    pub max_latency: u32,
-    /// `min_bandwidth`, MB/s.
-    pub min_bandwidth: u32,
-    /// `max_bandwidth`, MB/s.
-    pub max_bandwidth: u32,
-    /// `recommended_transfer_size`.
-    pub recommended_transfer_size: u32,
-    /// `flags` (`HSA_IOLINK_FLAGS_*`).
-    pub flags: u32,
-}
+/// One io link (or p2p link): the shared sysfs record.
+pub use kfd_sys::sysfs::IoLink;
 
 /// The queue buffer sizes a GPU's topology requires (facts §9.9), in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -546,3 +546,92 @@ const _: () = assert!(
     io_link::ALL.len() == 12,
     "IoLink::values lists every io_link key"
 );
+
+/// The heap a memory bank belongs to (`HSA_MEM_HEAP_TYPE_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HeapType {
+    /// System memory.
+    System,
+    /// VRAM visible to the CPU.
+    FrameBufferPublic,
+    /// VRAM not visible to the CPU.
+    FrameBufferPrivate,
+    /// Global data share.
+    Gds,
+    /// Local data share.
+    Lds,
+    /// Scratch.
+    Scratch,
+    /// A value without a name here.
+    Other(u32),
+}
+
+impl HeapType {
+    /// From the sysfs value.
+    pub const fn from_raw(v: u32) -> Self {
+        match v {
+            HSA_MEM_HEAP_TYPE_SYSTEM => HeapType::System,
+            HSA_MEM_HEAP_TYPE_FB_PUBLIC => HeapType::FrameBufferPublic,
+            HSA_MEM_HEAP_TYPE_FB_PRIVATE => HeapType::FrameBufferPrivate,
+            HSA_MEM_HEAP_TYPE_GPU_GDS => HeapType::Gds,
+            HSA_MEM_HEAP_TYPE_GPU_LDS => HeapType::Lds,
+            HSA_MEM_HEAP_TYPE_GPU_SCRATCH => HeapType::Scratch,
+            other => HeapType::Other(other),
+        }
+    }
+
+    /// The sysfs value.
+    pub const fn raw(self) -> u32 {
+        match self {
+            HeapType::System => HSA_MEM_HEAP_TYPE_SYSTEM,
+            HeapType::FrameBufferPublic => HSA_MEM_HEAP_TYPE_FB_PUBLIC,
+            HeapType::FrameBufferPrivate => HSA_MEM_HEAP_TYPE_FB_PRIVATE,
+            HeapType::Gds => HSA_MEM_HEAP_TYPE_GPU_GDS,
+            HeapType::Lds => HSA_MEM_HEAP_TYPE_GPU_LDS,
+            HeapType::Scratch => HSA_MEM_HEAP_TYPE_GPU_SCRATCH,
+            HeapType::Other(v) => v,
+        }
+    }
+
+    /// Whether this is device memory (VRAM).
+    pub const fn is_vram(self) -> bool {
+        matches!(
+            self,
+            HeapType::FrameBufferPublic | HeapType::FrameBufferPrivate
+        )
+    }
+}
+
+/// The `properties` of one memory bank of a node: the record the driver model writes and
+/// the thunk reads, defined once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemBank {
+    /// `heap_type`.
+    pub heap_type: HeapType,
+    /// `size_in_bytes`.
+    pub size_in_bytes: u64,
+    /// `flags` (`HSA_MEM_FLAGS_*`).
+    pub flags: u32,
+    /// `width`: bus width in bits.
+    pub width: u32,
+    /// `mem_clk_max`: peak clock, MHz.
+    pub mem_clk_max: u32,
+}
+
+impl MemBank {
+    /// The values in the key order of [`mem_bank::ALL`].
+    pub const fn values(&self) -> [u64; 5] {
+        [
+            self.heap_type.raw() as u64,
+            self.size_in_bytes,
+            self.flags as u64,
+            self.width as u64,
+            self.mem_clk_max as u64,
+        ]
+    }
+}
+
+const _: () = assert!(
+    mem_bank::ALL.len() == 5,
+    "MemBank::values lists every mem_bank key"
+);

@@ -57,20 +57,8 @@ pub struct NodeProperties {
     pub eop_buffer_size: u64,
 }
 
-/// One memory bank of a node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MemBank {
-    /// `HSA_MEM_HEAP_TYPE_*`.
-    pub heap_type: u32,
-    /// Bytes.
-    pub size_in_bytes: u64,
-    /// `HSA_MEM_FLAGS_*`.
-    pub flags: u32,
-    /// Bus width in bits.
-    pub width: u32,
-    /// Peak clock, MHz.
-    pub mem_clk_max: u32,
-}
+/// One memory bank of a node: the shared sysfs record.
+pub use kfd_sys::sysfs::{HeapType, MemBank};
 
 /// One cache of a node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,7 +121,7 @@ impl Node {
     pub fn vram_size(&self) -> u64 {
         self.mem_banks
             .iter()
-            .filter(|b| b.heap_type != sysfs::HSA_MEM_HEAP_TYPE_SYSTEM)
+            .filter(|b| b.heap_type != HeapType::System)
             .map(|b| b.size_in_bytes)
             .sum()
     }
@@ -249,7 +237,7 @@ impl Topology {
             std::fs::write(dir.join(sysfs::KFD_SYSFS_PROPERTIES), n.properties_text())?;
             write_entries(
                 &dir.join(sysfs::KFD_SYSFS_MEM_BANKS),
-                n.mem_banks.iter().map(MemBank::text),
+                n.mem_banks.iter().map(mem_bank_text),
             )?;
             write_entries(
                 &dir.join(sysfs::KFD_SYSFS_CACHES),
@@ -346,17 +334,15 @@ impl Node {
     }
 }
 
-impl MemBank {
-    fn text(&self) -> String {
-        let v = [
-            u64::from(self.heap_type),
-            self.size_in_bytes,
-            u64::from(self.flags),
-            u64::from(self.width),
-            u64::from(self.mem_clk_max),
-        ];
-        lines(&mem_bank::ALL.iter().copied().zip(v).collect::<Vec<_>>())
-    }
+/// The `properties` text of a memory bank.
+fn mem_bank_text(bank: &MemBank) -> String {
+    lines(
+        &mem_bank::ALL
+            .iter()
+            .copied()
+            .zip(bank.values())
+            .collect::<Vec<_>>(),
+    )
 }
 
 impl Cache {
@@ -422,7 +408,7 @@ fn cpu_node(gpus: usize) -> Node {
             ..Default::default()
         },
         mem_banks: vec![MemBank {
-            heap_type: sysfs::HSA_MEM_HEAP_TYPE_SYSTEM,
+            heap_type: HeapType::System,
             size_in_bytes: SYSTEM_MEMORY,
             flags: 0,
             width: 64,
@@ -540,7 +526,7 @@ fn gpu_node(spec: &PresetFacts, index: usize, gpus: usize, preset: Preset) -> No
         name: spec.chip.to_owned(),
         properties,
         mem_banks: vec![MemBank {
-            heap_type: sysfs::HSA_MEM_HEAP_TYPE_FB_PUBLIC,
+            heap_type: HeapType::FrameBufferPublic,
             size_in_bytes: spec.vram,
             flags: 0,
             width: spec.vram_width,

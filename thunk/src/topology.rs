@@ -182,61 +182,8 @@ sysfs_struct! {
     }
 }
 
-/// The heap a memory bank belongs to (`HSA_MEM_HEAP_TYPE_*`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HeapType {
-    /// System memory.
-    System,
-    /// VRAM visible to the CPU.
-    FrameBufferPublic,
-    /// VRAM not visible to the CPU.
-    FrameBufferPrivate,
-    /// Global data share.
-    Gds,
-    /// Local data share.
-    Lds,
-    /// Scratch.
-    Scratch,
-    /// A value this thunk does not know.
-    Other(u32),
-}
-
-impl HeapType {
-    fn from_raw(v: u32) -> Self {
-        match v {
-            sysfs::HSA_MEM_HEAP_TYPE_SYSTEM => HeapType::System,
-            sysfs::HSA_MEM_HEAP_TYPE_FB_PUBLIC => HeapType::FrameBufferPublic,
-            sysfs::HSA_MEM_HEAP_TYPE_FB_PRIVATE => HeapType::FrameBufferPrivate,
-            sysfs::HSA_MEM_HEAP_TYPE_GPU_GDS => HeapType::Gds,
-            sysfs::HSA_MEM_HEAP_TYPE_GPU_LDS => HeapType::Lds,
-            sysfs::HSA_MEM_HEAP_TYPE_GPU_SCRATCH => HeapType::Scratch,
-            other => HeapType::Other(other),
-        }
-    }
-
-    /// Whether this is device memory (VRAM).
-    pub fn is_vram(self) -> bool {
-        matches!(
-            self,
-            HeapType::FrameBufferPublic | HeapType::FrameBufferPrivate
-        )
-    }
-}
-
-/// One memory bank.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MemBank {
-    /// `heap_type`.
-    pub heap_type: HeapType,
-    /// `size_in_bytes`.
-    pub size_in_bytes: u64,
-    /// `flags` (`HSA_MEM_FLAGS_*`).
-    pub flags: u32,
-    /// `width`: bus width in bits.
-    pub width: u32,
-    /// `mem_clk_max`: peak clock, MHz.
-    pub mem_clk_max: u32,
-}
+/// The heap type and memory-bank record: the shared sysfs records.
+pub use kfd_sys::sysfs::{HeapType, MemBank};
 
 /// One cache.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -635,3 +635,87 @@ const _: () = assert!(
     mem_bank::ALL.len() == 5,
     "MemBank::values lists every mem_bank key"
 );
+
+/// The `properties` of one node (field names are the sysfs keys; absent keys read 0): the
+/// record the driver model writes and the thunk reads, defined once. The `*_count` keys are
+/// not fields: they are the number of entries under `mem_banks/`, `caches/`, `io_links/`
+/// and `p2p_links/`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeProperties {
+    /// CPU cores (0 for a GPU).
+    pub cpu_cores_count: u64,
+    /// SIMDs (0 for a CPU).
+    pub simd_count: u64,
+    /// First CPU core id.
+    pub cpu_core_id_base: u64,
+    /// First SIMD id.
+    pub simd_id_base: u64,
+    /// Waves per SIMD.
+    pub max_waves_per_simd: u64,
+    /// LDS per work-group, KiB.
+    pub lds_size_in_kb: u64,
+    /// GDS, KiB.
+    pub gds_size_in_kb: u64,
+    /// Global wave sync entries.
+    pub num_gws: u64,
+    /// Wave size (64 or 32).
+    pub wave_front_size: u64,
+    /// Shader arrays.
+    pub array_count: u64,
+    /// Shader arrays per shader engine.
+    pub simd_arrays_per_engine: u64,
+    /// CUs per shader array.
+    pub cu_per_simd_array: u64,
+    /// SIMDs per CU.
+    pub simd_per_cu: u64,
+    /// Scratch wave slots per CU.
+    pub max_slots_scratch_cu: u64,
+    /// `major×10000 + minor×100 + stepping` (90010 = gfx90a).
+    pub gfx_target_version: u64,
+    /// PCI vendor id.
+    pub vendor_id: u64,
+    /// PCI device id.
+    pub device_id: u64,
+    /// PCI bus/device/function.
+    pub location_id: u64,
+    /// PCI domain.
+    pub domain: u64,
+    /// Minor of `/dev/dri/renderD<minor>`.
+    pub drm_render_minor: u64,
+    /// xGMI hive id.
+    pub hive_id: u64,
+    /// PCIe SDMA engines.
+    pub num_sdma_engines: u64,
+    /// xGMI SDMA engines.
+    pub num_sdma_xgmi_engines: u64,
+    /// User queues per SDMA engine.
+    pub num_sdma_queues_per_engine: u64,
+    /// Hardware queue descriptors available to KFD.
+    pub num_cp_queues: u64,
+    /// Peak GPU clock, MHz.
+    pub max_engine_clk_fcompute: u64,
+    /// Local memory size (0 on current kernels; see the memory banks).
+    pub local_mem_size: u64,
+    /// MEC firmware version.
+    pub fw_version: u64,
+    /// `HSA_CAP_*` bits.
+    pub capability: u64,
+    /// `HSA_CAP2_*` bits.
+    pub capability2: u64,
+    /// `HSA_DBG_*` bits.
+    pub debug_prop: u64,
+    /// SDMA firmware version.
+    pub sdma_fw_version: u64,
+    /// Unique id of the GPU.
+    pub unique_id: u64,
+    /// Compute dies (XCCs); 0 or 1 on single-die parts.
+    pub num_xcc: u64,
+    /// Peak CPU clock, MHz.
+    pub max_engine_clk_ccompute: u64,
+    /// Control stack size compute queues must pass (6.12+; 0 when absent).
+    pub ctl_stack_size: u64,
+    /// Minimum CWSR area per XCC (6.12+; 0 when absent).
+    pub cwsr_size: u64,
+    /// Minimum EOP buffer (6.12+; 0 when absent).
+    pub eop_buffer_size: u64,
+}

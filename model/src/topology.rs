@@ -13,49 +13,8 @@ use std::fmt::Write as _;
 use std::io;
 use std::path::Path;
 
-/// The `properties` of one node. Field names are the sysfs keys.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-#[allow(missing_docs)] // each field is the sysfs key of the same name, see kfd_sys::sysfs::node
-pub struct NodeProperties {
-    pub cpu_cores_count: u64,
-    pub simd_count: u64,
-    pub cpu_core_id_base: u64,
-    pub simd_id_base: u64,
-    pub max_waves_per_simd: u64,
-    pub lds_size_in_kb: u64,
-    pub gds_size_in_kb: u64,
-    pub num_gws: u64,
-    pub wave_front_size: u64,
-    pub array_count: u64,
-    pub simd_arrays_per_engine: u64,
-    pub cu_per_simd_array: u64,
-    pub simd_per_cu: u64,
-    pub max_slots_scratch_cu: u64,
-    pub gfx_target_version: u64,
-    pub vendor_id: u64,
-    pub device_id: u64,
-    pub location_id: u64,
-    pub domain: u64,
-    pub drm_render_minor: u64,
-    pub hive_id: u64,
-    pub num_sdma_engines: u64,
-    pub num_sdma_xgmi_engines: u64,
-    pub num_sdma_queues_per_engine: u64,
-    pub num_cp_queues: u64,
-    pub max_engine_clk_fcompute: u64,
-    pub local_mem_size: u64,
-    pub fw_version: u64,
-    pub capability: u64,
-    pub capability2: u64,
-    pub debug_prop: u64,
-    pub sdma_fw_version: u64,
-    pub unique_id: u64,
-    pub num_xcc: u64,
-    pub max_engine_clk_ccompute: u64,
-    pub ctl_stack_size: u64,
-    pub cwsr_size: u64,
-    pub eop_buffer_size: u64,
-}
+/// The `properties` of one node: the shared sysfs record.
+pub use kfd_sys::sysfs::NodeProperties;
 
 /// One memory bank of a node: the shared sysfs record.
 pub use kfd_sys::sysfs::{HeapType, MemBank};

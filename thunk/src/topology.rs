@@ -8,7 +8,7 @@
 //!
 //! Parsing never panics: a missing directory, a short file or a value that is not a number
 //! is an [`Error`] naming the file and line. Keys the thunk does not know are kept in
-//! [`NodeProperties::other`].
+//! [`Node::other_properties`].
 
 use crate::error::{Errno, Error, Result};
 use crate::va::align_up;
@@ -55,6 +55,8 @@ pub struct Node {
     pub name: String,
     /// `properties`.
     pub properties: NodeProperties,
+    /// Keys of `properties` the record does not name, with their raw values.
+    pub other_properties: BTreeMap<String, String>,
     /// `mem_banks/M`.
     pub mem_banks: Vec<MemBank>,
     /// `caches/C`.
@@ -65,122 +67,79 @@ pub struct Node {
     pub p2p_links: Vec<IoLink>,
 }
 
-/// Declares a struct of `u64` sysfs values whose field names are the keys.
-macro_rules! sysfs_struct {
-    ($(#[$m:meta])* $name:ident { $( $(#[$fm:meta])* $field:ident, )* }) => {
-        $(#[$m])*
-        #[derive(Clone, Debug, Default, PartialEq, Eq)]
-        pub struct $name {
-            $( $(#[$fm])* pub $field: u64, )*
-            /// Keys of the file this type does not name, with their raw values.
-            pub other: BTreeMap<String, String>,
-        }
-
-        impl $name {
-            fn from_props(p: Props) -> core::result::Result<Self, String> {
-                let mut other = p.pairs;
-                let mut take = |key: &str| -> core::result::Result<u64, String> {
-                    match other.remove(key) {
-                        None => Ok(0),
-                        Some(v) => parse_u64(&v).ok_or_else(|| format!("{key} has the non-numeric value {v:?}")),
-                    }
-                };
-                $( let $field = take(stringify!($field))?; )*
-                Ok($name { $($field,)* other })
+/// The shared `properties` record of a node from its file, and the keys it does not name
+/// with their raw values. The `*_count` keys are checked to be numbers and dropped: the
+/// entries under the node's directories are what counts.
+fn node_properties(
+    p: Props,
+) -> core::result::Result<(NodeProperties, BTreeMap<String, String>), String> {
+    let mut other = p.pairs;
+    let mut take = |key: &str| -> core::result::Result<u64, String> {
+        match other.remove(key) {
+            None => Ok(0),
+            Some(v) => {
+                parse_u64(&v).ok_or_else(|| format!("{key} has the non-numeric value {v:?}"))
             }
         }
     };
+    macro_rules! read {
+        ($($field:ident),* $(,)?) => {
+            NodeProperties { $($field: take(stringify!($field))?,)* }
+        };
+    }
+    let properties = read!(
+        cpu_cores_count,
+        simd_count,
+        cpu_core_id_base,
+        simd_id_base,
+        max_waves_per_simd,
+        lds_size_in_kb,
+        gds_size_in_kb,
+        num_gws,
+        wave_front_size,
+        array_count,
+        simd_arrays_per_engine,
+        cu_per_simd_array,
+        simd_per_cu,
+        max_slots_scratch_cu,
+        gfx_target_version,
+        vendor_id,
+        device_id,
+        location_id,
+        domain,
+        drm_render_minor,
+        hive_id,
+        num_sdma_engines,
+        num_sdma_xgmi_engines,
+        num_sdma_queues_per_engine,
+        num_cp_queues,
+        max_engine_clk_fcompute,
+        local_mem_size,
+        fw_version,
+        capability,
+        capability2,
+        debug_prop,
+        sdma_fw_version,
+        unique_id,
+        num_xcc,
+        max_engine_clk_ccompute,
+        ctl_stack_size,
+        cwsr_size,
+        eop_buffer_size,
+    );
+    for key in [
+        sysfs::node::MEM_BANKS_COUNT,
+        sysfs::node::CACHES_COUNT,
+        sysfs::node::IO_LINKS_COUNT,
+        sysfs::node::P2P_LINKS_COUNT,
+    ] {
+        take(key)?;
+    }
+    Ok((properties, other))
 }
 
-sysfs_struct! {
-    /// A node's `properties` (field names are the sysfs keys; absent keys read 0).
-    NodeProperties {
-        /// CPU cores (0 for a GPU).
-        cpu_cores_count,
-        /// SIMDs (0 for a CPU).
-        simd_count,
-        /// Entries under `mem_banks/`.
-        mem_banks_count,
-        /// Entries under `caches/`.
-        caches_count,
-        /// Entries under `io_links/`.
-        io_links_count,
-        /// Entries under `p2p_links/`.
-        p2p_links_count,
-        /// First CPU core id.
-        cpu_core_id_base,
-        /// First SIMD id.
-        simd_id_base,
-        /// Waves per SIMD.
-        max_waves_per_simd,
-        /// LDS per work-group, KiB.
-        lds_size_in_kb,
-        /// GDS, KiB.
-        gds_size_in_kb,
-        /// Global wave sync entries.
-        num_gws,
-        /// Wave size (64 or 32).
-        wave_front_size,
-        /// Shader arrays.
-        array_count,
-        /// Shader arrays per shader engine.
-        simd_arrays_per_engine,
-        /// CUs per shader array.
-        cu_per_simd_array,
-        /// SIMDs per CU.
-        simd_per_cu,
-        /// Scratch wave slots per CU.
-        max_slots_scratch_cu,
-        /// `major×10000 + minor×100 + stepping` (90010 = gfx90a).
-        gfx_target_version,
-        /// PCI vendor id.
-        vendor_id,
-        /// PCI device id.
-        device_id,
-        /// PCI bus/device/function.
-        location_id,
-        /// PCI domain.
-        domain,
-        /// Minor of `/dev/dri/renderD<minor>`.
-        drm_render_minor,
-        /// xGMI hive id.
-        hive_id,
-        /// PCIe SDMA engines.
-        num_sdma_engines,
-        /// xGMI SDMA engines.
-        num_sdma_xgmi_engines,
-        /// User queues per SDMA engine.
-        num_sdma_queues_per_engine,
-        /// Hardware queue descriptors available to KFD.
-        num_cp_queues,
-        /// Peak GPU clock, MHz.
-        max_engine_clk_fcompute,
-        /// Local memory size (0 on current kernels; see the memory banks).
-        local_mem_size,
-        /// MEC firmware version.
-        fw_version,
-        /// `HSA_CAP_*` bits.
-        capability,
-        /// `HSA_CAP2_*` bits.
-        capability2,
-        /// `HSA_DBG_*` bits.
-        debug_prop,
-        /// SDMA firmware version.
-        sdma_fw_version,
-        /// Unique id of the GPU.
-        unique_id,
-        /// Compute dies (XCCs); 0 or 1 on single-die parts.
-        num_xcc,
-        /// Peak CPU clock, MHz.
-        max_engine_clk_ccompute,
-        /// Control stack size compute queues must pass (6.12+; 0 when absent).
-        ctl_stack_size,
-        /// Minimum CWSR area per XCC (6.12+; 0 when absent).
-        cwsr_size,
-        /// Minimum EOP buffer (6.12+; 0 when absent).
-        eop_buffer_size,
-    }
-}
+/// A node's `properties`: the shared sysfs record.
+pub use kfd_sys::sysfs::NodeProperties;
 
 /// The heap type and memory-bank record: the shared sysfs records.
 pub use kfd_sys::sysfs::{HeapType, MemBank};
@@ -563,7 +522,7 @@ fn read_node(index: u32, dir: &Path) -> Result<Node> {
     };
     let props_path = dir.join(sysfs::KFD_SYSFS_PROPERTIES);
     let props = read_props(&props_path)?;
-    let properties = NodeProperties::from_props(props)
+    let (properties, other_properties) = node_properties(props)
         .map_err(|m| Error::bad_answer(OP, format!("{}: {m}", props_path.display())))?;
     let mut mem_banks = Vec::new();
     for (_, d) in numbered_entries(&dir.join(sysfs::KFD_SYSFS_MEM_BANKS))? {
@@ -615,6 +574,7 @@ fn read_node(index: u32, dir: &Path) -> Result<Node> {
         gpu_id,
         name,
         properties,
+        other_properties,
         mem_banks,
         caches,
         io_links,
@@ -716,7 +676,7 @@ mod tests {
         assert_eq!(g.vram_size(), 64 << 30);
         assert!(g.is_dgpu());
         assert_eq!(
-            g.properties.other.get("future_key").map(String::as_str),
+            g.other_properties.get("future_key").map(String::as_str),
             Some("7")
         );
         assert_eq!(g.caches[0].sibling_map, vec![1, 1, 0]);

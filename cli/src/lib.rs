@@ -62,7 +62,7 @@
 //! assert_eq!((gpus[0].compute_units, gpus[0].wave_size), (104, 64));
 //! # Ok::<(), kfd_cli::error::CliError>(())
 //! ```
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 pub mod abi;
 pub mod bench;

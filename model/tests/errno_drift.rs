@@ -332,11 +332,7 @@ fn command_numbers_past_the_versions_table_are_enotty() {
         for nr in [0x00, 0x27, 0x7f, 0x85, 0xff] {
             // SAFETY: no ioctl has these numbers: nothing reads or writes through `b`.
             let r = unsafe { c.p.ioctl(ioctl::iowr::<[u8; 32]>(nr), &mut b) };
-            assert_eq!(
-                r,
-                Err(Errno::ENOTTY),
-                "{kernel:?} nr {nr:#x}"
-            );
+            assert_eq!(r, Err(Errno::ENOTTY), "{kernel:?} nr {nr:#x}");
         }
         for nr in [0x24, 0x26] {
             // SAFETY: `b` is zeros: EXPORT_DMABUF and DBG_TRAP see null addresses and fail

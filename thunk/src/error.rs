@@ -160,13 +160,22 @@ fn explain(op: &str, errno: Errno) -> Option<&'static str> {
             Some("the user pages are not mapped readable and writable")
         }
         ("FREE_MEMORY_OF_GPU", Errno::EINVAL) => Some("no buffer with this handle"),
-        ("FREE_MEMORY_OF_GPU", Errno::EBUSY) => Some("the buffer is still mapped on a GPU"),
+        ("FREE_MEMORY_OF_GPU", Errno::EBUSY) => {
+            Some("the buffer is still mapped on a GPU, or a queue still uses it")
+        }
         ("FREE_MEMORY_OF_GPU", Errno::EPERM) => Some("the signal event page cannot be freed"),
         ("MAP_MEMORY_TO_GPU", Errno::EINVAL) => Some(
-            "unknown handle or gpu id, or the address range overlaps another mapping on that \
-             GPU",
+            "unknown gpu id, or the buffer's address is 0, unaligned, past 48 bits or overlaps \
+             another mapping on that GPU",
         ),
-        ("UNMAP_MEMORY_FROM_GPU", Errno::EINVAL) => Some("unknown handle or gpu id"),
+        ("MAP_MEMORY_TO_GPU", Errno::ENOMEM) => Some("no buffer with this handle"),
+        ("UNMAP_MEMORY_FROM_GPU", Errno::EINVAL) => {
+            Some("unknown gpu id, or the buffer is not mapped on that GPU")
+        }
+        ("UNMAP_MEMORY_FROM_GPU", Errno::ENOMEM) => Some("no buffer with this handle"),
+        ("UNMAP_MEMORY_FROM_GPU", Errno::EBUSY) => {
+            Some("a queue still uses the buffer (its ring, pointers, EOP or CWSR area)")
+        }
         ("ACQUIRE_VM", Errno::EINVAL) => Some("the render node does not belong to this GPU"),
         ("ACQUIRE_VM", Errno::EBUSY) => {
             Some("the GPU's address space was already acquired from another render node")

@@ -199,17 +199,40 @@ pub struct PresetFacts {
     pub gpu_id_base: u32,
 }
 
-/// A GPU part the model knows. Its facts are [`Preset::facts`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Preset {
+/// Declares the presets once: each line is a variant and its facts row, and the enum,
+/// [`Preset::ALL`] and [`Preset::facts`] are generated from it, so a new part is one line here
+/// plus its row (and whatever exhaustive matches elsewhere the compiler then points at).
+macro_rules! presets {
+    ($( $(#[$doc:meta])* $variant:ident => $facts:ident, )+) => {
+        /// A GPU part the model knows. Its facts are [`Preset::facts`].
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Preset {
+            $( $(#[$doc])* $variant, )+
+        }
+
+        impl Preset {
+            /// Every preset, in declaration order.
+            pub const ALL: &'static [Preset] = &[$( Preset::$variant, )+];
+
+            /// The facts of the part: the one table row a new preset needs.
+            pub const fn facts(self) -> &'static PresetFacts {
+                match self {
+                    $( Preset::$variant => &$facts, )+
+                }
+            }
+        }
+    };
+}
+
+presets! {
     /// Vega 10 (Radeon Instinct MI25): GC 9.0.1, 64 CUs, 24 HQDs, SDMA 4.0 with 2 queues/engine.
-    Gfx900,
+    Gfx900 => GFX900,
     /// Aldebaran (Instinct MI210): GC 9.4.2, 104 CUs, the 21-dword MAP_PROCESS, VMIDs 3–15.
-    Gfx90a,
+    Gfx90a => GFX90A,
     /// Aqua Vanjaram (Instinct MI300X): GC 9.4.3, 304 CUs over 8 XCCs.
-    Gfx942,
+    Gfx942 => GFX942,
     /// Navi 21 (Radeon RX 6900 XT): GC 10.3.0, 80 CUs in wave32, only 8 HQDs for KFD.
-    Gfx1030,
+    Gfx1030 => GFX1030,
 }
 
 const GIB: u64 = 1 << 30;
@@ -367,24 +390,6 @@ const GFX1030: PresetFacts = PresetFacts {
 };
 
 impl Preset {
-    /// Every preset.
-    pub const ALL: [Preset; 4] = [
-        Preset::Gfx900,
-        Preset::Gfx90a,
-        Preset::Gfx942,
-        Preset::Gfx1030,
-    ];
-
-    /// The facts of the part: the one table row a new preset needs.
-    pub const fn facts(self) -> &'static PresetFacts {
-        match self {
-            Preset::Gfx900 => &GFX900,
-            Preset::Gfx90a => &GFX90A,
-            Preset::Gfx942 => &GFX942,
-            Preset::Gfx1030 => &GFX1030,
-        }
-    }
-
     /// The gfx name (`gfx900`, …).
     pub const fn name(self) -> &'static str {
         self.facts().gfx_name
@@ -480,7 +485,8 @@ impl FromStr for Preset {
     /// A preset by its gfx name, case-insensitive.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Preset::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .find(|p| p.name().eq_ignore_ascii_case(s.trim()))
             .ok_or_else(|| UnknownPreset::new(s))
     }
@@ -517,7 +523,7 @@ mod tests {
         );
         let long = "x".repeat(40);
         assert_eq!(long.parse::<Preset>().unwrap_err().name().len(), 32);
-        for p in Preset::ALL {
+        for &p in Preset::ALL {
             assert_eq!(p.name().parse::<Preset>(), Ok(p));
             // The gfx name is the LLVM spelling of the sysfs target version.
             let t = GfxVersion::from_target_version(p.facts().gfx_target_version as u32);

@@ -143,7 +143,7 @@ mod tests {
 
     #[test]
     fn presets_parse_by_name() {
-        for p in Preset::ALL {
+        for &p in Preset::ALL {
             assert_eq!(p.name().parse::<Preset>(), Ok(p));
         }
         assert_eq!("GFX90A".parse::<Preset>(), Ok(Preset::Gfx90a));

@@ -134,7 +134,11 @@ fn half_of(op: Op, enc: Enc, src: usize) -> Half {
     if m.starts_with("v_pk_") && (m.ends_with("_f32") || m == "v_pk_mov_b32") {
         return Half::Packed32;
     }
-    if matches!(m, "v_sat_pk_u8_i16" | "v_sad_u16" | "v_dot2c_i32_i16") || m.starts_with("v_mfma") {
+    if matches!(
+        m,
+        "v_sat_pk_u8_i16" | "v_sad_u16" | "v_dot2c_i32_i16" | "v_madmk_f16"
+    ) || m.starts_with("v_mfma")
+    {
         return Half::No;
     }
     let last = m.rsplit('_').find(|t| {
@@ -421,26 +425,25 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
         let Some(o) = inst.operands().get(i) else {
             break;
         };
-        if flat_saddr && slot.field == Field::A {
+        if flat_saddr && slot.field == Field::A && inst.enc == Enc::Scratch {
             f.write_str(sep)?;
             sep = ", ";
-            let v = w1 & 0xFF;
-            if inst.enc == Enc::Scratch {
-                f.write_str("off")?;
-            } else {
-                write!(f, "v{v}")?;
-            }
+            f.write_str("off")?;
             continue;
         }
         if flat_saddr && slot.field == Field::S {
             f.write_str(sep)?;
-            let dwords = if inst.enc == Enc::Scratch { 1 } else { 2 };
-            operand(
-                f,
-                o_saddr(w1, dwords).as_ref().unwrap_or(o),
-                dwords,
-                Half::No,
-            )?;
+            operand(f, o, 2, Half::No)?;
+            continue;
+        }
+        if matches!(inst.enc, Enc::Global | Enc::Scratch)
+            && slot.field == Field::D
+            && (w0 >> 13) & 1 == 1
+        {
+            // LDS loads write LDS, not a VGPR.
+            continue;
+        }
+        if inst.enc == Enc::Mubuf && slot.field == Field::B && (w0 >> 16) & 1 == 1 {
             continue;
         }
         if inst.enc == Enc::Mubuf && slot.field == Field::A && (w0 >> 12) & 3 == 0 {
@@ -502,11 +505,26 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
                 continue;
             }
             (Enc::Smem, Field::O) => {
-                write!(f, "0x{:x}", w1 & 0x1F_FFFF)?;
+                let imm = (w0 >> 17) & 1 == 1;
+                let soe = (w0 >> 14) & 1 == 1;
+                let off = ((w1 & 0x1F_FFFF) << 11) as i32 >> 11;
+                match o {
+                    Operand::Imm(_) => signed_hex(f, off)?,
+                    _ => operand(f, o, 1, Half::No)?,
+                }
+                if soe && imm {
+                    f.write_str(" offset:")?;
+                    signed_hex(f, off)?;
+                }
                 continue;
             }
             (Enc::Smem, Field::K) => {
-                write!(f, "{}", (w0 >> 6) & 0x7F)?;
+                let k = (w0 >> 6) & 0x7F;
+                if k <= 64 {
+                    write!(f, "{k}")?;
+                } else {
+                    write!(f, "0x{k:x}")?;
+                }
                 continue;
             }
             _ => {}
@@ -563,7 +581,16 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
             }
             continue;
         }
-        let _ = Class::S;
+        if slot.class == Class::Lit {
+            if let Operand::Literal(v) = o {
+                if inst.enc == Enc::Sopk && *v <= 64 {
+                    write!(f, "{v}")?;
+                } else {
+                    write!(f, "0x{v:x}")?;
+                }
+            }
+            continue;
+        }
         let half = match slot.field {
             Field::A => half_of(row.op, inst.enc, 0),
             Field::B => half_of(row.op, inst.enc, 1),
@@ -584,8 +611,9 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
     match inst.enc {
         Enc::Smem
             if (w0 >> 16) & 1 == 1
-                && !name.starts_with("s_dcache_discard")
-                && !name.starts_with("s_atc_probe") =>
+                && !name.starts_with("s_dcache")
+                && !name.starts_with("s_atc_probe")
+                && !name.starts_with("s_mem") =>
         {
             f.write_str(" glc")?;
         }
@@ -609,6 +637,7 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
                 f.write_str(" gds")?;
             }
         }
+        Enc::Mubuf if row.slots.is_empty() => {}
         Enc::Mubuf => {
             if (w0 >> 13) & 1 == 1 {
                 f.write_str(" idxen")?;
@@ -625,15 +654,29 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
             if (w0 >> 17) & 1 == 1 {
                 f.write_str(" slc")?;
             }
+            if gfx90a && (w0 >> 15) & 1 == 1 {
+                f.write_str(" scc")?;
+            }
             if (w0 >> 16) & 1 == 1 {
                 f.write_str(" lds")?;
             }
+            if !gfx90a
+                && (w1 >> 23) & 1 == 1
+                && !name.starts_with("buffer_atomic")
+                && (w0 >> 16) & 1 == 0
+            {
+                f.write_str(" tfe")?;
+            }
         }
         Enc::Flat | Enc::Global | Enc::Scratch => {
-            let off = if inst.enc == Enc::Flat {
-                w0 & 0xFFF
-            } else {
-                ((w0 << 19) as i32 >> 19) as u32
+            let off = match inst.enc {
+                Enc::Flat
+                    if matches!(inst.target, crate::Target::Gfx908 | crate::Target::Gfx90a) =>
+                {
+                    w0 & 0x1FFF
+                }
+                Enc::Flat => w0 & 0xFFF,
+                _ => ((w0 << 19) as i32 >> 19) as u32,
             };
             if off != 0 {
                 write!(f, " offset:{}", off as i32)?;
@@ -643,6 +686,12 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
             }
             if (w0 >> 17) & 1 == 1 {
                 f.write_str(" slc")?;
+            }
+            if gfx90a && (w0 >> 25) & 1 == 1 {
+                f.write_str(" scc")?;
+            }
+            if inst.enc != Enc::Flat && (w0 >> 13) & 1 == 1 {
+                f.write_str(" lds")?;
             }
         }
         Enc::Vop3 if mfma => {
@@ -691,6 +740,14 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
         _ => {}
     }
     Ok(())
+}
+
+fn signed_hex(f: &mut impl Write, v: i32) -> fmt::Result {
+    if v < 0 {
+        write!(f, "-0x{:x}", v.unsigned_abs())
+    } else {
+        write!(f, "0x{v:x}")
+    }
 }
 
 fn o_saddr(w1: u32, dwords: u8) -> Option<Operand> {
@@ -841,6 +898,7 @@ fn register_only(row: &Row, field: Field) -> bool {
             ) || m.starts_with("v_mfma")
         }
         Field::B => m.starts_with("v_mfma"),
+        Field::D => matches!(m, "v_readfirstlane_b32" | "v_readlane_b32"),
         Field::C => matches!(
             m,
             "v_addc_co_u32"

@@ -129,7 +129,7 @@ pub enum DecodeError {
         reason: &'static str,
     },
     /// An encoding this crate recognises but does not decode (MTBUF, MIMG, EXP, VINTRP,
-    /// SDWA, DPP), or no GFX9 encoding at all.
+    /// GLOBAL/SCRATCH loads to LDS), or no GFX9 encoding at all.
     Unsupported {
         /// Address of the instruction.
         addr: u64,
@@ -192,6 +192,8 @@ pub enum Ext {
     None,
     /// SDWA: sub-dword selection; `words[1]` holds the SDWA dword.
     Sdwa,
+    /// DPP: data-parallel lane permutation; `words[1]` holds the DPP dword.
+    Dpp,
 }
 
 /// Maximum number of printed operands of one instruction.
@@ -523,11 +525,7 @@ pub fn decode(
     let eight_bit_src = eight_bit_vector_src(row);
     let ext_ok = !eight_bit_src;
     if ext_ok && matches!(enc, Enc::Vop1 | Enc::Vop2 | Enc::Vopc) && w0 & 0x1FF == 250 {
-        return Err(DecodeError::Unsupported {
-            addr,
-            word: w0,
-            encoding: "DPP",
-        });
+        return decode_dpp(bytes, addr, target, enc, row_idx, row, w0);
     }
     if ext_ok && matches!(enc, Enc::Vop1 | Enc::Vop2 | Enc::Vopc) && w0 & 0x1FF == 249 {
         return decode_sdwa(bytes, addr, target, enc, row_idx, row, w0);
@@ -678,13 +676,6 @@ pub fn decode(
             word: w0,
             encoding: "GLOBAL/SCRATCH LDS load",
         });
-    }
-    if target == Target::Gfx90a
-        && enc == Enc::Flat
-        && (w0 >> 12) & 1 == 1
-        && row.op.mnemonic().contains("_atomic_")
-    {
-        return Err(illegal("FLAT atomic offset is 12-bit on gfx90a"));
     }
     if target == Target::Gfx90a
         && matches!(enc, Enc::Mubuf | Enc::Global | Enc::Flat)
@@ -874,6 +865,105 @@ fn decode_sdwa(
             target,
             ext: Ext::Sdwa,
             words: [w0, sd],
+            literal: None,
+            len: 8,
+            operands,
+            n_operands: n as u8,
+        },
+        8,
+    ))
+}
+
+/// VOP1/VOP2 with SRC0 = 250: the DPP dword follows.
+fn decode_dpp(
+    bytes: &[u8],
+    addr: u64,
+    target: Target,
+    enc: Enc,
+    row_idx: u16,
+    row: &Row,
+    w0: u32,
+) -> Result<(Instruction, usize), DecodeError> {
+    let illegal = |reason| DecodeError::Illegal {
+        addr,
+        word: w0,
+        reason,
+    };
+    let Some(dpp) = dword(bytes, 4) else {
+        return Err(DecodeError::Truncated {
+            addr,
+            word: w0,
+            needed: 8,
+            available: bytes.len(),
+        });
+    };
+    if enc == Enc::Vopc {
+        return Err(illegal("no DPP form of VOPC"));
+    }
+    let wide = row
+        .slots
+        .iter()
+        .any(|s| s.dwords > 1 && s.field != Field::Vcc);
+    if wide && target != Target::Gfx90a {
+        return Err(illegal("64-bit DPP is gfx90a only"));
+    }
+    let m = row.op.mnemonic();
+    if matches!(
+        m,
+        "v_clrexcp" | "v_swap_b32" | "v_accvgpr_mov_b32" | "v_pk_fmac_f16"
+    ) || row.slots.iter().any(|s| s.class == Class::Lit)
+    {
+        return Err(illegal("no DPP form"));
+    }
+    let float_mods = m == "v_dot2c_f32_f16"
+        || ROWS
+            .iter()
+            .any(|r| r.op == row.op && r.enc == Enc::Vop3 && r.mods.abs(0) == ModRule::Print);
+    if enc == Enc::Vop1 && (dpp >> 22) & 3 != 0 {
+        return Err(illegal("SRC1 modifiers of a VOP1 DPP"));
+    }
+    if m == "v_nop" && ((w0 >> 17) & 0xFF != 0 || dpp & 0xFF != 0) {
+        return Err(illegal("v_nop DPP takes no operands"));
+    }
+    let mods_ignored = matches!(
+        m,
+        "v_cndmask_b32" | "v_dot2c_i32_i16" | "v_dot4c_i32_i8" | "v_dot8c_i32_i4"
+    );
+    if !float_mods && !mods_ignored && (dpp >> 20) & 0xF != 0 {
+        return Err(illegal("neg/abs on an integer DPP instruction"));
+    }
+    let mut operands = [Operand::Off; MAX_OPERANDS];
+    let mut n = 0;
+    for slot in row.slots {
+        let op = match slot.field {
+            Field::Vcc => Operand::Special {
+                reg: SpecialReg::Vcc,
+                count: 2,
+                hi: false,
+            },
+            Field::D => {
+                if slot.class == Class::S {
+                    return Err(illegal("DPP needs a VGPR destination"));
+                }
+                vector_range((w0 >> 17) & 0xFF, slot.dwords, false).map_err(illegal)?
+            }
+            Field::A => vector_range(dpp & 0xFF, slot.dwords, false).map_err(illegal)?,
+            Field::B => vector_range((w0 >> 9) & 0xFF, slot.dwords, false).map_err(illegal)?,
+            _ => return Err(illegal("operand not available in DPP")),
+        };
+        if n < MAX_OPERANDS {
+            operands[n] = op;
+            n += 1;
+        }
+    }
+    Ok((
+        Instruction {
+            op: row.op,
+            row: row_idx,
+            enc,
+            target,
+            ext: Ext::Dpp,
+            words: [w0, dpp],
             literal: None,
             len: 8,
             operands,

@@ -387,6 +387,9 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
     if inst.ext == Ext::Sdwa {
         return write_sdwa(f, inst);
     }
+    if inst.ext == Ext::Dpp {
+        return write_dpp(f, inst);
+    }
     let row = inst.row();
     let name = row.op.mnemonic();
     f.write_str(name)?;
@@ -670,12 +673,7 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
         }
         Enc::Flat | Enc::Global | Enc::Scratch => {
             let off = match inst.enc {
-                Enc::Flat
-                    if matches!(inst.target, crate::Target::Gfx908 | crate::Target::Gfx90a) =>
-                {
-                    w0 & 0x1FFF
-                }
-                Enc::Flat => w0 & 0xFFF,
+                Enc::Flat => w0 & 0x1FFF,
                 _ => ((w0 << 19) as i32 >> 19) as u32,
             };
             if off != 0 {
@@ -788,6 +786,89 @@ fn o_saddr(w1: u32, dwords: u8) -> Option<Operand> {
         },
         _ => return None,
     })
+}
+
+fn write_dpp(f: &mut impl Write, inst: &Instruction) -> fmt::Result {
+    let row = inst.row();
+    let dpp = inst.words[1];
+    f.write_str(row.op.mnemonic())?;
+    if row.op.mnemonic() != "v_nop" {
+        f.write_str("_dpp")?;
+    }
+    let mut sep = " ";
+    let wide = row
+        .slots
+        .iter()
+        .any(|s| s.field == Field::A && s.dwords > 1);
+    let m = row.op.mnemonic();
+    let mods = !matches!(
+        m,
+        "v_cndmask_b32" | "v_dot2c_i32_i16" | "v_dot4c_i32_i8" | "v_dot8c_i32_i4"
+    );
+    for (i, slot) in row.slots.iter().enumerate() {
+        let Some(o) = inst.operands().get(i) else {
+            break;
+        };
+        f.write_str(sep)?;
+        sep = ", ";
+        let shift = match slot.field {
+            Field::A => 20,
+            Field::B => 22,
+            _ => {
+                operand(f, o, slot.dwords, Half::No)?;
+                continue;
+            }
+        };
+        let neg = mods && (dpp >> shift) & 1 == 1;
+        let abs = mods && (dpp >> (shift + 1)) & 1 == 1;
+        if shift == 22 && int_source(row.op, 1) {
+            // An integer source: neg is sign extension, abs does not print.
+            f.write_str(if neg { "sext(" } else { "" })?;
+            operand(f, o, slot.dwords, Half::No)?;
+            f.write_str(if neg { ")" } else { "" })?;
+            continue;
+        }
+        f.write_str(if neg { "-" } else { "" })?;
+        f.write_str(if abs { "|" } else { "" })?;
+        operand(f, o, slot.dwords, Half::No)?;
+        f.write_str(if abs { "|" } else { "" })?;
+    }
+    let ctrl = (dpp >> 8) & 0x1FF;
+    let gfx90a = inst.target == crate::Target::Gfx90a;
+    if wide && !(gfx90a && (0x150..0x160).contains(&ctrl)) {
+        f.write_str("  /* 64 bit dpp only supports row_newbcast */")?;
+    } else {
+        match ctrl {
+            0x000..=0x0FF => write!(f, " quad_perm:[{},{},{},{}]", ctrl & 3, (ctrl >> 2) & 3, (ctrl >> 4) & 3, (ctrl >> 6) & 3)?,
+            0x101..=0x10F => write!(f, " row_shl:{}", ctrl & 0xF)?,
+            0x111..=0x11F => write!(f, " row_shr:{}", ctrl & 0xF)?,
+            0x121..=0x12F => write!(f, " row_ror:{}", ctrl & 0xF)?,
+            0x130 => f.write_str(" wave_shl:1")?,
+            0x134 => f.write_str(" wave_rol:1")?,
+            0x138 => f.write_str(" wave_shr:1")?,
+            0x13C => f.write_str(" wave_ror:1")?,
+            0x140 => f.write_str(" row_mirror")?,
+            0x141 => f.write_str(" row_half_mirror")?,
+            0x142 => f.write_str(" row_bcast:15")?,
+            0x143 => f.write_str(" row_bcast:31")?,
+            0x150..=0x15F if gfx90a => write!(f, " row_newbcast:{}", ctrl & 0xF)?,
+            0x150..=0x15F => {
+                f.write_str("  /* row_newbcast/row_share is not supported on ASICs earlier than GFX90A/GFX10 */")?
+            }
+            0x160..=0x16F => f.write_str(" /* row_xmask is not supported on ASICs earlier than GFX10 */")?,
+            _ => f.write_str(" /* Invalid dpp_ctrl value */")?,
+        }
+    }
+    write!(
+        f,
+        " row_mask:0x{:x} bank_mask:0x{:x}",
+        dpp >> 28,
+        (dpp >> 24) & 0xF
+    )?;
+    if (dpp >> 19) & 1 == 1 {
+        f.write_str(" bound_ctrl:1")?;
+    }
+    Ok(())
 }
 
 const SELS: [&str; 8] = [

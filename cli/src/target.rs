@@ -57,12 +57,12 @@ impl Target {
 
     /// The PM4 packet layouts.
     pub fn pm4(&self) -> GfxGen {
-        kfd_model::gfx_gen(self.generation)
+        self.generation.into()
     }
 
     /// The SDMA packet layouts (SDMA 4 on gfx9, 5 on gfx10, 6 on gfx11).
     pub fn sdma(&self) -> SdmaGen {
-        kfd_model::sdma_gen(self.generation)
+        self.generation.into()
     }
 }
 

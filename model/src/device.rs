@@ -53,7 +53,7 @@ pub struct Gpu {
 impl Gpu {
     fn new(layout: DoorbellLayout, preset: Preset, topo: &Node) -> KResult<Gpu> {
         let mqd_gen = preset.generation();
-        let pm4_gen = crate::hw::gfx_gen(mqd_gen);
+        let pm4_gen = pm4::GfxGen::from(mqd_gen);
         let p = &topo.properties;
         let engines = (p.num_sdma_engines + p.num_sdma_xgmi_engines) as u8;
         Ok(Gpu {

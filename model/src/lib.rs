@@ -55,5 +55,4 @@ pub use errno::{Errno, KResult};
 pub use faults::Fault;
 pub use hw::engine::{EngineActivity, QueueError};
 pub use hw::hws::EngineQueueState;
-pub use hw::{gfx_gen, sdma_gen};
 pub use process::{MapSource, Model, Process, ProcessGpuSettings, RenderNode};

@@ -102,6 +102,31 @@ pub enum GfxGen {
     Gfx11,
 }
 
+/// The PM4 forms of a GPU generation (the one table of generations is `kfd_sys::gpu`; the
+/// compiler names this match when a generation is added).
+impl From<kfd_sys::gpu::Generation> for GfxGen {
+    fn from(generation: kfd_sys::gpu::Generation) -> Self {
+        use kfd_sys::gpu::Generation;
+        match generation {
+            Generation::Gfx9 => GfxGen::Gfx9,
+            Generation::Gfx10 => GfxGen::Gfx10,
+            Generation::Gfx11 => GfxGen::Gfx11,
+        }
+    }
+}
+
+/// The SDMA forms of a GPU generation: SDMA 4 on gfx9, 5 on gfx10, 6 on gfx11.
+impl From<kfd_sys::gpu::Generation> for SdmaGen {
+    fn from(generation: kfd_sys::gpu::Generation) -> Self {
+        use kfd_sys::gpu::Generation;
+        match generation {
+            Generation::Gfx9 => SdmaGen::Sdma4,
+            Generation::Gfx10 => SdmaGen::Sdma5,
+            Generation::Gfx11 => SdmaGen::Sdma6,
+        }
+    }
+}
+
 /// The SDMA IP generation whose layouts apply (count widths, cache bits).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SdmaGen {

@@ -234,20 +234,12 @@ impl Node {
 
     /// The PM4 packet generation of the GPU.
     pub fn gfx_gen(&self) -> Result<pm4::GfxGen> {
-        Ok(match self.generation()? {
-            Generation::Gfx9 => pm4::GfxGen::Gfx9,
-            Generation::Gfx10 => pm4::GfxGen::Gfx10,
-            Generation::Gfx11 => pm4::GfxGen::Gfx11,
-        })
+        Ok(self.generation()?.into())
     }
 
     /// The SDMA packet generation of the GPU: SDMA 4 on gfx9, 5 on gfx10, 6 on gfx11.
     pub fn sdma_gen(&self) -> Result<pm4::SdmaGen> {
-        Ok(match self.generation()? {
-            Generation::Gfx9 => pm4::SdmaGen::Sdma4,
-            Generation::Gfx10 => pm4::SdmaGen::Sdma5,
-            Generation::Gfx11 => pm4::SdmaGen::Sdma6,
-        })
+        Ok(self.generation()?.into())
     }
 
     fn unsupported(&self) -> Error {

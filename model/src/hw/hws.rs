@@ -519,7 +519,7 @@ impl Hws {
                                 &mqd,
                                 m.queue.wptr_addr,
                                 id,
-                                sdma_gen(*mqd_gen),
+                                SdmaGen::from(*mqd_gen),
                             ))
                         }
                     };
@@ -549,14 +549,6 @@ impl Hws {
             activity.add_queue(run);
         }
         activity
-    }
-}
-
-fn sdma_gen(gen: Generation) -> SdmaGen {
-    match gen {
-        Generation::Gfx9 => SdmaGen::Sdma4,
-        Generation::Gfx10 => SdmaGen::Sdma5,
-        Generation::Gfx11 => SdmaGen::Sdma6,
     }
 }
 

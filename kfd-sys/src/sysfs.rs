@@ -602,6 +602,57 @@ impl HeapType {
     }
 }
 
+/// The `properties` of one cache of a node: the record the driver model writes and the thunk
+/// reads, defined once. The sibling map's storage is the user's (`Vec<u8>` in both), since
+/// this crate does not allocate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cache<SiblingMap> {
+    /// `processor_id_low`: the first CU or core sharing it.
+    pub processor_id_low: u32,
+    /// `level`.
+    pub level: u32,
+    /// `size`, KiB.
+    pub size_kib: u32,
+    /// `cache_line_size`, bytes.
+    pub cache_line_size: u32,
+    /// `cache_lines_per_tag`.
+    pub cache_lines_per_tag: u32,
+    /// `association`.
+    pub association: u32,
+    /// `latency`, ns.
+    pub latency: u32,
+    /// `type` (`HSA_CACHE_TYPE_*` bits).
+    pub cache_type: u32,
+    /// `sibling_map`: which processors share it (0/1 per processor).
+    pub sibling_map: SiblingMap,
+}
+
+impl<SiblingMap> Cache<SiblingMap> {
+    /// The numeric values in the key order of [`cache::ALL`] (all but the sibling map).
+    pub const fn values(&self) -> [u32; 8] {
+        [
+            self.processor_id_low,
+            self.level,
+            self.size_kib,
+            self.cache_line_size,
+            self.cache_lines_per_tag,
+            self.association,
+            self.latency,
+            self.cache_type,
+        ]
+    }
+
+    /// Whether the cache belongs to an HSA compute unit (ROCr needs one per GPU node).
+    pub const fn is_hsacu(&self) -> bool {
+        self.cache_type & HSA_CACHE_TYPE_HSACU != 0
+    }
+}
+
+const _: () = assert!(
+    cache::ALL.len() == 9,
+    "Cache::values lists every cache key but sibling_map"
+);
+
 /// The `properties` of one memory bank of a node: the record the driver model writes and
 /// the thunk reads, defined once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -19,28 +19,8 @@ pub use kfd_sys::sysfs::NodeProperties;
 /// One memory bank of a node: the shared sysfs record.
 pub use kfd_sys::sysfs::{HeapType, MemBank};
 
-/// One cache of a node.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cache {
-    /// First processor (CU or core) id sharing the cache.
-    pub processor_id_low: u32,
-    /// Level.
-    pub level: u32,
-    /// Size in KiB.
-    pub size_kib: u32,
-    /// Line size in bytes.
-    pub cache_line_size: u32,
-    /// Lines per tag.
-    pub cache_lines_per_tag: u32,
-    /// Associativity.
-    pub association: u32,
-    /// Latency, ns.
-    pub latency: u32,
-    /// `HSA_CACHE_TYPE_*` bits.
-    pub cache_type: u32,
-    /// Processors sharing the cache, as the 0/1 list sysfs prints.
-    pub sibling_map: Vec<u8>,
-}
+/// One cache of a node: the shared sysfs record.
+pub type Cache = kfd_sys::sysfs::Cache<Vec<u8>>;
 
 /// One io link of a node: the shared sysfs record.
 pub use kfd_sys::sysfs::IoLink;
@@ -200,7 +180,7 @@ impl Topology {
             )?;
             write_entries(
                 &dir.join(sysfs::KFD_SYSFS_CACHES),
-                n.caches.iter().map(Cache::text),
+                n.caches.iter().map(cache_text),
             )?;
             write_entries(
                 &dir.join(sysfs::KFD_SYSFS_IO_LINKS),
@@ -304,29 +284,18 @@ fn mem_bank_text(bank: &MemBank) -> String {
     )
 }
 
-impl Cache {
-    fn text(&self) -> String {
-        let v = [
-            self.processor_id_low,
-            self.level,
-            self.size_kib,
-            self.cache_line_size,
-            self.cache_lines_per_tag,
-            self.association,
-            self.latency,
-            self.cache_type,
-        ];
-        let mut s = lines(
-            &cache::ALL[..8]
-                .iter()
-                .copied()
-                .zip(v.map(u64::from))
-                .collect::<Vec<_>>(),
-        );
-        let map: Vec<String> = self.sibling_map.iter().map(|b| b.to_string()).collect();
-        let _ = writeln!(s, "{} {}", cache::SIBLING_MAP, map.join(","));
-        s
-    }
+/// The `properties` text of a cache.
+fn cache_text(c: &Cache) -> String {
+    let mut s = lines(
+        &cache::ALL[..8]
+            .iter()
+            .copied()
+            .zip(c.values().map(u64::from))
+            .collect::<Vec<_>>(),
+    );
+    let map: Vec<String> = c.sibling_map.iter().map(|b| b.to_string()).collect();
+    let _ = writeln!(s, "{} {}", cache::SIBLING_MAP, map.join(","));
+    s
 }
 
 /// The `properties` text of an io link.

@@ -144,35 +144,8 @@ pub use kfd_sys::sysfs::NodeProperties;
 /// The heap type and memory-bank record: the shared sysfs records.
 pub use kfd_sys::sysfs::{HeapType, MemBank};
 
-/// One cache.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Cache {
-    /// `processor_id_low`: the first CU or core sharing it.
-    pub processor_id_low: u32,
-    /// `level`.
-    pub level: u32,
-    /// `size`, KiB.
-    pub size_kib: u32,
-    /// `cache_line_size`, bytes.
-    pub cache_line_size: u32,
-    /// `cache_lines_per_tag`.
-    pub cache_lines_per_tag: u32,
-    /// `association`.
-    pub association: u32,
-    /// `latency`, ns.
-    pub latency: u32,
-    /// `type` (`HSA_CACHE_TYPE_*` bits).
-    pub cache_type: u32,
-    /// `sibling_map`: which processors share it (0/1 per processor).
-    pub sibling_map: Vec<u8>,
-}
-
-impl Cache {
-    /// Whether the cache belongs to an HSA compute unit (ROCr needs one per GPU node).
-    pub fn is_hsacu(&self) -> bool {
-        self.cache_type & sysfs::HSA_CACHE_TYPE_HSACU != 0
-    }
-}
+/// One cache of a node: the shared sysfs record.
+pub type Cache = kfd_sys::sysfs::Cache<Vec<u8>>;
 
 /// One io link (or p2p link): the shared sysfs record.
 pub use kfd_sys::sysfs::IoLink;

@@ -16,7 +16,7 @@
 use core::fmt::{self, Display, Formatter};
 
 use crate::decode::{
-    DecodeError, DecodeErrorKind, ErrorPolicy, Packet, Pm4Decoder, SdmaDecoder, SdmaPacket,
+    DecodeError, DecodeErrorKind, ErrorPolicy, Pm4Decoder, SdmaDecoder, SdmaPacket,
 };
 use crate::hws::*;
 use crate::sdma::*;
@@ -615,13 +615,19 @@ impl Display for EventWriteAddr {
 
 impl Display for SetShReg<'_> {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "SET_SH_REG reg_offset={:#x} reg={:#x}",
-            self.head.offset.reg_offset(),
-            self.first_register()
-        )?;
-        fmt_data(f, "values", self.values)
+        // One `NAME=value` per register written; unknown registers by address.
+        const SHOWN: usize = 16;
+        f.write_str("SET_SH_REG")?;
+        for (reg, value) in self.registers().take(SHOWN) {
+            match reg.name() {
+                Some(name) => write!(f, " {name}={value:#x}")?,
+                None => write!(f, " {:#x}={value:#x}", reg.0)?,
+            }
+        }
+        if self.values.len() > SHOWN {
+            write!(f, " … {} more", self.values.len() - SHOWN)?;
+        }
+        Ok(())
     }
 }
 
@@ -642,36 +648,6 @@ impl Display for DispatchDirect {
             b(i.order_mode()),
             b(i.cs_w32_en())
         )
-    }
-}
-
-impl Display for Packet<'_> {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        match self {
-            Packet::Type2Filler => f.write_str("TYPE2 (filler)"),
-            Packet::Nop(p) => p.fmt(f),
-            Packet::SetResources(p) => p.fmt(f),
-            Packet::RunList(p) => p.fmt(f),
-            Packet::MapProcess(p) => p.fmt(f),
-            Packet::MapProcessAldebaran(p) => p.fmt(f),
-            Packet::MapQueues(p) => p.fmt(f),
-            Packet::UnmapQueues(p) => p.fmt(f),
-            Packet::QueryStatus(p) => p.fmt(f),
-            Packet::WriteData(p) => p.fmt(f),
-            Packet::ReleaseMemGfx9(p) => p.fmt(f),
-            Packet::ReleaseMemGfx10(p) => p.fmt(f),
-            Packet::AcquireMemGfx9(p) => p.fmt(f),
-            Packet::AcquireMemGfx10(p) => p.fmt(f),
-            Packet::WaitRegMem(p) => p.fmt(f),
-            Packet::WaitRegMem64(p) => p.fmt(f),
-            Packet::IndirectBuffer(p) => p.fmt(f),
-            Packet::CopyData(p) => p.fmt(f),
-            Packet::DmaData(p) => p.fmt(f),
-            Packet::EventWrite(p) => p.fmt(f),
-            Packet::EventWriteAddr(p) => p.fmt(f),
-            Packet::SetShReg(p) => p.fmt(f),
-            Packet::DispatchDirect(p) => p.fmt(f),
-        }
     }
 }
 
@@ -958,5 +934,66 @@ impl Display for SdmaListing<'_> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::fmt::Write;
+
+    /// A fixed-size `fmt::Write` sink (the crate is `no_std`).
+    struct Text {
+        buf: [u8; 512],
+        len: usize,
+    }
+
+    impl Write for Text {
+        fn write_str(&mut self, s: &str) -> fmt::Result {
+            let end = self.len + s.len();
+            self.buf
+                .get_mut(self.len..end)
+                .ok_or(fmt::Error)?
+                .copy_from_slice(s.as_bytes());
+            self.len = end;
+            Ok(())
+        }
+    }
+
+    fn text(p: &dyn Display) -> Text {
+        let mut t = Text {
+            buf: [0; 512],
+            len: 0,
+        };
+        write!(t, "{p}").unwrap();
+        t
+    }
+
+    impl Text {
+        fn as_str(&self) -> &str {
+            core::str::from_utf8(&self.buf[..self.len]).unwrap()
+        }
+    }
+
+    #[test]
+    fn set_sh_reg_names_the_registers_it_writes() {
+        let p = SetShReg::new(0x2E0C, &[0x1000, 0x7f]).unwrap();
+        assert_eq!(
+            text(&p).as_str(),
+            "SET_SH_REG COMPUTE_PGM_LO=0x1000 COMPUTE_PGM_HI=0x7f"
+        );
+        // Past COMPUTE_STATIC_THREAD_MGMT_SE7 (0x2E28) there is no register until 0x2E40.
+        let p = SetShReg::new(0x2E28, &[1, 2]).unwrap();
+        assert_eq!(
+            text(&p).as_str(),
+            "SET_SH_REG COMPUTE_STATIC_THREAD_MGMT_SE7=0x1 0x2e29=0x2"
+        );
+        let values = [0u32; 18];
+        let p = SetShReg::new(0x2E40, &values).unwrap();
+        let t = text(&p);
+        assert!(t
+            .as_str()
+            .starts_with("SET_SH_REG COMPUTE_USER_DATA_0=0x0 "));
+        assert!(t.as_str().ends_with(" COMPUTE_USER_DATA_15=0x0 … 2 more"));
     }
 }

@@ -1,4 +1,5 @@
-//! The PM4 type-3 header (facts §1) and the opcode table (facts §2).
+//! The PM4 type-3 header (facts §1) and the [`Opcode`] type; the opcodes themselves
+//! (facts §2) are declared in the [packet table](crate::packets).
 //!
 //! ```
 //! use pm4::header::{Opcode, Type3Header, NOP_ONE_DWORD};
@@ -31,7 +32,8 @@ pub const MAX_COUNT: u16 = 0x3FFF;
 pub const MAX_PACKET_DWORDS: usize = MAX_COUNT as usize + 1;
 
 /// A PM4 type-3 opcode (`IT_*`, header bits `[15:8]`). Open: any byte can appear in a
-/// stream, and [`Opcode::name`] knows the names of facts §2.
+/// stream, and [`Opcode::name`] knows the names of facts §2. The named constants come
+/// from the [packet table](crate::packets).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Opcode(pub u8);
 
@@ -50,67 +52,7 @@ macro_rules! opcodes {
         }
     };
 }
-
-opcodes! {
-    /// Ring padding.
-    NOP = 0x10,
-    /// Compute dispatch with explicit dimensions.
-    DISPATCH_DIRECT = 0x15,
-    /// Compute dispatch with dimensions in memory.
-    DISPATCH_INDIRECT = 0x16,
-    /// Atomic memory operation.
-    ATOMIC_MEM = 0x1E,
-    /// Conditional execution.
-    COND_EXEC = 0x22,
-    /// Predicated execution (multi-XCC).
-    PRED_EXEC = 0x23,
-    /// Write immediate data to memory or registers.
-    WRITE_DATA = 0x37,
-    /// Wait for a register or memory condition.
-    WAIT_REG_MEM = 0x3C,
-    /// Execute an indirect buffer.
-    INDIRECT_BUFFER = 0x3F,
-    /// Copy data between registers, memory and counters.
-    COPY_DATA = 0x40,
-    /// PFP/ME synchronisation (gfx ring).
-    PFP_SYNC_ME = 0x42,
-    /// Conditional write.
-    COND_WRITE = 0x45,
-    /// Pipeline event.
-    EVENT_WRITE = 0x46,
-    /// End-of-pipe event (pre-gfx9).
-    EVENT_WRITE_EOP = 0x47,
-    /// End-of-shader event.
-    EVENT_WRITE_EOS = 0x48,
-    /// End-of-pipe release: cache actions, memory write, interrupt.
-    RELEASE_MEM = 0x49,
-    /// CP DMA.
-    DMA_DATA = 0x50,
-    /// Cache acquire (invalidate/write back).
-    ACQUIRE_MEM = 0x58,
-    /// Indirect buffer with PASID (gfx10+).
-    INDIRECT_BUFFER_PASID = 0x5C,
-    /// Set config registers.
-    SET_CONFIG_REG = 0x68,
-    /// Set SH (shader) registers.
-    SET_SH_REG = 0x76,
-    /// Set user-config registers.
-    SET_UCONFIG_REG = 0x79,
-    /// 64-bit WAIT_REG_MEM (gfx10+).
-    WAIT_REG_MEM64 = 0x93,
-    /// HWS: give resources to the scheduler.
-    SET_RESOURCES = 0xA0,
-    /// HWS: describe a process of the runlist.
-    MAP_PROCESS = 0xA1,
-    /// HWS: map a queue.
-    MAP_QUEUES = 0xA2,
-    /// HWS: unmap (preempt/reset) queues.
-    UNMAP_QUEUES = 0xA3,
-    /// HWS: fence/interrupt query.
-    QUERY_STATUS = 0xA4,
-    /// HWS: run (or chain) a runlist IB.
-    RUN_LIST = 0xA5,
-}
+pub(crate) use opcodes;
 
 impl Opcode {
     /// Raw bits for `bitfield-struct`.

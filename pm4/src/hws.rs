@@ -126,7 +126,13 @@ zc_packet! {
         pub dw7: SetResourcesDw7,
     }
 }
-fixed_packet!(SetResources, Opcode::SET_RESOURCES, 8, "SET_RESOURCES");
+fixed_packet!(
+    SetResources,
+    Opcode::SET_RESOURCES,
+    8,
+    "SET_RESOURCES",
+    validate
+);
 
 /// Field values of a SET_RESOURCES packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -268,7 +274,7 @@ zc_packet! {
         pub control: RunListControl,
     }
 }
-fixed_packet!(RunList, Opcode::RUN_LIST, 4, "RUN_LIST");
+fixed_packet!(RunList, Opcode::RUN_LIST, 4, "RUN_LIST", validate);
 
 /// Field values of a RUN_LIST packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -474,7 +480,7 @@ zc_packet! {
         pub completion_signal_hi: u32,
     }
 }
-fixed_packet!(MapProcess, Opcode::MAP_PROCESS, 16, "MAP_PROCESS");
+fixed_packet!(MapProcess, Opcode::MAP_PROCESS, 16, "MAP_PROCESS", validate);
 
 zc_packet! {
     /// MAP_PROCESS (0xA1), aldebaran form used on GC 9.4.2/9.4.3/9.4.4, 21 dwords,
@@ -492,7 +498,13 @@ zc_packet! {
         pub completion_signal_hi: u32,
     }
 }
-fixed_packet!(MapProcessAldebaran, Opcode::MAP_PROCESS, 21, "MAP_PROCESS");
+fixed_packet!(
+    MapProcessAldebaran,
+    Opcode::MAP_PROCESS,
+    21,
+    "MAP_PROCESS",
+    validate
+);
 
 hw_enum! {
     /// Which MAP_PROCESS layout a device uses (chosen by the GC version, facts §3).
@@ -922,7 +934,7 @@ zc_packet! {
         pub wptr_addr_hi: u32,
     }
 }
-fixed_packet!(MapQueues, Opcode::MAP_QUEUES, 7, "MAP_QUEUES");
+fixed_packet!(MapQueues, Opcode::MAP_QUEUES, 7, "MAP_QUEUES", validate);
 
 /// Field values of a MAP_QUEUES packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1123,7 +1135,13 @@ zc_packet! {
         pub operands: [u32; 4],
     }
 }
-fixed_packet!(UnmapQueues, Opcode::UNMAP_QUEUES, 6, "UNMAP_QUEUES");
+fixed_packet!(
+    UnmapQueues,
+    Opcode::UNMAP_QUEUES,
+    6,
+    "UNMAP_QUEUES",
+    validate
+);
 
 /// Field values of an UNMAP_QUEUES packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1353,7 +1371,13 @@ zc_packet! {
         pub data_hi: u32,
     }
 }
-fixed_packet!(QueryStatus, Opcode::QUERY_STATUS, 7, "QUERY_STATUS");
+fixed_packet!(
+    QueryStatus,
+    Opcode::QUERY_STATUS,
+    7,
+    "QUERY_STATUS",
+    validate
+);
 
 /// Field values of a QUERY_STATUS packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -4,8 +4,12 @@
 //! processors, as `#[repr(C)]` zerocopy structs whose dwords are `bitfield-struct` types
 //! with typed fields (enums wherever the hardware has an enum):
 //!
+//! * [`packets`] — the packet table: each PM4 opcode declared once (its layouts and the
+//!   generations they apply to), from which the opcode constants, [`Packet`], its
+//!   `Encode`/`Display` and the decoder's dispatch are generated. A new packet is its layout
+//!   type, one table row, and the executor arms the compiler then asks for;
 //! * [`header`] — the PM4 type-3 header (`count` = body dwords − 1; the one-dword NOP
-//!   `0xFFFF1000`; the type-2 filler) and the `IT_*` opcode table;
+//!   `0xFFFF1000`; the type-2 filler) and the [`header::Opcode`] type;
 //! * [`hws`] — what the driver sends to the scheduler firmware on the HIQ and in runlist
 //!   IBs: SET_RESOURCES, MAP_PROCESS (gfx9 16-dword and aldebaran 21-dword forms),
 //!   MAP_QUEUES, UNMAP_QUEUES, QUERY_STATUS, RUN_LIST, the WRITE_DATA register form;
@@ -14,6 +18,10 @@
 //!   COPY_DATA, DMA_DATA, EVENT_WRITE, SET_SH_REG, DISPATCH_DIRECT;
 //! * [`sdma`] — SDMA 4/5/6 packets: NOP, COPY_LINEAR, WRITE, FENCE, TRAP, POLL_REGMEM,
 //!   CONSTANT_FILL, TIMESTAMP, INDIRECT;
+//! * [`regs`] — the gfx9 SH compute registers by name (`COMPUTE_PGM_LO`, …) that
+//!   SET_SH_REG writes and its disassembly names;
+//! * [`aql`] — AQL packets (kernel dispatch, barrier-AND/OR, AMD BARRIER_VALUE and PM4-IB)
+//!   as zerocopy structs with a decoder and `Display`;
 //! * [`fields`] — the shared field enums (cache policy, event type, compare function);
 //! * [`writer`] — [`Encode`] and a [`PacketWriter`] appending into a `&mut [u32]`
 //!   without allocating;
@@ -64,12 +72,15 @@
 #![no_std]
 #![forbid(unsafe_code)]
 
+pub mod aql;
 pub mod decode;
 pub mod disasm;
 pub mod error;
 pub mod fields;
 pub mod header;
 pub mod hws;
+pub mod packets;
+pub mod regs;
 pub mod ring;
 pub mod sdma;
 pub mod user;

@@ -334,6 +334,31 @@ pub enum WriteDataMemSel {
     SyncGrbm,
 }
 
+impl<'a> crate::packets::Pm4Body<'a> for WriteData<'a> {
+    const MIN_DWORDS: usize = 5;
+    const MAX_DWORDS: usize = MAX_PACKET_DWORDS;
+
+    #[inline(always)]
+    fn decode_body(_: Type3Header, words: &'a [u32], _: GfxGen) -> Result<Self, DecodeErrorKind> {
+        let wrong = || DecodeErrorKind::WrongLength {
+            packet: Self::NAME,
+            dwords: words.len(),
+            min: 5,
+            max: MAX_PACKET_DWORDS,
+        };
+        let (Some(head), Some(data)) = (words.get(..4), words.get(4..)) else {
+            return Err(wrong());
+        };
+        if data.is_empty() {
+            return Err(wrong());
+        }
+        let head = WriteDataHead::read_from_bytes(head.as_bytes()).map_err(|_| wrong())?;
+        let p = WriteData { head, data };
+        p.validate()?;
+        Ok(p)
+    }
+}
+
 impl Encode for WriteData<'_> {
     fn dwords(&self) -> usize {
         self.total_dwords()
@@ -748,7 +773,13 @@ zc_packet! {
         pub tail: ReleaseMemTail,
     }
 }
-fixed_packet!(ReleaseMemGfx9, Opcode::RELEASE_MEM, 8, "RELEASE_MEM");
+fixed_packet!(
+    ReleaseMemGfx9,
+    Opcode::RELEASE_MEM,
+    8,
+    "RELEASE_MEM",
+    validate
+);
 
 zc_packet! {
     /// RELEASE_MEM (0x49), gfx10/gfx11 layout, 8 dwords, header `0xC0064900`.
@@ -761,7 +792,13 @@ zc_packet! {
         pub tail: ReleaseMemTail,
     }
 }
-fixed_packet!(ReleaseMemGfx10, Opcode::RELEASE_MEM, 8, "RELEASE_MEM");
+fixed_packet!(
+    ReleaseMemGfx10,
+    Opcode::RELEASE_MEM,
+    8,
+    "RELEASE_MEM",
+    validate
+);
 
 impl ReleaseMemGfx9 {
     /// Builds the packet; `cache` carries the cache-action bits (its event fields are
@@ -1051,7 +1088,13 @@ zc_packet! {
         pub range: AcquireRange,
     }
 }
-fixed_packet!(AcquireMemGfx9, Opcode::ACQUIRE_MEM, 7, "ACQUIRE_MEM");
+fixed_packet!(
+    AcquireMemGfx9,
+    Opcode::ACQUIRE_MEM,
+    7,
+    "ACQUIRE_MEM",
+    validate
+);
 
 zc_packet! {
     /// ACQUIRE_MEM (0x58), gfx10/gfx11 layout, 8 dwords, header `0xC0065800`.
@@ -1066,7 +1109,13 @@ zc_packet! {
         pub gcr_cntl: AcquireGcr,
     }
 }
-fixed_packet!(AcquireMemGfx10, Opcode::ACQUIRE_MEM, 8, "ACQUIRE_MEM");
+fixed_packet!(
+    AcquireMemGfx10,
+    Opcode::ACQUIRE_MEM,
+    8,
+    "ACQUIRE_MEM",
+    validate
+);
 
 impl AcquireMemGfx9 {
     /// Builds the packet.
@@ -1265,7 +1314,13 @@ zc_packet! {
         pub poll: WaitPollControl,
     }
 }
-fixed_packet!(WaitRegMem, Opcode::WAIT_REG_MEM, 7, "WAIT_REG_MEM");
+fixed_packet!(
+    WaitRegMem,
+    Opcode::WAIT_REG_MEM,
+    7,
+    "WAIT_REG_MEM",
+    validate_gen
+);
 
 /// Field values of a WAIT_REG_MEM (the 64-bit form takes 64-bit `reference`/`mask`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1404,7 +1459,13 @@ zc_packet! {
         pub poll: WaitPollControl,
     }
 }
-fixed_packet!(WaitRegMem64, Opcode::WAIT_REG_MEM64, 9, "WAIT_REG_MEM64");
+fixed_packet!(
+    WaitRegMem64,
+    Opcode::WAIT_REG_MEM64,
+    9,
+    "WAIT_REG_MEM64",
+    validate_gen
+);
 
 impl WaitRegMem64 {
     /// Builds the packet (64-bit reference and mask).
@@ -1512,7 +1573,8 @@ fixed_packet!(
     IndirectBuffer,
     Opcode::INDIRECT_BUFFER,
     4,
-    "INDIRECT_BUFFER"
+    "INDIRECT_BUFFER",
+    validate
 );
 
 impl IndirectBuffer {
@@ -1678,7 +1740,7 @@ zc_packet! {
         pub dst_hi: u32,
     }
 }
-fixed_packet!(CopyData, Opcode::COPY_DATA, 6, "COPY_DATA");
+fixed_packet!(CopyData, Opcode::COPY_DATA, 6, "COPY_DATA", validate);
 
 fn copy_src_is_memory(sel: CopySrcSel) -> bool {
     matches!(sel, CopySrcSel::Memory | CopySrcSel::TcL2)
@@ -1859,7 +1921,7 @@ zc_packet! {
         pub command: DmaDataCommand,
     }
 }
-fixed_packet!(DmaData, Opcode::DMA_DATA, 7, "DMA_DATA");
+fixed_packet!(DmaData, Opcode::DMA_DATA, 7, "DMA_DATA", validate);
 
 /// Largest DMA_DATA byte count that is safe on gfx9 (`[20:0]`, facts §4.8/§10.15).
 pub const DMA_DATA_GFX9_MAX_BYTES: u32 = (1 << 21) - 1;
@@ -1977,7 +2039,7 @@ zc_packet! {
         pub control: EventWriteControl,
     }
 }
-fixed_packet!(EventWrite, Opcode::EVENT_WRITE, 2, "EVENT_WRITE");
+fixed_packet!(EventWrite, Opcode::EVENT_WRITE, 2, "EVENT_WRITE", validate);
 
 zc_packet! {
     /// EVENT_WRITE (0x46) of a sampling event, with an address: 4 dwords.
@@ -1992,7 +2054,13 @@ zc_packet! {
         pub address_hi: u32,
     }
 }
-fixed_packet!(EventWriteAddr, Opcode::EVENT_WRITE, 4, "EVENT_WRITE");
+fixed_packet!(
+    EventWriteAddr,
+    Opcode::EVENT_WRITE,
+    4,
+    "EVENT_WRITE",
+    validate
+);
 
 impl EventWrite {
     /// An event without address.
@@ -2149,9 +2217,43 @@ impl<'a> SetShReg<'a> {
         2 + self.values.len()
     }
 
+    /// The registers written, in order, with their values.
+    pub fn registers(&self) -> impl Iterator<Item = (crate::regs::ShReg, u32)> + 'a {
+        let first = self.first_register();
+        let values = self.values;
+        (first..)
+            .zip(values.iter().copied())
+            .map(|(r, v)| (crate::regs::ShReg(r), v))
+    }
+
     /// Checks reserved bits as the decoder does.
     pub fn validate(&self) -> Result<(), DecodeErrorKind> {
         check_reserved("SET_SH_REG", 1, self.head.offset.into_bits(), 0xFFFF_0000)
+    }
+}
+
+impl<'a> crate::packets::Pm4Body<'a> for SetShReg<'a> {
+    const MIN_DWORDS: usize = 3;
+    const MAX_DWORDS: usize = MAX_PACKET_DWORDS;
+
+    #[inline(always)]
+    fn decode_body(_: Type3Header, words: &'a [u32], _: GfxGen) -> Result<Self, DecodeErrorKind> {
+        let wrong = || DecodeErrorKind::WrongLength {
+            packet: Self::NAME,
+            dwords: words.len(),
+            min: 3,
+            max: MAX_PACKET_DWORDS,
+        };
+        let (Some(head), Some(values)) = (words.get(..2), words.get(2..)) else {
+            return Err(wrong());
+        };
+        if values.is_empty() {
+            return Err(wrong());
+        }
+        let head = SetShRegHead::read_from_bytes(head.as_bytes()).map_err(|_| wrong())?;
+        let p = SetShReg { head, values };
+        p.validate()?;
+        Ok(p)
     }
 }
 
@@ -2228,7 +2330,8 @@ fixed_packet!(
     DispatchDirect,
     Opcode::DISPATCH_DIRECT,
     5,
-    "DISPATCH_DIRECT"
+    "DISPATCH_DIRECT",
+    unchecked
 );
 
 impl DispatchDirect {

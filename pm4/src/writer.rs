@@ -201,8 +201,45 @@ macro_rules! fixed_layout {
 }
 pub(crate) use fixed_layout;
 
-/// [`fixed_layout!`] plus the PM4 items `OPCODE` and `HEADER`.
+/// [`fixed_layout!`] plus the PM4 items `OPCODE` and `HEADER`; with a last argument, also
+/// [`Pm4Body`](crate::packets::Pm4Body) for the decoder, checking the packet with
+/// `validate()` (`validate`), `validate(gen)` (`validate_gen`) or not at all (`unchecked`).
 macro_rules! fixed_packet {
+    ($ty:ident, $opcode:expr, $dwords:literal, $name:literal, validate) => {
+        $crate::writer::fixed_packet!($ty, $opcode, $dwords, $name, body | p, _gen | p.validate());
+    };
+    ($ty:ident, $opcode:expr, $dwords:literal, $name:literal, validate_gen) => {
+        $crate::writer::fixed_packet!(
+            $ty,
+            $opcode,
+            $dwords,
+            $name,
+            body | p,
+            gen | p.validate(gen)
+        );
+    };
+    ($ty:ident, $opcode:expr, $dwords:literal, $name:literal, unchecked) => {
+        $crate::writer::fixed_packet!($ty, $opcode, $dwords, $name, body | _p, _gen | Ok(()));
+    };
+    ($ty:ident, $opcode:expr, $dwords:literal, $name:literal, body |$p:ident, $gen:ident| $check:expr) => {
+        $crate::writer::fixed_packet!($ty, $opcode, $dwords, $name);
+
+        impl<'a> $crate::packets::Pm4Body<'a> for $ty {
+            const MIN_DWORDS: usize = $dwords;
+            const MAX_DWORDS: usize = $dwords;
+
+            #[inline(always)]
+            fn decode_body(
+                _header: $crate::header::Type3Header,
+                words: &'a [u32],
+                $gen: $crate::GfxGen,
+            ) -> Result<Self, $crate::decode::DecodeErrorKind> {
+                let $p: $ty = $crate::decode::fixed(words)?;
+                $check?;
+                Ok($p)
+            }
+        }
+    };
     ($ty:ident, $opcode:expr, $dwords:literal, $name:literal) => {
         $crate::writer::fixed_layout!($ty, $dwords, $name);
 

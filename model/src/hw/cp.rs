@@ -5,8 +5,9 @@
 //!   counter read from the write-pointer address and the doorbell), read pointer reported as a
 //!   32-bit **wrapped** dword offset at `cp_hqd_pq_rptr_report_addr`. Packets: NOP, WRITE_DATA,
 //!   RELEASE_MEM, ACQUIRE_MEM, WAIT_REG_MEM(64), INDIRECT_BUFFER (two levels, chained),
-//!   COPY_DATA, DMA_DATA, EVENT_WRITE, SET_SH_REG. DISPATCH_DIRECT stops the queue with a
-//!   "shader execution is not modelled" error.
+//!   COPY_DATA, DMA_DATA, EVENT_WRITE, SET_SH_REG (into the queue's [`ShRegisters`]).
+//!   DISPATCH_DIRECT stops the queue with a "shader execution is not modelled" error. A large
+//!   DMA_DATA copy or fill runs [`DMA_BYTES_PER_PASS`] at a time and yields between passes.
 //! * AQL queues: 64-byte packets, write pointer = monotonic **packet** index, the 64-bit read
 //!   index written back. Barrier-AND, barrier-OR and the AMD vendor packets (BARRIER_VALUE,
 //!   PM4 IB) run; a packet whose type is still INVALID is not published yet; a consumed
@@ -14,9 +15,10 @@
 //!   error, never a silent success.
 //!
 //! An unmet wait parks the queue on its packet: the engine moves on and polls it again on a
-//! later pass. When the scheduler preempts the queue its read pointer goes into the MQD
-//! (`cp_hqd_pq_rptr`, `cp_hqd_pq_wptr`) and its IB state stays in the engine's saved
-//! context, so it resumes on the same packet when mapped again.
+//! later pass; a packet that yields (still running) is continued on the next pass. When the
+//! scheduler preempts the queue its read pointer goes into the MQD (`cp_hqd_pq_rptr`,
+//! `cp_hqd_pq_wptr`) and its IB state, SH registers and the progress of a running packet stay
+//! in the engine's saved context, so it resumes on the same packet when mapped again.
 
 use crate::hw::doorbell::DoorbellBar;
 use crate::hw::engine::{
@@ -29,56 +31,80 @@ use crate::hw::ih::{
 };
 use crate::hw::vm::{GpuVm, VmFault};
 use mqd::{ComputeDescriptor, ComputeMqd};
+use pm4::aql::{
+    amd_signal, decode_aql, AqlError, AqlPacket, AqlPacketType, SignalCondition,
+    COMPLETION_SIGNAL_OFFSET, PACKET_SIZE,
+};
 use pm4::decode::{decode_pm4_packet, Packet};
 use pm4::header::{PacketType, Type3Header};
+use pm4::regs::ShReg;
 use pm4::ring::{AqlSlotPtr, DwordPtr, AQL_PACKET_BYTES, AQL_PACKET_DWORDS};
 use pm4::user::{
     CopyCountSel, CopyData, CopyDstSel, CopySrcSel, DmaData, DmaDstSel, DmaSrcSel, PollTarget,
     ReleaseDataSel, ReleaseDstSel, ReleaseIntSel, ReleaseMemTail, WriteData, WriteDataTarget,
 };
 use pm4::GfxGen;
+use std::collections::BTreeMap;
 use zerocopy::IntoBytes;
 
 /// IB levels below the ring (IB1 and IB2).
 pub const MAX_IB_DEPTH: usize = 2;
 
-/// AQL packet types (`hsa_packet_type_t`).
-pub mod aql {
-    /// Vendor-specific.
-    pub const VENDOR_SPECIFIC: u8 = 0;
-    /// Not (yet) a packet.
-    pub const INVALID: u8 = 1;
-    /// Kernel dispatch.
-    pub const KERNEL_DISPATCH: u8 = 2;
-    /// Barrier-AND.
-    pub const BARRIER_AND: u8 = 3;
-    /// Agent dispatch.
-    pub const AGENT_DISPATCH: u8 = 4;
-    /// Barrier-OR.
-    pub const BARRIER_OR: u8 = 5;
-    /// AMD vendor format: a PM4 INDIRECT_BUFFER to run (`AMD_AQL_FORMAT_PM4_IB`).
-    pub const AMD_FORMAT_PM4_IB: u8 = 1;
-    /// AMD vendor format: wait on a signal value (`AMD_AQL_FORMAT_BARRIER_VALUE`).
-    pub const AMD_FORMAT_BARRIER_VALUE: u8 = 2;
-    /// Offset of the completion signal in every packet.
-    pub const COMPLETION_SIGNAL: u64 = 56;
-    /// Offset of the value in an `amd_signal_t`.
-    pub const SIGNAL_VALUE: u64 = 8;
-    /// Offset of the event mailbox pointer in an `amd_signal_t`.
-    pub const SIGNAL_EVENT_MAILBOX: u64 = 16;
-    /// Offset of the event id in an `amd_signal_t`.
-    pub const SIGNAL_EVENT_ID: u64 = 24;
+/// Bytes of a DMA_DATA copy or fill done in one pass; a larger one yields and continues on
+/// the next pass (other queues run in between, as they do beside a long CP DMA).
+pub const DMA_BYTES_PER_PASS: u64 = 256 << 10;
 
-    /// The address of the field `offset` bytes into the signal at `signal` (a 64-bit value from
-    /// the packet): past the top of the address space it is a fault at the signal, not an
-    /// overflow.
-    pub fn field(signal: u64, offset: u64) -> Result<u64, super::VmFault> {
-        signal.checked_add(offset).ok_or(super::VmFault {
-            va: signal,
-            write: false,
-            not_present: true,
-        })
+/// The address of the field `offset` bytes into the `amd_signal_t` at `signal` (a 64-bit value
+/// from a packet): past the top of the address space it is a fault at the signal, not an
+/// overflow.
+fn signal_field(signal: u64, offset: u64) -> Result<u64, VmFault> {
+    signal.checked_add(offset).ok_or(VmFault {
+        va: signal,
+        write: false,
+        not_present: true,
+    })
+}
+
+/// The SH registers a compute queue's SET_SH_REG packets wrote (COMPUTE_PGM_LO,
+/// COMPUTE_USER_DATA_0, …), by dword address: what a dispatch reads.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShRegisters(BTreeMap<u32, u32>);
+
+impl ShRegisters {
+    /// The value last written to `reg`, if any.
+    pub fn get(&self, reg: ShReg) -> Option<u32> {
+        self.0.get(&reg.0).copied()
     }
+
+    /// Writes `reg`.
+    pub fn set(&mut self, reg: ShReg, value: u32) {
+        self.0.insert(reg.0, value);
+    }
+
+    /// Every register written, in address order.
+    pub fn iter(&self) -> impl Iterator<Item = (ShReg, u32)> + '_ {
+        self.0.iter().map(|(&r, &v)| (ShReg(r), v))
+    }
+
+    /// How many registers were written.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether none was.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// What the CP keeps for a queue's packets from one packet and one pass to the next.
+#[derive(Debug, Clone, Default)]
+pub struct CpState {
+    /// The SH registers.
+    pub sh: ShRegisters,
+    /// How far the packet at the read position got before it yielded (bytes of a DMA_DATA);
+    /// 0 when it has not started.
+    pub progress: u64,
 }
 
 /// Where a compute queue's ring and pointers are, from its MQD.
@@ -160,6 +186,7 @@ pub struct CpQueue {
     aql_ib_active: bool,
     status: QueueStatus,
     gen: GfxGen,
+    state: CpState,
     scratch: Vec<u32>,
 }
 
@@ -183,6 +210,7 @@ impl CpQueue {
             aql_ib_active: false,
             status: QueueStatus::default(),
             gen,
+            state: CpState::default(),
             scratch: Vec::new(),
         }
     }
@@ -215,6 +243,8 @@ impl CpQueue {
                     CpReadPointer::Pm4(DwordPtr::new(unwrap_pointer(wptr, p.get(), ring.dwords)))
                 }
             };
+            // The queue is the same; its SH registers stay.
+            fresh.state.sh = std::mem::take(&mut self.state.sh);
             *self = fresh;
             return;
         }
@@ -254,6 +284,16 @@ impl CpQueue {
     /// IB levels currently entered.
     pub fn ib_depth(&self) -> usize {
         self.ibs.len()
+    }
+
+    /// The SH registers its SET_SH_REG packets wrote.
+    pub fn sh_registers(&self) -> &ShRegisters {
+        &self.state.sh
+    }
+
+    /// How far the packet at the read position got before it yielded (0: not started).
+    pub fn progress(&self) -> u64 {
+        self.state.progress
     }
 
     /// What the MQD saves: `cp_hqd_pq_rptr` (wrapped dwords) and `cp_hqd_pq_wptr` (dwords).
@@ -317,7 +357,7 @@ impl CpQueue {
         while *done < budget {
             if !self.ibs.is_empty() {
                 match self.step_ib(env, scratch)? {
-                    Some(RunState::Parked) => return Ok(RunState::Parked),
+                    Some(s @ (RunState::Parked | RunState::Yielded)) => return Ok(s),
                     Some(_) => *done += 1,
                     None => {}
                 }
@@ -342,9 +382,10 @@ impl CpQueue {
                 // The rest of the packet is not submitted yet.
                 return Ok(RunState::Idle);
             };
-            let flow = exec_packet(&scratch[..len], addr, self.gen, env)?;
+            let flow = exec_packet(&scratch[..len], addr, self.gen, &mut self.state, env)?;
             match flow {
                 Flow::Park => return Ok(RunState::Parked),
+                Flow::Yield => return Ok(RunState::Yielded),
                 Flow::Next => {}
                 Flow::Call(f) | Flow::Chain(f) => self.enter_ib(f)?,
             }
@@ -385,10 +426,11 @@ impl CpQueue {
                 ),
             });
         };
-        let flow = exec_packet(&scratch[..len], addr, self.gen, env)?;
+        let flow = exec_packet(&scratch[..len], addr, self.gen, &mut self.state, env)?;
         let top = self.ibs.len() - 1;
         match flow {
             Flow::Park => return Ok(Some(RunState::Parked)),
+            Flow::Yield => return Ok(Some(RunState::Yielded)),
             Flow::Next => self.ibs[top].pos += len as u32,
             Flow::Call(f) => {
                 self.ibs[top].pos += len as u32;
@@ -444,7 +486,7 @@ impl CpQueue {
             let pkt = self.ring.base + rptr.slot(packets) * AQL_PACKET_BYTES;
             if self.aql_ib_active {
                 match self.step_ib(env, scratch)? {
-                    Some(RunState::Parked) => return Ok(RunState::Parked),
+                    Some(s @ (RunState::Parked | RunState::Yielded)) => return Ok(s),
                     Some(_) => *done += 1,
                     None if self.ibs.is_empty() => {
                         self.aql_ib_active = false;
@@ -457,45 +499,47 @@ impl CpQueue {
             if wptr == rptr.get() {
                 return Ok(RunState::Idle);
             }
-            let mut p = [0u32; AQL_PACKET_DWORDS];
-            env.vm.read(pkt, p.as_mut_bytes())?;
-            let header = p[0] as u16;
-            let qword = |i: usize| u64::from(p[i]) | u64::from(p[i + 1]) << 32;
-            match header as u8 {
-                aql::INVALID => return Ok(RunState::Idle),
-                aql::KERNEL_DISPATCH => {
+            let mut slot = [0u8; PACKET_SIZE];
+            env.vm.read(pkt, &mut slot)?;
+            let packet = decode_aql(&slot).map_err(|e| match e {
+                AqlError::UnknownAmdFormat(f) => QueueError::NotModelled {
+                    addr: pkt,
+                    what: format!("AMD vendor AQL format {f}"),
+                },
+                AqlError::UnknownType(_) | AqlError::WrongSize(_) => QueueError::BadPacket {
+                    addr: pkt,
+                    reason: e.to_string(),
+                },
+            })?;
+            log::trace!(target: "hw::cp", "{pkt:#x}: AQL {packet}");
+            match packet {
+                AqlPacket::Invalid(_) => return Ok(RunState::Idle),
+                AqlPacket::KernelDispatch(k) => {
                     return Err(QueueError::NotModelled {
                         addr: pkt,
                         what: format!(
                             "shader execution (AQL KERNEL_DISPATCH of kernel object {:#x}, grid {}x{}x{})",
-                            qword(8),
-                            p[3],
-                            p[4],
-                            p[5]
+                            k.kernel_object, k.grid_size_x, k.grid_size_y, k.grid_size_z
                         ),
                     })
                 }
-                aql::AGENT_DISPATCH => {
+                AqlPacket::AgentDispatch(_) => {
                     return Err(QueueError::NotModelled {
                         addr: pkt,
                         what: "an AQL AGENT_DISPATCH".into(),
                     })
                 }
-                t @ (aql::BARRIER_AND | aql::BARRIER_OR) => {
+                AqlPacket::BarrierAnd(b) | AqlPacket::BarrierOr(b) => {
                     let mut any = false;
                     let mut all = true;
                     let mut deps = 0;
-                    for i in 0..5 {
-                        let signal = qword(2 + 2 * i);
-                        if signal == 0 {
-                            continue;
-                        }
+                    for signal in b.dependencies() {
                         deps += 1;
-                        let done = env.vm.load_u64(aql::field(signal, aql::SIGNAL_VALUE)?)? == 0;
-                        any |= done;
-                        all &= done;
+                        let value = env.vm.load_u64(signal_field(signal, amd_signal::VALUE)?)?;
+                        any |= value == 0;
+                        all &= value == 0;
                     }
-                    let ready = if t == aql::BARRIER_AND {
+                    let ready = if b.header.packet_type() == AqlPacketType::BarrierAnd {
                         all
                     } else {
                         any || deps == 0
@@ -506,64 +550,45 @@ impl CpQueue {
                     self.complete_aql(env, pkt)?;
                     *done += 1;
                 }
-                aql::VENDOR_SPECIFIC => match (p[0] >> 16) as u8 {
-                    aql::AMD_FORMAT_BARRIER_VALUE => {
-                        let signal = qword(2);
-                        let value = qword(4);
-                        let mask = qword(6);
-                        let current = env.vm.load_u64(aql::field(signal, aql::SIGNAL_VALUE)?)? & mask;
-                        let met = match p[8] {
-                            0 => current == value,
-                            1 => current != value,
-                            2 => (current as i64) < (value as i64),
-                            3 => (current as i64) >= (value as i64),
-                            c => {
-                                return Err(QueueError::BadPacket {
-                                    addr: pkt,
-                                    reason: format!("BARRIER_VALUE condition {c} is not one of EQ, NE, LT, GTE"),
-                                })
-                            }
-                        };
-                        if !met {
-                            return Ok(RunState::Parked);
-                        }
-                        self.complete_aql(env, pkt)?;
-                        *done += 1;
-                    }
-                    aql::AMD_FORMAT_PM4_IB => {
-                        let cmd = &p[1..5];
-                        match decode_pm4_packet(cmd, self.gen) {
-                            Ok((Packet::IndirectBuffer(ib), _)) => {
-                                self.enter_ib(IbFrame::new(ib.ib_addr(), ib.control.ib_size()))?;
-                                self.aql_ib_active = true;
-                            }
-                            Ok((other, _)) => {
-                                return Err(QueueError::BadPacket {
-                                    addr: pkt,
-                                    reason: format!("a PM4-IB vendor packet must hold INDIRECT_BUFFER, not {}", other.name()),
-                                })
-                            }
-                            Err(e) => {
-                                return Err(QueueError::BadPacket {
-                                    addr: pkt,
-                                    reason: format!("PM4-IB vendor packet: {e}"),
-                                })
-                            }
-                        }
-                    }
-                    f => {
-                        return Err(QueueError::NotModelled {
+                AqlPacket::BarrierValue(v) => {
+                    let Some(cond) = SignalCondition::from_raw(v.cond) else {
+                        return Err(QueueError::BadPacket {
                             addr: pkt,
-                            what: format!("AMD vendor AQL format {f}"),
+                            reason: format!(
+                                "BARRIER_VALUE condition {} is not one of EQ, NE, LT, GTE",
+                                v.cond
+                            ),
+                        });
+                    };
+                    let current = env.vm.load_u64(signal_field(v.signal, amd_signal::VALUE)?)?
+                        & v.mask as u64;
+                    if !cond.holds(current as i64, v.value) {
+                        return Ok(RunState::Parked);
+                    }
+                    self.complete_aql(env, pkt)?;
+                    *done += 1;
+                }
+                AqlPacket::Pm4Ib(ib) => match decode_pm4_packet(&ib.pm4_ib_command, self.gen) {
+                    Ok((Packet::IndirectBuffer(ib), _)) => {
+                        self.enter_ib(IbFrame::new(ib.ib_addr(), ib.control.ib_size()))?;
+                        self.aql_ib_active = true;
+                    }
+                    Ok((other, _)) => {
+                        return Err(QueueError::BadPacket {
+                            addr: pkt,
+                            reason: format!(
+                                "a PM4-IB vendor packet must hold INDIRECT_BUFFER, not {}",
+                                other.name()
+                            ),
+                        })
+                    }
+                    Err(e) => {
+                        return Err(QueueError::BadPacket {
+                            addr: pkt,
+                            reason: format!("PM4-IB vendor packet: {e}"),
                         })
                     }
                 },
-                t => {
-                    return Err(QueueError::BadPacket {
-                        addr: pkt,
-                        reason: format!("AQL packet type {t} does not exist"),
-                    })
-                }
             }
         }
         Ok(RunState::Busy)
@@ -574,18 +599,18 @@ impl CpQueue {
     /// INVALID and the read index moves on.
     fn complete_aql(&mut self, env: &ExecEnv<'_>, pkt: u64) -> Result<(), QueueError> {
         let vm = env.vm;
-        let signal = vm.load_u64(pkt + aql::COMPLETION_SIGNAL)?;
+        let signal = vm.load_u64(pkt + COMPLETION_SIGNAL_OFFSET as u64)?;
         if signal != 0 {
-            vm.fetch_add_u64(aql::field(signal, aql::SIGNAL_VALUE)?, u64::MAX)?;
-            let mailbox = vm.load_u64(aql::field(signal, aql::SIGNAL_EVENT_MAILBOX)?)?;
+            vm.fetch_add_u64(signal_field(signal, amd_signal::VALUE)?, u64::MAX)?;
+            let mailbox = vm.load_u64(signal_field(signal, amd_signal::EVENT_MAILBOX_PTR)?)?;
             if mailbox != 0 {
-                let event_id = vm.load_u32(aql::field(signal, aql::SIGNAL_EVENT_ID)?)?;
+                let event_id = vm.load_u32(signal_field(signal, amd_signal::EVENT_ID)?)?;
                 vm.store_u64(mailbox, u64::from(event_id))?;
                 env.interrupt(IH_CLIENT_GRBM_CP, SRC_CP_END_OF_PIPE, [event_id, 0, 0, 0]);
             }
         }
         let dw0 = vm.load_u32(pkt)?;
-        vm.store_u32(pkt, (dw0 & !0xFF) | u32::from(aql::INVALID))?;
+        vm.store_u32(pkt, (dw0 & !0xFF) | u32::from(AqlPacketType::Invalid.raw()))?;
         if let CpReadPointer::Aql(r) = self.rptr {
             self.rptr = CpReadPointer::Aql(r.add(1));
         }
@@ -672,6 +697,7 @@ fn exec_packet(
     words: &[u32],
     addr: u64,
     gen: GfxGen,
+    state: &mut CpState,
     env: &mut ExecEnv<'_>,
 ) -> Result<Flow, QueueError> {
     let (packet, _) = decode_pm4_packet(words, gen).map_err(|e| QueueError::BadPacket {
@@ -679,11 +705,21 @@ fn exec_packet(
         reason: e.to_string(),
     })?;
     log::trace!(target: "hw::cp", "{addr:#x}: {packet}");
-    exec_pm4(&packet, addr, env)
+    let flow = exec_pm4(&packet, addr, state, env)?;
+    if flow != Flow::Yield {
+        state.progress = 0;
+    }
+    Ok(flow)
 }
 
-/// Executes one decoded PM4 packet.
-pub fn exec_pm4(p: &Packet<'_>, addr: u64, env: &mut ExecEnv<'_>) -> Result<Flow, QueueError> {
+/// Executes one decoded PM4 packet of a user queue with the queue's CP state. Every packet
+/// kind has its arm: a new one in the packet table makes this match fail to compile.
+pub fn exec_pm4(
+    p: &Packet<'_>,
+    addr: u64,
+    state: &mut CpState,
+    env: &mut ExecEnv<'_>,
+) -> Result<Flow, QueueError> {
     match p {
         // Caches are coherent and the pipeline is idle between packets in the model.
         Packet::Nop(_)
@@ -691,8 +727,13 @@ pub fn exec_pm4(p: &Packet<'_>, addr: u64, env: &mut ExecEnv<'_>) -> Result<Flow
         | Packet::AcquireMemGfx9(_)
         | Packet::AcquireMemGfx10(_)
         | Packet::EventWrite(_)
-        | Packet::EventWriteAddr(_)
-        | Packet::SetShReg(_) => Ok(Flow::Next),
+        | Packet::EventWriteAddr(_) => Ok(Flow::Next),
+        Packet::SetShReg(s) => {
+            for (reg, value) in s.registers() {
+                state.sh.set(reg, value);
+            }
+            Ok(Flow::Next)
+        }
         Packet::WriteData(w) => write_data(w, addr, env),
         Packet::ReleaseMemGfx9(r) => release_mem(&r.tail, addr, env),
         Packet::ReleaseMemGfx10(r) => release_mem(&r.tail, addr, env),
@@ -721,7 +762,7 @@ pub fn exec_pm4(p: &Packet<'_>, addr: u64, env: &mut ExecEnv<'_>) -> Result<Flow
             })
         }
         Packet::CopyData(c) => copy_data(c, addr, env),
-        Packet::DmaData(d) => dma_data(d, addr, env),
+        Packet::DmaData(d) => dma_data(d, addr, &mut state.progress, env),
         Packet::DispatchDirect(d) => Err(QueueError::NotModelled {
             addr,
             what: format!(
@@ -729,11 +770,17 @@ pub fn exec_pm4(p: &Packet<'_>, addr: u64, env: &mut ExecEnv<'_>) -> Result<Flow
                 d.dim_x, d.dim_y, d.dim_z
             ),
         }),
-        other => Err(QueueError::BadPacket {
+        Packet::SetResources(_)
+        | Packet::RunList(_)
+        | Packet::MapProcess(_)
+        | Packet::MapProcessAldebaran(_)
+        | Packet::MapQueues(_)
+        | Packet::UnmapQueues(_)
+        | Packet::QueryStatus(_) => Err(QueueError::BadPacket {
             addr,
             reason: format!(
                 "{} is a scheduler packet; user queues cannot execute it",
-                other.name()
+                p.name()
             ),
         }),
     }
@@ -896,7 +943,13 @@ fn copy_data(cd: &CopyData, addr: u64, env: &mut ExecEnv<'_>) -> Result<Flow, Qu
     Ok(Flow::Next)
 }
 
-fn dma_data(d: &DmaData, addr: u64, env: &mut ExecEnv<'_>) -> Result<Flow, QueueError> {
+/// DMA_DATA; `progress` is the bytes an earlier pass already did of this packet.
+fn dma_data(
+    d: &DmaData,
+    addr: u64,
+    progress: &mut u64,
+    env: &mut ExecEnv<'_>,
+) -> Result<Flow, QueueError> {
     let cmd = d.command;
     let n = u64::from(cmd.byte_count());
     if cmd.sas() || cmd.das() {
@@ -933,6 +986,25 @@ fn dma_data(d: &DmaData, addr: u64, env: &mut ExecEnv<'_>) -> Result<Flow, Queue
         return Ok(Flow::Next);
     }
     let vm = env.vm;
+    // A plain copy between disjoint ranges or a fill runs DMA_BYTES_PER_PASS at a time.
+    let chunked = !cmd.saic() && !cmd.daic() && n > DMA_BYTES_PER_PASS;
+    match (&src, dst) {
+        (Src::Mem(s), Some(t))
+            if chunked && (t.saturating_add(n) <= *s || s.saturating_add(n) <= t) =>
+        {
+            let from = (*progress).min(n);
+            let len = (n - from).min(DMA_BYTES_PER_PASS);
+            vm.copy(t.wrapping_add(from), s.wrapping_add(from), len)?;
+            return Ok(advance(progress, from + len, n));
+        }
+        (Src::Fill(v), Some(t)) if chunked => {
+            let from = (*progress).min(n);
+            let len = (n - from).min(DMA_BYTES_PER_PASS);
+            vm.fill_u32(t.wrapping_add(from), len, *v)?;
+            return Ok(advance(progress, from + len, n));
+        }
+        _ => {}
+    }
     match (src, dst) {
         (Src::Mem(s), None) => vm.probe(s, if cmd.saic() { 4 } else { n }, false)?,
         (Src::Fill(_), None) => {}
@@ -956,6 +1028,16 @@ fn dma_data(d: &DmaData, addr: u64, env: &mut ExecEnv<'_>) -> Result<Flow, Queue
         (Src::Mem(s), Some(t)) => vm.copy(t, s, n)?,
     }
     Ok(Flow::Next)
+}
+
+/// Records that `done` of `total` bytes are done: the packet yields until all are.
+fn advance(progress: &mut u64, done: u64, total: u64) -> Flow {
+    if done < total {
+        *progress = done;
+        Flow::Yield
+    } else {
+        Flow::Next
+    }
 }
 
 #[cfg(test)]
@@ -1019,6 +1101,7 @@ mod tests {
             aql_ib_active: false,
             status: QueueStatus::default(),
             gen: GfxGen::Gfx9,
+            state: CpState::default(),
             scratch: Vec::new(),
         }
     }

@@ -138,6 +138,9 @@ pub enum RunState {
     Parked,
     /// Out of budget with work left.
     Busy,
+    /// A packet still running (work that outlives one time slice, like a wave) gave the
+    /// engine back; it resumes where it was on the next pass. Neither parked nor idle.
+    Yielded,
     /// Stopped by an error.
     Halted,
 }
@@ -158,6 +161,8 @@ pub struct EngineActivity {
     pub packets: usize,
     /// Queues out of budget (more work is ready).
     pub busy: usize,
+    /// Queues whose running packet yielded (it continues on the next pass).
+    pub yielded: usize,
     /// Queues waiting on memory.
     pub parked: usize,
     /// Queues stopped by an error.
@@ -175,7 +180,7 @@ pub struct EngineActivity {
 impl EngineActivity {
     /// Whether the pass changed anything.
     pub fn progressed(&self) -> bool {
-        self.packets > 0 || self.busy > 0 || self.interrupts > 0
+        self.packets > 0 || self.busy > 0 || self.yielded > 0 || self.interrupts > 0
     }
 
     /// Whether work is waiting on time rather than on memory (a slow engine, delayed
@@ -190,6 +195,7 @@ impl EngineActivity {
         self.packets += r.packets;
         match r.state {
             RunState::Busy => self.busy += 1,
+            RunState::Yielded => self.yielded += 1,
             RunState::Parked => self.parked += 1,
             RunState::Halted => self.halted += 1,
             RunState::Idle => {}
@@ -200,6 +206,7 @@ impl EngineActivity {
     pub fn merge(&mut self, o: EngineActivity) {
         self.packets += o.packets;
         self.busy += o.busy;
+        self.yielded += o.yielded;
         self.parked += o.parked;
         self.halted += o.halted;
         self.interrupts += o.interrupts;
@@ -249,6 +256,9 @@ pub enum Flow {
     Next,
     /// The condition is not met yet: stay on this packet and poll it again later.
     Park,
+    /// The packet is still running and gives the engine back (its time slice is over): stay
+    /// on it and continue it on the next pass, from where it got.
+    Yield,
     /// Done; run this IB, then continue after the packet.
     Call(IbFrame),
     /// Done; continue in this IB instead of the current one (a chained IB).

@@ -9,7 +9,7 @@
 //! processes are mapped.
 
 use crate::device::Gpu;
-use crate::hw::cp::CpQueue;
+use crate::hw::cp::{CpQueue, ShRegisters};
 use crate::hw::engine::{EngineActivity, ExecEnv, QueueError, QueueIdentity, RunState};
 use crate::hw::gart::Gart;
 use crate::hw::sdma::SdmaQueue;
@@ -153,6 +153,8 @@ pub struct EngineQueueState {
     pub parked: bool,
     /// Why it stopped, if it did.
     pub error: Option<QueueError>,
+    /// The SH registers its SET_SH_REG packets wrote (compute queues; `None` for SDMA).
+    pub sh_registers: Option<ShRegisters>,
 }
 
 #[derive(Debug)]
@@ -407,6 +409,7 @@ impl Hws {
                 packets: q.packets(),
                 parked: q.is_parked(),
                 error: q.error().cloned(),
+                sh_registers: Some(q.sh_registers().clone()),
             },
             QueueContext::Sdma(q) => EngineQueueState {
                 slot: q.id.slot,
@@ -417,6 +420,7 @@ impl Hws {
                 packets: q.packets(),
                 parked: q.is_parked(),
                 error: q.error().cloned(),
+                sh_registers: None,
             },
         })
     }
@@ -681,8 +685,24 @@ impl State {
                     self.registers.insert(reg, value);
                 }
             }
-            other => {
-                log::warn!(target: "hw::hws", "unexpected packet on the HIQ: {}", other.name())
+            // What only user queues or runlist IBs carry: the firmware ignores it on the HIQ.
+            Packet::MapProcess(_)
+            | Packet::MapProcessAldebaran(_)
+            | Packet::MapQueues(_)
+            | Packet::ReleaseMemGfx9(_)
+            | Packet::ReleaseMemGfx10(_)
+            | Packet::AcquireMemGfx9(_)
+            | Packet::AcquireMemGfx10(_)
+            | Packet::WaitRegMem(_)
+            | Packet::WaitRegMem64(_)
+            | Packet::IndirectBuffer(_)
+            | Packet::CopyData(_)
+            | Packet::DmaData(_)
+            | Packet::EventWrite(_)
+            | Packet::EventWriteAddr(_)
+            | Packet::SetShReg(_)
+            | Packet::DispatchDirect(_) => {
+                log::warn!(target: "hw::hws", "unexpected packet on the HIQ: {}", packet.name())
             }
         }
     }
@@ -726,8 +746,25 @@ impl State {
                     break;
                 }
                 Packet::Nop(_) | Packet::Type2Filler => {}
-                other => {
-                    self.fail(&format!("unexpected {} in the runlist IB", other.name()));
+                Packet::RunList(_)
+                | Packet::SetResources(_)
+                | Packet::UnmapQueues(_)
+                | Packet::QueryStatus(_)
+                | Packet::WriteData(_)
+                | Packet::ReleaseMemGfx9(_)
+                | Packet::ReleaseMemGfx10(_)
+                | Packet::AcquireMemGfx9(_)
+                | Packet::AcquireMemGfx10(_)
+                | Packet::WaitRegMem(_)
+                | Packet::WaitRegMem64(_)
+                | Packet::IndirectBuffer(_)
+                | Packet::CopyData(_)
+                | Packet::DmaData(_)
+                | Packet::EventWrite(_)
+                | Packet::EventWriteAddr(_)
+                | Packet::SetShReg(_)
+                | Packet::DispatchDirect(_) => {
+                    self.fail(&format!("unexpected {} in the runlist IB", packet.name()));
                     return;
                 }
             }

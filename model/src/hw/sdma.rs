@@ -202,6 +202,7 @@ impl SdmaQueue {
                 };
                 match self.exec(&scratch[..len], addr, env)? {
                     Flow::Park => return Ok(RunState::Parked),
+                    Flow::Yield => return Ok(RunState::Yielded),
                     Flow::Next => {}
                     Flow::Call(_) | Flow::Chain(_) => {
                         return Err(QueueError::NotModelled {
@@ -230,6 +231,7 @@ impl SdmaQueue {
             let flow = self.exec(&scratch[..len], addr, env)?;
             match flow {
                 Flow::Park => return Ok(RunState::Parked),
+                Flow::Yield => return Ok(RunState::Yielded),
                 Flow::Next => {}
                 Flow::Call(f) | Flow::Chain(f) => {
                     if f.dwords > 0 {

@@ -1,0 +1,564 @@
+//! Bytes to [`Instruction`]: encoding detection, table lookup, operand decoding and the
+//! validity checks llvm-mc-15 applies.
+
+use crate::table::{lookup, Class, Enc, Field, ModRule, Mods, Op, Row, ROWS};
+use crate::Target;
+use core::fmt;
+
+/// A scalar register that has a name of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpecialReg {
+    /// `flat_scratch` (102/103).
+    FlatScratch,
+    /// `xnack_mask` (104/105).
+    XnackMask,
+    /// `vcc` (106/107).
+    Vcc,
+    /// `m0` (124).
+    M0,
+    /// `null` (125).
+    Null,
+    /// `exec` (126/127).
+    Exec,
+    /// `src_shared_base` (235).
+    SharedBase,
+    /// `src_shared_limit` (236).
+    SharedLimit,
+    /// `src_private_base` (237).
+    PrivateBase,
+    /// `src_private_limit` (238).
+    PrivateLimit,
+    /// `src_pops_exiting_wave_id` (239).
+    PopsExitingWaveId,
+    /// `src_vccz` (251).
+    Vccz,
+    /// `src_execz` (252).
+    Execz,
+    /// `src_scc` (253).
+    Scc,
+    /// `src_lds_direct` (254).
+    LdsDirect,
+}
+
+/// One decoded operand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operand {
+    /// `s[first..first+count]`.
+    Sgpr {
+        /// First register.
+        first: u8,
+        /// Number of dwords.
+        count: u8,
+    },
+    /// `v[first..first+count]`.
+    Vgpr {
+        /// First register.
+        first: u8,
+        /// Number of dwords.
+        count: u8,
+    },
+    /// `a[first..first+count]`.
+    Agpr {
+        /// First register.
+        first: u8,
+        /// Number of dwords.
+        count: u8,
+    },
+    /// `ttmp[first..first+count]`.
+    Ttmp {
+        /// First register.
+        first: u8,
+        /// Number of dwords.
+        count: u8,
+    },
+    /// A named special register; `hi` selects the high half of a 64-bit pair read as 32 bits.
+    Special {
+        /// Which register.
+        reg: SpecialReg,
+        /// Number of dwords read.
+        count: u8,
+        /// The `_hi` half (for 32-bit reads of a pair).
+        hi: bool,
+    },
+    /// Inline integer constant -16..=64.
+    IntConst(i8),
+    /// Inline float constant; the code is the 9-bit source value 240..=248.
+    FloatConst(u8),
+    /// 32-bit literal following the instruction.
+    Literal(u32),
+    /// An immediate field (offsets, SIMM16, …).
+    Imm(u32),
+    /// A branch target, as a signed dword offset from the next instruction.
+    Label(i16),
+    /// `off` (no SADDR / SOFFSET).
+    Off,
+}
+
+/// Why bytes could not be decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecodeError {
+    /// Fewer bytes than the instruction needs.
+    Truncated {
+        /// Address of the instruction.
+        addr: u64,
+        /// The first dword (or 0 if even that is missing).
+        word: u32,
+        /// Bytes needed.
+        needed: usize,
+        /// Bytes available.
+        available: usize,
+    },
+    /// No instruction of this encoding has this opcode on the target.
+    UnknownOpcode {
+        /// Address of the instruction.
+        addr: u64,
+        /// The first dword.
+        word: u32,
+        /// The encoding recognised.
+        encoding: &'static str,
+        /// The opcode field.
+        opcode: u16,
+    },
+    /// A known opcode with fields the hardware (and llvm) do not accept.
+    Illegal {
+        /// Address of the instruction.
+        addr: u64,
+        /// The first dword.
+        word: u32,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// An encoding this crate recognises but does not decode (MTBUF, MIMG, EXP, VINTRP,
+    /// SDWA, DPP), or no GFX9 encoding at all.
+    Unsupported {
+        /// Address of the instruction.
+        addr: u64,
+        /// The first dword.
+        word: u32,
+        /// The encoding recognised, or "unknown".
+        encoding: &'static str,
+    },
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            DecodeError::Truncated { addr, word, needed, available } => write!(
+                f,
+                "{addr:#x}: instruction {word:#010x} needs {needed} bytes, only {available} left"
+            ),
+            DecodeError::UnknownOpcode { addr, word, encoding, opcode } => {
+                write!(f, "{addr:#x}: word {word:#010x}: unknown {encoding} opcode {opcode:#x}")
+            }
+            DecodeError::Illegal { addr, word, reason } => {
+                write!(f, "{addr:#x}: word {word:#010x}: illegal encoding: {reason}")
+            }
+            DecodeError::Unsupported { addr, word, encoding } => {
+                write!(f, "{addr:#x}: word {word:#010x}: {encoding} encoding is not decoded")
+            }
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// Maximum number of printed operands of one instruction.
+pub const MAX_OPERANDS: usize = 6;
+
+/// One decoded instruction: `Copy`, no heap, everything the disassembler and an
+/// interpreter need (the raw dwords keep the modifier bits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Instruction {
+    /// The instruction.
+    pub op: Op,
+    /// Index of its row in [`ROWS`].
+    pub row: u16,
+    /// The encoding it was decoded from.
+    pub enc: Enc,
+    /// The target it was decoded for.
+    pub target: Target,
+    /// The instruction's dwords (the second is 0 for 32-bit encodings).
+    pub words: [u32; 2],
+    /// The 32-bit literal, if the instruction has one.
+    pub literal: Option<u32>,
+    /// Length in bytes (4, 8 or 12).
+    pub len: u8,
+    /// Operands in printed order; `n_operands` of them are valid.
+    pub operands: [Operand; MAX_OPERANDS],
+    /// Number of valid entries in `operands`.
+    pub n_operands: u8,
+}
+
+impl Instruction {
+    /// The table row.
+    pub fn row(&self) -> &'static Row {
+        &ROWS[self.row as usize]
+    }
+
+    /// The valid operands.
+    pub fn operands(&self) -> &[Operand] {
+        &self.operands[..self.n_operands as usize]
+    }
+
+    /// A bit-field of the instruction's 64 bits (dword 1 above dword 0).
+    #[inline]
+    pub fn bits(&self, lo: u32, width: u32) -> u32 {
+        let v = (self.words[0] as u64) | ((self.words[1] as u64) << 32);
+        ((v >> lo) & ((1u64 << width) - 1)) as u32
+    }
+}
+
+/// Read the little-endian dword at byte `i`.
+fn dword(bytes: &[u8], i: usize) -> Option<u32> {
+    let b = bytes.get(i..i + 4)?;
+    Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+/// Which encoding a first dword belongs to, and its instruction size without literal.
+fn classify(w: u32) -> Result<(Enc, usize), &'static str> {
+    let top9 = w >> 23;
+    if top9 == 0x17F {
+        return Ok((Enc::Sopp, 4));
+    }
+    if top9 == 0x17E {
+        return Ok((Enc::Sopc, 4));
+    }
+    if top9 == 0x17D {
+        return Ok((Enc::Sop1, 4));
+    }
+    if w >> 28 == 0xB {
+        return Ok((Enc::Sopk, 4));
+    }
+    if w >> 30 == 0b10 {
+        return Ok((Enc::Sop2, 4));
+    }
+    if w >> 31 == 0 {
+        return Ok(match w >> 25 {
+            0x3F => (Enc::Vop1, 4),
+            0x3E => (Enc::Vopc, 4),
+            _ => (Enc::Vop2, 4),
+        });
+    }
+    match w >> 26 {
+        0b110000 => Ok((Enc::Smem, 8)),
+        0b110100 => Ok((Enc::Vop3, 8)),
+        0b110110 => Ok((Enc::Ds, 8)),
+        0b111000 => Ok((Enc::Mubuf, 8)),
+        0b110111 => match (w >> 14) & 3 {
+            0 => Ok((Enc::Flat, 8)),
+            1 => Ok((Enc::Scratch, 8)),
+            2 => Ok((Enc::Global, 8)),
+            _ => Err("FLAT"),
+        },
+        0b111010 => Err("MTBUF"),
+        0b111100 => Err("MIMG"),
+        0b110001 => Err("EXP"),
+        0b110101 => Err("VINTRP"),
+        _ => Err("unknown"),
+    }
+}
+
+fn opcode_of(enc: Enc, w: u32) -> u16 {
+    (match enc {
+        Enc::Sop2 => (w >> 23) & 0x7F,
+        Enc::Sopk => (w >> 23) & 0x1F,
+        Enc::Sop1 => (w >> 8) & 0xFF,
+        Enc::Sopc | Enc::Sopp => (w >> 16) & 0x7F,
+        Enc::Smem => (w >> 18) & 0xFF,
+        Enc::Vop2 => (w >> 25) & 0x3F,
+        Enc::Vop1 => (w >> 9) & 0xFF,
+        Enc::Vopc => (w >> 17) & 0xFF,
+        Enc::Vop3 => (w >> 16) & 0x3FF,
+        Enc::Ds => (w >> 17) & 0xFF,
+        Enc::Mubuf | Enc::Flat | Enc::Global | Enc::Scratch => (w >> 18) & 0x7F,
+    }) as u16
+}
+
+/// The raw value of `field` in encoding `enc` (bit positions of the GFX9 encodings).
+pub(crate) fn field_value(enc: Enc, field: Field, w0: u32, w1: u32) -> u32 {
+    match (enc, field) {
+        (Enc::Sop2 | Enc::Sop1 | Enc::Sopk, Field::D) => (w0 >> 16) & 0x7F,
+        (Enc::Sop2 | Enc::Sop1 | Enc::Sopc, Field::A) => w0 & 0xFF,
+        (Enc::Sop2 | Enc::Sopc, Field::B) => (w0 >> 8) & 0xFF,
+        (Enc::Sopk | Enc::Sopp, Field::K) => w0 & 0xFFFF,
+        (Enc::Smem, Field::D) => (w0 >> 6) & 0x7F,
+        (Enc::Smem, Field::S) => (w0 & 0x3F) << 1,
+        (Enc::Smem, Field::O) => w1 & 0x1F_FFFF,
+        (Enc::Smem, Field::K) => (w0 >> 6) & 0x7F,
+        (Enc::Vop2 | Enc::Vop1, Field::D) => (w0 >> 17) & 0xFF,
+        (Enc::Vop2 | Enc::Vop1 | Enc::Vopc, Field::A) => w0 & 0x1FF,
+        (Enc::Vop2 | Enc::Vopc, Field::B) => (w0 >> 9) & 0xFF,
+        (Enc::Vop3, Field::D) => w0 & 0xFF,
+        (Enc::Vop3, Field::E) => (w0 >> 8) & 0x7F,
+        (Enc::Vop3, Field::A) => w1 & 0x1FF,
+        (Enc::Vop3, Field::B) => (w1 >> 9) & 0x1FF,
+        (Enc::Vop3, Field::C) => (w1 >> 18) & 0x1FF,
+        (Enc::Ds, Field::A) => w1 & 0xFF,
+        (Enc::Ds, Field::B) => (w1 >> 8) & 0xFF,
+        (Enc::Ds, Field::C) => (w1 >> 16) & 0xFF,
+        (Enc::Ds, Field::D) => w1 >> 24,
+        (Enc::Mubuf, Field::A) => w1 & 0xFF,
+        (Enc::Mubuf, Field::B) => (w1 >> 8) & 0xFF,
+        (Enc::Mubuf, Field::R) => ((w1 >> 16) & 0x1F) << 2,
+        (Enc::Mubuf, Field::O) => w1 >> 24,
+        (Enc::Flat | Enc::Global | Enc::Scratch, Field::A) => w1 & 0xFF,
+        (Enc::Flat | Enc::Global | Enc::Scratch, Field::B) => (w1 >> 8) & 0xFF,
+        (Enc::Flat | Enc::Global | Enc::Scratch, Field::S) => (w1 >> 16) & 0x7F,
+        (Enc::Flat | Enc::Global | Enc::Scratch, Field::D) => w1 >> 24,
+        _ => 0,
+    }
+}
+
+/// Whether a 9-bit (or 8-bit scalar) source value is a valid scalar operand of `dwords`.
+fn scalar_operand(v: u32, dwords: u8, literal: &mut Option<u32>, lit_word: Option<u32>) -> Result<Operand, &'static str> {
+    let wide = dwords >= 2;
+    let reg = |reg, hi| Operand::Special { reg, count: dwords, hi };
+    Ok(match v {
+        0..=101 => {
+            let first = if wide { (v as u8) & !1 } else { v as u8 };
+            if u32::from(first) + u32::from(dwords) > 102 {
+                return Err("SGPR range past s101");
+            }
+            Operand::Sgpr { first, count: dwords }
+        }
+        102 | 103 if wide && v == 103 => return Err("odd half of a 64-bit special register"),
+        102 | 103 => reg(crate::decode::SpecialReg::FlatScratch, v == 103),
+        104 | 105 if wide && v == 105 => return Err("odd half of a 64-bit special register"),
+        104 | 105 => reg(SpecialReg::XnackMask, v == 105),
+        106 | 107 if wide && v == 107 => return Err("odd half of a 64-bit special register"),
+        106 | 107 => reg(SpecialReg::Vcc, v == 107),
+        108..=123 => {
+            let t = (v - 108) as u8;
+            let first = if wide { t & !1 } else { t };
+            if u32::from(first) + u32::from(dwords) > 16 {
+                return Err("TTMP range past ttmp15");
+            }
+            Operand::Ttmp { first, count: dwords }
+        }
+        124 if wide => return Err("m0 is 32-bit"),
+        124 => reg(SpecialReg::M0, false),
+        125 => reg(SpecialReg::Null, false),
+        126 | 127 if wide && v == 127 => return Err("odd half of a 64-bit special register"),
+        126 | 127 => reg(SpecialReg::Exec, v == 127),
+        128..=192 => Operand::IntConst((v - 128) as i8),
+        193..=208 => Operand::IntConst(-((v - 192) as i8)),
+        235 => reg(SpecialReg::SharedBase, false),
+        236 => reg(SpecialReg::SharedLimit, false),
+        237 => reg(SpecialReg::PrivateBase, false),
+        238 => reg(SpecialReg::PrivateLimit, false),
+        239 => reg(SpecialReg::PopsExitingWaveId, false),
+        240..=248 => Operand::FloatConst(v as u8),
+        251 => reg(SpecialReg::Vccz, false),
+        252 => reg(SpecialReg::Execz, false),
+        253 => reg(SpecialReg::Scc, false),
+        254 if wide => return Err("lds_direct is 32-bit"),
+        254 => reg(SpecialReg::LdsDirect, false),
+        255 => match lit_word {
+            Some(l) => {
+                *literal = Some(l);
+                Operand::Literal(l)
+            }
+            None => return Err("literal not allowed here"),
+        },
+        _ => return Err("reserved source operand"),
+    })
+}
+
+fn vector_range(v: u32, dwords: u8, agpr: bool) -> Result<Operand, &'static str> {
+    if v + u32::from(dwords.max(1)) > 256 {
+        return Err("register range past 255");
+    }
+    let first = v as u8;
+    let count = dwords.max(1);
+    Ok(if agpr { Operand::Agpr { first, count } } else { Operand::Vgpr { first, count } })
+}
+
+/// Whether a 9-bit VOP source field reads a VGPR/AGPR.
+fn is_vector_src(enc: Enc, field: Field) -> bool {
+    matches!((enc, field), (Enc::Vop2 | Enc::Vop1 | Enc::Vopc, Field::A) | (Enc::Vop3, Field::A | Field::B | Field::C))
+}
+
+/// Decode one instruction at the start of `bytes`, which sits at address `addr`.
+///
+/// Returns the instruction and its length in bytes. Never panics: any word that is not a
+/// valid instruction of `target` is a [`DecodeError`] naming the word and the address.
+pub fn decode(bytes: &[u8], addr: u64, target: Target) -> Result<(Instruction, usize), DecodeError> {
+    let Some(w0) = dword(bytes, 0) else {
+        return Err(DecodeError::Truncated { addr, word: 0, needed: 4, available: bytes.len() });
+    };
+    let (enc, base_len) = classify(w0).map_err(|e| DecodeError::Unsupported { addr, word: w0, encoding: e })?;
+    let illegal = |reason| DecodeError::Illegal { addr, word: w0, reason };
+    let w1 = if base_len == 8 {
+        match dword(bytes, 4) {
+            Some(w) => w,
+            None => return Err(DecodeError::Truncated { addr, word: w0, needed: 8, available: bytes.len() }),
+        }
+    } else {
+        0
+    };
+    let opcode = opcode_of(enc, w0);
+    let Some((row_idx, row)) = lookup(enc, opcode, target) else {
+        return Err(DecodeError::UnknownOpcode { addr, word: w0, encoding: enc.name(), opcode });
+    };
+    if matches!(enc, Enc::Vop1 | Enc::Vop2 | Enc::Vopc) && matches!(w0 & 0x1FF, 249 | 250) {
+        return Err(DecodeError::Unsupported {
+            addr,
+            word: w0,
+            encoding: if w0 & 0x1FF == 249 { "SDWA" } else { "DPP" },
+        });
+    }
+    // A literal may follow 32-bit encodings whose scalar source is 255.
+    let lit_word = if base_len == 4 { dword(bytes, 4) } else { None };
+    let needs_literal = match enc {
+        Enc::Sop2 => (w0 & 0xFF) == 255 || ((w0 >> 8) & 0xFF) == 255,
+        Enc::Sop1 | Enc::Sopc => (w0 & 0xFF) == 255 || (enc == Enc::Sopc && ((w0 >> 8) & 0xFF) == 255),
+        Enc::Vop1 | Enc::Vop2 | Enc::Vopc => (w0 & 0x1FF) == 255,
+        _ => false,
+    };
+    if needs_literal && lit_word.is_none() {
+        return Err(DecodeError::Truncated { addr, word: w0, needed: 8, available: bytes.len() });
+    }
+    let mut literal = None;
+    let mut operands = [Operand::Off; crate::decode::MAX_OPERANDS];
+    let mut n = 0usize;
+    let gfx90a = target == Target::Gfx90a;
+    let mem_acc = gfx90a
+        && match enc {
+            Enc::Ds => (w0 >> 25) & 1 == 1,
+            Enc::Mubuf | Enc::Flat | Enc::Global | Enc::Scratch => (w1 >> 23) & 1 == 1,
+            _ => false,
+        };
+    for slot in row.slots {
+        if n == operands.len() {
+            break;
+        }
+        let v = field_value(enc, slot.field, w0, w1);
+        let op = match (slot.field, slot.class) {
+            (Field::Vcc, _) => Operand::Special { reg: SpecialReg::Vcc, count: 2, hi: false },
+            (_, Class::Off) => {
+                if v == 0x7F {
+                    Operand::Off
+                } else {
+                    scalar_operand(v, 2, &mut literal, None).map_err(illegal)?
+                }
+            }
+            (Field::K | Field::O, Class::Imm) => Operand::Imm(v),
+            (_, Class::Imm) => Operand::Imm(v),
+            (f, class) if is_vector_src(enc, f) => {
+                if v >= 256 {
+                    vector_range(v - 256, slot.dwords, class == Class::A).map_err(illegal)?
+                } else {
+                    let lit = if enc == Enc::Vop3 { None } else { lit_word };
+                    scalar_operand(v, slot.dwords, &mut literal, lit).map_err(illegal)?
+                }
+            }
+            (_, Class::S) => scalar_operand(v, slot.dwords, &mut literal, lit_word).map_err(illegal)?,
+            (_, Class::V) => vector_range(v, slot.dwords, mem_acc).map_err(illegal)?,
+            (_, Class::A) => vector_range(v, slot.dwords, true).map_err(illegal)?,
+        };
+        operands[n] = op;
+        n += 1;
+    }
+    if needs_literal && literal.is_none() {
+        // The 255 sat in a field this instruction does not read; llvm reads no literal then.
+    }
+    strict_checks(enc, row, w0, w1).map_err(illegal)?;
+    let len = base_len + if literal.is_some() { 4 } else { 0 };
+    if enc == Enc::Sopp {
+        if let Some(i) = row.slots.iter().position(|s| s.field == Field::K) {
+            if crate::disasm::is_branch(row.op) {
+                operands[i] = Operand::Label((w0 & 0xFFFF) as u16 as i16);
+            }
+        }
+    }
+    Ok((
+        Instruction {
+            op: row.op,
+            row: row_idx,
+            enc,
+            target,
+            words: [w0, w1],
+            literal,
+            len: len as u8,
+            operands,
+            n_operands: n as u8,
+        },
+        len,
+    ))
+}
+
+/// Fields an instruction does not use must be zero in the encodings where llvm-mc-15
+/// rejects them otherwise (VOP1 `v_nop`/`v_clrexcp`, VOP3, DS).
+fn strict_checks(enc: Enc, row: &Row, w0: u32, w1: u32) -> Result<(), &'static str> {
+    let uses = |f: Field| row.slots.iter().any(|s| s.field == f);
+    match enc {
+        Enc::Vop1 => {
+            if !uses(Field::D) && (w0 >> 17) & 0xFF != 0 {
+                return Err("VDST must be 0");
+            }
+            if !uses(Field::A) && w0 & 0x1FF != 0 {
+                return Err("SRC0 must be 0");
+            }
+        }
+        Enc::Vop3 => {
+            for (f, name) in [(Field::A, "SRC0 must be 0"), (Field::B, "SRC1 must be 0"), (Field::C, "SRC2 must be 0")] {
+                if !uses(f) && field_value(enc, f, w0, w1) != 0 {
+                    return Err(name);
+                }
+            }
+            if !uses(Field::D) && w0 & 0xFF != 0 {
+                return Err("VDST must be 0");
+            }
+            vop3_mod_checks(row, w0, w1)?;
+        }
+        Enc::Ds => {
+            for (f, name) in [
+                (Field::A, "ADDR must be 0"),
+                (Field::B, "DATA0 must be 0"),
+                (Field::C, "DATA1 must be 0"),
+                (Field::D, "VDST must be 0"),
+            ] {
+                if !uses(f) && field_value(enc, f, w0, w1) != 0 {
+                    return Err(name);
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn vop3_mod_checks(row: &Row, w0: u32, w1: u32) -> Result<(), &'static str> {
+    let m: &Mods = &row.mods;
+    if !m.present {
+        return Ok(());
+    }
+    let nsrc = row.slots.iter().filter(|s| matches!(s.field, Field::A | Field::B | Field::C)).count();
+    let rule_for = |i: usize, first: usize, last: usize| if i < nsrc && i < 2 { m.rules[first] } else { m.rules[last] };
+    let abs = (w0 >> 8) & 7;
+    let neg = w1 >> 29;
+    let sdst_is_e = row.slots.iter().any(|s| s.field == Field::E);
+    for i in 0..3 {
+        if !sdst_is_e && abs & (1 << i) != 0 && rule_for(i, Mods::ABS0, Mods::ABS2) == ModRule::Reject {
+            return Err("abs modifier not allowed");
+        }
+        if neg & (1 << i) != 0 && rule_for(i, Mods::NEG0, Mods::NEG2) == ModRule::Reject {
+            return Err("neg modifier not allowed");
+        }
+    }
+    if (w0 >> 15) & 1 != 0 && m.rules[Mods::CLAMP] == ModRule::Reject {
+        return Err("clamp not allowed");
+    }
+    if (w1 >> 27) & 3 != 0 && m.rules[Mods::OMOD] == ModRule::Reject {
+        return Err("omod not allowed");
+    }
+    if !sdst_is_e {
+        if (w0 >> 11) & 7 != 0 && m.rules[Mods::OPSEL0] == ModRule::Reject {
+            return Err("op_sel not allowed");
+        }
+        if (w0 >> 14) & 1 != 0 && m.rules[Mods::OPSEL3] == ModRule::Reject {
+            return Err("op_sel not allowed");
+        }
+    }
+    Ok(())
+}

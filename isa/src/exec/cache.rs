@@ -1,0 +1,276 @@
+//! The pre-decoded instruction cache: one entry per dword of a code region, decoded once and
+//! shared by every wave that runs the code (the model keeps one per code object).
+
+use crate::decode::{decode, DecodeError, Instruction};
+use crate::table::{Enc, Op};
+use crate::Target;
+
+use super::env::AtomicOp;
+
+/// What a memory instruction does, classified once from its mnemonic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemKind {
+    /// A load of `bytes` per lane (`signed`: sign-extend sub-dword data).
+    Load {
+        /// Bytes per lane.
+        bytes: u32,
+        /// Sign-extend sub-dword loads.
+        signed: bool,
+    },
+    /// A store of `bytes` per lane.
+    Store {
+        /// Bytes per lane.
+        bytes: u32,
+    },
+    /// An atomic read-modify-write.
+    Atomic {
+        /// The operation.
+        op: AtomicOp,
+        /// 64-bit operation.
+        wide: bool,
+    },
+    /// Something the interpreter does not model (format conversions, d16 halves, …).
+    Other,
+}
+
+/// Type of a VOP's sources, for inline constants and literals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SrcType {
+    /// Integer or untyped bits.
+    Int,
+    /// Half precision: float inline constants are f16 bit patterns.
+    F16,
+    /// Single precision.
+    F32,
+    /// Double precision: a 32-bit literal is the high half.
+    F64,
+}
+
+/// One cache entry: the decoded instruction and what the interpreter derived from it.
+#[derive(Clone, Debug)]
+pub struct Cached {
+    /// The instruction.
+    pub inst: Instruction,
+    /// Source type (from the mnemonic's last type token).
+    pub src_type: SrcType,
+    /// Memory behaviour (for DS, MUBUF, FLAT/GLOBAL/SCRATCH).
+    pub mem: MemKind,
+    /// Vector compare (`v_cmp*`), if it is one.
+    pub cmp: Option<Cmp>,
+}
+
+/// Operand type of a vector compare.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmpType {
+    /// f16.
+    F16,
+    /// f32.
+    F32,
+    /// f64.
+    F64,
+    /// i16.
+    I16,
+    /// u16.
+    U16,
+    /// i32.
+    I32,
+    /// u32.
+    U32,
+    /// i64.
+    I64,
+    /// u64.
+    U64,
+}
+
+/// A decoded `v_cmp[x]_<cond>_<type>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cmp {
+    /// Condition name (`lt`, `eq`, `nge`, `class`, …).
+    pub cond: &'static str,
+    /// Operand type.
+    pub ty: CmpType,
+    /// `v_cmpx`: also writes EXEC.
+    pub writes_exec: bool,
+}
+
+fn parse_cmp(name: &'static str) -> Option<Cmp> {
+    let (writes_exec, rest) = if let Some(r) = name.strip_prefix("v_cmpx_") {
+        (true, r)
+    } else {
+        (false, name.strip_prefix("v_cmp_")?)
+    };
+    let (cond, ty) = rest.rsplit_once('_')?;
+    let ty = match ty {
+        "f16" => CmpType::F16,
+        "f32" => CmpType::F32,
+        "f64" => CmpType::F64,
+        "i16" => CmpType::I16,
+        "u16" => CmpType::U16,
+        "i32" => CmpType::I32,
+        "u32" => CmpType::U32,
+        "i64" => CmpType::I64,
+        "u64" => CmpType::U64,
+        _ => return None,
+    };
+    Some(Cmp { cond, ty, writes_exec })
+}
+
+/// Pre-decoded code: an entry for every dword offset of `[base, base + len)`.
+#[derive(Clone, Debug)]
+pub struct CodeCache {
+    base: u64,
+    target: Target,
+    entries: Vec<Result<Cached, DecodeError>>,
+}
+
+impl CodeCache {
+    /// Decodes `code` (loaded at `base`) for `target` at every dword offset, so a branch to
+    /// any dword finds its instruction decoded.
+    pub fn new(target: Target, base: u64, code: &[u8]) -> Self {
+        let entries = (0..code.len() / 4)
+            .map(|i| {
+                let off = i * 4;
+                decode(&code[off..], base + off as u64, target).map(|(inst, _)| classify(inst))
+            })
+            .collect();
+        CodeCache { base, target, entries }
+    }
+
+    /// The target the code was decoded for.
+    pub fn target(&self) -> Target {
+        self.target
+    }
+
+    /// The code's base address.
+    pub fn base(&self) -> u64 {
+        self.base
+    }
+
+    /// The entry at `pc`, or `None` outside the region (or at an unaligned address).
+    #[inline]
+    pub fn get(&self, pc: u64) -> Option<&Result<Cached, DecodeError>> {
+        let off = pc.checked_sub(self.base)?;
+        if off % 4 != 0 {
+            return None;
+        }
+        self.entries.get(usize::try_from(off / 4).ok()?)
+    }
+}
+
+fn classify(inst: Instruction) -> Cached {
+    let name = inst.op.mnemonic();
+    let src_type = match [name.rfind("f16"), name.rfind("f32"), name.rfind("f64")] {
+        [a, b, c] => {
+            let best = [(a, SrcType::F16), (b, SrcType::F32), (c, SrcType::F64)]
+                .into_iter()
+                .filter_map(|(p, t)| p.map(|p| (p, t)))
+                .max_by_key(|(p, _)| *p);
+            best.map_or(SrcType::Int, |(_, t)| t)
+        }
+    };
+    let mem = match inst.enc {
+        Enc::Ds | Enc::Mubuf | Enc::Flat | Enc::Global | Enc::Scratch => mem_kind(inst.op, name),
+        _ => MemKind::Other,
+    };
+    let cmp = if matches!(inst.enc, Enc::Vopc | Enc::Vop3) { parse_cmp(name) } else { None };
+    Cached { inst, src_type, mem, cmp }
+}
+
+fn mem_kind(op: Op, name: &str) -> MemKind {
+    let _ = op;
+    if name.contains("d16") || name.contains("format") || name.contains("pk_add") {
+        return MemKind::Other;
+    }
+    if let Some(pos) = name.find("atomic_") {
+        let rest = &name[pos + 7..];
+        let wide = rest.ends_with("_x2") || rest.ends_with("f64");
+        let base = rest.trim_end_matches("_x2");
+        let op = match base {
+            "swap" => AtomicOp::Swap,
+            "cmpswap" => AtomicOp::CmpSwap,
+            "add" => AtomicOp::Add,
+            "sub" => AtomicOp::Sub,
+            "smin" => AtomicOp::SMin,
+            "umin" => AtomicOp::UMin,
+            "smax" => AtomicOp::SMax,
+            "umax" => AtomicOp::UMax,
+            "and" => AtomicOp::And,
+            "or" => AtomicOp::Or,
+            "xor" => AtomicOp::Xor,
+            "inc" => AtomicOp::Inc,
+            "dec" => AtomicOp::Dec,
+            "add_f32" | "add_f64" => AtomicOp::FAdd,
+            "min_f64" => AtomicOp::FMin,
+            "max_f64" => AtomicOp::FMax,
+            _ => return MemKind::Other,
+        };
+        return MemKind::Atomic { op, wide };
+    }
+    if let Some(rest) = name.strip_prefix("ds_") {
+        if let Some(kind) = ds_atomic(rest) {
+            return kind;
+        }
+    }
+    let size = |s: &str| -> Option<(u32, bool)> {
+        Some(match s {
+            "ubyte" | "u8" => (1, false),
+            "sbyte" | "i8" => (1, true),
+            "ushort" | "u16" => (2, false),
+            "sshort" | "i16" => (2, true),
+            "byte" | "b8" => (1, false),
+            "short" | "b16" => (2, false),
+            "dword" | "b32" => (4, false),
+            "dwordx2" | "b64" => (8, false),
+            "dwordx3" | "b96" => (12, false),
+            "dwordx4" | "b128" => (16, false),
+            _ => return None,
+        })
+    };
+    for (prefix, load) in [
+        ("global_load_", true),
+        ("global_store_", false),
+        ("buffer_load_", true),
+        ("buffer_store_", false),
+        ("scratch_load_", true),
+        ("scratch_store_", false),
+        ("flat_load_", true),
+        ("flat_store_", false),
+        ("ds_read_", true),
+        ("ds_write_", false),
+    ] {
+        if let Some(rest) = name.strip_prefix(prefix) {
+            return match size(rest) {
+                Some((bytes, signed)) if load => MemKind::Load { bytes, signed },
+                Some((bytes, _)) => MemKind::Store { bytes },
+                None => MemKind::Other,
+            };
+        }
+    }
+    MemKind::Other
+}
+
+/// `ds_<op>[_rtn]_<type>` read-modify-writes.
+fn ds_atomic(rest: &str) -> Option<MemKind> {
+    let rest = rest.replace("_rtn", "");
+    let (op, ty) = rest.rsplit_once('_')?;
+    let wide = matches!(ty, "u64" | "i64" | "b64" | "f64");
+    let op = match (op, ty) {
+        ("add", "u32" | "u64") => AtomicOp::Add,
+        ("sub", "u32" | "u64") => AtomicOp::Sub,
+        ("inc", _) => AtomicOp::Inc,
+        ("dec", _) => AtomicOp::Dec,
+        ("min", "i32" | "i64") => AtomicOp::SMin,
+        ("max", "i32" | "i64") => AtomicOp::SMax,
+        ("min", "u32" | "u64") => AtomicOp::UMin,
+        ("max", "u32" | "u64") => AtomicOp::UMax,
+        ("min", "f32" | "f64") => AtomicOp::FMin,
+        ("max", "f32" | "f64") => AtomicOp::FMax,
+        ("and", _) => AtomicOp::And,
+        ("or", _) => AtomicOp::Or,
+        ("xor", _) => AtomicOp::Xor,
+        ("wrxchg", _) => AtomicOp::Swap,
+        ("add", "f32" | "f64") => AtomicOp::FAdd,
+        _ => return None,
+    };
+    Some(MemKind::Atomic { op, wide })
+}

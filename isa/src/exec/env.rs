@@ -1,0 +1,395 @@
+//! The world outside the wave: memory by address (bulk per instruction), atomics, LDS,
+//! messages and clocks. The model implements [`WaveEnv`] over its GPU VM; tests use
+//! [`HostEnv`].
+
+use std::collections::HashMap;
+
+use super::fault::{Access, MemFault};
+use super::wave::{Lanes, WAVE_SIZE};
+
+/// Read-modify-write operations of the `*_atomic_*` instructions (global, flat, buffer, DS).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AtomicOp {
+    /// `swap`: new = src.
+    Swap,
+    /// `cmpswap`: new = (old == cmp) ? src : old.
+    CmpSwap,
+    /// `add`.
+    Add,
+    /// `sub`.
+    Sub,
+    /// `smin` (signed).
+    SMin,
+    /// `umin`.
+    UMin,
+    /// `smax` (signed).
+    SMax,
+    /// `umax`.
+    UMax,
+    /// `and`.
+    And,
+    /// `or`.
+    Or,
+    /// `xor`.
+    Xor,
+    /// `inc`: new = (old >= src) ? 0 : old + 1.
+    Inc,
+    /// `dec`: new = (old == 0 || old > src) ? src : old - 1.
+    Dec,
+    /// `add_f32` / `add_f64` (float add, round to nearest even, denormals kept).
+    FAdd,
+    /// `min_f64` (gfx90a).
+    FMin,
+    /// `max_f64` (gfx90a).
+    FMax,
+}
+
+impl AtomicOp {
+    /// The value written back for an old memory value, as the ISA defines each op; `wide`
+    /// selects 64-bit operation (else the low 32 bits are used and the result is
+    /// zero-extended).
+    pub fn apply(self, old: u64, src: u64, cmp: u64, wide: bool) -> u64 {
+        if wide {
+            self.apply64(old, src, cmp)
+        } else {
+            u64::from(self.apply32(old as u32, src as u32, cmp as u32))
+        }
+    }
+
+    fn apply32(self, old: u32, src: u32, cmp: u32) -> u32 {
+        match self {
+            AtomicOp::Swap => src,
+            AtomicOp::CmpSwap => {
+                if old == cmp {
+                    src
+                } else {
+                    old
+                }
+            }
+            AtomicOp::Add => old.wrapping_add(src),
+            AtomicOp::Sub => old.wrapping_sub(src),
+            AtomicOp::SMin => (old as i32).min(src as i32) as u32,
+            AtomicOp::UMin => old.min(src),
+            AtomicOp::SMax => (old as i32).max(src as i32) as u32,
+            AtomicOp::UMax => old.max(src),
+            AtomicOp::And => old & src,
+            AtomicOp::Or => old | src,
+            AtomicOp::Xor => old ^ src,
+            AtomicOp::Inc => {
+                if old >= src {
+                    0
+                } else {
+                    old + 1
+                }
+            }
+            AtomicOp::Dec => {
+                if old == 0 || old > src {
+                    src
+                } else {
+                    old - 1
+                }
+            }
+            AtomicOp::FAdd => (f32::from_bits(old) + f32::from_bits(src)).to_bits(),
+            AtomicOp::FMin => f32::from_bits(old).min(f32::from_bits(src)).to_bits(),
+            AtomicOp::FMax => f32::from_bits(old).max(f32::from_bits(src)).to_bits(),
+        }
+    }
+
+    fn apply64(self, old: u64, src: u64, cmp: u64) -> u64 {
+        match self {
+            AtomicOp::Swap => src,
+            AtomicOp::CmpSwap => {
+                if old == cmp {
+                    src
+                } else {
+                    old
+                }
+            }
+            AtomicOp::Add => old.wrapping_add(src),
+            AtomicOp::Sub => old.wrapping_sub(src),
+            AtomicOp::SMin => (old as i64).min(src as i64) as u64,
+            AtomicOp::UMin => old.min(src),
+            AtomicOp::SMax => (old as i64).max(src as i64) as u64,
+            AtomicOp::UMax => old.max(src),
+            AtomicOp::And => old & src,
+            AtomicOp::Or => old | src,
+            AtomicOp::Xor => old ^ src,
+            AtomicOp::Inc => {
+                if old >= src {
+                    0
+                } else {
+                    old + 1
+                }
+            }
+            AtomicOp::Dec => {
+                if old == 0 || old > src {
+                    src
+                } else {
+                    old - 1
+                }
+            }
+            AtomicOp::FAdd => (f64::from_bits(old) + f64::from_bits(src)).to_bits(),
+            AtomicOp::FMin => f64::from_bits(old).min(f64::from_bits(src)).to_bits(),
+            AtomicOp::FMax => f64::from_bits(old).max(f64::from_bits(src)).to_bits(),
+        }
+    }
+}
+
+/// One atomic instruction's work: per lane an address, a source and a compare value.
+#[derive(Clone, Debug)]
+pub struct AtomicRequest<'a> {
+    /// The operation.
+    pub op: AtomicOp,
+    /// 64-bit (`_x2`) operation.
+    pub wide: bool,
+    /// Lanes taking part.
+    pub exec: u64,
+    /// Byte address per lane (8-byte aligned when `wide`, else 4-byte).
+    pub addresses: &'a [u64; WAVE_SIZE],
+    /// Source data per lane.
+    pub src: &'a [u64; WAVE_SIZE],
+    /// Compare data per lane (`cmpswap` only).
+    pub cmp: &'a [u64; WAVE_SIZE],
+}
+
+/// The outside world of a wave. Memory calls are per instruction: the 64 lane addresses and
+/// the EXEC mask at once, so an implementation can check translations per page rather than
+/// per lane. Lanes whose EXEC bit is clear must not be touched (and may hold any address).
+pub trait WaveEnv {
+    /// Loads `bytes` (1, 2, 4, 8, 12 or 16) per enabled lane. Dword `d` of lane `l` goes to
+    /// `out[d][l]`; loads narrower than a dword are zero-extended (the interpreter
+    /// sign-extends where the instruction asks).
+    fn load(
+        &mut self,
+        addresses: &[u64; WAVE_SIZE],
+        exec: u64,
+        bytes: u32,
+        out: &mut [Lanes],
+    ) -> Result<(), MemFault>;
+
+    /// Stores `bytes` (1, 2, 4, 8, 12 or 16) per enabled lane from `data[d][l]` (the low bytes
+    /// of dword 0 for sub-dword stores).
+    fn store(
+        &mut self,
+        addresses: &[u64; WAVE_SIZE],
+        exec: u64,
+        bytes: u32,
+        data: &[Lanes],
+    ) -> Result<(), MemFault>;
+
+    /// Scalar load of `out.len()` dwords from `address` (`s_load_*`, `s_buffer_load_*`).
+    fn load_scalar(&mut self, address: u64, out: &mut [u32]) -> Result<(), MemFault>;
+
+    /// An atomic per enabled lane, lanes in ascending order; writes the pre-op memory value
+    /// of each lane to `old[lane]`.
+    fn atomic(
+        &mut self,
+        request: &AtomicRequest<'_>,
+        old: &mut [u64; WAVE_SIZE],
+    ) -> Result<(), MemFault>;
+
+    /// The workgroup's LDS as bytes (its allocated size).
+    fn lds(&mut self) -> &mut [u8];
+
+    /// `s_sendmsg`/`s_sendmsghalt`: the message id (SIMM16) and M0.
+    fn send_message(&mut self, simm16: u16, m0: u32);
+
+    /// `s_memtime`: the shader clock (64-bit, core clock).
+    fn shader_clock(&mut self) -> u64;
+
+    /// `s_memrealtime`: the constant 100 MHz "REFCLK" counter.
+    fn real_time(&mut self) -> u64;
+}
+
+const PAGE: u64 = 4096;
+
+/// A sparse, byte-addressed host memory with explicit mappings, plus LDS, a message log and
+/// counting clocks: the reference world for tests and benches. Unmapped bytes fault.
+#[derive(Clone, Debug, Default)]
+pub struct HostEnv {
+    pages: HashMap<u64, Box<[u8; PAGE as usize]>>,
+    /// The workgroup's LDS.
+    pub lds: Vec<u8>,
+    /// Every `s_sendmsg` seen: (SIMM16, M0).
+    pub messages: Vec<(u16, u32)>,
+    /// Shader clock; advances by one per `s_memtime`.
+    pub clock: u64,
+}
+
+impl HostEnv {
+    /// An empty world with `lds_bytes` of LDS.
+    pub fn new(lds_bytes: usize) -> Self {
+        HostEnv { lds: vec![0; lds_bytes], ..Default::default() }
+    }
+
+    /// Maps (zero-filled) every page overlapping `[address, address + len)`.
+    pub fn map(&mut self, address: u64, len: u64) {
+        if len == 0 {
+            return;
+        }
+        let first = address / PAGE;
+        let last = address.saturating_add(len - 1) / PAGE;
+        for page in first..=last {
+            self.pages.entry(page).or_insert_with(|| Box::new([0; PAGE as usize]));
+        }
+    }
+
+    /// Maps and writes `bytes` at `address`.
+    pub fn write(&mut self, address: u64, bytes: &[u8]) {
+        self.map(address, bytes.len() as u64);
+        for (i, b) in bytes.iter().enumerate() {
+            let a = address + i as u64;
+            if let Some(p) = self.pages.get_mut(&(a / PAGE)) {
+                p[(a % PAGE) as usize] = *b;
+            }
+        }
+    }
+
+    /// Reads `len` bytes at `address`, or the first unmapped address.
+    pub fn read(&self, address: u64, len: usize) -> Result<Vec<u8>, u64> {
+        let mut v = Vec::with_capacity(len);
+        for i in 0..len as u64 {
+            v.push(self.byte(address.wrapping_add(i)).ok_or(address.wrapping_add(i))?);
+        }
+        Ok(v)
+    }
+
+    fn byte(&self, a: u64) -> Option<u8> {
+        self.pages.get(&(a / PAGE)).map(|p| p[(a % PAGE) as usize])
+    }
+
+    fn set_byte(&mut self, a: u64, b: u8) -> bool {
+        match self.pages.get_mut(&(a / PAGE)) {
+            Some(p) => {
+                p[(a % PAGE) as usize] = b;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Little-endian read of up to 8 bytes.
+    fn read_le(&self, a: u64, bytes: u32, access: Access) -> Result<u64, MemFault> {
+        let mut v = 0u64;
+        for i in 0..u64::from(bytes) {
+            let addr = a.wrapping_add(i);
+            let b = self.byte(addr).ok_or(MemFault { address: addr, access })?;
+            v |= u64::from(b) << (8 * i);
+        }
+        Ok(v)
+    }
+
+    fn write_le(&mut self, a: u64, bytes: u32, value: u64, access: Access) -> Result<(), MemFault> {
+        // Check first so a faulting access writes nothing.
+        for i in 0..u64::from(bytes) {
+            let addr = a.wrapping_add(i);
+            if self.byte(addr).is_none() {
+                return Err(MemFault { address: addr, access });
+            }
+        }
+        for i in 0..u64::from(bytes) {
+            self.set_byte(a.wrapping_add(i), (value >> (8 * i)) as u8);
+        }
+        Ok(())
+    }
+}
+
+impl WaveEnv for HostEnv {
+    fn load(
+        &mut self,
+        addresses: &[u64; WAVE_SIZE],
+        exec: u64,
+        bytes: u32,
+        out: &mut [Lanes],
+    ) -> Result<(), MemFault> {
+        for lane in 0..WAVE_SIZE {
+            if (exec >> lane) & 1 == 0 {
+                continue;
+            }
+            let mut done = 0u32;
+            let mut dword = 0usize;
+            while done < bytes {
+                let chunk = (bytes - done).min(4);
+                let v = self.read_le(addresses[lane].wrapping_add(u64::from(done)), chunk, Access::Read)?;
+                if let Some(reg) = out.get_mut(dword) {
+                    reg[lane] = v as u32;
+                }
+                done += chunk;
+                dword += 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn store(
+        &mut self,
+        addresses: &[u64; WAVE_SIZE],
+        exec: u64,
+        bytes: u32,
+        data: &[Lanes],
+    ) -> Result<(), MemFault> {
+        for lane in 0..WAVE_SIZE {
+            if (exec >> lane) & 1 == 0 {
+                continue;
+            }
+            let mut done = 0u32;
+            let mut dword = 0usize;
+            while done < bytes {
+                let chunk = (bytes - done).min(4);
+                let v = data.get(dword).map_or(0, |r| r[lane]);
+                self.write_le(
+                    addresses[lane].wrapping_add(u64::from(done)),
+                    chunk,
+                    u64::from(v),
+                    Access::Write,
+                )?;
+                done += chunk;
+                dword += 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn load_scalar(&mut self, address: u64, out: &mut [u32]) -> Result<(), MemFault> {
+        for (i, d) in out.iter_mut().enumerate() {
+            *d = self.read_le(address.wrapping_add(4 * i as u64), 4, Access::Read)? as u32;
+        }
+        Ok(())
+    }
+
+    fn atomic(
+        &mut self,
+        request: &AtomicRequest<'_>,
+        old: &mut [u64; WAVE_SIZE],
+    ) -> Result<(), MemFault> {
+        let bytes = if request.wide { 8 } else { 4 };
+        for lane in 0..WAVE_SIZE {
+            if (request.exec >> lane) & 1 == 0 {
+                continue;
+            }
+            let a = request.addresses[lane];
+            let before = self.read_le(a, bytes, Access::Atomic)?;
+            let after = request.op.apply(before, request.src[lane], request.cmp[lane], request.wide);
+            self.write_le(a, bytes, after, Access::Atomic)?;
+            old[lane] = before;
+        }
+        Ok(())
+    }
+
+    fn lds(&mut self) -> &mut [u8] {
+        &mut self.lds
+    }
+
+    fn send_message(&mut self, simm16: u16, m0: u32) {
+        self.messages.push((simm16, m0));
+    }
+
+    fn shader_clock(&mut self) -> u64 {
+        self.clock += 1;
+        self.clock
+    }
+
+    fn real_time(&mut self) -> u64 {
+        self.clock
+    }
+}

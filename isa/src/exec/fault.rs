@@ -1,0 +1,109 @@
+//! Why a wave stopped, and the typed faults it can raise.
+
+use std::fmt;
+
+/// Kind of memory access that faulted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// A load (scalar or vector).
+    Read,
+    /// A store.
+    Write,
+    /// An atomic read-modify-write.
+    Atomic,
+    /// An instruction fetch.
+    Fetch,
+}
+
+/// A fault the outside world reports for a memory access (the model turns it into a GPU VM
+/// fault).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MemFault {
+    /// The first faulting byte address.
+    pub address: u64,
+    /// What the wave was doing.
+    pub access: Access,
+}
+
+/// A fault that ends the wave.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WaveFault {
+    /// An instruction the interpreter has no semantics for; `disassembly` names it.
+    IllegalInstruction {
+        /// Its byte address.
+        pc: u64,
+        /// Its text as the disassembler prints it (or the raw dwords if it does not decode).
+        disassembly: String,
+    },
+    /// A memory access the outside world refused.
+    Memory(MemFault),
+    /// A register operand beyond what the kernel allocated (`v300`, `a12` without AGPRs, …).
+    RegisterOutOfRange {
+        /// `'s'`, `'v'` or `'a'`.
+        file: char,
+        /// Register number.
+        index: u32,
+    },
+    /// An `s_getreg`/`s_setreg` of a hardware register the model does not implement.
+    UnsupportedHwReg {
+        /// The register id.
+        id: u32,
+    },
+    /// An LDS access outside the workgroup's allocation (the hardware drops it; reported so
+    /// tests see the kernel bug instead of a silent zero).
+    LdsOutOfRange {
+        /// Byte offset into LDS.
+        offset: u32,
+    },
+}
+
+impl fmt::Display for WaveFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WaveFault::IllegalInstruction { pc, disassembly } => {
+                write!(f, "illegal instruction at {pc:#x}: {disassembly}")
+            }
+            WaveFault::Memory(m) => {
+                write!(f, "memory fault ({:?}) at {:#x}", m.access, m.address)
+            }
+            WaveFault::RegisterOutOfRange { file, index } => {
+                write!(f, "register {file}{index} is not allocated")
+            }
+            WaveFault::UnsupportedHwReg { id } => write!(f, "hardware register {id} not modelled"),
+            WaveFault::LdsOutOfRange { offset } => write!(f, "LDS offset {offset:#x} out of range"),
+        }
+    }
+}
+
+impl std::error::Error for WaveFault {}
+
+impl From<MemFault> for WaveFault {
+    fn from(m: MemFault) -> Self {
+        WaveFault::Memory(m)
+    }
+}
+
+/// Why [`run`](super::Wave) returned. The caller resumes the wave by calling it again
+/// (except after [`Stop::EndOfProgram`] and [`Stop::Fault`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// `s_endpgm`.
+    EndOfProgram,
+    /// `s_barrier`: the CU releases the wave when every wave of the workgroup has arrived.
+    Barrier,
+    /// `s_sleep`: the wave sleeps about `64 * cycles` clocks (the operand's units).
+    Sleep {
+        /// The `s_sleep` operand.
+        cycles: u32,
+    },
+    /// The step budget is used up; the wave can be resumed.
+    BudgetExhausted,
+    /// `s_trap`: the trap id; the TTMP registers hold the saved state as the ISA says
+    /// (PC in ttmp0/ttmp1 with the trap id in ttmp1 `[23:16]`).
+    Trap {
+        /// The trap id (SIMM16 `[7:0]`).
+        id: u8,
+    },
+    /// A fault ended the wave.
+    Fault(WaveFault),
+}

@@ -1,0 +1,1749 @@
+//! Stepping a wave through pre-decoded code: operand access, the scalar and vector ALUs,
+//! program control, and memory through [`WaveEnv`].
+
+use crate::decode::{Operand, SpecialReg};
+use crate::disasm::disasm;
+use crate::table::{Enc, Field, Op};
+
+use super::cache::{Cached, CmpType, CodeCache, MemKind, SrcType};
+use super::env::{AtomicOp, AtomicRequest, WaveEnv};
+use super::fault::{Access, MemFault, Stop, WaveFault};
+use super::float as fp;
+use super::int;
+use super::lanes;
+use super::mfma::MfmaF32;
+use super::wave::{sreg, write_masked, HwRegField, Lanes, Wave, WAVE_SIZE};
+
+type R<T> = Result<T, WaveFault>;
+
+/// What one instruction asks of the run loop.
+enum Flow {
+    Next,
+    Jump(u64),
+    Stop(Stop),
+}
+
+/// The operand printed for `field`, if the instruction has one.
+#[inline]
+fn opnd(c: &Cached, field: Field) -> Option<Operand> {
+    let inst = &c.inst;
+    inst.row()
+        .slots
+        .iter()
+        .zip(inst.operands())
+        .find(|(s, _)| s.field == field)
+        .map(|(_, o)| *o)
+}
+
+fn illegal(pc: u64, c: &Cached) -> WaveFault {
+    WaveFault::IllegalInstruction { pc, disassembly: disasm(&c.inst) }
+}
+
+/// Inline float constants (source codes 240–248) as f16, f32 and f64 bit patterns.
+fn float_const(code: u8, ty: SrcType, wide: bool) -> u64 {
+    let i = usize::from(code.saturating_sub(240)).min(8);
+    const F32: [u32; 9] = [
+        0x3f00_0000, 0xbf00_0000, 0x3f80_0000, 0xbf80_0000, 0x4000_0000, 0xc000_0000, 0x4080_0000,
+        0xc080_0000, 0x3e22_f983,
+    ];
+    const F64: [u64; 9] = [
+        0x3fe0_0000_0000_0000,
+        0xbfe0_0000_0000_0000,
+        0x3ff0_0000_0000_0000,
+        0xbff0_0000_0000_0000,
+        0x4000_0000_0000_0000,
+        0xc000_0000_0000_0000,
+        0x4010_0000_0000_0000,
+        0xc010_0000_0000_0000,
+        0x3fc4_5f30_6dc9_c882,
+    ];
+    const F16: [u16; 9] = [0x3800, 0xb800, 0x3c00, 0xbc00, 0x4000, 0xc000, 0x4400, 0xc400, 0x3118];
+    if wide {
+        F64[i]
+    } else if ty == SrcType::F16 {
+        u64::from(F16[i])
+    } else {
+        u64::from(F32[i])
+    }
+}
+
+impl Wave {
+    /// Runs at most `budget` instructions of `code` from the current PC and says why it
+    /// stopped. Resumable after every [`Stop`] except [`Stop::EndOfProgram`] and
+    /// [`Stop::Fault`]; never panics on any instruction stream.
+    pub fn run<E: WaveEnv + ?Sized>(&mut self, code: &CodeCache, env: &mut E, budget: u64) -> Stop {
+        for _ in 0..budget {
+            let cached = match code.get(self.pc) {
+                Some(Ok(c)) => c,
+                Some(Err(e)) => {
+                    return Stop::Fault(WaveFault::IllegalInstruction {
+                        pc: self.pc,
+                        disassembly: e.to_string(),
+                    })
+                }
+                None => {
+                    return Stop::Fault(WaveFault::Memory(MemFault {
+                        address: self.pc,
+                        access: Access::Fetch,
+                    }))
+                }
+            };
+            let next = self.pc.wrapping_add(u64::from(cached.inst.len));
+            match self.execute(cached, next, env) {
+                Ok(Flow::Next) => self.pc = next,
+                Ok(Flow::Jump(target)) => self.pc = target,
+                Ok(Flow::Stop(stop)) => return stop,
+                Err(fault) => return Stop::Fault(fault),
+            }
+        }
+        Stop::BudgetExhausted
+    }
+
+    fn execute<E: WaveEnv + ?Sized>(&mut self, c: &Cached, next: u64, env: &mut E) -> R<Flow> {
+        match c.inst.enc {
+            Enc::Sop2 | Enc::Sop1 | Enc::Sopc | Enc::Sopk => self.salu(c, next),
+            Enc::Sopp => self.sopp(c, next, env),
+            Enc::Smem => self.smem(c, env).map(|()| Flow::Next),
+            Enc::Vop1 | Enc::Vop2 | Enc::Vopc | Enc::Vop3 => self.valu(c).map(|()| Flow::Next),
+            Enc::Ds => self.ds(c, env).map(|()| Flow::Next),
+            Enc::Mubuf => self.mubuf(c, env).map(|()| Flow::Next),
+            Enc::Global | Enc::Flat => self.flat(c, env).map(|()| Flow::Next),
+            Enc::Scratch => Err(illegal(self.pc, c)),
+        }
+    }
+
+    // ------------------------------------------------------------ operands
+
+    fn sindex(&self, op: Operand) -> Option<usize> {
+        Some(match op {
+            Operand::Sgpr { first, .. } => usize::from(first),
+            Operand::Ttmp { first, .. } => sreg::TTMP0 + usize::from(first),
+            Operand::Special { reg, hi, .. } => {
+                let base = match reg {
+                    SpecialReg::FlatScratch => sreg::FLAT_SCRATCH_LO,
+                    SpecialReg::XnackMask => sreg::XNACK_MASK_LO,
+                    SpecialReg::Vcc => sreg::VCC_LO,
+                    SpecialReg::M0 => sreg::M0,
+                    SpecialReg::Exec => sreg::EXEC_LO,
+                    _ => return None,
+                };
+                base + usize::from(hi)
+            }
+            _ => return None,
+        })
+    }
+
+    /// Reads a scalar operand (32 or 64 bits).
+    fn sread(&self, op: Operand, ty: SrcType, wide: bool) -> u64 {
+        if let Some(i) = self.sindex(op) {
+            return if wide { self.sgpr64(i) } else { u64::from(self.sgpr[i]) };
+        }
+        let v = match op {
+            Operand::IntConst(i) => i64::from(i) as u64,
+            Operand::FloatConst(code) => float_const(code, ty, wide),
+            Operand::Literal(l) => {
+                if wide && ty == SrcType::F64 {
+                    u64::from(l) << 32
+                } else {
+                    u64::from(l)
+                }
+            }
+            Operand::Imm(v) => u64::from(v),
+            Operand::Special { reg, .. } => match reg {
+                SpecialReg::SharedBase => u64::from(self.sh_mem_bases >> 16) << 48,
+                SpecialReg::PrivateBase => u64::from(self.sh_mem_bases & 0xffff) << 48,
+                SpecialReg::SharedLimit => (u64::from(self.sh_mem_bases >> 16) << 48) | 0xffff_ffff,
+                SpecialReg::PrivateLimit => {
+                    (u64::from(self.sh_mem_bases & 0xffff) << 48) | 0xffff_ffff
+                }
+                SpecialReg::Vccz => u64::from(self.vcc() == 0),
+                SpecialReg::Execz => u64::from(self.exec() == 0),
+                SpecialReg::Scc => u64::from(self.scc),
+                _ => 0,
+            },
+            _ => 0,
+        };
+        if !wide {
+            if let Operand::Special {
+                reg: SpecialReg::SharedBase | SpecialReg::PrivateBase, ..
+            } = op
+            {
+                return v >> 32;
+            }
+            return v & 0xffff_ffff;
+        }
+        v
+    }
+
+    fn swrite(&mut self, op: Operand, value: u64, wide: bool) {
+        if let Some(i) = self.sindex(op) {
+            if wide {
+                self.set_sgpr64(i, value);
+            } else {
+                self.sgpr[i] = value as u32;
+            }
+        }
+    }
+
+    fn vread32(&self, op: Operand, ty: SrcType) -> R<Lanes> {
+        match op {
+            Operand::Vgpr { first, .. } => Ok(*self.v(usize::from(first))?),
+            Operand::Agpr { first, .. } => Ok(*self.a(usize::from(first))?),
+            _ => Ok([self.sread(op, ty, false) as u32; WAVE_SIZE]),
+        }
+    }
+
+    fn vread64(&self, op: Operand, ty: SrcType) -> R<[u64; WAVE_SIZE]> {
+        let pair = |lo: &Lanes, hi: &Lanes| {
+            let mut out = [0u64; WAVE_SIZE];
+            for l in 0..WAVE_SIZE {
+                out[l] = u64::from(lo[l]) | (u64::from(hi[l]) << 32);
+            }
+            out
+        };
+        match op {
+            Operand::Vgpr { first, .. } => {
+                let f = usize::from(first);
+                Ok(pair(self.v(f)?, self.v(f + 1)?))
+            }
+            Operand::Agpr { first, .. } => {
+                let f = usize::from(first);
+                Ok(pair(self.a(f)?, self.a(f + 1)?))
+            }
+            _ => Ok([self.sread(op, ty, true); WAVE_SIZE]),
+        }
+    }
+
+    fn vwrite32(&mut self, op: Operand, value: &Lanes, mask: u64) -> R<()> {
+        let dst = match op {
+            Operand::Vgpr { first, .. } => self.v_mut(usize::from(first))?,
+            Operand::Agpr { first, .. } => self.a_mut(usize::from(first))?,
+            _ => return Ok(()),
+        };
+        write_masked(dst, value, mask);
+        Ok(())
+    }
+
+    fn vwrite64(&mut self, op: Operand, value: &[u64; WAVE_SIZE], mask: u64) -> R<()> {
+        let mut lo = [0u32; WAVE_SIZE];
+        let mut hi = [0u32; WAVE_SIZE];
+        for l in 0..WAVE_SIZE {
+            lo[l] = value[l] as u32;
+            hi[l] = (value[l] >> 32) as u32;
+        }
+        let (first, agpr) = match op {
+            Operand::Vgpr { first, .. } => (usize::from(first), false),
+            Operand::Agpr { first, .. } => (usize::from(first), true),
+            _ => return Ok(()),
+        };
+        if agpr {
+            write_masked(self.a_mut(first)?, &lo, mask);
+            write_masked(self.a_mut(first + 1)?, &hi, mask);
+        } else {
+            write_masked(self.v_mut(first)?, &lo, mask);
+            write_masked(self.v_mut(first + 1)?, &hi, mask);
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------ scalar ALU
+
+    fn salu(&mut self, c: &Cached, next: u64) -> R<Flow> {
+        let op = c.inst.op;
+        let t = SrcType::Int;
+        let a_op = opnd(c, Field::A);
+        let b_op = opnd(c, Field::B);
+        let d_op = opnd(c, Field::D);
+        let k = opnd(c, Field::K).map_or(0, |o| self.sread(o, t, false) as u32);
+        let a32 = a_op.map_or(0, |o| self.sread(o, t, false) as u32);
+        let b32 = b_op.map_or(0, |o| self.sread(o, t, false) as u32);
+        let a64 = a_op.map_or(0, |o| self.sread(o, t, true));
+        let b64 = b_op.map_or(0, |o| self.sread(o, t, true));
+        let d32 = d_op.map_or(0, |o| self.sread(o, t, false) as u32);
+        let simm = k as u16 as i16 as i32 as u32;
+        let scc = self.scc;
+        // (result, wide, new scc)
+        let (res, wide, new_scc): (u64, bool, Option<bool>) = match op {
+            Op::SAddU32 => {
+                let (v, c) = int::add_co(a32, b32);
+                (v.into(), false, Some(c))
+            }
+            Op::SSubU32 => {
+                let (v, c) = int::sub_co(a32, b32);
+                (v.into(), false, Some(c))
+            }
+            Op::SAddI32 => {
+                let (v, o) = int::add_i32(a32, b32);
+                (v.into(), false, Some(o))
+            }
+            Op::SSubI32 => {
+                let (v, o) = int::sub_i32(a32, b32);
+                (v.into(), false, Some(o))
+            }
+            Op::SAddcU32 => {
+                let (v, c) = int::addc(a32, b32, scc);
+                (v.into(), false, Some(c))
+            }
+            Op::SSubbU32 => {
+                let (v, c) = int::subb(a32, b32, scc);
+                (v.into(), false, Some(c))
+            }
+            Op::SMinI32 => ((a32 as i32).min(b32 as i32) as u32 as u64, false, Some((a32 as i32) < (b32 as i32))),
+            Op::SMinU32 => (a32.min(b32).into(), false, Some(a32 < b32)),
+            Op::SMaxI32 => ((a32 as i32).max(b32 as i32) as u32 as u64, false, Some((a32 as i32) > (b32 as i32))),
+            Op::SMaxU32 => (a32.max(b32).into(), false, Some(a32 > b32)),
+            Op::SCselectB32 => (if scc { a32 } else { b32 }.into(), false, None),
+            Op::SCselectB64 => (if scc { a64 } else { b64 }, true, None),
+            Op::SAndB32 => nz32(a32 & b32),
+            Op::SOrB32 => nz32(a32 | b32),
+            Op::SXorB32 => nz32(a32 ^ b32),
+            Op::SAndn2B32 => nz32(a32 & !b32),
+            Op::SOrn2B32 => nz32(a32 | !b32),
+            Op::SNandB32 => nz32(!(a32 & b32)),
+            Op::SNorB32 => nz32(!(a32 | b32)),
+            Op::SXnorB32 => nz32(!(a32 ^ b32)),
+            Op::SAndB64 => nz64(a64 & b64),
+            Op::SOrB64 => nz64(a64 | b64),
+            Op::SXorB64 => nz64(a64 ^ b64),
+            Op::SAndn2B64 => nz64(a64 & !b64),
+            Op::SOrn2B64 => nz64(a64 | !b64),
+            Op::SNandB64 => nz64(!(a64 & b64)),
+            Op::SNorB64 => nz64(!(a64 | b64)),
+            Op::SXnorB64 => nz64(!(a64 ^ b64)),
+            Op::SLshlB32 => nz32(int::shl32(a32, b32)),
+            Op::SLshrB32 => nz32(int::lshr32(a32, b32)),
+            Op::SAshrI32 => nz32(int::ashr32(a32, b32)),
+            Op::SLshlB64 => nz64(int::shl64(a64, b32)),
+            Op::SLshrB64 => nz64(int::lshr64(a64, b32)),
+            Op::SAshrI64 => nz64(int::ashr64(a64, b32)),
+            Op::SBfmB32 => (int::bfm(a32, b32).into(), false, None),
+            Op::SBfmB64 => {
+                let w = a32 & 63;
+                let m = if w == 0 { 0 } else { u64::MAX >> (64 - w) };
+                (m << (b32 & 63), true, None)
+            }
+            Op::SMulI32 => ((a32 as i32).wrapping_mul(b32 as i32) as u32 as u64, false, None),
+            Op::SMulHiU32 => (int::mul_hi_u32(a32, b32).into(), false, None),
+            Op::SMulHiI32 => (int::mul_hi_i32(a32, b32).into(), false, None),
+            Op::SBfeU32 => nz32(int::s_bfe_u32(a32, b32)),
+            Op::SBfeI32 => nz32(int::s_bfe_i32(a32, b32)),
+            Op::SBfeU64 => nz64(int::s_bfe_u64(a64, b32)),
+            Op::SBfeI64 => nz64(int::s_bfe_i64(a64, b32)),
+            Op::SAbsdiffI32 => nz32((a32 as i32).wrapping_sub(b32 as i32).unsigned_abs()),
+            Op::SLshl1AddU32 | Op::SLshl2AddU32 | Op::SLshl3AddU32 | Op::SLshl4AddU32 => {
+                let n = match op {
+                    Op::SLshl1AddU32 => 1,
+                    Op::SLshl2AddU32 => 2,
+                    Op::SLshl3AddU32 => 3,
+                    _ => 4,
+                };
+                let wide = (u64::from(a32) << n) + u64::from(b32);
+                (wide & 0xffff_ffff, false, Some(wide >> 32 != 0))
+            }
+            Op::SPackLlB32B16 => (((a32 & 0xffff) | (b32 << 16)).into(), false, None),
+            Op::SPackLhB32B16 => (((a32 & 0xffff) | (b32 & 0xffff_0000)).into(), false, None),
+            Op::SPackHhB32B16 => (((a32 >> 16) | (b32 & 0xffff_0000)).into(), false, None),
+            // SOP1
+            Op::SMovB32 => (a32.into(), false, None),
+            Op::SMovB64 => (a64, true, None),
+            Op::SCmovB32 => (if scc { a32 } else { d32 }.into(), false, None),
+            Op::SCmovB64 => {
+                let d64 = d_op.map_or(0, |o| self.sread(o, t, true));
+                (if scc { a64 } else { d64 }, true, None)
+            }
+            Op::SNotB32 => nz32(!a32),
+            Op::SNotB64 => nz64(!a64),
+            Op::SWqmB64 => nz64(int::wqm64(a64)),
+            Op::SBrevB32 => (int::brev32(a32).into(), false, None),
+            Op::SBrevB64 => (a64.reverse_bits(), true, None),
+            Op::SBcnt0I32B32 => nz32((!a32).count_ones()),
+            Op::SBcnt0I32B64 => nz32((!a64).count_ones()),
+            Op::SBcnt1I32B32 => nz32(a32.count_ones()),
+            Op::SBcnt1I32B64 => nz32(a64.count_ones()),
+            Op::SFf0I32B32 => (int::ffbl(!a32).into(), false, None),
+            Op::SFf1I32B32 => (int::ffbl(a32).into(), false, None),
+            Op::SFf1I32B64 => {
+                (if a64 == 0 { u32::MAX } else { a64.trailing_zeros() }.into(), false, None)
+            }
+            Op::SFf0I32B64 => {
+                (if !a64 == 0 { u32::MAX } else { (!a64).trailing_zeros() }.into(), false, None)
+            }
+            Op::SFlbitI32B32 => (int::ffbh_u32(a32).into(), false, None),
+            Op::SFlbitI32B64 => {
+                (if a64 == 0 { u32::MAX } else { a64.leading_zeros() }.into(), false, None)
+            }
+            Op::SFlbitI32 => (int::ffbh_i32(a32).into(), false, None),
+            Op::SSextI32I8 => (a32 as i8 as i32 as u32 as u64, false, None),
+            Op::SSextI32I16 => (a32 as i16 as i32 as u32 as u64, false, None),
+            Op::SBitset0B32 => ((d32 & !(1 << (a32 & 31))).into(), false, None),
+            Op::SBitset1B32 => ((d32 | (1 << (a32 & 31))).into(), false, None),
+            Op::SBitset0B64 | Op::SBitset1B64 => {
+                let d64 = d_op.map_or(0, |o| self.sread(o, t, true));
+                let bit = 1u64 << (a32 & 63);
+                (if op == Op::SBitset1B64 { d64 | bit } else { d64 & !bit }, true, None)
+            }
+            Op::SQuadmaskB64 => nz64(int::quadmask64(a64)),
+            Op::SAbsI32 => nz32((a32 as i32).unsigned_abs()),
+            Op::SGetpcB64 => (next, true, None),
+            Op::SSetpcB64 => return Ok(Flow::Jump(a64)),
+            Op::SSwappcB64 => {
+                if let Some(d) = d_op {
+                    self.swrite(d, next, true);
+                }
+                return Ok(Flow::Jump(a64));
+            }
+            Op::SAndSaveexecB64
+            | Op::SOrSaveexecB64
+            | Op::SXorSaveexecB64
+            | Op::SAndn2SaveexecB64
+            | Op::SOrn2SaveexecB64
+            | Op::SNandSaveexecB64
+            | Op::SNorSaveexecB64
+            | Op::SXnorSaveexecB64
+            | Op::SAndn1SaveexecB64
+            | Op::SOrn1SaveexecB64 => {
+                let exec = self.exec();
+                let new = match op {
+                    Op::SAndSaveexecB64 => a64 & exec,
+                    Op::SOrSaveexecB64 => a64 | exec,
+                    Op::SXorSaveexecB64 => a64 ^ exec,
+                    Op::SAndn2SaveexecB64 => a64 & !exec,
+                    Op::SOrn2SaveexecB64 => a64 | !exec,
+                    Op::SNandSaveexecB64 => !(a64 & exec),
+                    Op::SNorSaveexecB64 => !(a64 | exec),
+                    Op::SXnorSaveexecB64 => !(a64 ^ exec),
+                    Op::SAndn1SaveexecB64 => !a64 & exec,
+                    _ => !a64 | exec,
+                };
+                if let Some(d) = d_op {
+                    self.swrite(d, exec, true);
+                }
+                self.set_exec(new);
+                self.scc = new != 0;
+                return Ok(Flow::Next);
+            }
+            // SOPC
+            Op::SCmpEqI32 | Op::SCmpEqU32 => return self.set_scc(a32 == b32),
+            Op::SCmpLgI32 | Op::SCmpLgU32 => return self.set_scc(a32 != b32),
+            Op::SCmpGtI32 => return self.set_scc((a32 as i32) > (b32 as i32)),
+            Op::SCmpGeI32 => return self.set_scc((a32 as i32) >= (b32 as i32)),
+            Op::SCmpLtI32 => return self.set_scc((a32 as i32) < (b32 as i32)),
+            Op::SCmpLeI32 => return self.set_scc((a32 as i32) <= (b32 as i32)),
+            Op::SCmpGtU32 => return self.set_scc(a32 > b32),
+            Op::SCmpGeU32 => return self.set_scc(a32 >= b32),
+            Op::SCmpLtU32 => return self.set_scc(a32 < b32),
+            Op::SCmpLeU32 => return self.set_scc(a32 <= b32),
+            Op::SCmpEqU64 => return self.set_scc(a64 == b64),
+            Op::SCmpLgU64 => return self.set_scc(a64 != b64),
+            Op::SBitcmp0B32 => return self.set_scc((a32 >> (b32 & 31)) & 1 == 0),
+            Op::SBitcmp1B32 => return self.set_scc((a32 >> (b32 & 31)) & 1 == 1),
+            Op::SBitcmp0B64 => return self.set_scc((a64 >> (b32 & 63)) & 1 == 0),
+            Op::SBitcmp1B64 => return self.set_scc((a64 >> (b32 & 63)) & 1 == 1),
+            // SOPK: D is the first source of compares
+            Op::SMovkI32 => (simm.into(), false, None),
+            Op::SCmovkI32 => (if scc { simm } else { d32 }.into(), false, None),
+            Op::SCmpkEqI32 => return self.set_scc(d32 == simm),
+            Op::SCmpkLgI32 => return self.set_scc(d32 != simm),
+            Op::SCmpkGtI32 => return self.set_scc((d32 as i32) > (simm as i32)),
+            Op::SCmpkGeI32 => return self.set_scc((d32 as i32) >= (simm as i32)),
+            Op::SCmpkLtI32 => return self.set_scc((d32 as i32) < (simm as i32)),
+            Op::SCmpkLeI32 => return self.set_scc((d32 as i32) <= (simm as i32)),
+            Op::SCmpkEqU32 => return self.set_scc(d32 == k & 0xffff),
+            Op::SCmpkLgU32 => return self.set_scc(d32 != k & 0xffff),
+            Op::SCmpkGtU32 => return self.set_scc(d32 > k & 0xffff),
+            Op::SCmpkGeU32 => return self.set_scc(d32 >= k & 0xffff),
+            Op::SCmpkLtU32 => return self.set_scc(d32 < k & 0xffff),
+            Op::SCmpkLeU32 => return self.set_scc(d32 <= k & 0xffff),
+            Op::SAddkI32 => {
+                let (v, o) = int::add_i32(d32, simm);
+                (v.into(), false, Some(o))
+            }
+            Op::SMulkI32 => ((d32 as i32).wrapping_mul(simm as i32) as u32 as u64, false, None),
+            Op::SGetregB32 => (self.getreg(HwRegField::from_simm16(k as u16))?.into(), false, None),
+            Op::SSetregB32 => {
+                self.setreg(HwRegField::from_simm16(k as u16), d32)?;
+                return Ok(Flow::Next);
+            }
+            _ => return Err(illegal(self.pc, c)),
+        };
+        if let Some(d) = d_op {
+            self.swrite(d, res, wide);
+        }
+        if let Some(s) = new_scc {
+            self.scc = s;
+        }
+        Ok(Flow::Next)
+    }
+
+    fn set_scc(&mut self, v: bool) -> R<Flow> {
+        self.scc = v;
+        Ok(Flow::Next)
+    }
+
+    // ------------------------------------------------------------ program control
+
+    fn sopp<E: WaveEnv + ?Sized>(&mut self, c: &Cached, next: u64, env: &mut E) -> R<Flow> {
+        let simm = c.inst.words[0] & 0xffff;
+        let target = next.wrapping_add_signed(i64::from(simm as u16 as i16) * 4);
+        let branch = |taken: bool| Ok(if taken { Flow::Jump(target) } else { Flow::Next });
+        match c.inst.op {
+            Op::SNop | Op::SWaitcnt | Op::SIcacheInv | Op::SIncperflevel | Op::SDecperflevel => {
+                Ok(Flow::Next)
+            }
+            Op::STtracedata | Op::SSetkill | Op::SWakeup => Ok(Flow::Next),
+            Op::SSetprio => {
+                self.priority = (simm & 3) as u8;
+                Ok(Flow::Next)
+            }
+            Op::SEndpgm => Ok(Flow::Stop(Stop::EndOfProgram)),
+            Op::SBranch => branch(true),
+            Op::SCbranchScc0 => branch(!self.scc),
+            Op::SCbranchScc1 => branch(self.scc),
+            Op::SCbranchVccz => branch(self.vcc() == 0),
+            Op::SCbranchVccnz => branch(self.vcc() != 0),
+            Op::SCbranchExecz => branch(self.exec() == 0),
+            Op::SCbranchExecnz => branch(self.exec() != 0),
+            Op::SBarrier => {
+                self.pc = next;
+                Ok(Flow::Stop(Stop::Barrier))
+            }
+            Op::SSleep => {
+                self.pc = next;
+                Ok(Flow::Stop(Stop::Sleep { cycles: simm & 0x7f }))
+            }
+            Op::SSendmsg | Op::SSendmsghalt => {
+                env.send_message(simm as u16, self.m0());
+                Ok(Flow::Next)
+            }
+            Op::STrap => {
+                let id = (simm & 0xff) as u8;
+                // {ttmp1, ttmp0} = {trap id [23:16], PC[47:0]}; PC is the s_trap's own address
+                self.sgpr[sreg::TTMP0] = self.pc as u32;
+                self.sgpr[sreg::TTMP0 + 1] = ((self.pc >> 32) as u32 & 0xffff) | (u32::from(id) << 16);
+                self.pc = next;
+                Ok(Flow::Stop(Stop::Trap { id }))
+            }
+            _ => Err(illegal(self.pc, c)),
+        }
+    }
+
+    // ------------------------------------------------------------ scalar memory
+
+    fn smem<E: WaveEnv + ?Sized>(&mut self, c: &Cached, env: &mut E) -> R<()> {
+        let [w0, w1] = c.inst.words;
+        let op = c.inst.op;
+        let sdata = ((w0 >> 6) & 0x7f) as usize;
+        // named by mnemonic: rows the table may not have yet
+        match op.mnemonic() {
+            "s_memtime" | "s_memrealtime" => {
+                let t = if op.mnemonic() == "s_memtime" { env.shader_clock() } else { env.real_time() };
+                self.set_sgpr64(sdata, t);
+                return Ok(());
+            }
+            "s_dcache_inv" | "s_dcache_wb" | "s_dcache_inv_vol" | "s_dcache_wb_vol" => return Ok(()),
+            _ => {}
+        }
+        let dwords = match op {
+            Op::SLoadDword | Op::SBufferLoadDword => 1,
+            Op::SLoadDwordx2 | Op::SBufferLoadDwordx2 => 2,
+            Op::SLoadDwordx4 | Op::SBufferLoadDwordx4 => 4,
+            Op::SLoadDwordx8 | Op::SBufferLoadDwordx8 => 8,
+            Op::SLoadDwordx16 | Op::SBufferLoadDwordx16 => 16,
+            _ => return Err(illegal(self.pc, c)),
+        };
+        let sbase = ((w0 & 0x3f) << 1) as usize;
+        let imm = (w0 >> 17) & 1 != 0;
+        let offset = if imm { w1 & 0x1f_ffff } else { self.sgpr[(w1 & 0x7f) as usize] };
+        let buffer = matches!(
+            op,
+            Op::SBufferLoadDword
+                | Op::SBufferLoadDwordx2
+                | Op::SBufferLoadDwordx4
+                | Op::SBufferLoadDwordx8
+                | Op::SBufferLoadDwordx16
+        );
+        let base = if buffer {
+            self.sgpr64(sbase) & 0xffff_ffff_ffff
+        } else {
+            self.sgpr64(sbase)
+        };
+        let address = base.wrapping_add(u64::from(offset)) & !3;
+        let mut buf = [0u32; 16];
+        env.load_scalar(address, &mut buf[..dwords])?;
+        for (i, v) in buf[..dwords].iter().enumerate() {
+            if let Some(r) = self.sgpr.get_mut(sdata + i) {
+                *r = *v;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn nz32(v: u32) -> (u64, bool, Option<bool>) {
+    (u64::from(v), false, Some(v != 0))
+}
+
+fn nz64(v: u64) -> (u64, bool, Option<bool>) {
+    (v, true, Some(v != 0))
+}
+
+/// VOP3 modifier bits of an instruction.
+#[derive(Clone, Copy, Default)]
+struct Mods {
+    abs: u32,
+    neg: u32,
+    clamp: bool,
+    omod: u8,
+}
+
+fn mods_of(c: &Cached) -> Mods {
+    if c.inst.enc != Enc::Vop3 {
+        return Mods::default();
+    }
+    let [w0, w1] = c.inst.words;
+    let vop3b = c.inst.row().slots.iter().any(|s| s.field == Field::E);
+    Mods {
+        abs: if vop3b { 0 } else { (w0 >> 8) & 7 },
+        neg: w1 >> 29,
+        clamp: (w0 >> 15) & 1 != 0,
+        omod: ((w1 >> 27) & 3) as u8,
+    }
+}
+
+impl Wave {
+    // ------------------------------------------------------------ vector ALU
+
+    fn src32(&self, c: &Cached, field: Field, index: u32, m: Mods) -> R<Lanes> {
+        let Some(op) = opnd(c, field) else { return Ok([0; WAVE_SIZE]) };
+        let mut v = self.vread32(op, c.src_type)?;
+        let (abs, neg) = ((m.abs >> index) & 1 != 0, (m.neg >> index) & 1 != 0);
+        if abs || neg {
+            let (am, nm) = if c.src_type == SrcType::F16 { (0x7fffu32, 0x8000u32) } else { (0x7fff_ffff, 0x8000_0000) };
+            for x in v.iter_mut() {
+                if abs {
+                    *x &= am;
+                }
+                if neg {
+                    *x ^= nm;
+                }
+            }
+        }
+        Ok(v)
+    }
+
+    fn src64(&self, c: &Cached, field: Field, index: u32, m: Mods) -> R<[u64; WAVE_SIZE]> {
+        let Some(op) = opnd(c, field) else { return Ok([0; WAVE_SIZE]) };
+        let mut v = self.vread64(op, c.src_type)?;
+        let (abs, neg) = ((m.abs >> index) & 1 != 0, (m.neg >> index) & 1 != 0);
+        if abs || neg {
+            for x in v.iter_mut() {
+                *x = fp::modify_in64(*x, abs, neg);
+            }
+        }
+        Ok(v)
+    }
+
+    fn dst32(&mut self, c: &Cached, mut r: Lanes, m: Mods, float_out: bool) -> R<()> {
+        if float_out && (m.clamp || m.omod != 0) {
+            for x in r.iter_mut() {
+                *x = fp::modify_out32(f32::from_bits(*x), m.omod, m.clamp, self.mode).to_bits();
+            }
+        }
+        let exec = self.exec();
+        if let Some(d) = opnd(c, Field::D) {
+            self.vwrite32(d, &r, exec)?;
+        }
+        Ok(())
+    }
+
+    fn dst64(&mut self, c: &Cached, mut r: [u64; WAVE_SIZE], m: Mods, float_out: bool) -> R<()> {
+        if float_out && (m.clamp || m.omod != 0) {
+            for x in r.iter_mut() {
+                *x = fp::modify_out64(f64::from_bits(*x), m.omod, m.clamp, self.mode).to_bits();
+            }
+        }
+        let exec = self.exec();
+        if let Some(d) = opnd(c, Field::D) {
+            self.vwrite64(d, &r, exec)?;
+        }
+        Ok(())
+    }
+
+    /// The carry/condition mask an instruction reads: its C operand (VOP3) or VCC.
+    fn mask_in(&self, c: &Cached) -> u64 {
+        match opnd(c, Field::C) {
+            Some(o) if c.inst.enc == Enc::Vop3 => self.sread(o, SrcType::Int, true),
+            _ => self.vcc(),
+        }
+    }
+
+    /// Writes a lane mask to the instruction's E operand (VOP3B) or VCC.
+    fn mask_out(&mut self, c: &Cached, mask: u64) {
+        match opnd(c, Field::E) {
+            Some(o) => self.swrite(o, mask, true),
+            None => self.set_vcc(mask),
+        }
+    }
+
+    fn valu(&mut self, c: &Cached) -> R<()> {
+        if let Some(cmp) = c.cmp {
+            return self.vcmp(c, cmp);
+        }
+        let m = mods_of(c);
+        let mode = self.mode;
+        let exec = self.exec();
+        let op = c.inst.op;
+        macro_rules! un32 {
+            ($f:expr, $float:expr) => {{
+                let a = self.src32(c, Field::A, 0, m)?;
+                let f = $f;
+                let mut r = [0u32; WAVE_SIZE];
+                for l in 0..WAVE_SIZE {
+                    r[l] = f(a[l]);
+                }
+                self.dst32(c, r, m, $float)
+            }};
+        }
+        macro_rules! bin32 {
+            ($f:expr, $float:expr) => {{
+                let a = self.src32(c, Field::A, 0, m)?;
+                let b = self.src32(c, Field::B, 1, m)?;
+                let f = $f;
+                let mut r = [0u32; WAVE_SIZE];
+                for l in 0..WAVE_SIZE {
+                    r[l] = f(a[l], b[l]);
+                }
+                self.dst32(c, r, m, $float)
+            }};
+        }
+        macro_rules! tri32 {
+            ($f:expr, $float:expr) => {{
+                let a = self.src32(c, Field::A, 0, m)?;
+                let b = self.src32(c, Field::B, 1, m)?;
+                let cc = self.src32(c, Field::C, 2, m)?;
+                let f = $f;
+                let mut r = [0u32; WAVE_SIZE];
+                for l in 0..WAVE_SIZE {
+                    r[l] = f(a[l], b[l], cc[l]);
+                }
+                self.dst32(c, r, m, $float)
+            }};
+        }
+        macro_rules! un64 {
+            ($f:expr) => {{
+                let a = self.src64(c, Field::A, 0, m)?;
+                let f = $f;
+                let mut r = [0u64; WAVE_SIZE];
+                for l in 0..WAVE_SIZE {
+                    r[l] = f(a[l]);
+                }
+                self.dst64(c, r, m, true)
+            }};
+        }
+        macro_rules! bin64 {
+            ($f:expr) => {{
+                let a = self.src64(c, Field::A, 0, m)?;
+                let b = self.src64(c, Field::B, 1, m)?;
+                let f = $f;
+                let mut r = [0u64; WAVE_SIZE];
+                for l in 0..WAVE_SIZE {
+                    r[l] = f(a[l], b[l]);
+                }
+                self.dst64(c, r, m, true)
+            }};
+        }
+        macro_rules! tri64 {
+            ($f:expr) => {{
+                let a = self.src64(c, Field::A, 0, m)?;
+                let b = self.src64(c, Field::B, 1, m)?;
+                let cc = self.src64(c, Field::C, 2, m)?;
+                let f = $f;
+                let mut r = [0u64; WAVE_SIZE];
+                for l in 0..WAVE_SIZE {
+                    r[l] = f(a[l], b[l], cc[l]);
+                }
+                self.dst64(c, r, m, true)
+            }};
+        }
+        // f64 result from a 32-bit source
+        macro_rules! widen {
+            ($f:expr) => {{
+                let a = self.src32(c, Field::A, 0, m)?;
+                let f = $f;
+                let mut r = [0u64; WAVE_SIZE];
+                for l in 0..WAVE_SIZE {
+                    r[l] = f(a[l]);
+                }
+                self.dst64(c, r, m, false)
+            }};
+        }
+        // 32-bit result from an f64 source
+        macro_rules! narrow {
+            ($f:expr, $float:expr) => {{
+                let a = self.src64(c, Field::A, 0, m)?;
+                let f = $f;
+                let mut r = [0u32; WAVE_SIZE];
+                for l in 0..WAVE_SIZE {
+                    r[l] = f(a[l]);
+                }
+                self.dst32(c, r, m, $float)
+            }};
+        }
+        let clamp = m.clamp;
+        match op {
+            Op::VNop => Ok(()),
+            Op::VMovB32 | Op::VAccvgprReadB32 | Op::VAccvgprWriteB32 | Op::VAccvgprMovB32 => {
+                un32!(|a| a, false)
+            }
+            Op::VReadfirstlaneB32 => {
+                let a = self.src32(c, Field::A, 0, m)?;
+                let v = lanes::readfirstlane(&a, exec);
+                if let Some(d) = opnd(c, Field::D) {
+                    self.swrite(d, v.into(), false);
+                }
+                Ok(())
+            }
+            Op::VReadlaneB32 => {
+                let a = self.src32(c, Field::A, 0, m)?;
+                let lane = opnd(c, Field::B).map_or(0, |o| self.sread(o, SrcType::Int, false)) as usize & 63;
+                if let Some(d) = opnd(c, Field::D) {
+                    self.swrite(d, a[lane].into(), false);
+                }
+                Ok(())
+            }
+            Op::VWritelaneB32 => {
+                let v = opnd(c, Field::A).map_or(0, |o| self.sread(o, SrcType::Int, false)) as u32;
+                let lane = opnd(c, Field::B).map_or(0, |o| self.sread(o, SrcType::Int, false)) as usize & 63;
+                if let Some(Operand::Vgpr { first, .. }) = opnd(c, Field::D) {
+                    self.v_mut(usize::from(first))?[lane] = v;
+                }
+                Ok(())
+            }
+            Op::VCndmaskB32 => {
+                let sel = self.mask_in(c);
+                let a = self.src32(c, Field::A, 0, m)?;
+                let b = self.src32(c, Field::B, 1, m)?;
+                let mut r = [0u32; WAVE_SIZE];
+                for l in 0..WAVE_SIZE {
+                    r[l] = if (sel >> l) & 1 != 0 { b[l] } else { a[l] };
+                }
+                self.dst32(c, r, m, false)
+            }
+            // f32 arithmetic
+            Op::VAddF32 => bin32!(|a, b| fp::add_f32(a, b, mode), true),
+            Op::VSubF32 => bin32!(|a, b| fp::add_f32(a, b ^ 0x8000_0000, mode), true),
+            Op::VSubrevF32 => bin32!(|a: u32, b| fp::add_f32(b, a ^ 0x8000_0000, mode), true),
+            Op::VMulF32 => bin32!(|a, b| fp::mul_f32(a, b, mode), true),
+            Op::VMulLegacyF32 => bin32!(
+                |a: u32, b: u32| if a & 0x7fff_ffff == 0 || b & 0x7fff_ffff == 0 { 0 } else { fp::mul_f32(a, b, mode) },
+                true
+            ),
+            Op::VMinF32 => bin32!(|a, b| fp::min_f32(a, b, mode), true),
+            Op::VMaxF32 => bin32!(|a, b| fp::max_f32(a, b, mode), true),
+            Op::VFmaF32 => tri32!(|a, b, d| fp::fma_f32(a, b, d, mode), true),
+            Op::VMadF32 | Op::VMadLegacyF32 => tri32!(|a, b, d| fp::mad_f32(a, b, d, mode), true),
+            Op::VFmacF32 | Op::VMacF32 => {
+                let d = match opnd(c, Field::D) {
+                    Some(o) => self.vread32(o, SrcType::F32)?,
+                    None => [0; WAVE_SIZE],
+                };
+                let a = self.src32(c, Field::A, 0, m)?;
+                let b = self.src32(c, Field::B, 1, m)?;
+                let mut r = [0u32; WAVE_SIZE];
+                for l in 0..WAVE_SIZE {
+                    r[l] = if op == Op::VFmacF32 {
+                        fp::fma_f32(a[l], b[l], d[l], mode)
+                    } else {
+                        fp::mad_f32(a[l], b[l], d[l], mode)
+                    };
+                }
+                self.dst32(c, r, m, true)
+            }
+            Op::VMin3F32 => tri32!(|a, b, d| fp::min_f32(fp::min_f32(a, b, mode), d, mode), true),
+            Op::VMax3F32 => tri32!(|a, b, d| fp::max_f32(fp::max_f32(a, b, mode), d, mode), true),
+            Op::VMed3F32 => tri32!(|a, b, d| fp::med3_f32(a, b, d, mode), true),
+            Op::VLdexpF32 => bin32!(|a, b| fp::ldexp_f32(a, b, mode), true),
+            Op::VRcpF32 | Op::VRcpIflagF32 => un32!(|a| fp::rcp_f32(a, mode), true),
+            Op::VRsqF32 => un32!(|a| fp::rsq_f32(a, mode), true),
+            Op::VSqrtF32 => un32!(|a| fp::sqrt_f32(a, mode), true),
+            Op::VExpF32 => un32!(|a| fp::exp_f32(a, mode), true),
+            Op::VLogF32 => un32!(|a| fp::log_f32(a, mode), true),
+            Op::VSinF32 => un32!(|a| fp::sin_f32(a, mode), true),
+            Op::VCosF32 => un32!(|a| fp::cos_f32(a, mode), true),
+            Op::VFractF32 => un32!(|a| fp::fract_f32(a, mode), true),
+            Op::VTruncF32 => un32!(|a| f32::from_bits(a).trunc().to_bits(), true),
+            Op::VCeilF32 => un32!(|a| f32::from_bits(a).ceil().to_bits(), true),
+            Op::VFloorF32 => un32!(|a| f32::from_bits(a).floor().to_bits(), true),
+            Op::VRndneF32 => un32!(fp::rndne_f32, true),
+            Op::VFrexpMantF32 => un32!(fp::frexp_mant_f32, true),
+            Op::VFrexpExpI32F32 => un32!(fp::frexp_exp_f32, false),
+            Op::VDivScaleF32 => {
+                let a = self.src32(c, Field::A, 0, m)?;
+                let b = self.src32(c, Field::B, 1, m)?;
+                let d = self.src32(c, Field::C, 2, m)?;
+                let mut r = [0u32; WAVE_SIZE];
+                let mut vcc = 0u64;
+                for l in 0..WAVE_SIZE {
+                    let (v, flag) = fp::div_scale_f32(a[l], b[l], d[l]);
+                    r[l] = v;
+                    vcc |= u64::from(flag) << l;
+                }
+                self.mask_out(c, vcc & exec);
+                self.dst32(c, r, m, true)
+            }
+            Op::VDivFmasF32 => {
+                let vcc = self.vcc();
+                let a = self.src32(c, Field::A, 0, m)?;
+                let b = self.src32(c, Field::B, 1, m)?;
+                let d = self.src32(c, Field::C, 2, m)?;
+                let mut r = [0u32; WAVE_SIZE];
+                for l in 0..WAVE_SIZE {
+                    r[l] = fp::div_fmas_f32(a[l], b[l], d[l], (vcc >> l) & 1 != 0, mode);
+                }
+                self.dst32(c, r, m, true)
+            }
+            Op::VDivFixupF32 => tri32!(fp::div_fixup_f32, true),
+            // f64 arithmetic
+            Op::VAddF64 => bin64!(|a, b| fp::add_f64(a, b, mode)),
+            Op::VMulF64 => bin64!(|a, b| fp::mul_f64(a, b, mode)),
+            Op::VMinF64 => bin64!(|a, b| fp::min_f64(a, b, mode)),
+            Op::VMaxF64 => bin64!(|a, b| fp::max_f64(a, b, mode)),
+            Op::VFmaF64 => tri64!(|a, b, d| fp::fma_f64(a, b, d, mode)),
+            Op::VFmacF64 => {
+                let d = match opnd(c, Field::D) {
+                    Some(o) => self.vread64(o, SrcType::F64)?,
+                    None => [0; WAVE_SIZE],
+                };
+                let a = self.src64(c, Field::A, 0, m)?;
+                let b = self.src64(c, Field::B, 1, m)?;
+                let mut r = [0u64; WAVE_SIZE];
+                for l in 0..WAVE_SIZE {
+                    r[l] = fp::fma_f64(a[l], b[l], d[l], mode);
+                }
+                self.dst64(c, r, m, true)
+            }
+            Op::VLdexpF64 => {
+                let a = self.src64(c, Field::A, 0, m)?;
+                let b = self.src32(c, Field::B, 1, Mods::default())?;
+                let mut r = [0u64; WAVE_SIZE];
+                for l in 0..WAVE_SIZE {
+                    r[l] = fp::ldexp_f64(a[l], b[l], mode);
+                }
+                self.dst64(c, r, m, true)
+            }
+            Op::VRcpF64 => un64!(|a| fp::rcp_f64(a, mode)),
+            Op::VRsqF64 => un64!(|a| fp::rsq_f64(a, mode)),
+            Op::VSqrtF64 => un64!(|a| fp::sqrt_f64(a, mode)),
+            Op::VFractF64 => un64!(|a| fp::fract_f64(a, mode)),
+            Op::VTruncF64 => un64!(|a| f64::from_bits(a).trunc().to_bits()),
+            Op::VCeilF64 => un64!(|a| f64::from_bits(a).ceil().to_bits()),
+            Op::VFloorF64 => un64!(|a| f64::from_bits(a).floor().to_bits()),
+            Op::VRndneF64 => un64!(fp::rndne_f64),
+            Op::VFrexpMantF64 => un64!(fp::frexp_mant_f64),
+            Op::VFrexpExpI32F64 => narrow!(fp::frexp_exp_f64, false),
+            Op::VDivScaleF64 => {
+                let a = self.src64(c, Field::A, 0, m)?;
+                let b = self.src64(c, Field::B, 1, m)?;
+                let d = self.src64(c, Field::C, 2, m)?;
+                let mut r = [0u64; WAVE_SIZE];
+                let mut vcc = 0u64;
+                for l in 0..WAVE_SIZE {
+                    let (v, flag) = fp::div_scale_f64(a[l], b[l], d[l]);
+                    r[l] = v;
+                    vcc |= u64::from(flag) << l;
+                }
+                self.mask_out(c, vcc & exec);
+                self.dst64(c, r, m, true)
+            }
+            Op::VDivFmasF64 => {
+                let vcc = self.vcc();
+                let a = self.src64(c, Field::A, 0, m)?;
+                let b = self.src64(c, Field::B, 1, m)?;
+                let d = self.src64(c, Field::C, 2, m)?;
+                let mut r = [0u64; WAVE_SIZE];
+                for l in 0..WAVE_SIZE {
+                    r[l] = fp::div_fmas_f64(a[l], b[l], d[l], (vcc >> l) & 1 != 0, mode);
+                }
+                self.dst64(c, r, m, true)
+            }
+            Op::VDivFixupF64 => tri64!(fp::div_fixup_f64),
+            // conversions
+            Op::VCvtI32F32 => un32!(|a| fp::cvt_i32_f32(a, mode), false),
+            Op::VCvtU32F32 => un32!(|a| fp::cvt_u32_f32(a, mode), false),
+            Op::VCvtF32I32 => un32!(|a| fp::cvt_f32_i32(a, mode), true),
+            Op::VCvtF32U32 => un32!(|a| fp::cvt_f32_u32(a, mode), true),
+            Op::VCvtRpiI32F32 => un32!(|a| (f32::from_bits(a) + 0.5).floor() as i32 as u32, false),
+            Op::VCvtFlrI32F32 => un32!(|a| f32::from_bits(a).floor() as i32 as u32, false),
+            Op::VCvtF32Ubyte0 => un32!(|a| fp::cvt_f32_ubyte(a, 0), false),
+            Op::VCvtF32Ubyte1 => un32!(|a| fp::cvt_f32_ubyte(a, 1), false),
+            Op::VCvtF32Ubyte2 => un32!(|a| fp::cvt_f32_ubyte(a, 2), false),
+            Op::VCvtF32Ubyte3 => un32!(|a| fp::cvt_f32_ubyte(a, 3), false),
+            Op::VCvtF16F32 => un32!(|a| fp::cvt_f16_f32(a, mode), false),
+            Op::VCvtF32F16 => un32!(|a| fp::cvt_f32_f16(a, mode), true),
+            Op::VCvtPkrtzF16F32 => bin32!(|a, b| fp::cvt_pkrtz_f16_f32(a, b, mode), false),
+            Op::VCvtF64F32 => widen!(|a| fp::cvt_f64_f32(a, mode)),
+            Op::VCvtF64I32 => widen!(fp::cvt_f64_i32),
+            Op::VCvtF64U32 => widen!(fp::cvt_f64_u32),
+            Op::VCvtF32F64 => narrow!(|a| fp::cvt_f32_f64(a, mode), true),
+            Op::VCvtI32F64 => narrow!(fp::cvt_i32_f64, false),
+            Op::VCvtU32F64 => narrow!(fp::cvt_u32_f64, false),
+            // f16 arithmetic (low halves; the high half of the destination is zeroed)
+            Op::VAddF16 => bin32!(|a, b| fp::f16_binop(a, b, mode, |x, y| x + y), false),
+            Op::VSubF16 => bin32!(|a, b| fp::f16_binop(a, b, mode, |x, y| x - y), false),
+            Op::VSubrevF16 => bin32!(|a, b| fp::f16_binop(a, b, mode, |x, y| y - x), false),
+            Op::VMulF16 => bin32!(|a, b| fp::f16_binop(a, b, mode, |x, y| x * y), false),
+            // integer
+            Op::VAddU32 => bin32!(|a, b| if clamp { int::add_u32_clamped(a, b) } else { a.wrapping_add(b) }, false),
+            Op::VSubU32 => bin32!(|a, b| if clamp { int::sub_u32_clamped(a, b) } else { a.wrapping_sub(b) }, false),
+            Op::VSubrevU32 => bin32!(|a: u32, b: u32| if clamp { int::sub_u32_clamped(b, a) } else { b.wrapping_sub(a) }, false),
+            Op::VAddI32 => bin32!(|a: u32, b: u32| if clamp { (a as i32).saturating_add(b as i32) as u32 } else { a.wrapping_add(b) }, false),
+            Op::VSubI32 => bin32!(|a: u32, b: u32| if clamp { (a as i32).saturating_sub(b as i32) as u32 } else { a.wrapping_sub(b) }, false),
+            Op::VAddCoU32 | Op::VSubCoU32 | Op::VSubrevCoU32 => {
+                let a = self.src32(c, Field::A, 0, m)?;
+                let b = self.src32(c, Field::B, 1, m)?;
+                let mut r = [0u32; WAVE_SIZE];
+                let mut carry = 0u64;
+                for l in 0..WAVE_SIZE {
+                    let (v, cy) = match op {
+                        Op::VAddCoU32 => int::add_co(a[l], b[l]),
+                        Op::VSubCoU32 => int::sub_co(a[l], b[l]),
+                        _ => int::sub_co(b[l], a[l]),
+                    };
+                    r[l] = if clamp {
+                        if cy { if op == Op::VAddCoU32 { u32::MAX } else { 0 } } else { v }
+                    } else {
+                        v
+                    };
+                    carry |= u64::from(cy) << l;
+                }
+                self.mask_out(c, carry & exec);
+                self.dst32(c, r, m, false)
+            }
+            Op::VAddcCoU32 | Op::VSubbCoU32 | Op::VSubbrevCoU32 => {
+                let cin = self.mask_in(c);
+                let a = self.src32(c, Field::A, 0, m)?;
+                let b = self.src32(c, Field::B, 1, m)?;
+                let mut r = [0u32; WAVE_SIZE];
+                let mut carry = 0u64;
+                for l in 0..WAVE_SIZE {
+                    let ci = (cin >> l) & 1 != 0;
+                    let (v, cy) = match op {
+                        Op::VAddcCoU32 => int::addc(a[l], b[l], ci),
+                        Op::VSubbCoU32 => int::subb(a[l], b[l], ci),
+                        _ => int::subb(b[l], a[l], ci),
+                    };
+                    r[l] = v;
+                    carry |= u64::from(cy) << l;
+                }
+                self.mask_out(c, carry & exec);
+                self.dst32(c, r, m, false)
+            }
+            Op::VMulLoU32 => bin32!(|a: u32, b| a.wrapping_mul(b), false),
+            Op::VMulHiU32 => bin32!(int::mul_hi_u32, false),
+            Op::VMulHiI32 => bin32!(int::mul_hi_i32, false),
+            Op::VMulU32U24 => bin32!(int::mul_u32_u24, false),
+            Op::VMulHiU32U24 => bin32!(int::mul_hi_u32_u24, false),
+            Op::VMulI32I24 => bin32!(int::mul_i32_i24, false),
+            Op::VMulHiI32I24 => bin32!(int::mul_hi_i32_i24, false),
+            Op::VMadU32U24 => tri32!(|a, b, d: u32| int::mul_u32_u24(a, b).wrapping_add(d), false),
+            Op::VMadI32I24 => tri32!(|a, b, d: u32| int::mul_i32_i24(a, b).wrapping_add(d), false),
+            Op::VMadU64U32 | Op::VMadI64I32 => {
+                let a = self.src32(c, Field::A, 0, Mods::default())?;
+                let b = self.src32(c, Field::B, 1, Mods::default())?;
+                let d = match opnd(c, Field::C) {
+                    Some(o) => self.vread64(o, SrcType::Int)?,
+                    None => [0; WAVE_SIZE],
+                };
+                let mut r = [0u64; WAVE_SIZE];
+                let mut carry = 0u64;
+                for l in 0..WAVE_SIZE {
+                    let (v, cy) = if op == Op::VMadU64U32 {
+                        int::mad_u64_u32(a[l], b[l], d[l])
+                    } else {
+                        int::mad_i64_i32(a[l], b[l], d[l])
+                    };
+                    r[l] = v;
+                    carry |= u64::from(cy) << l;
+                }
+                self.mask_out(c, carry & exec);
+                self.dst64(c, r, Mods::default(), false)
+            }
+            Op::VMinI32 => bin32!(|a: u32, b: u32| (a as i32).min(b as i32) as u32, false),
+            Op::VMaxI32 => bin32!(|a: u32, b: u32| (a as i32).max(b as i32) as u32, false),
+            Op::VMinU32 => bin32!(|a: u32, b: u32| a.min(b), false),
+            Op::VMaxU32 => bin32!(|a: u32, b: u32| a.max(b), false),
+            Op::VMin3I32 => tri32!(|a: u32, b: u32, d: u32| (a as i32).min(b as i32).min(d as i32) as u32, false),
+            Op::VMax3I32 => tri32!(|a: u32, b: u32, d: u32| (a as i32).max(b as i32).max(d as i32) as u32, false),
+            Op::VMin3U32 => tri32!(|a: u32, b: u32, d: u32| a.min(b).min(d), false),
+            Op::VMax3U32 => tri32!(|a: u32, b: u32, d: u32| a.max(b).max(d), false),
+            Op::VMed3I32 => tri32!(int::med3_i32, false),
+            Op::VMed3U32 => tri32!(int::med3_u32, false),
+            Op::VLshrrevB32 => bin32!(|a, b| int::lshr32(b, a), false),
+            Op::VAshrrevI32 => bin32!(|a, b| int::ashr32(b, a), false),
+            Op::VLshlrevB32 => bin32!(|a, b| int::shl32(b, a), false),
+            Op::VLshlrevB64 | Op::VLshrrevB64 | Op::VAshrrevI64 => {
+                let a = self.src32(c, Field::A, 0, Mods::default())?;
+                let b = self.src64(c, Field::B, 1, Mods::default())?;
+                let mut r = [0u64; WAVE_SIZE];
+                for l in 0..WAVE_SIZE {
+                    r[l] = match op {
+                        Op::VLshlrevB64 => int::shl64(b[l], a[l]),
+                        Op::VLshrrevB64 => int::lshr64(b[l], a[l]),
+                        _ => int::ashr64(b[l], a[l]),
+                    };
+                }
+                self.dst64(c, r, Mods::default(), false)
+            }
+            Op::VAndB32 => bin32!(|a, b| a & b, false),
+            Op::VOrB32 => bin32!(|a, b| a | b, false),
+            Op::VXorB32 => bin32!(|a, b| a ^ b, false),
+            Op::VXnorB32 => bin32!(|a: u32, b: u32| !(a ^ b), false),
+            Op::VNotB32 => un32!(|a: u32| !a, false),
+            Op::VBfrevB32 => un32!(int::brev32, false),
+            Op::VFfbhU32 => un32!(int::ffbh_u32, false),
+            Op::VFfblB32 => un32!(int::ffbl, false),
+            Op::VFfbhI32 => un32!(int::ffbh_i32, false),
+            Op::VBfeU32 => tri32!(int::bfe_u32, false),
+            Op::VBfeI32 => tri32!(int::bfe_i32, false),
+            Op::VBfiB32 => tri32!(int::bfi, false),
+            Op::VBfmB32 => bin32!(int::bfm, false),
+            Op::VAlignbitB32 => tri32!(int::alignbit, false),
+            Op::VAlignbyteB32 => tri32!(int::alignbyte, false),
+            Op::VPermB32 => tri32!(int::perm, false),
+            Op::VSadU8 => tri32!(int::sad_u8, false),
+            Op::VSadU32 => tri32!(int::sad_u32, false),
+            Op::VLshlAddU32 => tri32!(|a, b, d: u32| int::shl32(a, b).wrapping_add(d), false),
+            Op::VAddLshlU32 => tri32!(|a: u32, b, d| int::shl32(a.wrapping_add(b), d), false),
+            Op::VAdd3U32 => tri32!(|a: u32, b, d| a.wrapping_add(b).wrapping_add(d), false),
+            Op::VLshlOrB32 => tri32!(|a, b, d| int::shl32(a, b) | d, false),
+            Op::VAndOrB32 => tri32!(|a, b, d| (a & b) | d, false),
+            Op::VOr3B32 => tri32!(|a, b, d| a | b | d, false),
+            Op::VXadU32 => tri32!(|a: u32, b: u32, d: u32| (a ^ b).wrapping_add(d), false),
+            Op::VBcntU32B32 => bin32!(|a: u32, b: u32| a.count_ones().wrapping_add(b), false),
+            Op::VMbcntLoU32B32 | Op::VMbcntHiU32B32 => {
+                let a = self.src32(c, Field::A, 0, m)?;
+                let b = self.src32(c, Field::B, 1, m)?;
+                let mut r = [0u32; WAVE_SIZE];
+                for l in 0..WAVE_SIZE {
+                    r[l] = if op == Op::VMbcntLoU32B32 {
+                        int::mbcnt_lo(a[l], b[l], l)
+                    } else {
+                        int::mbcnt_hi(a[l], b[l], l)
+                    };
+                }
+                self.dst32(c, r, m, false)
+            }
+            Op::VPkMovB32 => {
+                // gfx90a: d.lo = src0[op_sel[0]], d.hi = src1[op_sel[1]] (dwords of 64-bit pairs)
+                let w0 = c.inst.words[0];
+                let a = self.src64(c, Field::A, 0, Mods::default())?;
+                let b = self.src64(c, Field::B, 1, Mods::default())?;
+                let (sa, sb) = ((w0 >> 11) & 1, (w0 >> 12) & 1);
+                let mut r = [0u64; WAVE_SIZE];
+                for l in 0..WAVE_SIZE {
+                    let lo = (a[l] >> (32 * sa)) & 0xffff_ffff;
+                    let hi = (b[l] >> (32 * sb)) & 0xffff_ffff;
+                    r[l] = lo | (hi << 32);
+                }
+                self.dst64(c, r, Mods::default(), false)
+            }
+            Op::VMfmaF3232x32x1f32
+            | Op::VMfmaF3232x32x2f32
+            | Op::VMfmaF3216x16x1f32
+            | Op::VMfmaF3216x16x4f32
+            | Op::VMfmaF324x4x1f32 => self.mfma(c, op),
+            _ => Err(illegal(self.pc, c)),
+        }
+    }
+
+    fn vcmp(&mut self, c: &Cached, cmp: super::cache::Cmp) -> R<()> {
+        let m = mods_of(c);
+        let exec = self.exec();
+        let mut result = 0u64;
+        let cond = cmp.cond;
+        let fcmp = |x: f64, y: f64| -> Option<bool> {
+            let unord = x.is_nan() || y.is_nan();
+            Some(match cond {
+                "f" => false,
+                "lt" => x < y,
+                "eq" => x == y,
+                "le" => x <= y,
+                "gt" => x > y,
+                "lg" => x < y || x > y,
+                "ge" => x >= y,
+                "o" => !unord,
+                "u" => unord,
+                "nge" => !(x >= y),
+                "nlg" => !(x < y || x > y),
+                "ngt" => !(x > y),
+                "nle" => !(x <= y),
+                "neq" => x != y,
+                "nlt" => !(x < y),
+                "tru" => true,
+                _ => return None,
+            })
+        };
+        let icmp = |o: std::cmp::Ordering| -> Option<bool> {
+            use std::cmp::Ordering::*;
+            Some(match cond {
+                "f" => false,
+                "lt" => o == Less,
+                "eq" => o == Equal,
+                "le" => o != Greater,
+                "gt" => o == Greater,
+                "ne" => o != Equal,
+                "ge" => o != Less,
+                "t" => true,
+                _ => return None,
+            })
+        };
+        let bad = || illegal(self.pc, c);
+        match cmp.ty {
+            CmpType::F64 | CmpType::I64 | CmpType::U64 => {
+                let a = self.src64(c, Field::A, 0, m)?;
+                if cond == "class" {
+                    let b = self.src32(c, Field::B, 1, Mods::default())?;
+                    for l in 0..WAVE_SIZE {
+                        result |= u64::from(fp::class_f64(a[l], b[l])) << l;
+                    }
+                } else {
+                    let b = self.src64(c, Field::B, 1, m)?;
+                    for l in 0..WAVE_SIZE {
+                        let r = match cmp.ty {
+                            CmpType::F64 => fcmp(f64::from_bits(a[l]), f64::from_bits(b[l])),
+                            CmpType::I64 => icmp((a[l] as i64).cmp(&(b[l] as i64))),
+                            _ => icmp(a[l].cmp(&b[l])),
+                        }
+                        .ok_or_else(bad)?;
+                        result |= u64::from(r) << l;
+                    }
+                }
+            }
+            _ => {
+                let a = self.src32(c, Field::A, 0, m)?;
+                let b = self.src32(c, Field::B, 1, if cond == "class" { Mods::default() } else { m })?;
+                for l in 0..WAVE_SIZE {
+                    let (x, y) = (a[l], b[l]);
+                    let r = if cond == "class" {
+                        match cmp.ty {
+                            CmpType::F32 => fp::class_f32(x, y),
+                            CmpType::F16 => {
+                                fp::class_f32(fp::f16_to_f32(x as u16).to_bits(), y)
+                            }
+                            _ => return Err(bad()),
+                        }
+                    } else {
+                        match cmp.ty {
+                            CmpType::F32 => fcmp(f64::from(f32::from_bits(x)), f64::from(f32::from_bits(y))),
+                            CmpType::F16 => fcmp(
+                                f64::from(fp::f16_to_f32(x as u16)),
+                                f64::from(fp::f16_to_f32(y as u16)),
+                            ),
+                            CmpType::I32 => icmp((x as i32).cmp(&(y as i32))),
+                            CmpType::U32 => icmp(x.cmp(&y)),
+                            CmpType::I16 => icmp((x as i16).cmp(&(y as i16))),
+                            _ => icmp((x as u16).cmp(&(y as u16))),
+                        }
+                        .ok_or_else(bad)?
+                    };
+                    result |= u64::from(r) << l;
+                }
+            }
+        }
+        let result = result & exec;
+        // e32 writes VCC; e64 writes its SDST (the D operand)
+        match (c.inst.enc, opnd(c, Field::D)) {
+            (Enc::Vop3, Some(d)) => self.swrite(d, result, true),
+            _ => self.set_vcc(result),
+        }
+        if cmp.writes_exec {
+            self.set_exec(result);
+        }
+        Ok(())
+    }
+
+    fn mfma(&mut self, c: &Cached, op: Op) -> R<()> {
+        let shape = match op {
+            Op::VMfmaF3232x32x1f32 => MfmaF32::M32N32K1,
+            Op::VMfmaF3232x32x2f32 => MfmaF32::M32N32K2,
+            Op::VMfmaF3216x16x1f32 => MfmaF32::M16N16K1,
+            Op::VMfmaF3216x16x4f32 => MfmaF32::M16N16K4,
+            _ => MfmaF32::M4N4K1,
+        };
+        let [w0, w1] = c.inst.words;
+        // cbsz/abid/blgp broadcast controls are not modelled
+        if (w0 >> 8) & 0x3f != 0 || (w1 >> 29) != 0 {
+            return Err(illegal(self.pc, c));
+        }
+        let a = self.src32(c, Field::A, 0, Mods::default())?;
+        let b = self.src32(c, Field::B, 1, Mods::default())?;
+        let regs = shape.result_registers();
+        let acc_cd = (w0 >> 15) & 1 != 0 || self.target == crate::Target::Gfx908;
+        let src2 = ((w1 >> 18) & 0x1ff) as usize;
+        let vdst = (w0 & 0xff) as usize;
+        let mut cin = Vec::with_capacity(regs);
+        for i in 0..regs {
+            cin.push(if src2 >= 256 {
+                if acc_cd {
+                    *self.a(src2 - 256 + i)?
+                } else {
+                    *self.v(src2 - 256 + i)?
+                }
+            } else {
+                // an inline constant or SGPR broadcast as C
+                [self.sread(opnd(c, Field::C).unwrap_or(Operand::IntConst(0)), SrcType::F32, false) as u32; WAVE_SIZE]
+            });
+        }
+        let d = shape.compute(&a, &b, &cin);
+        for (i, r) in d.iter().enumerate() {
+            // MFMA ignores EXEC (all lanes take part)
+            if acc_cd {
+                *self.a_mut(vdst + i)? = *r;
+            } else {
+                *self.v_mut(vdst + i)? = *r;
+            }
+        }
+        Ok(())
+    }
+}
+
+// ------------------------------------------------------------ vector memory
+
+/// Fields of a buffer resource descriptor (V#).
+#[derive(Clone, Copy, Debug)]
+struct BufferResource {
+    base: u64,
+    stride: u64,
+    swizzle: bool,
+    num_records: u64,
+    index_stride: u64,
+    add_tid: bool,
+}
+
+impl BufferResource {
+    fn from_dwords(d: [u32; 4]) -> Self {
+        BufferResource {
+            base: u64::from(d[0]) | (u64::from(d[1] & 0xffff) << 32),
+            stride: u64::from((d[1] >> 16) & 0x3fff),
+            swizzle: (d[1] >> 31) & 1 != 0,
+            num_records: u64::from(d[2]),
+            index_stride: 8 << ((d[3] >> 21) & 3),
+            add_tid: (d[3] >> 23) & 1 != 0,
+        }
+    }
+}
+
+impl Wave {
+    /// Byte addresses of a MUBUF access per lane, and the lanes in range.
+    fn buffer_addresses(&self, c: &Cached) -> R<([u64; WAVE_SIZE], u64)> {
+        let [w0, w1] = c.inst.words;
+        let offset12 = u64::from(w0 & 0xfff);
+        let offen = (w0 >> 12) & 1 != 0;
+        let idxen = (w0 >> 13) & 1 != 0;
+        let vaddr = (w1 & 0xff) as usize;
+        let srsrc = (((w1 >> 16) & 0x1f) << 2) as usize;
+        let soffset_field = w1 >> 24;
+        let soffset = self.sread(
+            scalar_operand_at(soffset_field),
+            SrcType::Int,
+            false,
+        );
+        let rsrc = BufferResource::from_dwords([
+            self.sgpr[srsrc],
+            self.sgpr[srsrc + 1],
+            self.sgpr[srsrc + 2],
+            self.sgpr[srsrc + 3],
+        ]);
+        let mut vidx = [0u32; WAVE_SIZE];
+        let mut voff = [0u32; WAVE_SIZE];
+        match (idxen, offen) {
+            (true, true) => {
+                vidx = *self.v(vaddr)?;
+                voff = *self.v(vaddr + 1)?;
+            }
+            (true, false) => vidx = *self.v(vaddr)?,
+            (false, true) => voff = *self.v(vaddr)?,
+            (false, false) => {}
+        }
+        let exec = self.exec();
+        let mut addrs = [0u64; WAVE_SIZE];
+        let mut in_range = 0u64;
+        for l in 0..WAVE_SIZE {
+            let index = u64::from(vidx[l]) + if rsrc.add_tid { l as u64 } else { 0 };
+            let offset = u64::from(voff[l]) + offset12;
+            let (addr, ok) = if rsrc.swizzle {
+                let es = 4u64;
+                let is = rsrc.index_stride;
+                let (imsb, ilsb) = (index / is, index % is);
+                let (omsb, olsb) = (offset / es, offset % es);
+                let a = rsrc.base + soffset + (imsb * rsrc.stride + omsb * es) * is + ilsb * es + olsb;
+                (a, rsrc.stride == 0 || index < rsrc.num_records)
+            } else if rsrc.stride == 0 {
+                (rsrc.base + soffset + offset, offset < rsrc.num_records)
+            } else {
+                (rsrc.base + soffset + index * rsrc.stride + offset, index < rsrc.num_records)
+            };
+            addrs[l] = addr;
+            if ok && (exec >> l) & 1 != 0 {
+                in_range |= 1 << l;
+            }
+        }
+        Ok((addrs, in_range))
+    }
+
+    fn mubuf<E: WaveEnv + ?Sized>(&mut self, c: &Cached, env: &mut E) -> R<()> {
+        let [w0, w1] = c.inst.words;
+        if (w0 >> 16) & 1 != 0 {
+            // lds bit: loads into LDS are not modelled
+            return Err(illegal(self.pc, c));
+        }
+        let vdata = ((w1 >> 8) & 0xff) as usize;
+        let glc = (w0 >> 14) & 1 != 0;
+        let (addrs, mask) = self.buffer_addresses(c)?;
+        let acc = self.target == crate::Target::Gfx90a && (w1 >> 23) & 1 != 0;
+        self.vmem(c, env, &addrs, mask, vdata, glc, acc)
+    }
+
+    fn flat<E: WaveEnv + ?Sized>(&mut self, c: &Cached, env: &mut E) -> R<()> {
+        let [w0, w1] = c.inst.words;
+        let vaddr = (w1 & 0xff) as usize;
+        let vdata = ((w1 >> 8) & 0xff) as usize;
+        let saddr = ((w1 >> 16) & 0x7f) as usize;
+        let vdst = (w1 >> 24) as usize;
+        let glc = (w0 >> 16) & 1 != 0;
+        let offset: i64 = if c.inst.enc == Enc::Flat {
+            i64::from(w0 & 0xfff)
+        } else {
+            i64::from(((w0 & 0x1fff) << 19) as i32 >> 19)
+        };
+        let mut addrs = [0u64; WAVE_SIZE];
+        let lo = self.v(vaddr)?;
+        if saddr != 0x7f && c.inst.enc == Enc::Global {
+            let base = self.sgpr64(saddr);
+            for l in 0..WAVE_SIZE {
+                addrs[l] = base.wrapping_add(u64::from(lo[l])).wrapping_add_signed(offset);
+            }
+        } else {
+            let hi = self.v(vaddr + 1)?;
+            for l in 0..WAVE_SIZE {
+                addrs[l] = (u64::from(lo[l]) | (u64::from(hi[l]) << 32)).wrapping_add_signed(offset);
+            }
+        }
+        let exec = self.exec();
+        // loads write VDST; stores and atomics read DATA
+        let data_reg = match c.mem {
+            MemKind::Load { .. } => vdst,
+            _ => vdata,
+        };
+        let acc = self.target == crate::Target::Gfx90a && (w1 >> 23) & 1 != 0;
+        if let MemKind::Atomic { .. } = c.mem {
+            return self.vatomic(c, env, &addrs, exec, vdata, vdst, glc, acc);
+        }
+        self.vmem(c, env, &addrs, exec, data_reg, glc, acc)
+    }
+
+    /// Loads and stores of MUBUF/FLAT/GLOBAL: `reg` is the data (store) or destination (load)
+    /// VGPR.
+    #[allow(clippy::too_many_arguments)]
+    fn vmem<E: WaveEnv + ?Sized>(
+        &mut self,
+        c: &Cached,
+        env: &mut E,
+        addrs: &[u64; WAVE_SIZE],
+        mask: u64,
+        reg: usize,
+        glc: bool,
+        acc: bool,
+    ) -> R<()> {
+        match c.mem {
+            MemKind::Load { bytes, signed } => {
+                let dwords = bytes.div_ceil(4) as usize;
+                let mut out = [[0u32; WAVE_SIZE]; 4];
+                env.load(addrs, mask, bytes, &mut out[..dwords])?;
+                if signed {
+                    for v in out[0].iter_mut() {
+                        *v = if bytes == 1 { *v as u8 as i8 as i32 as u32 } else { *v as u16 as i16 as i32 as u32 };
+                    }
+                }
+                // lanes out of buffer range read 0
+                let exec = self.exec();
+                for (i, d) in out[..dwords].iter().enumerate() {
+                    let dst = self.data_reg_mut(acc, reg + i)?;
+                    for l in 0..WAVE_SIZE {
+                        if (exec >> l) & 1 != 0 {
+                            dst[l] = if (mask >> l) & 1 != 0 { d[l] } else { 0 };
+                        }
+                    }
+                }
+                Ok(())
+            }
+            MemKind::Store { bytes } => {
+                let dwords = bytes.div_ceil(4) as usize;
+                let mut data = [[0u32; WAVE_SIZE]; 4];
+                for (i, d) in data[..dwords].iter_mut().enumerate() {
+                    *d = *self.data_reg(acc, reg + i)?;
+                }
+                env.store(addrs, mask, bytes, &data[..dwords])?;
+                Ok(())
+            }
+            MemKind::Atomic { .. } => {
+                // MUBUF atomics: VDATA holds the source and receives the return value
+                self.vatomic(c, env, addrs, mask, reg, reg, glc, acc)
+            }
+            MemKind::Other => Err(illegal(self.pc, c)),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn vatomic<E: WaveEnv + ?Sized>(
+        &mut self,
+        c: &Cached,
+        env: &mut E,
+        addrs: &[u64; WAVE_SIZE],
+        mask: u64,
+        data: usize,
+        ret: usize,
+        glc: bool,
+        acc: bool,
+    ) -> R<()> {
+        let MemKind::Atomic { op, wide } = c.mem else { return Err(illegal(self.pc, c)) };
+        let n = if wide { 2 } else { 1 };
+        let read = |w: &Wave, r: usize| -> R<[u64; WAVE_SIZE]> {
+            let mut v = [0u64; WAVE_SIZE];
+            let lo = w.data_reg(acc, r)?;
+            for l in 0..WAVE_SIZE {
+                v[l] = u64::from(lo[l]);
+            }
+            if wide {
+                let hi = w.data_reg(acc, r + 1)?;
+                for l in 0..WAVE_SIZE {
+                    v[l] |= u64::from(hi[l]) << 32;
+                }
+            }
+            Ok(v)
+        };
+        let src = read(self, data)?;
+        // cmpswap: DATA = {src, cmp}
+        let cmp = if op == AtomicOp::CmpSwap { read(self, data + n)? } else { [0u64; WAVE_SIZE] };
+        let mut old = [0u64; WAVE_SIZE];
+        env.atomic(&AtomicRequest { op, wide, exec: mask, addresses: addrs, src: &src, cmp: &cmp }, &mut old)?;
+        if glc {
+            let exec = self.exec();
+            let mut lo = [0u32; WAVE_SIZE];
+            let mut hi = [0u32; WAVE_SIZE];
+            for l in 0..WAVE_SIZE {
+                lo[l] = old[l] as u32;
+                hi[l] = (old[l] >> 32) as u32;
+            }
+            write_masked(self.data_reg_mut(acc, ret)?, &lo, exec);
+            if wide {
+                write_masked(self.data_reg_mut(acc, ret + 1)?, &hi, exec);
+            }
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------ LDS
+
+    fn ds<E: WaveEnv + ?Sized>(&mut self, c: &Cached, env: &mut E) -> R<()> {
+        let [w0, w1] = c.inst.words;
+        if (w0 >> 16) & 1 != 0 {
+            return Err(illegal(self.pc, c)); // GDS
+        }
+        if self.target == crate::Target::Gfx90a && (w0 >> 25) & 1 != 0 {
+            return Err(illegal(self.pc, c)); // AGPR data (ACC bit) not modelled for DS
+        }
+        let offset0 = w0 & 0xff;
+        let offset1 = (w0 >> 8) & 0xff;
+        let offset = w0 & 0xffff;
+        let addr_r = (w1 & 0xff) as usize;
+        let data0 = ((w1 >> 8) & 0xff) as usize;
+        let data1 = ((w1 >> 16) & 0xff) as usize;
+        let vdst = (w1 >> 24) as usize;
+        let exec = self.exec();
+        let op = c.inst.op;
+        match op {
+            Op::DsSwizzleB32 => {
+                // ds_swizzle_b32 vdst, vaddr: the data comes from ADDR
+                let a = *self.v(addr_r)?;
+                let r = lanes::swizzle(&a, offset as u16, exec);
+                return self.write_v(vdst, &r, exec);
+            }
+            Op::DsBpermuteB32 | Op::DsPermuteB32 => {
+                let a = *self.v(addr_r)?;
+                let d = *self.v(data0)?;
+                let r = if op == Op::DsBpermuteB32 {
+                    lanes::bpermute(&a, &d, offset, exec)
+                } else {
+                    lanes::permute(&a, &d, offset, exec)
+                };
+                return self.write_v(vdst, &r, exec);
+            }
+            _ => {}
+        }
+        let addr = *self.v(addr_r)?;
+        let lds_len = env.lds().len();
+        let check = |a: u32, n: u32| -> R<usize> {
+            let end = u64::from(a) + u64::from(n);
+            if end > lds_len as u64 {
+                Err(WaveFault::LdsOutOfRange { offset: a })
+            } else {
+                Ok(a as usize)
+            }
+        };
+        let two = |name: &str| name.contains("2st64") || name.contains("read2") || name.contains("write2");
+        let name = op.mnemonic();
+        if two(name) {
+            let size: u32 = if name.ends_with("b64") { 8 } else { 4 };
+            let scale = if name.contains("st64") { size * 64 } else { size };
+            let dw = (size / 4) as usize;
+            let load = name.starts_with("ds_read2");
+            let mut out = [[0u32; WAVE_SIZE]; 4];
+            let d0 = if load { [[0u32; WAVE_SIZE]; 2] } else { [*self.v(data0)?, if dw == 2 { *self.v(data0 + 1)? } else { [0; WAVE_SIZE] }] };
+            let d1 = if load { [[0u32; WAVE_SIZE]; 2] } else { [*self.v(data1)?, if dw == 2 { *self.v(data1 + 1)? } else { [0; WAVE_SIZE] }] };
+            let lds = env.lds();
+            for l in 0..WAVE_SIZE {
+                if (exec >> l) & 1 == 0 {
+                    continue;
+                }
+                for (half, off) in [(0usize, offset0), (1, offset1)] {
+                    let a = addr[l].wrapping_add(off * scale);
+                    let base = check(a, size)?;
+                    for d in 0..dw {
+                        let p = base + 4 * d;
+                        if load {
+                            out[half * dw + d][l] = u32::from_le_bytes([lds[p], lds[p + 1], lds[p + 2], lds[p + 3]]);
+                        } else {
+                            let v = if half == 0 { d0[d][l] } else { d1[d][l] };
+                            lds[p..p + 4].copy_from_slice(&v.to_le_bytes());
+                        }
+                    }
+                }
+            }
+            if load {
+                for (i, r) in out[..2 * dw].iter().enumerate() {
+                    self.write_v(vdst + i, r, exec)?;
+                }
+            }
+            return Ok(());
+        }
+        match c.mem {
+            MemKind::Load { bytes, signed } => {
+                let dwords = bytes.div_ceil(4) as usize;
+                let mut out = [[0u32; WAVE_SIZE]; 4];
+                let lds = env.lds();
+                for l in 0..WAVE_SIZE {
+                    if (exec >> l) & 1 == 0 {
+                        continue;
+                    }
+                    let a = addr[l].wrapping_add(offset);
+                    let base = check(a, bytes)?;
+                    for i in 0..bytes as usize {
+                        out[i / 4][l] |= u32::from(lds[base + i]) << (8 * (i % 4));
+                    }
+                    if signed {
+                        let v = out[0][l];
+                        out[0][l] = if bytes == 1 { v as u8 as i8 as i32 as u32 } else { v as u16 as i16 as i32 as u32 };
+                    }
+                }
+                for (i, r) in out[..dwords].iter().enumerate() {
+                    self.write_v(vdst + i, r, exec)?;
+                }
+                Ok(())
+            }
+            MemKind::Store { bytes } => {
+                let dwords = bytes.div_ceil(4) as usize;
+                let mut data = [[0u32; WAVE_SIZE]; 4];
+                for (i, d) in data[..dwords].iter_mut().enumerate() {
+                    *d = *self.v(data0 + i)?;
+                }
+                let lds = env.lds();
+                for l in 0..WAVE_SIZE {
+                    if (exec >> l) & 1 == 0 {
+                        continue;
+                    }
+                    let a = addr[l].wrapping_add(offset);
+                    let base = check(a, bytes)?;
+                    for i in 0..bytes as usize {
+                        lds[base + i] = (data[i / 4][l] >> (8 * (i % 4))) as u8;
+                    }
+                }
+                Ok(())
+            }
+            MemKind::Atomic { op: aop, wide } => {
+                let n = if wide { 8u32 } else { 4 };
+                let src_lo = *self.v(data0)?;
+                let src_hi = if wide { *self.v(data0 + 1)? } else { [0; WAVE_SIZE] };
+                let mut old_lo = [0u32; WAVE_SIZE];
+                let mut old_hi = [0u32; WAVE_SIZE];
+                let lds = env.lds();
+                for l in 0..WAVE_SIZE {
+                    if (exec >> l) & 1 == 0 {
+                        continue;
+                    }
+                    let a = addr[l].wrapping_add(offset);
+                    let base = check(a, n)?;
+                    let mut old = 0u64;
+                    for i in 0..n as usize {
+                        old |= u64::from(lds[base + i]) << (8 * i);
+                    }
+                    let src = u64::from(src_lo[l]) | (u64::from(src_hi[l]) << 32);
+                    let new = aop.apply(old, src, 0, wide);
+                    for i in 0..n as usize {
+                        lds[base + i] = (new >> (8 * i)) as u8;
+                    }
+                    old_lo[l] = old as u32;
+                    old_hi[l] = (old >> 32) as u32;
+                }
+                if name.contains("_rtn_") {
+                    self.write_v(vdst, &old_lo, exec)?;
+                    if wide {
+                        self.write_v(vdst + 1, &old_hi, exec)?;
+                    }
+                }
+                Ok(())
+            }
+            MemKind::Other => Err(illegal(self.pc, c)),
+        }
+    }
+
+    fn write_v(&mut self, index: usize, value: &Lanes, mask: u64) -> R<()> {
+        write_masked(self.v_mut(index)?, value, mask);
+        Ok(())
+    }
+
+    /// A data register of a memory instruction: VGPR, or AGPR when the gfx90a ACC bit is set.
+    fn data_reg(&self, acc: bool, index: usize) -> R<&Lanes> {
+        if acc {
+            self.a(index)
+        } else {
+            self.v(index)
+        }
+    }
+
+    fn data_reg_mut(&mut self, acc: bool, index: usize) -> R<&mut Lanes> {
+        if acc {
+            self.a_mut(index)
+        } else {
+            self.v_mut(index)
+        }
+    }
+}
+
+/// A scalar operand from an 8-bit SOFFSET-style field (SGPRs, specials and inline integers).
+fn scalar_operand_at(v: u32) -> Operand {
+    match v {
+        0..=101 => Operand::Sgpr { first: v as u8, count: 1 },
+        102 => Operand::Special { reg: SpecialReg::FlatScratch, count: 1, hi: false },
+        103 => Operand::Special { reg: SpecialReg::FlatScratch, count: 1, hi: true },
+        106 => Operand::Special { reg: SpecialReg::Vcc, count: 1, hi: false },
+        107 => Operand::Special { reg: SpecialReg::Vcc, count: 1, hi: true },
+        108..=123 => Operand::Ttmp { first: (v - 108) as u8, count: 1 },
+        124 => Operand::Special { reg: SpecialReg::M0, count: 1, hi: false },
+        126 => Operand::Special { reg: SpecialReg::Exec, count: 1, hi: false },
+        127 => Operand::Special { reg: SpecialReg::Exec, count: 1, hi: true },
+        128..=192 => Operand::IntConst((v - 128) as i8),
+        193..=208 => Operand::IntConst(-((v - 192) as i8)),
+        _ => Operand::IntConst(0),
+    }
+}

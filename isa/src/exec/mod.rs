@@ -1,0 +1,24 @@
+//! The wave interpreter: a wave of 64 lanes executing against [`WaveEnv`], the small trait
+//! for the world outside the wave.
+//!
+//! - [`wave`]: the register state ([`Wave`]) and MODE/STATUS/TRAPSTS.
+//! - [`env`]: [`WaveEnv`] (memory by address per instruction, atomics, LDS, messages,
+//!   clocks) and [`HostEnv`], a host-memory world for tests.
+//! - [`int`], [`float`], [`lanes`], [`mfma`]: the semantics as pure functions of operands,
+//!   each following the definitions of AMD's Vega and MI200 ISA guides.
+//! - [`fault`]: why a wave stops ([`Stop`]) and its typed faults ([`WaveFault`]).
+
+pub mod cache;
+pub mod env;
+pub mod fault;
+pub mod float;
+pub mod int;
+mod interp;
+pub mod lanes;
+pub mod mfma;
+pub mod wave;
+
+pub use cache::CodeCache;
+pub use env::{AtomicOp, AtomicRequest, HostEnv, WaveEnv};
+pub use fault::{Access, MemFault, Stop, WaveFault};
+pub use wave::{Lanes, Mode, Target, Wave, WAVE_SIZE};

@@ -1,0 +1,31 @@
+//! The GFX9 instruction set (GCN5 `gfx900`/`gfx906`, CDNA `gfx908`/`gfx90a`): one table of
+//! every instruction, a decoder from bytes to typed [`Instruction`]s, and a disassembler
+//! whose text is the text `llvm-objdump-15 -d --mcpu=<gfx>` prints, byte for byte.
+//!
+//! RDNA targets (`gfx10xx`, `gfx11xx`) use other encodings and are refused by
+//! [`Target`]'s parser rather than misdecoded.
+//!
+//! ```
+//! use isa::{decode, Op, Target};
+//!
+//! let target: Target = "gfx900".parse().unwrap();
+//! // v_add_co_u32_e32 v2, vcc, s2, v0
+//! let bytes = 0x3204_0002u32.to_le_bytes();
+//! let (inst, len) = decode(&bytes, 0x1000, target).unwrap();
+//! assert_eq!(len, 4);
+//! assert_eq!(inst.op, Op::VAddCoU32);
+//! assert_eq!(inst.to_string(), "v_add_co_u32_e32 v2, vcc, s2, v0");
+//! assert!("gfx1030".parse::<Target>().is_err());
+//! ```
+#![forbid(unsafe_code)]
+
+pub mod decode;
+pub mod disasm;
+pub mod exec;
+pub mod table;
+mod target;
+
+pub use decode::{decode, DecodeError, Instruction, Operand, SpecialReg};
+pub use disasm::disasm;
+pub use table::{Enc, Op, Row, ROWS};
+pub use target::{Target, TargetError};

@@ -1,0 +1,323 @@
+//! The one instruction table: every row is one opcode of one encoding on a set of targets.
+//!
+//! The rows live in `table_rows.rs` (generated from probes of `llvm-mc-15`, see
+//! `isa/tools/`), expanded by [`isa_table!`] into the [`Op`] enum, the [`ROWS`] slice and
+//! compile-time per-target lookup arrays indexed by opcode. The decoder, the disassembler
+//! and (later) the interpreter read only this table: no opcode number or mnemonic is
+//! written anywhere else.
+
+/// The instruction encodings (formats) of GFX9.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Enc {
+    /// Scalar, two sources.
+    Sop2,
+    /// Scalar, 16-bit immediate.
+    Sopk,
+    /// Scalar, one source.
+    Sop1,
+    /// Scalar compare.
+    Sopc,
+    /// Scalar program control.
+    Sopp,
+    /// Scalar memory.
+    Smem,
+    /// Vector, two sources (32-bit encoding).
+    Vop2,
+    /// Vector, one source (32-bit encoding).
+    Vop1,
+    /// Vector compare (32-bit encoding).
+    Vopc,
+    /// Vector, 64-bit encoding (VOP3A/VOP3B, and VOP3P/MAI at opcodes 0x380 and up).
+    Vop3,
+    /// Local/global data share.
+    Ds,
+    /// Untyped buffer memory.
+    Mubuf,
+    /// Flat memory.
+    Flat,
+    /// Global memory (the FLAT encoding, segment 2).
+    Global,
+    /// Scratch memory (the FLAT encoding, segment 1).
+    Scratch,
+}
+
+impl Enc {
+    /// Number of opcodes of the encoding (size of its lookup block).
+    pub const fn opcode_space(self) -> usize {
+        match self {
+            Enc::Sop2 => 128,
+            Enc::Sopk => 32,
+            Enc::Sop1 => 256,
+            Enc::Sopc => 128,
+            Enc::Sopp => 128,
+            Enc::Smem => 256,
+            Enc::Vop2 => 64,
+            Enc::Vop1 => 256,
+            Enc::Vopc => 256,
+            Enc::Vop3 => 1024,
+            Enc::Ds => 256,
+            Enc::Mubuf => 128,
+            Enc::Flat | Enc::Global | Enc::Scratch => 128,
+        }
+    }
+
+    const fn base(self) -> usize {
+        match self {
+            Enc::Sop2 => 0,
+            Enc::Sopk => 128,
+            Enc::Sop1 => 160,
+            Enc::Sopc => 416,
+            Enc::Sopp => 544,
+            Enc::Smem => 672,
+            Enc::Vop2 => 928,
+            Enc::Vop1 => 992,
+            Enc::Vopc => 1248,
+            Enc::Vop3 => 1504,
+            Enc::Ds => 2528,
+            Enc::Mubuf => 2784,
+            Enc::Flat => 2912,
+            Enc::Global => 3040,
+            Enc::Scratch => 3168,
+        }
+    }
+
+    /// The encoding's name, as used in error messages.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Enc::Sop2 => "SOP2",
+            Enc::Sopk => "SOPK",
+            Enc::Sop1 => "SOP1",
+            Enc::Sopc => "SOPC",
+            Enc::Sopp => "SOPP",
+            Enc::Smem => "SMEM",
+            Enc::Vop2 => "VOP2",
+            Enc::Vop1 => "VOP1",
+            Enc::Vopc => "VOPC",
+            Enc::Vop3 => "VOP3",
+            Enc::Ds => "DS",
+            Enc::Mubuf => "MUBUF",
+            Enc::Flat => "FLAT",
+            Enc::Global => "GLOBAL",
+            Enc::Scratch => "SCRATCH",
+        }
+    }
+}
+
+const LOOKUP_LEN: usize = 3296;
+
+/// Which bit-field of the encoding an operand comes from. The bit positions per
+/// encoding are in the decoder (`decode.rs`), the only place that knows them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field {
+    /// Destination (SDST, VDST).
+    D,
+    /// VOP3B scalar destination (carry-out / div_scale VCC).
+    E,
+    /// First source (SSRC0, SRC0, DS ADDR, buffer/flat VADDR/ADDR).
+    A,
+    /// Second source (SSRC1, VSRC1/SRC1, DS DATA0, buffer VDATA, flat DATA).
+    B,
+    /// Third source (SRC2, DS DATA1).
+    C,
+    /// An immediate field (SIMM16, SMEM offset…).
+    K,
+    /// SMEM base, FLAT SADDR.
+    S,
+    /// Buffer resource (SRSRC).
+    R,
+    /// SMEM offset, buffer SOFFSET.
+    O,
+    /// The implicit VCC operand printed by VOP2 carry and VOPC instructions.
+    Vcc,
+}
+
+/// What register file an operand slot prints as (for fields that allow a choice, the
+/// register file of the row's own operand).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    /// Scalar (SGPR, special register, constant).
+    S,
+    /// Vector register (or, for 9-bit source fields, any source).
+    V,
+    /// Accumulation register (AGPR).
+    A,
+    /// An immediate.
+    Imm,
+    /// The `off` keyword (no SADDR / SOFFSET).
+    Off,
+}
+
+/// One printed operand of a row: its field, register file, and width in dwords.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slot {
+    /// The encoding field it is read from.
+    pub field: Field,
+    /// How it prints.
+    pub class: Class,
+    /// Register width in dwords (0 for immediates).
+    pub dwords: u8,
+}
+
+/// How llvm-mc treats one VOP3 modifier bit for a row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModRule {
+    /// The bit is a modifier of this instruction and is printed.
+    Print,
+    /// The bit is accepted and has no printed effect.
+    Ignore,
+    /// The bit must be zero (the word is invalid otherwise).
+    Reject,
+}
+
+/// The VOP3 modifier rules of a row, for bits `abs[0]`, `abs[2]`, `clamp`, `neg[0]`,
+/// `neg[2]`, `omod[0]`, `op_sel[0]`, `op_sel[3]` (VOP3P reuses the same bit positions for
+/// `neg_hi`, `neg_lo`, `op_sel_hi`; MAI for `cbsz`, `blgp`, `abid`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mods {
+    /// One rule per probed bit, in the order above.
+    pub rules: [ModRule; 8],
+    /// Whether this row is VOP3 at all (the rules mean nothing otherwise).
+    pub present: bool,
+}
+
+impl Mods {
+    /// Index of the `abs[0]` rule.
+    pub const ABS0: usize = 0;
+    /// Index of the `abs[2]` rule.
+    pub const ABS2: usize = 1;
+    /// Index of the `clamp` rule.
+    pub const CLAMP: usize = 2;
+    /// Index of the `neg[0]` rule.
+    pub const NEG0: usize = 3;
+    /// Index of the `neg[2]` rule.
+    pub const NEG2: usize = 4;
+    /// Index of the `omod` rule.
+    pub const OMOD: usize = 5;
+    /// Index of the `op_sel[0]` rule.
+    pub const OPSEL0: usize = 6;
+    /// Index of the `op_sel[3]` rule.
+    pub const OPSEL3: usize = 7;
+
+    const fn parse(s: &str) -> Mods {
+        let b = s.as_bytes();
+        let mut rules = [ModRule::Ignore; 8];
+        if b.len() != 8 {
+            return Mods { rules, present: false };
+        }
+        let mut i = 0;
+        while i < 8 {
+            rules[i] = match b[i] {
+                b'P' => ModRule::Print,
+                b'R' => ModRule::Reject,
+                _ => ModRule::Ignore,
+            };
+            i += 1;
+        }
+        Mods { rules, present: true }
+    }
+}
+
+/// Target mask bit of gfx900.
+pub const T_900: u8 = 1;
+/// Target mask bit of gfx906.
+pub const T_906: u8 = 2;
+/// Target mask bit of gfx908.
+pub const T_908: u8 = 4;
+/// Target mask bit of gfx90a.
+pub const T_90A: u8 = 8;
+
+/// One row of the table.
+#[derive(Clone, Copy, Debug)]
+pub struct Row {
+    /// The encoding.
+    pub enc: Enc,
+    /// The opcode number within the encoding.
+    pub opcode: u16,
+    /// The instruction.
+    pub op: Op,
+    /// `_e32`/`_e64` suffix printed after the mnemonic (empty if none).
+    pub suffix: &'static str,
+    /// Targets that have this row (`T_*` bits).
+    pub targets: u8,
+    /// Printed operands, in order.
+    pub slots: &'static [Slot],
+    /// VOP3 modifier rules.
+    pub mods: Mods,
+}
+
+macro_rules! isa_table {
+    (
+        ops { $($v:ident = $name:literal,)* }
+        rows { $(($enc:ident, $opc:expr, $op:ident, $suf:literal, $tg:expr,
+                  [$(($f:ident, $c:ident, $w:expr)),*], $mods:literal),)* }
+    ) => {
+        /// One variant per instruction (the same variant for the 32- and 64-bit encodings
+        /// of one VOP1/VOP2/VOPC instruction).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Op {
+            $(#[doc = $name] $v,)*
+        }
+
+        impl Op {
+            /// The mnemonic, without `_e32`/`_e64`.
+            pub const fn mnemonic(self) -> &'static str {
+                match self { $(Op::$v => $name,)* }
+            }
+        }
+
+        const ROWS_CONST: &[Row] = &[
+            $(Row {
+                enc: Enc::$enc,
+                opcode: $opc,
+                op: Op::$op,
+                suffix: $suf,
+                targets: $tg,
+                slots: &[$(Slot { field: Field::$f, class: Class::$c, dwords: $w }),*],
+                mods: Mods::parse($mods),
+            },)*
+        ];
+    };
+}
+
+
+include!("table_rows.rs");
+
+/// Every row of the table.
+pub static ROWS: &[Row] = ROWS_CONST;
+
+const NO_ROW: u16 = u16::MAX;
+
+const fn build_lookup() -> [[u16; LOOKUP_LEN]; 4] {
+    let mut t = [[NO_ROW; LOOKUP_LEN]; 4];
+    let mut i = 0;
+    while i < ROWS_CONST.len() {
+        let r = &ROWS_CONST[i];
+        let idx = r.enc.base() + r.opcode as usize;
+        let mut k = 0;
+        while k < 4 {
+            if r.targets & (1 << k) != 0 {
+                t[k][idx] = i as u16;
+            }
+            k += 1;
+        }
+        i += 1;
+    }
+    t
+}
+
+static LOOKUP: [[u16; LOOKUP_LEN]; 4] = build_lookup();
+
+/// The row of `opcode` in `enc` on `target`, if that target has it.
+#[inline]
+pub fn lookup(enc: Enc, opcode: u16, target: crate::Target) -> Option<(u16, &'static Row)> {
+    let opcode = opcode as usize;
+    if opcode >= enc.opcode_space() {
+        return None;
+    }
+    let i = LOOKUP[target.index()][enc.base() + opcode];
+    if i == NO_ROW {
+        None
+    } else {
+        Some((i, &ROWS[i as usize]))
+    }
+}

@@ -1,0 +1,67 @@
+//! Shared helpers of the differential tests: finding the LLVM 15 tools and running
+//! `llvm-mc-15 --disassemble` over many instructions in one process.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+/// The path of an LLVM 15 tool, or None (the caller then skips with a message).
+pub fn tool(name: &str) -> Option<String> {
+    let path = format!("/usr/bin/{name}");
+    if std::path::Path::new(&path).exists() {
+        return Some(path);
+    }
+    let ok = Command::new(name).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status();
+    ok.ok().filter(|s| s.success()).map(|_| name.to_string())
+}
+
+/// The marker instruction between cases: `s_sethalt 0x1234`, never generated as a case.
+pub const MARKER: u32 = 0xBF8D_1234;
+
+/// Disassemble every case (its bytes, one instruction each) with one llvm-mc run.
+/// Returns, per case, `Some(text)` when llvm printed exactly one instruction, `None`
+/// when it rejected the bytes (or printed several).
+pub fn llvm_mc_batch(mc: &str, cpu: &str, cases: &[Vec<u8>]) -> Vec<Option<String>> {
+    let mut input = String::with_capacity(cases.len() * 64);
+    for c in cases {
+        input.push('[');
+        for (i, b) in c.iter().enumerate() {
+            if i > 0 {
+                input.push(',');
+            }
+            input.push_str(&format!("0x{b:02x}"));
+        }
+        input.push_str("]\n[");
+        let m = MARKER.to_le_bytes();
+        input.push_str(&format!("0x{:02x},0x{:02x},0x{:02x},0x{:02x}]\n", m[0], m[1], m[2], m[3]));
+    }
+    let mut child = Command::new(mc)
+        .args(["--disassemble", "-arch=amdgcn", &format!("-mcpu={cpu}")])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn llvm-mc");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(input.as_bytes());
+    });
+    let out = child.wait_with_output().expect("llvm-mc output");
+    writer.join().expect("writer");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut groups: Vec<Vec<String>> = Vec::with_capacity(cases.len());
+    let mut cur = Vec::new();
+    for line in stdout.lines() {
+        let t = line.trim();
+        if t.is_empty() || t == ".text" {
+            continue;
+        }
+        if t.starts_with("s_sethalt") {
+            groups.push(std::mem::take(&mut cur));
+        } else {
+            cur.push(t.to_string());
+        }
+    }
+    assert_eq!(groups.len(), cases.len(), "llvm-mc output out of step with its input");
+    groups.into_iter().map(|g| if g.len() == 1 { g.into_iter().next() } else { None }).collect()
+}

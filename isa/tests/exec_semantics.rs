@@ -1,0 +1,557 @@
+//! Per-family semantic tests: each program is assembled by llvm-mc-15, run on one wave, and
+//! the registers compared with the values the Vega / MI200 ISA guides define.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use isa::exec::fault::WaveFault;
+use isa::exec::wave::{hwreg, sreg, HwRegField};
+use isa::exec::{CodeCache, HostEnv, Mode, Stop, Wave};
+use isa::Target;
+
+const BASE: u64 = 0x1000;
+
+/// Assembles `src` (one instruction per line) with llvm-mc-15 for `mcpu`.
+fn asm(src: &str, mcpu: &str) -> Vec<u8> {
+    let mut child = Command::new("llvm-mc-15")
+        .args(["-arch=amdgcn", &format!("-mcpu={mcpu}"), "-show-encoding"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("llvm-mc-15 must be installed");
+    child.stdin.take().unwrap().write_all(src.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "llvm-mc-15: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut bytes = Vec::new();
+    for line in text.lines() {
+        if let Some(enc) = line.split("encoding: [").nth(1) {
+            for b in enc.trim_end_matches(']').split(',') {
+                bytes.push(u8::from_str_radix(b.trim().trim_start_matches("0x"), 16).unwrap());
+            }
+        }
+    }
+    bytes
+}
+
+struct Run {
+    wave: Wave,
+    env: HostEnv,
+    cache: CodeCache,
+}
+
+impl Run {
+    fn new(src: &str, target: Target) -> Run {
+        let mcpu = target.name();
+        let code = asm(&format!("{src}\ns_endpgm\n"), mcpu);
+        let mut wave = Wave::new(target, 32, 16);
+        wave.pc = BASE;
+        // the common default of compute dispatches: IEEE on, DX10 clamp on, f64/f16 denormals
+        // on, f32 denormals flushed
+        wave.mode = Mode((3 << 6) | (1 << 8) | (1 << 9));
+        Run { wave, env: HostEnv::new(1024), cache: CodeCache::new(target, BASE, &code) }
+    }
+
+    fn gfx9(src: &str) -> Run {
+        Run::new(src, Target::Gfx900)
+    }
+
+    fn go(&mut self) -> Stop {
+        self.wave.run(&self.cache, &mut self.env, 10_000)
+    }
+
+    fn ok(mut self) -> Run {
+        assert_eq!(self.go(), Stop::EndOfProgram);
+        self
+    }
+
+    fn v(&self, r: usize) -> [u32; 64] {
+        self.wave.vgpr[r]
+    }
+}
+
+fn lanes_of(f: impl Fn(usize) -> u32) -> [u32; 64] {
+    let mut a = [0u32; 64];
+    for (l, x) in a.iter_mut().enumerate() {
+        *x = f(l);
+    }
+    a
+}
+
+// ------------------------------------------------------------------ integer
+
+#[test]
+fn vector_add_with_carry_out_and_in() {
+    let mut r = Run::gfx9("v_add_co_u32_e32 v2, vcc, v0, v1\nv_addc_co_u32_e32 v3, vcc, 0, v4, vcc");
+    r.wave.vgpr[0] = lanes_of(|l| if l % 2 == 0 { u32::MAX } else { 5 });
+    r.wave.vgpr[1] = [1; 64];
+    let r = r.ok();
+    for l in 0..64 {
+        let carry = l % 2 == 0;
+        assert_eq!(r.v(2)[l], if carry { 0 } else { 6 });
+        assert_eq!(r.v(3)[l], u32::from(carry), "carry propagated by v_addc in lane {l}");
+    }
+    assert_eq!(r.wave.vcc(), 0, "no carry out of 0 + 0 + 1");
+}
+
+#[test]
+fn scalar_64bit_add_via_carry_and_borrow() {
+    let mut r = Run::gfx9(
+        "s_add_u32 s4, s0, s2\ns_addc_u32 s5, s1, s3\ns_sub_u32 s6, s0, s2\ns_cselect_b32 s7, 1, 0\ns_subb_u32 s8, s1, s3",
+    );
+    r.wave.set_sgpr64(0, 0x0000_0001_ffff_fffe);
+    r.wave.set_sgpr64(2, 0x0000_0000_0000_0003);
+    let r = r.ok();
+    assert_eq!(r.wave.sgpr64(4), 0x0000_0002_0000_0001);
+    assert_eq!(r.wave.sgpr[6], 0xffff_fffb);
+    assert_eq!(r.wave.sgpr[7], 0, "0xfffffffe - 3 does not borrow");
+    assert_eq!(r.wave.sgpr[8], 1);
+}
+
+#[test]
+fn shifts_use_only_the_low_bits_of_the_amount() {
+    let mut r = Run::gfx9(
+        "v_lshlrev_b32_e32 v1, 33, v0\nv_lshrrev_b32_e32 v2, 32, v0\nv_ashrrev_i32_e32 v3, 63, v0\ns_lshl_b64 s[2:3], s[0:1], 65\nv_lshrrev_b64 v[4:5], 64, v[6:7]",
+    );
+    r.wave.vgpr[0] = [0x8000_0003; 64];
+    r.wave.vgpr[6] = [0x1234_5678; 64];
+    r.wave.vgpr[7] = [0x9abc_def0; 64];
+    r.wave.set_sgpr64(0, 0x8000_0000_0000_0001);
+    let r = r.ok();
+    assert_eq!(r.v(1)[0], 0x0000_0006, "shift by 33 shifts by 1");
+    assert_eq!(r.v(2)[0], 0x8000_0003, "shift by 32 shifts by 0");
+    assert_eq!(r.v(3)[0], 0xffff_ffff, "arithmetic shift by 63 shifts by 31");
+    assert_eq!(r.wave.sgpr64(2), 0x0000_0000_0000_0002, "64-bit shift by 65 shifts by 1");
+    assert_eq!((r.v(4)[0], r.v(5)[0]), (0x1234_5678, 0x9abc_def0), "64-bit shift by 64 shifts by 0");
+    assert!(r.wave.scc, "s_lshl_b64 sets SCC for a nonzero result");
+}
+
+#[test]
+fn bit_field_ops() {
+    let mut r = Run::gfx9(
+        "s_mov_b32 s10, 0xff00ff00\ns_mov_b32 s11, 0x11223344\nv_bfe_u32 v1, v0, 4, 8\nv_bfe_i32 v2, v0, 4, 8\nv_bfe_u32 v3, v0, 4, 0\nv_bfi_b32 v4, s10, v0, 0\nv_alignbit_b32 v5, v0, s11, 8\nv_alignbyte_b32 v6, v0, s11, 3\ns_bfe_u32 s1, s0, 0x80004",
+    );
+    r.wave.vgpr[0] = [0x1234_5f80; 64];
+    r.wave.sgpr[0] = 0x1234_5f80;
+    let r = r.ok();
+    assert_eq!(r.v(1)[0], 0xf8);
+    assert_eq!(r.v(2)[0], 0xffff_fff8, "v_bfe_i32 sign-extends the field");
+    assert_eq!(r.v(3)[0], 0, "width 0 gives 0");
+    assert_eq!(r.v(4)[0], 0x1200_5f00);
+    assert_eq!(r.v(5)[0], 0x8011_2233, "{{v0, lit}} >> 8");
+    assert_eq!(r.v(6)[0], 0x345f_8011, "{{v0, lit}} >> 24");
+    assert_eq!(r.wave.sgpr[1], 0xf8);
+}
+
+#[test]
+fn v_perm_selects_bytes_and_constants() {
+    let mut r = Run::gfx9(
+        "s_mov_b32 s0, 0x03020100\ns_mov_b32 s1, 0x07060504\ns_mov_b32 s2, 0x0c0c0d0d\ns_mov_b32 s3, 0x08090a0b\nv_perm_b32 v2, v0, v1, s0\nv_perm_b32 v3, v0, v1, s1\nv_perm_b32 v4, v0, v1, s2\nv_perm_b32 v5, v0, v1, s3",
+    );
+    r.wave.vgpr[0] = [0x8877_6655; 64];
+    r.wave.vgpr[1] = [0x4433_2211; 64];
+    let r = r.ok();
+    assert_eq!(r.v(2)[0], 0x4433_2211, "bytes 0-3 come from src1");
+    assert_eq!(r.v(3)[0], 0x8877_6655, "bytes 4-7 come from src0");
+    assert_eq!(r.v(4)[0], 0x0000_ffff, "12 gives 0x00, 13 gives 0xff");
+    // 8: sign of byte 1 (0x22 → 0), 9: byte 3 (0x44 → 0), 10: byte 5 (0x66 → 0), 11: byte 7 (0x88 → ff)
+    assert_eq!(r.v(5)[0], 0x0000_00ff);
+}
+
+#[test]
+fn mbcnt_counts_lanes_below() {
+    let r = Run::gfx9("v_mbcnt_lo_u32_b32 v0, -1, 0\nv_mbcnt_hi_u32_b32 v0, -1, v0\ns_mov_b32 s0, 0x55555555\nv_mbcnt_lo_u32_b32 v1, s0, 0").ok();
+    assert_eq!(r.v(0), lanes_of(|l| l as u32), "mbcnt(-1) is the lane id");
+    assert_eq!(r.v(1)[5], 3, "lanes 0, 2, 4 are set below lane 5");
+    assert_eq!(r.v(1)[40], 16);
+}
+
+#[test]
+fn exec_masked_lanes_are_untouched() {
+    let mut r = Run::gfx9("v_mov_b32_e32 v0, 7\nv_add_co_u32_e32 v1, vcc, -1, v2");
+    r.wave.set_exec(0x5555_5555_5555_5555);
+    r.wave.vgpr[0] = [9; 64];
+    r.wave.vgpr[1] = [9; 64];
+    r.wave.vgpr[2] = [1; 64];
+    let r = r.ok();
+    for l in 0..64 {
+        let on = l % 2 == 0;
+        assert_eq!(r.v(0)[l], if on { 7 } else { 9 }, "lane {l}");
+        assert_eq!(r.v(1)[l], if on { 0 } else { 9 }, "lane {l}");
+    }
+    assert_eq!(r.wave.vcc(), 0x5555_5555_5555_5555, "carry only from active lanes");
+}
+
+#[test]
+fn mad_u64_u32_and_mul_hi() {
+    let mut r = Run::gfx9("v_mad_u64_u32 v[2:3], s[0:1], v0, v1, v[4:5]\nv_mul_hi_u32 v6, v0, v1\nv_mul_hi_i32 v7, v0, v1");
+    r.wave.vgpr[0] = [0xffff_ffff; 64];
+    r.wave.vgpr[1] = [0xffff_ffff; 64];
+    r.wave.vgpr[4] = [0xffff_ffff; 64];
+    r.wave.vgpr[5] = [0xffff_ffff; 64];
+    let r = r.ok();
+    // (2^32-1)^2 + 2^64-1 = 2^65 - 2^33 → low 64 bits 0xfffffffe_00000000, carry out
+    assert_eq!((r.v(2)[0], r.v(3)[0]), (0x0000_0000, 0xffff_fffe));
+    assert_eq!(r.wave.sgpr64(0), u64::MAX, "carry out in every lane");
+    assert_eq!(r.v(6)[0], 0xffff_fffe);
+    assert_eq!(r.v(7)[0], 0, "(-1) * (-1) = 1: high dword 0");
+}
+
+// ------------------------------------------------------------------ float
+
+#[test]
+fn denormals_follow_mode() {
+    let src = "v_add_f32_e32 v1, 0, v0\nv_mul_f32_e32 v2, 0.5, v3\nv_add_f64 v[4:5], 0, v[6:7]";
+    let mut flush = Run::gfx9(src);
+    flush.wave.vgpr[0] = [0x0000_0001; 64]; // smallest f32 denormal
+    flush.wave.vgpr[3] = [0x0080_0000; 64]; // smallest normal; half of it is denormal
+    flush.wave.vgpr[6] = [1; 64]; // smallest f64 denormal
+    let mut keep = Run::gfx9(src);
+    keep.wave.vgpr = flush.wave.vgpr.clone();
+    flush.wave.mode = Mode(0); // FP_DENORM = 0: flush everything
+    keep.wave.mode = Mode(0xf << 4); // FP_DENORM = 3 for both: keep
+    let (flush, keep) = (flush.ok(), keep.ok());
+    assert_eq!(flush.v(1)[0], 0, "a denormal input is flushed");
+    assert_eq!(flush.v(2)[0], 0, "a denormal result is flushed");
+    assert_eq!((flush.v(4)[0], flush.v(5)[0]), (0, 0));
+    assert_eq!(keep.v(1)[0], 1);
+    assert_eq!(keep.v(2)[0], 0x0040_0000);
+    assert_eq!((keep.v(4)[0], keep.v(5)[0]), (1, 0));
+}
+
+#[test]
+fn round_mode_toward_zero_and_plus_infinity() {
+    let src = "v_add_f32_e32 v1, 1.0, v0";
+    let eps_half = 0x3380_0000; // 2^-24: 1 + 2^-24 is a tie between 1 and 1 + 2^-23
+    let mut near = Run::gfx9(src);
+    near.wave.vgpr[0] = [eps_half + 1; 64]; // a bit above the tie
+    let mut zero = Run::gfx9(src);
+    zero.wave.vgpr[0] = near.wave.vgpr[0];
+    zero.wave.mode = Mode(3); // f32 round toward zero
+    let mut up = Run::gfx9(src);
+    up.wave.vgpr[0] = [0x2f80_0000; 64]; // 2^-32, far below an ulp of 1
+    up.wave.mode = Mode(1); // toward +inf
+    let (near, zero, up) = (near.ok(), zero.ok(), up.ok());
+    assert_eq!(near.v(1)[0], 0x3f80_0001, "nearest: above the tie rounds up");
+    assert_eq!(zero.v(1)[0], 0x3f80_0000, "toward zero truncates");
+    assert_eq!(up.v(1)[0], 0x3f80_0001, "toward +inf rounds any excess up");
+}
+
+#[test]
+fn ieee_mode_min_max_with_nans() {
+    let mut r = Run::gfx9("v_max_f32_e32 v2, v0, v1\nv_min_f32_e32 v3, v0, v1\nv_max_f32_e32 v4, v5, v1");
+    r.wave.vgpr[0] = [0x7fc0_0000; 64]; // qNaN
+    r.wave.vgpr[1] = [0x3f80_0000; 64]; // 1.0
+    r.wave.vgpr[5] = [0x7f80_0001; 64]; // sNaN
+    let r = r.ok();
+    assert_eq!(r.v(2)[0], 0x3f80_0000, "a quiet NaN loses to a number");
+    assert_eq!(r.v(3)[0], 0x3f80_0000);
+    assert_eq!(r.v(4)[0] & 0x7fc0_0000, 0x7fc0_0000, "IEEE mode: a signalling NaN gives a quiet NaN");
+}
+
+#[test]
+fn clamp_omod_neg_abs_modifiers() {
+    let mut r = Run::gfx9(
+        "v_add_f32_e64 v2, v0, v1 clamp\nv_add_f32_e64 v3, -v0, v1 clamp\nv_mul_f32_e64 v4, v0, v1 mul:2\nv_mul_f32_e64 v5, v0, v1 div:2\nv_add_f32_e64 v6, -|v7|, v1\nv_add_f32_e64 v8, v9, v1 clamp",
+    );
+    r.wave.vgpr[0] = [0.75f32.to_bits(); 64];
+    r.wave.vgpr[1] = [0.5f32.to_bits(); 64];
+    r.wave.vgpr[7] = [(-3.0f32).to_bits(); 64];
+    r.wave.vgpr[9] = [0x7fc0_0000; 64];
+    let r = r.ok();
+    assert_eq!(f32::from_bits(r.v(2)[0]), 1.0, "1.25 clamps to 1.0");
+    assert_eq!(r.v(3)[0], 0, "-0.25 clamps to +0.0");
+    assert_eq!(f32::from_bits(r.v(4)[0]), 0.75);
+    assert_eq!(f32::from_bits(r.v(5)[0]), 0.1875);
+    assert_eq!(f32::from_bits(r.v(6)[0]), -2.5, "-|-3| + 0.5");
+    assert_eq!(r.v(8)[0], 0, "DX10_CLAMP: NaN clamps to 0");
+}
+
+#[test]
+fn division_helpers_special_cases() {
+    let mut r = Run::gfx9(
+        "v_div_fixup_f32 v3, v0, v1, v2\nv_div_fixup_f32 v4, v0, v5, v6\nv_div_fixup_f32 v7, v0, v5, v1",
+    );
+    r.wave.vgpr[0] = [0x1234_5678; 64]; // any quotient
+    r.wave.vgpr[1] = [0; 64]; // den 0
+    r.wave.vgpr[2] = [0; 64]; // num 0
+    r.wave.vgpr[5] = [0xc000_0000; 64]; // den -2
+    r.wave.vgpr[6] = [0x7f80_0000; 64]; // num +inf
+    let r = r.ok();
+    assert_eq!(r.v(3)[0], 0xffc0_0000, "0/0 is the default NaN");
+    assert_eq!(r.v(4)[0], 0xff80_0000, "inf / -2 is -inf");
+    assert_eq!(r.v(7)[0], 0x8000_0000, "0 / -2 is -0");
+}
+
+#[test]
+fn division_sequence_is_correctly_rounded() {
+    // the sequence clang-15 emits for a correctly rounded f32 division (gfx900, f32
+    // denormals flushed), run over pairs including the rescaling cases
+    let seq = "v_div_scale_f32 v2, s[0:1], v1, v1, v0
+v_div_scale_f32 v3, vcc, v0, v1, v0
+v_rcp_f32_e32 v4, v2
+s_denorm_mode 15
+v_fma_f32 v5, -v2, v4, 1.0
+v_fma_f32 v4, v5, v4, v4
+v_mul_f32_e32 v5, v3, v4
+v_fma_f32 v6, -v2, v5, v3
+v_fma_f32 v5, v6, v4, v5
+v_fma_f32 v2, -v2, v5, v3
+s_denorm_mode 12
+v_div_fmas_f32 v2, v2, v4, v5
+v_div_fixup_f32 v0, v2, v1, v0";
+    // gfx9 has no s_denorm_mode: clang toggles denormals with s_setreg; emulate with it
+    let seq = seq
+        .replace("s_denorm_mode 15", "s_setreg_b32 hwreg(HW_REG_MODE, 4, 2), s10")
+        .replace("s_denorm_mode 12", "s_setreg_b32 hwreg(HW_REG_MODE, 4, 2), s11");
+    let mut r = Run::gfx9(&seq);
+    r.wave.sgpr[10] = 3;
+    r.wave.sgpr[11] = 0;
+    let pairs: Vec<(f32, f32)> = (0..64)
+        .map(|l| match l {
+            0 => (1.0, 3.0),
+            1 => (1e38, 1e-10),   // quotient overflows
+            2 => (3e38, 1e-30),   // exponent difference >= 96
+            3 => (1e-30, 3e38),   // quotient denormal
+            4 => (7.0, 7.0),
+            5 => (1.0, 0.0),
+            6 => (0.0, 0.0),
+            7 => (-5.0, f32::INFINITY),
+            8 => (1.5e-38, 3.0), // tiny numerator
+            _ => {
+                let x = f32::from_bits(0x0100_0000 + (l as u32).wrapping_mul(0x0123_4567) % 0x7d00_0000);
+                let y = f32::from_bits(0x0100_0000 + (l as u32).wrapping_mul(0x0765_4321) % 0x7d00_0000);
+                (x, y)
+            }
+        })
+        .collect();
+    r.wave.vgpr[0] = lanes_of(|l| pairs[l].0.to_bits());
+    r.wave.vgpr[1] = lanes_of(|l| pairs[l].1.to_bits());
+    r.wave.mode = Mode((3 << 6) | (1 << 8) | (1 << 9)); // f32 denormals flushed
+    let r = r.ok();
+    for (l, (x, y)) in pairs.iter().enumerate() {
+        let want = x / y;
+        let got = f32::from_bits(r.v(0)[l]);
+        if want.is_nan() {
+            assert!(got.is_nan(), "{x:e}/{y:e}");
+        } else if want != 0.0 && want.abs() < f32::MIN_POSITIVE {
+            // a denormal quotient is flushed on output (MODE f32 denormals off)
+            assert_eq!(got.abs(), 0.0, "{x:e}/{y:e}");
+        } else {
+            assert_eq!(got, want, "lane {l}: {x:e}/{y:e}");
+        }
+    }
+}
+
+#[test]
+fn transcendental_and_conversion_edges() {
+    let mut r = Run::gfx9(
+        "v_rcp_f32_e32 v1, 0\nv_rsq_f32_e32 v2, -1.0\nv_sqrt_f32_e32 v3, v0\nv_cvt_i32_f32_e32 v4, v5\nv_cvt_u32_f32_e32 v6, -1.0\nv_cvt_i32_f32_e32 v7, v8\nv_frexp_mant_f32_e32 v9, v10\nv_frexp_exp_i32_f32_e32 v11, v10\nv_ldexp_f32 v12, v10, -3\nv_cvt_f16_f32_e32 v13, v14\nv_exp_f32_e32 v15, 4.0\nv_log_f32_e32 v16, v17",
+    );
+    r.wave.vgpr[0] = [0x8000_0000; 64]; // -0
+    r.wave.vgpr[5] = [0x7fc0_0000; 64]; // NaN
+    r.wave.vgpr[8] = [0x4f80_0000; 64]; // 2^32
+    r.wave.vgpr[10] = [12.0f32.to_bits(); 64];
+    r.wave.vgpr[14] = [65520.0f32.to_bits(); 64]; // rounds to f16 infinity
+    r.wave.vgpr[17] = [8.0f32.to_bits(); 64];
+    let r = r.ok();
+    assert_eq!(r.v(1)[0], 0x7f80_0000, "1/+0 = +inf");
+    assert!(f32::from_bits(r.v(2)[0]).is_nan(), "rsq(-1) = NaN");
+    assert_eq!(r.v(3)[0], 0x8000_0000, "sqrt(-0) = -0");
+    assert_eq!(r.v(4)[0], 0, "NaN converts to 0");
+    assert_eq!(r.v(6)[0], 0, "negative saturates to 0");
+    assert_eq!(r.v(7)[0], 0x7fff_ffff, "2^32 saturates to INT_MAX");
+    assert_eq!(f32::from_bits(r.v(9)[0]), 0.75, "12 = 0.75 * 2^4");
+    assert_eq!(r.v(11)[0], 4);
+    assert_eq!(f32::from_bits(r.v(12)[0]), 1.5);
+    assert_eq!(r.v(13)[0], 0x7c00, "65520 rounds to f16 +inf");
+    assert_eq!(f32::from_bits(r.v(15)[0]), 16.0, "v_exp_f32 is 2^x");
+    assert_eq!(f32::from_bits(r.v(16)[0]), 3.0, "v_log_f32 is log2");
+}
+
+#[test]
+fn compares_write_vcc_sdst_and_exec() {
+    let mut r = Run::gfx9(
+        "v_cmp_gt_u32_e32 vcc, v0, v1\nv_cmp_class_f32_e64 s[4:5], v2, 0x3\nv_cmpx_lt_i32_e32 vcc, v0, v1\nv_mov_b32_e32 v3, 1",
+    );
+    r.wave.vgpr[0] = lanes_of(|l| l as u32);
+    r.wave.vgpr[1] = [32; 64];
+    r.wave.vgpr[2] = lanes_of(|l| if l == 0 { 0x7f80_0001 } else if l == 1 { 0x7fc0_0000 } else { 0 });
+    let r = r.ok();
+    assert_eq!(r.wave.sgpr64(4), 0b11, "class mask 3: signalling and quiet NaN");
+    assert_eq!(r.wave.exec(), 0xffff_ffff, "v_cmpx wrote EXEC");
+    assert_eq!(r.wave.vcc(), 0xffff_ffff, "and VCC");
+    assert_eq!(r.v(3), lanes_of(|l| u32::from(l < 32)), "later ops see the new EXEC");
+}
+
+#[test]
+fn lane_access_ops() {
+    let mut r = Run::gfx9(
+        "v_readlane_b32 s0, v0, 17\nv_writelane_b32 v1, 42, 3\nv_readfirstlane_b32 s1, v0\nds_bpermute_b32 v2, v3, v0\nds_swizzle_b32 v4, v0 offset:swizzle(SWAP,1)",
+    );
+    r.wave.vgpr[0] = lanes_of(|l| 100 + l as u32);
+    r.wave.vgpr[3] = lanes_of(|l| (4 * (63 - l)) as u32); // reverse
+    r.wave.set_exec(!0b1111);
+    let r = r.ok();
+    assert_eq!(r.wave.sgpr[0], 117);
+    assert_eq!(r.v(1)[3], 42, "v_writelane ignores EXEC");
+    assert_eq!(r.wave.sgpr[1], 104, "first active lane is 4");
+    assert_eq!(r.v(2)[10], 153, "bpermute reads lane 63 - 10");
+    assert_eq!(r.v(2)[62], 0, "reading an inactive lane (1) gives 0");
+    assert_eq!(r.v(4)[10], 111, "swap neighbours: lane 10 reads lane 11");
+}
+
+// ------------------------------------------------------------------ control and state
+
+#[test]
+fn branches_getpc_setpc_swappc() {
+    let r = Run::gfx9(
+        "s_getpc_b64 s[0:1]
+s_add_u32 s0, s0, 16
+s_addc_u32 s1, s1, 0
+s_swappc_b64 s[2:3], s[0:1]
+s_branch 1
+s_mov_b32 s5, 1
+s_mov_b32 s6, 2
+s_cmp_eq_u32 s6, 2
+s_cbranch_scc0 1
+s_mov_b32 s7, 3",
+    )
+    .ok();
+    // s_getpc gives BASE + 4 (the next instruction); + 16 = BASE + 20, the `s_mov_b32 s5, 1`
+    // after the s_branch at BASE + 16; the s_swappc at BASE + 12 saves BASE + 16
+    assert_eq!(r.wave.sgpr64(2), BASE + 16, "s_swappc saves the address of the next instruction");
+    assert_eq!(r.wave.sgpr[5], 1);
+    assert_eq!(r.wave.sgpr[6], 2);
+    assert_eq!(r.wave.sgpr[7], 3, "scc1: s_cbranch_scc0 not taken");
+}
+
+#[test]
+fn saveexec_and_mode_registers() {
+    let mut r = Run::gfx9(
+        "s_and_saveexec_b64 s[0:1], s[2:3]\ns_getreg_b32 s4, hwreg(HW_REG_MODE, 0, 32)\ns_setreg_b32 hwreg(HW_REG_MODE, 0, 2), s5\ns_getreg_b32 s6, hwreg(HW_REG_STATUS, 9, 1)",
+    );
+    r.wave.set_sgpr64(2, 0xff);
+    r.wave.sgpr[5] = 3;
+    let before = r.wave.mode.0;
+    let r = r.ok();
+    assert_eq!(r.wave.sgpr64(0), u64::MAX, "old EXEC saved");
+    assert_eq!(r.wave.exec(), 0xff);
+    assert!(r.wave.scc);
+    assert_eq!(r.wave.sgpr[4], before);
+    assert_eq!(r.wave.mode.0, before | 3, "FP_ROUND f32 set to toward zero");
+    assert_eq!(r.wave.sgpr[6], 0, "EXECZ clear");
+}
+
+#[test]
+fn trap_saves_pc_and_id_in_ttmps() {
+    let mut r = Run::gfx9("s_nop 0\ns_trap 2");
+    assert_eq!(r.go(), Stop::Trap { id: 2 });
+    assert_eq!(r.wave.sgpr[sreg::TTMP0], (BASE + 4) as u32);
+    assert_eq!(r.wave.sgpr[sreg::TTMP0 + 1] >> 16 & 0xff, 2);
+    assert_eq!(r.go(), Stop::EndOfProgram, "resumable after the trap");
+}
+
+#[test]
+fn messages_barrier_and_sleep() {
+    let mut r = Run::gfx9("s_mov_b32 m0, 0x1234\ns_sendmsg sendmsg(MSG_INTERRUPT)\ns_barrier\ns_sleep 2");
+    assert_eq!(r.go(), Stop::Barrier);
+    assert_eq!(r.env.messages, vec![(1, 0x1234)]);
+    assert_eq!(r.go(), Stop::Sleep { cycles: 2 });
+    assert_eq!(r.go(), Stop::EndOfProgram);
+}
+
+#[test]
+fn faults_are_typed_and_name_the_instruction() {
+    let mut r = Run::gfx9("v_cubeid_f32 v0, v1, v2, v3");
+    match r.go() {
+        Stop::Fault(WaveFault::IllegalInstruction { pc, disassembly }) => {
+            assert_eq!(pc, BASE);
+            assert!(disassembly.starts_with("v_cubeid_f32 v0, v1, v2, v3"), "{disassembly}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut r = Run::gfx9("global_load_dword v0, v[2:3], off");
+    r.wave.vgpr[2] = [0xdead_0000; 64];
+    r.wave.vgpr[3] = [0; 64];
+    match r.go() {
+        Stop::Fault(WaveFault::Memory(m)) => assert_eq!(m.address, 0xdead_0000),
+        other => panic!("{other:?}"),
+    }
+    let mut r = Run::gfx9("v_mov_b32_e32 v200, 0");
+    assert_eq!(r.go(), Stop::Fault(WaveFault::RegisterOutOfRange { file: 'v', index: 200 }));
+}
+
+#[test]
+fn budget_bounds_an_endless_loop() {
+    let mut r = Run::gfx9("s_branch -1");
+    assert_eq!(r.go(), Stop::BudgetExhausted);
+    assert_eq!(r.wave.pc, BASE, "still at the loop");
+    assert_eq!(r.go(), Stop::BudgetExhausted);
+}
+
+#[test]
+fn scalar_and_buffer_memory() {
+    let mut r = Run::gfx9(
+        "s_load_dwordx2 s[2:3], s[0:1], 0x8\ns_buffer_load_dword s4, s[8:11], 0x4\nbuffer_load_dword v1, v0, s[8:11], 0 offen offset:4\nbuffer_store_dword v1, v0, s[8:11], 0 offen offset:8\nglobal_atomic_add v2, v0, v3, s[0:1] glc",
+    );
+    r.env.write(0x2000, &[1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0]);
+    r.wave.set_sgpr64(0, 0x2000);
+    // raw buffer: base 0x2000, stride 0, num_records 12
+    r.wave.sgpr[8..12].copy_from_slice(&[0x2000, 0, 12, 0]);
+    r.wave.vgpr[0] = lanes_of(|l| if l == 0 { 0 } else { 4 }); // lane 1+ offset 4+4 = 8 in range, +8 = 12 out
+    r.wave.vgpr[3] = [1; 64];
+    r.wave.set_exec(0b11);
+    let r = r.ok();
+    assert_eq!(r.wave.sgpr64(2), 3 | (4 << 32));
+    assert_eq!(r.wave.sgpr[4], 2);
+    assert_eq!(r.v(1)[0], 2, "buffer load at 0 + 4");
+    assert_eq!(r.v(1)[1], 3, "buffer load at 4 + 4");
+    let mem = r.env.read(0x2000, 16).unwrap();
+    // lane 0 stored 2 at 8, lane 1's store (4 + 8 = 12) is out of range and dropped; then
+    // the atomics add 1 at 0x2000 + 0 and 0x2000 + 4
+    assert_eq!(mem, vec![2, 0, 0, 0, 3, 0, 0, 0, 2, 0, 0, 0, 4, 0, 0, 0]);
+    assert_eq!((r.v(2)[0], r.v(2)[1]), (1, 2), "glc returns the pre-op values");
+}
+
+#[test]
+fn lds_read2_write2_and_atomics() {
+    let mut r = Run::gfx9(
+        "ds_write2_b32 v0, v1, v2 offset0:1 offset1:3\nds_read2_b32 v[4:5], v0 offset0:1 offset1:3\nds_add_rtn_u32 v6, v0, v1 offset:4\nds_read_b32 v7, v0 offset:4",
+    );
+    r.wave.vgpr[0] = [0; 64];
+    r.wave.vgpr[1] = [5; 64];
+    r.wave.vgpr[2] = [9; 64];
+    r.wave.set_exec(0b111);
+    let r = r.ok();
+    assert_eq!((r.v(4)[0], r.v(5)[0]), (5, 9), "offsets are in dwords");
+    let got: Vec<u32> = (0..3).map(|l| r.v(6)[l]).collect();
+    assert_eq!(got, vec![5, 10, 15], "lanes apply in order and return the old value");
+    assert_eq!(r.v(7)[0], 20);
+}
+
+#[test]
+fn getreg_field_decoding() {
+    let f = HwRegField::from_simm16(((32 - 1) << 11) | hwreg::MODE as u16);
+    assert_eq!((f.id, f.offset, f.size), (1, 0, 32));
+    let f = HwRegField::from_simm16((1 << 11) | (4 << 6) | hwreg::MODE as u16);
+    assert_eq!((f.id, f.offset, f.size, f.mask()), (1, 4, 2, 0x30));
+}
+
+#[test]
+fn mfma_on_gfx90a_from_registers() {
+    // 4x4x1, 16 blocks: D[i][j] of block b in register i, lane j + 4b
+    let mut r = Run::new("v_mfma_f32_4x4x1f32 a[0:3], v0, v1, 0", Target::Gfx90a);
+    r.wave.vgpr[0] = lanes_of(|l| ((l % 4) as f32 + 1.0).to_bits()); // A[i][0] = i + 1 per block
+    r.wave.vgpr[1] = lanes_of(|l| ((l / 4) as f32).to_bits()); // B[0][j] = block number
+    let r = r.ok();
+    for b in 0..16 {
+        for i in 0..4 {
+            for j in 0..4 {
+                let want = (i as f32 + 1.0) * b as f32;
+                assert_eq!(f32::from_bits(r.wave.agpr[i][j + 4 * b]), want, "block {b} D[{i}][{j}]");
+            }
+        }
+    }
+}

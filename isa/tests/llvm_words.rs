@@ -1,0 +1,268 @@
+//! Differential test (b): for every row of the table on every target, words with varied
+//! operands and modifiers are disassembled by us and by `llvm-mc-15 --disassemble` (one
+//! process per target) and the texts compared. Skips with a message if llvm-mc-15 is missing.
+
+mod common;
+
+use isa::table::{Class, Enc, Field, ROWS};
+use isa::{decode, Target};
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 16) as u32
+    }
+    fn below(&mut self, n: u32) -> u32 {
+        self.next() % n.max(1)
+    }
+    fn chance(&mut self, pct: u32) -> bool {
+        self.below(100) < pct
+    }
+}
+
+fn prefix(enc: Enc, opcode: u32) -> (u32, u32) {
+    match enc {
+        Enc::Sop2 => (0x8000_0000 | opcode << 23, 0),
+        Enc::Sopk => (0xB000_0000 | opcode << 23, 0),
+        Enc::Sop1 => (0xBE80_0000 | opcode << 8, 0),
+        Enc::Sopc => (0xBF00_0000 | opcode << 16, 0),
+        Enc::Sopp => (0xBF80_0000 | opcode << 16, 0),
+        Enc::Smem => (0xC000_0000 | opcode << 18, 0),
+        Enc::Vop2 => (opcode << 25, 0),
+        Enc::Vop1 => (0x7E00_0000 | opcode << 9, 0),
+        Enc::Vopc => (0x7C00_0000 | opcode << 17, 0),
+        Enc::Vop3 => (0xD000_0000 | opcode << 16, 0),
+        Enc::Ds => (0xD800_0000 | opcode << 17, 0),
+        Enc::Mubuf => (0xE000_0000 | opcode << 18, 0),
+        Enc::Flat => (0xDC00_0000 | opcode << 18, 0),
+        Enc::Scratch => (0xDC00_4000 | opcode << 18, 0x007F_0000),
+        Enc::Global => (0xDC00_8000 | opcode << 18, 0x007F_0000),
+    }
+}
+
+/// A random scalar source value (8-bit field): SGPRs, specials, inline constants, literal.
+fn ssrc(r: &mut Rng, dwords: u8, literal_ok: bool) -> u32 {
+    match r.below(10) {
+        0..=3 => r.below(100) & if dwords > 1 { !1 } else { !0 },
+        4 => [106, 126, 102, 108, 110][r.below(5) as usize],
+        5 => 128 + r.below(81),
+        6 => 240 + r.below(9),
+        7 if dwords == 1 => [124, 235, 237, 253][r.below(4) as usize],
+        8 if literal_ok => 255,
+        _ => r.below(100) & !1,
+    }
+}
+
+fn set(w: &mut (u32, u32), enc: Enc, field: Field, v: u32) {
+    let (w0, w1) = w;
+    match (enc, field) {
+        (Enc::Sop2 | Enc::Sop1 | Enc::Sopk, Field::D) => *w0 |= (v & 0x7F) << 16,
+        (Enc::Sop2 | Enc::Sop1 | Enc::Sopc, Field::A) => *w0 |= v & 0xFF,
+        (Enc::Sop2 | Enc::Sopc, Field::B) => *w0 |= (v & 0xFF) << 8,
+        (Enc::Smem, Field::D) => *w0 |= (v & 0x7F) << 6,
+        (Enc::Smem, Field::S) => *w0 |= (v >> 1) & 0x3F,
+        (Enc::Vop2 | Enc::Vop1, Field::D) => *w0 |= (v & 0xFF) << 17,
+        (Enc::Vop2 | Enc::Vop1 | Enc::Vopc, Field::A) => *w0 |= v & 0x1FF,
+        (Enc::Vop2 | Enc::Vopc, Field::B) => *w0 |= (v & 0xFF) << 9,
+        (Enc::Vop3, Field::D) => *w0 |= v & 0xFF,
+        (Enc::Vop3, Field::E) => *w0 |= (v & 0x7F) << 8,
+        (Enc::Vop3, Field::A) => *w1 |= v & 0x1FF,
+        (Enc::Vop3, Field::B) => *w1 |= (v & 0x1FF) << 9,
+        (Enc::Vop3, Field::C) => *w1 |= (v & 0x1FF) << 18,
+        (Enc::Ds, Field::A) => *w1 |= v & 0xFF,
+        (Enc::Ds, Field::B) => *w1 |= (v & 0xFF) << 8,
+        (Enc::Ds, Field::C) => *w1 |= (v & 0xFF) << 16,
+        (Enc::Ds, Field::D) => *w1 |= v << 24,
+        (Enc::Mubuf, Field::A) => *w1 |= v & 0xFF,
+        (Enc::Mubuf, Field::B) => *w1 |= (v & 0xFF) << 8,
+        (Enc::Mubuf, Field::R) => *w1 |= ((v >> 2) & 0x1F) << 16,
+        (Enc::Mubuf, Field::O) => *w1 |= v << 24,
+        (Enc::Flat | Enc::Global | Enc::Scratch, Field::A) => *w1 |= v & 0xFF,
+        (Enc::Flat | Enc::Global | Enc::Scratch, Field::B) => *w1 |= (v & 0xFF) << 8,
+        (Enc::Flat | Enc::Global | Enc::Scratch, Field::S) => *w1 = (*w1 & !0x007F_0000) | (v & 0x7F) << 16,
+        (Enc::Flat | Enc::Global | Enc::Scratch, Field::D) => *w1 |= v << 24,
+        _ => {}
+    }
+}
+
+/// One word for `row` with random operands and modifiers (mostly valid ones).
+fn make_case(r: &mut Rng, row: &isa::Row) -> Vec<u8> {
+    let (w0, w1) = prefix(row.enc, row.opcode as u32);
+    let mut w = (w0, w1);
+    let literal_ok = matches!(row.enc, Enc::Sop2 | Enc::Sop1 | Enc::Sopc | Enc::Vop1 | Enc::Vop2 | Enc::Vopc);
+    let mut literal = false;
+    for s in row.slots {
+        let vgpr = |r: &mut Rng| r.below(256 - u32::from(s.dwords.max(1)) + 1);
+        let v = match (row.enc, s.field, s.class) {
+            (_, Field::Vcc, _) | (_, _, Class::Off) => continue,
+            (_, Field::K, _) | (_, Field::O, Class::Imm) => continue,
+            (Enc::Vop1 | Enc::Vop2 | Enc::Vopc | Enc::Vop3, Field::A | Field::B | Field::C, _)
+                if !(row.enc != Enc::Vop3 && s.field == Field::B) =>
+            {
+                if r.chance(50) {
+                    256 + vgpr(r)
+                } else {
+                    let v = ssrc(r, s.dwords, literal_ok && row.enc != Enc::Vop3);
+                    literal |= v == 255;
+                    v
+                }
+            }
+            (_, _, Class::V | Class::A) => vgpr(r),
+            (Enc::Smem, Field::S, _) => r.below(50) * 2,
+            (Enc::Mubuf, Field::R, _) => r.below(24) * 4,
+            (Enc::Vop3, Field::D | Field::E, Class::S) => r.below(50) * 2,
+            (_, Field::D, Class::S) => {
+                if s.dwords > 1 {
+                    r.below(50) * 2
+                } else {
+                    r.below(102)
+                }
+            }
+            (_, _, Class::S) => {
+                let v = ssrc(r, s.dwords, literal_ok);
+                literal |= v == 255;
+                v
+            }
+            _ => 0,
+        };
+        set(&mut w, row.enc, s.field, v);
+    }
+    let (mut w0, mut w1) = w;
+    // Modifiers and immediates.
+    match row.enc {
+        Enc::Sopk | Enc::Sopp => w0 |= r.next() & 0xFFFF,
+        Enc::Smem => {
+            w0 |= 1 << 17;
+            w1 = r.below(0x1000);
+            if r.chance(30) {
+                w0 |= 1 << 16;
+            }
+        }
+        Enc::Vop3 => {
+            if r.chance(30) {
+                w0 |= r.below(8) << 8;
+            }
+            if r.chance(30) {
+                w1 |= r.below(8) << 29;
+            }
+            if r.chance(20) {
+                w0 |= 1 << 15;
+            }
+            if r.chance(20) {
+                w1 |= r.below(4) << 27;
+            }
+            if r.chance(20) {
+                w0 |= r.below(16) << 11;
+            }
+        }
+        Enc::Ds => {
+            w0 |= r.below(0x10000) & if r.chance(30) { 0 } else { 0xFFFF };
+            if r.chance(10) {
+                w0 |= 1 << 16;
+            }
+        }
+        Enc::Mubuf => {
+            w0 |= r.below(0x1000) & if r.chance(30) { 0 } else { 0xFFF };
+            w0 |= r.below(4) << 12;
+            if r.chance(30) {
+                w0 |= 1 << 14;
+            }
+            if r.chance(30) {
+                w0 |= 1 << 17;
+            }
+        }
+        Enc::Flat | Enc::Global | Enc::Scratch => {
+            w0 |= r.below(0x2000) & if row.enc == Enc::Flat { 0xFFF } else { 0x1FFF };
+            if r.chance(30) {
+                w0 |= 1 << 16;
+            }
+            if r.chance(30) {
+                w0 |= 1 << 17;
+            }
+        }
+        _ => {}
+    }
+    if w0 == common::MARKER {
+        w0 = 0xBF80_0000;
+    }
+    let mut bytes = w0.to_le_bytes().to_vec();
+    if matches!(row.enc, Enc::Smem | Enc::Vop3 | Enc::Ds | Enc::Mubuf | Enc::Flat | Enc::Global | Enc::Scratch) {
+        bytes.extend_from_slice(&w1.to_le_bytes());
+    }
+    if literal {
+        bytes.extend_from_slice(&(if r.chance(30) { 0x3F80_0000 } else { r.next() }).to_le_bytes());
+    }
+    bytes
+}
+
+const PER_ROW: usize = 12;
+
+#[test]
+fn generated_words_match_llvm_mc() {
+    let Some(mc) = common::tool("llvm-mc-15") else {
+        println!("SKIP: llvm-mc-15 not found (scripts/ensure-deps.sh installs llvm-15)");
+        return;
+    };
+    let mut total_mismatch = 0;
+    let mut report = String::new();
+    let mut dump = String::new();
+    for target in Target::ALL {
+        let mut r = Rng(0x9E37_79B9_7F4A_7C15 ^ target.bit() as u64);
+        let mut cases = Vec::new();
+        let mut opcodes = std::collections::HashSet::new();
+        for row in ROWS.iter().filter(|row| row.targets & target.bit() != 0) {
+            opcodes.insert((row.enc, row.opcode));
+            for _ in 0..PER_ROW {
+                cases.push(make_case(&mut r, row));
+            }
+        }
+        let llvm = common::llvm_mc_batch(&mc, target.name(), &cases);
+        let (mut compared, mut mismatched, mut both_reject, mut we_only, mut llvm_only) = (0, 0, 0, 0, 0);
+        for (bytes, theirs) in cases.iter().zip(&llvm) {
+            let ours = decode(bytes, 0, target).ok().filter(|(_, len)| *len == bytes.len()).map(|(i, _)| i.to_string());
+            match (&ours, theirs) {
+                (Some(a), Some(b)) => {
+                    compared += 1;
+                    if a != b {
+                        mismatched += 1;
+                        dump.push_str(&format!("M\t{target}\t{a}\t{b}\n"));
+                        if mismatched <= 25 {
+                            report.push_str(&format!("{target} {bytes:02x?}\n   ours: {a}\n   llvm: {b}\n"));
+                        }
+                    }
+                }
+                (None, None) => both_reject += 1,
+                (Some(a), None) => {
+                    we_only += 1;
+                    dump.push_str(&format!("U\t{target}\t{a}\t{bytes:02x?}\n"));
+                    if we_only <= 10 {
+                        report.push_str(&format!("{target} {bytes:02x?} llvm rejects, we print: {a}\n"));
+                    }
+                }
+                (None, Some(b)) => {
+                    llvm_only += 1;
+                    dump.push_str(&format!("L\t{target}\t{b}\t{bytes:02x?}\n"));
+                    if llvm_only <= 10 {
+                        let e = decode(bytes, 0, target).err().map(|e| e.to_string()).unwrap_or_else(|| "length differs".into());
+                        report.push_str(&format!("{target} {bytes:02x?} we reject ({e}), llvm: {b}\n"));
+                    }
+                }
+            }
+        }
+        println!(
+            "{target}: opcodes {} words {} compared {compared} mismatches {mismatched} both-rejected {both_reject} \
+             accepted-only-by-us {we_only} accepted-only-by-llvm {llvm_only}",
+            opcodes.len(),
+            cases.len()
+        );
+        total_mismatch += mismatched + we_only + llvm_only;
+    }
+    print!("{report}");
+    if let Ok(path) = std::env::var("ISA_DIFF_DUMP") {
+        std::fs::write(path, &dump).expect("write dump");
+    }
+    assert_eq!(total_mismatch, 0, "disassembly differs from llvm-mc-15");
+}

@@ -29,6 +29,7 @@ use crate::hw::ih::{
     IH_CLIENT_GRBM_CP, IH_CLIENT_UTCL2, SRC_CP_BAD_OPCODE, SRC_CP_END_OF_PIPE, SRC_VM_FAULT,
     VM_FAULT_NOT_PRESENT, VM_FAULT_READ_ONLY, VM_FAULT_WRITE,
 };
+use crate::hw::spi::{amd_queue, DispatchSetup, KernelRun, Scratch};
 use crate::hw::vm::{GpuVm, VmFault};
 use mqd::{ComputeDescriptor, ComputeMqd};
 use pm4::aql::{
@@ -188,6 +189,10 @@ pub struct CpQueue {
     gen: GfxGen,
     state: CpState,
     scratch: Vec<u32>,
+    /// The ISA the GPU's compute units run (or why kernels cannot run on this GPU).
+    shader_isa: Result<isa::Target, String>,
+    /// The kernel dispatch at the read pointer, while its waves run.
+    kernel: Option<Box<KernelRun>>,
 }
 
 impl CpQueue {
@@ -212,6 +217,8 @@ impl CpQueue {
             gen,
             state: CpState::default(),
             scratch: Vec::new(),
+            shader_isa: Err("no shader ISA was given to this queue".into()),
+            kernel: None,
         }
     }
 
@@ -245,10 +252,17 @@ impl CpQueue {
             };
             // The queue is the same; its SH registers stay.
             fresh.state.sh = std::mem::take(&mut self.state.sh);
+            fresh.shader_isa = self.shader_isa.clone();
             *self = fresh;
             return;
         }
         self.status.retry_after_fault();
+    }
+
+    /// Sets the ISA of the GPU's compute units (`Err` with the reason when the model cannot
+    /// run this GPU's shaders: its dispatches stop the queue with that reason).
+    pub fn set_shader_isa(&mut self, isa: Result<isa::Target, String>) {
+        self.shader_isa = isa;
     }
 
     /// Forgets the error that stopped the queue (a GPU reset restarts the engines).
@@ -515,13 +529,43 @@ impl CpQueue {
             match packet {
                 AqlPacket::Invalid(_) => return Ok(RunState::Idle),
                 AqlPacket::KernelDispatch(k) => {
-                    return Err(QueueError::NotModelled {
-                        addr: pkt,
-                        what: format!(
-                            "shader execution (AQL KERNEL_DISPATCH of kernel object {:#x}, grid {}x{}x{})",
-                            k.kernel_object, k.grid_size_x, k.grid_size_y, k.grid_size_z
-                        ),
-                    })
+                    if self.kernel.is_none() {
+                        let target = self.shader_isa.clone().map_err(|why| {
+                            QueueError::NotModelled {
+                                addr: pkt,
+                                what: format!(
+                                    "shader execution (AQL KERNEL_DISPATCH of kernel object {:#x}): {why}",
+                                    k.kernel_object
+                                ),
+                            }
+                        })?;
+                        let queue_addr =
+                            self.ring.rptr_report.wrapping_sub(amd_queue::READ_DISPATCH_ID);
+                        let scratch = aql_scratch(env.vm, queue_addr);
+                        let setup =
+                            DispatchSetup::from_aql(target, pkt, &k, queue_addr, rptr.get(), scratch);
+                        self.kernel = Some(Box::new(KernelRun::start(env.vm, setup)?));
+                    }
+                    let Some(run) = self.kernel.as_mut() else {
+                        return Ok(RunState::Idle);
+                    };
+                    let finished = run.step(env.vm);
+                    let messages = run.take_messages();
+                    for (simm16, m0) in messages {
+                        log::debug!(target: "hw::spi", "s_sendmsg {simm16:#x} m0 {m0:#x}");
+                    }
+                    match finished {
+                        Ok(false) => return Ok(RunState::Yielded),
+                        Ok(true) => {
+                            self.kernel = None;
+                            self.complete_aql(env, pkt)?;
+                            *done += 1;
+                        }
+                        Err(e) => {
+                            self.kernel = None;
+                            return Err(e);
+                        }
+                    }
                 }
                 AqlPacket::AgentDispatch(_) => {
                     return Err(QueueError::NotModelled {
@@ -617,6 +661,23 @@ impl CpQueue {
         self.report_rptr(vm)?;
         Ok(())
     }
+}
+
+/// The scratch ROCr set up in the `amd_queue_t` at `queue`; none when it cannot be read.
+fn aql_scratch(vm: &GpuVm, queue: u64) -> Scratch {
+    let read = || -> Result<Scratch, VmFault> {
+        let mut resource = [0u32; 4];
+        for (i, r) in resource.iter_mut().enumerate() {
+            *r = vm.load_u32(queue + amd_queue::SCRATCH_RESOURCE_DESCRIPTOR + 4 * i as u64)?;
+        }
+        Ok(Scratch {
+            resource,
+            base: vm.load_u64(queue + amd_queue::SCRATCH_BACKING_MEMORY_LOCATION)?,
+            size: vm.load_u64(queue + amd_queue::SCRATCH_BACKING_MEMORY_BYTE_SIZE)?,
+            lane_bytes: vm.load_u32(queue + amd_queue::SCRATCH_WAVE64_LANE_BYTE_SIZE)?,
+        })
+    };
+    read().unwrap_or_default()
 }
 
 /// Posts the interrupt a stopped queue raises: a VM fault from the memory hub (`fault_client`)
@@ -1103,6 +1164,8 @@ mod tests {
             gen: GfxGen::Gfx9,
             state: CpState::default(),
             scratch: Vec::new(),
+            shader_isa: Err("no shader ISA was given to this queue".into()),
+            kernel: None,
         }
     }
 

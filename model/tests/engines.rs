@@ -773,7 +773,8 @@ fn an_aql_pm4_ib_vendor_packet_runs_pm4() {
 
 #[test]
 fn a_dispatch_stops_the_queue_with_a_clear_error() {
-    let model = model(Preset::Gfx900, 1);
+    // gfx1030: the model runs gfx9 kernels (tests/dispatch.rs), not RDNA ones.
+    let model = model(Preset::Gfx1030, 1);
     let c = Client::new(&model);
     let qev = create_event(&c, KFD_IOC_EVENT_QUEUE_EVENT, true, 0).unwrap();
     let sigs = c.gtt(4096);
@@ -799,6 +800,7 @@ fn a_dispatch_stops_the_queue_with_a_clear_error() {
         "{text}"
     );
     assert!(text.contains("KERNEL_DISPATCH"), "{text}");
+    assert!(text.contains("ISA not modelled for this GPU"), "{text}");
     assert_eq!(
         sigs.read_u64(8),
         1,

@@ -539,11 +539,19 @@ impl CpQueue {
                                 ),
                             }
                         })?;
-                        let queue_addr =
-                            self.ring.rptr_report.wrapping_sub(amd_queue::READ_DISPATCH_ID);
+                        let queue_addr = self
+                            .ring
+                            .rptr_report
+                            .wrapping_sub(amd_queue::READ_DISPATCH_ID);
                         let scratch = aql_scratch(env.vm, queue_addr);
-                        let setup =
-                            DispatchSetup::from_aql(target, pkt, &k, queue_addr, rptr.get(), scratch);
+                        let setup = DispatchSetup::from_aql(
+                            target,
+                            pkt,
+                            &k,
+                            queue_addr,
+                            rptr.get(),
+                            scratch,
+                        );
                         self.kernel = Some(Box::new(KernelRun::start(env.vm, setup)?));
                     }
                     let Some(run) = self.kernel.as_mut() else {
@@ -604,7 +612,9 @@ impl CpQueue {
                             ),
                         });
                     };
-                    let current = env.vm.load_u64(signal_field(v.signal, amd_signal::VALUE)?)?
+                    let current = env
+                        .vm
+                        .load_u64(signal_field(v.signal, amd_signal::VALUE)?)?
                         & v.mask as u64;
                     if !cond.holds(current as i64, v.value) {
                         return Ok(RunState::Parked);

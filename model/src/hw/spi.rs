@@ -115,7 +115,11 @@ impl DispatchSetup {
                 size(u32::from(p.workgroup_size_y), 1),
                 size(u32::from(p.workgroup_size_z), 2),
             ],
-            grid: [p.grid_size_x, size(p.grid_size_y, 1), size(p.grid_size_z, 2)],
+            grid: [
+                p.grid_size_x,
+                size(p.grid_size_y, 1),
+                size(p.grid_size_z, 2),
+            ],
             dynamic_lds: p.group_segment_size,
             scratch,
         }
@@ -187,7 +191,12 @@ impl KernelRun {
             vm.read(setup.kernel_object, &mut header[..64])?;
             KernelCode::parse(&header[..64])
         }
-        .map_err(|e| bad(at, format!("kernel object at {:#x}: {e}", setup.kernel_object)))?;
+        .map_err(|e| {
+            bad(
+                at,
+                format!("kernel object at {:#x}: {e}", setup.kernel_object),
+            )
+        })?;
         let info = kc.dispatch_info();
         if info.kernel_code_properties.enable_wavefront_size32() {
             return Err(bad(at, "a wave32 kernel on a wave64 GPU".into()));
@@ -197,11 +206,17 @@ impl KernelRun {
             .wrapping_add_signed(info.kernel_code_entry_byte_offset);
         let wg = setup.workgroup;
         if wg.contains(&0) || setup.grid.contains(&0) {
-            return Err(bad(at, format!("empty workgroup {wg:?} or grid {:?}", setup.grid)));
+            return Err(bad(
+                at,
+                format!("empty workgroup {wg:?} or grid {:?}", setup.grid),
+            ));
         }
         let wg_items = u64::from(wg[0]) * u64::from(wg[1]) * u64::from(wg[2]);
         if wg_items > 1024 {
-            return Err(bad(at, format!("workgroup of {wg_items} work-items (max 1024)")));
+            return Err(bad(
+                at,
+                format!("workgroup of {wg_items} work-items (max 1024)"),
+            ));
         }
         let groups = [0, 1, 2].map(|d| setup.grid[d].div_ceil(wg[d]));
         let name = setup.target.name();
@@ -220,8 +235,7 @@ impl KernelRun {
             _ => (total_vgprs, 0),
         };
         let lane_bytes = info.private_segment_fixed_size;
-        if info.compute_pgm_rsrc2.enable_private_segment()
-            && lane_bytes > setup.scratch.lane_bytes
+        if info.compute_pgm_rsrc2.enable_private_segment() && lane_bytes > setup.scratch.lane_bytes
         {
             return Err(QueueError::NotModelled {
                 addr: at,
@@ -274,7 +288,11 @@ impl KernelRun {
                 self.next_group += 1;
                 let gx = self.groups[0] as u64;
                 let gy = self.groups[1] as u64;
-                let id = [(g % gx) as u32, ((g / gx) % gy) as u32, (g / (gx * gy)) as u32];
+                let id = [
+                    (g % gx) as u32,
+                    ((g / gx) % gy) as u32,
+                    (g / (gx * gy)) as u32,
+                ];
                 self.current = Some(self.new_group(id));
             }
             if self.run_group(vm, started)? {
@@ -319,7 +337,11 @@ impl KernelRun {
                     };
                     let stop = wave.run(&code, &mut env, WAVE_TURN);
                     // A fetch outside the decoded window: decode the window around the PC.
-                    if let Stop::Fault(WaveFault::Memory(MemFault { access: Access::Fetch, .. })) = stop {
+                    if let Stop::Fault(WaveFault::Memory(MemFault {
+                        access: Access::Fetch,
+                        ..
+                    })) = stop
+                    {
                         if code.get(wave.pc).is_none() && vm.probe(wave.pc, 4, false).is_ok() {
                             match code_window(vm, self.setup.target, wave.pc) {
                                 Ok(c) => {
@@ -356,7 +378,11 @@ impl KernelRun {
             if let Some(e) = fault {
                 break Err(e);
             }
-            let live = group.waves.iter().filter(|w| w.1 != WaveState::Done).count();
+            let live = group
+                .waves
+                .iter()
+                .filter(|w| w.1 != WaveState::Done)
+                .count();
             if live == 0 {
                 break Ok(true);
             }
@@ -393,7 +419,11 @@ impl KernelRun {
         let waves = (0..nwaves)
             .map(|w| (self.initial_wave(id, w, extent), WaveState::Ready))
             .collect();
-        Workgroup { id, waves, lds: vec![0; lds] }
+        Workgroup {
+            id,
+            waves,
+            lds: vec![0; lds],
+        }
     }
 
     fn initial_wave(&self, group: [u32; 3], w: u32, extent: [u32; 3]) -> Wave {
@@ -405,7 +435,10 @@ impl KernelRun {
         wave.pc = self.entry;
         wave.mode = Mode::from_rsrc1(info.compute_pgm_rsrc1.into_bits());
         wave.sh_mem_bases = SH_MEM_BASES;
-        wave.lds_alloc = self.info.group_segment_fixed_size.saturating_add(s.dynamic_lds);
+        wave.lds_alloc = self
+            .info
+            .group_segment_fixed_size
+            .saturating_add(s.dynamic_lds);
         let wave_scratch = u64::from(s.scratch.lane_bytes) * WAVE_SIZE as u64;
         let wave_offset = u64::from(w) * wave_scratch;
         let mut sgprs: Vec<u32> = Vec::with_capacity(24);
@@ -491,7 +524,10 @@ impl KernelRun {
 
 /// Decodes the code window around `pc` (inside the mapping that holds it).
 fn code_window(vm: &GpuVm, target: Target, pc: u64) -> Result<Arc<CodeCache>, MemFault> {
-    let fault = MemFault { address: pc, access: Access::Fetch };
+    let fault = MemFault {
+        address: pc,
+        access: Access::Fetch,
+    };
     let m = vm.lookup(pc).ok_or(fault)?;
     let start = pc.saturating_sub(CODE_WINDOW / 4).max(m.va) & !3;
     let end = pc.saturating_add(CODE_WINDOW).min(m.va + m.len);
@@ -508,7 +544,10 @@ struct VmEnv<'a> {
 }
 
 fn mem_fault(f: VmFault, access: Access) -> MemFault {
-    MemFault { address: f.va, access }
+    MemFault {
+        address: f.va,
+        access,
+    }
 }
 
 impl WaveEnv for VmEnv<'_> {

@@ -400,9 +400,11 @@ impl GpuVm {
         let host = self.word(va, 4, true)?;
         // SAFETY: as in `store_u32`.
         let word = unsafe { AtomicU32::from_ptr(host as *mut u32) };
-        Ok(match word.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| Some(f(v))) {
-            Ok(v) | Err(v) => v,
-        })
+        Ok(
+            match word.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| Some(f(v))) {
+                Ok(v) | Err(v) => v,
+            },
+        )
     }
 
     /// Atomic read-modify-write of an aligned 64-bit word, as [`GpuVm::update_u32`].
@@ -410,9 +412,11 @@ impl GpuVm {
         let host = self.word(va, 8, true)?;
         // SAFETY: as in `store_u32`.
         let word = unsafe { AtomicU64::from_ptr(host as *mut u64) };
-        Ok(match word.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| Some(f(v))) {
-            Ok(v) | Err(v) => v,
-        })
+        Ok(
+            match word.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| Some(f(v))) {
+                Ok(v) | Err(v) => v,
+            },
+        )
     }
 
     /// Atomic 64-bit store of an aligned word.

@@ -15,6 +15,7 @@ declare -A need=(
   [rocminfo]=/usr/bin/rocminfo
   # The same C clients under memcheck (scripts/c-clients-valgrind.sh).
   [valgrind]=/usr/bin/valgrind
+  # The isa crate's differential tests (isa/tests/llvm_*.rs) against LLVM 15's disassembler and
   # codeobj's tests compile code objects from codeobj/tests/src and check them against LLVM's tools,
   # roc-obj-ls (in hipcc) and ROCr's amd_hsa_kernel_code.h.
   [clang-15]=/usr/bin/clang-15

@@ -90,6 +90,9 @@ pub struct Entry {
     /// For an undecoded opcode with an intact header, the header's disassembly.
     #[serde(skip)]
     pub header: Option<String>,
+    /// The error is the input ending inside the packet (more input would decode it).
+    #[serde(skip)]
+    pub truncated: bool,
 }
 
 /// A decoded stream.
@@ -177,6 +180,7 @@ fn error_entry(all: &[u32], base: usize, e: &DecodeError, len: usize) -> Entry {
         error: Some(e.kind.to_string()),
         error_dword: Some(base + error_dword(e)),
         header,
+        truncated: matches!(e.kind, DecodeErrorKind::Truncated { .. }),
     }
 }
 
@@ -196,6 +200,7 @@ fn packet_entry(
         error: None,
         error_dword: None,
         header: None,
+        truncated: false,
     }
 }
 
@@ -351,31 +356,52 @@ pub fn render_entry(entry: &Entry, full: bool, style: Style) -> Vec<String> {
     lines
 }
 
-/// Runs `kfd decode`.
+/// Dwords decoded per step: the input is read, decoded and printed this much at a time, so
+/// memory stays bounded whatever the input's size.
+pub const CHUNK_DWORDS: usize = 16 << 10;
+
+/// A packet still cut at this many carried dwords is reported as truncated (the longest PM4
+/// packet is 16 Ki + 2 dwords; SDMA WRITE_LINEAR carries up to 2^20).
+const MAX_CARRY_DWORDS: usize = 1 << 21;
+
+/// Counts kept while the listing streams out.
+#[derive(Default)]
+struct Tally {
+    dwords: usize,
+    packets: usize,
+    errors: usize,
+    first_error: Option<(usize, String)>,
+}
+
+/// Runs `kfd decode`: reads only the dwords `--skip` and `--count` ask for, and prints each
+/// chunk of the listing as soon as it is decoded.
 pub fn run(args: &DecodeArgs, style: Style) -> CliResult<()> {
-    let source = input::read_source(args.input.as_deref(), args.hex.as_deref())?;
-    let data = input::dwords(&source, args.format)?;
-    if data.words.is_empty() {
+    let mut input =
+        input::DwordReader::open(args.input.as_deref(), args.hex.as_deref(), args.format)?;
+    let label = input.label.clone();
+    let skipped = input.skip(args.skip)?;
+    if skipped < args.skip {
+        return Err(CliError::usage(if skipped == 0 {
+            format!("{label} holds no dwords to decode")
+        } else {
+            format!(
+                "--skip {} is past the end of {label} ({skipped} dwords)",
+                args.skip
+            )
+        }));
+    }
+    let mut remaining = args.count.unwrap_or(usize::MAX);
+    let mut buf = Vec::new();
+    remaining -= input.read_into(CHUNK_DWORDS.min(remaining), &mut buf)?;
+    if buf.is_empty() && args.skip == 0 && input.at_end()? {
         return Err(CliError::usage(format!(
-            "{} holds no dwords to decode",
-            source.label
+            "{label} holds no dwords to decode"
         )));
     }
-    if args.skip > data.words.len() {
-        return Err(CliError::usage(format!(
-            "--skip {} is past the end of {} ({} dwords)",
-            args.skip,
-            source.label,
-            data.words.len()
-        )));
-    }
-    let rest = data.words.get(args.skip..).unwrap_or_default();
-    let words = match args.count {
-        Some(n) => rest.get(..n.min(rest.len())).unwrap_or(rest),
-        None => rest,
+    let engine = match args.engine {
+        Engine::Auto => detect_engine(&buf),
+        e => e,
     };
-    let (engine, entries) =
-        decode_words(words, args.skip, args.engine, args.gfx, args.stop_at_error);
     let (engine_name, layouts) = match engine {
         Engine::Sdma => (
             "sdma",
@@ -391,51 +417,131 @@ pub fn run(args: &DecodeArgs, style: Style) -> CliResult<()> {
         ),
         _ => ("pm4", args.gfx.generation().to_string()),
     };
-    let errors = entries.iter().filter(|e| e.error.is_some()).count();
-    let listing = Listing {
-        source: source.label.clone(),
-        engine: engine_name,
-        layouts,
-        dwords: words.len(),
-        packets: entries.len() - errors,
-        errors,
-        entries,
-        trailing_bytes: data.trailing_bytes,
-    };
+    // Input that fits one chunk is listed as before; longer input is streamed and its dword
+    // count comes last.
+    let streamed = remaining > 0 && !input.at_end()?;
     let mut out = Out::stdout();
     if args.json {
-        out.json(&listing)?;
-    } else {
-        let layouts = if engine == Engine::Sdma {
-            listing.layouts.clone()
-        } else {
-            format!("PM4 {}", listing.layouts)
-        };
-        out.line(&style.paint(
-            Tone::Dim,
-            &format!(
-                "; {layouts}, {} dword(s) from {}",
-                listing.dwords, listing.source
-            ),
+        out.text(&format!(
+            "{{\n  \"source\": {},\n  \"engine\": \"{engine_name}\",\n  \"layouts\": {},\n  \"entries\": [",
+            json_string(&label)?,
+            json_string(&layouts)?
         ))?;
-        for entry in &listing.entries {
-            for line in render_entry(entry, args.full, style) {
-                out.line(&line)?;
+    } else {
+        let heading = if engine == Engine::Sdma {
+            layouts.clone()
+        } else {
+            format!("PM4 {layouts}")
+        };
+        let size = if streamed {
+            "streamed".to_owned()
+        } else {
+            format!("{} dword(s)", buf.len())
+        };
+        out.line(&style.paint(Tone::Dim, &format!("; {heading}, {size} from {label}")))?;
+    }
+    let mut tally = Tally::default();
+    let mut base = args.skip;
+    loop {
+        let at_end = remaining == 0 || input.at_end()?;
+        let (_, mut entries) = decode_words(&buf, base, engine, args.gfx, args.stop_at_error);
+        // A packet cut by the end of the chunk is decoded again with the next one.
+        let carry_from = match entries.last() {
+            Some(last) if !at_end && last.truncated && buf.len() < MAX_CARRY_DWORDS => {
+                Some(last.offset - base)
+            }
+            _ => None,
+        };
+        if carry_from.is_some() {
+            entries.pop();
+        }
+        let decoded = carry_from.unwrap_or(buf.len());
+        // SDMA stops at its first error; so does PM4 with --stop-at-error.
+        let stop = entries.iter().any(|e| e.error.is_some())
+            && (engine == Engine::Sdma || args.stop_at_error);
+        for entry in &entries {
+            if entry.error.is_some() {
+                tally.errors += 1;
+                if tally.first_error.is_none() {
+                    tally.first_error = entry
+                        .error
+                        .clone()
+                        .map(|m| (entry.error_dword.unwrap_or(entry.offset), m));
+                }
+            } else {
+                tally.packets += 1;
+            }
+            if args.json {
+                let sep = if tally.packets + tally.errors > 1 {
+                    ","
+                } else {
+                    ""
+                };
+                out.text(&format!("{sep}\n    {}", json_compact(entry)?))?;
+            } else {
+                for line in render_entry(entry, args.full, style) {
+                    out.line(&line)?;
+                }
             }
         }
-        out.line(&style.paint(
-            Tone::Dim,
-            &format!(
-                "; {} packet(s), {} error(s)",
-                listing.packets, listing.errors
-            ),
+        tally.dwords += decoded;
+        if stop || at_end && carry_from.is_none() {
+            break;
+        }
+        buf.drain(..decoded);
+        base += decoded;
+        let want = CHUNK_DWORDS.min(remaining);
+        remaining -= input.read_into(want, &mut buf)?;
+    }
+    let trailing_bytes = if remaining > 0 {
+        input.trailing_bytes()
+    } else {
+        0
+    };
+    let listing = Listing {
+        source: label,
+        engine: engine_name,
+        layouts,
+        dwords: tally.dwords,
+        entries: Vec::new(),
+        packets: tally.packets,
+        errors: tally.errors,
+        trailing_bytes,
+    };
+    if args.json {
+        out.line(&format!(
+            "\n  ],\n  \"dwords\": {},\n  \"packets\": {},\n  \"errors\": {},\n  \"trailing_bytes\": {}\n}}",
+            listing.dwords, listing.packets, listing.errors, listing.trailing_bytes
         ))?;
+    } else {
+        let totals = format!("{} packet(s), {} error(s)", listing.packets, listing.errors);
+        let footer = if streamed {
+            format!("; {} dword(s), {totals}", listing.dwords)
+        } else {
+            format!("; {totals}")
+        };
+        out.line(&style.paint(Tone::Dim, &footer))?;
     }
     out.flush()?;
-    match listing.first_error() {
+    let first_error = match tally.first_error {
+        Some((dword, msg)) => Some(format!(
+            "{} decode error(s) in {}; first at dword {dword} ({:#x}): {msg}",
+            listing.errors, listing.source, dword
+        )),
+        None => listing.first_error(),
+    };
+    match first_error {
         Some(message) => Err(CliError::usage(message)),
         None => Ok(()),
     }
+}
+
+fn json_string(s: &str) -> CliResult<String> {
+    serde_json::to_string(s).map_err(|e| CliError::failure(format!("cannot format JSON: {e}")))
+}
+
+fn json_compact(entry: &Entry) -> CliResult<String> {
+    serde_json::to_string(entry).map_err(|e| CliError::failure(format!("cannot format JSON: {e}")))
 }
 
 #[cfg(test)]

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use mqd::{
-    ComputeDescriptor, ComputeMqd, KernelVersion, MqdConfig, QueueKind, QueueProperties,
-    SdmaDescriptor, SdmaMqd,
+    ComputeDescriptor, ComputeMqd, Generation, KernelVersion, MqdConfig, QueueKind,
+    QueueProperties, SdmaDescriptor, SdmaMqd,
 };
 use serde::Serialize;
 
@@ -345,10 +345,96 @@ pub struct MqdReport {
     pub summary: Summary,
     /// The named dwords (non-zero ones unless `--all`).
     pub fields: Vec<FieldValue>,
+    /// `mqd decode`: the layouts whose size the input has.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fits: Option<Vec<&'static str>>,
+    /// `mqd decode`: fields that are not what the kernel writes.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// `AMDGPU_MAX_SDMA_INSTANCES`: the most SDMA engines any part has.
+const MAX_SDMA_ENGINES: u32 = 16;
+
+/// SDMA engines of `target` (including xGMI engines): the preset's topology, or the most any
+/// part has for a bare generation.
+fn sdma_engines(target: Target) -> (u32, String) {
+    match target.preset {
+        Some(p) => {
+            let topology =
+                kfd_model::topology::Topology::from_config(&kfd_model::ModelConfig::new(p));
+            let n = topology.gpus().next().map_or(0, |n| {
+                n.properties.num_sdma_engines + n.properties.num_sdma_xgmi_engines
+            });
+            (n as u32, format!("{p} has {n} SDMA engines"))
+        }
+        None => (
+            MAX_SDMA_ENGINES,
+            format!(
+                "no part has more than {MAX_SDMA_ENGINES}; name a part (--gfx gfx90a) for its own count"
+            ),
+        ),
+    }
+}
+
+/// The checks `kfd mqd build` makes before building: values the kernel would never put in an
+/// MQD, each refused with the range it takes.
+fn check_build_args(args: &BuildArgs) -> CliResult<()> {
+    const RANGE: &str = "allowed: powers of two from 1K to 2G bytes";
+    let ring = args.ring_size;
+    // Other sizes that are not a power of two are the builder's to refuse.
+    if ring == 0 {
+        return Err(CliError::usage(format!(
+            "--ring-size 0 is not a ring size; {RANGE}"
+        )));
+    }
+    if ring.is_power_of_two() && ring < 1024 {
+        return Err(CliError::usage(format!(
+            "--ring-size {ring} is too small (KFD_MIN_QUEUE_RING_SIZE is 1024); {RANGE}"
+        )));
+    }
+    if matches!(args.kind, BuildKind::Aql | BuildKind::Pm4) && args.eop_size != 0 {
+        // EOP_SIZE is log2(size / 8); Linux 6.12 refuses an EOP buffer under 4096 bytes.
+        let min = match args.kernel {
+            KernelChoice::Linux6_12 => 4096,
+            KernelChoice::Linux6_1 => 8,
+        };
+        let range = format!(
+            "allowed: 0 (no EOP buffer) or a power of two of at least {min} bytes{}",
+            if min == 4096 {
+                " (Linux 6.12 refuses a smaller EOP buffer)"
+            } else {
+                ""
+            }
+        );
+        let eop = args.eop_size;
+        if !eop.is_power_of_two() {
+            return Err(CliError::usage(format!(
+                "--eop-size {eop} is not a power of two; {range}"
+            )));
+        }
+        if eop < min {
+            return Err(CliError::usage(format!(
+                "--eop-size {eop} is too small; {range}"
+            )));
+        }
+    }
+    if args.kind == BuildKind::Sdma {
+        let (engines, why) = sdma_engines(args.gfx);
+        if args.sdma_engine >= engines {
+            return Err(CliError::usage(format!(
+                "--sdma-engine {} is out of range; allowed: 0 to {} ({why})",
+                args.sdma_engine,
+                engines.saturating_sub(1)
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Builds the MQD `args` describe.
 pub fn build(args: &BuildArgs) -> CliResult<AnyMqd> {
+    check_build_args(args)?;
     let kernel = match args.kernel {
         KernelChoice::Linux6_12 => KernelVersion::Linux6_12,
         KernelChoice::Linux6_1 => KernelVersion::Linux6_1,
@@ -431,8 +517,21 @@ fn report(mqd: &AnyMqd, target: Target, all: bool) -> (Table, MqdReport) {
             size: table.size,
             summary: mqd.summary(),
             fields,
+            fits: None,
+            warnings: Vec::new(),
         },
     )
+}
+
+/// What `mqd decode` found out about a dump beyond its fields.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DecodeNotes {
+    /// Bytes in the dump.
+    pub size: usize,
+    /// The layouts of that size.
+    pub fits: Vec<&'static str>,
+    /// Fields that are not what the kernel writes.
+    pub warnings: Vec<String>,
 }
 
 /// Prints an MQD: its summary, then the named dwords.
@@ -444,7 +543,29 @@ pub fn print(
     json: bool,
     style: Style,
 ) -> CliResult<()> {
-    let (table, report) = report(mqd, target, all);
+    print_with_notes(out, mqd, target, all, json, style, None)
+}
+
+/// [`print()`], with what `mqd decode` noticed: the layouts the size fits (JSON `fits`; in text
+/// a line after the heading when there are warnings) and warnings (JSON `warnings`; in text,
+/// `kfd: warning:` lines on stderr).
+pub fn print_with_notes(
+    out: &mut Out,
+    mqd: &AnyMqd,
+    target: Target,
+    all: bool,
+    json: bool,
+    style: Style,
+    notes: Option<&DecodeNotes>,
+) -> CliResult<()> {
+    let (table, mut report) = report(mqd, target, all);
+    if let Some(n) = notes {
+        report.fits = Some(n.fits.clone());
+        report.warnings.clone_from(&n.warnings);
+        for w in &n.warnings {
+            eprintln!("kfd: warning: {w}");
+        }
+    }
     if json {
         return out.json(&report);
     }
@@ -453,6 +574,14 @@ pub fn print(
     let mut lines = summary.lines().take_while(|l| l.trim() != "key dwords:");
     if let Some(first) = lines.next() {
         out.line(&style.paint(Tone::Bold, first))?;
+    }
+    // The input's size and the layouts it fits, when something about the dump is off (a
+    // clean MQD prints exactly what `mqd build` prints).
+    if let Some(n) = notes.filter(|n| !n.warnings.is_empty()) {
+        out.line(&format!(
+            "  input                 {}",
+            size_fit_text(n.size, &n.fits)
+        ))?;
     }
     for line in lines {
         out.line(line)?;
@@ -493,6 +622,132 @@ fn hex_lines(bytes: &[u8]) -> Vec<String> {
         .collect()
 }
 
+/// The largest MQD layout (the compute MQDs of every generation): `mqd decode` reads no more.
+pub const MAX_MQD_BYTES: usize = 2048;
+
+/// Every MQD layout.
+fn all_tables() -> Vec<Table> {
+    [Generation::Gfx9, Generation::Gfx10, Generation::Gfx11]
+        .into_iter()
+        .flat_map(|g| [MqdKind::Compute, MqdKind::Sdma].map(|k| mqd_fields::table(g, k)))
+        .collect()
+}
+
+/// The MQD layouts that are exactly `len` bytes.
+pub fn layouts_of_size(len: usize) -> Vec<&'static str> {
+    all_tables()
+        .into_iter()
+        .filter(|t| t.size == len)
+        .map(|t| t.name)
+        .collect()
+}
+
+/// "512 bytes, the size of v9_sdma_mqd and v11_sdma_mqd" or "… the size of no MQD layout …".
+fn size_fit_text(len: usize, fits: &[&str]) -> String {
+    if fits.is_empty() {
+        let mut sizes: Vec<usize> = all_tables().iter().map(|t| t.size).collect();
+        sizes.sort_unstable();
+        sizes.dedup();
+        let sizes: Vec<String> = sizes.iter().map(usize::to_string).collect();
+        format!(
+            "{len} bytes, the size of no MQD layout ({} bytes)",
+            sizes.join(", ")
+        )
+    } else {
+        format!("{len} bytes, the size of {}", fits.join(" and "))
+    }
+}
+
+/// Reads an MQD dump: at most [`MAX_MQD_BYTES`] + 4 bytes of it, whatever its size.
+fn read_dump(args: &DecodeMqdArgs) -> CliResult<(String, Vec<u8>)> {
+    let mut input =
+        input::DwordReader::open(args.input.as_deref(), args.hex.as_deref(), args.format)?;
+    let label = input.label.clone();
+    let mut words = Vec::new();
+    input.read_into(MAX_MQD_BYTES / 4 + 1, &mut words)?;
+    if words.is_empty() && input.trailing_bytes() == 0 {
+        return Err(CliError::usage(format!("{label}: empty input")));
+    }
+    if words.len() > MAX_MQD_BYTES / 4 {
+        return Err(CliError::usage(format!(
+            "{label} holds more than {MAX_MQD_BYTES} bytes, more than any MQD layout (the \
+             compute MQDs are {MAX_MQD_BYTES}); give just the MQD"
+        )));
+    }
+    if input.trailing_bytes() > 0 {
+        return Err(CliError::usage(format!(
+            "{label} ends with {} byte(s) that do not make a whole dword (byte offset {:#x})",
+            input.trailing_bytes(),
+            words.len() * 4
+        )));
+    }
+    Ok((label, words.iter().flat_map(|w| w.to_le_bytes()).collect()))
+}
+
+/// Fields of a decoded MQD that are not what the kernel's `init_mqd`/`update_mqd` writes
+/// (facts §6.4, §6.5) — a dump with these is probably not an MQD, or not of this generation.
+/// Compute: `cp_mqd_control.PRIV_STATE`, the persistent-state preload (0x53 on gfx9/10, 0x55
+/// on gfx11), `cp_hqd_pq_control.RPTR_BLOCK_SIZE` 5, `cp_hqd_quantum` 0x111,
+/// `compute_pipelinestat_enable` 1. SDMA: `rb_cntl` with RPTR_WRITEBACK_ENABLE and timer 6,
+/// `sdmax_rlcx_dummy_reg` 0xF.
+pub fn implausible_fields(mqd: &AnyMqd, target: Target) -> Vec<String> {
+    let generation = target.generation();
+    let table = mqd_fields::table(generation, mqd.kind());
+    let value = |name: &str| {
+        table
+            .fields
+            .iter()
+            .find(|f| f.name == name)
+            .and_then(|f| mqd_fields::dword(mqd.bytes(), f.dword))
+    };
+    let mut out = Vec::new();
+    let mut check = |name: &str, ok: &dyn Fn(u32) -> bool, expected: &str| {
+        if let Some(v) = value(name) {
+            if !ok(v) {
+                out.push(format!(
+                    "{name} is {v:#010x}; the kernel writes {expected} on every {} queue",
+                    table.name
+                ));
+            }
+        }
+    };
+    match mqd.kind() {
+        MqdKind::Compute => {
+            let preload = if generation == Generation::Gfx11 {
+                0x55
+            } else {
+                0x53
+            };
+            check(
+                "cp_mqd_control",
+                &|v| v & (1 << 8) != 0,
+                "PRIV_STATE (bit 8) set",
+            );
+            check(
+                "cp_hqd_persistent_state",
+                &|v| v & 1 == 1 && (v >> 8) & 0x3FF == preload,
+                &format!("PRELOAD_REQ and PRELOAD_SIZE {preload:#x}"),
+            );
+            check(
+                "cp_hqd_pq_control",
+                &|v| (v >> 8) & 0x3F == 5,
+                "RPTR_BLOCK_SIZE (bits 13:8) 5",
+            );
+            check("cp_hqd_quantum", &|v| v == 0x111, "0x00000111");
+            check("compute_pipelinestat_enable", &|v| v == 1, "1");
+        }
+        MqdKind::Sdma => {
+            check(
+                "sdmax_rlcx_rb_cntl",
+                &|v| v & (1 << 12) != 0 && (v >> 16) & 0x1F == 6,
+                "RPTR_WRITEBACK_ENABLE (bit 12) and RPTR_WRITEBACK_TIMER (bits 20:16) 6",
+            );
+            check("sdmax_rlcx_dummy_reg", &|v| v == 0xF, "0x0000000f");
+        }
+    }
+    out
+}
+
 /// Runs `kfd mqd`.
 pub fn run(command: &MqdCommand, style: Style) -> CliResult<()> {
     let mut out = Out::stdout();
@@ -527,10 +782,36 @@ pub fn run(command: &MqdCommand, style: Style) -> CliResult<()> {
             }
         }
         MqdCommand::Decode(args) => {
-            let source = input::read_source(args.input.as_deref(), args.hex.as_deref())?;
-            let bytes = input::bytes(&source, args.format)?;
-            let mqd = decode(&bytes, args.gfx, args.kind).map_err(|e| e.context(&source.label))?;
-            print(&mut out, &mqd, args.gfx, args.all, args.json, style)?;
+            let (label, bytes) = read_dump(args)?;
+            let fits = layouts_of_size(bytes.len());
+            let mqd = decode(&bytes, args.gfx, args.kind).map_err(|e| {
+                e.context(format!("{label} ({})", size_fit_text(bytes.len(), &fits)))
+            })?;
+            let mut warnings = Vec::new();
+            let expected = mqd_fields::table(args.gfx.generation(), mqd.kind());
+            if bytes.len() != expected.size {
+                warnings.push(format!(
+                    "{label} is {} bytes; {} is {} (the rest was not read)",
+                    bytes.len(),
+                    expected.name,
+                    expected.size
+                ));
+            }
+            warnings.extend(implausible_fields(&mqd, args.gfx));
+            let notes = DecodeNotes {
+                size: bytes.len(),
+                fits,
+                warnings,
+            };
+            print_with_notes(
+                &mut out,
+                &mqd,
+                args.gfx,
+                args.all,
+                args.json,
+                style,
+                Some(&notes),
+            )?;
         }
         MqdCommand::Fields(args) => {
             let table = mqd_fields::table(args.gfx.generation(), args.kind);

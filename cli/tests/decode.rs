@@ -223,17 +223,18 @@ fn a_closed_pipe_is_a_quiet_stop() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(big.as_bytes())
-        .unwrap();
+    // Written from another thread, as a shell pipe is: `kfd` streams, so it may stop
+    // reading (and exit) once its output is closed.
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(big.as_bytes());
+    });
     let mut stdout = child.stdout.take().unwrap();
     let mut first = [0u8; 100];
     std::io::Read::read_exact(&mut stdout, &mut first).unwrap();
     drop(stdout);
     let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -245,4 +246,102 @@ fn a_closed_pipe_is_a_quiet_stop() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Issue #23 item 3: only what `--skip`/`--count` need is read, so an endless input ends.
+#[test]
+fn count_and_skip_read_only_what_they_need() {
+    let start = std::time::Instant::now();
+    let out = ok(&["decode", "--count", "4", "/dev/zero"]);
+    assert!(
+        out.starts_with("; SDMA 4 (gfx9), 4 dword(s) from /dev/zero"),
+        "{out}"
+    );
+    assert_eq!(out.matches("SDMA_NOP").count(), 4, "{out}");
+    let out = ok(&[
+        "decode",
+        "--skip",
+        "1000000",
+        "--count",
+        "2",
+        "--engine",
+        "sdma",
+        "/dev/zero",
+    ]);
+    assert!(
+        out.contains("  0xf4240: 00000000"),
+        "offsets stay the input's: {out}"
+    );
+    assert!(start.elapsed() < std::time::Duration::from_secs(20));
+    let e = usage_error(&kfd(&[
+        "decode",
+        "--skip",
+        "9",
+        "--hex",
+        "ffff1000 ffff1000",
+    ]));
+    assert_eq!(e, "kfd: --skip 9 is past the end of --hex (2 dwords)");
+}
+
+/// A stream longer than one chunk is listed exactly as the whole-input decoder lists it:
+/// packets cut by a chunk's end are decoded whole, and the counts come at the end.
+#[test]
+fn long_streams_are_decoded_in_chunks_without_cutting_packets() {
+    use kfd_cli::decode::{decode_words, Engine, CHUNK_DWORDS};
+    use kfd_cli::target::Target;
+    // NOPs of 1 to 7 dwords, so that packets straddle every chunk boundary, then one
+    // truncated packet at the very end.
+    let mut words = Vec::new();
+    let mut n = 0u32;
+    while words.len() < 3 * CHUNK_DWORDS + 100 {
+        let count = n % 7;
+        words.push(0xC000_1000 | (count << 16));
+        words.extend(std::iter::repeat_n(n, count as usize + 1));
+        n += 1;
+    }
+    words.push(0xC005_1000);
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let o = kfd_with_stdin(&["decode", "--json", "-"], &bytes);
+    assert_eq!(o.status.code(), Some(2), "the truncated end is an error");
+    let v = json(&stdout(&o));
+    let (_, whole) = decode_words(&words, 0, Engine::Pm4, Target::default(), false);
+    let entries = v["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), whole.len());
+    for (got, want) in entries.iter().zip(&whole) {
+        assert_eq!(got["offset"], want.offset);
+        assert_eq!(got["words"].as_array().unwrap().len(), want.words.len());
+    }
+    assert_eq!(v["dwords"], words.len());
+    assert_eq!(v["errors"], 1);
+    // Text: the header says the input is streamed, the footer counts the dwords.
+    let o = kfd_with_stdin(&["decode", "-"], &bytes);
+    let out = stdout(&o);
+    assert!(
+        out.starts_with("; PM4 gfx9, streamed from stdin\n"),
+        "{out}"
+    );
+    assert!(
+        out.ends_with(&format!(
+            "; {} dword(s), {} packet(s), 1 error(s)\n",
+            words.len(),
+            whole.len() - 1
+        )),
+        "{}",
+        &out[out.len() - 200..]
+    );
+}
+
+/// Hex text is read a block at a time too: one very long line, and tokens cut by a block.
+#[test]
+fn long_hex_lines_are_read_in_blocks() {
+    let text = "ffff1000 ".repeat(100_000) + "# a comment 12 zz\nc0001000 0\n";
+    let o = kfd_with_stdin(&["decode", "--json", "-"], text.as_bytes());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json(&stdout(&o));
+    assert_eq!(v["dwords"], 100_002);
+    assert_eq!(v["packets"], 100_001);
+    // A bad token far into a long line is located by line and column.
+    let text = "ffff1000 ".repeat(20_000) + "zz\n";
+    let e = usage_error(&kfd_with_stdin(&["decode", "-"], text.as_bytes()));
+    assert_eq!(e, "kfd: line 1, column 180001: 'zz' is not a hex dword");
 }

@@ -183,3 +183,142 @@ fn bad_queues_and_dumps_are_one_line() {
     ]));
     assert!(e.contains("not the compute MQD header 0xc0310800"), "{e}");
 }
+
+/// Issue #23 item 4: `mqd build` refuses values the kernel never writes, saying the range.
+#[test]
+fn build_refuses_out_of_range_sizes_and_engines() {
+    let e = usage_error(&kfd(&["mqd", "build", "--ring-size", "0"]));
+    assert_eq!(
+        e,
+        "kfd: --ring-size 0 is not a ring size; allowed: powers of two from 1K to 2G bytes"
+    );
+    let e = usage_error(&kfd(&["mqd", "build", "--ring-size", "512"]));
+    assert!(
+        e.contains("too small (KFD_MIN_QUEUE_RING_SIZE is 1024)"),
+        "{e}"
+    );
+    let e = usage_error(&kfd(&["mqd", "build", "--eop-size", "3"]));
+    assert_eq!(
+        e,
+        "kfd: --eop-size 3 is not a power of two; allowed: 0 (no EOP buffer) or a power of \
+         two of at least 4096 bytes (Linux 6.12 refuses a smaller EOP buffer)"
+    );
+    let e = usage_error(&kfd(&["mqd", "build", "--eop-size", "2048"]));
+    assert!(e.contains("--eop-size 2048 is too small"), "{e}");
+    // Linux 6.1 does not check the EOP size; EOP_SIZE = log2(size / 8) needs 8 or more.
+    ok(&["mqd", "build", "--kernel", "6.1", "--eop-size", "2048"]);
+    let e = usage_error(&kfd(&[
+        "mqd",
+        "build",
+        "--kernel",
+        "6.1",
+        "--eop-size",
+        "4",
+    ]));
+    assert!(e.contains("at least 8 bytes"), "{e}");
+    // SDMA queues have no EOP buffer: the value is not used.
+    ok(&["mqd", "build", "--kind", "sdma", "--eop-size", "3"]);
+    let e = usage_error(&kfd(&[
+        "mqd",
+        "build",
+        "--kind",
+        "sdma",
+        "--sdma-engine",
+        "99",
+    ]));
+    assert!(
+        e.contains("--sdma-engine 99 is out of range; allowed: 0 to 15"),
+        "{e}"
+    );
+    // A part: its topology's engines (gfx900: 2; gfx90a: 2 + 3 xGMI).
+    let e = usage_error(&kfd(&[
+        "mqd",
+        "build",
+        "--kind",
+        "sdma",
+        "--gfx",
+        "gfx900",
+        "--sdma-engine",
+        "2",
+    ]));
+    assert!(
+        e.contains("allowed: 0 to 1 (gfx900 has 2 SDMA engines)"),
+        "{e}"
+    );
+    ok(&[
+        "mqd",
+        "build",
+        "--kind",
+        "sdma",
+        "--gfx",
+        "gfx90a",
+        "--sdma-engine",
+        "4",
+    ]);
+}
+
+/// Issue #23 items 3 and 4: empty input, sizes, implausible fields, and no unbounded read.
+#[test]
+fn decode_says_empty_size_fit_and_implausible_fields() {
+    let e = usage_error(&kfd_with_stdin(&["mqd", "decode", "-"], b""));
+    assert_eq!(e, "kfd: stdin: empty input");
+    // 512 random-looking bytes: decoded as the only 512-byte gfx9 layout, with the layouts
+    // of that size named and the fields the kernel always writes flagged.
+    let junk: Vec<u8> = (0..512u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let o = kfd_with_stdin(&["mqd", "decode", "--format", "bin", "-"], &junk);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("input                 512 bytes, the size of v9_sdma_mqd and v11_sdma_mqd"),
+        "{out}"
+    );
+    let err = stderr(&o);
+    assert!(
+        err.contains("kfd: warning: sdmax_rlcx_dummy_reg is 0x"),
+        "{err}"
+    );
+    assert!(err.contains("sdmax_rlcx_rb_cntl is 0x"), "{err}");
+    // A built MQD has no warnings, and JSON lists the fits.
+    let built = kfd(&["mqd", "build", "--kind", "sdma", "--out", "-"]).stdout;
+    let o = kfd_with_stdin(&["mqd", "decode", "--json", "-"], &built);
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+    let v = json(&stdout(&o));
+    assert_eq!(
+        v["fits"],
+        serde_json::json!(["v9_sdma_mqd", "v11_sdma_mqd"])
+    );
+    assert!(v.get("warnings").is_none());
+    let built = kfd(&["mqd", "build", "--out", "-"]).stdout;
+    let o = kfd_with_stdin(&["mqd", "decode", "-"], &built);
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+    // A compute MQD with the header but a zeroed rest: the init_mqd fields are flagged.
+    let mut hdr = vec![0u8; 2048];
+    hdr[..4].copy_from_slice(&0xC031_0800u32.to_le_bytes());
+    let o = kfd_with_stdin(&["mqd", "decode", "--format", "bin", "-"], &hdr);
+    let err = stderr(&o);
+    for field in [
+        "cp_mqd_control",
+        "cp_hqd_persistent_state",
+        "cp_hqd_pq_control",
+        "cp_hqd_quantum",
+        "compute_pipelinestat_enable",
+    ] {
+        assert!(
+            err.contains(&format!("warning: {field} is 0x00000000")),
+            "{err}"
+        );
+    }
+    // Sizes that fit no layout say so.
+    let e = usage_error(&kfd(&["mqd", "decode", "--hex", "1 2 3"]));
+    assert!(
+        e.contains("12 bytes, the size of no MQD layout (512, 520, 2048 bytes)"),
+        "{e}"
+    );
+    // More than the largest layout stops at 2052 bytes read: /dev/zero ends at once.
+    let start = std::time::Instant::now();
+    let e = usage_error(&kfd(&["mqd", "decode", "/dev/zero"]));
+    assert!(e.contains("holds more than 2048 bytes"), "{e}");
+    assert!(start.elapsed() < std::time::Duration::from_secs(10));
+}

@@ -1,1 +1,109 @@
-fn main() {}
+//! Interpreter speed: wave-instructions per second on a VALU/SALU mix and on a memory mix,
+//! and the rate at which code is pre-decoded into a [`CodeCache`].
+//!
+//! The programs are fixed byte strings assembled once with `llvm-mc-15 -mcpu=gfx900`.
+#![allow(missing_docs)] // criterion_group! generates undocumented items
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use isa::exec::{CodeCache, HostEnv, Mode, Stop, Wave};
+use isa::Target;
+
+/// Loop of 12 instructions: 9 VALU (int, f32 mul/fma, carry chain, compare, cndmask), 3 SALU
+/// (counter, compare, branch back); then s_endpgm.
+const ALU_LOOP: &[u8] = &[
+    0x01, 0x01, 0x02, 0x68, // v_add_u32_e32 v1, v1, v0
+    0x02, 0x07, 0x04, 0x0a, // v_mul_f32_e32 v2, v2, v3
+    0x04, 0x00, 0xcb, 0xd1, 0x02, 0x07, 0x12, 0x04, // v_fma_f32 v4, v2, v3, v4
+    0x05, 0x03, 0x0a, 0x2a, // v_xor_b32_e32 v5, v5, v1
+    0x83, 0x0a, 0x0c, 0x24, // v_lshlrev_b32_e32 v6, 3, v5
+    0x06, 0x03, 0x0e, 0x32, // v_add_co_u32_e32 v7, vcc, v6, v1
+    0x80, 0x10, 0x10, 0x38, // v_addc_co_u32_e32 v8, vcc, 0, v8, vcc
+    0x07, 0x11, 0x98, 0x7d, // v_cmp_gt_u32_e32 vcc, v7, v8
+    0x01, 0x05, 0x12, 0x00, // v_cndmask_b32_e32 v9, v1, v2, vcc
+    0x00, 0x81, 0x00, 0x80, // s_add_u32 s0, s0, 1
+    0x00, 0x01, 0x07, 0xbf, // s_cmp_lg_u32 s0, s1
+    0xf3, 0xff, 0x85, 0xbf, // s_cbranch_scc1 -13 (back to the start)
+    0x00, 0x00, 0x81, 0xbf, // s_endpgm
+];
+const ALU_LOOP_LEN: u64 = 12;
+
+/// Loop of 9 instructions: global load/store, LDS write/read, a scalar load, one VALU, and
+/// the 3-instruction SALU loop control; then s_endpgm.
+const MEM_LOOP: &[u8] = &[
+    0x00, 0x80, 0x50, 0xdc, 0x02, 0x00, 0x7f, 0x01, // global_load_dword v1, v[2:3], off
+    0x01, 0x01, 0x02, 0x68, // v_add_u32_e32 v1, v1, v0
+    0x00, 0x80, 0x70, 0xdc, 0x02, 0x01, 0x7f, 0x00, // global_store_dword v[2:3], v1, off
+    0x00, 0x00, 0x1a, 0xd8, 0x04, 0x01, 0x00, 0x00, // ds_write_b32 v4, v1
+    0x00, 0x00, 0x6c, 0xd8, 0x04, 0x00, 0x00, 0x05, // ds_read_b32 v5, v4
+    0x82, 0x00, 0x02, 0xc0, 0x00, 0x00, 0x00, 0x00, // s_load_dword s2, s[4:5], 0x0
+    0x00, 0x81, 0x00, 0x80, // s_add_u32 s0, s0, 1
+    0x00, 0x01, 0x07, 0xbf, // s_cmp_lg_u32 s0, s1
+    0xf2, 0xff, 0x85, 0xbf, // s_cbranch_scc1 -14
+    0x00, 0x00, 0x81, 0xbf, // s_endpgm
+];
+const MEM_LOOP_LEN: u64 = 9;
+
+const BASE: u64 = 0x1000;
+const ITERATIONS: u32 = 1000;
+
+fn wave(mem: bool) -> Wave {
+    let mut w = Wave::new(Target::Gfx900, 16, 0);
+    w.pc = BASE;
+    w.mode = Mode((3 << 6) | (1 << 8) | (1 << 9));
+    w.sgpr[1] = ITERATIONS;
+    for l in 0..64 {
+        w.vgpr[0][l] = l as u32;
+        if !mem {
+            w.vgpr[3][l] = 0x3f80_0000;
+        } else {
+            w.vgpr[2][l] = 0x10_0000 + 4 * l as u32;
+            w.vgpr[4][l] = 4 * l as u32;
+        }
+    }
+    w.set_sgpr64(4, 0x20_0000);
+    w
+}
+
+fn run(cache: &CodeCache, env: &mut HostEnv, mem: bool) {
+    let mut w = wave(mem);
+    let stop = w.run(cache, env, u64::MAX);
+    assert_eq!(
+        stop,
+        Stop::EndOfProgram,
+        "bench program must run to its end"
+    );
+}
+
+fn benches(c: &mut Criterion) {
+    let mut g = c.benchmark_group("exec");
+    let alu = CodeCache::new(Target::Gfx900, BASE, ALU_LOOP);
+    let mut env = HostEnv::new(1024);
+    g.throughput(Throughput::Elements(
+        ALU_LOOP_LEN * u64::from(ITERATIONS) + 1,
+    ));
+    g.bench_function("alu_mix_wave_instructions", |b| {
+        b.iter(|| run(&alu, &mut env, false))
+    });
+
+    let mem = CodeCache::new(Target::Gfx900, BASE, MEM_LOOP);
+    let mut env = HostEnv::new(1024);
+    env.map(0x10_0000, 4096);
+    env.map(0x20_0000, 4096);
+    g.throughput(Throughput::Elements(
+        MEM_LOOP_LEN * u64::from(ITERATIONS) + 1,
+    ));
+    g.bench_function("memory_mix_wave_instructions", |b| {
+        b.iter(|| run(&mem, &mut env, true))
+    });
+
+    // pre-decoding: every dword offset of 4 KiB of the ALU loop repeated
+    let code: Vec<u8> = ALU_LOOP.iter().copied().cycle().take(4096).collect();
+    g.throughput(Throughput::Elements(code.len() as u64 / 4));
+    g.bench_function("predecode_dwords", |b| {
+        b.iter(|| CodeCache::new(Target::Gfx900, BASE, &code))
+    });
+    g.finish();
+}
+
+criterion_group!(exec, benches);
+criterion_main!(exec);

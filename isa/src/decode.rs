@@ -143,24 +143,56 @@ pub enum DecodeError {
 impl fmt::Display for DecodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            DecodeError::Truncated { addr, word, needed, available } => write!(
+            DecodeError::Truncated {
+                addr,
+                word,
+                needed,
+                available,
+            } => write!(
                 f,
                 "{addr:#x}: instruction {word:#010x} needs {needed} bytes, only {available} left"
             ),
-            DecodeError::UnknownOpcode { addr, word, encoding, opcode } => {
-                write!(f, "{addr:#x}: word {word:#010x}: unknown {encoding} opcode {opcode:#x}")
+            DecodeError::UnknownOpcode {
+                addr,
+                word,
+                encoding,
+                opcode,
+            } => {
+                write!(
+                    f,
+                    "{addr:#x}: word {word:#010x}: unknown {encoding} opcode {opcode:#x}"
+                )
             }
             DecodeError::Illegal { addr, word, reason } => {
-                write!(f, "{addr:#x}: word {word:#010x}: illegal encoding: {reason}")
+                write!(
+                    f,
+                    "{addr:#x}: word {word:#010x}: illegal encoding: {reason}"
+                )
             }
-            DecodeError::Unsupported { addr, word, encoding } => {
-                write!(f, "{addr:#x}: word {word:#010x}: {encoding} encoding is not decoded")
+            DecodeError::Unsupported {
+                addr,
+                word,
+                encoding,
+            } => {
+                write!(
+                    f,
+                    "{addr:#x}: word {word:#010x}: {encoding} encoding is not decoded"
+                )
             }
         }
     }
 }
 
 impl std::error::Error for DecodeError {}
+
+/// An extension dword of a VOP1/VOP2/VOPC instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ext {
+    /// None: the plain 32-bit encoding (or any other encoding).
+    None,
+    /// SDWA: sub-dword selection; `words[1]` holds the SDWA dword.
+    Sdwa,
+}
 
 /// Maximum number of printed operands of one instruction.
 pub const MAX_OPERANDS: usize = 6;
@@ -177,6 +209,8 @@ pub struct Instruction {
     pub enc: Enc,
     /// The target it was decoded for.
     pub target: Target,
+    /// The SDWA extension, if any.
+    pub ext: Ext,
     /// The instruction's dwords (the second is 0 for 32-bit encodings).
     pub words: [u32; 2],
     /// The 32-bit literal, if the instruction has one.
@@ -310,16 +344,28 @@ pub(crate) fn field_value(enc: Enc, field: Field, w0: u32, w1: u32) -> u32 {
 }
 
 /// Whether a 9-bit (or 8-bit scalar) source value is a valid scalar operand of `dwords`.
-fn scalar_operand(v: u32, dwords: u8, literal: &mut Option<u32>, lit_word: Option<u32>) -> Result<Operand, &'static str> {
+fn scalar_operand(
+    v: u32,
+    dwords: u8,
+    literal: &mut Option<u32>,
+    lit_word: Option<u32>,
+) -> Result<Operand, &'static str> {
     let wide = dwords >= 2;
-    let reg = |reg, hi| Operand::Special { reg, count: dwords, hi };
+    let reg = |reg, hi| Operand::Special {
+        reg,
+        count: dwords,
+        hi,
+    };
     Ok(match v {
         0..=101 => {
-            let first = if wide { (v as u8) & !1 } else { v as u8 };
-            if u32::from(first) + u32::from(dwords) > 102 {
-                return Err("SGPR range past s101");
+            let first = align_sgpr(v, dwords);
+            if dwords >= 2 && u32::from(first) + u32::from(dwords) > 104 {
+                return Err("SGPR range past s103");
             }
-            Operand::Sgpr { first, count: dwords }
+            Operand::Sgpr {
+                first,
+                count: dwords,
+            }
         }
         102 | 103 if wide && v == 103 => return Err("odd half of a 64-bit special register"),
         102 | 103 => reg(crate::decode::SpecialReg::FlatScratch, v == 103),
@@ -329,11 +375,18 @@ fn scalar_operand(v: u32, dwords: u8, literal: &mut Option<u32>, lit_word: Optio
         106 | 107 => reg(SpecialReg::Vcc, v == 107),
         108..=123 => {
             let t = (v - 108) as u8;
-            let first = if wide { t & !1 } else { t };
+            let first = match dwords {
+                0 | 1 => t,
+                2 => t & !1,
+                _ => t & !3,
+            };
             if u32::from(first) + u32::from(dwords) > 16 {
                 return Err("TTMP range past ttmp15");
             }
-            Operand::Ttmp { first, count: dwords }
+            Operand::Ttmp {
+                first,
+                count: dwords,
+            }
         }
         124 if wide => return Err("m0 is 32-bit"),
         124 => reg(SpecialReg::M0, false),
@@ -364,59 +417,131 @@ fn scalar_operand(v: u32, dwords: u8, literal: &mut Option<u32>, lit_word: Optio
     })
 }
 
+/// SGPR tuples are aligned: pairs to 2, wider tuples to 4 (llvm prints the aligned range).
+fn align_sgpr(v: u32, dwords: u8) -> u8 {
+    let v = v as u8;
+    match dwords {
+        0 | 1 => v,
+        2 => v & !1,
+        _ => v & !3,
+    }
+}
+
 fn vector_range(v: u32, dwords: u8, agpr: bool) -> Result<Operand, &'static str> {
     if v + u32::from(dwords.max(1)) > 256 {
         return Err("register range past 255");
     }
     let first = v as u8;
     let count = dwords.max(1);
-    Ok(if agpr { Operand::Agpr { first, count } } else { Operand::Vgpr { first, count } })
+    Ok(if agpr {
+        Operand::Agpr { first, count }
+    } else {
+        Operand::Vgpr { first, count }
+    })
+}
+
+/// Instructions whose 9-bit SRC0 names a VGPR/AGPR by its low 8 bits only.
+fn eight_bit_vector_src(row: &Row) -> bool {
+    let candidate = match row.enc {
+        Enc::Vop1 => true,
+        Enc::Vop3 => row.opcode >= 0x3C0 || (0x140..0x1C0).contains(&row.opcode),
+        _ => false,
+    };
+    candidate
+        && matches!(
+            row.op.mnemonic(),
+            "v_swap_b32" | "v_accvgpr_read_b32" | "v_accvgpr_mov_b32"
+        )
 }
 
 /// Whether a 9-bit VOP source field reads a VGPR/AGPR.
 fn is_vector_src(enc: Enc, field: Field) -> bool {
-    matches!((enc, field), (Enc::Vop2 | Enc::Vop1 | Enc::Vopc, Field::A) | (Enc::Vop3, Field::A | Field::B | Field::C))
+    matches!(
+        (enc, field),
+        (Enc::Vop2 | Enc::Vop1 | Enc::Vopc, Field::A) | (Enc::Vop3, Field::A | Field::B | Field::C)
+    )
 }
 
 /// Decode one instruction at the start of `bytes`, which sits at address `addr`.
 ///
 /// Returns the instruction and its length in bytes. Never panics: any word that is not a
 /// valid instruction of `target` is a [`DecodeError`] naming the word and the address.
-pub fn decode(bytes: &[u8], addr: u64, target: Target) -> Result<(Instruction, usize), DecodeError> {
+pub fn decode(
+    bytes: &[u8],
+    addr: u64,
+    target: Target,
+) -> Result<(Instruction, usize), DecodeError> {
     let Some(w0) = dword(bytes, 0) else {
-        return Err(DecodeError::Truncated { addr, word: 0, needed: 4, available: bytes.len() });
+        return Err(DecodeError::Truncated {
+            addr,
+            word: 0,
+            needed: 4,
+            available: bytes.len(),
+        });
     };
-    let (enc, base_len) = classify(w0).map_err(|e| DecodeError::Unsupported { addr, word: w0, encoding: e })?;
-    let illegal = |reason| DecodeError::Illegal { addr, word: w0, reason };
+    let (enc, base_len) = classify(w0).map_err(|e| DecodeError::Unsupported {
+        addr,
+        word: w0,
+        encoding: e,
+    })?;
+    let illegal = |reason| DecodeError::Illegal {
+        addr,
+        word: w0,
+        reason,
+    };
     let w1 = if base_len == 8 {
         match dword(bytes, 4) {
             Some(w) => w,
-            None => return Err(DecodeError::Truncated { addr, word: w0, needed: 8, available: bytes.len() }),
+            None => {
+                return Err(DecodeError::Truncated {
+                    addr,
+                    word: w0,
+                    needed: 8,
+                    available: bytes.len(),
+                })
+            }
         }
     } else {
         0
     };
     let opcode = opcode_of(enc, w0);
     let Some((row_idx, row)) = lookup(enc, opcode, target) else {
-        return Err(DecodeError::UnknownOpcode { addr, word: w0, encoding: enc.name(), opcode });
+        return Err(DecodeError::UnknownOpcode {
+            addr,
+            word: w0,
+            encoding: enc.name(),
+            opcode,
+        });
     };
-    if matches!(enc, Enc::Vop1 | Enc::Vop2 | Enc::Vopc) && matches!(w0 & 0x1FF, 249 | 250) {
+    let eight_bit_src = eight_bit_vector_src(row);
+    let ext_ok = !eight_bit_src;
+    if ext_ok && matches!(enc, Enc::Vop1 | Enc::Vop2 | Enc::Vopc) && w0 & 0x1FF == 250 {
         return Err(DecodeError::Unsupported {
             addr,
             word: w0,
-            encoding: if w0 & 0x1FF == 249 { "SDWA" } else { "DPP" },
+            encoding: "DPP",
         });
+    }
+    if ext_ok && matches!(enc, Enc::Vop1 | Enc::Vop2 | Enc::Vopc) && w0 & 0x1FF == 249 {
+        return decode_sdwa(bytes, addr, target, enc, row_idx, row, w0);
     }
     // A literal may follow 32-bit encodings whose scalar source is 255.
     let lit_word = if base_len == 4 { dword(bytes, 4) } else { None };
     let needs_literal = match enc {
         Enc::Sop2 => (w0 & 0xFF) == 255 || ((w0 >> 8) & 0xFF) == 255,
-        Enc::Sop1 | Enc::Sopc => (w0 & 0xFF) == 255 || (enc == Enc::Sopc && ((w0 >> 8) & 0xFF) == 255),
-        Enc::Vop1 | Enc::Vop2 | Enc::Vopc => (w0 & 0x1FF) == 255,
+        Enc::Sop1 | Enc::Sopc => {
+            (w0 & 0xFF) == 255 || (enc == Enc::Sopc && ((w0 >> 8) & 0xFF) == 255)
+        }
+        Enc::Vop1 | Enc::Vop2 | Enc::Vopc => (w0 & 0x1FF) == 255 && ext_ok,
         _ => false,
     };
     if needs_literal && lit_word.is_none() {
-        return Err(DecodeError::Truncated { addr, word: w0, needed: 8, available: bytes.len() });
+        return Err(DecodeError::Truncated {
+            addr,
+            word: w0,
+            needed: 8,
+            available: bytes.len(),
+        });
     }
     let mut literal = None;
     let mut operands = [Operand::Off; crate::decode::MAX_OPERANDS];
@@ -433,8 +558,36 @@ pub fn decode(bytes: &[u8], addr: u64, target: Target) -> Result<(Instruction, u
             break;
         }
         let v = field_value(enc, slot.field, w0, w1);
+        let mut slot = *slot;
+        if enc == Enc::Mubuf && slot.field == Field::A && (w0 >> 12) & 3 == 3 {
+            slot.dwords = 2;
+        }
+        if enc == Enc::Vop3 && row.opcode >= 0x3C0 && row.op.mnemonic().starts_with("v_mfma") {
+            let acc_cd = target == Target::Gfx908 || (w0 >> 15) & 1 == 1;
+            if matches!(slot.field, Field::D | Field::C) && acc_cd {
+                slot.class = Class::A;
+            }
+            if slot.field == Field::C {
+                // SRC2 is as wide as the result, except that no scalar tuple is wider than 16.
+                let d = row.slots[0].dwords;
+                slot.dwords = match v {
+                    0..=101 | 108..=123 if d > 16 => 1,
+                    _ if v < 256 && d > 16 => 2,
+                    _ => d,
+                };
+            }
+            if (slot.field == Field::A && (w1 >> 27) & 1 == 1)
+                || (slot.field == Field::B && (w1 >> 28) & 1 == 1)
+            {
+                slot.class = Class::A;
+            }
+        }
         let op = match (slot.field, slot.class) {
-            (Field::Vcc, _) => Operand::Special { reg: SpecialReg::Vcc, count: 2, hi: false },
+            (Field::Vcc, _) => Operand::Special {
+                reg: SpecialReg::Vcc,
+                count: 2,
+                hi: false,
+            },
             (_, Class::Off) => {
                 if v == 0x7F {
                     Operand::Off
@@ -444,6 +597,9 @@ pub fn decode(bytes: &[u8], addr: u64, target: Target) -> Result<(Instruction, u
             }
             (Field::K | Field::O, Class::Imm) => Operand::Imm(v),
             (_, Class::Imm) => Operand::Imm(v),
+            (Field::A, class) if eight_bit_src => {
+                vector_range(v & 0xFF, slot.dwords, class == Class::A).map_err(illegal)?
+            }
             (f, class) if is_vector_src(enc, f) => {
                 if v >= 256 {
                     vector_range(v - 256, slot.dwords, class == Class::A).map_err(illegal)?
@@ -452,7 +608,9 @@ pub fn decode(bytes: &[u8], addr: u64, target: Target) -> Result<(Instruction, u
                     scalar_operand(v, slot.dwords, &mut literal, lit).map_err(illegal)?
                 }
             }
-            (_, Class::S) => scalar_operand(v, slot.dwords, &mut literal, lit_word).map_err(illegal)?,
+            (_, Class::S) => {
+                scalar_operand(v, slot.dwords, &mut literal, lit_word).map_err(illegal)?
+            }
             (_, Class::V) => vector_range(v, slot.dwords, mem_acc).map_err(illegal)?,
             (_, Class::A) => vector_range(v, slot.dwords, true).map_err(illegal)?,
         };
@@ -463,7 +621,25 @@ pub fn decode(bytes: &[u8], addr: u64, target: Target) -> Result<(Instruction, u
         // The 255 sat in a field this instruction does not read; llvm reads no literal then.
     }
     strict_checks(enc, row, w0, w1).map_err(illegal)?;
+    if target == Target::Gfx908
+        && matches!(enc, Enc::Mubuf | Enc::Global)
+        && (row.op.mnemonic().ends_with("atomic_add_f32")
+            || row.op.mnemonic().ends_with("atomic_pk_add_f16"))
+        && (w0 >> if enc == Enc::Mubuf { 14 } else { 16 }) & 1 == 1
+    {
+        return Err(illegal(
+            "gfx908 float atomics do not return (glc must be 0)",
+        ));
+    }
     let len = base_len + if literal.is_some() { 4 } else { 0 };
+    if !ext_ok && matches!(w0 & 0x1FF, 249 | 250) {
+        // llvm reads an SDWA/DPP dword after these even though SRC0 names a plain VGPR here.
+        return Err(DecodeError::Unsupported {
+            addr,
+            word: w0,
+            encoding: "SDWA/DPP form of a VGPR-only source",
+        });
+    }
     if enc == Enc::Sopp {
         if let Some(i) = row.slots.iter().position(|s| s.field == Field::K) {
             if crate::disasm::is_branch(row.op) {
@@ -477,6 +653,7 @@ pub fn decode(bytes: &[u8], addr: u64, target: Target) -> Result<(Instruction, u
             row: row_idx,
             enc,
             target,
+            ext: Ext::None,
             words: [w0, w1],
             literal,
             len: len as u8,
@@ -487,21 +664,155 @@ pub fn decode(bytes: &[u8], addr: u64, target: Target) -> Result<(Instruction, u
     ))
 }
 
+/// VOP1/VOP2/VOPC with SRC0 = 249: the SDWA dword follows.
+fn decode_sdwa(
+    bytes: &[u8],
+    addr: u64,
+    target: Target,
+    enc: Enc,
+    row_idx: u16,
+    row: &Row,
+    w0: u32,
+) -> Result<(Instruction, usize), DecodeError> {
+    let illegal = |reason| DecodeError::Illegal {
+        addr,
+        word: w0,
+        reason,
+    };
+    let Some(sd) = dword(bytes, 4) else {
+        return Err(DecodeError::Truncated {
+            addr,
+            word: w0,
+            needed: 8,
+            available: bytes.len(),
+        });
+    };
+    if row
+        .slots
+        .iter()
+        .any(|s| s.dwords > 1 && s.field != Field::Vcc)
+    {
+        return Err(illegal("SDWA is for 32-bit operands only"));
+    }
+    let mut operands = [Operand::Off; MAX_OPERANDS];
+    let mut n = 0;
+    let mut lit = None;
+    for slot in row.slots {
+        let op = match slot.field {
+            Field::Vcc => Operand::Special {
+                reg: SpecialReg::Vcc,
+                count: 2,
+                hi: false,
+            },
+            Field::D if enc == Enc::Vop1 || enc == Enc::Vop2 => {
+                if slot.class == Class::S {
+                    return Err(illegal("SDWA needs a VGPR destination"));
+                }
+                vector_range((w0 >> 17) & 0xFF, 1, false).map_err(illegal)?
+            }
+            Field::A => {
+                if (sd >> 23) & 1 == 1 {
+                    scalar_operand(sd & 0xFF, 1, &mut lit, None).map_err(illegal)?
+                } else {
+                    vector_range(sd & 0xFF, 1, false).map_err(illegal)?
+                }
+            }
+            Field::B => {
+                let v = (w0 >> 9) & 0xFF;
+                if (sd >> 31) & 1 == 1 {
+                    scalar_operand(v, 1, &mut lit, None).map_err(illegal)?
+                } else {
+                    vector_range(v, 1, false).map_err(illegal)?
+                }
+            }
+            _ => return Err(illegal("operand not available in SDWA")),
+        };
+        if n < MAX_OPERANDS {
+            operands[n] = op;
+            n += 1;
+        }
+    }
+    // Float operands take neg/abs, integer operands sext (as the instruction's VOP3 form).
+    let m = row.op.mnemonic();
+    if matches!(
+        m,
+        "v_mac_f32"
+            | "v_mac_f16"
+            | "v_fmac_f32"
+            | "v_pk_fmac_f16"
+            | "v_swap_b32"
+            | "v_nop"
+            | "v_clrexcp"
+            | "v_dot2c_f32_f16"
+            | "v_dot2c_i32_i16"
+            | "v_dot4c_i32_i8"
+            | "v_dot8c_i32_i4"
+            | "v_accvgpr_mov_b32"
+    ) {
+        return Err(illegal("no SDWA form"));
+    }
+    if enc == Enc::Vop1 && sd >> 24 != 0 {
+        return Err(illegal("SRC1 SDWA bits of a VOP1 must be 0"));
+    }
+    let float_mods = m != "v_cndmask_b32"
+        && ROWS
+            .iter()
+            .any(|r| r.op == row.op && r.enc == Enc::Vop3 && r.mods.abs(0) == ModRule::Print);
+    let int_src1 =
+        m.starts_with("v_cmp_class") || m.starts_with("v_cmpx_class") || m.starts_with("v_ldexp");
+    let nsrc = if enc == Enc::Vop1 { 1 } else { 2 };
+    for i in 0..nsrc {
+        let float_mods = float_mods && !(i == 1 && int_src1);
+        let shift = 16 + 8 * i;
+        let (sext, neg, abs) = (
+            (sd >> (shift + 3)) & 1,
+            (sd >> (shift + 4)) & 1,
+            (sd >> (shift + 5)) & 1,
+        );
+        if float_mods && sext != 0 {
+            return Err(illegal("sext on a float SDWA operand"));
+        }
+        if !float_mods && (neg | abs) != 0 {
+            return Err(illegal("neg/abs on an integer SDWA operand"));
+        }
+    }
+    let sel_ok = |v: u32| v <= 6;
+    if !sel_ok((sd >> 16) & 7)
+        || !sel_ok((sd >> 24) & 7)
+        || (enc != Enc::Vopc && (!sel_ok((sd >> 8) & 7) || (sd >> 11) & 3 == 3))
+    {
+        return Err(illegal("reserved SDWA selector"));
+    }
+    Ok((
+        Instruction {
+            op: row.op,
+            row: row_idx,
+            enc,
+            target,
+            ext: Ext::Sdwa,
+            words: [w0, sd],
+            literal: None,
+            len: 8,
+            operands,
+            n_operands: n as u8,
+        },
+        8,
+    ))
+}
+
 /// Fields an instruction does not use must be zero in the encodings where llvm-mc-15
 /// rejects them otherwise (VOP1 `v_nop`/`v_clrexcp`, VOP3, DS).
 fn strict_checks(enc: Enc, row: &Row, w0: u32, w1: u32) -> Result<(), &'static str> {
     let uses = |f: Field| row.slots.iter().any(|s| s.field == f);
     match enc {
-        Enc::Vop1 => {
-            if !uses(Field::D) && (w0 >> 17) & 0xFF != 0 {
-                return Err("VDST must be 0");
-            }
-            if !uses(Field::A) && w0 & 0x1FF != 0 {
-                return Err("SRC0 must be 0");
-            }
-        }
+        Enc::Vop1 if !uses(Field::D) && (w0 >> 17) & 0xFF != 0 => return Err("VDST must be 0"),
+        Enc::Sopp if row.slots.is_empty() && w0 & 0xFFFF != 0 => return Err("SIMM16 must be 0"),
         Enc::Vop3 => {
-            for (f, name) in [(Field::A, "SRC0 must be 0"), (Field::B, "SRC1 must be 0"), (Field::C, "SRC2 must be 0")] {
+            for (f, name) in [
+                (Field::A, "SRC0 must be 0"),
+                (Field::B, "SRC1 must be 0"),
+                (Field::C, "SRC2 must be 0"),
+            ] {
                 if !uses(f) && field_value(enc, f, w0, w1) != 0 {
                     return Err(name);
                 }
@@ -512,6 +823,9 @@ fn strict_checks(enc: Enc, row: &Row, w0: u32, w1: u32) -> Result<(), &'static s
             vop3_mod_checks(row, w0, w1)?;
         }
         Enc::Ds => {
+            if (w0 >> 16) & 1 == 1 && row.op.mnemonic().contains("permute") {
+                return Err("ds_permute/ds_bpermute cannot use GDS");
+            }
             for (f, name) in [
                 (Field::A, "ADDR must be 0"),
                 (Field::B, "DATA0 must be 0"),
@@ -533,17 +847,31 @@ fn vop3_mod_checks(row: &Row, w0: u32, w1: u32) -> Result<(), &'static str> {
     if !m.present {
         return Ok(());
     }
-    let nsrc = row.slots.iter().filter(|s| matches!(s.field, Field::A | Field::B | Field::C)).count();
-    let rule_for = |i: usize, first: usize, last: usize| if i < nsrc && i < 2 { m.rules[first] } else { m.rules[last] };
+    let nsrc = row
+        .slots
+        .iter()
+        .filter(|s| matches!(s.field, Field::A | Field::B | Field::C))
+        .count();
     let abs = (w0 >> 8) & 7;
     let neg = w1 >> 29;
     let sdst_is_e = row.slots.iter().any(|s| s.field == Field::E);
     for i in 0..3 {
-        if !sdst_is_e && abs & (1 << i) != 0 && rule_for(i, Mods::ABS0, Mods::ABS2) == ModRule::Reject {
+        if !sdst_is_e && abs & (1 << i) != 0 && m.abs(i) == ModRule::Reject {
             return Err("abs modifier not allowed");
         }
-        if neg & (1 << i) != 0 && rule_for(i, Mods::NEG0, Mods::NEG2) == ModRule::Reject {
+        if neg & (1 << i) != 0 && m.neg(i) == ModRule::Reject {
             return Err("neg modifier not allowed");
+        }
+    }
+    let mnemonic = row.op.mnemonic();
+    if row.opcode >= 0x380 && !mnemonic.starts_with("v_mfma") && !mnemonic.starts_with("v_accvgpr")
+    {
+        // VOP3P: the per-source bits of sources the instruction does not have must be 0.
+        for i in nsrc..3 {
+            let opsel = (w0 >> (11 + i)) & 1;
+            if opsel | ((abs >> i) & 1) | ((neg >> i) & 1) != 0 {
+                return Err("modifier of a missing source");
+            }
         }
     }
     if (w0 >> 15) & 1 != 0 && m.rules[Mods::CLAMP] == ModRule::Reject {
@@ -551,6 +879,13 @@ fn vop3_mod_checks(row: &Row, w0: u32, w1: u32) -> Result<(), &'static str> {
     }
     if (w1 >> 27) & 3 != 0 && m.rules[Mods::OMOD] == ModRule::Reject {
         return Err("omod not allowed");
+    }
+    if !sdst_is_e && row.opcode < 0x380 && m.rules[Mods::OPSEL0] == ModRule::Print {
+        for i in nsrc..3 {
+            if (w0 >> (11 + i)) & 1 != 0 {
+                return Err("op_sel of a missing source");
+            }
+        }
     }
     if !sdst_is_e {
         if (w0 >> 11) & 7 != 0 && m.rules[Mods::OPSEL0] == ModRule::Reject {

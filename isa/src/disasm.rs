@@ -1,6 +1,6 @@
 //! [`Instruction`] to the text llvm-objdump-15 prints for it.
 
-use crate::decode::{field_value, Instruction, Operand, SpecialReg};
+use crate::decode::{field_value, Ext, Instruction, Operand, SpecialReg};
 use crate::table::{Class, Enc, Field, ModRule, Mods, Op, Row};
 use core::fmt::{self, Write};
 
@@ -47,7 +47,14 @@ fn special_name(reg: SpecialReg, count: u8, hi: bool) -> &'static str {
     }
 }
 
-fn float_const(code: u8, dwords: u8) -> &'static str {
+fn float_const(code: u8, dwords: u8, f64_op: bool) -> &'static str {
+    let dwords = if f64_op {
+        2
+    } else if dwords > 2 {
+        1
+    } else {
+        dwords
+    };
     match code {
         240 => "0.5",
         241 => "-0.5",
@@ -101,12 +108,76 @@ fn literal(f: &mut impl Write, v: u32, half: bool) -> fmt::Result {
     }
 }
 
-fn is_half(op: Op) -> bool {
-    let m = op.mnemonic();
-    m.contains("f16") || m.contains("i16") || m.contains("u16") || m.contains("b16")
+/// 16-bit operand type of a vector instruction: literals print as 16 bits.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Half {
+    No,
+    F64,
+    Packed32,
+    Float,
+    Int,
 }
 
-fn operand(f: &mut impl Write, o: &Operand, dwords: u8, half: bool) -> fmt::Result {
+/// The operand type of source `src` as far as constants print: the source type is the
+/// last type in the mnemonic (`v_cvt_f32_f16` reads f16), except the 32-bit accumulators.
+fn half_of(op: Op, enc: Enc, src: usize) -> Half {
+    let m = op.mnemonic();
+    if !matches!(enc, Enc::Vop1 | Enc::Vop2 | Enc::Vopc | Enc::Vop3) {
+        return Half::No;
+    }
+    if src == 2 && (m.starts_with("v_dot") || m == "v_mad_i32_i16" || m == "v_mad_u32_u16") {
+        return Half::No;
+    }
+    if m.starts_with("v_mfma_f64") {
+        return Half::F64;
+    }
+    if m.starts_with("v_pk_") && (m.ends_with("_f32") || m == "v_pk_mov_b32") {
+        return Half::Packed32;
+    }
+    if matches!(m, "v_sat_pk_u8_i16" | "v_sad_u16" | "v_dot2c_i32_i16") || m.starts_with("v_mfma") {
+        return Half::No;
+    }
+    let last = m.rsplit('_').find(|t| {
+        t.len() >= 2
+            && matches!(t.as_bytes()[0], b'f' | b'i' | b'u' | b'b')
+            && t[1..].bytes().all(|c| c.is_ascii_digit())
+    });
+    match last {
+        Some("f16") => Half::Float,
+        Some("i16" | "u16" | "b16") => Half::Int,
+        _ => Half::No,
+    }
+}
+
+/// Sources that are integers in a float instruction: their neg bit prints as `sext()` and
+/// their abs bit does not print.
+fn int_source(op: Op, src: usize) -> bool {
+    match op.mnemonic() {
+        "v_ldexp_f16"
+        | "v_ldexp_f32"
+        | "v_ldexp_f64"
+        | "v_trig_preop_f64"
+        | "v_cvt_pkaccum_u8_f32" => src == 1,
+        "v_cvt_pk_u8_f32" => src >= 1,
+        _ => false,
+    }
+}
+
+fn f16_bits(code: u8) -> u32 {
+    match code {
+        240 => 0x3800,
+        241 => 0xB800,
+        242 => 0x3C00,
+        243 => 0xBC00,
+        244 => 0x4000,
+        245 => 0xC000,
+        246 => 0x4400,
+        247 => 0xC400,
+        _ => 0x3118,
+    }
+}
+
+fn operand(f: &mut impl Write, o: &Operand, dwords: u8, half: Half) -> fmt::Result {
     match *o {
         Operand::Sgpr { first, count } => reg_range(f, "s", first.into(), count.into()),
         Operand::Vgpr { first, count } => reg_range(f, "v", first.into(), count.into()),
@@ -114,18 +185,144 @@ fn operand(f: &mut impl Write, o: &Operand, dwords: u8, half: bool) -> fmt::Resu
         Operand::Ttmp { first, count } => reg_range(f, "ttmp", first.into(), count.into()),
         Operand::Special { reg, count, hi } => f.write_str(special_name(reg, count, hi)),
         Operand::IntConst(i) => write!(f, "{i}"),
-        Operand::FloatConst(c) => f.write_str(float_const(c, dwords)),
+        Operand::FloatConst(c) if half == Half::Int => write!(f, "0x{:x}", f16_bits(c)),
+        Operand::FloatConst(c) if half == Half::Packed32 => f.write_str(float_const(c, 1, false)),
+        Operand::FloatConst(c) => {
+            f.write_str(float_const(c, dwords, dwords > 2 && half == Half::F64))
+        }
         Operand::Literal(v) => {
             if dwords >= 2 {
                 write!(f, "0x{v:x}")
+            } else if matches!(half, Half::Float | Half::Int) {
+                let v16 = v & 0xFFFF;
+                if half == Half::Int {
+                    let i = v16 as u16 as i16;
+                    if (-16..=64).contains(&i) {
+                        return write!(f, "{i}");
+                    }
+                    return write!(f, "0x{v16:x}");
+                }
+                literal(f, v16, true)
             } else {
-                literal(f, v, half)
+                literal(f, v, false)
             }
         }
         Operand::Imm(v) => write!(f, "{v}"),
         Operand::Label(l) => write!(f, "{l}"),
         Operand::Off => f.write_str("off"),
     }
+}
+
+fn swizzle(f: &mut impl Write, k: u32) -> fmt::Result {
+    if k & 0x8000 != 0 {
+        if k & 0x7F00 != 0 {
+            return write!(f, " offset:{k}");
+        }
+        return write!(
+            f,
+            " offset:swizzle(QUAD_PERM,{},{},{},{})",
+            k & 3,
+            (k >> 2) & 3,
+            (k >> 4) & 3,
+            (k >> 6) & 3
+        );
+    }
+    let (and, or, xor) = (k & 0x1F, (k >> 5) & 0x1F, (k >> 10) & 0x1F);
+    if and == 0x1F && or == 0 && xor.is_power_of_two() {
+        return write!(f, " offset:swizzle(SWAP,{xor})");
+    }
+    if and == 0x1F && or == 0 && xor != 0 && (xor + 1).is_power_of_two() {
+        return write!(f, " offset:swizzle(REVERSE,{})", xor + 1);
+    }
+    if xor == 0 {
+        let size = (!and & 0x1F) + 1;
+        if size >= 2 && size.is_power_of_two() && or < size {
+            return write!(f, " offset:swizzle(BROADCAST,{size},{or})");
+        }
+    }
+    f.write_str(" offset:swizzle(BITMASK_PERM,\"")?;
+    for bit in (0..5).rev() {
+        let (a, o, x) = ((and >> bit) & 1, (or >> bit) & 1, (xor >> bit) & 1);
+        let c = match (a, o, x) {
+            (0, o, x) if o ^ x == 0 => '0',
+            (0, _, _) => '1',
+            (_, 1, 1) => '0',
+            (_, 1, _) => '1',
+            (_, _, 0) => 'p',
+            _ => 'i',
+        };
+        f.write_char(c)?;
+    }
+    f.write_str("\")")
+}
+
+fn sendmsg(f: &mut impl Write, k: u32) -> fmt::Result {
+    let id = k & 0xF;
+    let op = (k >> 4) & 7;
+    let stream = (k >> 8) & 3;
+
+    // A valid (message, operation, stream) prints by name (other bits ignored); an invalid
+    // one as a numeric triple when no bit outside the three fields is set, else as a number.
+    let invalid = |f: &mut dyn Write| {
+        if k & !0x37F == 0 {
+            write!(f, "sendmsg({id}, {op}, {stream})")
+        } else {
+            write!(f, "{k}")
+        }
+    };
+    let name = match id {
+        1 => "MSG_INTERRUPT",
+        2 => "MSG_GS",
+        3 => "MSG_GS_DONE",
+        4 => "MSG_SAVEWAVE",
+        5 => "MSG_STALL_WAVE_GEN",
+        6 => "MSG_HALT_WAVES",
+        7 => "MSG_ORDERED_PS_DONE",
+        8 => "MSG_EARLY_PRIM_DEALLOC",
+        9 => "MSG_GS_ALLOC_REQ",
+        10 => "MSG_GET_DOORBELL",
+        15 => {
+            return match op {
+                1 if stream == 0 => f.write_str("sendmsg(MSG_SYSMSG, SYSMSG_OP_ECC_ERR_INTERRUPT)"),
+                2 if stream == 0 => f.write_str("sendmsg(MSG_SYSMSG, SYSMSG_OP_REG_RD)"),
+                3 if stream == 0 => f.write_str("sendmsg(MSG_SYSMSG, SYSMSG_OP_HOST_TRAP_ACK)"),
+                4 if stream == 0 => f.write_str("sendmsg(MSG_SYSMSG, SYSMSG_OP_TTRACE_PC)"),
+                _ => invalid(f),
+            };
+        }
+        _ => return invalid(f),
+    };
+    let gs = id == 2 || id == 3;
+    if (!gs && (op != 0 || stream != 0))
+        || (gs && op == 0 && (stream != 0 || id == 2))
+        || (gs && op > 3)
+    {
+        return invalid(f);
+    }
+    if !gs {
+        return write!(f, "sendmsg({name})");
+    }
+    let op_name = ["GS_OP_NOP", "GS_OP_CUT", "GS_OP_EMIT", "GS_OP_EMIT_CUT"].get(op as usize);
+    match op_name {
+        Some(o) if op == 0 => write!(f, "sendmsg({name}, {o})"),
+        Some(o) => write!(f, "sendmsg({name}, {o}, {stream})"),
+        None => write!(f, "{k}"),
+    }
+}
+
+fn gpr_idx(f: &mut impl Write, k: u32) -> fmt::Result {
+    if k > 15 {
+        return write!(f, "0x{k:x}");
+    }
+    f.write_str("gpr_idx(")?;
+    let mut sep = "";
+    for (bit, name) in [(1, "SRC0"), (2, "SRC1"), (4, "SRC2"), (8, "DST")] {
+        if k & bit != 0 {
+            write!(f, "{sep}{name}")?;
+            sep = ",";
+        }
+    }
+    f.write_str(")")
 }
 
 fn hwreg_name(id: u32) -> Option<&'static str> {
@@ -138,6 +335,10 @@ fn hwreg_name(id: u32) -> Option<&'static str> {
         6 => "HW_REG_LDS_ALLOC",
         7 => "HW_REG_IB_STS",
         15 => "HW_REG_SH_MEM_BASES",
+        16 => "HW_REG_TBA_LO",
+        17 => "HW_REG_TBA_HI",
+        18 => "HW_REG_TMA_LO",
+        19 => "HW_REG_TMA_HI",
         _ => return None,
     })
 }
@@ -179,28 +380,69 @@ fn waitcnt(f: &mut impl Write, k: u32) -> fmt::Result {
 
 /// Write the instruction text (mnemonic and operands) exactly as llvm-objdump-15 prints it.
 pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result {
+    if inst.ext == Ext::Sdwa {
+        return write_sdwa(f, inst);
+    }
     let row = inst.row();
     let name = row.op.mnemonic();
     f.write_str(name)?;
     f.write_str(row.suffix)?;
     let [w0, w1] = inst.words;
-    let half = is_half(row.op);
+    let half = half_of(row.op, inst.enc, 0);
     let vop3p = inst.enc == Enc::Vop3 && row.opcode >= 0x380;
     let mfma = vop3p && name.starts_with("v_mfma");
     let mut sep = " ";
     let gfx90a = inst.target == crate::Target::Gfx90a;
-    let atomic_rtn = matches!(inst.enc, Enc::Flat | Enc::Global | Enc::Scratch) && name.contains("_atomic_") && (w0 >> 16) & 1 == 1;
+    let atomic_rtn = matches!(inst.enc, Enc::Flat | Enc::Global | Enc::Scratch)
+        && name.contains("_atomic_")
+        && (w0 >> 16) & 1 == 1;
     if atomic_rtn {
         // Returning atomics print the destination first (same width as the data, or half of cmpswap's).
-        let data = row.slots.iter().find(|s| s.field == Field::B).map_or(1, |s| s.dwords);
-        let d = if name.contains("cmpswap") { data / 2 } else { data };
+        let data = row
+            .slots
+            .iter()
+            .find(|s| s.field == Field::B)
+            .map_or(1, |s| s.dwords);
+        let d = if name.contains("cmpswap") {
+            data / 2
+        } else {
+            data
+        };
         let v = field_value(inst.enc, Field::D, w0, w1);
         let acc = gfx90a && (w1 >> 23) & 1 == 1;
         reg_range(f.by_ref_sep(sep)?, if acc { "a" } else { "v" }, v, d.into())?;
         sep = ", ";
     }
+    let flat_saddr = matches!(inst.enc, Enc::Global | Enc::Scratch) && (w1 >> 16) & 0x7F != 0x7F;
+    if name == "s_endpgm" && w0 & 0xFFFF == 0 {
+        return Ok(());
+    }
     for (i, slot) in row.slots.iter().enumerate() {
-        let Some(o) = inst.operands().get(i) else { break };
+        let Some(o) = inst.operands().get(i) else {
+            break;
+        };
+        if flat_saddr && slot.field == Field::A {
+            f.write_str(sep)?;
+            sep = ", ";
+            let v = w1 & 0xFF;
+            if inst.enc == Enc::Scratch {
+                f.write_str("off")?;
+            } else {
+                write!(f, "v{v}")?;
+            }
+            continue;
+        }
+        if flat_saddr && slot.field == Field::S {
+            f.write_str(sep)?;
+            let dwords = if inst.enc == Enc::Scratch { 1 } else { 2 };
+            operand(
+                f,
+                o_saddr(w1, dwords).as_ref().unwrap_or(o),
+                dwords,
+                Half::No,
+            )?;
+            continue;
+        }
         if inst.enc == Enc::Mubuf && slot.field == Field::A && (w0 >> 12) & 3 == 0 {
             f.write_str(sep)?;
             f.write_str("off")?;
@@ -210,12 +452,14 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
         f.write_str(sep)?;
         sep = ", ";
         match (inst.enc, slot.field) {
-            (Enc::Sopk, Field::K) if name.starts_with("s_getreg") || name.starts_with("s_setreg") => {
+            (Enc::Sopk, Field::K)
+                if name.starts_with("s_getreg") || name.starts_with("s_setreg") =>
+            {
                 hwreg(f, w0 & 0xFFFF)?;
                 continue;
             }
             (Enc::Sopk, Field::K) if name == "s_cbranch_i_fork" || name == "s_call_b64" => {
-                write!(f, "{}", (w0 & 0xFFFF) as u16 as i16)?;
+                write!(f, "{}", w0 & 0xFFFF)?;
                 continue;
             }
             (Enc::Sopk, Field::K) => {
@@ -226,27 +470,87 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
                 waitcnt(f, w0 & 0xFFFF)?;
                 continue;
             }
+            (Enc::Sopp, Field::K) if name == "s_set_gpr_idx_mode" => {
+                gpr_idx(f, w0 & 0xFFFF)?;
+                continue;
+            }
+            (Enc::Sopc, Field::K) if name == "s_set_gpr_idx_on" => {
+                gpr_idx(f, (w0 >> 8) & 0xFF)?;
+                continue;
+            }
+            (Enc::Sopp, Field::K) if name == "s_endpgm" => {
+                if w0 & 0xFFFF != 0 {
+                    write!(f, "{}", w0 & 0xFFFF)?;
+                }
+                continue;
+            }
+            (Enc::Sopp, Field::K) if name.starts_with("s_sendmsg") => {
+                sendmsg(f, w0 & 0xFFFF)?;
+                continue;
+            }
+            (Enc::Sopp, Field::K) if is_branch(row.op) => {
+                write!(f, "{}", w0 & 0xFFFF)?;
+                continue;
+            }
+            (Enc::Sopp, Field::K) => {
+                let k = w0 & 0xFFFF;
+                if k <= 64 {
+                    write!(f, "{k}")?;
+                } else {
+                    write!(f, "0x{k:x}")?;
+                }
+                continue;
+            }
             (Enc::Smem, Field::O) => {
                 write!(f, "0x{:x}", w1 & 0x1F_FFFF)?;
                 continue;
             }
             (Enc::Smem, Field::K) => {
-                write!(f, "0x{:x}", (w0 >> 6) & 0x7F)?;
+                write!(f, "{}", (w0 >> 6) & 0x7F)?;
                 continue;
             }
             _ => {}
         }
-        if inst.enc == Enc::Vop3 && matches!(slot.field, Field::A | Field::B | Field::C) && !vop3p {
+        let mix = vop3p && name.contains("_mix");
+        if inst.enc == Enc::Vop3
+            && matches!(slot.field, Field::A | Field::B | Field::C)
+            && (!vop3p || mix)
+        {
             let i = match slot.field {
                 Field::A => 0,
                 Field::B => 1,
                 _ => 2,
             };
-            let neg = (w1 >> (29 + i)) & 1 == 1 && mod_prints(row, i, Mods::NEG0, Mods::NEG2);
-            let abs = (w0 >> (8 + i)) & 1 == 1 && mod_prints(row, i, Mods::ABS0, Mods::ABS2);
-            if neg {
-                f.write_str("-")?;
+            let half = half_of(row.op, inst.enc, i);
+            let int_src = int_source(row.op, i);
+            let neg = (w1 >> (29 + i)) & 1 == 1 && (mix || row.mods.neg(i) == ModRule::Print);
+            let abs =
+                (w0 >> (8 + i)) & 1 == 1 && (mix || row.mods.abs(i) == ModRule::Print) && !int_src;
+            if int_src && neg {
+                f.write_str("sext(")?;
+                operand(f, o, slot.dwords, half)?;
+                f.write_str(")")?;
+                continue;
             }
+            if register_only(row, slot.field)
+                && matches!(
+                    o,
+                    Operand::IntConst(_) | Operand::FloatConst(_) | Operand::Literal(_)
+                )
+            {
+                f.write_str("/*invalid immediate*/")?;
+                continue;
+            }
+            let constant = matches!(
+                o,
+                Operand::IntConst(_) | Operand::FloatConst(_) | Operand::Literal(_)
+            );
+            let neg_call = neg && constant && !abs;
+            f.write_str(match (neg, neg_call) {
+                (true, true) => "neg(",
+                (true, false) => "-",
+                _ => "",
+            })?;
             if abs {
                 f.write_str("|")?;
             }
@@ -254,19 +558,40 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
             if abs {
                 f.write_str("|")?;
             }
+            if neg_call {
+                f.write_str(")")?;
+            }
             continue;
         }
         let _ = Class::S;
+        let half = match slot.field {
+            Field::A => half_of(row.op, inst.enc, 0),
+            Field::B => half_of(row.op, inst.enc, 1),
+            Field::C => half_of(row.op, inst.enc, 2),
+            _ => half,
+        };
+        if register_only(row, slot.field)
+            && matches!(
+                o,
+                Operand::IntConst(_) | Operand::FloatConst(_) | Operand::Literal(_)
+            )
+        {
+            f.write_str("/*invalid immediate*/")?;
+            continue;
+        }
         operand(f, o, slot.dwords, half)?;
     }
     match inst.enc {
-        Enc::Smem => {
-            if (w0 >> 16) & 1 == 1 {
-                f.write_str(" glc")?;
-            }
+        Enc::Smem
+            if (w0 >> 16) & 1 == 1
+                && !name.starts_with("s_dcache_discard")
+                && !name.starts_with("s_atc_probe") =>
+        {
+            f.write_str(" glc")?;
         }
         Enc::Ds => {
-            let dual = name.contains("2_") || name.contains("2st64");
+            let dual =
+                name.contains("read2") || name.contains("write2") || name.contains("wrxchg2");
             let (o0, o1) = (w0 & 0xFF, (w0 >> 8) & 0xFF);
             if dual {
                 if o0 != 0 {
@@ -275,6 +600,8 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
                 if o1 != 0 {
                     write!(f, " offset1:{o1}")?;
                 }
+            } else if name == "ds_swizzle_b32" && w0 & 0xFFFF != 0 {
+                swizzle(f, w0 & 0xFFFF)?;
             } else if w0 & 0xFFFF != 0 {
                 write!(f, " offset:{}", w0 & 0xFFFF)?;
             }
@@ -303,7 +630,11 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
             }
         }
         Enc::Flat | Enc::Global | Enc::Scratch => {
-            let off = if inst.enc == Enc::Flat { w0 & 0xFFF } else { ((w0 << 19) as i32 >> 19) as u32 };
+            let off = if inst.enc == Enc::Flat {
+                w0 & 0xFFF
+            } else {
+                ((w0 << 19) as i32 >> 19) as u32
+            };
             if off != 0 {
                 write!(f, " offset:{}", off as i32)?;
             }
@@ -328,11 +659,17 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
                 write!(f, " blgp:{blgp}")?;
             }
         }
-        Enc::Vop3 if vop3p => write_vop3p_mods(f, inst, row)?,
+        Enc::Vop3 if name.starts_with("v_accvgpr") => {}
+        Enc::Vop3 if vop3p => write_vop3p_mods(f, inst, row, mix_op(name))?,
         Enc::Vop3 => {
-            let nsrc = row.slots.iter().filter(|s| matches!(s.field, Field::A | Field::B | Field::C)).count();
+            let nsrc = row
+                .slots
+                .iter()
+                .filter(|s| matches!(s.field, Field::A | Field::B | Field::C))
+                .count();
             let opsel = (w0 >> 11) & 15;
-            if opsel != 0 && row.mods.rules[Mods::OPSEL0] == ModRule::Print {
+            let vop3b = row.slots.iter().any(|s| s.field == Field::E);
+            if opsel != 0 && !vop3b && row.mods.rules[Mods::OPSEL0] == ModRule::Print {
                 f.write_str(" op_sel:[")?;
                 for i in 0..nsrc {
                     write!(f, "{},", (opsel >> i) & 1)?;
@@ -356,14 +693,177 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
     Ok(())
 }
 
-fn mod_prints(row: &Row, i: usize, first: usize, last: usize) -> bool {
-    let rule = if i < 2 { row.mods.rules[first] } else { row.mods.rules[last] };
-    rule == ModRule::Print
+fn o_saddr(w1: u32, dwords: u8) -> Option<Operand> {
+    let v = (w1 >> 16) & 0x7F;
+    Some(match v {
+        0..=101 => Operand::Sgpr {
+            first: if dwords == 2 { (v & !1) as u8 } else { v as u8 },
+            count: dwords,
+        },
+        106 => Operand::Special {
+            reg: SpecialReg::Vcc,
+            count: dwords,
+            hi: false,
+        },
+        126 => Operand::Special {
+            reg: SpecialReg::Exec,
+            count: dwords,
+            hi: false,
+        },
+        102 => Operand::Special {
+            reg: SpecialReg::FlatScratch,
+            count: dwords,
+            hi: false,
+        },
+        104 => Operand::Special {
+            reg: SpecialReg::XnackMask,
+            count: dwords,
+            hi: false,
+        },
+        108..=123 => Operand::Ttmp {
+            first: (v - 108) as u8 & if dwords == 2 { !1 } else { !0 },
+            count: dwords,
+        },
+        124 => Operand::Special {
+            reg: SpecialReg::M0,
+            count: 1,
+            hi: false,
+        },
+        _ => return None,
+    })
 }
 
-fn write_vop3p_mods(f: &mut impl Write, inst: &Instruction, row: &Row) -> fmt::Result {
+const SELS: [&str; 8] = [
+    "BYTE_0", "BYTE_1", "BYTE_2", "BYTE_3", "WORD_0", "WORD_1", "DWORD", "DWORD",
+];
+
+fn write_sdwa(f: &mut impl Write, inst: &Instruction) -> fmt::Result {
+    let row = inst.row();
+    let [w0, sd] = inst.words;
+    f.write_str(row.op.mnemonic())?;
+    f.write_str("_sdwa")?;
+    let mut sep = " ";
+    for (i, slot) in row.slots.iter().enumerate() {
+        let Some(o) = inst.operands().get(i) else {
+            break;
+        };
+        f.write_str(sep)?;
+        sep = ", ";
+        match slot.field {
+            Field::Vcc if inst.enc == Enc::Vopc && (sd >> 15) & 1 == 1 => {
+                let v = (sd >> 8) & 0x7F;
+                match o_saddr(v << 16, 2) {
+                    Some(s) => operand(f, &s, 2, Half::No)?,
+                    None => write!(f, "{v}")?,
+                }
+            }
+            Field::A | Field::B => {
+                let shift = if slot.field == Field::A { 16 } else { 24 };
+                let sext = (sd >> (shift + 3)) & 1 == 1;
+                let neg = (sd >> (shift + 4)) & 1 == 1;
+                let abs = (sd >> (shift + 5)) & 1 == 1;
+                let constant = matches!(
+                    o,
+                    Operand::IntConst(_) | Operand::FloatConst(_) | Operand::Literal(_)
+                );
+                let neg_call = neg && constant && !abs;
+                f.write_str(match (neg, neg_call) {
+                    (true, true) => "neg(",
+                    (true, false) => "-",
+                    _ => "",
+                })?;
+                if abs {
+                    f.write_str("|")?;
+                }
+                if sext {
+                    f.write_str("sext(")?;
+                }
+                operand(
+                    f,
+                    o,
+                    1,
+                    half_of(row.op, inst.enc, if slot.field == Field::A { 0 } else { 1 }),
+                )?;
+                if sext {
+                    f.write_str(")")?;
+                }
+                if abs {
+                    f.write_str("|")?;
+                }
+                if neg_call {
+                    f.write_str(")")?;
+                }
+            }
+            _ => operand(f, o, slot.dwords, Half::No)?,
+        }
+    }
+    if inst.enc != Enc::Vopc {
+        if (sd >> 13) & 1 == 1 {
+            f.write_str(" clamp")?;
+        }
+        match (sd >> 14) & 3 {
+            1 => f.write_str(" mul:2")?,
+            2 => f.write_str(" mul:4")?,
+            3 => f.write_str(" div:2")?,
+            _ => {}
+        }
+        let unused = ["UNUSED_PAD", "UNUSED_SEXT", "UNUSED_PRESERVE", "UNUSED_PAD"]
+            [((sd >> 11) & 3) as usize];
+        write!(
+            f,
+            " dst_sel:{} dst_unused:{unused}",
+            SELS[((sd >> 8) & 7) as usize]
+        )?;
+    }
+    write!(f, " src0_sel:{}", SELS[((sd >> 16) & 7) as usize])?;
+    if inst.enc != Enc::Vop1 {
+        write!(f, " src1_sel:{}", SELS[((sd >> 24) & 7) as usize])?;
+    }
+    let _ = w0;
+    Ok(())
+}
+
+/// Source operands that take registers only: llvm prints a constant there as
+/// `/*invalid immediate*/`.
+fn register_only(row: &Row, field: Field) -> bool {
+    let m = row.op.mnemonic();
+    match field {
+        Field::A => {
+            matches!(
+                m,
+                "s_setpc_b64"
+                    | "s_rfe_b64"
+                    | "s_movrels_b32"
+                    | "s_movrels_b64"
+                    | "s_cbranch_join"
+                    | "v_readfirstlane_b32"
+                    | "v_readlane_b32"
+            ) || m.starts_with("v_mfma")
+        }
+        Field::B => m.starts_with("v_mfma"),
+        Field::C => matches!(
+            m,
+            "v_addc_co_u32"
+                | "v_subb_co_u32"
+                | "v_subbrev_co_u32"
+                | "v_mqsad_u32_u8"
+                | "v_cndmask_b32"
+        ),
+        _ => false,
+    }
+}
+
+fn mix_op(name: &str) -> bool {
+    name.contains("_mix")
+}
+
+fn write_vop3p_mods(f: &mut impl Write, inst: &Instruction, row: &Row, mix: bool) -> fmt::Result {
     let [w0, w1] = inst.words;
-    let nsrc = row.slots.iter().filter(|s| matches!(s.field, Field::A | Field::B | Field::C)).count();
+    let nsrc = row
+        .slots
+        .iter()
+        .filter(|s| matches!(s.field, Field::A | Field::B | Field::C))
+        .count();
     let opsel = (w0 >> 11) & 7;
     let opsel_hi = ((w1 >> 27) & 3) | (((w0 >> 14) & 1) << 2);
     let neg_lo = w1 >> 29;
@@ -381,6 +881,16 @@ fn write_vop3p_mods(f: &mut impl Write, inst: &Instruction, row: &Row) -> fmt::R
     let mask = (1u32 << nsrc) - 1;
     if opsel & mask != 0 {
         list(f, "op_sel", opsel)?;
+    }
+    if mix {
+        // The mix instructions: op_sel_hi selects f16 sources (default 0), neg/abs print inline.
+        if opsel_hi & mask != 0 {
+            list(f, "op_sel_hi", opsel_hi)?;
+        }
+        if (w0 >> 15) & 1 == 1 {
+            f.write_str(" clamp")?;
+        }
+        return Ok(());
     }
     if opsel_hi & mask != mask {
         list(f, "op_sel_hi", opsel_hi)?;

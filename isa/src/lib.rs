@@ -22,10 +22,12 @@
 pub mod decode;
 pub mod disasm;
 pub mod exec;
+pub mod program;
 pub mod table;
 mod target;
 
-pub use decode::{decode, DecodeError, Instruction, Operand, SpecialReg};
+pub use decode::{decode, DecodeError, Ext, Instruction, Operand, SpecialReg};
 pub use disasm::disasm;
+pub use program::Program;
 pub use table::{Enc, Op, Row, ROWS};
 pub use target::{Target, TargetError};

@@ -1,7 +1,7 @@
 //! The one instruction table: every row is one opcode of one encoding on a set of targets.
 //!
 //! The rows live in `table_rows.rs` (generated from probes of `llvm-mc-15`, see
-//! `isa/tools/`), expanded by [`isa_table!`] into the [`Op`] enum, the [`ROWS`] slice and
+//! `isa/tools/`), expanded by the `isa_table!` macro into the [`Op`] enum, the [`ROWS`] slice and
 //! compile-time per-target lookup arrays indexed by opcode. The decoder, the disassembler
 //! and (later) the interpreter read only this table: no opcode number or mnemonic is
 //! written anywhere else.
@@ -170,12 +170,12 @@ pub enum ModRule {
 }
 
 /// The VOP3 modifier rules of a row, for bits `abs[0]`, `abs[2]`, `clamp`, `neg[0]`,
-/// `neg[2]`, `omod[0]`, `op_sel[0]`, `op_sel[3]` (VOP3P reuses the same bit positions for
+/// `neg[2]`, `omod[0]`, `op_sel[0]`, `op_sel[3]`, `abs[1]`, `neg[1]` (VOP3P reuses the same bit positions for
 /// `neg_hi`, `neg_lo`, `op_sel_hi`; MAI for `cbsz`, `blgp`, `abid`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Mods {
     /// One rule per probed bit, in the order above.
-    pub rules: [ModRule; 8],
+    pub rules: [ModRule; 10],
     /// Whether this row is VOP3 at all (the rules mean nothing otherwise).
     pub present: bool,
 }
@@ -197,15 +197,32 @@ impl Mods {
     pub const OPSEL0: usize = 6;
     /// Index of the `op_sel[3]` rule.
     pub const OPSEL3: usize = 7;
+    /// Index of the `abs[1]` rule.
+    pub const ABS1: usize = 8;
+    /// Index of the `neg[1]` rule.
+    pub const NEG1: usize = 9;
+
+    /// The abs (VOP3P: `neg_hi`) rule of source `i`.
+    pub const fn abs(&self, i: usize) -> ModRule {
+        self.rules[[Self::ABS0, Self::ABS1, Self::ABS2][if i > 2 { 2 } else { i }]]
+    }
+
+    /// The neg (VOP3P: `neg_lo`) rule of source `i`.
+    pub const fn neg(&self, i: usize) -> ModRule {
+        self.rules[[Self::NEG0, Self::NEG1, Self::NEG2][if i > 2 { 2 } else { i }]]
+    }
 
     const fn parse(s: &str) -> Mods {
         let b = s.as_bytes();
-        let mut rules = [ModRule::Ignore; 8];
-        if b.len() != 8 {
-            return Mods { rules, present: false };
+        let mut rules = [ModRule::Ignore; 10];
+        if b.len() != 10 {
+            return Mods {
+                rules,
+                present: false,
+            };
         }
         let mut i = 0;
-        while i < 8 {
+        while i < 10 {
             rules[i] = match b[i] {
                 b'P' => ModRule::Print,
                 b'R' => ModRule::Reject,
@@ -213,7 +230,10 @@ impl Mods {
             };
             i += 1;
         }
-        Mods { rules, present: true }
+        Mods {
+            rules,
+            present: true,
+        }
     }
 }
 
@@ -278,7 +298,6 @@ macro_rules! isa_table {
         ];
     };
 }
-
 
 include!("table_rows.rs");
 

@@ -18,7 +18,12 @@ pub enum Target {
 
 impl Target {
     /// All supported targets.
-    pub const ALL: [Target; 4] = [Target::Gfx900, Target::Gfx906, Target::Gfx908, Target::Gfx90a];
+    pub const ALL: [Target; 4] = [
+        Target::Gfx900,
+        Target::Gfx906,
+        Target::Gfx908,
+        Target::Gfx90a,
+    ];
 
     /// The `gfx…` name, as `--mcpu` spells it.
     pub const fn name(self) -> &'static str {
@@ -92,7 +97,9 @@ impl FromStr for Target {
             "gfx906" => Ok(Target::Gfx906),
             "gfx908" => Ok(Target::Gfx908),
             "gfx90a" => Ok(Target::Gfx90a),
-            b if b.starts_with("gfx1") && b.len() >= 7 => Err(TargetError::Unsupported(s.to_string())),
+            b if b.starts_with("gfx1") && b.len() >= 7 => {
+                Err(TargetError::Unsupported(s.to_string()))
+            }
             _ => Err(TargetError::Unknown(s.to_string())),
         }
     }

@@ -1,5 +1,6 @@
 //! End to end: OpenCL C kernels compiled by clang-15 for gfx900 and gfx90a run on the
 //! interpreter; every result is compared with a host reference.
+#![allow(clippy::needless_range_loop)] // lanes index several parallel arrays
 
 mod exec_common;
 
@@ -12,7 +13,11 @@ fn programs() -> Vec<Program> {
     ["gfx900", "gfx90a"]
         .iter()
         .map(|mcpu| {
-            let elf = compile("kernels.cl", mcpu, &["-cl-fp32-correctly-rounded-divide-sqrt"]);
+            let elf = compile(
+                "kernels.cl",
+                mcpu,
+                &["-cl-fp32-correctly-rounded-divide-sqrt"],
+            );
             Program::load(&elf, mcpu)
         })
         .collect()
@@ -39,31 +44,65 @@ fn vector_add_int_float_double() {
         p.buffer(pa, &bytes_of_u32(&a));
         p.buffer(pb, &bytes_of_u32(&b));
         p.buffer(pc, &vec![0; 4 * N as usize]);
-        p.dispatch("vadd_int", &Args::default().u64(pa).u64(pb).u64(pc).0, N / LOCAL, LOCAL);
+        p.dispatch(
+            "vadd_int",
+            &Args::default().u64(pa).u64(pb).u64(pc).0,
+            N / LOCAL,
+            LOCAL,
+        );
         let c = u32s(&p.read(pc, 4 * N as usize));
         for i in 0..N as usize {
             assert_eq!(c[i], a[i].wrapping_add(b[i]), "{} int lane {i}", p.mcpu);
         }
 
-        let fa: Vec<f32> = (0..N).map(|_| (r() % 100_000) as f32 / 7.0 - 5000.0).collect();
+        let fa: Vec<f32> = (0..N)
+            .map(|_| (r() % 100_000) as f32 / 7.0 - 5000.0)
+            .collect();
         let fb: Vec<f32> = (0..N).map(|_| (r() % 100_000) as f32 / 3.0).collect();
-        p.buffer(pa, &bytes_of_u32(&fa.iter().map(|x| x.to_bits()).collect::<Vec<_>>()));
-        p.buffer(pb, &bytes_of_u32(&fb.iter().map(|x| x.to_bits()).collect::<Vec<_>>()));
-        p.dispatch("vadd_float", &Args::default().u64(pa).u64(pb).u64(pc).0, N / LOCAL, LOCAL);
+        p.buffer(
+            pa,
+            &bytes_of_u32(&fa.iter().map(|x| x.to_bits()).collect::<Vec<_>>()),
+        );
+        p.buffer(
+            pb,
+            &bytes_of_u32(&fb.iter().map(|x| x.to_bits()).collect::<Vec<_>>()),
+        );
+        p.dispatch(
+            "vadd_float",
+            &Args::default().u64(pa).u64(pb).u64(pc).0,
+            N / LOCAL,
+            LOCAL,
+        );
         let c = u32s(&p.read(pc, 4 * N as usize));
         for i in 0..N as usize {
             assert_eq!(c[i], (fa[i] + fb[i]).to_bits(), "{} float lane {i}", p.mcpu);
         }
 
-        let da: Vec<f64> = (0..N).map(|_| f64::from_bits(r() >> 2) ).collect();
+        let da: Vec<f64> = (0..N).map(|_| f64::from_bits(r() >> 2)).collect();
         let db: Vec<f64> = (0..N).map(|_| (r() % 1_000_000) as f64 / 9.0).collect();
-        p.buffer(pa, &bytes_of_u64(&da.iter().map(|x| x.to_bits()).collect::<Vec<_>>()));
-        p.buffer(pb, &bytes_of_u64(&db.iter().map(|x| x.to_bits()).collect::<Vec<_>>()));
+        p.buffer(
+            pa,
+            &bytes_of_u64(&da.iter().map(|x| x.to_bits()).collect::<Vec<_>>()),
+        );
+        p.buffer(
+            pb,
+            &bytes_of_u64(&db.iter().map(|x| x.to_bits()).collect::<Vec<_>>()),
+        );
         p.buffer(pc, &vec![0; 8 * N as usize]);
-        p.dispatch("vadd_double", &Args::default().u64(pa).u64(pb).u64(pc).0, N / LOCAL, LOCAL);
+        p.dispatch(
+            "vadd_double",
+            &Args::default().u64(pa).u64(pb).u64(pc).0,
+            N / LOCAL,
+            LOCAL,
+        );
         let c = u64s(&p.read(pc, 8 * N as usize));
         for i in 0..N as usize {
-            assert_eq!(c[i], (da[i] + db[i]).to_bits(), "{} double lane {i}", p.mcpu);
+            assert_eq!(
+                c[i],
+                (da[i] + db[i]).to_bits(),
+                "{} double lane {i}",
+                p.mcpu
+            );
         }
     }
 }
@@ -76,12 +115,28 @@ fn saxpy_with_fma() {
         let y: Vec<f32> = (0..N).map(|_| (r() % 10_000) as f32 / 17.0).collect();
         let alpha = 1.0f32 / 3.0;
         let (px, py) = (HEAP, HEAP + 0x10000);
-        p.buffer(px, &bytes_of_u32(&x.iter().map(|v| v.to_bits()).collect::<Vec<_>>()));
-        p.buffer(py, &bytes_of_u32(&y.iter().map(|v| v.to_bits()).collect::<Vec<_>>()));
-        p.dispatch("saxpy", &Args::default().u32(alpha.to_bits()).u64(px).u64(py).0, N / LOCAL, LOCAL);
+        p.buffer(
+            px,
+            &bytes_of_u32(&x.iter().map(|v| v.to_bits()).collect::<Vec<_>>()),
+        );
+        p.buffer(
+            py,
+            &bytes_of_u32(&y.iter().map(|v| v.to_bits()).collect::<Vec<_>>()),
+        );
+        p.dispatch(
+            "saxpy",
+            &Args::default().u32(alpha.to_bits()).u64(px).u64(py).0,
+            N / LOCAL,
+            LOCAL,
+        );
         let out = u32s(&p.read(py, 4 * N as usize));
         for i in 0..N as usize {
-            assert_eq!(out[i], alpha.mul_add(x[i], y[i]).to_bits(), "{} lane {i}", p.mcpu);
+            assert_eq!(
+                out[i],
+                alpha.mul_add(x[i], y[i]).to_bits(),
+                "{} lane {i}",
+                p.mcpu
+            );
         }
     }
 }
@@ -107,8 +162,14 @@ fn integer_division_and_modulo() {
             }
         }
         let bufs: Vec<u64> = (0..6).map(|i| HEAP + i * 0x10000).collect();
-        p.buffer(bufs[0], &bytes_of_u32(&a.iter().map(|v| *v as u32).collect::<Vec<_>>()));
-        p.buffer(bufs[1], &bytes_of_u32(&b.iter().map(|v| *v as u32).collect::<Vec<_>>()));
+        p.buffer(
+            bufs[0],
+            &bytes_of_u32(&a.iter().map(|v| *v as u32).collect::<Vec<_>>()),
+        );
+        p.buffer(
+            bufs[1],
+            &bytes_of_u32(&b.iter().map(|v| *v as u32).collect::<Vec<_>>()),
+        );
         for b in &bufs[2..] {
             p.buffer(*b, &vec![0; 4 * N as usize]);
         }
@@ -122,7 +183,14 @@ fn integer_division_and_modulo() {
         let uq = u32s(&p.read(bufs[4], 4 * N as usize));
         let ur = u32s(&p.read(bufs[5], 4 * N as usize));
         for i in 0..N as usize {
-            assert_eq!(q[i] as i32, a[i].wrapping_div(b[i]), "{} q {i}: {} / {}", p.mcpu, a[i], b[i]);
+            assert_eq!(
+                q[i] as i32,
+                a[i].wrapping_div(b[i]),
+                "{} q {i}: {} / {}",
+                p.mcpu,
+                a[i],
+                b[i]
+            );
             assert_eq!(rm[i] as i32, a[i].wrapping_rem(b[i]), "{} r {i}", p.mcpu);
             assert_eq!(uq[i], a[i] as u32 / b[i] as u32, "{} uq {i}", p.mcpu);
             assert_eq!(ur[i], a[i] as u32 % b[i] as u32, "{} ur {i}", p.mcpu);
@@ -134,14 +202,24 @@ fn integer_division_and_modulo() {
 fn float_division_and_sqrt_correctly_rounded() {
     for mut p in programs() {
         let mut r = rng(4);
-        let mut a: Vec<f32> = (0..N).map(|_| f32::from_bits((r() as u32 & 0x7fff_ffff) % 0x7f00_0000)).collect();
-        let b: Vec<f32> = (0..N).map(|_| f32::from_bits((r() as u32) % 0x7f00_0000 | 0x0080_0000)).collect();
+        let mut a: Vec<f32> = (0..N)
+            .map(|_| f32::from_bits((r() as u32 & 0x7fff_ffff) % 0x7f00_0000))
+            .collect();
+        let b: Vec<f32> = (0..N)
+            .map(|_| f32::from_bits(((r() as u32) % 0x7f00_0000) | 0x0080_0000))
+            .collect();
         a[0] = 1.0;
         a[1] = 0.0;
         a[2] = 1e-40; // denormal numerator
         let bufs: Vec<u64> = (0..6).map(|i| HEAP + i * 0x10000).collect();
-        p.buffer(bufs[0], &bytes_of_u32(&a.iter().map(|v| v.to_bits()).collect::<Vec<_>>()));
-        p.buffer(bufs[1], &bytes_of_u32(&b.iter().map(|v| v.to_bits()).collect::<Vec<_>>()));
+        p.buffer(
+            bufs[0],
+            &bytes_of_u32(&a.iter().map(|v| v.to_bits()).collect::<Vec<_>>()),
+        );
+        p.buffer(
+            bufs[1],
+            &bytes_of_u32(&b.iter().map(|v| v.to_bits()).collect::<Vec<_>>()),
+        );
         for b in &bufs[2..] {
             p.buffer(*b, &vec![0; 8 * N as usize]);
         }
@@ -165,8 +243,18 @@ fn float_division_and_sqrt_correctly_rounded() {
             if x.is_normal() || x == 0.0 {
                 assert_eq!(f32::from_bits(s[i]), x.sqrt(), "{} sqrt {x:e}", p.mcpu);
             }
-            assert_eq!(f64::from_bits(dq[i]), f64::from(x) / f64::from(y), "{} f64 {x:e} / {y:e}", p.mcpu);
-            assert_eq!(f64::from_bits(ds[i]), f64::from(x).sqrt(), "{} f64 sqrt {x:e}", p.mcpu);
+            assert_eq!(
+                f64::from_bits(dq[i]),
+                f64::from(x) / f64::from(y),
+                "{} f64 {x:e} / {y:e}",
+                p.mcpu
+            );
+            assert_eq!(
+                f64::from_bits(ds[i]),
+                f64::from(x).sqrt(),
+                "{} f64 sqrt {x:e}",
+                p.mcpu
+            );
         }
     }
 }
@@ -179,10 +267,17 @@ fn reduction_in_lds_with_barriers() {
         let (pi, po) = (HEAP, HEAP + 0x10000);
         p.buffer(pi, &bytes_of_u32(&input));
         p.buffer(po, &[0; 64]);
-        p.dispatch("reduce_lds", &Args::default().u64(pi).u64(po).0, N / LOCAL, LOCAL);
+        p.dispatch(
+            "reduce_lds",
+            &Args::default().u64(pi).u64(po).0,
+            N / LOCAL,
+            LOCAL,
+        );
         let out = u32s(&p.read(po, 4 * (N / LOCAL) as usize));
         for g in 0..(N / LOCAL) as usize {
-            let want: u32 = input[g * LOCAL as usize..(g + 1) * LOCAL as usize].iter().sum();
+            let want: u32 = input[g * LOCAL as usize..(g + 1) * LOCAL as usize]
+                .iter()
+                .sum();
             assert_eq!(out[g], want, "{} group {g}", p.mcpu);
         }
     }
@@ -194,7 +289,10 @@ fn atomics_global_and_lds() {
         let mut r = rng(6);
         let input: Vec<i32> = (0..N).map(|_| (r() % 2000) as i32 - 1000).collect();
         let bufs: Vec<u64> = (0..5).map(|i| HEAP + i * 0x10000).collect();
-        p.buffer(bufs[0], &bytes_of_u32(&input.iter().map(|v| *v as u32).collect::<Vec<_>>()));
+        p.buffer(
+            bufs[0],
+            &bytes_of_u32(&input.iter().map(|v| *v as u32).collect::<Vec<_>>()),
+        );
         p.buffer(bufs[1], &0u32.to_le_bytes());
         p.buffer(bufs[2], &(i32::MIN as u32).to_le_bytes());
         p.buffer(bufs[3], &0u32.to_le_bytes());
@@ -212,7 +310,12 @@ fn atomics_global_and_lds() {
         assert_eq!(maxv, *input.iter().max().unwrap(), "{} max", p.mcpu);
         assert_eq!(cnt, N, "{} counter", p.mcpu);
         olds.sort_unstable();
-        assert_eq!(olds, (0..N).collect::<Vec<_>>(), "{} every counter value returned once", p.mcpu);
+        assert_eq!(
+            olds,
+            (0..N).collect::<Vec<_>>(),
+            "{} every counter value returned once",
+            p.mcpu
+        );
     }
 }
 
@@ -223,7 +326,12 @@ fn loop_with_branches() {
         let (pi, po) = (HEAP, HEAP + 0x10000);
         p.buffer(pi, &bytes_of_u32(&input));
         p.buffer(po, &vec![0; 4 * N as usize]);
-        p.dispatch("collatz", &Args::default().u64(pi).u64(po).0, N / LOCAL, LOCAL);
+        p.dispatch(
+            "collatz",
+            &Args::default().u64(pi).u64(po).0,
+            N / LOCAL,
+            LOCAL,
+        );
         let out = u32s(&p.read(po, 4 * N as usize));
         for (i, n0) in input.iter().enumerate() {
             let (mut n, mut k) = (*n0, 0u32);
@@ -244,7 +352,12 @@ fn scratch_private_array() {
         let (pi, po) = (HEAP, HEAP + 0x10000);
         p.buffer(pi, &bytes_of_u32(&idx));
         p.buffer(po, &vec![0; 4 * N as usize]);
-        p.dispatch("private_array", &Args::default().u64(pi).u64(po).0, N / LOCAL, LOCAL);
+        p.dispatch(
+            "private_array",
+            &Args::default().u64(pi).u64(po).0,
+            N / LOCAL,
+            LOCAL,
+        );
         let out = u32s(&p.read(po, 4 * N as usize));
         for i in 0..N as usize {
             let arr = |k: u32| (k * k) as i32 + i as i32;
@@ -264,11 +377,19 @@ fn pointer_arithmetic_64bit() {
         let (pa, po) = (HEAP, HEAP + 0x10_0000);
         p.buffer(pa, &bytes_of_u64(&a));
         p.buffer(po, &vec![0; 8 * N as usize]);
-        p.dispatch("ptr64", &Args::default().u64(pa).u64(po).u64(stride).0, N / LOCAL, LOCAL);
+        p.dispatch(
+            "ptr64",
+            &Args::default().u64(pa).u64(po).u64(stride).0,
+            N / LOCAL,
+            LOCAL,
+        );
         let out = u64s(&p.read(po, 8 * N as usize));
         for i in 0..N as usize {
             let base = i * stride as usize;
-            let want = (a[base] as i64).wrapping_mul(3).wrapping_add((a[base + 1] as i64) >> 2).wrapping_sub(i as i64);
+            let want = (a[base] as i64)
+                .wrapping_mul(3)
+                .wrapping_add((a[base + 1] as i64) >> 2)
+                .wrapping_sub(i as i64);
             assert_eq!(out[i] as i64, want, "{} lane {i}", p.mcpu);
         }
     }
@@ -282,8 +403,14 @@ fn mfma_f32_32x32x2_matches_a_host_matrix_product() {
     let a: Vec<f32> = (0..64).map(|l| (l as f32) - 20.0).collect();
     let b: Vec<f32> = (0..64).map(|l| ((l * 7) % 13) as f32 - 6.0).collect();
     let (pa, pb, pd) = (HEAP, HEAP + 0x1000, HEAP + 0x2000);
-    p.buffer(pa, &bytes_of_u32(&a.iter().map(|v| v.to_bits()).collect::<Vec<_>>()));
-    p.buffer(pb, &bytes_of_u32(&b.iter().map(|v| v.to_bits()).collect::<Vec<_>>()));
+    p.buffer(
+        pa,
+        &bytes_of_u32(&a.iter().map(|v| v.to_bits()).collect::<Vec<_>>()),
+    );
+    p.buffer(
+        pb,
+        &bytes_of_u32(&b.iter().map(|v| v.to_bits()).collect::<Vec<_>>()),
+    );
     p.buffer(pd, &vec![0; 4 * 16 * 64]);
     p.dispatch("mfma32", &Args::default().u64(pa).u64(pb).u64(pd).0, 1, 64);
     let d = u32s(&p.read(pd, 4 * 16 * 64));

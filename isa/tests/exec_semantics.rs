@@ -20,9 +20,18 @@ fn asm(src: &str, mcpu: &str) -> Vec<u8> {
         .stderr(Stdio::piped())
         .spawn()
         .expect("llvm-mc-15 must be installed");
-    child.stdin.take().unwrap().write_all(src.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(src.as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "llvm-mc-15: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "llvm-mc-15: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     let mut bytes = Vec::new();
     for line in text.lines() {
@@ -50,7 +59,11 @@ impl Run {
         // the common default of compute dispatches: IEEE on, DX10 clamp on, f64/f16 denormals
         // on, f32 denormals flushed
         wave.mode = Mode((3 << 6) | (1 << 8) | (1 << 9));
-        Run { wave, env: HostEnv::new(1024), cache: CodeCache::new(target, BASE, &code) }
+        Run {
+            wave,
+            env: HostEnv::new(1024),
+            cache: CodeCache::new(target, BASE, &code),
+        }
     }
 
     fn gfx9(src: &str) -> Run {
@@ -83,14 +96,19 @@ fn lanes_of(f: impl Fn(usize) -> u32) -> [u32; 64] {
 
 #[test]
 fn vector_add_with_carry_out_and_in() {
-    let mut r = Run::gfx9("v_add_co_u32_e32 v2, vcc, v0, v1\nv_addc_co_u32_e32 v3, vcc, 0, v4, vcc");
+    let mut r =
+        Run::gfx9("v_add_co_u32_e32 v2, vcc, v0, v1\nv_addc_co_u32_e32 v3, vcc, 0, v4, vcc");
     r.wave.vgpr[0] = lanes_of(|l| if l % 2 == 0 { u32::MAX } else { 5 });
     r.wave.vgpr[1] = [1; 64];
     let r = r.ok();
     for l in 0..64 {
         let carry = l % 2 == 0;
         assert_eq!(r.v(2)[l], if carry { 0 } else { 6 });
-        assert_eq!(r.v(3)[l], u32::from(carry), "carry propagated by v_addc in lane {l}");
+        assert_eq!(
+            r.v(3)[l],
+            u32::from(carry),
+            "carry propagated by v_addc in lane {l}"
+        );
     }
     assert_eq!(r.wave.vcc(), 0, "no carry out of 0 + 0 + 1");
 }
@@ -121,9 +139,21 @@ fn shifts_use_only_the_low_bits_of_the_amount() {
     let r = r.ok();
     assert_eq!(r.v(1)[0], 0x0000_0006, "shift by 33 shifts by 1");
     assert_eq!(r.v(2)[0], 0x8000_0003, "shift by 32 shifts by 0");
-    assert_eq!(r.v(3)[0], 0xffff_ffff, "arithmetic shift by 63 shifts by 31");
-    assert_eq!(r.wave.sgpr64(2), 0x0000_0000_0000_0002, "64-bit shift by 65 shifts by 1");
-    assert_eq!((r.v(4)[0], r.v(5)[0]), (0x1234_5678, 0x9abc_def0), "64-bit shift by 64 shifts by 0");
+    assert_eq!(
+        r.v(3)[0],
+        0xffff_ffff,
+        "arithmetic shift by 63 shifts by 31"
+    );
+    assert_eq!(
+        r.wave.sgpr64(2),
+        0x0000_0000_0000_0002,
+        "64-bit shift by 65 shifts by 1"
+    );
+    assert_eq!(
+        (r.v(4)[0], r.v(5)[0]),
+        (0x1234_5678, 0x9abc_def0),
+        "64-bit shift by 64 shifts by 0"
+    );
     assert!(r.wave.scc, "s_lshl_b64 sets SCC for a nonzero result");
 }
 
@@ -180,7 +210,11 @@ fn exec_masked_lanes_are_untouched() {
         assert_eq!(r.v(0)[l], if on { 7 } else { 9 }, "lane {l}");
         assert_eq!(r.v(1)[l], if on { 0 } else { 9 }, "lane {l}");
     }
-    assert_eq!(r.wave.vcc(), 0x5555_5555_5555_5555, "carry only from active lanes");
+    assert_eq!(
+        r.wave.vcc(),
+        0x5555_5555_5555_5555,
+        "carry only from active lanes"
+    );
 }
 
 #[test]
@@ -233,21 +267,30 @@ fn round_mode_toward_zero_and_plus_infinity() {
     up.wave.vgpr[0] = [0x2f80_0000; 64]; // 2^-32, far below an ulp of 1
     up.wave.mode = Mode(1); // toward +inf
     let (near, zero, up) = (near.ok(), zero.ok(), up.ok());
-    assert_eq!(near.v(1)[0], 0x3f80_0001, "nearest: above the tie rounds up");
+    assert_eq!(
+        near.v(1)[0],
+        0x3f80_0001,
+        "nearest: above the tie rounds up"
+    );
     assert_eq!(zero.v(1)[0], 0x3f80_0000, "toward zero truncates");
     assert_eq!(up.v(1)[0], 0x3f80_0001, "toward +inf rounds any excess up");
 }
 
 #[test]
 fn ieee_mode_min_max_with_nans() {
-    let mut r = Run::gfx9("v_max_f32_e32 v2, v0, v1\nv_min_f32_e32 v3, v0, v1\nv_max_f32_e32 v4, v5, v1");
+    let mut r =
+        Run::gfx9("v_max_f32_e32 v2, v0, v1\nv_min_f32_e32 v3, v0, v1\nv_max_f32_e32 v4, v5, v1");
     r.wave.vgpr[0] = [0x7fc0_0000; 64]; // qNaN
     r.wave.vgpr[1] = [0x3f80_0000; 64]; // 1.0
     r.wave.vgpr[5] = [0x7f80_0001; 64]; // sNaN
     let r = r.ok();
     assert_eq!(r.v(2)[0], 0x3f80_0000, "a quiet NaN loses to a number");
     assert_eq!(r.v(3)[0], 0x3f80_0000);
-    assert_eq!(r.v(4)[0] & 0x7fc0_0000, 0x7fc0_0000, "IEEE mode: a signalling NaN gives a quiet NaN");
+    assert_eq!(
+        r.v(4)[0] & 0x7fc0_0000,
+        0x7fc0_0000,
+        "IEEE mode: a signalling NaN gives a quiet NaN"
+    );
 }
 
 #[test]
@@ -303,25 +346,35 @@ v_div_fmas_f32 v2, v2, v4, v5
 v_div_fixup_f32 v0, v2, v1, v0";
     // gfx9 has no s_denorm_mode: clang toggles denormals with s_setreg; emulate with it
     let seq = seq
-        .replace("s_denorm_mode 15", "s_setreg_b32 hwreg(HW_REG_MODE, 4, 2), s10")
-        .replace("s_denorm_mode 12", "s_setreg_b32 hwreg(HW_REG_MODE, 4, 2), s11");
+        .replace(
+            "s_denorm_mode 15",
+            "s_setreg_b32 hwreg(HW_REG_MODE, 4, 2), s10",
+        )
+        .replace(
+            "s_denorm_mode 12",
+            "s_setreg_b32 hwreg(HW_REG_MODE, 4, 2), s11",
+        );
     let mut r = Run::gfx9(&seq);
     r.wave.sgpr[10] = 3;
     r.wave.sgpr[11] = 0;
     let pairs: Vec<(f32, f32)> = (0..64)
         .map(|l| match l {
             0 => (1.0, 3.0),
-            1 => (1e38, 1e-10),   // quotient overflows
-            2 => (3e38, 1e-30),   // exponent difference >= 96
-            3 => (1e-30, 3e38),   // quotient denormal
+            1 => (1e38, 1e-10), // quotient overflows
+            2 => (3e38, 1e-30), // exponent difference >= 96
+            3 => (1e-30, 3e38), // quotient denormal
             4 => (7.0, 7.0),
             5 => (1.0, 0.0),
             6 => (0.0, 0.0),
             7 => (-5.0, f32::INFINITY),
             8 => (1.5e-38, 3.0), // tiny numerator
             _ => {
-                let x = f32::from_bits(0x0100_0000 + (l as u32).wrapping_mul(0x0123_4567) % 0x7d00_0000);
-                let y = f32::from_bits(0x0100_0000 + (l as u32).wrapping_mul(0x0765_4321) % 0x7d00_0000);
+                let x = f32::from_bits(
+                    0x0100_0000 + (l as u32).wrapping_mul(0x0123_4567) % 0x7d00_0000,
+                );
+                let y = f32::from_bits(
+                    0x0100_0000 + (l as u32).wrapping_mul(0x0765_4321) % 0x7d00_0000,
+                );
                 (x, y)
             }
         })
@@ -377,12 +430,28 @@ fn compares_write_vcc_sdst_and_exec() {
     );
     r.wave.vgpr[0] = lanes_of(|l| l as u32);
     r.wave.vgpr[1] = [32; 64];
-    r.wave.vgpr[2] = lanes_of(|l| if l == 0 { 0x7f80_0001 } else if l == 1 { 0x7fc0_0000 } else { 0 });
+    r.wave.vgpr[2] = lanes_of(|l| {
+        if l == 0 {
+            0x7f80_0001
+        } else if l == 1 {
+            0x7fc0_0000
+        } else {
+            0
+        }
+    });
     let r = r.ok();
-    assert_eq!(r.wave.sgpr64(4), 0b11, "class mask 3: signalling and quiet NaN");
+    assert_eq!(
+        r.wave.sgpr64(4),
+        0b11,
+        "class mask 3: signalling and quiet NaN"
+    );
     assert_eq!(r.wave.exec(), 0xffff_ffff, "v_cmpx wrote EXEC");
     assert_eq!(r.wave.vcc(), 0xffff_ffff, "and VCC");
-    assert_eq!(r.v(3), lanes_of(|l| u32::from(l < 32)), "later ops see the new EXEC");
+    assert_eq!(
+        r.v(3),
+        lanes_of(|l| u32::from(l < 32)),
+        "later ops see the new EXEC"
+    );
 }
 
 #[test]
@@ -421,7 +490,11 @@ s_mov_b32 s7, 3",
     .ok();
     // s_getpc gives BASE + 4 (the next instruction); + 16 = BASE + 20, the `s_mov_b32 s5, 1`
     // after the s_branch at BASE + 16; the s_swappc at BASE + 12 saves BASE + 16
-    assert_eq!(r.wave.sgpr64(2), BASE + 16, "s_swappc saves the address of the next instruction");
+    assert_eq!(
+        r.wave.sgpr64(2),
+        BASE + 16,
+        "s_swappc saves the address of the next instruction"
+    );
     assert_eq!(r.wave.sgpr[5], 1);
     assert_eq!(r.wave.sgpr[6], 2);
     assert_eq!(r.wave.sgpr[7], 3, "scc1: s_cbranch_scc0 not taken");
@@ -455,7 +528,8 @@ fn trap_saves_pc_and_id_in_ttmps() {
 
 #[test]
 fn messages_barrier_and_sleep() {
-    let mut r = Run::gfx9("s_mov_b32 m0, 0x1234\ns_sendmsg sendmsg(MSG_INTERRUPT)\ns_barrier\ns_sleep 2");
+    let mut r =
+        Run::gfx9("s_mov_b32 m0, 0x1234\ns_sendmsg sendmsg(MSG_INTERRUPT)\ns_barrier\ns_sleep 2");
     assert_eq!(r.go(), Stop::Barrier);
     assert_eq!(r.env.messages, vec![(1, 0x1234)]);
     assert_eq!(r.go(), Stop::Sleep { cycles: 2 });
@@ -468,7 +542,10 @@ fn faults_are_typed_and_name_the_instruction() {
     match r.go() {
         Stop::Fault(WaveFault::IllegalInstruction { pc, disassembly }) => {
             assert_eq!(pc, BASE);
-            assert!(disassembly.starts_with("v_cubeid_f32 v0, v1, v2, v3"), "{disassembly}");
+            assert!(
+                disassembly.starts_with("v_cubeid_f32 v0, v1, v2, v3"),
+                "{disassembly}"
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -480,7 +557,13 @@ fn faults_are_typed_and_name_the_instruction() {
         other => panic!("{other:?}"),
     }
     let mut r = Run::gfx9("v_mov_b32_e32 v200, 0");
-    assert_eq!(r.go(), Stop::Fault(WaveFault::RegisterOutOfRange { file: 'v', index: 200 }));
+    assert_eq!(
+        r.go(),
+        Stop::Fault(WaveFault::RegisterOutOfRange {
+            file: 'v',
+            index: 200
+        })
+    );
 }
 
 #[test]
@@ -496,7 +579,8 @@ fn scalar_and_buffer_memory() {
     let mut r = Run::gfx9(
         "s_load_dwordx2 s[2:3], s[0:1], 0x8\ns_buffer_load_dword s4, s[8:11], 0x4\nbuffer_load_dword v1, v0, s[8:11], 0 offen offset:4\nbuffer_store_dword v1, v0, s[8:11], 0 offen offset:8\nglobal_atomic_add v2, v0, v3, s[0:1] glc",
     );
-    r.env.write(0x2000, &[1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0]);
+    r.env
+        .write(0x2000, &[1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0]);
     r.wave.set_sgpr64(0, 0x2000);
     // raw buffer: base 0x2000, stride 0, num_records 12
     r.wave.sgpr[8..12].copy_from_slice(&[0x2000, 0, 12, 0]);
@@ -512,7 +596,11 @@ fn scalar_and_buffer_memory() {
     // lane 0 stored 2 at 8, lane 1's store (4 + 8 = 12) is out of range and dropped; then
     // the atomics add 1 at 0x2000 + 0 and 0x2000 + 4
     assert_eq!(mem, vec![2, 0, 0, 0, 3, 0, 0, 0, 2, 0, 0, 0, 4, 0, 0, 0]);
-    assert_eq!((r.v(2)[0], r.v(2)[1]), (1, 2), "glc returns the pre-op values");
+    assert_eq!(
+        (r.v(2)[0], r.v(2)[1]),
+        (1, 2),
+        "glc returns the pre-op values"
+    );
 }
 
 #[test]
@@ -527,7 +615,11 @@ fn lds_read2_write2_and_atomics() {
     let r = r.ok();
     assert_eq!((r.v(4)[0], r.v(5)[0]), (5, 9), "offsets are in dwords");
     let got: Vec<u32> = (0..3).map(|l| r.v(6)[l]).collect();
-    assert_eq!(got, vec![5, 10, 15], "lanes apply in order and return the old value");
+    assert_eq!(
+        got,
+        vec![5, 10, 15],
+        "lanes apply in order and return the old value"
+    );
     assert_eq!(r.v(7)[0], 20);
 }
 
@@ -550,8 +642,71 @@ fn mfma_on_gfx90a_from_registers() {
         for i in 0..4 {
             for j in 0..4 {
                 let want = (i as f32 + 1.0) * b as f32;
-                assert_eq!(f32::from_bits(r.wave.agpr[i][j + 4 * b]), want, "block {b} D[{i}][{j}]");
+                assert_eq!(
+                    f32::from_bits(r.wave.agpr[i][j + 4 * b]),
+                    want,
+                    "block {b} D[{i}][{j}]"
+                );
             }
         }
     }
+}
+
+#[test]
+fn sdwa_selects_and_destination_fields() {
+    let mut r = Run::gfx9(
+        "v_add_u32_sdwa v0, v1, v2 dst_sel:WORD_1 dst_unused:UNUSED_PAD src0_sel:BYTE_0 src1_sel:WORD_0
+v_mov_b32_sdwa v3, v1 dst_sel:BYTE_1 dst_unused:UNUSED_PRESERVE src0_sel:BYTE_3
+v_mov_b32_sdwa v4, sext(v1) dst_sel:WORD_0 dst_unused:UNUSED_SEXT src0_sel:BYTE_3
+v_add_f16_sdwa v5, v6, -v6 dst_sel:WORD_1 dst_unused:UNUSED_PRESERVE src0_sel:WORD_1 src1_sel:WORD_0",
+    );
+    r.wave.vgpr[1] = [0x8a12_34ff; 64];
+    r.wave.vgpr[2] = [0x0000_ff02; 64];
+    r.wave.vgpr[3] = [0x1111_1111; 64];
+    r.wave.vgpr[5] = [0x0000_abcd; 64];
+    r.wave.vgpr[6] = [0x4200_3c00; 64]; // hi: 3.0, lo: 1.0 (f16)
+    let r = r.ok();
+    assert_eq!(
+        r.v(0)[0],
+        (0xff + 0xff02) << 16 & 0xffff_0000,
+        "byte 0 + word 0, into word 1"
+    );
+    assert_eq!(
+        r.v(3)[0],
+        0x1111_8a11,
+        "byte 3 into byte 1, other bytes preserved"
+    );
+    assert_eq!(
+        r.v(4)[0],
+        0xffff_ff8a,
+        "sext(byte 3) into word 0, upper bits sign-extended"
+    );
+    assert_eq!(
+        r.v(5)[0],
+        0x4000_abcd,
+        "3.0 - 1.0 = 2.0 (f16 0x4000) into word 1, word 0 kept"
+    );
+}
+
+#[test]
+fn flat_to_an_aperture_is_refused_and_global_flat_works() {
+    let mut r = Run::gfx9("flat_load_dword v0, v[2:3]\nflat_store_dword v[2:3], v4");
+    r.env.map(0x3000, 0x1000);
+    r.env.write(0x3000, &7u32.to_le_bytes());
+    r.wave.vgpr[2] = [0x3000; 64];
+    r.wave.vgpr[3] = [0; 64];
+    r.wave.vgpr[4] = [9; 64];
+    r.wave.set_exec(1);
+    let r = r.ok();
+    assert_eq!(r.v(0)[0], 7);
+    assert_eq!(r.env.read(0x3000, 4).unwrap(), vec![9, 0, 0, 0]);
+
+    let mut r = Run::gfx9("flat_load_dword v0, v[2:3]");
+    r.wave.sh_mem_bases = 0x0001_0002; // shared aperture 0x0001_0000_0000_0000
+    r.wave.vgpr[2] = [0x10; 64];
+    r.wave.vgpr[3] = [0x0001_0000; 64];
+    assert!(matches!(
+        r.go(),
+        Stop::Fault(WaveFault::IllegalInstruction { .. })
+    ));
 }

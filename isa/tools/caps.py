@@ -9,7 +9,7 @@ def base(o,keep):
     dw1=(f['C']<<18 if 'C' in keep else 0)|(f['B']<<9 if 'B' in keep else 0)|(f['A'] if 'A' in keep else 0)
     if 'E' in keep and o not in (281,282,283,284,285,286,480,481,488,489) : pass
     return dw0,dw1
-mods={'abs0':(1<<8,0),'neg0':(0,1<<29),'clamp':(1<<15,0),'omod':(0,1<<27),'opsel0':(1<<11,0),'opsel3':(1<<14,0),'abs2':(1<<10,0),'neg2':(0,1<<31),'nohi':(0,0)}
+mods={'abs0':(1<<8,0),'neg0':(0,1<<29),'clamp':(1<<15,0),'omod':(0,1<<27),'opsel0':(1<<11,0),'opsel3':(1<<14,0),'abs2':(1<<10,0),'abs1':(1<<9,0),'neg1':(0,1<<30),'neg2':(0,1<<31),'nohi':(0,0)}
 out={}
 for cpu in CPUS:
     ops=[(int(o),v[cpu][0]) for o,v in d['vop3'].items() if cpu in v]

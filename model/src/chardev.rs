@@ -6,6 +6,7 @@
 //! caller's size is copied back if the kernel's definition writes it — even when the handler
 //! failed (so `n_success` and `wait_result` reach user space on errors).
 
+use crate::config::KernelVersion;
 use crate::errno::{Errno, KResult};
 use crate::events::WaitResult;
 use crate::hw::mem::PAGE_SIZE;
@@ -15,25 +16,31 @@ use crate::user::UserAccessExt;
 use kfd_sys::ioctl::{ioc_nr, ioc_size, IoctlDesc, IOC_READ, IOC_WRITE};
 use kfd_sys::*;
 
-/// The kernel's definition of command `nr`: the 1.18 table, plus the DKMS commands 0x80–0x84.
-fn kernel_definition(nr: u32) -> Option<&'static IoctlDesc> {
+/// The kernel's definition of command `nr`: the 1.18 table (Linux 6.1 ends it at
+/// `AMDKFD_COMMAND_END` 0x24), plus the DKMS commands 0x80–0x84.
+fn kernel_definition(nr: u32, kernel: KernelVersion) -> Option<&'static IoctlDesc> {
+    /// `AMDKFD_COMMAND_END` of interface 1.11 (Linux 6.1).
+    const COMMAND_END_1_11: u32 = 0x24;
     if (v1_8::AMDKFD_COMMAND_START_2..v1_8::AMDKFD_COMMAND_END_2).contains(&nr) {
         ioctl::find_by_nr(v1_8::AMDKFD_IOCTLS, nr)
+    } else if kernel == KernelVersion::Linux6_1 && nr >= COMMAND_END_1_11 {
+        None
     } else {
         ioctl::find_by_nr(AMDKFD_IOCTLS, nr)
     }
 }
 
-/// Entry point for `ioctl(kfd_fd, request, arg)`.
+/// Entry point for `ioctl(kfd_fd, request, arg)`. As in `kfd_ioctl`, an unknown command is
+/// `ENOTTY` before the caller is checked.
 pub(crate) fn ioctl(p: &ProcessInner, request: u32, arg: &mut [u8]) -> KResult<i32> {
-    if crate::user::current_pid() != p.owner_pid {
-        return Err(Errno::EBADF);
-    }
     let nr = ioc_nr(request);
-    let Some(def) = kernel_definition(nr) else {
+    let Some(def) = kernel_definition(nr, p.model.config.kernel) else {
         log::debug!(target: "kfd::ioctl", "pasid {:#x}: unknown command nr {nr:#x} (request {request:#010x})", p.pasid);
         return Err(Errno::ENOTTY);
     };
+    if crate::user::current_pid() != p.owner_pid {
+        return Err(Errno::EBADF);
+    }
     let user_size = ioc_size(request);
     if arg.len() < user_size {
         return Err(Errno::EFAULT);
@@ -381,7 +388,7 @@ fn alloc_memory(p: &ProcessInner, a: &mut kfd_ioctl_alloc_memory_of_gpu_args) ->
         flags: a.flags,
         user_addr: a.mmap_offset,
     };
-    let bo = match alloc_bo(&pdd.node, handle, req, slice) {
+    let bo = match alloc_bo(&pdd.node, handle, req, slice, &p.model.mem_limit) {
         Ok(bo) => bo,
         Err(e) => {
             pdd.free_handle(handle);
@@ -422,6 +429,15 @@ fn free_memory(p: &ProcessInner, a: &mut kfd_ioctl_free_memory_of_gpu_args) -> K
     Ok(0)
 }
 
+/// `amdgpu_vm_bo_map`'s checks of a buffer's GPU VA: not 0, page aligned, inside the 48-bit
+/// GPU address space. The kernel takes any VA at ALLOC and refuses a bad one here.
+fn gpu_va_ok(va: u64, size: u64) -> bool {
+    const GPU_VA_END: u64 = 1 << 48;
+    va != 0
+        && va % PAGE_SIZE as u64 == 0
+        && va.checked_add(size).is_some_and(|end| end <= GPU_VA_END)
+}
+
 fn map_memory(
     p: &ProcessInner,
     handle: u64,
@@ -435,31 +451,54 @@ fn map_memory(
     }
     let ids: Vec<u32> = p.user.read_array(ids_ptr, n_devices as usize)?;
     let mut st = p.lock();
-    st.pdd_index(handle_gpu_id(handle))?;
+    let owner = st.pdd_index(handle_gpu_id(handle))?;
+    if map {
+        st.pdds[owner].bind()?;
+    }
+    // An unknown handle is ENOMEM in both directions (the kernel's choice).
     let bo = st
         .bos
         .get(&handle)
         .map(|e| e.bo.clone())
-        .ok_or(Errno::EINVAL)?;
+        .ok_or(Errno::ENOMEM)?;
+    let queues_pin_buffers = p.model.config.kernel == KernelVersion::Linux6_12;
     for (i, &gpu_id) in ids.iter().enumerate().skip(*n_success as usize) {
-        let ProcessState { pdds, bos, .. } = &mut *st;
+        let ProcessState { pdds, bos, pqm, .. } = &mut *st;
         let d = pdds
             .iter()
             .position(|x| x.node.gpu_id == gpu_id)
             .ok_or(Errno::EINVAL)?;
-        pdds[d].bind()?;
-        let entry = bos.get_mut(&handle).ok_or(Errno::EINVAL)?;
-        let mut vm = pdds[d].vm.write().unwrap_or_else(|e| e.into_inner());
+        let entry = bos.get_mut(&handle).ok_or(Errno::ENOMEM)?;
         if map {
+            pdds[d].bind()?;
+            let mut vm = pdds[d].vm.write().unwrap_or_else(|e| e.into_inner());
             if !entry.mapped_on.contains(&d) {
+                if !gpu_va_ok(bo.va, bo.size) {
+                    log::debug!(target: "kfd::memory", "va {:#x}+{:#x} is not a valid GPU VA range", bo.va, bo.size);
+                    return Err(Errno::EINVAL);
+                }
                 if !vm.map(bo.vm_mapping()) {
                     log::debug!(target: "kfd::memory", "va {:#x}+{:#x} overlaps a mapping on gpu {gpu_id:#x}", bo.va, bo.size);
                     return Err(Errno::EINVAL);
                 }
                 entry.mapped_on.insert(d);
             }
-        } else if entry.mapped_on.remove(&d) {
-            vm.unmap(bo.va);
+        } else {
+            if !entry.mapped_on.contains(&d) {
+                log::debug!(target: "kfd::memory", "buffer {handle:#x} is not mapped on gpu {gpu_id:#x}");
+                return Err(Errno::EINVAL);
+            }
+            // Linux 6.12 keeps a queue's buffers mapped while the queue lives.
+            if queues_pin_buffers && pqm.holds(handle, d) {
+                log::debug!(target: "kfd::memory", "buffer {handle:#x} is in use by a queue on gpu {gpu_id:#x}");
+                return Err(Errno::EBUSY);
+            }
+            entry.mapped_on.remove(&d);
+            pdds[d]
+                .vm
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .unmap(bo.va);
         }
         *n_success = i as u32 + 1;
     }
@@ -501,7 +540,12 @@ fn runtime_enable(p: &ProcessInner, a: &mut kfd_ioctl_runtime_enable_args) -> KR
     Ok(0)
 }
 
-/// Entry point for `mmap(kfd_fd, offset, len)`.
+/// `KFD_CWSR_TBA_TMA_SIZE`: what a reserved-memory mapping must be.
+const CWSR_TBA_TMA_SIZE: u64 = 2 * PAGE_SIZE as u64;
+
+/// Entry point for `mmap(kfd_fd, offset, len)`. The type comes from offset bits [63:62];
+/// doorbell, reserved-memory and MMIO need a known GPU id (else `ENODEV`), so offset 0 (MMIO
+/// type, GPU id 0) is `ENODEV`.
 pub(crate) fn mmap(p: &ProcessInner, offset: u64, len: u64) -> KResult<MapSource> {
     let o = KfdMmapOffset::decode(offset);
     match o.kind {
@@ -541,8 +585,22 @@ pub(crate) fn mmap(p: &ProcessInner, offset: u64, len: u64) -> KResult<MapSource
                         len,
                     })
                 }
-                // Reserved memory exists only on APUs; the modelled parts are discrete.
-                _ => Err(Errno::EINVAL),
+                // `kfd_reserved_mem_mmap`: two fresh zeroed pages for the CWSR trap handler
+                // (TBA/TMA), which user mode fills.
+                KfdMmapType::ReservedMem => {
+                    if len != CWSR_TBA_TMA_SIZE {
+                        return Err(Errno::EINVAL);
+                    }
+                    let memory = crate::hw::mem::DeviceMemory::new("cwsr tba/tma", len)
+                        .map_err(|_| Errno::ENOMEM)?;
+                    Ok(MapSource {
+                        memory: std::sync::Arc::new(memory),
+                        offset: 0,
+                        len,
+                    })
+                }
+                // Handled before the GPU lookup.
+                KfdMmapType::Events => Err(Errno::EINVAL),
             }
         }
     }

@@ -181,13 +181,13 @@ impl EventTable {
     }
 
     /// `mmap(KFD_MMAP_TYPE_EVENTS)`: maps the kernel-allocated page; the mapped size becomes the
-    /// number of usable slots.
+    /// number of usable slots. `EINVAL` above 32 KiB or before any page exists.
     pub fn mmap_page(&self, len: u64) -> KResult<(Arc<DeviceMemory>, u64)> {
         let mut s = self.lock();
         if len > KFD_SIGNAL_EVENT_PAGE_SIZE || len == 0 {
             return Err(Errno::EINVAL);
         }
-        let page = s.page.clone().ok_or(Errno::EFAULT)?;
+        let page = s.page.clone().ok_or(Errno::EINVAL)?;
         s.mapped_size = len as usize;
         Ok((page.mem, page.offset as u64))
     }
@@ -409,6 +409,11 @@ impl EventTable {
         timeout_ms: u32,
     ) -> KResult<WaitResult> {
         let mut data: Vec<kfd_event_data> = user.read_array(events_ptr, num_events as usize)?;
+        // No events: "all of none" is complete at once, whatever `wait_for_all` says (the
+        // kernel counts 0 activated of 0).
+        if data.is_empty() {
+            return Ok(WaitResult::Complete);
+        }
         let deadline = match timeout_ms {
             u32::MAX => None,
             t => Some(Instant::now() + Duration::from_millis(u64::from(t.min(0x7FFF_FFFF)))),

@@ -2,6 +2,7 @@
 //! USERPTR, doorbell and MMIO-remap buffers, their handles and mmap offsets, and mapping them
 //! into the GPU VMs of one or more GPUs.
 
+use crate::config::KernelVersion;
 use crate::device::KfdNode;
 use crate::errno::{Errno, KResult};
 use crate::hw::doorbell::DoorbellBar;
@@ -9,7 +10,97 @@ use crate::hw::mem::{page_align, DeviceMemory, PAGE_SIZE};
 use crate::hw::vm::{Backing, VmMapping};
 use crate::user::is_user_range_mapped_rw;
 use kfd_sys::*;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+/// `AMDGPU_RESERVE_MEM_LIMIT` (Linux 6.12): system memory kept back from KFD.
+const RESERVE_MEM_LIMIT: u64 = 3 << 29;
+
+/// `kfd_mem_limit`: how much system memory the KFD processes of the whole machine may hold
+/// (one table for every GPU, as in the kernel). GTT buffers count against both the system and
+/// the TTM limit, USERPTR buffers against the system limit only; going over either is
+/// `ENOMEM` (`amdgpu_amdkfd_reserve_mem_limit`). Buffers are backed lazily, so the limit is
+/// bookkeeping: nothing is touched when a large buffer is allocated.
+#[derive(Debug)]
+pub struct KfdMemLimit {
+    /// `max_system_mem_limit`.
+    pub max_system: u64,
+    /// `max_ttm_mem_limit`.
+    pub max_ttm: u64,
+    used: Mutex<(u64, u64)>,
+}
+
+impl KfdMemLimit {
+    /// The limits `amdgpu_amdkfd_gpuvm_init_mem_limits` derives from `system_memory` bytes.
+    /// Linux 6.12: system = RAM − RAM/64 − 1.5 GiB (half of that below 3 GiB), TTM = the TTM
+    /// page limit, half of RAM. Linux 6.1: system = 15/16 and TTM = 3/8 of the free RAM at
+    /// module load, which the model takes to be all of it.
+    pub fn new(system_memory: u64, kernel: KernelVersion) -> Self {
+        let mem = system_memory;
+        let (max_system, max_ttm) = match kernel {
+            KernelVersion::Linux6_12 => {
+                let system = mem - (mem >> 6);
+                let system = if system < 2 * RESERVE_MEM_LIMIT {
+                    system >> 1
+                } else {
+                    system - RESERVE_MEM_LIMIT
+                };
+                (system, (mem / PAGE_SIZE as u64 / 2) * PAGE_SIZE as u64)
+            }
+            KernelVersion::Linux6_1 => (mem - (mem >> 4), (mem >> 1) - (mem >> 3)),
+        };
+        KfdMemLimit {
+            max_system,
+            max_ttm,
+            used: Mutex::new((0, 0)),
+        }
+    }
+
+    /// The limits for the system memory a topology reports (the CPU nodes' memory banks).
+    pub fn for_topology(topology: &crate::topology::Topology, kernel: KernelVersion) -> Self {
+        let system = topology
+            .nodes
+            .iter()
+            .filter(|n| !n.is_gpu())
+            .flat_map(|n| &n.mem_banks)
+            .map(|b| b.size_in_bytes)
+            .sum();
+        Self::new(system, kernel)
+    }
+
+    /// (system, TTM) bytes held now.
+    pub fn used(&self) -> (u64, u64) {
+        *self.used.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// What a buffer of `kind` and `size` bytes is charged: (system, TTM).
+    fn charge(kind: BoKind, size: u64) -> (u64, u64) {
+        match kind {
+            BoKind::Gtt => (size, size),
+            BoKind::Userptr => (size, 0),
+            _ => (0, 0),
+        }
+    }
+
+    /// `amdgpu_amdkfd_reserve_mem_limit`.
+    fn reserve(&self, system: u64, ttm: u64) -> KResult<()> {
+        let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        let sys_total = used.0.checked_add(system).ok_or(Errno::ENOMEM)?;
+        let ttm_total = used.1.checked_add(ttm).ok_or(Errno::ENOMEM)?;
+        if sys_total > self.max_system || ttm_total > self.max_ttm {
+            log::debug!(target: "kfd::memory", "system memory limit: {system:#x} more would make {sys_total:#x} (limit {:#x}), TTM {ttm_total:#x} (limit {:#x})", self.max_system, self.max_ttm);
+            return Err(Errno::ENOMEM);
+        }
+        *used = (sys_total, ttm_total);
+        Ok(())
+    }
+
+    /// `amdgpu_amdkfd_unreserve_mem_limit`.
+    fn unreserve(&self, system: u64, ttm: u64) {
+        let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        used.0 = used.0.saturating_sub(system);
+        used.1 = used.1.saturating_sub(ttm);
+    }
+}
 
 /// What kind of memory a buffer is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -65,6 +156,8 @@ pub struct Bo {
     /// The `mmap_offset` returned by ALLOC (render-node offset, or a KFD mmap offset for
     /// doorbell and MMIO buffers, or the user address for USERPTR).
     pub mmap_offset: u64,
+    /// The system-memory table this buffer is charged to, and (system, TTM) bytes charged.
+    mem_limit: Option<(Arc<KfdMemLimit>, u64, u64)>,
 }
 
 impl Bo {
@@ -91,6 +184,9 @@ impl Bo {
 
 impl Drop for Bo {
     fn drop(&mut self) {
+        if let Some((limit, system, ttm)) = &self.mem_limit {
+            limit.unreserve(*system, *ttm);
+        }
         if self.kind == BoKind::Vram {
             self.node.release_vram(self.size);
         }
@@ -117,12 +213,14 @@ pub struct AllocRequest {
     pub user_addr: u64,
 }
 
-/// Allocates a buffer on `node` for a process whose doorbell slice is `doorbell_slice`.
+/// Allocates a buffer on `node` for a process whose doorbell slice is `doorbell_slice`,
+/// charging GTT and USERPTR buffers to `mem_limit`.
 pub fn alloc_bo(
     node: &Arc<KfdNode>,
     handle: u64,
     req: AllocRequest,
     doorbell_slice: Option<u32>,
+    mem_limit: &Arc<KfdMemLimit>,
 ) -> KResult<Arc<Bo>> {
     let kind = BoKind::from_flags(req.flags)?;
     if req.size == 0 {
@@ -130,7 +228,52 @@ pub fn alloc_bo(
     }
     let size = page_align(req.size).ok_or(Errno::EINVAL)?;
     req.va.checked_add(size).ok_or(Errno::EINVAL)?;
-    let (backing, mmap_offset) = match kind {
+    // An AQL queue buffer is allocated at half its size and mapped twice; the kernel charges
+    // the half.
+    let charged = if req.flags & KFD_IOC_ALLOC_MEM_FLAGS_AQL_QUEUE_MEM != 0 {
+        page_align(req.size >> 1).ok_or(Errno::EINVAL)?
+    } else {
+        size
+    };
+    let (system, ttm) = KfdMemLimit::charge(kind, charged);
+    mem_limit.reserve(system, ttm)?;
+    let (backing, mmap_offset) = match backing_of(node, kind, size, req, doorbell_slice) {
+        Ok(b) => b,
+        Err(e) => {
+            mem_limit.unreserve(system, ttm);
+            return Err(e);
+        }
+    };
+    let bo = Arc::new(Bo {
+        handle,
+        node: node.clone(),
+        va: req.va,
+        size,
+        flags: req.flags,
+        kind,
+        backing,
+        mmap_offset,
+        mem_limit: ((system, ttm) != (0, 0)).then(|| (mem_limit.clone(), system, ttm)),
+    });
+    if matches!(kind, BoKind::Vram | BoKind::Gtt) {
+        node.bo_offsets
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(mmap_offset, Arc::downgrade(&bo));
+    }
+    log::debug!(target: "kfd::memory", "alloc {kind:?} va {:#x} size {size:#x} handle {handle:#x}", req.va);
+    Ok(bo)
+}
+
+/// What backs a new buffer of `kind`, and its mmap offset.
+fn backing_of(
+    node: &Arc<KfdNode>,
+    kind: BoKind,
+    size: u64,
+    req: AllocRequest,
+    doorbell_slice: Option<u32>,
+) -> KResult<(Backing, u64)> {
+    Ok(match kind {
         BoKind::Vram | BoKind::Gtt => {
             if kind == BoKind::Vram {
                 node.reserve_vram(size)?;
@@ -206,25 +349,7 @@ pub fn alloc_bo(
                 offset,
             )
         }
-    };
-    let bo = Arc::new(Bo {
-        handle,
-        node: node.clone(),
-        va: req.va,
-        size,
-        flags: req.flags,
-        kind,
-        backing,
-        mmap_offset,
-    });
-    if matches!(kind, BoKind::Vram | BoKind::Gtt) {
-        node.bo_offsets
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(mmap_offset, Arc::downgrade(&bo));
-    }
-    log::debug!(target: "kfd::memory", "alloc {kind:?} va {:#x} size {size:#x} handle {handle:#x}", req.va);
-    Ok(bo)
+    })
 }
 
 /// The GPU id encoded in a buffer handle.

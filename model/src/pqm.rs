@@ -17,10 +17,20 @@ pub const MAX_QUEUE_IDS: u32 = 1024;
 /// Highest user address `access_ok` accepts (x86-64 `TASK_SIZE_MAX`).
 pub const TASK_SIZE: u64 = 0x0000_7fff_ffff_f000;
 
+/// The buffers a queue holds mapped (Linux 6.12 `queue_refcount`), by buffer handle.
+#[derive(Debug, Default, Clone)]
+struct HeldBuffers {
+    ring: u64,
+    others: Vec<u64>,
+}
+
 /// The queues of one process: id → index of the GPU it lives on.
 #[derive(Debug, Default)]
 pub struct Pqm {
     queues: BTreeMap<u32, usize>,
+    /// Linux 6.12: queue id → the buffers its creation validated, which cannot be unmapped
+    /// from that queue's GPU until the queue is destroyed.
+    held: BTreeMap<u32, HeldBuffers>,
 }
 
 impl Pqm {
@@ -37,6 +47,18 @@ impl Pqm {
     /// Ids and device indices.
     pub fn iter(&self) -> impl Iterator<Item = (u32, usize)> + '_ {
         self.queues.iter().map(|(&q, &d)| (q, d))
+    }
+
+    /// Whether a live queue on GPU `dev` holds buffer `handle` (6.12: unmapping it is `EBUSY`).
+    pub fn holds(&self, handle: u64, dev: usize) -> bool {
+        self.held.iter().any(|(id, b)| {
+            self.queues.get(id) == Some(&dev) && (b.ring == handle || b.others.contains(&handle))
+        })
+    }
+
+    fn remove(&mut self, id: u32) {
+        self.queues.remove(&id);
+        self.held.remove(&id);
     }
 
     fn alloc_id(&self) -> KResult<u32> {
@@ -97,13 +119,16 @@ fn properties_from_user(a: &kfd_ioctl_create_queue_args) -> KResult<QueuePropert
 /// `kfd_queue_buffer_get`: the page of `addr` must start a GPU mapping of exactly `size` bytes.
 /// The kernel compares in pages, so a size below one page (a 1 or 2 KiB ring) only needs the
 /// mapping to start at that page, as does a size of 0.
-fn buffer_get(pdd: &ProcessDevice, addr: u64, size: u64) -> KResult<()> {
+/// Returns the handle of the buffer behind the mapping.
+fn buffer_get(pdd: &ProcessDevice, addr: u64, size: u64) -> KResult<u64> {
     let vm = pdd.vm.read().unwrap_or_else(|e| e.into_inner());
     let page_size = PAGE_SIZE as u64;
     let page = addr & !(page_size - 1);
     let pages = size / page_size;
     match vm.lookup(addr) {
-        Some(m) if m.va == page && (pages == 0 || m.len.div_ceil(page_size) == pages) => Ok(()),
+        Some(m) if m.va == page && (pages == 0 || m.len.div_ceil(page_size) == pages) => {
+            Ok(m.handle)
+        }
         Some(m) => {
             log::debug!(
                 target: "kfd::pqm",
@@ -121,13 +146,21 @@ fn buffer_get(pdd: &ProcessDevice, addr: u64, size: u64) -> KResult<()> {
 }
 
 /// `kfd_queue_acquire_buffers` (Linux 6.12): every queue buffer must be what the topology
-/// says, mapped where the queue says.
-fn acquire_buffers(pdd: &ProcessDevice, props: &QueueProperties, cwsr_enable: bool) -> KResult<()> {
-    buffer_get(pdd, props.wptr_address, PAGE_SIZE as u64)?;
-    buffer_get(pdd, props.rptr_address, PAGE_SIZE as u64)?;
-    buffer_get(pdd, props.ring_address, u64::from(props.ring_size))?;
+/// says, mapped where the queue says. Returns the buffers the queue now holds.
+fn acquire_buffers(
+    pdd: &ProcessDevice,
+    props: &QueueProperties,
+    cwsr_enable: bool,
+) -> KResult<HeldBuffers> {
+    let wptr = buffer_get(pdd, props.wptr_address, PAGE_SIZE as u64)?;
+    let rptr = buffer_get(pdd, props.rptr_address, PAGE_SIZE as u64)?;
+    let ring = buffer_get(pdd, props.ring_address, u64::from(props.ring_size))?;
+    let mut held = HeldBuffers {
+        ring,
+        others: vec![wptr, rptr],
+    };
     if !props.kind.is_compute() {
-        return Ok(());
+        return Ok(held);
     }
     let sizes = pdd.node.queue_sizes;
     if props.eop_address != 0 {
@@ -135,10 +168,14 @@ fn acquire_buffers(pdd: &ProcessDevice, props: &QueueProperties, cwsr_enable: bo
             log::debug!(target: "kfd::pqm", "EOP buffer {:#x} smaller than {:#x}", props.eop_size, sizes.eop_buffer_size);
             return Err(Errno::EINVAL);
         }
-        buffer_get(pdd, props.eop_address, u64::from(props.eop_size))?;
+        held.others.push(buffer_get(
+            pdd,
+            props.eop_address,
+            u64::from(props.eop_size),
+        )?);
     }
     if !cwsr_enable {
-        return Ok(());
+        return Ok(held);
     }
     if props.ctl_stack_size != sizes.ctl_stack_size {
         log::debug!(target: "kfd::pqm", "ctl_stack_size {:#x} != {:#x}", props.ctl_stack_size, sizes.ctl_stack_size);
@@ -151,7 +188,9 @@ fn acquire_buffers(pdd: &ProcessDevice, props: &QueueProperties, cwsr_enable: bo
     let xcc = pdd.node.topo.properties.num_xcc.max(1);
     let total = page_align((u64::from(sizes.cwsr_size) + u64::from(sizes.debug_memory_size)) * xcc)
         .ok_or(Errno::EINVAL)?;
-    buffer_get(pdd, props.ctx_save_address, total)
+    held.others
+        .push(buffer_get(pdd, props.ctx_save_address, total)?);
+    Ok(held)
 }
 
 /// `AMDKFD_IOC_CREATE_QUEUE`.
@@ -188,9 +227,11 @@ pub(crate) fn create_queue(p: &ProcessInner, a: &mut kfd_ioctl_create_queue_args
         }
     }
     pdd.doorbell_slice()?;
-    if p.model.config.kernel == KernelVersion::Linux6_12 {
-        acquire_buffers(pdd, &props, p.model.config.cwsr_enable)?;
-    }
+    let held = if p.model.config.kernel == KernelVersion::Linux6_12 {
+        Some(acquire_buffers(pdd, &props, p.model.config.cwsr_enable)?)
+    } else {
+        None
+    };
     let id = pqm.alloc_id()?;
     let offset = {
         let mut dqm = node.dqm();
@@ -205,6 +246,9 @@ pub(crate) fn create_queue(p: &ProcessInner, a: &mut kfd_ioctl_create_queue_args
         )?
     };
     pqm.queues.insert(id, dev);
+    if let Some(held) = held {
+        pqm.held.insert(id, held);
+    }
     a.queue_id = id;
     a.doorbell_offset = KfdMmapOffset::doorbell(a.gpu_id, offset).encode();
     log::debug!(target: "kfd::pqm", "pasid {:#x}: queue {id} created, doorbell offset {:#x}", p.pasid, a.doorbell_offset);
@@ -220,9 +264,7 @@ pub(crate) fn destroy_queue(p: &ProcessInner, id: u32) -> KResult<i32> {
     let node = pdd.node.clone();
     let result = node.dqm().destroy_queue(&node.gpu, pdd, p.pasid, id);
     match result {
-        Ok(()) | Err(Errno::ETIME) | Err(Errno::EIO) => {
-            st.pqm.queues.remove(&id);
-        }
+        Ok(()) | Err(Errno::ETIME) | Err(Errno::EIO) => st.pqm.remove(id),
         Err(_) => {}
     }
     result.map(|_| 0)
@@ -241,7 +283,7 @@ pub(crate) fn update_queue(p: &ProcessInner, a: &mut kfd_ioctl_update_queue_args
     if a.ring_size != 0 && !a.ring_size.is_power_of_two() {
         return Err(Errno::EINVAL);
     }
-    let st = p.lock();
+    let mut st = p.lock();
     let dev = *st.pqm.queues.get(&a.queue_id).ok_or(Errno::EFAULT)?;
     let pdd = &st.pdds[dev];
     let node = pdd.node.clone();
@@ -250,12 +292,19 @@ pub(crate) fn update_queue(p: &ProcessInner, a: &mut kfd_ioctl_update_queue_args
         .queue(p.pasid, a.queue_id)
         .map(|q| q.props)
         .ok_or(Errno::EFAULT)?;
-    if p.model.config.kernel == KernelVersion::Linux6_12
+    // 6.12: a new ring must be a whole mapping; the queue then holds it instead of the old one.
+    let new_ring = if p.model.config.kernel == KernelVersion::Linux6_12
         && a.ring_base_address != 0
         && a.ring_base_address != old.ring_address
     {
-        buffer_get(pdd, a.ring_base_address, u64::from(a.ring_size))?;
-    }
+        Some(buffer_get(
+            pdd,
+            a.ring_base_address,
+            u64::from(a.ring_size),
+        )?)
+    } else {
+        None
+    };
     let (addr, size, pct, prio) = (
         a.ring_base_address,
         a.ring_size,
@@ -274,6 +323,10 @@ pub(crate) fn update_queue(p: &ProcessInner, a: &mut kfd_ioctl_update_queue_args
         },
         None,
     )?;
+    drop(dqm);
+    if let (Some(ring), Some(held)) = (new_ring, st.pqm.held.get_mut(&a.queue_id)) {
+        held.ring = ring;
+    }
     Ok(0)
 }
 
@@ -381,4 +434,5 @@ pub(crate) fn terminate(p: &ProcessInner, st: &mut ProcessState) {
         }
     }
     st.pqm.queues.clear();
+    st.pqm.held.clear();
 }

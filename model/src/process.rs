@@ -106,6 +106,7 @@ pub(crate) struct ModelInner {
     pub config: ModelConfig,
     pub topology: Topology,
     pub nodes: Vec<Arc<KfdNode>>,
+    pub mem_limit: Arc<crate::memory::KfdMemLimit>,
     processes: Mutex<BTreeMap<u32, Weak<ProcessInner>>>,
     next_pasid: AtomicU32,
     /// fd number → (render file id, gpu id).
@@ -184,6 +185,10 @@ impl Model {
             n.gpu.set_waker(engine.clone());
         }
         let inner = Arc::new(ModelInner {
+            mem_limit: Arc::new(crate::memory::KfdMemLimit::for_topology(
+                &topology,
+                config.kernel,
+            )),
             config,
             topology,
             nodes,

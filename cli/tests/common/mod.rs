@@ -24,12 +24,17 @@ pub fn kfd_with_stdin(args: &[&str], input: &[u8]) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("kfd runs");
-    {
-        let mut stdin = child.stdin.take().expect("stdin");
+    // Fed from another thread, as a shell pipe is: `kfd` streams its output while it reads,
+    // so writing all input before reading any output could fill both pipes.
+    let mut stdin = child.stdin.take().expect("stdin");
+    let input = input.to_vec();
+    let feeder = std::thread::spawn(move || {
         // The program may exit before reading everything.
-        let _ = stdin.write_all(input);
-    }
-    child.wait_with_output().expect("kfd finishes")
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().expect("kfd finishes");
+    let _ = feeder.join();
+    out
 }
 
 pub fn stdout(o: &Output) -> String {

@@ -1,8 +1,8 @@
 //! The pre-decoded instruction cache: one entry per dword of a code region, decoded once and
 //! shared by every wave that runs the code (the model keeps one per code object).
 
-use crate::decode::{decode, DecodeError, Instruction};
-use crate::table::{Enc, Op};
+use crate::decode::{decode, DecodeError, Instruction, Operand};
+use crate::table::{Enc, Field, Op};
 use crate::Target;
 
 use super::env::AtomicOp;
@@ -57,6 +57,8 @@ pub struct Cached {
     pub mem: MemKind,
     /// Vector compare (`v_cmp*`), if it is one.
     pub cmp: Option<Cmp>,
+    /// The operands of fields A, B, C, D and E (in that order), looked up once.
+    pub fields: [Option<Operand>; 5],
 }
 
 /// Operand type of a vector compare.
@@ -91,6 +93,36 @@ pub struct Cmp {
     pub ty: CmpType,
     /// `v_cmpx`: also writes EXEC.
     pub writes_exec: bool,
+    /// Truth table over the outcome of comparing the operands: bit 0 less, bit 1 equal,
+    /// bit 2 greater, bit 3 unordered (a NaN operand); `None` for `class`.
+    pub truth: Option<u8>,
+}
+
+/// The truth table of a compare condition (see [`Cmp::truth`]).
+fn truth_of(cond: &str) -> Option<u8> {
+    const LT: u8 = 1;
+    const EQ: u8 = 2;
+    const GT: u8 = 4;
+    const UN: u8 = 8;
+    Some(match cond {
+        "f" => 0,
+        "lt" => LT,
+        "eq" => EQ,
+        "le" => LT | EQ,
+        "gt" => GT,
+        "lg" | "ne" => LT | GT,
+        "ge" => EQ | GT,
+        "o" => LT | EQ | GT,
+        "u" => UN,
+        "nge" => LT | UN,
+        "nlg" => EQ | UN,
+        "ngt" => LT | EQ | UN,
+        "nle" => GT | UN,
+        "neq" => LT | GT | UN,
+        "nlt" => EQ | GT | UN,
+        "tru" | "t" => LT | EQ | GT | UN,
+        _ => return None,
+    })
 }
 
 fn parse_cmp(name: &'static str) -> Option<Cmp> {
@@ -112,7 +144,15 @@ fn parse_cmp(name: &'static str) -> Option<Cmp> {
         "u64" => CmpType::U64,
         _ => return None,
     };
-    Some(Cmp { cond, ty, writes_exec })
+    if cond != "class" && truth_of(cond).is_none() {
+        return None;
+    }
+    Some(Cmp {
+        cond,
+        ty,
+        writes_exec,
+        truth: truth_of(cond),
+    })
 }
 
 /// Pre-decoded code: an entry for every dword offset of `[base, base + len)`.
@@ -133,7 +173,11 @@ impl CodeCache {
                 decode(&code[off..], base + off as u64, target).map(|(inst, _)| classify(inst))
             })
             .collect();
-        CodeCache { base, target, entries }
+        CodeCache {
+            base,
+            target,
+            entries,
+        }
     }
 
     /// The target the code was decoded for.
@@ -172,8 +216,31 @@ fn classify(inst: Instruction) -> Cached {
         Enc::Ds | Enc::Mubuf | Enc::Flat | Enc::Global | Enc::Scratch => mem_kind(inst.op, name),
         _ => MemKind::Other,
     };
-    let cmp = if matches!(inst.enc, Enc::Vopc | Enc::Vop3) { parse_cmp(name) } else { None };
-    Cached { inst, src_type, mem, cmp }
+    let cmp = if matches!(inst.enc, Enc::Vopc | Enc::Vop3) {
+        parse_cmp(name)
+    } else {
+        None
+    };
+    let mut fields = [None; 5];
+    for (i, f) in [Field::A, Field::B, Field::C, Field::D, Field::E]
+        .into_iter()
+        .enumerate()
+    {
+        fields[i] = inst
+            .row()
+            .slots
+            .iter()
+            .zip(inst.operands())
+            .find(|(s, _)| s.field == f)
+            .map(|(_, o)| *o);
+    }
+    Cached {
+        inst,
+        src_type,
+        mem,
+        cmp,
+        fields,
+    }
 }
 
 fn mem_kind(op: Op, name: &str) -> MemKind {

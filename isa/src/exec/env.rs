@@ -219,7 +219,10 @@ pub struct HostEnv {
 impl HostEnv {
     /// An empty world with `lds_bytes` of LDS.
     pub fn new(lds_bytes: usize) -> Self {
-        HostEnv { lds: vec![0; lds_bytes], ..Default::default() }
+        HostEnv {
+            lds: vec![0; lds_bytes],
+            ..Default::default()
+        }
     }
 
     /// Maps (zero-filled) every page overlapping `[address, address + len)`.
@@ -230,7 +233,9 @@ impl HostEnv {
         let first = address / PAGE;
         let last = address.saturating_add(len - 1) / PAGE;
         for page in first..=last {
-            self.pages.entry(page).or_insert_with(|| Box::new([0; PAGE as usize]));
+            self.pages
+                .entry(page)
+                .or_insert_with(|| Box::new([0; PAGE as usize]));
         }
     }
 
@@ -249,7 +254,10 @@ impl HostEnv {
     pub fn read(&self, address: u64, len: usize) -> Result<Vec<u8>, u64> {
         let mut v = Vec::with_capacity(len);
         for i in 0..len as u64 {
-            v.push(self.byte(address.wrapping_add(i)).ok_or(address.wrapping_add(i))?);
+            v.push(
+                self.byte(address.wrapping_add(i))
+                    .ok_or(address.wrapping_add(i))?,
+            );
         }
         Ok(v)
     }
@@ -270,21 +278,47 @@ impl HostEnv {
 
     /// Little-endian read of up to 8 bytes.
     fn read_le(&self, a: u64, bytes: u32, access: Access) -> Result<u64, MemFault> {
+        let off = (a % PAGE) as usize;
+        if off + bytes as usize <= PAGE as usize {
+            // fast path: one page, one lookup
+            let page = self
+                .pages
+                .get(&(a / PAGE))
+                .ok_or(MemFault { address: a, access })?;
+            let mut buf = [0u8; 8];
+            buf[..bytes as usize].copy_from_slice(&page[off..off + bytes as usize]);
+            return Ok(u64::from_le_bytes(buf));
+        }
         let mut v = 0u64;
         for i in 0..u64::from(bytes) {
             let addr = a.wrapping_add(i);
-            let b = self.byte(addr).ok_or(MemFault { address: addr, access })?;
+            let b = self.byte(addr).ok_or(MemFault {
+                address: addr,
+                access,
+            })?;
             v |= u64::from(b) << (8 * i);
         }
         Ok(v)
     }
 
     fn write_le(&mut self, a: u64, bytes: u32, value: u64, access: Access) -> Result<(), MemFault> {
+        let off = (a % PAGE) as usize;
+        if off + bytes as usize <= PAGE as usize {
+            let page = self
+                .pages
+                .get_mut(&(a / PAGE))
+                .ok_or(MemFault { address: a, access })?;
+            page[off..off + bytes as usize].copy_from_slice(&value.to_le_bytes()[..bytes as usize]);
+            return Ok(());
+        }
         // Check first so a faulting access writes nothing.
         for i in 0..u64::from(bytes) {
             let addr = a.wrapping_add(i);
             if self.byte(addr).is_none() {
-                return Err(MemFault { address: addr, access });
+                return Err(MemFault {
+                    address: addr,
+                    access,
+                });
             }
         }
         for i in 0..u64::from(bytes) {
@@ -310,7 +344,11 @@ impl WaveEnv for HostEnv {
             let mut dword = 0usize;
             while done < bytes {
                 let chunk = (bytes - done).min(4);
-                let v = self.read_le(addresses[lane].wrapping_add(u64::from(done)), chunk, Access::Read)?;
+                let v = self.read_le(
+                    addresses[lane].wrapping_add(u64::from(done)),
+                    chunk,
+                    Access::Read,
+                )?;
                 if let Some(reg) = out.get_mut(dword) {
                     reg[lane] = v as u32;
                 }
@@ -363,13 +401,17 @@ impl WaveEnv for HostEnv {
         old: &mut [u64; WAVE_SIZE],
     ) -> Result<(), MemFault> {
         let bytes = if request.wide { 8 } else { 4 };
+        #[allow(clippy::needless_range_loop)] // four per-lane arrays indexed together
         for lane in 0..WAVE_SIZE {
             if (request.exec >> lane) & 1 == 0 {
                 continue;
             }
             let a = request.addresses[lane];
             let before = self.read_le(a, bytes, Access::Atomic)?;
-            let after = request.op.apply(before, request.src[lane], request.cmp[lane], request.wide);
+            let after =
+                request
+                    .op
+                    .apply(before, request.src[lane], request.cmp[lane], request.wide);
             self.write_le(a, bytes, after, Access::Atomic)?;
             old[lane] = before;
         }

@@ -93,7 +93,11 @@ fn omod_factor(omod: u8) -> f64 {
 /// OMOD then clamp on an f32 result: clamp limits to [0.0, 1.0]; a NaN clamps to 0 when
 /// MODE.DX10_CLAMP is set, else stays NaN.
 pub fn modify_out32(v: f32, omod: u8, clamp: bool, mode: Mode) -> f32 {
-    let mut r = if omod & 3 == 0 { v } else { (f64::from(v) * omod_factor(omod)) as f32 };
+    let mut r = if omod & 3 == 0 {
+        v
+    } else {
+        (f64::from(v) * omod_factor(omod)) as f32
+    };
     if clamp {
         r = if r.is_nan() {
             if mode.dx10_clamp() {
@@ -186,7 +190,11 @@ pub fn round_to_f32(hi: f64, lo: f64, round: Round) -> f32 {
             Round::MinusInf => r < 0.0,
             Round::Zero => false,
         };
-        return if toward_inf_ok { r } else { f32::MAX.copysign(r) };
+        return if toward_inf_ok {
+            r
+        } else {
+            f32::MAX.copysign(r)
+        };
     }
     match round {
         Round::NearestEven => {
@@ -476,7 +484,11 @@ fn frexp64(x: f64) -> (f64, i32) {
     if x == 0.0 || !x.is_finite() {
         return (x, 0);
     }
-    let (x, bias) = if x.abs() < f64::MIN_POSITIVE { (x * 2f64.powi(64), -64) } else { (x, 0) };
+    let (x, bias) = if x.abs() < f64::MIN_POSITIVE {
+        (x * 2f64.powi(64), -64)
+    } else {
+        (x, 0)
+    };
     let bits = x.to_bits();
     let e = ((bits >> 52) & 0x7ff) as i32 - 1022;
     let m = f64::from_bits((bits & !(0x7ff << 52)) | (1022 << 52));
@@ -706,15 +718,12 @@ pub fn div_fixup_f32(s0: u32, s1: u32, s2: u32) -> u32 {
         0xffc0_0000
     } else if den == 0.0 || num.is_infinite() {
         sign | 0x7f80_0000
-    } else if den.is_infinite() || num == 0.0 {
-        sign
-    } else if f32::from_bits(s0).is_nan() {
-        // finite operands whose scaled quotient overflowed inside the helper sequence
+    } else if den.is_infinite() || num == 0.0 || exponent32(s2) - exponent32(s1) < -150 {
+        sign // x/inf, 0/y, or underflow
+    } else if exponent32(s1) == 255 || f32::from_bits(s0).is_nan() {
+        // overflow; a NaN quotient of finite operands is a scaled quotient that overflowed
+        // inside the helper sequence
         sign | 0x7f80_0000
-    } else if exponent32(s2) - exponent32(s1) < -150 {
-        sign // underflow
-    } else if exponent32(s1) == 255 {
-        sign | 0x7f80_0000 // overflow
     } else {
         sign | (s0 & 0x7fff_ffff)
     }
@@ -733,13 +742,9 @@ pub fn div_fixup_f64(s0: u64, s1: u64, s2: u64) -> u64 {
         0xfff8_0000_0000_0000
     } else if den == 0.0 || num.is_infinite() {
         sign | inf
-    } else if den.is_infinite() || num == 0.0 {
+    } else if den.is_infinite() || num == 0.0 || exponent64(s2) - exponent64(s1) < -1075 {
         sign
-    } else if f64::from_bits(s0).is_nan() {
-        sign | inf
-    } else if exponent64(s2) - exponent64(s1) < -1075 {
-        sign
-    } else if exponent64(s1) == 0x7ff {
+    } else if exponent64(s1) == 0x7ff || f64::from_bits(s0).is_nan() {
         sign | inf
     } else {
         sign | (s0 & !(1 << 63))
@@ -760,7 +765,11 @@ pub fn rcp_f32(a: u32, mode: Mode) -> u32 {
 pub fn rsq_f32(a: u32, mode: Mode) -> u32 {
     let dn = mode.denorm_f32();
     let x = f32_in(a, dn);
-    let r = if x == 0.0 { f32::INFINITY.copysign(x) } else { (1.0 / f64::from(x).sqrt()) as f32 };
+    let r = if x == 0.0 {
+        f32::INFINITY.copysign(x)
+    } else {
+        (1.0 / f64::from(x).sqrt()) as f32
+    };
     f32_out(r, dn)
 }
 
@@ -789,7 +798,11 @@ pub fn rcp_f64(a: u64, mode: Mode) -> u64 {
 pub fn rsq_f64(a: u64, mode: Mode) -> u64 {
     let dn = mode.denorm_f64_f16();
     let x = f64_in(a, dn);
-    let r = if x == 0.0 { f64::INFINITY.copysign(x) } else { 1.0 / x.sqrt() };
+    let r = if x == 0.0 {
+        f64::INFINITY.copysign(x)
+    } else {
+        1.0 / x.sqrt()
+    };
     f64_out(r, dn)
 }
 
@@ -809,7 +822,11 @@ pub fn exp_f32(a: u32, mode: Mode) -> u32 {
 pub fn log_f32(a: u32, mode: Mode) -> u32 {
     let dn = mode.denorm_f32();
     let x = f32_in(a, dn);
-    let r = if x == 0.0 { f32::NEG_INFINITY } else { f64::from(x).log2() as f32 };
+    let r = if x == 0.0 {
+        f32::NEG_INFINITY
+    } else {
+        f64::from(x).log2() as f32
+    };
     f32_out(r, dn)
 }
 
@@ -817,7 +834,11 @@ pub fn log_f32(a: u32, mode: Mode) -> u32 {
 pub fn sin_f32(a: u32, mode: Mode) -> u32 {
     let dn = mode.denorm_f32();
     let x = f64::from(f32_in(a, dn));
-    let r = if x.is_infinite() { f64::NAN } else { (x.fract() * std::f64::consts::TAU).sin() };
+    let r = if x.is_infinite() {
+        f64::NAN
+    } else {
+        (x.fract() * std::f64::consts::TAU).sin()
+    };
     f32_out(r as f32, dn)
 }
 
@@ -825,7 +846,11 @@ pub fn sin_f32(a: u32, mode: Mode) -> u32 {
 pub fn cos_f32(a: u32, mode: Mode) -> u32 {
     let dn = mode.denorm_f32();
     let x = f64::from(f32_in(a, dn));
-    let r = if x.is_infinite() { f64::NAN } else { (x.fract() * std::f64::consts::TAU).cos() };
+    let r = if x.is_infinite() {
+        f64::NAN
+    } else {
+        (x.fract() * std::f64::consts::TAU).cos()
+    };
     f32_out(r as f32, dn)
 }
 
@@ -913,7 +938,10 @@ pub fn cvt_f32_f64(a: u64, mode: Mode) -> u32 {
 
 /// `v_cvt_f64_f32` (exact).
 pub fn cvt_f64_f32(a: u32, mode: Mode) -> u64 {
-    f64_out(f64::from(f32_in(a, mode.denorm_f32())), mode.denorm_f64_f16())
+    f64_out(
+        f64::from(f32_in(a, mode.denorm_f32())),
+        mode.denorm_f64_f16(),
+    )
 }
 
 /// `v_cvt_f32_ubyteN`: byte `n` of `a` as f32.
@@ -959,7 +987,11 @@ pub fn f64_to_f16(x: f64, round: Round) -> u16 {
         return sign | 0x7c00;
     }
     // scaled to units of the f16 denormal ulp (2^-24), or of the normal ulp
-    let e = if ax == 0.0 { -25 } else { ax.log2().floor() as i32 };
+    let e = if ax == 0.0 {
+        -25
+    } else {
+        ax.log2().floor() as i32
+    };
     let ulp_exp = (e - 10).max(-24);
     let scaled = ax * 2f64.powi(-ulp_exp); // exact (power of two scale)
     let floor = scaled.floor();
@@ -986,7 +1018,7 @@ pub fn f64_to_f16(x: f64, round: Round) -> u16 {
         return sign | (mant as u16);
     }
     let ve = value.log2().floor() as i32;
-    let m = (value * 2f64.powi(10 - ve)) as u64 - 1024;
+    let m = ((value * 2f64.powi(10 - ve)) as u64).saturating_sub(1024);
     sign | (((ve + 15) as u16) << 10) | (m as u16)
 }
 
@@ -1000,7 +1032,10 @@ pub fn cvt_pkrtz_f16_f32(a: u32, b: u32, mode: Mode) -> u32 {
 
 /// `v_cvt_f16_f32`: rounded per MODE's f16 rounding.
 pub fn cvt_f16_f32(a: u32, mode: Mode) -> u32 {
-    u32::from(f32_to_f16(f32_in(a, mode.denorm_f32()), mode.round_f64_f16()))
+    u32::from(f32_to_f16(
+        f32_in(a, mode.denorm_f32()),
+        mode.round_f64_f16(),
+    ))
 }
 
 /// `v_cvt_f32_f16` (exact).
@@ -1031,6 +1066,10 @@ pub fn f16_binop(a: u32, b: u32, mode: Mode, op: impl Fn(f64, f64) -> f64) -> u3
         }
     };
     let r = f64_to_f16(op(rd(a), rd(b)), mode.round_f64_f16());
-    let r = if dn.flushes_output() && r & 0x7c00 == 0 { r & 0x8000 } else { r };
+    let r = if dn.flushes_output() && r & 0x7c00 == 0 {
+        r & 0x8000
+    } else {
+        r
+    };
     u32::from(r)
 }

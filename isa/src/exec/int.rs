@@ -200,7 +200,11 @@ pub fn s_bfe_i32(s0: u32, s1: u32) -> u32 {
 #[inline]
 pub fn s_bfe_u64(s0: u64, s1: u32) -> u64 {
     let width = (s1 >> 16) & 0x7f;
-    let mask = if width >= 64 { u64::MAX } else { (1u64 << width) - 1 };
+    let mask = if width >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << width) - 1
+    };
     (s0 >> (s1 & 63)) & mask
 }
 
@@ -273,7 +277,11 @@ pub fn perm(s0: u32, s1: u32, sel: u32) -> u32 {
 /// plus `add`.
 #[inline]
 pub fn mbcnt_lo(mask: u32, add: u32, lane: usize) -> u32 {
-    let below = if lane >= 32 { u32::MAX } else { (1u32 << lane) - 1 };
+    let below = if lane >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << lane) - 1
+    };
     (mask & below).count_ones().wrapping_add(add)
 }
 

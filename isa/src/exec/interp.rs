@@ -26,6 +26,14 @@ enum Flow {
 /// The operand printed for `field`, if the instruction has one.
 #[inline]
 fn opnd(c: &Cached, field: Field) -> Option<Operand> {
+    match field {
+        Field::A => return c.fields[0],
+        Field::B => return c.fields[1],
+        Field::C => return c.fields[2],
+        Field::D => return c.fields[3],
+        Field::E => return c.fields[4],
+        _ => {}
+    }
     let inst = &c.inst;
     inst.row()
         .slots
@@ -36,15 +44,25 @@ fn opnd(c: &Cached, field: Field) -> Option<Operand> {
 }
 
 fn illegal(pc: u64, c: &Cached) -> WaveFault {
-    WaveFault::IllegalInstruction { pc, disassembly: disasm(&c.inst) }
+    WaveFault::IllegalInstruction {
+        pc,
+        disassembly: disasm(&c.inst),
+    }
 }
 
 /// Inline float constants (source codes 240–248) as f16, f32 and f64 bit patterns.
 fn float_const(code: u8, ty: SrcType, wide: bool) -> u64 {
     let i = usize::from(code.saturating_sub(240)).min(8);
     const F32: [u32; 9] = [
-        0x3f00_0000, 0xbf00_0000, 0x3f80_0000, 0xbf80_0000, 0x4000_0000, 0xc000_0000, 0x4080_0000,
-        0xc080_0000, 0x3e22_f983,
+        0x3f00_0000,
+        0xbf00_0000,
+        0x3f80_0000,
+        0xbf80_0000,
+        0x4000_0000,
+        0xc000_0000,
+        0x4080_0000,
+        0xc080_0000,
+        0x3e22_f983,
     ];
     const F64: [u64; 9] = [
         0x3fe0_0000_0000_0000,
@@ -57,7 +75,9 @@ fn float_const(code: u8, ty: SrcType, wide: bool) -> u64 {
         0xc010_0000_0000_0000,
         0x3fc4_5f30_6dc9_c882,
     ];
-    const F16: [u16; 9] = [0x3800, 0xb800, 0x3c00, 0xbc00, 0x4000, 0xc000, 0x4400, 0xc400, 0x3118];
+    const F16: [u16; 9] = [
+        0x3800, 0xb800, 0x3c00, 0xbc00, 0x4000, 0xc000, 0x4400, 0xc400, 0x3118,
+    ];
     if wide {
         F64[i]
     } else if ty == SrcType::F16 {
@@ -136,7 +156,11 @@ impl Wave {
     /// Reads a scalar operand (32 or 64 bits).
     fn sread(&self, op: Operand, ty: SrcType, wide: bool) -> u64 {
         if let Some(i) = self.sindex(op) {
-            return if wide { self.sgpr64(i) } else { u64::from(self.sgpr[i]) };
+            return if wide {
+                self.sgpr64(i)
+            } else {
+                u64::from(self.sgpr[i])
+            };
         }
         let v = match op {
             Operand::IntConst(i) => i64::from(i) as u64,
@@ -165,7 +189,8 @@ impl Wave {
         };
         if !wide {
             if let Operand::Special {
-                reg: SpecialReg::SharedBase | SpecialReg::PrivateBase, ..
+                reg: SpecialReg::SharedBase | SpecialReg::PrivateBase,
+                ..
             } = op
             {
                 return v >> 32;
@@ -288,9 +313,17 @@ impl Wave {
                 let (v, c) = int::subb(a32, b32, scc);
                 (v.into(), false, Some(c))
             }
-            Op::SMinI32 => ((a32 as i32).min(b32 as i32) as u32 as u64, false, Some((a32 as i32) < (b32 as i32))),
+            Op::SMinI32 => (
+                (a32 as i32).min(b32 as i32) as u32 as u64,
+                false,
+                Some((a32 as i32) < (b32 as i32)),
+            ),
             Op::SMinU32 => (a32.min(b32).into(), false, Some(a32 < b32)),
-            Op::SMaxI32 => ((a32 as i32).max(b32 as i32) as u32 as u64, false, Some((a32 as i32) > (b32 as i32))),
+            Op::SMaxI32 => (
+                (a32 as i32).max(b32 as i32) as u32 as u64,
+                false,
+                Some((a32 as i32) > (b32 as i32)),
+            ),
             Op::SMaxU32 => (a32.max(b32).into(), false, Some(a32 > b32)),
             Op::SCselectB32 => (if scc { a32 } else { b32 }.into(), false, None),
             Op::SCselectB64 => (if scc { a64 } else { b64 }, true, None),
@@ -322,7 +355,11 @@ impl Wave {
                 let m = if w == 0 { 0 } else { u64::MAX >> (64 - w) };
                 (m << (b32 & 63), true, None)
             }
-            Op::SMulI32 => ((a32 as i32).wrapping_mul(b32 as i32) as u32 as u64, false, None),
+            Op::SMulI32 => (
+                (a32 as i32).wrapping_mul(b32 as i32) as u32 as u64,
+                false,
+                None,
+            ),
             Op::SMulHiU32 => (int::mul_hi_u32(a32, b32).into(), false, None),
             Op::SMulHiI32 => (int::mul_hi_i32(a32, b32).into(), false, None),
             Op::SBfeU32 => nz32(int::s_bfe_u32(a32, b32)),
@@ -362,16 +399,37 @@ impl Wave {
             Op::SBcnt1I32B64 => nz32(a64.count_ones()),
             Op::SFf0I32B32 => (int::ffbl(!a32).into(), false, None),
             Op::SFf1I32B32 => (int::ffbl(a32).into(), false, None),
-            Op::SFf1I32B64 => {
-                (if a64 == 0 { u32::MAX } else { a64.trailing_zeros() }.into(), false, None)
-            }
-            Op::SFf0I32B64 => {
-                (if !a64 == 0 { u32::MAX } else { (!a64).trailing_zeros() }.into(), false, None)
-            }
+            Op::SFf1I32B64 => (
+                if a64 == 0 {
+                    u32::MAX
+                } else {
+                    a64.trailing_zeros()
+                }
+                .into(),
+                false,
+                None,
+            ),
+            Op::SFf0I32B64 => (
+                if !a64 == 0 {
+                    u32::MAX
+                } else {
+                    (!a64).trailing_zeros()
+                }
+                .into(),
+                false,
+                None,
+            ),
             Op::SFlbitI32B32 => (int::ffbh_u32(a32).into(), false, None),
-            Op::SFlbitI32B64 => {
-                (if a64 == 0 { u32::MAX } else { a64.leading_zeros() }.into(), false, None)
-            }
+            Op::SFlbitI32B64 => (
+                if a64 == 0 {
+                    u32::MAX
+                } else {
+                    a64.leading_zeros()
+                }
+                .into(),
+                false,
+                None,
+            ),
             Op::SFlbitI32 => (int::ffbh_i32(a32).into(), false, None),
             Op::SSextI32I8 => (a32 as i8 as i32 as u32 as u64, false, None),
             Op::SSextI32I16 => (a32 as i16 as i32 as u32 as u64, false, None),
@@ -380,7 +438,15 @@ impl Wave {
             Op::SBitset0B64 | Op::SBitset1B64 => {
                 let d64 = d_op.map_or(0, |o| self.sread(o, t, true));
                 let bit = 1u64 << (a32 & 63);
-                (if op == Op::SBitset1B64 { d64 | bit } else { d64 & !bit }, true, None)
+                (
+                    if op == Op::SBitset1B64 {
+                        d64 | bit
+                    } else {
+                        d64 & !bit
+                    },
+                    true,
+                    None,
+                )
             }
             Op::SQuadmaskB64 => nz64(int::quadmask64(a64)),
             Op::SAbsI32 => nz32((a32 as i32).unsigned_abs()),
@@ -458,8 +524,16 @@ impl Wave {
                 let (v, o) = int::add_i32(d32, simm);
                 (v.into(), false, Some(o))
             }
-            Op::SMulkI32 => ((d32 as i32).wrapping_mul(simm as i32) as u32 as u64, false, None),
-            Op::SGetregB32 => (self.getreg(HwRegField::from_simm16(k as u16))?.into(), false, None),
+            Op::SMulkI32 => (
+                (d32 as i32).wrapping_mul(simm as i32) as u32 as u64,
+                false,
+                None,
+            ),
+            Op::SGetregB32 => (
+                self.getreg(HwRegField::from_simm16(k as u16))?.into(),
+                false,
+                None,
+            ),
             Op::SSetregB32 => {
                 self.setreg(HwRegField::from_simm16(k as u16), d32)?;
                 return Ok(Flow::Next);
@@ -485,7 +559,13 @@ impl Wave {
     fn sopp<E: WaveEnv + ?Sized>(&mut self, c: &Cached, next: u64, env: &mut E) -> R<Flow> {
         let simm = c.inst.words[0] & 0xffff;
         let target = next.wrapping_add_signed(i64::from(simm as u16 as i16) * 4);
-        let branch = |taken: bool| Ok(if taken { Flow::Jump(target) } else { Flow::Next });
+        let branch = |taken: bool| {
+            Ok(if taken {
+                Flow::Jump(target)
+            } else {
+                Flow::Next
+            })
+        };
         match c.inst.op {
             Op::SNop | Op::SWaitcnt | Op::SIcacheInv | Op::SIncperflevel | Op::SDecperflevel => {
                 Ok(Flow::Next)
@@ -509,7 +589,9 @@ impl Wave {
             }
             Op::SSleep => {
                 self.pc = next;
-                Ok(Flow::Stop(Stop::Sleep { cycles: simm & 0x7f }))
+                Ok(Flow::Stop(Stop::Sleep {
+                    cycles: simm & 0x7f,
+                }))
             }
             Op::SSendmsg | Op::SSendmsghalt => {
                 env.send_message(simm as u16, self.m0());
@@ -519,7 +601,8 @@ impl Wave {
                 let id = (simm & 0xff) as u8;
                 // {ttmp1, ttmp0} = {trap id [23:16], PC[47:0]}; PC is the s_trap's own address
                 self.sgpr[sreg::TTMP0] = self.pc as u32;
-                self.sgpr[sreg::TTMP0 + 1] = ((self.pc >> 32) as u32 & 0xffff) | (u32::from(id) << 16);
+                self.sgpr[sreg::TTMP0 + 1] =
+                    ((self.pc >> 32) as u32 & 0xffff) | (u32::from(id) << 16);
                 self.pc = next;
                 Ok(Flow::Stop(Stop::Trap { id }))
             }
@@ -536,11 +619,17 @@ impl Wave {
         // named by mnemonic: rows the table may not have yet
         match op.mnemonic() {
             "s_memtime" | "s_memrealtime" => {
-                let t = if op.mnemonic() == "s_memtime" { env.shader_clock() } else { env.real_time() };
+                let t = if op.mnemonic() == "s_memtime" {
+                    env.shader_clock()
+                } else {
+                    env.real_time()
+                };
                 self.set_sgpr64(sdata, t);
                 return Ok(());
             }
-            "s_dcache_inv" | "s_dcache_wb" | "s_dcache_inv_vol" | "s_dcache_wb_vol" => return Ok(()),
+            "s_dcache_inv" | "s_dcache_wb" | "s_dcache_inv_vol" | "s_dcache_wb_vol" => {
+                return Ok(())
+            }
             _ => {}
         }
         let dwords = match op {
@@ -553,7 +642,11 @@ impl Wave {
         };
         let sbase = ((w0 & 0x3f) << 1) as usize;
         let imm = (w0 >> 17) & 1 != 0;
-        let offset = if imm { w1 & 0x1f_ffff } else { self.sgpr[(w1 & 0x7f) as usize] };
+        let offset = if imm {
+            w1 & 0x1f_ffff
+        } else {
+            self.sgpr[(w1 & 0x7f) as usize]
+        };
         let buffer = matches!(
             op,
             Op::SBufferLoadDword
@@ -601,7 +694,7 @@ fn mods_of(c: &Cached) -> Mods {
         return Mods::default();
     }
     let [w0, w1] = c.inst.words;
-    let vop3b = c.inst.row().slots.iter().any(|s| s.field == Field::E);
+    let vop3b = c.fields[4].is_some();
     Mods {
         abs: if vop3b { 0 } else { (w0 >> 8) & 7 },
         neg: w1 >> 29,
@@ -614,11 +707,35 @@ impl Wave {
     // ------------------------------------------------------------ vector ALU
 
     fn src32(&self, c: &Cached, field: Field, index: u32, m: Mods) -> R<Lanes> {
-        let Some(op) = opnd(c, field) else { return Ok([0; WAVE_SIZE]) };
-        let mut v = self.vread32(op, c.src_type)?;
+        let mut v = [0u32; WAVE_SIZE];
+        self.src32_into(c, field, index, m, &mut v)?;
+        Ok(v)
+    }
+
+    /// Reads a 32-bit source (with abs/neg applied) into `v`.
+    fn src32_into(&self, c: &Cached, field: Field, index: u32, m: Mods, v: &mut Lanes) -> R<()> {
+        if let Some(sel) = &self.sdwa_src {
+            if index < 2 {
+                *v = sel[index as usize];
+                return Ok(());
+            }
+        }
+        let Some(op) = opnd(c, field) else {
+            *v = [0; WAVE_SIZE];
+            return Ok(());
+        };
+        match op {
+            Operand::Vgpr { first, .. } => v.copy_from_slice(self.v(usize::from(first))?),
+            Operand::Agpr { first, .. } => v.copy_from_slice(self.a(usize::from(first))?),
+            _ => v.fill(self.sread(op, c.src_type, false) as u32),
+        }
         let (abs, neg) = ((m.abs >> index) & 1 != 0, (m.neg >> index) & 1 != 0);
         if abs || neg {
-            let (am, nm) = if c.src_type == SrcType::F16 { (0x7fffu32, 0x8000u32) } else { (0x7fff_ffff, 0x8000_0000) };
+            let (am, nm) = if c.src_type == SrcType::F16 {
+                (0x7fffu32, 0x8000u32)
+            } else {
+                (0x7fff_ffff, 0x8000_0000)
+            };
             for x in v.iter_mut() {
                 if abs {
                     *x &= am;
@@ -628,11 +745,13 @@ impl Wave {
                 }
             }
         }
-        Ok(v)
+        Ok(())
     }
 
     fn src64(&self, c: &Cached, field: Field, index: u32, m: Mods) -> R<[u64; WAVE_SIZE]> {
-        let Some(op) = opnd(c, field) else { return Ok([0; WAVE_SIZE]) };
+        let Some(op) = opnd(c, field) else {
+            return Ok([0; WAVE_SIZE]);
+        };
         let mut v = self.vread64(op, c.src_type)?;
         let (abs, neg) = ((m.abs >> index) & 1 != 0, (m.neg >> index) & 1 != 0);
         if abs || neg {
@@ -686,6 +805,9 @@ impl Wave {
     }
 
     fn valu(&mut self, c: &Cached) -> R<()> {
+        if c.inst.ext != crate::decode::Ext::None && self.sdwa_src.is_none() {
+            return self.sdwa(c);
+        }
         if let Some(cmp) = c.cmp {
             return self.vcmp(c, cmp);
         }
@@ -693,101 +815,48 @@ impl Wave {
         let mode = self.mode;
         let exec = self.exec();
         let op = c.inst.op;
+        // each lane loop lives in its own small monomorphised function (no giant frame)
         macro_rules! un32 {
-            ($f:expr, $float:expr) => {{
-                let a = self.src32(c, Field::A, 0, m)?;
-                let f = $f;
-                let mut r = [0u32; WAVE_SIZE];
-                for l in 0..WAVE_SIZE {
-                    r[l] = f(a[l]);
-                }
-                self.dst32(c, r, m, $float)
-            }};
+            ($f:expr, $float:expr) => {
+                self.lanes1(c, m, $float, $f)
+            };
         }
         macro_rules! bin32 {
-            ($f:expr, $float:expr) => {{
-                let a = self.src32(c, Field::A, 0, m)?;
-                let b = self.src32(c, Field::B, 1, m)?;
-                let f = $f;
-                let mut r = [0u32; WAVE_SIZE];
-                for l in 0..WAVE_SIZE {
-                    r[l] = f(a[l], b[l]);
-                }
-                self.dst32(c, r, m, $float)
-            }};
+            ($f:expr, $float:expr) => {
+                self.lanes2(c, m, $float, $f)
+            };
         }
         macro_rules! tri32 {
-            ($f:expr, $float:expr) => {{
-                let a = self.src32(c, Field::A, 0, m)?;
-                let b = self.src32(c, Field::B, 1, m)?;
-                let cc = self.src32(c, Field::C, 2, m)?;
-                let f = $f;
-                let mut r = [0u32; WAVE_SIZE];
-                for l in 0..WAVE_SIZE {
-                    r[l] = f(a[l], b[l], cc[l]);
-                }
-                self.dst32(c, r, m, $float)
-            }};
+            ($f:expr, $float:expr) => {
+                self.lanes3(c, m, $float, $f)
+            };
         }
         macro_rules! un64 {
-            ($f:expr) => {{
-                let a = self.src64(c, Field::A, 0, m)?;
-                let f = $f;
-                let mut r = [0u64; WAVE_SIZE];
-                for l in 0..WAVE_SIZE {
-                    r[l] = f(a[l]);
-                }
-                self.dst64(c, r, m, true)
-            }};
+            ($f:expr) => {
+                self.lanes64_1(c, m, $f)
+            };
         }
         macro_rules! bin64 {
-            ($f:expr) => {{
-                let a = self.src64(c, Field::A, 0, m)?;
-                let b = self.src64(c, Field::B, 1, m)?;
-                let f = $f;
-                let mut r = [0u64; WAVE_SIZE];
-                for l in 0..WAVE_SIZE {
-                    r[l] = f(a[l], b[l]);
-                }
-                self.dst64(c, r, m, true)
-            }};
+            ($f:expr) => {
+                self.lanes64_2(c, m, $f)
+            };
         }
         macro_rules! tri64 {
-            ($f:expr) => {{
-                let a = self.src64(c, Field::A, 0, m)?;
-                let b = self.src64(c, Field::B, 1, m)?;
-                let cc = self.src64(c, Field::C, 2, m)?;
-                let f = $f;
-                let mut r = [0u64; WAVE_SIZE];
-                for l in 0..WAVE_SIZE {
-                    r[l] = f(a[l], b[l], cc[l]);
-                }
-                self.dst64(c, r, m, true)
-            }};
+            ($f:expr) => {
+                self.lanes64_3(c, m, $f)
+            };
         }
         // f64 result from a 32-bit source
         macro_rules! widen {
-            ($f:expr) => {{
-                let a = self.src32(c, Field::A, 0, m)?;
-                let f = $f;
-                let mut r = [0u64; WAVE_SIZE];
-                for l in 0..WAVE_SIZE {
-                    r[l] = f(a[l]);
-                }
-                self.dst64(c, r, m, false)
-            }};
+            ($f:expr) => {
+                self.lanes_widen(c, m, $f)
+            };
         }
         // 32-bit result from an f64 source
         macro_rules! narrow {
-            ($f:expr, $float:expr) => {{
-                let a = self.src64(c, Field::A, 0, m)?;
-                let f = $f;
-                let mut r = [0u32; WAVE_SIZE];
-                for l in 0..WAVE_SIZE {
-                    r[l] = f(a[l]);
-                }
-                self.dst32(c, r, m, $float)
-            }};
+            ($f:expr, $float:expr) => {
+                self.lanes_narrow(c, m, $float, $f)
+            };
         }
         let clamp = m.clamp;
         match op {
@@ -805,7 +874,9 @@ impl Wave {
             }
             Op::VReadlaneB32 => {
                 let a = self.src32(c, Field::A, 0, m)?;
-                let lane = opnd(c, Field::B).map_or(0, |o| self.sread(o, SrcType::Int, false)) as usize & 63;
+                let lane = opnd(c, Field::B).map_or(0, |o| self.sread(o, SrcType::Int, false))
+                    as usize
+                    & 63;
                 if let Some(d) = opnd(c, Field::D) {
                     self.swrite(d, a[lane].into(), false);
                 }
@@ -813,7 +884,9 @@ impl Wave {
             }
             Op::VWritelaneB32 => {
                 let v = opnd(c, Field::A).map_or(0, |o| self.sread(o, SrcType::Int, false)) as u32;
-                let lane = opnd(c, Field::B).map_or(0, |o| self.sread(o, SrcType::Int, false)) as usize & 63;
+                let lane = opnd(c, Field::B).map_or(0, |o| self.sread(o, SrcType::Int, false))
+                    as usize
+                    & 63;
                 if let Some(Operand::Vgpr { first, .. }) = opnd(c, Field::D) {
                     self.v_mut(usize::from(first))?[lane] = v;
                 }
@@ -835,7 +908,11 @@ impl Wave {
             Op::VSubrevF32 => bin32!(|a: u32, b| fp::add_f32(b, a ^ 0x8000_0000, mode), true),
             Op::VMulF32 => bin32!(|a, b| fp::mul_f32(a, b, mode), true),
             Op::VMulLegacyF32 => bin32!(
-                |a: u32, b: u32| if a & 0x7fff_ffff == 0 || b & 0x7fff_ffff == 0 { 0 } else { fp::mul_f32(a, b, mode) },
+                |a: u32, b: u32| if a & 0x7fff_ffff == 0 || b & 0x7fff_ffff == 0 {
+                    0
+                } else {
+                    fp::mul_f32(a, b, mode)
+                },
                 true
             ),
             Op::VMinF32 => bin32!(|a, b| fp::min_f32(a, b, mode), true),
@@ -859,8 +936,14 @@ impl Wave {
                 }
                 self.dst32(c, r, m, true)
             }
-            Op::VMin3F32 => tri32!(|a, b, d| fp::min_f32(fp::min_f32(a, b, mode), d, mode), true),
-            Op::VMax3F32 => tri32!(|a, b, d| fp::max_f32(fp::max_f32(a, b, mode), d, mode), true),
+            Op::VMin3F32 => tri32!(
+                |a, b, d| fp::min_f32(fp::min_f32(a, b, mode), d, mode),
+                true
+            ),
+            Op::VMax3F32 => tri32!(
+                |a, b, d| fp::max_f32(fp::max_f32(a, b, mode), d, mode),
+                true
+            ),
             Op::VMed3F32 => tri32!(|a, b, d| fp::med3_f32(a, b, d, mode), true),
             Op::VLdexpF32 => bin32!(|a, b| fp::ldexp_f32(a, b, mode), true),
             Op::VRcpF32 | Op::VRcpIflagF32 => un32!(|a| fp::rcp_f32(a, mode), true),
@@ -993,11 +1076,46 @@ impl Wave {
             Op::VSubrevF16 => bin32!(|a, b| fp::f16_binop(a, b, mode, |x, y| y - x), false),
             Op::VMulF16 => bin32!(|a, b| fp::f16_binop(a, b, mode, |x, y| x * y), false),
             // integer
-            Op::VAddU32 => bin32!(|a, b| if clamp { int::add_u32_clamped(a, b) } else { a.wrapping_add(b) }, false),
-            Op::VSubU32 => bin32!(|a, b| if clamp { int::sub_u32_clamped(a, b) } else { a.wrapping_sub(b) }, false),
-            Op::VSubrevU32 => bin32!(|a: u32, b: u32| if clamp { int::sub_u32_clamped(b, a) } else { b.wrapping_sub(a) }, false),
-            Op::VAddI32 => bin32!(|a: u32, b: u32| if clamp { (a as i32).saturating_add(b as i32) as u32 } else { a.wrapping_add(b) }, false),
-            Op::VSubI32 => bin32!(|a: u32, b: u32| if clamp { (a as i32).saturating_sub(b as i32) as u32 } else { a.wrapping_sub(b) }, false),
+            Op::VAddU32 => bin32!(
+                |a, b| if clamp {
+                    int::add_u32_clamped(a, b)
+                } else {
+                    a.wrapping_add(b)
+                },
+                false
+            ),
+            Op::VSubU32 => bin32!(
+                |a, b| if clamp {
+                    int::sub_u32_clamped(a, b)
+                } else {
+                    a.wrapping_sub(b)
+                },
+                false
+            ),
+            Op::VSubrevU32 => bin32!(
+                |a: u32, b: u32| if clamp {
+                    int::sub_u32_clamped(b, a)
+                } else {
+                    b.wrapping_sub(a)
+                },
+                false
+            ),
+            Op::VAddI32 => bin32!(
+                |a: u32, b: u32| if clamp {
+                    (a as i32).saturating_add(b as i32) as u32
+                } else {
+                    a.wrapping_add(b)
+                },
+                false
+            ),
+            Op::VSubI32 => bin32!(
+                |a: u32, b: u32| if clamp {
+                    (a as i32).saturating_sub(b as i32) as u32
+                } else {
+                    a.wrapping_sub(b)
+                },
+                false
+            ),
             Op::VAddCoU32 | Op::VSubCoU32 | Op::VSubrevCoU32 => {
                 let a = self.src32(c, Field::A, 0, m)?;
                 let b = self.src32(c, Field::B, 1, m)?;
@@ -1010,7 +1128,15 @@ impl Wave {
                         _ => int::sub_co(b[l], a[l]),
                     };
                     r[l] = if clamp {
-                        if cy { if op == Op::VAddCoU32 { u32::MAX } else { 0 } } else { v }
+                        if cy {
+                            if op == Op::VAddCoU32 {
+                                u32::MAX
+                            } else {
+                                0
+                            }
+                        } else {
+                            v
+                        }
                     } else {
                         v
                     };
@@ -1072,8 +1198,14 @@ impl Wave {
             Op::VMaxI32 => bin32!(|a: u32, b: u32| (a as i32).max(b as i32) as u32, false),
             Op::VMinU32 => bin32!(|a: u32, b: u32| a.min(b), false),
             Op::VMaxU32 => bin32!(|a: u32, b: u32| a.max(b), false),
-            Op::VMin3I32 => tri32!(|a: u32, b: u32, d: u32| (a as i32).min(b as i32).min(d as i32) as u32, false),
-            Op::VMax3I32 => tri32!(|a: u32, b: u32, d: u32| (a as i32).max(b as i32).max(d as i32) as u32, false),
+            Op::VMin3I32 => tri32!(
+                |a: u32, b: u32, d: u32| (a as i32).min(b as i32).min(d as i32) as u32,
+                false
+            ),
+            Op::VMax3I32 => tri32!(
+                |a: u32, b: u32, d: u32| (a as i32).max(b as i32).max(d as i32) as u32,
+                false
+            ),
             Op::VMin3U32 => tri32!(|a: u32, b: u32, d: u32| a.min(b).min(d), false),
             Op::VMax3U32 => tri32!(|a: u32, b: u32, d: u32| a.max(b).max(d), false),
             Op::VMed3I32 => tri32!(int::med3_i32, false),
@@ -1156,97 +1288,107 @@ impl Wave {
         }
     }
 
+    #[inline(never)]
     fn vcmp(&mut self, c: &Cached, cmp: super::cache::Cmp) -> R<()> {
         let m = mods_of(c);
         let exec = self.exec();
         let mut result = 0u64;
-        let cond = cmp.cond;
-        let fcmp = |x: f64, y: f64| -> Option<bool> {
-            let unord = x.is_nan() || y.is_nan();
-            Some(match cond {
-                "f" => false,
-                "lt" => x < y,
-                "eq" => x == y,
-                "le" => x <= y,
-                "gt" => x > y,
-                "lg" => x < y || x > y,
-                "ge" => x >= y,
-                "o" => !unord,
-                "u" => unord,
-                "nge" => !(x >= y),
-                "nlg" => !(x < y || x > y),
-                "ngt" => !(x > y),
-                "nle" => !(x <= y),
-                "neq" => x != y,
-                "nlt" => !(x < y),
-                "tru" => true,
-                _ => return None,
-            })
-        };
-        let icmp = |o: std::cmp::Ordering| -> Option<bool> {
-            use std::cmp::Ordering::*;
-            Some(match cond {
-                "f" => false,
-                "lt" => o == Less,
-                "eq" => o == Equal,
-                "le" => o != Greater,
-                "gt" => o == Greater,
-                "ne" => o != Equal,
-                "ge" => o != Less,
-                "t" => true,
-                _ => return None,
-            })
-        };
-        let bad = || illegal(self.pc, c);
-        match cmp.ty {
-            CmpType::F64 | CmpType::I64 | CmpType::U64 => {
+        // outcome index: 0 less, 1 equal, 2 greater, 3 unordered
+        #[inline(always)]
+        fn ford<T: PartialOrd>(x: T, y: T) -> u32 {
+            if x < y {
+                0
+            } else if x == y {
+                1
+            } else if x > y {
+                2
+            } else {
+                3
+            }
+        }
+        #[inline(always)]
+        fn iord<T: Ord>(x: T, y: T) -> u32 {
+            match x.cmp(&y) {
+                std::cmp::Ordering::Less => 0,
+                std::cmp::Ordering::Equal => 1,
+                std::cmp::Ordering::Greater => 2,
+            }
+        }
+        match (cmp.truth, cmp.ty) {
+            (None, CmpType::F64) => {
                 let a = self.src64(c, Field::A, 0, m)?;
-                if cond == "class" {
-                    let b = self.src32(c, Field::B, 1, Mods::default())?;
-                    for l in 0..WAVE_SIZE {
-                        result |= u64::from(fp::class_f64(a[l], b[l])) << l;
-                    }
-                } else {
-                    let b = self.src64(c, Field::B, 1, m)?;
-                    for l in 0..WAVE_SIZE {
-                        let r = match cmp.ty {
-                            CmpType::F64 => fcmp(f64::from_bits(a[l]), f64::from_bits(b[l])),
-                            CmpType::I64 => icmp((a[l] as i64).cmp(&(b[l] as i64))),
-                            _ => icmp(a[l].cmp(&b[l])),
-                        }
-                        .ok_or_else(bad)?;
-                        result |= u64::from(r) << l;
-                    }
+                let b = self.src32(c, Field::B, 1, Mods::default())?;
+                for l in 0..WAVE_SIZE {
+                    result |= u64::from(fp::class_f64(a[l], b[l])) << l;
                 }
             }
-            _ => {
+            (None, CmpType::F32 | CmpType::F16) => {
                 let a = self.src32(c, Field::A, 0, m)?;
-                let b = self.src32(c, Field::B, 1, if cond == "class" { Mods::default() } else { m })?;
+                let b = self.src32(c, Field::B, 1, Mods::default())?;
+                let half = cmp.ty == CmpType::F16;
                 for l in 0..WAVE_SIZE {
-                    let (x, y) = (a[l], b[l]);
-                    let r = if cond == "class" {
-                        match cmp.ty {
-                            CmpType::F32 => fp::class_f32(x, y),
-                            CmpType::F16 => {
-                                fp::class_f32(fp::f16_to_f32(x as u16).to_bits(), y)
-                            }
-                            _ => return Err(bad()),
-                        }
+                    let x = if half {
+                        fp::f16_to_f32(a[l] as u16).to_bits()
                     } else {
-                        match cmp.ty {
-                            CmpType::F32 => fcmp(f64::from(f32::from_bits(x)), f64::from(f32::from_bits(y))),
-                            CmpType::F16 => fcmp(
-                                f64::from(fp::f16_to_f32(x as u16)),
-                                f64::from(fp::f16_to_f32(y as u16)),
-                            ),
-                            CmpType::I32 => icmp((x as i32).cmp(&(y as i32))),
-                            CmpType::U32 => icmp(x.cmp(&y)),
-                            CmpType::I16 => icmp((x as i16).cmp(&(y as i16))),
-                            _ => icmp((x as u16).cmp(&(y as u16))),
-                        }
-                        .ok_or_else(bad)?
+                        a[l]
                     };
-                    result |= u64::from(r) << l;
+                    result |= u64::from(fp::class_f32(x, b[l])) << l;
+                }
+            }
+            (None, _) => return Err(illegal(self.pc, c)),
+            (Some(truth), CmpType::F64 | CmpType::I64 | CmpType::U64) => {
+                let a = self.src64(c, Field::A, 0, m)?;
+                let b = self.src64(c, Field::B, 1, m)?;
+                for l in 0..WAVE_SIZE {
+                    let o = match cmp.ty {
+                        CmpType::F64 => ford(f64::from_bits(a[l]), f64::from_bits(b[l])),
+                        CmpType::I64 => iord(a[l] as i64, b[l] as i64),
+                        _ => iord(a[l], b[l]),
+                    };
+                    result |= u64::from((truth >> o) & 1) << l;
+                }
+            }
+            (Some(truth), ty) => {
+                let (mut sa, mut sb) = ([0u32; WAVE_SIZE], [0u32; WAVE_SIZE]);
+                let a = self.src_ref(c, Field::A, 0, m, &mut sa)?;
+                let b = self.src_ref(c, Field::B, 1, m, &mut sb)?;
+                let mut bits = [0u8; WAVE_SIZE];
+                match ty {
+                    CmpType::F32 => {
+                        for l in 0..WAVE_SIZE {
+                            bits[l] =
+                                (truth >> ford(f32::from_bits(a[l]), f32::from_bits(b[l]))) & 1;
+                        }
+                    }
+                    CmpType::F16 => {
+                        for l in 0..WAVE_SIZE {
+                            let (x, y) = (fp::f16_to_f32(a[l] as u16), fp::f16_to_f32(b[l] as u16));
+                            bits[l] = (truth >> ford(x, y)) & 1;
+                        }
+                    }
+                    CmpType::I32 => {
+                        for l in 0..WAVE_SIZE {
+                            bits[l] = (truth >> iord(a[l] as i32, b[l] as i32)) & 1;
+                        }
+                    }
+                    CmpType::U32 => {
+                        for l in 0..WAVE_SIZE {
+                            bits[l] = (truth >> iord(a[l], b[l])) & 1;
+                        }
+                    }
+                    CmpType::I16 => {
+                        for l in 0..WAVE_SIZE {
+                            bits[l] = (truth >> iord(a[l] as i16, b[l] as i16)) & 1;
+                        }
+                    }
+                    _ => {
+                        for l in 0..WAVE_SIZE {
+                            bits[l] = (truth >> iord(a[l] as u16, b[l] as u16)) & 1;
+                        }
+                    }
+                }
+                for (l, bit) in bits.iter().enumerate() {
+                    result |= u64::from(*bit) << l;
                 }
             }
         }
@@ -1291,7 +1433,11 @@ impl Wave {
                 }
             } else {
                 // an inline constant or SGPR broadcast as C
-                [self.sread(opnd(c, Field::C).unwrap_or(Operand::IntConst(0)), SrcType::F32, false) as u32; WAVE_SIZE]
+                [self.sread(
+                    opnd(c, Field::C).unwrap_or(Operand::IntConst(0)),
+                    SrcType::F32,
+                    false,
+                ) as u32; WAVE_SIZE]
             });
         }
         let d = shape.compute(&a, &b, &cin);
@@ -1304,6 +1450,261 @@ impl Wave {
             }
         }
         Ok(())
+    }
+}
+
+impl Wave {
+    /// A 32-bit source as lanes: a reference into the register file when it is a plain
+    /// VGPR, else materialised (constant splat, modifiers) into `store`.
+    #[inline(always)]
+    fn src_ref<'a>(
+        &'a self,
+        c: &Cached,
+        field: Field,
+        index: u32,
+        m: Mods,
+        store: &'a mut Lanes,
+    ) -> R<&'a Lanes> {
+        let mods = ((m.abs | m.neg) >> index) & 1 != 0;
+        match opnd(c, field) {
+            Some(Operand::Vgpr { first, .. }) if !mods && self.sdwa_src.is_none() => {
+                self.v(usize::from(first))
+            }
+            _ => {
+                self.src32_into(c, field, index, m, store)?;
+                Ok(store)
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn finish32(&mut self, c: &Cached, mut r: Lanes, m: Mods, float_out: bool) -> R<()> {
+        if float_out && (m.clamp || m.omod != 0) {
+            for x in r.iter_mut() {
+                *x = fp::modify_out32(f32::from_bits(*x), m.omod, m.clamp, self.mode).to_bits();
+            }
+        }
+        let exec = self.exec();
+        match opnd(c, Field::D) {
+            Some(Operand::Vgpr { first, .. }) => {
+                write_masked(self.v_mut(usize::from(first))?, &r, exec)
+            }
+            Some(d) => self.vwrite32(d, &r, exec)?,
+            None => {}
+        }
+        Ok(())
+    }
+
+    #[inline(never)]
+    fn lanes1(&mut self, c: &Cached, m: Mods, float_out: bool, f: impl Fn(u32) -> u32) -> R<()> {
+        let mut sa = [0u32; WAVE_SIZE];
+        let a = self.src_ref(c, Field::A, 0, m, &mut sa)?;
+        let mut r = [0u32; WAVE_SIZE];
+        for l in 0..WAVE_SIZE {
+            r[l] = f(a[l]);
+        }
+        self.finish32(c, r, m, float_out)
+    }
+
+    #[inline(never)]
+    fn lanes2(
+        &mut self,
+        c: &Cached,
+        m: Mods,
+        float_out: bool,
+        f: impl Fn(u32, u32) -> u32,
+    ) -> R<()> {
+        let (mut sa, mut sb) = ([0u32; WAVE_SIZE], [0u32; WAVE_SIZE]);
+        let a = self.src_ref(c, Field::A, 0, m, &mut sa)?;
+        let b = self.src_ref(c, Field::B, 1, m, &mut sb)?;
+        let mut r = [0u32; WAVE_SIZE];
+        for l in 0..WAVE_SIZE {
+            r[l] = f(a[l], b[l]);
+        }
+        self.finish32(c, r, m, float_out)
+    }
+
+    #[inline(never)]
+    fn lanes3(
+        &mut self,
+        c: &Cached,
+        m: Mods,
+        float_out: bool,
+        f: impl Fn(u32, u32, u32) -> u32,
+    ) -> R<()> {
+        let (mut sa, mut sb, mut sc) = ([0u32; WAVE_SIZE], [0u32; WAVE_SIZE], [0u32; WAVE_SIZE]);
+        let a = self.src_ref(c, Field::A, 0, m, &mut sa)?;
+        let b = self.src_ref(c, Field::B, 1, m, &mut sb)?;
+        let d = self.src_ref(c, Field::C, 2, m, &mut sc)?;
+        let mut r = [0u32; WAVE_SIZE];
+        for l in 0..WAVE_SIZE {
+            r[l] = f(a[l], b[l], d[l]);
+        }
+        self.finish32(c, r, m, float_out)
+    }
+
+    #[inline(never)]
+    fn lanes64_1(&mut self, c: &Cached, m: Mods, f: impl Fn(u64) -> u64) -> R<()> {
+        let a = self.src64(c, Field::A, 0, m)?;
+        let mut r = [0u64; WAVE_SIZE];
+        for l in 0..WAVE_SIZE {
+            r[l] = f(a[l]);
+        }
+        self.dst64(c, r, m, true)
+    }
+
+    #[inline(never)]
+    fn lanes64_2(&mut self, c: &Cached, m: Mods, f: impl Fn(u64, u64) -> u64) -> R<()> {
+        let a = self.src64(c, Field::A, 0, m)?;
+        let b = self.src64(c, Field::B, 1, m)?;
+        let mut r = [0u64; WAVE_SIZE];
+        for l in 0..WAVE_SIZE {
+            r[l] = f(a[l], b[l]);
+        }
+        self.dst64(c, r, m, true)
+    }
+
+    #[inline(never)]
+    fn lanes64_3(&mut self, c: &Cached, m: Mods, f: impl Fn(u64, u64, u64) -> u64) -> R<()> {
+        let a = self.src64(c, Field::A, 0, m)?;
+        let b = self.src64(c, Field::B, 1, m)?;
+        let d = self.src64(c, Field::C, 2, m)?;
+        let mut r = [0u64; WAVE_SIZE];
+        for l in 0..WAVE_SIZE {
+            r[l] = f(a[l], b[l], d[l]);
+        }
+        self.dst64(c, r, m, true)
+    }
+
+    #[inline(never)]
+    fn lanes_widen(&mut self, c: &Cached, m: Mods, f: impl Fn(u32) -> u64) -> R<()> {
+        let a = self.src32(c, Field::A, 0, m)?;
+        let mut r = [0u64; WAVE_SIZE];
+        for l in 0..WAVE_SIZE {
+            r[l] = f(a[l]);
+        }
+        self.dst64(c, r, m, false)
+    }
+
+    #[inline(never)]
+    fn lanes_narrow(
+        &mut self,
+        c: &Cached,
+        m: Mods,
+        float_out: bool,
+        f: impl Fn(u64) -> u32,
+    ) -> R<()> {
+        let a = self.src64(c, Field::A, 0, m)?;
+        let mut r = [0u32; WAVE_SIZE];
+        for l in 0..WAVE_SIZE {
+            r[l] = f(a[l]);
+        }
+        self.dst32(c, r, m, float_out)
+    }
+}
+
+impl Wave {
+    /// An SDWA-encoded VOP1/VOP2: sources are byte/word selected (zero- or sign-extended,
+    /// then abs/neg for float ops), the operation runs on them, and the result's low field is
+    /// placed at DST_SEL with the other bits padded, sign-extended or preserved
+    /// (DST_UNUSED).
+    fn sdwa(&mut self, c: &Cached) -> R<()> {
+        if !matches!(c.inst.enc, Enc::Vop1 | Enc::Vop2) {
+            return Err(illegal(self.pc, c)); // VOPC SDWA not modelled
+        }
+        let w = c.inst.words[1];
+        let dst_sel = (w >> 8) & 7;
+        let dst_unused = (w >> 11) & 3;
+        if dst_sel > 6 || dst_unused > 2 || (w >> 16) & 7 > 6 || (w >> 24) & 7 > 6 {
+            return Err(illegal(self.pc, c));
+        }
+        let float = c.src_type != SrcType::Int;
+        let mut srcs = Box::new([[0u32; WAVE_SIZE]; 2]);
+        for (i, field) in [Field::A, Field::B].into_iter().enumerate() {
+            let Some(op) = opnd(c, field) else { continue };
+            let raw = self.vread32(op, c.src_type)?;
+            let shift = 8 * i as u32;
+            let sel = (w >> (16 + shift)) & 7;
+            let sext = (w >> (19 + shift)) & 1 != 0;
+            let neg = (w >> (20 + shift)) & 1 != 0;
+            let abs = (w >> (21 + shift)) & 1 != 0;
+            let sign_bit = if c.src_type == SrcType::F16 {
+                0x8000
+            } else {
+                0x8000_0000
+            };
+            for l in 0..WAVE_SIZE {
+                let mut v = sdwa_select(raw[l], sel, sext && !float);
+                if float {
+                    if abs {
+                        v &= !sign_bit;
+                    }
+                    if neg {
+                        v ^= sign_bit;
+                    }
+                }
+                srcs[i][l] = v;
+            }
+        }
+        let dst = match opnd(c, Field::D) {
+            Some(Operand::Vgpr { first, .. }) => usize::from(first),
+            _ => return Err(illegal(self.pc, c)),
+        };
+        let old = *self.v(dst)?;
+        self.sdwa_src = Some(srcs);
+        let result = self.valu(c);
+        self.sdwa_src = None;
+        result?;
+        let exec = self.exec();
+        let new = *self.v(dst)?;
+        let out = self.v_mut(dst)?;
+        for l in 0..WAVE_SIZE {
+            if (exec >> l) & 1 != 0 {
+                out[l] = sdwa_place(new[l], old[l], dst_sel, dst_unused);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An SDWA source select: 0–3 a byte, 4–5 a word, 6 the dword; zero- or sign-extended.
+fn sdwa_select(v: u32, sel: u32, sext: bool) -> u32 {
+    let (shift, width) = match sel {
+        0..=3 => (8 * sel, 8),
+        4 | 5 => (16 * (sel - 4), 16),
+        _ => return v,
+    };
+    let field = (v >> shift) & ((1 << width) - 1);
+    if sext {
+        (((field << (32 - width)) as i32) >> (32 - width)) as u32
+    } else {
+        field
+    }
+}
+
+/// Places an SDWA result's low field at `sel`; `unused`: 0 pad with zeros, 1 sign-extend
+/// the field upward (zeros below), 2 keep `old`'s other bits.
+fn sdwa_place(result: u32, old: u32, sel: u32, unused: u32) -> u32 {
+    let (shift, width) = match sel {
+        0..=3 => (8 * sel, 8),
+        4 | 5 => (16 * (sel - 4), 16),
+        _ => return result,
+    };
+    let mask = ((1u32 << width) - 1) << shift;
+    let placed = (result << shift) & mask;
+    match unused {
+        0 => placed,
+        1 => {
+            let top = shift + width;
+            let signed = ((result << (32 - width)) as i32) >> (32 - width);
+            let above = if top >= 32 {
+                0
+            } else {
+                ((signed as u32) << shift) & !(u32::MAX >> (32 - top))
+            };
+            placed | above
+        }
+        _ => placed | (old & !mask),
     }
 }
 
@@ -1343,11 +1744,7 @@ impl Wave {
         let vaddr = (w1 & 0xff) as usize;
         let srsrc = (((w1 >> 16) & 0x1f) << 2) as usize;
         let soffset_field = w1 >> 24;
-        let soffset = self.sread(
-            scalar_operand_at(soffset_field),
-            SrcType::Int,
-            false,
-        );
+        let soffset = self.sread(scalar_operand_at(soffset_field), SrcType::Int, false);
         let rsrc = BufferResource::from_dwords([
             self.sgpr[srsrc],
             self.sgpr[srsrc + 1],
@@ -1376,12 +1773,27 @@ impl Wave {
                 let is = rsrc.index_stride;
                 let (imsb, ilsb) = (index / is, index % is);
                 let (omsb, olsb) = (offset / es, offset % es);
-                let a = rsrc.base + soffset + (imsb * rsrc.stride + omsb * es) * is + ilsb * es + olsb;
+                let a = rsrc
+                    .base
+                    .wrapping_add(soffset)
+                    .wrapping_add(
+                        (imsb.wrapping_mul(rsrc.stride).wrapping_add(omsb * es)).wrapping_mul(is),
+                    )
+                    .wrapping_add(ilsb * es + olsb);
                 (a, rsrc.stride == 0 || index < rsrc.num_records)
             } else if rsrc.stride == 0 {
-                (rsrc.base + soffset + offset, offset < rsrc.num_records)
+                (
+                    rsrc.base.wrapping_add(soffset).wrapping_add(offset),
+                    offset < rsrc.num_records,
+                )
             } else {
-                (rsrc.base + soffset + index * rsrc.stride + offset, index < rsrc.num_records)
+                (
+                    rsrc.base
+                        .wrapping_add(soffset)
+                        .wrapping_add(index.wrapping_mul(rsrc.stride))
+                        .wrapping_add(offset),
+                    index < rsrc.num_records,
+                )
             };
             addrs[l] = addr;
             if ok && (exec >> l) & 1 != 0 {
@@ -1421,15 +1833,28 @@ impl Wave {
         if saddr != 0x7f && c.inst.enc == Enc::Global {
             let base = self.sgpr64(saddr);
             for l in 0..WAVE_SIZE {
-                addrs[l] = base.wrapping_add(u64::from(lo[l])).wrapping_add_signed(offset);
+                addrs[l] = base
+                    .wrapping_add(u64::from(lo[l]))
+                    .wrapping_add_signed(offset);
             }
         } else {
             let hi = self.v(vaddr + 1)?;
             for l in 0..WAVE_SIZE {
-                addrs[l] = (u64::from(lo[l]) | (u64::from(hi[l]) << 32)).wrapping_add_signed(offset);
+                addrs[l] =
+                    (u64::from(lo[l]) | (u64::from(hi[l]) << 32)).wrapping_add_signed(offset);
             }
         }
         let exec = self.exec();
+        if c.inst.enc == Enc::Flat && self.sh_mem_bases != 0 {
+            // FLAT addresses inside the shared (LDS) or private (scratch) aperture are not
+            // routed yet: refuse instead of touching global memory at that address
+            let shared = u64::from(self.sh_mem_bases >> 16) << 48;
+            let private = u64::from(self.sh_mem_bases & 0xffff) << 48;
+            let in_aperture = |a: u64| a >> 32 == shared >> 32 || a >> 32 == private >> 32;
+            if (0..WAVE_SIZE).any(|l| (exec >> l) & 1 != 0 && in_aperture(addrs[l])) {
+                return Err(illegal(self.pc, c));
+            }
+        }
         // loads write VDST; stores and atomics read DATA
         let data_reg = match c.mem {
             MemKind::Load { .. } => vdst,
@@ -1462,7 +1887,11 @@ impl Wave {
                 env.load(addrs, mask, bytes, &mut out[..dwords])?;
                 if signed {
                     for v in out[0].iter_mut() {
-                        *v = if bytes == 1 { *v as u8 as i8 as i32 as u32 } else { *v as u16 as i16 as i32 as u32 };
+                        *v = if bytes == 1 {
+                            *v as u8 as i8 as i32 as u32
+                        } else {
+                            *v as u16 as i16 as i32 as u32
+                        };
                     }
                 }
                 // lanes out of buffer range read 0
@@ -1506,7 +1935,9 @@ impl Wave {
         glc: bool,
         acc: bool,
     ) -> R<()> {
-        let MemKind::Atomic { op, wide } = c.mem else { return Err(illegal(self.pc, c)) };
+        let MemKind::Atomic { op, wide } = c.mem else {
+            return Err(illegal(self.pc, c));
+        };
         let n = if wide { 2 } else { 1 };
         let read = |w: &Wave, r: usize| -> R<[u64; WAVE_SIZE]> {
             let mut v = [0u64; WAVE_SIZE];
@@ -1524,9 +1955,23 @@ impl Wave {
         };
         let src = read(self, data)?;
         // cmpswap: DATA = {src, cmp}
-        let cmp = if op == AtomicOp::CmpSwap { read(self, data + n)? } else { [0u64; WAVE_SIZE] };
+        let cmp = if op == AtomicOp::CmpSwap {
+            read(self, data + n)?
+        } else {
+            [0u64; WAVE_SIZE]
+        };
         let mut old = [0u64; WAVE_SIZE];
-        env.atomic(&AtomicRequest { op, wide, exec: mask, addresses: addrs, src: &src, cmp: &cmp }, &mut old)?;
+        env.atomic(
+            &AtomicRequest {
+                op,
+                wide,
+                exec: mask,
+                addresses: addrs,
+                src: &src,
+                cmp: &cmp,
+            },
+            &mut old,
+        )?;
         if glc {
             let exec = self.exec();
             let mut lo = [0u32; WAVE_SIZE];
@@ -1591,16 +2036,44 @@ impl Wave {
                 Ok(a as usize)
             }
         };
-        let two = |name: &str| name.contains("2st64") || name.contains("read2") || name.contains("write2");
+        let two = |name: &str| {
+            name.contains("2st64") || name.contains("read2") || name.contains("write2")
+        };
         let name = op.mnemonic();
         if two(name) {
             let size: u32 = if name.ends_with("b64") { 8 } else { 4 };
-            let scale = if name.contains("st64") { size * 64 } else { size };
+            let scale = if name.contains("st64") {
+                size * 64
+            } else {
+                size
+            };
             let dw = (size / 4) as usize;
             let load = name.starts_with("ds_read2");
             let mut out = [[0u32; WAVE_SIZE]; 4];
-            let d0 = if load { [[0u32; WAVE_SIZE]; 2] } else { [*self.v(data0)?, if dw == 2 { *self.v(data0 + 1)? } else { [0; WAVE_SIZE] }] };
-            let d1 = if load { [[0u32; WAVE_SIZE]; 2] } else { [*self.v(data1)?, if dw == 2 { *self.v(data1 + 1)? } else { [0; WAVE_SIZE] }] };
+            let d0 = if load {
+                [[0u32; WAVE_SIZE]; 2]
+            } else {
+                [
+                    *self.v(data0)?,
+                    if dw == 2 {
+                        *self.v(data0 + 1)?
+                    } else {
+                        [0; WAVE_SIZE]
+                    },
+                ]
+            };
+            let d1 = if load {
+                [[0u32; WAVE_SIZE]; 2]
+            } else {
+                [
+                    *self.v(data1)?,
+                    if dw == 2 {
+                        *self.v(data1 + 1)?
+                    } else {
+                        [0; WAVE_SIZE]
+                    },
+                ]
+            };
             let lds = env.lds();
             for l in 0..WAVE_SIZE {
                 if (exec >> l) & 1 == 0 {
@@ -1612,7 +2085,8 @@ impl Wave {
                     for d in 0..dw {
                         let p = base + 4 * d;
                         if load {
-                            out[half * dw + d][l] = u32::from_le_bytes([lds[p], lds[p + 1], lds[p + 2], lds[p + 3]]);
+                            out[half * dw + d][l] =
+                                u32::from_le_bytes([lds[p], lds[p + 1], lds[p + 2], lds[p + 3]]);
                         } else {
                             let v = if half == 0 { d0[d][l] } else { d1[d][l] };
                             lds[p..p + 4].copy_from_slice(&v.to_le_bytes());
@@ -1643,7 +2117,11 @@ impl Wave {
                     }
                     if signed {
                         let v = out[0][l];
-                        out[0][l] = if bytes == 1 { v as u8 as i8 as i32 as u32 } else { v as u16 as i16 as i32 as u32 };
+                        out[0][l] = if bytes == 1 {
+                            v as u8 as i8 as i32 as u32
+                        } else {
+                            v as u16 as i16 as i32 as u32
+                        };
                     }
                 }
                 for (i, r) in out[..dwords].iter().enumerate() {
@@ -1673,7 +2151,11 @@ impl Wave {
             MemKind::Atomic { op: aop, wide } => {
                 let n = if wide { 8u32 } else { 4 };
                 let src_lo = *self.v(data0)?;
-                let src_hi = if wide { *self.v(data0 + 1)? } else { [0; WAVE_SIZE] };
+                let src_hi = if wide {
+                    *self.v(data0 + 1)?
+                } else {
+                    [0; WAVE_SIZE]
+                };
                 let mut old_lo = [0u32; WAVE_SIZE];
                 let mut old_hi = [0u32; WAVE_SIZE];
                 let lds = env.lds();
@@ -1733,15 +2215,49 @@ impl Wave {
 /// A scalar operand from an 8-bit SOFFSET-style field (SGPRs, specials and inline integers).
 fn scalar_operand_at(v: u32) -> Operand {
     match v {
-        0..=101 => Operand::Sgpr { first: v as u8, count: 1 },
-        102 => Operand::Special { reg: SpecialReg::FlatScratch, count: 1, hi: false },
-        103 => Operand::Special { reg: SpecialReg::FlatScratch, count: 1, hi: true },
-        106 => Operand::Special { reg: SpecialReg::Vcc, count: 1, hi: false },
-        107 => Operand::Special { reg: SpecialReg::Vcc, count: 1, hi: true },
-        108..=123 => Operand::Ttmp { first: (v - 108) as u8, count: 1 },
-        124 => Operand::Special { reg: SpecialReg::M0, count: 1, hi: false },
-        126 => Operand::Special { reg: SpecialReg::Exec, count: 1, hi: false },
-        127 => Operand::Special { reg: SpecialReg::Exec, count: 1, hi: true },
+        0..=101 => Operand::Sgpr {
+            first: v as u8,
+            count: 1,
+        },
+        102 => Operand::Special {
+            reg: SpecialReg::FlatScratch,
+            count: 1,
+            hi: false,
+        },
+        103 => Operand::Special {
+            reg: SpecialReg::FlatScratch,
+            count: 1,
+            hi: true,
+        },
+        106 => Operand::Special {
+            reg: SpecialReg::Vcc,
+            count: 1,
+            hi: false,
+        },
+        107 => Operand::Special {
+            reg: SpecialReg::Vcc,
+            count: 1,
+            hi: true,
+        },
+        108..=123 => Operand::Ttmp {
+            first: (v - 108) as u8,
+            count: 1,
+        },
+        124 => Operand::Special {
+            reg: SpecialReg::M0,
+            count: 1,
+            hi: false,
+        },
+        126 => Operand::Special {
+            reg: SpecialReg::Exec,
+            count: 1,
+            hi: false,
+        },
+        127 => Operand::Special {
+            reg: SpecialReg::Exec,
+            count: 1,
+            hi: true,
+        },
         128..=192 => Operand::IntConst((v - 128) as i8),
         193..=208 => Operand::IntConst(-((v - 192) as i8)),
         _ => Operand::IntConst(0),

@@ -64,6 +64,7 @@ pub fn dpp_gather(
 ) -> (Lanes, u64) {
     let mut out = [0u32; WAVE_SIZE];
     let mut write = 0u64;
+    #[allow(clippy::needless_range_loop)] // lane is also a bit position and a lane number
     for lane in 0..WAVE_SIZE {
         let row_on = (row_mask >> (lane / 16)) & 1 != 0;
         let bank_on = (bank_mask >> ((lane >> 2) & 3)) & 1 != 0;
@@ -139,6 +140,10 @@ pub fn permute(addr: &Lanes, data: &Lanes, offset: u32, exec: u64) -> Lanes {
 
 /// `v_readfirstlane_b32`: the value of the lowest active lane (lane 0 if EXEC is zero).
 pub fn readfirstlane(src: &Lanes, exec: u64) -> u32 {
-    let lane = if exec == 0 { 0 } else { exec.trailing_zeros() as usize };
+    let lane = if exec == 0 {
+        0
+    } else {
+        exec.trailing_zeros() as usize
+    };
     src[lane]
 }

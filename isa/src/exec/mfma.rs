@@ -63,7 +63,10 @@ impl MfmaF32 {
         let per_block = m * n / WAVE_SIZE;
         let lane_groups = WAVE_SIZE / n;
         let (g, r) = (i / 4, i % 4);
-        (per_block * b + r + 4 * (g / lane_groups), j + n * (g % lane_groups))
+        (
+            per_block * b + r + 4 * (g / lane_groups),
+            j + n * (g % lane_groups),
+        )
     }
 
     /// Computes D = A × B + C for every block; `c` and the result have

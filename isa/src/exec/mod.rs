@@ -2,7 +2,7 @@
 //! for the world outside the wave.
 //!
 //! - [`wave`]: the register state ([`Wave`]) and MODE/STATUS/TRAPSTS.
-//! - [`env`]: [`WaveEnv`] (memory by address per instruction, atomics, LDS, messages,
+//! - [`env`](mod@env): [`WaveEnv`] (memory by address per instruction, atomics, LDS, messages,
 //!   clocks) and [`HostEnv`], a host-memory world for tests.
 //! - [`int`], [`float`], [`lanes`], [`mfma`]: the semantics as pure functions of operands,
 //!   each following the definitions of AMD's Vega and MI200 ISA guides.

@@ -184,7 +184,11 @@ impl HwRegField {
     }
     /// Mask of the field in its register (a field may run off bit 31: the excess is dropped).
     pub fn mask(self) -> u32 {
-        let width_mask = if self.size >= 32 { u32::MAX } else { (1u32 << self.size) - 1 };
+        let width_mask = if self.size >= 32 {
+            u32::MAX
+        } else {
+            (1u32 << self.size) - 1
+        };
         width_mask << self.offset
     }
 }
@@ -237,6 +241,8 @@ pub struct Wave {
     pub sh_mem_bases: u32,
     /// Wave priority (`s_setprio`, 0–3).
     pub priority: u8,
+    /// Sources of the SDWA instruction being executed, already selected and extended.
+    pub(crate) sdwa_src: Option<Box<[Lanes; 2]>>,
 }
 
 impl Wave {
@@ -258,6 +264,7 @@ impl Wave {
             lds_alloc: 0,
             sh_mem_bases: 0,
             priority: 0,
+            sdwa_src: None,
         };
         wave.set_exec(u64::MAX);
         wave
@@ -308,30 +315,38 @@ impl Wave {
 
     /// A VGPR by number, or an operand fault if the kernel did not allocate it.
     pub fn v(&self, index: usize) -> Result<&Lanes, WaveFault> {
-        self.vgpr
-            .get(index)
-            .ok_or(WaveFault::RegisterOutOfRange { file: 'v', index: index as u32 })
+        self.vgpr.get(index).ok_or(WaveFault::RegisterOutOfRange {
+            file: 'v',
+            index: index as u32,
+        })
     }
 
     /// A VGPR by number for writing, or an operand fault if the kernel did not allocate it.
     pub fn v_mut(&mut self, index: usize) -> Result<&mut Lanes, WaveFault> {
         self.vgpr
             .get_mut(index)
-            .ok_or(WaveFault::RegisterOutOfRange { file: 'v', index: index as u32 })
+            .ok_or(WaveFault::RegisterOutOfRange {
+                file: 'v',
+                index: index as u32,
+            })
     }
 
     /// An AGPR by number, or an operand fault.
     pub fn a(&self, index: usize) -> Result<&Lanes, WaveFault> {
-        self.agpr
-            .get(index)
-            .ok_or(WaveFault::RegisterOutOfRange { file: 'a', index: index as u32 })
+        self.agpr.get(index).ok_or(WaveFault::RegisterOutOfRange {
+            file: 'a',
+            index: index as u32,
+        })
     }
 
     /// An AGPR by number for writing, or an operand fault.
     pub fn a_mut(&mut self, index: usize) -> Result<&mut Lanes, WaveFault> {
         self.agpr
             .get_mut(index)
-            .ok_or(WaveFault::RegisterOutOfRange { file: 'a', index: index as u32 })
+            .ok_or(WaveFault::RegisterOutOfRange {
+                file: 'a',
+                index: index as u32,
+            })
     }
 
     /// Writes `value` into VGPR `index` in the lanes EXEC enables; other lanes keep their data.

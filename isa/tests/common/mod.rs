@@ -11,7 +11,11 @@ pub fn tool(name: &str) -> Option<String> {
     if std::path::Path::new(&path).exists() {
         return Some(path);
     }
-    let ok = Command::new(name).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status();
+    let ok = Command::new(name)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
     ok.ok().filter(|s| s.success()).map(|_| name.to_string())
 }
 
@@ -33,7 +37,10 @@ pub fn llvm_mc_batch(mc: &str, cpu: &str, cases: &[Vec<u8>]) -> Vec<Option<Strin
         }
         input.push_str("]\n[");
         let m = MARKER.to_le_bytes();
-        input.push_str(&format!("0x{:02x},0x{:02x},0x{:02x},0x{:02x}]\n", m[0], m[1], m[2], m[3]));
+        input.push_str(&format!(
+            "0x{:02x},0x{:02x},0x{:02x},0x{:02x}]\n",
+            m[0], m[1], m[2], m[3]
+        ));
     }
     let mut child = Command::new(mc)
         .args(["--disassemble", "-arch=amdgcn", &format!("-mcpu={cpu}")])
@@ -62,6 +69,19 @@ pub fn llvm_mc_batch(mc: &str, cpu: &str, cases: &[Vec<u8>]) -> Vec<Option<Strin
             cur.push(t.to_string());
         }
     }
-    assert_eq!(groups.len(), cases.len(), "llvm-mc output out of step with its input");
-    groups.into_iter().map(|g| if g.len() == 1 { g.into_iter().next() } else { None }).collect()
+    assert_eq!(
+        groups.len(),
+        cases.len(),
+        "llvm-mc output out of step with its input"
+    );
+    groups
+        .into_iter()
+        .map(|g| {
+            if g.len() == 1 {
+                g.into_iter().next()
+            } else {
+                None
+            }
+        })
+        .collect()
 }

@@ -14,19 +14,33 @@ use isa::Target;
 
 /// Where the test kernels' sources are.
 pub fn kernel_source(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/exec_kernels").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/exec_kernels")
+        .join(name)
 }
 
 /// Compiles `source` for `mcpu` into a linked code object (shared ELF) and returns its bytes.
 pub fn compile(source: &str, mcpu: &str, extra: &[&str]) -> Vec<u8> {
     let dir = std::env::temp_dir().join(format!("isa-exec-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let stem = PathBuf::from(source).file_stem().unwrap().to_string_lossy().to_string();
+    let stem = PathBuf::from(source)
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .to_string();
     static SERIAL: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let out = dir.join(format!("{stem}-{mcpu}-{n}.hsaco"));
     let status = Command::new("clang-15")
-        .args(["-x", "cl", "-cl-std=CL2.0", "-target", "amdgcn-amd-amdhsa", "-nogpulib", "-O2"])
+        .args([
+            "-x",
+            "cl",
+            "-cl-std=CL2.0",
+            "-target",
+            "amdgcn-amd-amdhsa",
+            "-nogpulib",
+            "-O2",
+        ])
         .arg(format!("-mcpu={mcpu}"))
         .args(extra)
         .arg(kernel_source(source))
@@ -56,7 +70,9 @@ pub const HEAP: u64 = 0x8000_0000;
 impl Program {
     /// Loads `elf` for `mcpu`.
     pub fn load(elf: &[u8], mcpu: &str) -> Program {
-        let agent: TargetId = format!("amdgcn-amd-amdhsa--{mcpu}").parse().expect("target id");
+        let agent: TargetId = format!("amdgcn-amd-amdhsa--{mcpu}")
+            .parse()
+            .expect("target id");
         let mut exe = Executable::new(agent);
         let mut mem = HostMemory::new(LOAD_BASE, 1 << 26);
         let co = CodeObject::parse(elf).expect("code object parses");
@@ -71,7 +87,12 @@ impl Program {
             }
         }
         let target = mcpu.parse().expect("isa target");
-        Program { exe, target, mcpu: mcpu.to_string(), env }
+        Program {
+            exe,
+            target,
+            mcpu: mcpu.to_string(),
+            env,
+        }
     }
 
     /// Allocates and writes a buffer at `address` (test-chosen, inside [`HEAP`]).
@@ -88,8 +109,14 @@ impl Program {
     /// Dispatches `kernel` over `groups` workgroups of `local` work-items (1-D) with the
     /// explicit kernel arguments `args` (already laid out), and runs it to completion.
     pub fn dispatch(&mut self, kernel: &str, args: &[u8], groups: u32, local: u32) {
-        let k = self.exe.kernel(kernel).unwrap_or_else(|e| panic!("kernel {kernel}: {e}"));
-        let code = self.env.read(k.entry_address, k.code_size as usize).expect("code");
+        let k = self
+            .exe
+            .kernel(kernel)
+            .unwrap_or_else(|e| panic!("kernel {kernel}: {e}"));
+        let code = self
+            .env
+            .read(k.entry_address, k.code_size as usize)
+            .expect("code");
         let cache = CodeCache::new(self.target, k.entry_address, &code);
         let kd = k.descriptor;
         // kernarg segment: explicit args then zeroed hidden args
@@ -113,7 +140,8 @@ impl Program {
         let waves_per_group = local.div_ceil(64);
         let scratch_per_wave = u64::from(kd.private_segment_fixed_size) * 64;
         if scratch_per_wave > 0 {
-            self.env.map(SCRATCH_BASE, scratch_per_wave * u64::from(waves_per_group));
+            self.env
+                .map(SCRATCH_BASE, scratch_per_wave * u64::from(waves_per_group));
         }
         for group in 0..groups {
             self.env.lds = vec![0; kd.group_segment_fixed_size as usize];
@@ -125,7 +153,14 @@ impl Program {
     }
 
     /// The ABI's initial state for wave `w` of workgroup `group`.
-    fn initial_wave(&self, k: &LoadedKernel, group: u32, w: u32, local: u32, scratch_per_wave: u64) -> Wave {
+    fn initial_wave(
+        &self,
+        k: &LoadedKernel,
+        group: u32,
+        w: u32,
+        local: u32,
+        scratch_per_wave: u64,
+    ) -> Wave {
         let kd = &k.descriptor;
         let props = kd.kernel_code_properties;
         let rsrc1 = kd.compute_pgm_rsrc1;
@@ -177,7 +212,11 @@ impl Program {
             wave.sgpr[s] = kd.private_segment_fixed_size;
             s += 1;
         }
-        assert_eq!(s, usize::from(rsrc2.user_sgpr_count()), "user SGPRs laid out as the descriptor counts them");
+        assert_eq!(
+            s,
+            usize::from(rsrc2.user_sgpr_count()),
+            "user SGPRs laid out as the descriptor counts them"
+        );
         if rsrc2.enable_sgpr_workgroup_id_x() {
             wave.sgpr[s] = group;
             s += 1;
@@ -199,7 +238,11 @@ impl Program {
             wave.sgpr[s] = (u64::from(w) * scratch_per_wave) as u32;
         }
         let lanes = (local - w * 64).min(64);
-        wave.set_exec(if lanes == 64 { u64::MAX } else { (1u64 << lanes) - 1 });
+        wave.set_exec(if lanes == 64 {
+            u64::MAX
+        } else {
+            (1u64 << lanes) - 1
+        });
         let mut ids = [0u32; 64];
         for (l, id) in ids.iter_mut().enumerate() {
             *id = w * 64 + l as u32; // x only; y = z = 0 (packed or not, the same bits)
@@ -256,12 +299,16 @@ pub fn bytes_of_u64(v: &[u64]) -> Vec<u8> {
 
 /// Reads u32s back.
 pub fn u32s(b: &[u8]) -> Vec<u32> {
-    b.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect()
+    b.chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
 }
 
 /// Reads u64s back.
 pub fn u64s(b: &[u8]) -> Vec<u64> {
-    b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect()
+    b.chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect()
 }
 
 /// Kernel arguments: appends each value at its natural alignment.

@@ -41,9 +41,11 @@ for arch in "${archs[@]}"; do
 done
 
 run() { # program arch -> status in $status, output in $work/<program>-<arch>.log
-  # The subshell keeps bash's own "Aborted" notice (the wild pointer's expected end) quiet.
-  (KFD_MODEL_PRESET=$2 LD_PRELOAD=$shim timeout 60 "$work/$1-$2" >"$work/$1-$2.log" 2>&1) 2>/dev/null
+  # bash's own "Aborted" notice (the wild pointer's expected end) goes to /dev/null.
+  exec 3>&2 2>/dev/null
+  KFD_MODEL_PRESET=$2 LD_PRELOAD=$shim timeout 60 "$work/$1-$2" >"$work/$1-$2.log" 2>&1
   status=$?
+  exec 2>&3 3>&-
 }
 
 for arch in "${archs[@]}"; do

@@ -6,6 +6,8 @@
 #   vadd         global loads/stores, hipMemcpy both ways (SDMA), hipMemset (blit kernel);
 #   lds_atomics  LDS + __syncthreads, dynamic shared memory, 32/64-bit global and LDS atomics,
 #                a 2-D grid, device-to-device copies, streams and events;
+#   scratch      a recursive non-inlined function and a private array: ROCr's dynamic scratch
+#                (the CP reports out-of-scratch through queue_inactive_signal, ROCr grows it);
 #   wild_pointer a store through a wild pointer: ROCr's "Memory access fault" report and an
 #                abnormal exit within the time limit, never a hang.
 # Prints one PASS/FAIL/SKIP line per check and ends with "hip: N passed, M failed".
@@ -31,7 +33,7 @@ fi
 $CARGO build -q -p kfd-preload || { echo "hip: cargo build -p kfd-preload failed"; exit 1; }
 shim=$(realpath "$target_dir/debug/libkfd_preload.so")
 
-programs=(vadd lds_atomics wild_pointer)
+programs=(vadd lds_atomics scratch wild_pointer)
 archs=(gfx900 gfx90a)
 for arch in "${archs[@]}"; do
   for p in "${programs[@]}"; do
@@ -49,11 +51,11 @@ run() { # program arch -> status in $status, output in $work/<program>-<arch>.lo
 }
 
 for arch in "${archs[@]}"; do
-  for p in vadd lds_atomics; do
+  for p in vadd lds_atomics scratch; do
     [ -x "$work/$p-$arch" ] || continue
     run "$p" "$arch"
     last=$(grep "^$p:" "$work/$p-$arch.log" | tail -n 1)
-    if [ $status -eq 0 ] && { [ "$last" = "vadd: 10000 of 10000 correct" ] || [ "$last" = "lds_atomics: ok" ]; }; then
+    if [ $status -eq 0 ] && { [ "$last" = "vadd: 10000 of 10000 correct" ] || [ "$last" = "$p: ok" ]; }; then
       pass "$p on $arch ($last)"
     else
       fail "$p on $arch (exit $status; last line: ${last:-none})"

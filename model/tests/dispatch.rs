@@ -181,6 +181,11 @@ impl Gpu {
         signal
     }
 
+    /// The `amd_queue_t` the CP finds 128 bytes below the read-index report address.
+    fn amd_queue_offset(&self) -> u64 {
+        0x80 - 128
+    }
+
     fn signal_value(&self, signal: u64) -> u64 {
         self.signals.read_u64(signal - self.signals.va + 8)
     }
@@ -350,4 +355,95 @@ fn gfx1030_dispatches_stop_with_isa_not_modelled() {
     assert!(text.contains("ISA not modelled for this GPU"), "{text}");
     assert_eq!(g.signal_value(signal), 1);
     assert_eq!(to_i32s(&g.read(p, 4))[0], 0, "nothing ran");
+}
+
+/// ROCr's scratch V#: base, SWIZZLE_ENABLE; NUM_RECORDS = size; ELEMENT_SIZE 4 B (1 << 19),
+/// INDEX_STRIDE 64 (3 << 21), ADD_TID_ENABLE (1 << 23).
+fn scratch_resource(base: u64, size: u32) -> [u32; 4] {
+    [
+        base as u32,
+        ((base >> 32) as u32 & 0xffff) | 1 << 31,
+        size,
+        1 << 19 | 3 << 21 | 1 << 23,
+    ]
+}
+
+#[test]
+fn out_of_scratch_is_reported_through_queue_inactive_signal_and_the_dispatch_resumes() {
+    for (preset, mcpu) in presets() {
+        let mut g = Gpu::new(preset, mcpu);
+        // The queue's amd_queue_t (in the rptr/wptr page, as ROCr lays it out): no scratch yet,
+        // and an interrupt signal as queue_inactive_signal.
+        let page = g.c.event_page();
+        let ev = create_event(&g.c, KFD_IOC_EVENT_SIGNAL, false, page.handle).unwrap();
+        let inactive = g.signals.va + 0xF00;
+        g.signals.write_u64(0xF00, 1);
+        g.signals.write_u64(0xF08, 0);
+        g.signals
+            .write_u64(0xF10, page.va + 8 * u64::from(ev.event_id));
+        g.signals.write_u32(0xF18, ev.event_id);
+        let aq = g.queue.1.ptrs.clone();
+        let base = g.amd_queue_offset();
+        aq.write_u64(base + 192, inactive);
+        const N: usize = 256;
+        let idx: Vec<i32> = (0..N as i32).map(|i| (i * 37) % 101).collect();
+        let pidx = g.alloc(&i32s(&idx));
+        let pout = g.alloc(&i32s(&[0; N]));
+        let k = g.kernel("private_array");
+        assert!(
+            k.descriptor.private_segment_fixed_size >= 256,
+            "{mcpu}: the array is in scratch"
+        );
+        let mut args = pidx.to_le_bytes().to_vec();
+        args.extend(pout.to_le_bytes());
+        let signal = g.dispatch(&k, &args, [64, 1, 1], [N as u32, 1, 1], 0);
+        let act = g.model.run_until_idle();
+        assert_eq!(act.parked, 1, "{mcpu}: the queue waits for scratch");
+        assert_eq!(
+            g.signals.read_u64(0xF08),
+            1,
+            "{mcpu}: error code 1, out of scratch"
+        );
+        let (r, result) = wait_events(&g.c, &[ev.event_id], true, 0);
+        assert_eq!(
+            (r, result),
+            (Ok(0), COMPLETE),
+            "{mcpu}: the signal's event fired"
+        );
+        assert_eq!(
+            g.signal_value(signal),
+            1,
+            "{mcpu}: the dispatch has not run"
+        );
+        // The runtime grows the scratch (one wave slot per wave of a workgroup is enough
+        // here) and stores 0.
+        let lane = k.descriptor.private_segment_fixed_size.next_multiple_of(16);
+        let size = lane * 64 * 4;
+        let scratch =
+            g.c.alloc_on(
+                g.c.gpu(),
+                u64::from(size),
+                KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+            )
+            .unwrap();
+        for (i, d) in scratch_resource(scratch.va, size).iter().enumerate() {
+            aq.write_u32(base + 144 + 4 * i as u64, *d);
+        }
+        aq.write_u64(base + 160, scratch.va);
+        aq.write_u64(base + 168, u64::from(size));
+        aq.write_u32(base + 176, lane);
+        g.signals.write_u64(0xF08, 0);
+        g.model.run_until_idle();
+        assert_eq!(g.c.p.queue_error(g.queue.0), None, "{mcpu}");
+        assert_eq!(
+            g.signal_value(signal),
+            0,
+            "{mcpu}: completed after the scratch grew"
+        );
+        let out = to_i32s(&g.read(pout, 4 * N));
+        for i in 0..N {
+            assert_eq!(out[i], (idx[i] & 63) * 3 + i as i32, "{mcpu}: out[{i}]");
+        }
+        assert_eq!(g.signals.read_u64(0xF08), 0, "{mcpu}: no second report");
+    }
 }

@@ -1175,7 +1175,19 @@ fn sdma_atomic_add64_decrements_a_signal_and_other_atomic_ops_stop_the_queue() {
     assert_eq!(buf.read_u64(0x10), 1, "3 - 1 - 1");
     assert_eq!(c.p.queue_error(qid), None);
     // ADD32 (op 15 is not modelled): a clear error, the value untouched.
-    ring.write(&q, &[10 | 15 << 25, target as u32, (target >> 32) as u32, 1, 0, 0, 0, 0]);
+    ring.write(
+        &q,
+        &[
+            10 | 15 << 25,
+            target as u32,
+            (target >> 32) as u32,
+            1,
+            0,
+            0,
+            0,
+            0,
+        ],
+    );
     c.submit(&q, ring.wptr());
     model.run_until_idle();
     let text = c.p.queue_error(qid).expect("an error").to_string();

@@ -193,6 +193,9 @@ pub struct CpQueue {
     shader_isa: Result<isa::Target, String>,
     /// The kernel dispatch at the read pointer, while its waves run.
     kernel: Option<Box<KernelRun>>,
+    /// The dispatch at the read pointer needs more scratch: the CP reported it through the
+    /// queue's `queue_inactive_signal` and waits for the runtime to store 0 there.
+    scratch_wait: bool,
 }
 
 impl CpQueue {
@@ -219,6 +222,7 @@ impl CpQueue {
             scratch: Vec::new(),
             shader_isa: Err("no shader ISA was given to this queue".into()),
             kernel: None,
+            scratch_wait: false,
         }
     }
 
@@ -544,6 +548,10 @@ impl CpQueue {
                             .rptr_report
                             .wrapping_sub(amd_queue::READ_DISPATCH_ID);
                         let scratch = aql_scratch(env.vm, queue_addr);
+                        if k.private_segment_size > scratch.lane_bytes {
+                            return self.out_of_scratch(env, pkt, queue_addr);
+                        }
+                        self.scratch_wait = false;
                         let setup = DispatchSetup::from_aql(
                             target,
                             pkt,
@@ -648,6 +656,50 @@ impl CpQueue {
         Ok(RunState::Busy)
     }
 
+    /// The CP's out-of-scratch protocol (ROCr's dynamic scratch): the queue stops on the
+    /// dispatch, error code 1 goes into `queue_inactive_signal` with its event; when the
+    /// runtime has grown the scratch it stores 0 and the dispatch starts. A value that is
+    /// neither (ROCr stores -1 when it gives up) leaves the queue stopped with an error.
+    fn out_of_scratch(
+        &mut self,
+        env: &ExecEnv<'_>,
+        pkt: u64,
+        queue_addr: u64,
+    ) -> Result<RunState, QueueError> {
+        let vm = env.vm;
+        let signal = vm.load_u64(queue_addr + amd_queue::QUEUE_INACTIVE_SIGNAL)?;
+        if signal == 0 {
+            return Err(QueueError::NotModelled {
+                addr: pkt,
+                what: "a dispatch needing more scratch on a queue without queue_inactive_signal"
+                    .into(),
+            });
+        }
+        let value_addr = signal_field(signal, amd_signal::VALUE)?;
+        if !self.scratch_wait {
+            log::debug!(target: "hw::cp", "{pkt:#x}: out of scratch; signalling {signal:#x}");
+            vm.store_u64(value_addr, QUEUE_ERROR_OUT_OF_SCRATCH)?;
+            notify_signal(env, signal)?;
+            self.scratch_wait = true;
+            return Ok(RunState::Parked);
+        }
+        match vm.load_u64(value_addr)? {
+            // Grown: the next pass reads the new scratch and starts the dispatch.
+            0 => {
+                self.scratch_wait = false;
+                Ok(RunState::Busy)
+            }
+            QUEUE_ERROR_OUT_OF_SCRATCH => Ok(RunState::Parked),
+            other => Err(QueueError::NotModelled {
+                addr: pkt,
+                what: format!(
+                    "a dispatch whose scratch the runtime did not grow (queue_inactive_signal {:#x})",
+                    other
+                ),
+            }),
+        }
+    }
+
     /// Retires the AQL packet at `pkt`: its completion signal is decremented (and its event
     /// mailbox written and an interrupt raised when it has one), the slot is set back to
     /// INVALID and the read index moves on.
@@ -656,12 +708,7 @@ impl CpQueue {
         let signal = vm.load_u64(pkt + COMPLETION_SIGNAL_OFFSET as u64)?;
         if signal != 0 {
             vm.fetch_add_u64(signal_field(signal, amd_signal::VALUE)?, u64::MAX)?;
-            let mailbox = vm.load_u64(signal_field(signal, amd_signal::EVENT_MAILBOX_PTR)?)?;
-            if mailbox != 0 {
-                let event_id = vm.load_u32(signal_field(signal, amd_signal::EVENT_ID)?)?;
-                vm.store_u64(mailbox, u64::from(event_id))?;
-                env.interrupt(IH_CLIENT_GRBM_CP, SRC_CP_END_OF_PIPE, [event_id, 0, 0, 0]);
-            }
+            notify_signal(env, signal)?;
         }
         let dw0 = vm.load_u32(pkt)?;
         vm.store_u32(pkt, (dw0 & !0xFF) | u32::from(AqlPacketType::Invalid.raw()))?;
@@ -671,6 +718,23 @@ impl CpQueue {
         self.report_rptr(vm)?;
         Ok(())
     }
+}
+
+/// `queue_inactive_signal` error code: the dispatch needs more scratch than the queue has.
+const QUEUE_ERROR_OUT_OF_SCRATCH: u64 = 1;
+
+/// Wakes the waiters of the `amd_signal_t` at `signal`: when it has an event mailbox, its
+/// event id goes there and the CP raises the end-of-pipe interrupt that amdkfd turns into the
+/// event.
+fn notify_signal(env: &ExecEnv<'_>, signal: u64) -> Result<(), VmFault> {
+    let vm = env.vm;
+    let mailbox = vm.load_u64(signal_field(signal, amd_signal::EVENT_MAILBOX_PTR)?)?;
+    if mailbox != 0 {
+        let event_id = vm.load_u32(signal_field(signal, amd_signal::EVENT_ID)?)?;
+        vm.store_u64(mailbox, u64::from(event_id))?;
+        env.interrupt(IH_CLIENT_GRBM_CP, SRC_CP_END_OF_PIPE, [event_id, 0, 0, 0]);
+    }
+    Ok(())
 }
 
 /// The scratch ROCr set up in the `amd_queue_t` at `queue`; none when it cannot be read.
@@ -1176,6 +1240,7 @@ mod tests {
             scratch: Vec::new(),
             shader_isa: Err("no shader ISA was given to this queue".into()),
             kernel: None,
+            scratch_wait: false,
         }
     }
 

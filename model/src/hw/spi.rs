@@ -86,6 +86,9 @@ pub struct DispatchSetup {
     pub grid: [u32; 3],
     /// Dynamic LDS bytes from the packet (added to the descriptor's fixed size).
     pub dynamic_lds: u32,
+    /// Scratch bytes per work-item the packet asks for (ROCr: the kernel's fixed size plus
+    /// its dynamic stack).
+    pub private_segment_size: u32,
     /// The queue's scratch.
     pub scratch: Scratch,
 }
@@ -121,6 +124,7 @@ impl DispatchSetup {
                 size(p.grid_size_z, 2),
             ],
             dynamic_lds: p.group_segment_size,
+            private_segment_size: p.private_segment_size,
             scratch,
         }
     }
@@ -234,14 +238,15 @@ impl KernelRun {
             }
             _ => (total_vgprs, 0),
         };
-        let lane_bytes = info.private_segment_fixed_size;
+        let lane_bytes = info
+            .private_segment_fixed_size
+            .max(setup.private_segment_size);
         if info.compute_pgm_rsrc2.enable_private_segment() && lane_bytes > setup.scratch.lane_bytes
         {
             return Err(QueueError::NotModelled {
                 addr: at,
                 what: format!(
-                    "a dispatch needing {lane_bytes} scratch bytes per lane on a queue with {} \
-                     (growing scratch through queue_inactive_signal)",
+                    "a dispatch needing {lane_bytes} scratch bytes per lane on a queue with {}",
                     setup.scratch.lane_bytes
                 ),
             });

@@ -56,3 +56,12 @@ kernel void grid2d(global int *out) {
 kernel void store_to(global int *p) {
     p[LOCAL_X()] = 1;
 }
+
+// A private array indexed at run time: scratch through the private segment buffer.
+kernel void private_array(global const int *idx, global int *out) {
+    int priv[64];
+    uint i = GLOBAL_X();
+    for (int k = 0; k < 64; k++)
+        priv[k] = k * 3 + (int)i;
+    out[i] = priv[idx[i] & 63];
+}

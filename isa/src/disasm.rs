@@ -134,7 +134,11 @@ fn half_of(op: Op, enc: Enc, src: usize) -> Half {
     if m.starts_with("v_pk_") && (m.ends_with("_f32") || m == "v_pk_mov_b32") {
         return Half::Packed32;
     }
-    if matches!(m, "v_sat_pk_u8_i16" | "v_sad_u16" | "v_dot2c_i32_i16") || m.starts_with("v_mfma") {
+    if matches!(
+        m,
+        "v_sat_pk_u8_i16" | "v_sad_u16" | "v_dot2c_i32_i16" | "v_madmk_f16"
+    ) || m.starts_with("v_mfma")
+    {
         return Half::No;
     }
     let last = m.rsplit('_').find(|t| {
@@ -383,6 +387,9 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
     if inst.ext == Ext::Sdwa {
         return write_sdwa(f, inst);
     }
+    if inst.ext == Ext::Dpp {
+        return write_dpp(f, inst);
+    }
     let row = inst.row();
     let name = row.op.mnemonic();
     f.write_str(name)?;
@@ -421,26 +428,25 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
         let Some(o) = inst.operands().get(i) else {
             break;
         };
-        if flat_saddr && slot.field == Field::A {
+        if flat_saddr && slot.field == Field::A && inst.enc == Enc::Scratch {
             f.write_str(sep)?;
             sep = ", ";
-            let v = w1 & 0xFF;
-            if inst.enc == Enc::Scratch {
-                f.write_str("off")?;
-            } else {
-                write!(f, "v{v}")?;
-            }
+            f.write_str("off")?;
             continue;
         }
         if flat_saddr && slot.field == Field::S {
             f.write_str(sep)?;
-            let dwords = if inst.enc == Enc::Scratch { 1 } else { 2 };
-            operand(
-                f,
-                o_saddr(w1, dwords).as_ref().unwrap_or(o),
-                dwords,
-                Half::No,
-            )?;
+            operand(f, o, 2, Half::No)?;
+            continue;
+        }
+        if matches!(inst.enc, Enc::Global | Enc::Scratch)
+            && slot.field == Field::D
+            && (w0 >> 13) & 1 == 1
+        {
+            // LDS loads write LDS, not a VGPR.
+            continue;
+        }
+        if inst.enc == Enc::Mubuf && slot.field == Field::B && (w0 >> 16) & 1 == 1 {
             continue;
         }
         if inst.enc == Enc::Mubuf && slot.field == Field::A && (w0 >> 12) & 3 == 0 {
@@ -502,11 +508,26 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
                 continue;
             }
             (Enc::Smem, Field::O) => {
-                write!(f, "0x{:x}", w1 & 0x1F_FFFF)?;
+                let imm = (w0 >> 17) & 1 == 1;
+                let soe = (w0 >> 14) & 1 == 1;
+                let off = ((w1 & 0x1F_FFFF) << 11) as i32 >> 11;
+                match o {
+                    Operand::Imm(_) => signed_hex(f, off)?,
+                    _ => operand(f, o, 1, Half::No)?,
+                }
+                if soe && imm {
+                    f.write_str(" offset:")?;
+                    signed_hex(f, off)?;
+                }
                 continue;
             }
             (Enc::Smem, Field::K) => {
-                write!(f, "{}", (w0 >> 6) & 0x7F)?;
+                let k = (w0 >> 6) & 0x7F;
+                if k <= 64 {
+                    write!(f, "{k}")?;
+                } else {
+                    write!(f, "0x{k:x}")?;
+                }
                 continue;
             }
             _ => {}
@@ -563,7 +584,16 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
             }
             continue;
         }
-        let _ = Class::S;
+        if slot.class == Class::Lit {
+            if let Operand::Literal(v) = o {
+                if inst.enc == Enc::Sopk && *v <= 64 {
+                    write!(f, "{v}")?;
+                } else {
+                    write!(f, "0x{v:x}")?;
+                }
+            }
+            continue;
+        }
         let half = match slot.field {
             Field::A => half_of(row.op, inst.enc, 0),
             Field::B => half_of(row.op, inst.enc, 1),
@@ -584,8 +614,9 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
     match inst.enc {
         Enc::Smem
             if (w0 >> 16) & 1 == 1
-                && !name.starts_with("s_dcache_discard")
-                && !name.starts_with("s_atc_probe") =>
+                && !name.starts_with("s_dcache")
+                && !name.starts_with("s_atc_probe")
+                && !name.starts_with("s_mem") =>
         {
             f.write_str(" glc")?;
         }
@@ -609,6 +640,7 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
                 f.write_str(" gds")?;
             }
         }
+        Enc::Mubuf if row.slots.is_empty() => {}
         Enc::Mubuf => {
             if (w0 >> 13) & 1 == 1 {
                 f.write_str(" idxen")?;
@@ -625,15 +657,24 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
             if (w0 >> 17) & 1 == 1 {
                 f.write_str(" slc")?;
             }
+            if gfx90a && (w0 >> 15) & 1 == 1 {
+                f.write_str(" scc")?;
+            }
             if (w0 >> 16) & 1 == 1 {
                 f.write_str(" lds")?;
             }
+            if !gfx90a
+                && (w1 >> 23) & 1 == 1
+                && !name.starts_with("buffer_atomic")
+                && (w0 >> 16) & 1 == 0
+            {
+                f.write_str(" tfe")?;
+            }
         }
         Enc::Flat | Enc::Global | Enc::Scratch => {
-            let off = if inst.enc == Enc::Flat {
-                w0 & 0xFFF
-            } else {
-                ((w0 << 19) as i32 >> 19) as u32
+            let off = match inst.enc {
+                Enc::Flat => w0 & 0x1FFF,
+                _ => ((w0 << 19) as i32 >> 19) as u32,
             };
             if off != 0 {
                 write!(f, " offset:{}", off as i32)?;
@@ -643,6 +684,12 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
             }
             if (w0 >> 17) & 1 == 1 {
                 f.write_str(" slc")?;
+            }
+            if gfx90a && (w0 >> 25) & 1 == 1 {
+                f.write_str(" scc")?;
+            }
+            if inst.enc != Enc::Flat && (w0 >> 13) & 1 == 1 {
+                f.write_str(" lds")?;
             }
         }
         Enc::Vop3 if mfma => {
@@ -693,6 +740,14 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
     Ok(())
 }
 
+fn signed_hex(f: &mut impl Write, v: i32) -> fmt::Result {
+    if v < 0 {
+        write!(f, "-0x{:x}", v.unsigned_abs())
+    } else {
+        write!(f, "0x{v:x}")
+    }
+}
+
 fn o_saddr(w1: u32, dwords: u8) -> Option<Operand> {
     let v = (w1 >> 16) & 0x7F;
     Some(match v {
@@ -731,6 +786,89 @@ fn o_saddr(w1: u32, dwords: u8) -> Option<Operand> {
         },
         _ => return None,
     })
+}
+
+fn write_dpp(f: &mut impl Write, inst: &Instruction) -> fmt::Result {
+    let row = inst.row();
+    let dpp = inst.words[1];
+    f.write_str(row.op.mnemonic())?;
+    if row.op.mnemonic() != "v_nop" {
+        f.write_str("_dpp")?;
+    }
+    let mut sep = " ";
+    let wide = row
+        .slots
+        .iter()
+        .any(|s| s.field == Field::A && s.dwords > 1);
+    let m = row.op.mnemonic();
+    let mods = !matches!(
+        m,
+        "v_cndmask_b32" | "v_dot2c_i32_i16" | "v_dot4c_i32_i8" | "v_dot8c_i32_i4"
+    );
+    for (i, slot) in row.slots.iter().enumerate() {
+        let Some(o) = inst.operands().get(i) else {
+            break;
+        };
+        f.write_str(sep)?;
+        sep = ", ";
+        let shift = match slot.field {
+            Field::A => 20,
+            Field::B => 22,
+            _ => {
+                operand(f, o, slot.dwords, Half::No)?;
+                continue;
+            }
+        };
+        let neg = mods && (dpp >> shift) & 1 == 1;
+        let abs = mods && (dpp >> (shift + 1)) & 1 == 1;
+        if shift == 22 && int_source(row.op, 1) {
+            // An integer source: neg is sign extension, abs does not print.
+            f.write_str(if neg { "sext(" } else { "" })?;
+            operand(f, o, slot.dwords, Half::No)?;
+            f.write_str(if neg { ")" } else { "" })?;
+            continue;
+        }
+        f.write_str(if neg { "-" } else { "" })?;
+        f.write_str(if abs { "|" } else { "" })?;
+        operand(f, o, slot.dwords, Half::No)?;
+        f.write_str(if abs { "|" } else { "" })?;
+    }
+    let ctrl = (dpp >> 8) & 0x1FF;
+    let gfx90a = inst.target == crate::Target::Gfx90a;
+    if wide && !(gfx90a && (0x150..0x160).contains(&ctrl)) {
+        f.write_str("  /* 64 bit dpp only supports row_newbcast */")?;
+    } else {
+        match ctrl {
+            0x000..=0x0FF => write!(f, " quad_perm:[{},{},{},{}]", ctrl & 3, (ctrl >> 2) & 3, (ctrl >> 4) & 3, (ctrl >> 6) & 3)?,
+            0x101..=0x10F => write!(f, " row_shl:{}", ctrl & 0xF)?,
+            0x111..=0x11F => write!(f, " row_shr:{}", ctrl & 0xF)?,
+            0x121..=0x12F => write!(f, " row_ror:{}", ctrl & 0xF)?,
+            0x130 => f.write_str(" wave_shl:1")?,
+            0x134 => f.write_str(" wave_rol:1")?,
+            0x138 => f.write_str(" wave_shr:1")?,
+            0x13C => f.write_str(" wave_ror:1")?,
+            0x140 => f.write_str(" row_mirror")?,
+            0x141 => f.write_str(" row_half_mirror")?,
+            0x142 => f.write_str(" row_bcast:15")?,
+            0x143 => f.write_str(" row_bcast:31")?,
+            0x150..=0x15F if gfx90a => write!(f, " row_newbcast:{}", ctrl & 0xF)?,
+            0x150..=0x15F => {
+                f.write_str("  /* row_newbcast/row_share is not supported on ASICs earlier than GFX90A/GFX10 */")?
+            }
+            0x160..=0x16F => f.write_str(" /* row_xmask is not supported on ASICs earlier than GFX10 */")?,
+            _ => f.write_str(" /* Invalid dpp_ctrl value */")?,
+        }
+    }
+    write!(
+        f,
+        " row_mask:0x{:x} bank_mask:0x{:x}",
+        dpp >> 28,
+        (dpp >> 24) & 0xF
+    )?;
+    if (dpp >> 19) & 1 == 1 {
+        f.write_str(" bound_ctrl:1")?;
+    }
+    Ok(())
 }
 
 const SELS: [&str; 8] = [
@@ -841,6 +979,7 @@ fn register_only(row: &Row, field: Field) -> bool {
             ) || m.starts_with("v_mfma")
         }
         Field::B => m.starts_with("v_mfma"),
+        Field::D => matches!(m, "v_readfirstlane_b32" | "v_readlane_b32"),
         Field::C => matches!(
             m,
             "v_addc_co_u32"

@@ -5,6 +5,16 @@
 //! RDNA targets (`gfx10xx`, `gfx11xx`) use other encodings and are refused by
 //! [`Target`]'s parser rather than misdecoded.
 //!
+//! - [`table`]: one row per opcode of each encoding (SOP2, SOPK, SOP1, SOPC, SOPP, SMEM,
+//!   VOP1, VOP2, VOPC, VOP3A/B, VOP3P/MAI, DS, MUBUF, FLAT/GLOBAL/SCRATCH) with its [`Op`],
+//!   printed operands and widths, VOP3 modifier rules and targets; lookups are const arrays
+//!   indexed by opcode.
+//! - [`decode()`]: bytes to a `Copy` [`Instruction`] with typed [`Operand`]s; SDWA and DPP
+//!   (with gfx90a's 64-bit DPP) are decoded; MTBUF, MIMG, EXP and VINTRP are recognised and
+//!   refused with [`DecodeError::Unsupported`].
+//! - [`mod@disasm`]: `Display` for [`Instruction`], the text `llvm-objdump-15` prints.
+//! - [`Program`]: a code range decoded once per dword address, for an interpreter's fetch.
+//!
 //! ```
 //! use isa::{decode, Op, Target};
 //!

@@ -145,6 +145,8 @@ pub enum Class {
     Imm,
     /// The `off` keyword (no SADDR / SOFFSET).
     Off,
+    /// A 32-bit literal that always follows the instruction (`v_madmk_f32`'s K).
+    Lit,
 }
 
 /// One printed operand of a row: its field, register file, and width in dwords.

@@ -61,6 +61,23 @@ for fam,ops in d.items():
                 else: problems.append((fam,o,txt,t))
             mask='|'.join('T_'+c[3:].upper() for c in cpus)
             rows.append(dict(fam=fam,op=o,name=name,suffix=suffix,targets=mask,slots=slots,mods=mods,extra=' '.join(extra),txt=txt))
+# s_sethalt (SOPP 0x0d) is the probes' marker, so it is probed separately: 's_sethalt 3'.
+rows.append(dict(fam='sopp',op=0x0d,name='s_sethalt',suffix='',targets='T_900|T_906|T_908|T_90A',slots=[('K','3',0)],mods='',extra='',txt='s_sethalt 3'))
+# Instructions that always carry a 32-bit literal (probed with one: v_madmk_f32 v4, v2, 0x40490fdb, v8).
+ALL='T_900|T_906|T_908|T_90A'
+for op,name,slots in [(0x17,'v_madmk_f32',[('D','v',1),('A','v',1),('O','lit',0),('B','v',1)]),
+                      (0x18,'v_madak_f32',[('D','v',1),('A','v',1),('B','v',1),('O','lit',0)]),
+                      (0x24,'v_madmk_f16',[('D','v',1),('A','v',1),('O','lit',0),('B','v',1)]),
+                      (0x25,'v_madak_f16',[('D','v',1),('A','v',1),('B','v',1),('O','lit',0)])]:
+    rows.append(dict(fam='vop2',op=op,name=name,suffix='',targets=ALL,slots=slots,mods='',extra='',txt=''))
+# SMEM instructions without an offset (probed with IMM = 0; llvm rejects IMM = 1 for them).
+for op,name,slots in [(0x20,'s_dcache_inv',[]),(0x21,'s_dcache_wb',[]),(0x22,'s_dcache_inv_vol',[]),(0x23,'s_dcache_wb_vol',[]),
+                      (0x24,'s_memtime',[('D','s',2)]),(0x25,'s_memrealtime',[('D','s',2)])]:
+    rows.append(dict(fam='smem',op=op,name=name,suffix='',targets=ALL,slots=slots,mods='',extra='',txt=''))
+# MUBUF cache controls: no operands (probed with all fields 0).
+for op,name,tg in [(62,'buffer_wbinvl1',ALL),(63,'buffer_wbinvl1_vol',ALL),(113,'buffer_wbinvl1',ALL),(40,'buffer_wbl2','T_90A'),(41,'buffer_invl2','T_90A')]:
+    rows.append(dict(fam='mubuf',op=op,name=name,suffix='',targets=tg,slots=[],mods='',extra='',txt=''))
+rows.append(dict(fam='sopk',op=0x14,name='s_setreg_imm32_b32',suffix='',targets=ALL,slots=[('K','hwreg',0),('O','lit',0)],mods='',extra='',txt=''))
 print('problems',problems[:20],len(problems),file=sys.stderr)
 # unique Op variants, stable order
 variants={}
@@ -80,6 +97,7 @@ for r in rows:
     for f,cls,wd in r['slots']:
         if cls in CLS: sl.append(f'({f}, {CLS[cls]}, {wd})')
         elif cls=='off': sl.append(f'(S, Off, 0)')
+        elif cls=='lit': sl.append(f'(O, Lit, 0)')
         elif cls=='imm': sl.append(f'(O, Imm, 0)')
         else: sl.append(f'({f}, Imm, 0)')
     out.append(f'        ({ENC[r["fam"]]}, {r["op"]:#05x}, {r["variant"]}, "{r["suffix"]}", {r["targets"]}, [{", ".join(sl)}], "{r["mods"]}"),\n')

@@ -22,8 +22,11 @@ fn stepped(preset: Preset) -> Model {
 /// Compiles tests/kernels/dispatch.cl for `mcpu`.
 fn compile(mcpu: &str) -> Vec<u8> {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/dispatch.cl");
+    // Tests run in parallel: one output file per compile.
+    static SERIAL: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let out = std::env::temp_dir().join(format!(
-        "kfd-model-dispatch-{}-{mcpu}.hsaco",
+        "kfd-model-dispatch-{}-{mcpu}-{n}.hsaco",
         std::process::id()
     ));
     let status = Command::new("clang-15")
@@ -445,5 +448,28 @@ fn out_of_scratch_is_reported_through_queue_inactive_signal_and_the_dispatch_res
             assert_eq!(out[i], (idx[i] & 63) * 3 + i as i32, "{mcpu}: out[{i}]");
         }
         assert_eq!(g.signals.read_u64(0xF08), 0, "{mcpu}: no second report");
+    }
+}
+
+#[test]
+fn acquire_and_release_fences_with_cache_maintenance() {
+    for (preset, mcpu) in presets() {
+        let mut g = Gpu::new(preset, mcpu);
+        let flag = g.alloc(&i32s(&[41]));
+        let data: Vec<i32> = (0..64).map(|i| i * 2).collect();
+        let pdata = g.alloc(&i32s(&data));
+        let pout = g.alloc(&i32s(&[0; 64]));
+        let k = g.kernel("acquire_flag");
+        let mut args = Vec::new();
+        for p in [flag, pdata, pout] {
+            args.extend(p.to_le_bytes());
+        }
+        let signal = g.dispatch(&k, &args, [64, 1, 1], [64, 1, 1], 0);
+        g.model.run_until_idle();
+        assert_eq!(g.c.p.queue_error(g.queue.0), None, "{mcpu}");
+        assert_eq!(g.signal_value(signal), 0);
+        let out = to_i32s(&g.read(pout, 256));
+        assert_eq!(out, data.iter().map(|d| d + 41).collect::<Vec<_>>(), "{mcpu}");
+        assert_eq!(to_i32s(&g.read(flag, 4))[0], 42, "{mcpu}");
     }
 }

@@ -65,3 +65,13 @@ kernel void private_array(global const int *idx, global int *out) {
         priv[k] = k * 3 + (int)i;
     out[i] = priv[idx[i] & 63];
 }
+
+// Device-scope acquire and system-scope release: the cache maintenance instructions
+// (buffer_wbinvl1_vol; gfx90a also buffer_wbl2) around atomics.
+kernel void acquire_flag(global atomic_int *flag, global const int *data, global int *out) {
+    int f = __opencl_atomic_load(flag, __ATOMIC_ACQUIRE, __OPENCL_MEMORY_SCOPE_DEVICE);
+    uint i = LOCAL_X();
+    out[i] = f + data[i];
+    if (i == 0)
+        __opencl_atomic_store(flag, f + 1, __ATOMIC_RELEASE, __OPENCL_MEMORY_SCOPE_ALL_SVM_DEVICES);
+}

@@ -469,7 +469,56 @@ fn acquire_and_release_fences_with_cache_maintenance() {
         assert_eq!(g.c.p.queue_error(g.queue.0), None, "{mcpu}");
         assert_eq!(g.signal_value(signal), 0);
         let out = to_i32s(&g.read(pout, 256));
-        assert_eq!(out, data.iter().map(|d| d + 41).collect::<Vec<_>>(), "{mcpu}");
+        assert_eq!(
+            out,
+            data.iter().map(|d| d + 41).collect::<Vec<_>>(),
+            "{mcpu}"
+        );
         assert_eq!(to_i32s(&g.read(flag, 4))[0], 42, "{mcpu}");
+    }
+}
+
+#[test]
+fn s_trap_halts_the_wave_and_reports_through_queue_inactive_signal() {
+    for (preset, mcpu) in presets() {
+        let mut g = Gpu::new(preset, mcpu);
+        let page = g.c.event_page();
+        let ev = create_event(&g.c, KFD_IOC_EVENT_SIGNAL, false, page.handle).unwrap();
+        g.signals.write_u64(0xF00, 1);
+        g.signals.write_u64(0xF08, 0);
+        g.signals
+            .write_u64(0xF10, page.va + 8 * u64::from(ev.event_id));
+        g.signals.write_u32(0xF18, ev.event_id);
+        let base = g.amd_queue_offset();
+        g.queue.1.ptrs.write_u64(base + 192, g.signals.va + 0xF00);
+        let mut input = vec![1i32; 64];
+        input[5] = -1;
+        let pin = g.alloc(&i32s(&input));
+        let pout = g.alloc(&i32s(&[0; 64]));
+        let k = g.kernel("trap_on_negative");
+        let mut args = pin.to_le_bytes().to_vec();
+        args.extend(pout.to_le_bytes());
+        let signal = g.dispatch(&k, &args, [64, 1, 1], [64, 1, 1], 0);
+        let act = g.model.run_until_idle();
+        assert_eq!(
+            act.parked, 1,
+            "{mcpu}: the queue stays on the halted dispatch"
+        );
+        assert_eq!(
+            g.signals.read_u64(0xF08),
+            1 << 31,
+            "{mcpu}: ROCr's trap error bit"
+        );
+        let (r, result) = wait_events(&g.c, &[ev.event_id], true, 0);
+        assert_eq!(
+            (r, result),
+            (Ok(0), COMPLETE),
+            "{mcpu}: the signal's event fired"
+        );
+        assert_eq!(g.signal_value(signal), 1, "{mcpu}: never a silent success");
+        // Another pass reports nothing twice.
+        g.signals.write_u64(0xF08, 0);
+        g.model.run_until_idle();
+        assert_eq!(g.signals.read_u64(0xF08), 0, "{mcpu}");
     }
 }

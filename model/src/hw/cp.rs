@@ -29,7 +29,7 @@ use crate::hw::ih::{
     IH_CLIENT_GRBM_CP, IH_CLIENT_UTCL2, SRC_CP_BAD_OPCODE, SRC_CP_END_OF_PIPE, SRC_VM_FAULT,
     VM_FAULT_NOT_PRESENT, VM_FAULT_READ_ONLY, VM_FAULT_WRITE,
 };
-use crate::hw::spi::{amd_queue, DispatchSetup, KernelRun, Scratch};
+use crate::hw::spi::{amd_queue, DispatchSetup, KernelRun, Scratch, WaveException};
 use crate::hw::vm::{GpuVm, VmFault};
 use mqd::{ComputeDescriptor, ComputeMqd};
 use pm4::aql::{
@@ -196,6 +196,8 @@ pub struct CpQueue {
     /// The dispatch at the read pointer needs more scratch: the CP reported it through the
     /// queue's `queue_inactive_signal` and waits for the runtime to store 0 there.
     scratch_wait: bool,
+    /// A wave of the dispatch at the read pointer is halted (trap or exception reported).
+    wave_halted: bool,
 }
 
 impl CpQueue {
@@ -223,6 +225,7 @@ impl CpQueue {
             shader_isa: Err("no shader ISA was given to this queue".into()),
             kernel: None,
             scratch_wait: false,
+            wave_halted: false,
         }
     }
 
@@ -570,6 +573,10 @@ impl CpQueue {
                     for (simm16, m0) in messages {
                         log::debug!(target: "hw::spi", "s_sendmsg {simm16:#x} m0 {m0:#x}");
                     }
+                    let halted = run.exception().cloned();
+                    if let Some(ex) = halted {
+                        return self.wave_exception(env, pkt, ex);
+                    }
                     match finished {
                         Ok(false) => return Ok(RunState::Yielded),
                         Ok(true) => {
@@ -698,6 +705,43 @@ impl CpQueue {
                 ),
             }),
         }
+    }
+
+    /// A wave of the dispatch at `pkt` halted on a trap or exception. As ROCr's trap handler
+    /// does on a GPU: the error bit goes into `queue_inactive_signal` (atomically, once), its
+    /// event fires, and the queue stays on the packet with the wave halted. Without such a
+    /// signal the queue stops with an error.
+    fn wave_exception(
+        &mut self,
+        env: &ExecEnv<'_>,
+        pkt: u64,
+        ex: WaveException,
+    ) -> Result<RunState, QueueError> {
+        let vm = env.vm;
+        let queue_addr = self
+            .ring
+            .rptr_report
+            .wrapping_sub(amd_queue::READ_DISPATCH_ID);
+        let signal = vm
+            .load_u64(queue_addr + amd_queue::QUEUE_INACTIVE_SIGNAL)
+            .unwrap_or(0);
+        if signal == 0 {
+            self.kernel = None;
+            return Err(QueueError::NotModelled {
+                addr: pkt,
+                what: format!(
+                    "a halted wave ({}) on a queue without queue_inactive_signal",
+                    ex.what
+                ),
+            });
+        }
+        if !self.wave_halted {
+            log::error!(target: "hw::spi", "{pkt:#x}: wave halted: {}", ex.what);
+            vm.update_u64(signal_field(signal, amd_signal::VALUE)?, |v| v | ex.error)?;
+            notify_signal(env, signal)?;
+            self.wave_halted = true;
+        }
+        Ok(RunState::Parked)
     }
 
     /// Retires the AQL packet at `pkt`: its completion signal is decremented (and its event
@@ -1241,6 +1285,7 @@ mod tests {
             shader_isa: Err("no shader ISA was given to this queue".into()),
             kernel: None,
             scratch_wait: false,
+            wave_halted: false,
         }
     }
 

@@ -135,22 +135,20 @@ fn bad(addr: u64, reason: String) -> QueueError {
     QueueError::BadPacket { addr, reason }
 }
 
-/// A wave fault as the queue error the CP reports.
-fn wave_error(addr: u64, group: [u32; 3], wave: usize, f: WaveFault) -> QueueError {
-    match f {
-        WaveFault::Memory(m) => QueueError::VmFault(VmFault {
-            va: m.address,
-            write: matches!(m.access, Access::Write | Access::Atomic),
-            not_present: true,
-        }),
-        other => QueueError::NotModelled {
-            addr,
-            what: format!(
-                "a wave fault in workgroup {}x{}x{} wave {wave} ({other})",
-                group[0], group[1], group[2]
-            ),
-        },
-    }
+/// `queue_inactive_signal` bit ROCr's trap handler sets for `s_trap` (abort, `__builtin_trap`).
+pub const QUEUE_ERROR_TRAP: u64 = 1 << 31;
+/// `queue_inactive_signal` bit ROCr's trap handler sets for an illegal instruction (the model
+/// also reports an instruction it has no semantics for this way).
+pub const QUEUE_ERROR_ILLEGAL_INSTRUCTION: u64 = 1 << 30;
+
+/// A wave that stopped on a trap or an exception: it stays halted, and the runtime learns of
+/// it through its queue (what ROCr's second-level trap handler does on a GPU).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaveException {
+    /// The `queue_inactive_signal` error bit.
+    pub error: u64,
+    /// What happened, for the log.
+    pub what: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -181,6 +179,8 @@ pub struct KernelRun {
     agprs: usize,
     /// `s_sendmsg` messages the waves sent since the last [`KernelRun::take_messages`].
     messages: Vec<(u16, u32)>,
+    /// A wave halted on a trap or an exception: the dispatch runs no further.
+    exception: Option<WaveException>,
 }
 
 impl KernelRun {
@@ -268,6 +268,7 @@ impl KernelRun {
             vgprs,
             agprs,
             messages: Vec::new(),
+            exception: None,
         })
     }
 
@@ -280,11 +281,19 @@ impl KernelRun {
         self.groups.iter().map(|&g| u64::from(g)).product()
     }
 
+    /// The trap or exception that halted a wave, if one did.
+    pub fn exception(&self) -> Option<&WaveException> {
+        self.exception.as_ref()
+    }
+
     /// Runs waves for about [`DISPATCH_SLICE`]: `Ok(true)` when every workgroup has ended,
-    /// `Ok(false)` when there is more to run.
+    /// `Ok(false)` when there is more to run or a wave is halted ([`KernelRun::exception`]).
     pub fn step(&mut self, vm: &GpuVm) -> Result<bool, QueueError> {
         let started = Instant::now();
         loop {
+            if self.exception.is_some() {
+                return Ok(false);
+            }
             if self.current.is_none() {
                 if self.next_group >= self.total_groups() {
                     return Ok(true);
@@ -311,13 +320,13 @@ impl KernelRun {
 
     /// Runs the current workgroup's waves round robin; `Ok(true)` when all have ended.
     fn run_group(&mut self, vm: &GpuVm, started: Instant) -> Result<bool, QueueError> {
-        let at = self.setup.packet_addr;
         let Some(mut group) = self.current.take() else {
             return Ok(true);
         };
         let result = loop {
             let mut ran = false;
             let mut fault = None;
+            let mut halt = None;
             for i in 0..group.waves.len() {
                 if group.waves[i].1 != WaveState::Ready {
                     continue;
@@ -364,24 +373,36 @@ impl KernelRun {
                     Stop::Barrier => group.waves[i].1 = WaveState::Barrier,
                     Stop::BudgetExhausted | Stop::Sleep { .. } => {}
                     Stop::Trap { id } => {
-                        fault = Some(QueueError::NotModelled {
-                            addr: at,
-                            what: format!(
-                                "s_trap {id} in workgroup {:?} wave {i} without a trap handler",
-                                group.id
-                            ),
+                        halt = Some(WaveException {
+                            error: QUEUE_ERROR_TRAP,
+                            what: format!("s_trap {id} in workgroup {:?} wave {i}", group.id),
                         });
                         break;
                     }
+                    Stop::Fault(WaveFault::Memory(m)) => {
+                        log::debug!(target: "hw::spi", "workgroup {:?} wave {i}: {m:?}", group.id);
+                        fault = Some(QueueError::VmFault(VmFault {
+                            va: m.address,
+                            write: matches!(m.access, Access::Write | Access::Atomic),
+                            not_present: true,
+                        }));
+                        break;
+                    }
                     Stop::Fault(f) => {
-                        log::debug!(target: "hw::spi", "workgroup {:?} wave {i}: {f}", group.id);
-                        fault = Some(wave_error(at, group.id, i, f));
+                        halt = Some(WaveException {
+                            error: QUEUE_ERROR_ILLEGAL_INSTRUCTION,
+                            what: format!("workgroup {:?} wave {i}: {f}", group.id),
+                        });
                         break;
                     }
                 }
             }
             if let Some(e) = fault {
                 break Err(e);
+            }
+            if let Some(h) = halt {
+                self.exception = Some(h);
+                break Ok(false);
             }
             let live = group
                 .waves

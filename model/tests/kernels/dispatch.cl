@@ -75,3 +75,11 @@ kernel void acquire_flag(global atomic_int *flag, global const int *data, global
     if (i == 0)
         __opencl_atomic_store(flag, f + 1, __ATOMIC_RELEASE, __OPENCL_MEMORY_SCOPE_ALL_SVM_DEVICES);
 }
+
+// abort(): s_trap 2 in the work-item that finds a negative value.
+kernel void trap_on_negative(global const int *in, global int *out) {
+    uint i = LOCAL_X();
+    if (in[i] < 0)
+        __builtin_trap();
+    out[i] = in[i];
+}

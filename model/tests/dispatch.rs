@@ -186,7 +186,9 @@ impl Gpu {
 
     /// The `amd_queue_t` the CP finds 128 bytes below the read-index report address.
     fn amd_queue_offset(&self) -> u64 {
-        0x80 - 128
+        // queue_args gives read_pointer_address = ptrs + 0x80 (read_dispatch_id is at 128)
+        const READ_POINTER_OFFSET: u64 = 0x80;
+        READ_POINTER_OFFSET.wrapping_sub(128)
     }
 
     fn signal_value(&self, signal: u64) -> u64 {

@@ -515,17 +515,20 @@ impl KernelRun {
         let wg = s.workgroup;
         let mut ids = [[0u32; WAVE_SIZE]; 3];
         let mut exec = 0u64;
-        for l in 0..WAVE_SIZE {
+        let [xs, ys, zs] = &mut ids;
+        for (l, ((x, y), z)) in xs
+            .iter_mut()
+            .zip(ys.iter_mut())
+            .zip(zs.iter_mut())
+            .enumerate()
+        {
             let flat = w * WAVE_SIZE as u32 + l as u32;
-            let x = flat % wg[0];
-            let y = (flat / wg[0]) % wg[1];
-            let z = flat / (wg[0] * wg[1]);
-            if z < wg[2] && x < extent[0] && y < extent[1] && z < extent[2] {
+            *x = flat % wg[0];
+            *y = (flat / wg[0]) % wg[1];
+            *z = flat / (wg[0] * wg[1]);
+            if *z < wg[2] && *x < extent[0] && *y < extent[1] && *z < extent[2] {
                 exec |= 1 << l;
             }
-            ids[0][l] = x;
-            ids[1][l] = y;
-            ids[2][l] = z;
         }
         wave.set_exec(exec);
         let comps = usize::from(rsrc2.enable_vgpr_workitem_id()) + 1;

@@ -524,3 +524,78 @@ fn s_trap_halts_the_wave_and_reports_through_queue_inactive_signal() {
         assert_eq!(g.signals.read_u64(0xF08), 0, "{mcpu}");
     }
 }
+
+#[test]
+fn pm4_dispatch_direct_runs_the_program_the_sh_registers_name() {
+    use pm4::regs::ShReg;
+    use pm4::user::{DispatchDirect, DispatchInitiator, SetShReg, WriteData};
+    for (preset, mcpu) in presets() {
+        let mut g = Gpu::new(preset, mcpu);
+        let k = g.kernel("store_ids");
+        assert_eq!(
+            k.entry_address % 256,
+            0,
+            "COMPUTE_PGM_LO holds address >> 8"
+        );
+        let out = g.alloc(&i32s(&[0; 4 * 64 + 1]));
+        let kernarg = g.alloc(&out.to_le_bytes());
+        // USER_DATA_* laid out as the descriptor's enable bits ask (the ABI's order).
+        let p = k.descriptor.kernel_code_properties;
+        let mut user = Vec::new();
+        if p.enable_sgpr_private_segment_buffer() {
+            user.extend([0; 4]);
+        }
+        for (on, value) in [
+            (p.enable_sgpr_dispatch_ptr(), 0),
+            (p.enable_sgpr_queue_ptr(), 0),
+            (p.enable_sgpr_kernarg_segment_ptr(), kernarg),
+            (p.enable_sgpr_dispatch_id(), 0),
+            (p.enable_sgpr_flat_scratch_init(), 0),
+        ] {
+            if on {
+                user.extend([value as u32, (value >> 32) as u32]);
+            }
+        }
+        let rsrc = [
+            k.descriptor.compute_pgm_rsrc1.into_bits(),
+            k.descriptor.compute_pgm_rsrc2.into_bits(),
+        ];
+        let pgm = k.entry_address >> 8;
+        let (qid, q) = g.c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
+        let mut ring = RingWriter::pm4(&q);
+        ring.push(
+            &q,
+            &SetShReg::new(ShReg::COMPUTE_PGM_LO.0, &[pgm as u32, (pgm >> 32) as u32]).unwrap(),
+        );
+        ring.push(
+            &q,
+            &SetShReg::new(ShReg::COMPUTE_PGM_RSRC1.0, &rsrc).unwrap(),
+        );
+        ring.push(
+            &q,
+            &SetShReg::new(ShReg::COMPUTE_USER_DATA_0.0, &user).unwrap(),
+        );
+        ring.push(
+            &q,
+            &SetShReg::new(ShReg::COMPUTE_NUM_THREAD_X.0, &[64, 1, 1]).unwrap(),
+        );
+        ring.push(
+            &q,
+            &DispatchDirect::new(
+                [4, 1, 1],
+                DispatchInitiator::new().with_compute_shader_en(true),
+            ),
+        );
+        // After the dispatch: a marker the test checks ran last.
+        ring.push(&q, &WriteData::memory(out + 4 * 256, &[0xD0E]).unwrap());
+        g.c.submit(&q, ring.wptr());
+        g.model.run_until_idle();
+        assert_eq!(g.c.p.queue_error(qid), None, "{mcpu}");
+        let got = to_i32s(&g.read(out, 4 * 257));
+        let want: Vec<i32> = (1..=256).chain([0xD0E]).collect();
+        assert_eq!(
+            got, want,
+            "{mcpu}: every work-item of 4 groups, then the marker"
+        );
+    }
+}

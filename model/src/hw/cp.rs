@@ -106,6 +106,10 @@ pub struct CpState {
     /// How far the packet at the read position got before it yielded (bytes of a DMA_DATA);
     /// 0 when it has not started.
     pub progress: u64,
+    /// The ISA of the compute units (`None`: the model cannot run this GPU's shaders).
+    pub shader_isa: Option<isa::Target>,
+    /// The DISPATCH_DIRECT at the read position, while its waves run.
+    pub kernel: Option<Box<KernelRun>>,
 }
 
 /// Where a compute queue's ring and pointers are, from its MQD.
@@ -269,6 +273,7 @@ impl CpQueue {
     /// Sets the ISA of the GPU's compute units (`Err` with the reason when the model cannot
     /// run this GPU's shaders: its dispatches stop the queue with that reason).
     pub fn set_shader_isa(&mut self, isa: Result<isa::Target, String>) {
+        self.state.shader_isa = isa.as_ref().ok().copied();
         self.shader_isa = isa;
     }
 
@@ -764,6 +769,94 @@ impl CpQueue {
     }
 }
 
+/// DISPATCH_DIRECT: the program, resources, user SGPRs and workgroup size from the SH
+/// registers SET_SH_REG wrote; the packet's dimensions count workgroups (or work-items with
+/// USE_THREAD_DIMENSIONS). Runs for a time slice per pass and yields until every wave ended.
+fn dispatch_direct(
+    d: &pm4::user::DispatchDirect,
+    addr: u64,
+    state: &mut CpState,
+    env: &mut ExecEnv<'_>,
+) -> Result<Flow, QueueError> {
+    if state.kernel.is_none() {
+        let dims = format!("DISPATCH_DIRECT {}x{}x{}", d.dim_x, d.dim_y, d.dim_z);
+        let Some(target) = state.shader_isa else {
+            return Err(QueueError::NotModelled {
+                addr,
+                what: format!("shader execution ({dims}): ISA not modelled for this GPU"),
+            });
+        };
+        let reg = |r: ShReg| state.sh.get(r).unwrap_or(0);
+        let pgm = (u64::from(reg(ShReg::COMPUTE_PGM_HI)) << 32
+            | u64::from(reg(ShReg::COMPUTE_PGM_LO)))
+            << 8;
+        // NUM_THREAD_FULL is bits 15:0.
+        let workgroup = [
+            ShReg::COMPUTE_NUM_THREAD_X,
+            ShReg::COMPUTE_NUM_THREAD_Y,
+            ShReg::COMPUTE_NUM_THREAD_Z,
+        ]
+        .map(|r| reg(r) & 0xFFFF);
+        let dim = [d.dim_x, d.dim_y, d.dim_z];
+        let grid = if d.initiator.use_thread_dimensions() {
+            dim
+        } else {
+            [0, 1, 2].map(|i| dim[i].saturating_mul(workgroup[i]))
+        };
+        let mut user_data = [0u32; 16];
+        for (i, u) in user_data.iter_mut().enumerate() {
+            *u = reg(ShReg(ShReg::COMPUTE_USER_DATA_0.0 + i as u32));
+        }
+        let rsrc2 = reg(ShReg::COMPUTE_PGM_RSRC2);
+        // SCRATCH_EN is RSRC2 bit 0: PM4 scratch (SET_SCRATCH_BACKING_VA + TMPRING_SIZE) is
+        // not modelled yet.
+        if rsrc2 & 1 != 0 {
+            return Err(QueueError::NotModelled {
+                addr,
+                what: format!("{dims} with scratch (COMPUTE_TMPRING_SIZE)"),
+            });
+        }
+        let setup = DispatchSetup {
+            target,
+            packet_addr: addr,
+            queue_addr: 0,
+            kernel_object: pgm,
+            kernarg: 0,
+            dispatch_id: 0,
+            workgroup,
+            grid,
+            dynamic_lds: 0,
+            private_segment_size: 0,
+            scratch: Scratch::default(),
+            user_data: Some(user_data),
+        };
+        let run = KernelRun::from_registers(setup, pgm, reg(ShReg::COMPUTE_PGM_RSRC1), rsrc2)?;
+        state.kernel = Some(Box::new(run));
+    }
+    let Some(run) = state.kernel.as_mut() else {
+        return Ok(Flow::Next);
+    };
+    let finished = run.step(env.vm);
+    if let Some(ex) = run.exception().cloned() {
+        state.kernel = None;
+        return Err(QueueError::NotModelled {
+            addr,
+            what: format!("a halted wave ({}) of a PM4 dispatch", ex.what),
+        });
+    }
+    match finished {
+        Ok(false) => Ok(Flow::Yield),
+        Ok(true) => {
+            state.kernel = None;
+            Ok(Flow::Next)
+        }
+        Err(e) => {
+            state.kernel = None;
+            Err(e)
+        }
+    }
+}
+
 /// `queue_inactive_signal` error code: the dispatch needs more scratch than the queue has.
 const QUEUE_ERROR_OUT_OF_SCRATCH: u64 = 1;
 
@@ -942,13 +1035,7 @@ pub fn exec_pm4(
         }
         Packet::CopyData(c) => copy_data(c, addr, env),
         Packet::DmaData(d) => dma_data(d, addr, &mut state.progress, env),
-        Packet::DispatchDirect(d) => Err(QueueError::NotModelled {
-            addr,
-            what: format!(
-                "shader execution (DISPATCH_DIRECT {}x{}x{})",
-                d.dim_x, d.dim_y, d.dim_z
-            ),
-        }),
+        Packet::DispatchDirect(d) => dispatch_direct(d, addr, state, env),
         Packet::SetResources(_)
         | Packet::RunList(_)
         | Packet::MapProcess(_)

@@ -91,6 +91,9 @@ pub struct DispatchSetup {
     pub private_segment_size: u32,
     /// The queue's scratch.
     pub scratch: Scratch,
+    /// PM4 dispatches: the user SGPRs come from `COMPUTE_USER_DATA_*` instead of the
+    /// descriptor's enable bits.
+    pub user_data: Option<[u32; 16]>,
 }
 
 impl DispatchSetup {
@@ -126,6 +129,7 @@ impl DispatchSetup {
             dynamic_lds: p.group_segment_size,
             private_segment_size: p.private_segment_size,
             scratch,
+            user_data: None,
         }
     }
 }
@@ -202,6 +206,48 @@ impl KernelRun {
             )
         })?;
         let info = kc.dispatch_info();
+        let accum_offset = match kc {
+            KernelCode::Descriptor(d) if setup.target == Target::Gfx90a => {
+                Some((usize::from(d.rsrc3_gfx90a().accum_offset()) + 1) * 4)
+            }
+            _ => None,
+        };
+        Self::with_info(setup, info, accum_offset)
+    }
+
+    /// A PM4 dispatch: the program and its resources from the COMPUTE_* registers
+    /// (`pgm` = `COMPUTE_PGM_HI:LO << 8`).
+    pub fn from_registers(
+        setup: DispatchSetup,
+        pgm: u64,
+        rsrc1: u32,
+        rsrc2: u32,
+    ) -> Result<KernelRun, QueueError> {
+        let rsrc2 = codeobj::ComputePgmRsrc2::from_bits(rsrc2);
+        let info = DispatchInfo {
+            kernel_code_entry_byte_offset: 0,
+            compute_pgm_rsrc1: codeobj::ComputePgmRsrc1::from_bits(rsrc1),
+            compute_pgm_rsrc2: rsrc2,
+            compute_pgm_rsrc3: 0,
+            kernel_code_properties: codeobj::KernelCodeProperties::new(),
+            // LDS_SIZE is in blocks of 128 dwords on gfx9.
+            group_segment_fixed_size: u32::from(rsrc2.granulated_lds_size()) * 512,
+            private_segment_fixed_size: 0,
+            kernarg_size: 0,
+        };
+        let setup = DispatchSetup {
+            kernel_object: pgm,
+            ..setup
+        };
+        Self::with_info(setup, info, None)
+    }
+
+    fn with_info(
+        setup: DispatchSetup,
+        info: DispatchInfo,
+        accum_offset: Option<usize>,
+    ) -> Result<KernelRun, QueueError> {
+        let at = setup.packet_addr;
         if info.kernel_code_properties.enable_wavefront_size32() {
             return Err(bad(at, "a wave32 kernel on a wave64 GPU".into()));
         }
@@ -223,20 +269,12 @@ impl KernelRun {
             ));
         }
         let groups = [0, 1, 2].map(|d| setup.grid[d].div_ceil(wg[d]));
-        let name = setup.target.name();
-        let total_vgprs = match kc {
-            KernelCode::Descriptor(d) => d.vgpr_count(name) as usize,
-            KernelCode::Legacy(_) => {
-                let granule = if setup.target == Target::Gfx90a { 8 } else { 4 };
-                (usize::from(info.compute_pgm_rsrc1.granulated_workitem_vgpr_count()) + 1) * granule
-            }
-        };
-        let (vgprs, agprs) = match kc {
-            KernelCode::Descriptor(d) if setup.target == Target::Gfx90a => {
-                let accum = (usize::from(d.rsrc3_gfx90a().accum_offset()) + 1) * 4;
-                (accum.min(total_vgprs), total_vgprs.saturating_sub(accum))
-            }
-            _ => (total_vgprs, 0),
+        let granule = if setup.target == Target::Gfx90a { 8 } else { 4 };
+        let total_vgprs =
+            (usize::from(info.compute_pgm_rsrc1.granulated_workitem_vgpr_count()) + 1) * granule;
+        let (vgprs, agprs) = match accum_offset {
+            Some(accum) => (accum.min(total_vgprs), total_vgprs.saturating_sub(accum)),
+            None => (total_vgprs, 0),
         };
         let lane_bytes = info
             .private_segment_fixed_size
@@ -468,8 +506,13 @@ impl KernelRun {
         let wave_scratch = u64::from(s.scratch.lane_bytes) * WAVE_SIZE as u64;
         let wave_offset = u64::from(w) * wave_scratch;
         let mut sgprs: Vec<u32> = Vec::with_capacity(24);
+        if let Some(user) = &s.user_data {
+            // PM4: COMPUTE_USER_DATA_* are the user SGPRs.
+            sgprs.extend(user.iter().take(usize::from(rsrc2.user_sgpr_count())));
+        }
         let push64 = |v: &mut Vec<u32>, x: u64| v.extend([x as u32, (x >> 32) as u32]);
-        if props.enable_sgpr_private_segment_buffer() {
+        if s.user_data.is_some() {
+        } else if props.enable_sgpr_private_segment_buffer() {
             sgprs.extend(s.scratch.resource);
         }
         if props.enable_sgpr_dispatch_ptr() {

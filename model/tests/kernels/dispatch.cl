@@ -83,3 +83,9 @@ kernel void trap_on_negative(global const int *in, global int *out) {
         __builtin_trap();
     out[i] = in[i];
 }
+
+// Ids only from the ABI registers (no dispatch packet): for PM4 DISPATCH_DIRECT.
+kernel void store_ids(global uint *out) {
+    uint id = GROUP_X() * 64 + LOCAL_X();
+    out[id] = id + 1;
+}

@@ -235,7 +235,7 @@ pub fn run(args: &DemoArgs, style: Style) -> CliResult<()> {
     )?;
 
     // 4. PM4 queue: WRITE_DATA + RELEASE_MEM fence.
-    let target = gpu_target(&gpu);
+    let target = gpu_target(&gpu)?;
     let mut pm4 = gpu
         .create_pm4_queue(&QueueOptions::new().ring_size(4096))
         .map_err(thunk_err("PM4 queue"))?;
@@ -512,15 +512,17 @@ fn spread(name: &str, s: &Samples) -> String {
     )
 }
 
-/// The packet layouts of `gpu`.
-fn gpu_target(gpu: &Gpu) -> Target {
-    match gpu.node().gfx_version() {
-        Some(v) => Target {
-            gc: v,
-            preset: None,
-        },
-        None => Target::default(),
-    }
+/// The packet layouts of `gpu`; a GPU of a generation without layouts here is an error.
+fn gpu_target(gpu: &Gpu) -> CliResult<Target> {
+    gpu.node()
+        .gfx_version()
+        .and_then(Target::of_gc)
+        .ok_or_else(|| {
+            CliError::failure(format!(
+                "gpu {:#x}: no packet layouts for its generation",
+                gpu.id()
+            ))
+        })
 }
 
 /// The ring dwords between two PM4 write pointers, with the ring offset of the first.

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use kfd_model::{KernelVersion, ModelConfig, Preset};
 use serde::Serialize;
+use thunk::model_access::{KfdModelExt, OpenOptionsModelExt};
 use thunk::{BackendKind, Kfd, OpenOptions};
 
 use crate::error::{CliError, CliResult};
@@ -57,6 +58,7 @@ pub struct DeviceArgs {
 /// `--model` values.
 pub fn parse_preset(s: &str) -> Result<Preset, String> {
     s.parse()
+        .map_err(|e: kfd_sys::gpu::UnknownPreset| e.to_string())
 }
 
 /// What a subcommand opened, and why.
@@ -153,9 +155,8 @@ impl DeviceArgs {
         if asked || from_env {
             let preset = match (self.model, &env_preset) {
                 (Some(p), _) => p,
-                (None, Some(p)) => p
-                    .parse()
-                    .map_err(|m: String| CliError::usage(format!("KFD_MODEL_PRESET: {m}")))?,
+                (None, Some(p)) => parse_preset(p)
+                    .map_err(|m| CliError::usage(format!("KFD_MODEL_PRESET: {m}")))?,
                 (None, None) => Preset::Gfx900,
             };
             let gpus = match (self.gpus, &env_gpus) {

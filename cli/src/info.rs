@@ -405,7 +405,7 @@ fn node_info(n: &Node) -> NodeInfo {
         caches: fold_caches(&n.caches),
         io_links: n.io_links.iter().map(link_info).collect(),
         p2p_links: n.p2p_links.iter().map(link_info).collect(),
-        other_properties: p.other.clone(),
+        other_properties: n.other_properties.clone(),
     }
 }
 

@@ -62,7 +62,7 @@
 //! assert_eq!((gpus[0].compute_units, gpus[0].wave_size), (104, 64));
 //! # Ok::<(), kfd_cli::error::CliError>(())
 //! ```
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 pub mod abi;
 pub mod bench;
@@ -70,6 +70,7 @@ pub mod co;
 pub mod decode;
 pub mod demo;
 pub mod device;
+pub mod disasm;
 pub mod drain_tool;
 pub mod error;
 pub mod info;
@@ -167,6 +168,12 @@ pub enum Command {
   kfd co kernels.hsaco --json
   kfd co app --target gfx90a:xnack-")]
     Co(co::CoArgs),
+    /// Disassemble the kernels and device functions of a code object, bundle or HIP program (the text llvm-objdump prints), with each kernel's descriptor and registers.
+    #[command(after_help = "Examples:
+  kfd disasm app                         (every kernel and device function, every target)
+  kfd disasm kernels.hsaco --kernel vadd
+  kfd disasm app --gfx gfx90a")]
+    Disasm(disasm::DisasmArgs),
 }
 
 /// Runs the command line `args` (the first is the program name) and returns the exit status.
@@ -191,6 +198,7 @@ where
         Command::Drain(args) => drain_tool::run(args, style),
         Command::Bench(args) => bench::run(args, style),
         Command::Co(args) => co::run(args, style),
+        Command::Disasm(args) => disasm::run(args, style),
     };
     match result {
         Ok(()) => 0,

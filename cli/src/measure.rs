@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use drain::{Channel, ChannelConfig, WaitStrategy};
-use kfd_sys::{kfd_ioctl_get_version_args, IntoBytes, AMDKFD_IOC_GET_VERSION};
+use kfd_sys::{kfd_ioctl_get_version_args, GetVersion};
 use pm4::decode::Pm4Decoder;
 use pm4::fields::CompareFunction;
 use pm4::hws::{
@@ -27,7 +27,8 @@ use pm4::user::{
     WriteData,
 };
 use pm4::{GfxGen, PacketWriter};
-use thunk::{EventKind, Gpu, Kfd, MemoryKind, ModelConfig, OpenOptions, Preset, QueueOptions};
+use thunk::model_access::{KfdModelExt, ModelConfig, OpenOptionsModelExt};
+use thunk::{EventKind, Gpu, Kfd, MemoryKind, OpenOptions, Preset, QueueOptions};
 
 use crate::error::{CliError, CliResult};
 
@@ -272,7 +273,7 @@ pub fn thunk_overhead(rounds: usize, blocks: usize) -> CliResult<Samples> {
     let mut direct_call = || -> CliResult<()> {
         let mut v = kfd_ioctl_get_version_args::default();
         direct
-            .ioctl(AMDKFD_IOC_GET_VERSION, black_box(v.as_mut_bytes()))
+            .call::<GetVersion>(black_box(&mut v))
             .map_err(|e| CliError::failure(format!("GET_VERSION on the model: {e}")))?;
         black_box(v.minor_version);
         Ok(())

@@ -7,14 +7,16 @@ use std::fmt;
 use std::str::FromStr;
 
 use kfd_model::Preset;
-use mqd::{Generation, GfxVersion};
+use kfd_sys::gpu::{Generation, GfxVersion};
 use pm4::{GfxGen, SdmaGen};
 
-/// A GPU target: a name and the GC IP version it stands for.
+/// A GPU target: a name, the GC IP version it stands for and that version's generation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Target {
     /// GC IP version (`KFD_GC_VERSION`); for a bare generation, `major.0.0`.
     pub gc: GfxVersion,
+    /// The generation of `gc` (a target exists only for a generation the stack knows).
+    pub generation: Generation,
     /// The model preset of that name, if it is one.
     pub preset: Option<Preset>,
 }
@@ -22,47 +24,52 @@ pub struct Target {
 impl Target {
     /// The target of a model preset.
     pub fn of_preset(preset: Preset) -> Self {
-        let (major, minor, stepping) = preset.gc_version();
+        let facts = preset.facts();
         Target {
-            gc: GfxVersion::new(major as u8, minor as u8, stepping as u8),
+            gc: facts.gc,
+            generation: facts.generation,
             preset: Some(preset),
+        }
+    }
+
+    /// The target of GC version `gc`; `None` for a generation without layouts here.
+    pub fn of_gc(gc: GfxVersion) -> Option<Self> {
+        Some(Target {
+            gc,
+            generation: gc.generation()?,
+            preset: None,
+        })
+    }
+
+    /// The target of a whole generation (GC `major.0.0`).
+    pub fn of_generation(generation: Generation) -> Self {
+        Target {
+            gc: GfxVersion::new(generation.major(), 0, 0),
+            generation,
+            preset: None,
         }
     }
 
     /// The MQD generation.
     pub fn generation(&self) -> Generation {
-        match self.gc.major {
-            10 => Generation::Gfx10,
-            11 => Generation::Gfx11,
-            _ => Generation::Gfx9,
-        }
+        self.generation
     }
 
     /// The PM4 packet layouts.
     pub fn pm4(&self) -> GfxGen {
-        match self.generation() {
-            Generation::Gfx9 => GfxGen::Gfx9,
-            Generation::Gfx10 => GfxGen::Gfx10,
-            Generation::Gfx11 => GfxGen::Gfx11,
-        }
+        kfd_model::gfx_gen(self.generation)
     }
 
     /// The SDMA packet layouts (SDMA 4 on gfx9, 5 on gfx10, 6 on gfx11).
     pub fn sdma(&self) -> SdmaGen {
-        match self.generation() {
-            Generation::Gfx9 => SdmaGen::Sdma4,
-            Generation::Gfx10 => SdmaGen::Sdma5,
-            Generation::Gfx11 => SdmaGen::Sdma6,
-        }
+        kfd_model::sdma_gen(self.generation)
     }
 }
 
 impl Default for Target {
+    /// gfx9, what `--gfx` means when it is not given.
     fn default() -> Self {
-        Target {
-            gc: GfxVersion::new(9, 0, 0),
-            preset: None,
-        }
+        Target::of_generation(Generation::Gfx9)
     }
 }
 
@@ -100,15 +107,11 @@ impl FromStr for Target {
         if let Ok(preset) = name.parse::<Preset>() {
             return Ok(Target::of_preset(preset));
         }
-        let generation_only = |major: u8| Target {
-            gc: GfxVersion::new(major, 0, 0),
-            preset: None,
-        };
-        match name.as_str() {
-            "gfx9" | "9" => return Ok(generation_only(9)),
-            "gfx10" | "10" => return Ok(generation_only(10)),
-            "gfx11" | "11" => return Ok(generation_only(11)),
-            _ => {}
+        if let Some(generation) = Generation::ALL
+            .into_iter()
+            .find(|g| name == g.to_string() || name == g.major().to_string())
+        {
+            return Ok(Target::of_generation(generation));
         }
         let parts: Vec<&str> = name.split('.').collect();
         if let [major, minor, stepping] = parts.as_slice() {
@@ -116,11 +119,8 @@ impl FromStr for Target {
             if let (Some(major), Some(minor), Some(stepping)) =
                 (parse(major), parse(minor), parse(stepping))
             {
-                if matches!(major, 9..=11) {
-                    return Ok(Target {
-                        gc: GfxVersion::new(major, minor, stepping),
-                        preset: None,
-                    });
+                if let Some(target) = Target::of_gc(GfxVersion::new(major, minor, stepping)) {
+                    return Ok(target);
                 }
                 return Err(format!(
                     "GC {major}.{minor}.{stepping} has no layouts here (GC 9, 10 and 11 do)"

@@ -1,6 +1,10 @@
 //! The channel: the device buffer, the drain queue pre-loaded with per-slot programs, the host
 //! ring they copy into, and the reading side — `read`, zero-copy chunks, records.
 
+// Calls `host_view::drained_bytes`, whose contract (no engine writes a borrowed slot) the
+// channel keeps by its slot discipline.
+#![allow(unsafe_code)]
+
 use crate::clock::GpuClock;
 use crate::config::{ChannelConfig, LossPolicy, Trigger, WaitStrategy};
 use crate::error::{Error, Result};
@@ -383,7 +387,10 @@ impl Channel {
         };
         let offset = self.host_records_offset(cur.generation) + u64::from(cur.offset);
         let len = (cur.end - cur.offset) as usize;
-        drained_bytes(&self.host, offset, len)?;
+        // SAFETY: `cur` is a host slot this reader saw drained (acquire load of its fence in
+        // `wait_ready`/`open_current`) and has not released: no engine writes it until
+        // `&mut self` is free again. (Checked here so that `Chunk::bytes` cannot fail.)
+        unsafe { drained_bytes(&self.host, offset, len) }?;
         Ok(Some(Chunk {
             channel: self,
             current: cur,
@@ -824,8 +831,10 @@ impl std::fmt::Debug for Chunk<'_> {
 impl Chunk<'_> {
     /// The record bytes.
     pub fn bytes(&self) -> &[u8] {
-        // Checked when the chunk was made; the mapping cannot change while it lives.
-        drained_bytes(&self.channel.host, self.offset, self.len).unwrap_or_default()
+        // Range checked when the chunk was made; the mapping cannot change while it lives.
+        // SAFETY: the chunk borrows the channel mutably and holds a drained, unreleased host
+        // slot: the drain program that would write it is queued only after the chunk is gone.
+        unsafe { drained_bytes(&self.channel.host, self.offset, self.len) }.unwrap_or_default()
     }
 
     /// The records (zero-copy).

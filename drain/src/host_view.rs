@@ -8,14 +8,17 @@
 use crate::error::{Error, Result};
 use thunk::{Access, Memory};
 
-/// The bytes `[offset, offset + len)` of `host` as a slice.
+/// The bytes `[offset, offset + len)` of `host` as a slice; a range outside `host` or a host
+/// buffer without CPU mapping is an error.
 ///
-/// The caller — the channel, and only for a host slot whose generation it has seen drained
-/// (an acquire load of the drain fence) and has not yet released — guarantees that no
-/// engine writes those bytes while the returned borrow lives: a host slot is written only by
-/// the drain program of the generation `H` after it, and that program is queued only once the
-/// reader released the slot, which needs the `&mut` borrow that the slice's lifetime holds.
-pub(crate) fn drained_bytes(host: &Memory, offset: u64, len: usize) -> Result<&[u8]> {
+/// # Safety
+///
+/// No engine (nor anything else) may write those bytes while the returned borrow lives. The
+/// channel upholds this for a host slot whose generation it has seen drained (an acquire load
+/// of the drain fence) and has not yet released: a host slot is written only by the drain
+/// program of the generation `H` after it, and that program is queued only once the reader
+/// released the slot, which needs the `&mut` borrow that the slice's lifetime holds.
+pub(crate) unsafe fn drained_bytes(host: &Memory, offset: u64, len: usize) -> Result<&[u8]> {
     let end = offset
         .checked_add(len as u64)
         .filter(|&e| e <= host.size())
@@ -37,8 +40,6 @@ pub(crate) fn drained_bytes(host: &Memory, offset: u64, len: usize) -> Result<&[
     // checked above) that stays mapped for as long as `&host` is borrowed, which bounds the
     // returned lifetime; `[start, start + len)` lies inside it (checked above). The bytes are
     // initialised (device memory is always initialised to something) and, by this function's
-    // contract, not written by anyone while the slice lives: the engine's writes to them
-    // happened before the caller's acquire load of the drain fence, and the next write needs a
-    // program the caller only queues after the borrow ends.
+    // contract, not written by anyone while the slice lives.
     Ok(unsafe { std::slice::from_raw_parts(host.as_ptr().add(start).cast_const(), len) })
 }

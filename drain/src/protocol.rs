@@ -166,12 +166,10 @@ impl Shared {
             .unwrap_or(true)
     }
 
-    /// Tells the model's engine thread to look now (a hint; hardware polls by itself).
+    /// Tells the backend a doorbell-worthy change happened, through the thunk's backend
+    /// contract: a model's engine thread looks now; hardware polls by itself and ignores it.
     pub fn nudge(&self) {
-        #[cfg(feature = "model")]
-        if let Some(model) = self.kfd.model() {
-            model.doorbell_rung(self.gpu.id());
-        }
+        self.kfd.backend().doorbell_rung(self.gpu.id());
     }
 
     /// Steps 1–5 of the protocol. A lossless producer waits up to `timeout` for its slot.

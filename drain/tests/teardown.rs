@@ -11,7 +11,7 @@ use thunk::Preset;
 
 /// The process's event page and doorbell page live as long as the process (the driver sets
 /// them up with the first event and queue); a first channel makes them, then the count starts.
-fn warm_up(backend: &thunk::ModelBackend, gpu: &thunk::Gpu) -> (usize, usize, usize) {
+fn warm_up(backend: &thunk::model_access::ModelBackend, gpu: &thunk::Gpu) -> (usize, usize, usize) {
     Channel::new(gpu, ChannelConfig::new(4096, 2))
         .unwrap()
         .close()

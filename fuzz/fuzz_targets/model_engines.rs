@@ -212,7 +212,9 @@ fn typed<T: IntoBytes + FromBytes + Immutable>(
     args: &mut T,
 ) -> KResult<i32> {
     let mut bytes = args.as_bytes().to_vec();
-    let r = p.ioctl(request, &mut bytes);
+    // SAFETY: this target builds its arguments itself: the addresses in them are buffers it
+    // allocated through the model (device memory, never USERPTR) and keeps for the run.
+    let r = unsafe { p.ioctl(request, &mut bytes) };
     if let Ok((v, _)) = T::read_from_prefix(&bytes) {
         *args = v;
     }

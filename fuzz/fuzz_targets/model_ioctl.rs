@@ -234,7 +234,12 @@ impl Harness<'_> {
         let nr = ioc_nr(request);
         clamp_wait(nr, arg);
         let before = arg.to_vec();
-        let r = self.p.ioctl(request, arg);
+        // SAFETY: not upheld in general, on purpose: the input chooses the addresses, to find
+        // arguments the model fails to refuse. The model writes user memory only through
+        // `process_vm_writev` (an unmapped address is EFAULT) and device memory it owns, so the
+        // one way to corrupt this process is a USERPTR buffer over a live page of it that a
+        // later GPU write reaches — a finding of the run, like a crash.
+        let r = unsafe { self.p.ioctl(request, arg) };
         if let Ok(v) = r {
             assert!(v >= 0, "ioctl {request:#x} returned {v}");
         }

@@ -710,3 +710,48 @@ fn flat_to_an_aperture_is_refused_and_global_flat_works() {
         Stop::Fault(WaveFault::IllegalInstruction { .. })
     ));
 }
+
+#[test]
+fn dpp_moves_lanes_within_rows_and_masks_writes() {
+    let mut r = Run::gfx9(
+        "v_mov_b32_dpp v1, v0 row_shr:1 row_mask:0xf bank_mask:0xf
+v_mov_b32_dpp v2, v0 quad_perm:[1,0,3,2] row_mask:0x1 bank_mask:0xf
+v_add_f32_dpp v3, v4, v5 row_shl:1 row_mask:0xf bank_mask:0xf bound_ctrl:0
+v_mov_b32_dpp v6, v0 row_mirror row_mask:0xf bank_mask:0x1",
+    );
+    r.wave.vgpr[0] = lanes_of(|l| l as u32);
+    r.wave.vgpr[1] = [0xdead; 64];
+    r.wave.vgpr[2] = [0xbeef; 64];
+    r.wave.vgpr[4] = lanes_of(|l| (l as f32).to_bits());
+    r.wave.vgpr[5] = [0.5f32.to_bits(); 64];
+    r.wave.vgpr[6] = [0xcafe; 64];
+    let r = r.ok();
+    // row_shr:1: lane l reads lane l-1 of its row; the first lane of a row has no source and,
+    // without bound_ctrl, keeps its value.
+    assert_eq!(
+        r.v(1),
+        lanes_of(|l| if l % 16 == 0 { 0xdead } else { l as u32 - 1 })
+    );
+    // quad_perm [1,0,3,2] swaps neighbours; row_mask 0x1 lets only row 0 write.
+    assert_eq!(
+        r.v(2),
+        lanes_of(|l| if l < 16 { (l ^ 1) as u32 } else { 0xbeef })
+    );
+    // row_shl:1 with bound_ctrl: the last lane of a row reads 0 and still writes.
+    assert_eq!(
+        r.v(3),
+        lanes_of(|l| {
+            let src = if l % 16 == 15 { 0.0 } else { (l + 1) as f32 };
+            (src + 0.5).to_bits()
+        })
+    );
+    // row_mirror with bank_mask 0x1: only lanes 0-3 of each row write, reading lane 15-i.
+    assert_eq!(
+        r.v(6),
+        lanes_of(|l| if l % 16 < 4 {
+            ((l & !15) + 15 - l % 16) as u32
+        } else {
+            0xcafe
+        })
+    );
+}

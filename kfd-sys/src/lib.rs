@@ -15,6 +15,8 @@
 //!   `KFD_IOC_EVENT_*`, `KFD_IOC_WAIT_RESULT_*`, debugger enums, SVM, SMI, CRIU …);
 //! * the `/dev/kfd` mmap offset encoding ([`mmap`]) and the sysfs topology vocabulary
 //!   ([`sysfs`]: file names, property keys, `HSA_CAP_*` bits);
+//! * the GPU facts every layer shares ([`gpu`]): graphics versions, their [`gpu::Generation`],
+//!   and the parts the model knows ([`gpu::Preset`]) with one table row each;
 //! * the older generation spoken by Debian's libhsakmt 5.2.3 — interface 1.8 plus the ROCm
 //!   DKMS-only ioctls 0x80–0x84 and the 88-byte `CREATE_QUEUE` — in its own module,
 //!   [`v1_8`], so that a driver model can serve both.
@@ -47,6 +49,7 @@ mod args;
 mod consts;
 mod debug;
 pub mod errno;
+pub mod gpu;
 pub mod ioctl;
 pub mod layout;
 pub mod mmap;

@@ -57,26 +57,45 @@ macro_rules! layouts {
     };
 }
 
-/// Declares ioctl request codes and a descriptor table listing them. `define` entries create a
-/// new constant from its direction, number and argument type; `reuse` entries list a constant
-/// of the current generation that another generation shares unchanged.
+/// Declares ioctl request codes, one request type per code and a descriptor table listing
+/// them. `define` entries create a new constant from its direction, number and argument type,
+/// and a request type (an uninhabited enum implementing [`Ioctl`](crate::ioctl::Ioctl)) that
+/// ties the code to the argument type; `Safe` entries also implement
+/// [`SafeIoctl`](crate::ioctl::SafeIoctl), `Unsafe` entries do not. `reuse`
+/// entries list a constant and request type of the current generation that another generation
+/// shares unchanged.
 macro_rules! ioctl_table {
     (
         $(#[$tmeta:meta])*
         pub const $table:ident = {
             define {
-                $( $(#[$meta:meta])* $name:ident = $dir:ident($nr:literal, $arg:ty); )*
+                $( $(#[$meta:meta])* $name:ident = $dir:ident($nr:literal, $arg:ty)
+                    as $req:ident: $kind:ident; )*
             }
             reuse {
-                $( $rname:ident($rarg:ty); )*
+                $( $rname:ident, $rreq:ident; )*
             }
         }
     ) => {
         $(
             $(#[$meta])*
             pub const $name: u32 = $crate::ioctl::$dir::<$arg>($nr);
+
+            #[doc = concat!("[`", stringify!($name), "`] as a type: its request code with its \
+                argument type, [`", stringify!($arg), "`].")]
+            #[derive(Debug)]
+            pub enum $req {}
+
+            impl $crate::ioctl::Ioctl for $req {
+                const NAME: &'static str = stringify!($name);
+                const REQUEST: u32 = $name;
+                const SAFE: bool = ioctl_table!(@safe $kind);
+                type Arg = $arg;
+            }
+
+            ioctl_table!(@marker $kind $req);
         )*
-        $( pub use $crate::$rname; )*
+        $( pub use $crate::{$rname, $rreq}; )*
 
         $(#[$tmeta])*
         pub const $table: &[$crate::ioctl::IoctlDesc] = &[
@@ -84,12 +103,20 @@ macro_rules! ioctl_table {
                 name: stringify!($name),
                 request: $name,
                 arg: <$arg as $crate::layout::AbiLayout>::ABI_LAYOUT,
+                safe: ioctl_table!(@safe $kind),
             }, )*
             $( $crate::ioctl::IoctlDesc {
                 name: stringify!($rname),
                 request: $crate::$rname,
-                arg: <$rarg as $crate::layout::AbiLayout>::ABI_LAYOUT,
+                arg: <<$crate::$rreq as $crate::ioctl::Ioctl>::Arg as $crate::layout::AbiLayout>::ABI_LAYOUT,
+                safe: <$crate::$rreq as $crate::ioctl::Ioctl>::SAFE,
             }, )*
         ];
     };
+    (@safe Safe) => { true };
+    (@safe Unsafe) => { false };
+    (@marker Safe $req:ident) => {
+        impl $crate::ioctl::SafeIoctl for $req {}
+    };
+    (@marker Unsafe $req:ident) => {};
 }

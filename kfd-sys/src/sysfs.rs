@@ -491,3 +491,231 @@ mod tests {
         }
     }
 }
+
+/// The `properties` of one io link (or p2p link) of a node: the record the driver model
+/// writes and the thunk reads, defined once. Field order is the key order of [`io_link::ALL`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IoLink {
+    /// `type` (`HSA_IOLINK_TYPE_*`: 2 PCIe, 11 xGMI …).
+    pub link_type: u32,
+    /// `version_major`.
+    pub version_major: u32,
+    /// `version_minor`.
+    pub version_minor: u32,
+    /// `node_from`.
+    pub node_from: u32,
+    /// `node_to`.
+    pub node_to: u32,
+    /// `weight`: relative distance.
+    pub weight: u32,
+    /// `min_latency`, ns.
+    pub min_latency: u32,
+    /// `max_latency`, ns.
+    pub max_latency: u32,
+    /// `min_bandwidth`, MB/s.
+    pub min_bandwidth: u32,
+    /// `max_bandwidth`, MB/s.
+    pub max_bandwidth: u32,
+    /// `recommended_transfer_size`.
+    pub recommended_transfer_size: u32,
+    /// `flags` (`HSA_IOLINK_FLAGS_*`).
+    pub flags: u32,
+}
+
+impl IoLink {
+    /// The values in the key order of [`io_link::ALL`].
+    pub const fn values(&self) -> [u32; 12] {
+        [
+            self.link_type,
+            self.version_major,
+            self.version_minor,
+            self.node_from,
+            self.node_to,
+            self.weight,
+            self.min_latency,
+            self.max_latency,
+            self.min_bandwidth,
+            self.max_bandwidth,
+            self.recommended_transfer_size,
+            self.flags,
+        ]
+    }
+}
+
+const _: () = assert!(
+    io_link::ALL.len() == 12,
+    "IoLink::values lists every io_link key"
+);
+
+/// The heap a memory bank belongs to (`HSA_MEM_HEAP_TYPE_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HeapType {
+    /// System memory.
+    System,
+    /// VRAM visible to the CPU.
+    FrameBufferPublic,
+    /// VRAM not visible to the CPU.
+    FrameBufferPrivate,
+    /// Global data share.
+    Gds,
+    /// Local data share.
+    Lds,
+    /// Scratch.
+    Scratch,
+    /// A value without a name here.
+    Other(u32),
+}
+
+impl HeapType {
+    /// From the sysfs value.
+    pub const fn from_raw(v: u32) -> Self {
+        match v {
+            HSA_MEM_HEAP_TYPE_SYSTEM => HeapType::System,
+            HSA_MEM_HEAP_TYPE_FB_PUBLIC => HeapType::FrameBufferPublic,
+            HSA_MEM_HEAP_TYPE_FB_PRIVATE => HeapType::FrameBufferPrivate,
+            HSA_MEM_HEAP_TYPE_GPU_GDS => HeapType::Gds,
+            HSA_MEM_HEAP_TYPE_GPU_LDS => HeapType::Lds,
+            HSA_MEM_HEAP_TYPE_GPU_SCRATCH => HeapType::Scratch,
+            other => HeapType::Other(other),
+        }
+    }
+
+    /// The sysfs value.
+    pub const fn raw(self) -> u32 {
+        match self {
+            HeapType::System => HSA_MEM_HEAP_TYPE_SYSTEM,
+            HeapType::FrameBufferPublic => HSA_MEM_HEAP_TYPE_FB_PUBLIC,
+            HeapType::FrameBufferPrivate => HSA_MEM_HEAP_TYPE_FB_PRIVATE,
+            HeapType::Gds => HSA_MEM_HEAP_TYPE_GPU_GDS,
+            HeapType::Lds => HSA_MEM_HEAP_TYPE_GPU_LDS,
+            HeapType::Scratch => HSA_MEM_HEAP_TYPE_GPU_SCRATCH,
+            HeapType::Other(v) => v,
+        }
+    }
+
+    /// Whether this is device memory (VRAM).
+    pub const fn is_vram(self) -> bool {
+        matches!(
+            self,
+            HeapType::FrameBufferPublic | HeapType::FrameBufferPrivate
+        )
+    }
+}
+
+/// The `properties` of one memory bank of a node: the record the driver model writes and
+/// the thunk reads, defined once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemBank {
+    /// `heap_type`.
+    pub heap_type: HeapType,
+    /// `size_in_bytes`.
+    pub size_in_bytes: u64,
+    /// `flags` (`HSA_MEM_FLAGS_*`).
+    pub flags: u32,
+    /// `width`: bus width in bits.
+    pub width: u32,
+    /// `mem_clk_max`: peak clock, MHz.
+    pub mem_clk_max: u32,
+}
+
+impl MemBank {
+    /// The values in the key order of [`mem_bank::ALL`].
+    pub const fn values(&self) -> [u64; 5] {
+        [
+            self.heap_type.raw() as u64,
+            self.size_in_bytes,
+            self.flags as u64,
+            self.width as u64,
+            self.mem_clk_max as u64,
+        ]
+    }
+}
+
+const _: () = assert!(
+    mem_bank::ALL.len() == 5,
+    "MemBank::values lists every mem_bank key"
+);
+
+/// The `properties` of one node (field names are the sysfs keys; absent keys read 0): the
+/// record the driver model writes and the thunk reads, defined once. The `*_count` keys are
+/// not fields: they are the number of entries under `mem_banks/`, `caches/`, `io_links/`
+/// and `p2p_links/`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeProperties {
+    /// CPU cores (0 for a GPU).
+    pub cpu_cores_count: u64,
+    /// SIMDs (0 for a CPU).
+    pub simd_count: u64,
+    /// First CPU core id.
+    pub cpu_core_id_base: u64,
+    /// First SIMD id.
+    pub simd_id_base: u64,
+    /// Waves per SIMD.
+    pub max_waves_per_simd: u64,
+    /// LDS per work-group, KiB.
+    pub lds_size_in_kb: u64,
+    /// GDS, KiB.
+    pub gds_size_in_kb: u64,
+    /// Global wave sync entries.
+    pub num_gws: u64,
+    /// Wave size (64 or 32).
+    pub wave_front_size: u64,
+    /// Shader arrays.
+    pub array_count: u64,
+    /// Shader arrays per shader engine.
+    pub simd_arrays_per_engine: u64,
+    /// CUs per shader array.
+    pub cu_per_simd_array: u64,
+    /// SIMDs per CU.
+    pub simd_per_cu: u64,
+    /// Scratch wave slots per CU.
+    pub max_slots_scratch_cu: u64,
+    /// `major×10000 + minor×100 + stepping` (90010 = gfx90a).
+    pub gfx_target_version: u64,
+    /// PCI vendor id.
+    pub vendor_id: u64,
+    /// PCI device id.
+    pub device_id: u64,
+    /// PCI bus/device/function.
+    pub location_id: u64,
+    /// PCI domain.
+    pub domain: u64,
+    /// Minor of `/dev/dri/renderD<minor>`.
+    pub drm_render_minor: u64,
+    /// xGMI hive id.
+    pub hive_id: u64,
+    /// PCIe SDMA engines.
+    pub num_sdma_engines: u64,
+    /// xGMI SDMA engines.
+    pub num_sdma_xgmi_engines: u64,
+    /// User queues per SDMA engine.
+    pub num_sdma_queues_per_engine: u64,
+    /// Hardware queue descriptors available to KFD.
+    pub num_cp_queues: u64,
+    /// Peak GPU clock, MHz.
+    pub max_engine_clk_fcompute: u64,
+    /// Local memory size (0 on current kernels; see the memory banks).
+    pub local_mem_size: u64,
+    /// MEC firmware version.
+    pub fw_version: u64,
+    /// `HSA_CAP_*` bits.
+    pub capability: u64,
+    /// `HSA_CAP2_*` bits.
+    pub capability2: u64,
+    /// `HSA_DBG_*` bits.
+    pub debug_prop: u64,
+    /// SDMA firmware version.
+    pub sdma_fw_version: u64,
+    /// Unique id of the GPU.
+    pub unique_id: u64,
+    /// Compute dies (XCCs); 0 or 1 on single-die parts.
+    pub num_xcc: u64,
+    /// Peak CPU clock, MHz.
+    pub max_engine_clk_ccompute: u64,
+    /// Control stack size compute queues must pass (6.12+; 0 when absent).
+    pub ctl_stack_size: u64,
+    /// Minimum CWSR area per XCC (6.12+; 0 when absent).
+    pub cwsr_size: u64,
+    /// Minimum EOP buffer (6.12+; 0 when absent).
+    pub eop_buffer_size: u64,
+}

@@ -13,8 +13,6 @@
 //! The request codes of this module were checked against the constants compiled into
 //! `libhsakmt.so.1.0.6` of Debian's `libhsakmt1 5.2.3+dfsg-1`.
 
-use crate::args::*;
-
 /// Interface minor version of this generation.
 pub const KFD_IOCTL_MINOR_VERSION: u32 = 8;
 /// Version of the DKMS debugger API carried by 0x82 (major).
@@ -300,52 +298,52 @@ ioctl_table! {
     pub const AMDKFD_IOCTLS = {
         define {
             /// Create a user queue with the 88-byte argument.
-            AMDKFD_IOC_CREATE_QUEUE = iowr(0x02, kfd_ioctl_create_queue_args);
+            AMDKFD_IOC_CREATE_QUEUE = iowr(0x02, kfd_ioctl_create_queue_args) as CreateQueue: Safe;
             /// Import a buffer shared by another process (DKMS).
-            AMDKFD_IOC_IPC_IMPORT_HANDLE = iowr(0x80, kfd_ioctl_ipc_import_handle_args);
+            AMDKFD_IOC_IPC_IMPORT_HANDLE = iowr(0x80, kfd_ioctl_ipc_import_handle_args) as IpcImportHandle: Safe;
             /// Export a buffer for another process (DKMS).
-            AMDKFD_IOC_IPC_EXPORT_HANDLE = iowr(0x81, kfd_ioctl_ipc_export_handle_args);
+            AMDKFD_IOC_IPC_EXPORT_HANDLE = iowr(0x81, kfd_ioctl_ipc_export_handle_args) as IpcExportHandle: Safe;
             /// The DKMS debugger entry point (upstream moved `DBG_TRAP` to 0x26).
-            AMDKFD_IOC_DBG_TRAP = iowr(0x82, kfd_ioctl_dbg_trap_args);
+            AMDKFD_IOC_DBG_TRAP = iowr(0x82, kfd_ioctl_dbg_trap_args) as DbgTrap: Unsafe;
             /// Copy between this and another process's GPU memory (DKMS).
-            AMDKFD_IOC_CROSS_MEMORY_COPY = iowr(0x83, kfd_ioctl_cross_memory_copy_args);
+            AMDKFD_IOC_CROSS_MEMORY_COPY = iowr(0x83, kfd_ioctl_cross_memory_copy_args) as CrossMemoryCopy: Unsafe;
             /// Streaming performance monitor (DKMS).
-            AMDKFD_IOC_RLC_SPM = iowr(0x84, kfd_ioctl_spm_args);
+            AMDKFD_IOC_RLC_SPM = iowr(0x84, kfd_ioctl_spm_args) as RlcSpm: Unsafe;
         }
         reuse {
-            AMDKFD_IOC_GET_VERSION(kfd_ioctl_get_version_args);
-            AMDKFD_IOC_DESTROY_QUEUE(kfd_ioctl_destroy_queue_args);
-            AMDKFD_IOC_SET_MEMORY_POLICY(kfd_ioctl_set_memory_policy_args);
-            AMDKFD_IOC_GET_CLOCK_COUNTERS(kfd_ioctl_get_clock_counters_args);
-            AMDKFD_IOC_GET_PROCESS_APERTURES(kfd_ioctl_get_process_apertures_args);
-            AMDKFD_IOC_UPDATE_QUEUE(kfd_ioctl_update_queue_args);
-            AMDKFD_IOC_CREATE_EVENT(kfd_ioctl_create_event_args);
-            AMDKFD_IOC_DESTROY_EVENT(kfd_ioctl_destroy_event_args);
-            AMDKFD_IOC_SET_EVENT(kfd_ioctl_set_event_args);
-            AMDKFD_IOC_RESET_EVENT(kfd_ioctl_reset_event_args);
-            AMDKFD_IOC_WAIT_EVENTS(kfd_ioctl_wait_events_args);
-            AMDKFD_IOC_DBG_REGISTER_DEPRECATED(kfd_ioctl_dbg_register_args);
-            AMDKFD_IOC_DBG_UNREGISTER_DEPRECATED(kfd_ioctl_dbg_unregister_args);
-            AMDKFD_IOC_DBG_ADDRESS_WATCH_DEPRECATED(kfd_ioctl_dbg_address_watch_args);
-            AMDKFD_IOC_DBG_WAVE_CONTROL_DEPRECATED(kfd_ioctl_dbg_wave_control_args);
-            AMDKFD_IOC_SET_SCRATCH_BACKING_VA(kfd_ioctl_set_scratch_backing_va_args);
-            AMDKFD_IOC_GET_TILE_CONFIG(kfd_ioctl_get_tile_config_args);
-            AMDKFD_IOC_SET_TRAP_HANDLER(kfd_ioctl_set_trap_handler_args);
-            AMDKFD_IOC_GET_PROCESS_APERTURES_NEW(kfd_ioctl_get_process_apertures_new_args);
-            AMDKFD_IOC_ACQUIRE_VM(kfd_ioctl_acquire_vm_args);
-            AMDKFD_IOC_ALLOC_MEMORY_OF_GPU(kfd_ioctl_alloc_memory_of_gpu_args);
-            AMDKFD_IOC_FREE_MEMORY_OF_GPU(kfd_ioctl_free_memory_of_gpu_args);
-            AMDKFD_IOC_MAP_MEMORY_TO_GPU(kfd_ioctl_map_memory_to_gpu_args);
-            AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU(kfd_ioctl_unmap_memory_from_gpu_args);
-            AMDKFD_IOC_SET_CU_MASK(kfd_ioctl_set_cu_mask_args);
-            AMDKFD_IOC_GET_QUEUE_WAVE_STATE(kfd_ioctl_get_queue_wave_state_args);
-            AMDKFD_IOC_GET_DMABUF_INFO(kfd_ioctl_get_dmabuf_info_args);
-            AMDKFD_IOC_IMPORT_DMABUF(kfd_ioctl_import_dmabuf_args);
-            AMDKFD_IOC_ALLOC_QUEUE_GWS(kfd_ioctl_alloc_queue_gws_args);
-            AMDKFD_IOC_SMI_EVENTS(kfd_ioctl_smi_events_args);
-            AMDKFD_IOC_SVM(kfd_ioctl_svm_args);
-            AMDKFD_IOC_SET_XNACK_MODE(kfd_ioctl_set_xnack_mode_args);
-            AMDKFD_IOC_CRIU_OP(kfd_ioctl_criu_args);
+            AMDKFD_IOC_GET_VERSION, GetVersion;
+            AMDKFD_IOC_DESTROY_QUEUE, DestroyQueue;
+            AMDKFD_IOC_SET_MEMORY_POLICY, SetMemoryPolicy;
+            AMDKFD_IOC_GET_CLOCK_COUNTERS, GetClockCounters;
+            AMDKFD_IOC_GET_PROCESS_APERTURES, GetProcessApertures;
+            AMDKFD_IOC_UPDATE_QUEUE, UpdateQueue;
+            AMDKFD_IOC_CREATE_EVENT, CreateEvent;
+            AMDKFD_IOC_DESTROY_EVENT, DestroyEvent;
+            AMDKFD_IOC_SET_EVENT, SetEvent;
+            AMDKFD_IOC_RESET_EVENT, ResetEvent;
+            AMDKFD_IOC_WAIT_EVENTS, WaitEvents;
+            AMDKFD_IOC_DBG_REGISTER_DEPRECATED, DbgRegisterDeprecated;
+            AMDKFD_IOC_DBG_UNREGISTER_DEPRECATED, DbgUnregisterDeprecated;
+            AMDKFD_IOC_DBG_ADDRESS_WATCH_DEPRECATED, DbgAddressWatchDeprecated;
+            AMDKFD_IOC_DBG_WAVE_CONTROL_DEPRECATED, DbgWaveControlDeprecated;
+            AMDKFD_IOC_SET_SCRATCH_BACKING_VA, SetScratchBackingVa;
+            AMDKFD_IOC_GET_TILE_CONFIG, GetTileConfig;
+            AMDKFD_IOC_SET_TRAP_HANDLER, SetTrapHandler;
+            AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, GetProcessAperturesNew;
+            AMDKFD_IOC_ACQUIRE_VM, AcquireVm;
+            AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, AllocMemoryOfGpu;
+            AMDKFD_IOC_FREE_MEMORY_OF_GPU, FreeMemoryOfGpu;
+            AMDKFD_IOC_MAP_MEMORY_TO_GPU, MapMemoryToGpu;
+            AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, UnmapMemoryFromGpu;
+            AMDKFD_IOC_SET_CU_MASK, SetCuMask;
+            AMDKFD_IOC_GET_QUEUE_WAVE_STATE, GetQueueWaveState;
+            AMDKFD_IOC_GET_DMABUF_INFO, GetDmabufInfo;
+            AMDKFD_IOC_IMPORT_DMABUF, ImportDmabuf;
+            AMDKFD_IOC_ALLOC_QUEUE_GWS, AllocQueueGws;
+            AMDKFD_IOC_SMI_EVENTS, SmiEvents;
+            AMDKFD_IOC_SVM, Svm;
+            AMDKFD_IOC_SET_XNACK_MODE, SetXnackMode;
+            AMDKFD_IOC_CRIU_OP, CriuOp;
         }
     }
 }

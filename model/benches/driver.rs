@@ -14,7 +14,9 @@ use kfd_sys::*;
 
 fn ioctl<T: IntoBytes + FromBytes + Immutable>(p: &Process, req: u32, a: &mut T) {
     let mut b = a.as_bytes().to_vec();
-    p.ioctl(req, &mut b).expect("ioctl");
+    // SAFETY: the benches pass only addresses of buffers they allocated through the model and
+    // keep until the queues that use them are destroyed.
+    unsafe { p.ioctl(req, &mut b) }.expect("ioctl");
     *a = T::read_from_bytes(&b).expect("size");
 }
 

@@ -13,9 +13,9 @@ use kfd_sys::*;
 
 fn ioctl<T: IntoBytes + FromBytes + Immutable>(p: &kfd_model::Process, req: u32, a: &mut T) -> i32 {
     let mut b = a.as_bytes().to_vec();
-    let r = p
-        .ioctl(req, &mut b)
-        .unwrap_or_else(|e| panic!("ioctl {req:#x}: {e}"));
+    // SAFETY: this example passes only addresses of buffers it allocated through the model and
+    // keeps until the end of `main`.
+    let r = unsafe { p.ioctl(req, &mut b) }.unwrap_or_else(|e| panic!("ioctl {req:#x}: {e}"));
     *a = T::read_from_bytes(&b).expect("same size");
     r
 }

@@ -1,81 +1,10 @@
 //! How a model instance is set up: which GPUs, which kernel behaviour, which scheduler policy.
 
-use core::fmt;
-use core::str::FromStr;
 use std::time::Duration;
 
-/// A modelled GPU part. Each preset fixes the topology (CUs, queues, engines, memory) and the
-/// generation-dependent behaviour of the driver (MQD layout, runlist packet forms).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Preset {
-    /// Vega 10 (Radeon Instinct MI25): GC 9.0.1, 64 CUs, 24 HQDs, SDMA 4.0 with 2 queues/engine.
-    Gfx900,
-    /// Aldebaran (Instinct MI210): GC 9.4.2, 104 CUs, the 21-dword MAP_PROCESS, VMIDs 3–15.
-    Gfx90a,
-    /// Aqua Vanjaram (Instinct MI300X): GC 9.4.3, 304 CUs over 8 XCCs.
-    Gfx942,
-    /// Navi 21 (Radeon RX 6900 XT): GC 10.3.0, 80 CUs in wave32, only 8 HQDs for KFD.
-    Gfx1030,
-}
-
-impl Preset {
-    /// Every preset.
-    pub const ALL: [Preset; 4] = [
-        Preset::Gfx900,
-        Preset::Gfx90a,
-        Preset::Gfx942,
-        Preset::Gfx1030,
-    ];
-
-    /// The gfx name (`gfx900`, …).
-    pub fn name(self) -> &'static str {
-        match self {
-            Preset::Gfx900 => "gfx900",
-            Preset::Gfx90a => "gfx90a",
-            Preset::Gfx942 => "gfx942",
-            Preset::Gfx1030 => "gfx1030",
-        }
-    }
-
-    /// The graphics/compute IP version (GC major, minor, stepping).
-    pub fn gc_version(self) -> (u32, u32, u32) {
-        match self {
-            Preset::Gfx900 => (9, 0, 1),
-            Preset::Gfx90a => (9, 4, 2),
-            Preset::Gfx942 => (9, 4, 3),
-            Preset::Gfx1030 => (10, 3, 0),
-        }
-    }
-
-    /// The SDMA IP version.
-    pub fn sdma_version(self) -> (u32, u32, u32) {
-        match self {
-            Preset::Gfx900 => (4, 0, 0),
-            Preset::Gfx90a => (4, 4, 0),
-            Preset::Gfx942 => (4, 4, 2),
-            Preset::Gfx1030 => (5, 2, 0),
-        }
-    }
-}
-
-impl fmt::Display for Preset {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Preset {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Preset::ALL
-            .into_iter()
-            .find(|p| p.name().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| {
-                format!("unknown GPU preset '{s}'; choose one of gfx900, gfx90a, gfx942, gfx1030")
-            })
-    }
-}
+/// A modelled GPU part: the shared table of `kfd_sys::gpu`, where each preset's facts
+/// (topology numbers, versions, generation) are one row.
+pub use kfd_sys::gpu::Preset;
 
 /// Which kernel's behaviour the driver model follows where 6.1 and 6.12 differ (buffer
 /// validation on CREATE_QUEUE, MQD details, interface version).
@@ -214,11 +143,11 @@ mod tests {
 
     #[test]
     fn presets_parse_by_name() {
-        for p in Preset::ALL {
+        for &p in Preset::ALL {
             assert_eq!(p.name().parse::<Preset>(), Ok(p));
         }
         assert_eq!("GFX90A".parse::<Preset>(), Ok(Preset::Gfx90a));
-        let err = "gfx1100".parse::<Preset>().unwrap_err();
+        let err = "gfx1100".parse::<Preset>().unwrap_err().to_string();
         assert!(err.contains("gfx900, gfx90a, gfx942, gfx1030"), "{err}");
     }
 }

@@ -13,6 +13,7 @@ use crate::hw::ih::IhRing;
 use crate::hw::mem::DeviceMemory;
 use crate::hw::vm::GpuVm;
 use crate::topology::{Node, Topology};
+use kfd_sys::gpu::DoorbellAssignment;
 use mqd::TopologySizes;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -51,11 +52,8 @@ pub struct Gpu {
 
 impl Gpu {
     fn new(layout: DoorbellLayout, preset: Preset, topo: &Node) -> KResult<Gpu> {
-        let (pm4_gen, mqd_gen) = match preset.gc_version().0 {
-            10 => (pm4::GfxGen::Gfx10, mqd::Generation::Gfx10),
-            11 => (pm4::GfxGen::Gfx11, mqd::Generation::Gfx11),
-            _ => (pm4::GfxGen::Gfx9, mqd::Generation::Gfx9),
-        };
+        let mqd_gen = preset.generation();
+        let pm4_gen = crate::hw::gfx_gen(mqd_gen);
         let p = &topo.properties;
         let engines = (p.num_sdma_engines + p.num_sdma_xgmi_engines) as u8;
         Ok(Gpu {
@@ -194,9 +192,9 @@ impl KfdNode {
     /// Builds GPU `index` of `config` from its topology node.
     pub fn new(config: &ModelConfig, topology: &Topology, index: usize) -> KResult<KfdNode> {
         let topo = topology.gpus().nth(index).cloned().ok_or(Errno::ENODEV)?;
-        let layout = match config.preset {
-            Preset::Gfx900 => DoorbellLayout::VEGA10,
-            _ => DoorbellLayout::VEGA20,
+        let layout = match config.preset.facts().doorbells {
+            DoorbellAssignment::Vega10 => DoorbellLayout::VEGA10,
+            DoorbellAssignment::Vega20 => DoorbellLayout::VEGA20,
         };
         let queue_sizes = Topology::queue_sizes(config.preset);
         let cfg = dqm_config(&topo, config.preset, queue_sizes, config);

@@ -928,10 +928,7 @@ impl Dqm {
         if let Some(addr) = self.hiq_mqd_addr() {
             let mut bytes = [0u8; 2048];
             if gpu.gart.read(addr, &mut bytes).is_some() {
-                if let Ok(mut mqd) = ComputeMqd::decode(
-                    self.cfg.mqd.generation().unwrap_or(mqd::Generation::Gfx9),
-                    &bytes,
-                ) {
+                if let Ok(mut mqd) = ComputeMqd::decode(gpu.mqd_gen, &bytes) {
                     mqd.set_queue_doorbell_id0(0);
                     let _ = gpu.gart.write(addr, mqd.as_bytes());
                 }
@@ -1008,8 +1005,8 @@ pub fn dqm_config(
     config: &ModelConfig,
 ) -> DqmConfig {
     let p = &topo.properties;
+    let gc = preset.facts().gc;
     let (major, minor, step) = preset.gc_version();
-    let gc = mqd::GfxVersion::new(major as u8, minor as u8, step as u8);
     let kernel = match config.kernel {
         KernelVersion::Linux6_1 => mqd::KernelVersion::Linux6_1,
         KernelVersion::Linux6_12 => mqd::KernelVersion::Linux6_12,

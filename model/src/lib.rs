@@ -16,14 +16,16 @@
 //!   plus [`Model::run_until_idle`] make it deterministic.
 //! * [`faults`]: make the GPU misbehave on purpose (hung scheduler, lost interrupts, VM
 //!   faults…) to watch the driver's failure paths.
+//! * [`debugfs`]: what amdkfd's debugfs shows (mapped HQDs, the driver's queues and MQDs,
+//!   the HIQ), the read-only contract for tools that watch the driver work.
 //!
 //! ```
 //! use kfd_model::{Model, ModelConfig, Preset};
 //! let model = Model::new(ModelConfig::new(Preset::Gfx90a).with_engine_thread(false))?;
 //! let process = model.open()?;
-//! let mut version = [0u8; 8];
-//! process.ioctl(kfd_sys::AMDKFD_IOC_GET_VERSION, &mut version)?;
-//! assert_eq!(u32::from_le_bytes(version[..4].try_into().unwrap()), 1);
+//! let mut version = kfd_sys::kfd_ioctl_get_version_args::default();
+//! process.call::<kfd_sys::GetVersion>(&mut version)?;
+//! assert_eq!(version.major_version, 1);
 //! assert_eq!(model.run_until_idle().packets, 0);
 //! # Ok::<(), kfd_model::Errno>(())
 //! ```
@@ -31,6 +33,7 @@
 
 mod chardev;
 pub mod config;
+pub mod debugfs;
 pub mod device;
 pub mod dqm;
 pub mod errno;
@@ -52,4 +55,5 @@ pub use errno::{Errno, KResult};
 pub use faults::Fault;
 pub use hw::engine::{EngineActivity, QueueError};
 pub use hw::hws::EngineQueueState;
+pub use hw::{gfx_gen, sdma_gen};
 pub use process::{MapSource, Model, Process, ProcessGpuSettings, RenderNode};

@@ -7,7 +7,7 @@ use crate::device::KfdNode;
 use crate::errno::{Errno, KResult};
 use crate::hw::doorbell::DoorbellBar;
 use crate::hw::mem::{page_align, DeviceMemory, PAGE_SIZE};
-use crate::hw::vm::{Backing, VmMapping};
+use crate::hw::vm::{Backing, UserMemory, VmMapping};
 use crate::user::is_user_range_mapped_rw;
 use kfd_sys::*;
 use std::sync::{Arc, Mutex};
@@ -177,7 +177,7 @@ impl Bo {
     pub fn device_memory(&self) -> Option<(Arc<DeviceMemory>, usize)> {
         match &self.backing {
             Backing::Device { mem, offset } => Some((mem.clone(), *offset)),
-            Backing::User { .. } => None,
+            Backing::User(_) => None,
         }
     }
 }
@@ -305,9 +305,10 @@ fn backing_of(
                 return Err(Errno::EFAULT);
             }
             (
-                Backing::User {
-                    host_addr: req.user_addr,
-                },
+                // SAFETY: the user address arrived in ALLOC's argument bytes, which the caller of
+                // `Process::ioctl` promised are its memory for as long as the GPU maps them;
+                // that it is mapped read-write was checked just above.
+                Backing::User(unsafe { UserMemory::new(req.user_addr) }),
                 req.user_addr,
             )
         }

@@ -633,8 +633,29 @@ impl Process {
     /// `ioctl(fd, request, arg)`: `arg` holds at least the bytes the request code's size field
     /// names; they are read and written back as the kernel would. Returns the ioctl's
     /// non-negative result or the errno.
-    pub fn ioctl(&self, request: u32, arg: &mut [u8]) -> KResult<i32> {
+    ///
+    /// # Safety
+    ///
+    /// The model reads and writes client memory directly, as the kernel and the GPU do: every
+    /// address inside the argument bytes (queue ring, read/write-pointer, EOP and save-area
+    /// addresses, a `USERPTR` buffer's user address, `WAIT_EVENTS`' event array, the output
+    /// array of `GET_PROCESS_APERTURES_NEW`, …) must be memory of this process that the caller
+    /// owns for the call's effects and their lifetime — for output arrays until the call
+    /// returns, for memory a queue or a GPU mapping reaches until the queue is destroyed or the
+    /// buffer freed — with no Rust reference into what the model writes meanwhile.
+    /// [`Process::call`] is the safe, typed entry for [`kfd_sys::SafeIoctl`] requests.
+    pub unsafe fn ioctl(&self, request: u32, arg: &mut [u8]) -> KResult<i32> {
         crate::chardev::ioctl(&self.inner, request, arg)
+    }
+
+    /// A typed ioctl that safe code may issue ([`kfd_sys::SafeIoctl`]): its argument makes
+    /// the model write no process memory outside the argument and map none for the GPU.
+    pub fn call<R: kfd_sys::SafeIoctl>(&self, arg: &mut R::Arg) -> KResult<i32> {
+        use kfd_sys::IntoBytes;
+        // SAFETY: a `SafeIoctl` argument holds no address the model writes through (it reads
+        // user arrays with `process_vm_readv`, EFAULT on a bad one; GPU addresses resolve
+        // through the GPU VM) and hands no process memory to the GPU.
+        unsafe { self.ioctl(R::REQUEST, arg.as_mut_bytes()) }
     }
 
     /// `mmap(fd, offset, len)` on `/dev/kfd`: doorbell, event and MMIO pages.

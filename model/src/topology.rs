@@ -6,70 +6,18 @@
 //! the host), so the same preset always produces the same tree and the same `gpu_id`s.
 
 use crate::config::{ModelConfig, Preset};
+use kfd_sys::gpu::PresetFacts;
 use kfd_sys::sysfs::{self, cache, io_link, mem_bank, node};
 use mqd::{topology_sizes, GfxVersion, TopologyInputs, TopologySizes};
 use std::fmt::Write as _;
 use std::io;
 use std::path::Path;
 
-/// The `properties` of one node. Field names are the sysfs keys.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-#[allow(missing_docs)] // each field is the sysfs key of the same name, see kfd_sys::sysfs::node
-pub struct NodeProperties {
-    pub cpu_cores_count: u64,
-    pub simd_count: u64,
-    pub cpu_core_id_base: u64,
-    pub simd_id_base: u64,
-    pub max_waves_per_simd: u64,
-    pub lds_size_in_kb: u64,
-    pub gds_size_in_kb: u64,
-    pub num_gws: u64,
-    pub wave_front_size: u64,
-    pub array_count: u64,
-    pub simd_arrays_per_engine: u64,
-    pub cu_per_simd_array: u64,
-    pub simd_per_cu: u64,
-    pub max_slots_scratch_cu: u64,
-    pub gfx_target_version: u64,
-    pub vendor_id: u64,
-    pub device_id: u64,
-    pub location_id: u64,
-    pub domain: u64,
-    pub drm_render_minor: u64,
-    pub hive_id: u64,
-    pub num_sdma_engines: u64,
-    pub num_sdma_xgmi_engines: u64,
-    pub num_sdma_queues_per_engine: u64,
-    pub num_cp_queues: u64,
-    pub max_engine_clk_fcompute: u64,
-    pub local_mem_size: u64,
-    pub fw_version: u64,
-    pub capability: u64,
-    pub capability2: u64,
-    pub debug_prop: u64,
-    pub sdma_fw_version: u64,
-    pub unique_id: u64,
-    pub num_xcc: u64,
-    pub max_engine_clk_ccompute: u64,
-    pub ctl_stack_size: u64,
-    pub cwsr_size: u64,
-    pub eop_buffer_size: u64,
-}
+/// The `properties` of one node: the shared sysfs record.
+pub use kfd_sys::sysfs::NodeProperties;
 
-/// One memory bank of a node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MemBank {
-    /// `HSA_MEM_HEAP_TYPE_*`.
-    pub heap_type: u32,
-    /// Bytes.
-    pub size_in_bytes: u64,
-    /// `HSA_MEM_FLAGS_*`.
-    pub flags: u32,
-    /// Bus width in bits.
-    pub width: u32,
-    /// Peak clock, MHz.
-    pub mem_clk_max: u32,
-}
+/// One memory bank of a node: the shared sysfs record.
+pub use kfd_sys::sysfs::{HeapType, MemBank};
 
 /// One cache of a node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,34 +42,8 @@ pub struct Cache {
     pub sibling_map: Vec<u8>,
 }
 
-/// One io link of a node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IoLink {
-    /// `HSA_IOLINK_TYPE_*`.
-    pub link_type: u32,
-    /// Version major.
-    pub version_major: u32,
-    /// Version minor.
-    pub version_minor: u32,
-    /// Source node.
-    pub node_from: u32,
-    /// Destination node.
-    pub node_to: u32,
-    /// Relative distance.
-    pub weight: u32,
-    /// Minimum latency, ns.
-    pub min_latency: u32,
-    /// Maximum latency, ns.
-    pub max_latency: u32,
-    /// Minimum bandwidth, MB/s.
-    pub min_bandwidth: u32,
-    /// Maximum bandwidth, MB/s.
-    pub max_bandwidth: u32,
-    /// Recommended transfer size.
-    pub recommended_transfer_size: u32,
-    /// `HSA_IOLINK_FLAGS_*`.
-    pub flags: u32,
-}
+/// One io link of a node: the shared sysfs record.
+pub use kfd_sys::sysfs::IoLink;
 
 /// A topology node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -158,7 +80,7 @@ impl Node {
     pub fn vram_size(&self) -> u64 {
         self.mem_banks
             .iter()
-            .filter(|b| b.heap_type != sysfs::HSA_MEM_HEAP_TYPE_SYSTEM)
+            .filter(|b| b.heap_type != HeapType::System)
             .map(|b| b.size_in_bytes)
             .sum()
     }
@@ -175,151 +97,13 @@ pub struct Topology {
     pub nodes: Vec<Node>,
 }
 
-/// The fixed description of one GPU part.
-struct PartSpec {
-    name: &'static str,
-    gfx_target_version: u64,
-    device_id: u64,
-    cus: u64,
-    simd_per_cu: u64,
-    array_count: u64,
-    simd_arrays_per_engine: u64,
-    cu_per_simd_array: u64,
-    max_waves_per_simd: u64,
-    wave_front_size: u64,
-    gds_kib: u64,
-    num_sdma_engines: u64,
-    num_sdma_xgmi_engines: u64,
-    num_sdma_queues_per_engine: u64,
-    num_cp_queues: u64,
-    num_xcc: u64,
-    clock_mhz: u64,
-    vram: u64,
-    vram_width: u32,
-    vram_clk: u32,
-    l2_kib: u32,
-    l3_kib: u32,
-    fw_version: u64,
-    sdma_fw_version: u64,
-    gpu_id_base: u32,
-}
-
-fn part(preset: Preset) -> PartSpec {
-    const GIB: u64 = 1 << 30;
-    match preset {
-        Preset::Gfx900 => PartSpec {
-            name: "vega10",
-            gfx_target_version: 90000,
-            device_id: 0x6860,
-            cus: 64,
-            simd_per_cu: 4,
-            array_count: 4,
-            simd_arrays_per_engine: 1,
-            cu_per_simd_array: 16,
-            max_waves_per_simd: 10,
-            wave_front_size: 64,
-            gds_kib: 64,
-            num_sdma_engines: 2,
-            num_sdma_xgmi_engines: 0,
-            num_sdma_queues_per_engine: 2,
-            num_cp_queues: 24,
-            num_xcc: 1,
-            clock_mhz: 1500,
-            vram: 16 * GIB,
-            vram_width: 2048,
-            vram_clk: 945,
-            l2_kib: 4096,
-            l3_kib: 0,
-            fw_version: 446,
-            sdma_fw_version: 430,
-            gpu_id_base: 0x4f3a,
-        },
-        Preset::Gfx90a => PartSpec {
-            name: "aldebaran",
-            gfx_target_version: 90010,
-            device_id: 0x740f,
-            cus: 104,
-            simd_per_cu: 4,
-            array_count: 8,
-            simd_arrays_per_engine: 1,
-            cu_per_simd_array: 14,
-            max_waves_per_simd: 8,
-            wave_front_size: 64,
-            gds_kib: 0,
-            num_sdma_engines: 2,
-            num_sdma_xgmi_engines: 3,
-            num_sdma_queues_per_engine: 8,
-            num_cp_queues: 24,
-            num_xcc: 1,
-            clock_mhz: 1700,
-            vram: 64 * GIB,
-            vram_width: 4096,
-            vram_clk: 1600,
-            l2_kib: 8192,
-            l3_kib: 0,
-            fw_version: 78,
-            sdma_fw_version: 8,
-            gpu_id_base: 0x8a1c,
-        },
-        Preset::Gfx942 => PartSpec {
-            name: "aqua_vanjaram",
-            gfx_target_version: 90402,
-            device_id: 0x74a1,
-            cus: 304,
-            simd_per_cu: 4,
-            array_count: 32,
-            simd_arrays_per_engine: 1,
-            cu_per_simd_array: 10,
-            max_waves_per_simd: 8,
-            wave_front_size: 64,
-            gds_kib: 0,
-            num_sdma_engines: 2,
-            num_sdma_xgmi_engines: 14,
-            num_sdma_queues_per_engine: 8,
-            num_cp_queues: 24,
-            num_xcc: 8,
-            clock_mhz: 2100,
-            vram: 192 * GIB,
-            vram_width: 8192,
-            vram_clk: 1300,
-            l2_kib: 4096,
-            l3_kib: 262144,
-            fw_version: 177,
-            sdma_fw_version: 19,
-            gpu_id_base: 0xc2d5,
-        },
-        Preset::Gfx1030 => PartSpec {
-            name: "sienna_cichlid",
-            gfx_target_version: 100300,
-            device_id: 0x73bf,
-            cus: 80,
-            simd_per_cu: 2,
-            array_count: 8,
-            simd_arrays_per_engine: 2,
-            cu_per_simd_array: 10,
-            max_waves_per_simd: 16,
-            wave_front_size: 32,
-            gds_kib: 0,
-            num_sdma_engines: 4,
-            num_sdma_xgmi_engines: 0,
-            num_sdma_queues_per_engine: 8,
-            num_cp_queues: 8,
-            num_xcc: 1,
-            clock_mhz: 2250,
-            vram: 16 * GIB,
-            vram_width: 256,
-            vram_clk: 1000,
-            l2_kib: 4096,
-            l3_kib: 131072,
-            fw_version: 115,
-            sdma_fw_version: 83,
-            gpu_id_base: 0x2b61,
-        },
-    }
+/// The fixed description of one GPU part: its row of the shared preset table.
+fn part(preset: Preset) -> &'static PresetFacts {
+    preset.facts()
 }
 
 /// The queue buffer sizes the topology requires (facts §9.9, computed by `mqd`).
-fn queue_sizes(spec: &PartSpec) -> TopologySizes {
+fn queue_sizes(spec: &PresetFacts) -> TopologySizes {
     let inputs = TopologyInputs {
         gfx_target_version: GfxVersion::from_target_version(spec.gfx_target_version as u32),
         simd_count: (spec.cus * spec.simd_per_cu) as u32,
@@ -361,7 +145,7 @@ impl Topology {
         let mut nodes = Vec::with_capacity(gpus + 1);
         nodes.push(cpu_node(gpus));
         for index in 0..gpus {
-            nodes.push(gpu_node(&spec, index, gpus, config.preset));
+            nodes.push(gpu_node(spec, index, gpus, config.preset));
         }
         Topology {
             generation_id: 1,
@@ -382,7 +166,7 @@ impl Topology {
 
     /// The queue buffer sizes a preset's GPUs require (what `CREATE_QUEUE` validates).
     pub fn queue_sizes(preset: Preset) -> TopologySizes {
-        queue_sizes(&part(preset))
+        queue_sizes(part(preset))
     }
 
     /// Writes the tree under `root` (which becomes the `topology` directory), creating it.
@@ -412,7 +196,7 @@ impl Topology {
             std::fs::write(dir.join(sysfs::KFD_SYSFS_PROPERTIES), n.properties_text())?;
             write_entries(
                 &dir.join(sysfs::KFD_SYSFS_MEM_BANKS),
-                n.mem_banks.iter().map(MemBank::text),
+                n.mem_banks.iter().map(mem_bank_text),
             )?;
             write_entries(
                 &dir.join(sysfs::KFD_SYSFS_CACHES),
@@ -420,7 +204,7 @@ impl Topology {
             )?;
             write_entries(
                 &dir.join(sysfs::KFD_SYSFS_IO_LINKS),
-                n.io_links.iter().map(IoLink::text),
+                n.io_links.iter().map(io_link_text),
             )?;
             std::fs::create_dir_all(dir.join(sysfs::KFD_SYSFS_P2P_LINKS))?;
         }
@@ -509,17 +293,15 @@ impl Node {
     }
 }
 
-impl MemBank {
-    fn text(&self) -> String {
-        let v = [
-            u64::from(self.heap_type),
-            self.size_in_bytes,
-            u64::from(self.flags),
-            u64::from(self.width),
-            u64::from(self.mem_clk_max),
-        ];
-        lines(&mem_bank::ALL.iter().copied().zip(v).collect::<Vec<_>>())
-    }
+/// The `properties` text of a memory bank.
+fn mem_bank_text(bank: &MemBank) -> String {
+    lines(
+        &mem_bank::ALL
+            .iter()
+            .copied()
+            .zip(bank.values())
+            .collect::<Vec<_>>(),
+    )
 }
 
 impl Cache {
@@ -547,30 +329,15 @@ impl Cache {
     }
 }
 
-impl IoLink {
-    fn text(&self) -> String {
-        let v = [
-            self.link_type,
-            self.version_major,
-            self.version_minor,
-            self.node_from,
-            self.node_to,
-            self.weight,
-            self.min_latency,
-            self.max_latency,
-            self.min_bandwidth,
-            self.max_bandwidth,
-            self.recommended_transfer_size,
-            self.flags,
-        ];
-        lines(
-            &io_link::ALL
-                .iter()
-                .copied()
-                .zip(v.map(u64::from))
-                .collect::<Vec<_>>(),
-        )
-    }
+/// The `properties` text of an io link.
+fn io_link_text(link: &IoLink) -> String {
+    lines(
+        &io_link::ALL
+            .iter()
+            .copied()
+            .zip(link.values().map(u64::from))
+            .collect::<Vec<_>>(),
+    )
 }
 
 fn pcie_link(from: u32, to: u32) -> IoLink {
@@ -600,7 +367,7 @@ fn cpu_node(gpus: usize) -> Node {
             ..Default::default()
         },
         mem_banks: vec![MemBank {
-            heap_type: sysfs::HSA_MEM_HEAP_TYPE_SYSTEM,
+            heap_type: HeapType::System,
             size_in_bytes: SYSTEM_MEMORY,
             flags: 0,
             width: 64,
@@ -621,7 +388,7 @@ fn cpu_node(gpus: usize) -> Node {
     }
 }
 
-fn gpu_node(spec: &PartSpec, index: usize, gpus: usize, preset: Preset) -> Node {
+fn gpu_node(spec: &PresetFacts, index: usize, gpus: usize, preset: Preset) -> Node {
     let node_id = index as u32 + 1;
     let sizes = queue_sizes(spec);
     let simd_count = spec.cus * spec.simd_per_cu;
@@ -715,10 +482,10 @@ fn gpu_node(spec: &PartSpec, index: usize, gpus: usize, preset: Preset) -> Node 
     }
     Node {
         gpu_id: spec.gpu_id_base + index as u32,
-        name: spec.name.to_owned(),
+        name: spec.chip.to_owned(),
         properties,
         mem_banks: vec![MemBank {
-            heap_type: sysfs::HSA_MEM_HEAP_TYPE_FB_PUBLIC,
+            heap_type: HeapType::FrameBufferPublic,
             size_in_bytes: spec.vram,
             flags: 0,
             width: spec.vram_width,

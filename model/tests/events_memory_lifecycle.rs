@@ -248,7 +248,8 @@ fn every_memory_kind_allocates_maps_and_frees() {
     gtt.write_u64(0, 7);
     assert_eq!(gtt.read_u64(0), 7);
     // USERPTR: host memory registered at a different GPU address.
-    let mut host = vec![0u64; 1024 + 512];
+    // Leaked: the registration outlives this test's borrows, as USERPTR memory must.
+    let host: &mut [u64] = Vec::leak(vec![0u64; 1024 + 512]);
     let aligned = (host.as_mut_ptr() as u64).next_multiple_of(4096);
     let mut up = kfd_ioctl_alloc_memory_of_gpu_args {
         va_addr: 0x5000_0000_0000,

@@ -7,89 +7,9 @@ use crate::cu_mask::{CuMask, ShaderLayout};
 use crate::cwsr::TopologySizes;
 use crate::error::{AddressKind, MqdError};
 
-/// The three MQD generations of this crate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Generation {
-    /// GC 9.x: `v9_mqd`, `v9_sdma_mqd`.
-    Gfx9,
-    /// GC 10.x: `v10_compute_mqd`, `v10_sdma_mqd`.
-    Gfx10,
-    /// GC 11.x: `v11_compute_mqd`, `v11_sdma_mqd`.
-    Gfx11,
-}
-
-impl Generation {
-    /// Every generation, oldest first.
-    pub const ALL: [Generation; 3] = [Generation::Gfx9, Generation::Gfx10, Generation::Gfx11];
-}
-
-impl fmt::Display for Generation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Generation::Gfx9 => "gfx9",
-            Generation::Gfx10 => "gfx10",
-            Generation::Gfx11 => "gfx11",
-        })
-    }
-}
-
-/// A `major.minor.stepping` graphics version.
-///
-/// The MQD builders key on the **GC IP version** (the kernel's `KFD_GC_VERSION`, e.g. 9.4.2
-/// for MI200); the topology size formulas key on the **gfx target version** that sysfs
-/// publishes as `gfx_target_version` (e.g. 9.0.10 = gfx90a for the same MI200). Both share
-/// the major number, which selects the [`Generation`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct GfxVersion {
-    /// Major version (9, 10, 11 …).
-    pub major: u8,
-    /// Minor version.
-    pub minor: u8,
-    /// Stepping.
-    pub stepping: u8,
-}
-
-impl GfxVersion {
-    /// `major.minor.stepping`.
-    pub const fn new(major: u8, minor: u8, stepping: u8) -> Self {
-        GfxVersion {
-            major,
-            minor,
-            stepping,
-        }
-    }
-
-    /// From the sysfs encoding `major×10000 + minor×100 + stepping` (90010 = gfx90a).
-    pub const fn from_target_version(value: u32) -> Self {
-        GfxVersion {
-            major: ((value / 10000) % 256) as u8,
-            minor: ((value / 100) % 100) as u8,
-            stepping: (value % 100) as u8,
-        }
-    }
-
-    /// The sysfs encoding `major×10000 + minor×100 + stepping`.
-    pub const fn target_version(self) -> u32 {
-        self.major as u32 * 10000 + self.minor as u32 * 100 + self.stepping as u32
-    }
-
-    /// The MQD generation of this version.
-    pub fn generation(self) -> Result<Generation, MqdError> {
-        match self.major {
-            9 => Ok(Generation::Gfx9),
-            10 => Ok(Generation::Gfx10),
-            11 => Ok(Generation::Gfx11),
-            _ => Err(MqdError::UnsupportedGfxVersion(self)),
-        }
-    }
-}
-
-impl fmt::Display for GfxVersion {
-    /// The LLVM target spelling: `gfx900`, `gfx90a`, `gfx1030`, `gfx1100`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "gfx{}{:x}{:x}", self.major, self.minor, self.stepping)
-    }
-}
+// The generation and version types are the shared ones of `kfd_sys::gpu`, so every layer
+// means the same thing by "gfx10".
+pub use kfd_sys::gpu::{Generation, GfxVersion};
 
 /// The kernel whose `init_mqd`/`update_mqd` the builders reproduce.
 ///
@@ -461,7 +381,9 @@ impl MqdConfig {
 
     /// The MQD generation of [`Self::gc_version`].
     pub fn generation(&self) -> Result<Generation, MqdError> {
-        self.gc_version.generation()
+        self.gc_version
+            .generation()
+            .ok_or(MqdError::UnsupportedGfxVersion(self.gc_version))
     }
 
     /// Whether CWSR state goes into a compute MQD: gfx9 needs CWSR on *and* a context-save

@@ -161,7 +161,9 @@ impl ShimConfig {
         };
         let mut cfg = ShimConfig::default();
         if let Some(v) = get(ENV_PRESET) {
-            cfg.preset = v.parse::<Preset>().map_err(|e| err(ENV_PRESET, &v, e))?;
+            cfg.preset = v
+                .parse::<Preset>()
+                .map_err(|e| err(ENV_PRESET, &v, e.to_string()))?;
         }
         if let Some(v) = get(ENV_GPUS) {
             cfg.gpus = v

@@ -8,6 +8,7 @@
 
 use kfd_model::topology::Node;
 use kfd_model::{Errno, KernelVersion, Preset};
+use kfd_sys::gpu::VramType;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 /// `DRM_IOCTL_VERSION`: `_IOWR('d', 0x00, struct drm_version)`.
@@ -183,14 +184,10 @@ const _: () = assert!(core::mem::size_of::<DrmVersion>() == 64);
 const _: () = assert!(core::mem::size_of::<DrmAmdgpuInfo>() == 32);
 const _: () = assert!(core::mem::size_of::<DrmAmdgpuInfoDevice>() == 368);
 
-/// The PCI revision that makes libdrm's `amdgpu.ids` name the modelled board.
+/// The PCI revision that makes libdrm's `amdgpu.ids` name the modelled board (a row of the
+/// shared preset table).
 pub fn pci_revision(preset: Preset) -> u32 {
-    match preset {
-        Preset::Gfx900 => 0x00,  // Radeon Instinct MI25
-        Preset::Gfx90a => 0x02,  // Instinct MI210
-        Preset::Gfx942 => 0x00,  // Instinct MI300X
-        Preset::Gfx1030 => 0xC0, // Radeon RX 6900 XT
-    }
+    preset.facts().pci_revision
 }
 
 /// The amdgpu KMS driver version of a kernel (`DRM_IOCTL_VERSION`).
@@ -286,7 +283,7 @@ pub fn device_info(info: &RenderInfo<'_>) -> DrmAmdgpuInfoDevice {
         .array_count
         .checked_div(p.simd_arrays_per_engine)
         .unwrap_or(0) as u32;
-    let gfx10 = matches!(info.preset, Preset::Gfx1030);
+    let facts = info.preset.facts();
     let mem_clock_mhz = info.node.mem_banks.first().map_or(0, |b| b.mem_clk_max);
     let vram_width = info.node.mem_banks.first().map_or(0, |b| b.width);
     // One bit per CU of each shader array, arrays laid out [engine][array].
@@ -306,13 +303,9 @@ pub fn device_info(info: &RenderInfo<'_>) -> DrmAmdgpuInfoDevice {
     DrmAmdgpuInfoDevice {
         device_id: p.device_id as u32,
         chip_rev: 0,
-        external_rev: if gfx10 { 0x28 } else { 0x01 },
+        external_rev: facts.external_revision,
         pci_rev: pci_revision(info.preset),
-        family: if gfx10 {
-            AMDGPU_FAMILY_NV
-        } else {
-            AMDGPU_FAMILY_AI
-        },
+        family: facts.drm_family,
         num_shader_engines: engines,
         num_shader_arrays_per_engine: p.simd_arrays_per_engine as u32,
         gpu_counter_freq: (kfd_model::hw::clock::GPU_CLOCK_HZ / 1000) as u32,
@@ -332,10 +325,9 @@ pub fn device_info(info: &RenderInfo<'_>) -> DrmAmdgpuInfoDevice {
         pte_fragment_size: 0x20_0000,
         gart_page_size: 4096,
         ce_ram_size: 0,
-        vram_type: if gfx10 {
-            AMDGPU_VRAM_TYPE_GDDR6
-        } else {
-            AMDGPU_VRAM_TYPE_HBM
+        vram_type: match facts.vram_type {
+            VramType::Hbm => AMDGPU_VRAM_TYPE_HBM,
+            VramType::Gddr6 => AMDGPU_VRAM_TYPE_GDDR6,
         },
         vram_bit_width: vram_width,
         reserved_184: [0; 14],

@@ -506,7 +506,13 @@ fn user_errno(e: Errno) -> Errno {
 
 /// `ioctl` on a `/dev/kfd` descriptor: the argument is copied in and out with the kernel's
 /// `copy_from_user`/`copy_to_user` semantics (a bad pointer is `EFAULT`).
-pub(crate) fn kfd_ioctl(fd: c_int, request: u64, arg: *mut c_void) -> Result<c_int, Errno> {
+///
+/// # Safety
+///
+/// The promise a C client makes to the kernel when it calls `ioctl(2)`: the addresses inside
+/// the argument (queue buffers, user pointers, output arrays) are its own memory for as long
+/// as the driver and the GPU use them ([`Process::ioctl`]'s contract).
+pub(crate) unsafe fn kfd_ioctl(fd: c_int, request: u64, arg: *mut c_void) -> Result<c_int, Errno> {
     let process = kfd_process(fd)?;
     let request = u32::try_from(request).map_err(|_| Errno::ENOTTY)?;
     let size = kfd_sys::ioc_size(request);
@@ -525,7 +531,8 @@ pub(crate) fn kfd_ioctl(fd: c_int, request: u64, arg: *mut c_void) -> Result<c_i
     SelfProcess.read(addr, buf)?;
     orig.copy_from_slice(buf);
     log::trace!(target: "preload", "ioctl fd {fd} {request:#010x} in  {buf:02x?}");
-    let result = process.ioctl(request, buf);
+    // SAFETY: forwarded from our caller, the client's `ioctl(2)`.
+    let result = unsafe { process.ioctl(request, buf) };
     log::trace!(target: "preload", "ioctl fd {fd} {request:#010x} out {buf:02x?} = {result:?}");
     // Copy back only what the driver changed: an IOW struct may live in read-only memory.
     if buf != orig {

@@ -17,10 +17,13 @@ use kfd_model::{MapSource, Model, Process};
 use kfd_sys::*;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
-use thunk::{EventKind, Kfd, MemoryKind, ModelConfig, OpenOptions, Preset, QueueOptions};
+use thunk::model_access::{KfdModelExt, ModelConfig, OpenOptionsModelExt};
+use thunk::{EventKind, Kfd, MemoryKind, OpenOptions, Preset, QueueOptions};
 
 fn ioctl<T: IntoBytes + FromBytes + Immutable>(p: &Process, request: u32, args: &mut T) {
-    p.ioctl(request, args.as_mut_bytes()).expect("ioctl");
+    // SAFETY: this bench passes only addresses of buffers it allocated through the model and
+    // keeps for the whole run.
+    unsafe { p.ioctl(request, args.as_mut_bytes()) }.expect("ioctl");
 }
 
 fn ioctl_overhead(c: &mut Criterion) {
@@ -33,9 +36,7 @@ fn ioctl_overhead(c: &mut Criterion) {
     g.bench_function("model_direct", |b| {
         b.iter(|| {
             let mut v = kfd_ioctl_get_version_args::default();
-            direct
-                .ioctl(AMDKFD_IOC_GET_VERSION, black_box(v.as_mut_bytes()))
-                .expect("ioctl");
+            direct.call::<GetVersion>(black_box(&mut v)).expect("ioctl");
             black_box(v.minor_version)
         })
     });
@@ -48,9 +49,7 @@ fn ioctl_overhead(c: &mut Criterion) {
                 iters,
                 || {
                     let mut v = kfd_ioctl_get_version_args::default();
-                    direct
-                        .ioctl(AMDKFD_IOC_GET_VERSION, black_box(v.as_mut_bytes()))
-                        .expect("ioctl");
+                    direct.call::<GetVersion>(black_box(&mut v)).expect("ioctl");
                     black_box(v.minor_version);
                 },
                 || {
@@ -74,9 +73,7 @@ fn ioctl_overhead(c: &mut Criterion) {
                 event_id: black_box(e.event_id),
                 pad: 0,
             };
-            direct
-                .ioctl(AMDKFD_IOC_SET_EVENT, a.as_mut_bytes())
-                .expect("ioctl");
+            direct.call::<SetEvent>(&mut a).expect("ioctl");
         })
     });
     g.bench_function("thunk", |b| b.iter(|| event.set().expect("set")));
@@ -89,9 +86,7 @@ fn ioctl_overhead(c: &mut Criterion) {
                         event_id: black_box(e.event_id),
                         pad: 0,
                     };
-                    direct
-                        .ioctl(AMDKFD_IOC_SET_EVENT, a.as_mut_bytes())
-                        .expect("ioctl");
+                    direct.call::<SetEvent>(&mut a).expect("ioctl");
                 },
                 || event.set().expect("set"),
             )

@@ -3,83 +3,13 @@
 
 use core::fmt;
 
-/// A Linux error number as the kernel returns it (positive).
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Errno(pub i32);
+/// A Linux error number as the kernel returns it (positive): the one type of
+/// `kfd_sys::errno`, which the driver model returns as well.
+pub use kfd_sys::errno::Errno;
 
-impl Errno {
-    /// Operation not permitted.
-    pub const EPERM: Errno = Errno(libc::EPERM);
-    /// No such file or directory.
-    pub const ENOENT: Errno = Errno(libc::ENOENT);
-    /// No such process (binding the process to a GPU failed).
-    pub const ESRCH: Errno = Errno(libc::ESRCH);
-    /// Interrupted system call.
-    pub const EINTR: Errno = Errno(libc::EINTR);
-    /// I/O error (GPU in reset, scheduler hung, event destroyed while waited on).
-    pub const EIO: Errno = Errno(libc::EIO);
-    /// Bad file descriptor.
-    pub const EBADF: Errno = Errno(libc::EBADF);
-    /// Try again.
-    pub const EAGAIN: Errno = Errno(libc::EAGAIN);
-    /// Out of memory, no free queue id, no free SDMA queue.
-    pub const ENOMEM: Errno = Errno(libc::ENOMEM);
-    /// Permission denied.
-    pub const EACCES: Errno = Errno(libc::EACCES);
-    /// Bad address.
-    pub const EFAULT: Errno = Errno(libc::EFAULT);
-    /// Busy.
-    pub const EBUSY: Errno = Errno(libc::EBUSY);
-    /// Already exists.
-    pub const EEXIST: Errno = Errno(libc::EEXIST);
-    /// No such device.
-    pub const ENODEV: Errno = Errno(libc::ENODEV);
-    /// Invalid argument.
-    pub const EINVAL: Errno = Errno(libc::EINVAL);
-    /// No space left (queue limit per process, event slots).
-    pub const ENOSPC: Errno = Errno(libc::ENOSPC);
-    /// Inappropriate ioctl for device.
-    pub const ENOTTY: Errno = Errno(libc::ENOTTY);
-    /// Value out of range.
-    pub const ERANGE: Errno = Errno(libc::ERANGE);
-    /// Timer expired (preemption timeout in the driver).
-    pub const ETIME: Errno = Errno(libc::ETIME);
-    /// Timed out (a wait of the thunk's own).
-    pub const ETIMEDOUT: Errno = Errno(libc::ETIMEDOUT);
-    /// Operation not supported (the user-space value, 95).
-    pub const EOPNOTSUPP: Errno = Errno(libc::EOPNOTSUPP);
-    /// The kernel-internal `ENOTSUPP` (524) amdkfd returns for an unknown queue type.
-    pub const ENOTSUPP: Errno = Errno(kfd_sys::errno::ENOTSUPP);
-
-    /// The symbolic name (`"EINVAL"`), or `"E?"` for numbers without one here.
-    pub fn name(self) -> &'static str {
-        kfd_sys::errno::errno_name(self.0).unwrap_or("E?")
-    }
-}
-
-impl fmt::Debug for Errno {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}({})", self.name(), self.0)
-    }
-}
-
-impl fmt::Display for Errno {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({})", self.name(), self.0)
-    }
-}
-
-impl From<nix::errno::Errno> for Errno {
-    fn from(e: nix::errno::Errno) -> Self {
-        Errno(e as i32)
-    }
-}
-
-#[cfg(feature = "model")]
-impl From<kfd_model::Errno> for Errno {
-    fn from(e: kfd_model::Errno) -> Self {
-        Errno(e.0)
-    }
+/// The [`Errno`] of a failed system call.
+pub(crate) fn from_nix(e: nix::errno::Errno) -> Errno {
+    Errno(e as i32)
 }
 
 /// What went wrong: the operation (an ioctl name such as `"CREATE_QUEUE"`, or a thunk step
@@ -230,13 +160,22 @@ fn explain(op: &str, errno: Errno) -> Option<&'static str> {
             Some("the user pages are not mapped readable and writable")
         }
         ("FREE_MEMORY_OF_GPU", Errno::EINVAL) => Some("no buffer with this handle"),
-        ("FREE_MEMORY_OF_GPU", Errno::EBUSY) => Some("the buffer is still mapped on a GPU"),
+        ("FREE_MEMORY_OF_GPU", Errno::EBUSY) => {
+            Some("the buffer is still mapped on a GPU, or a queue still uses it")
+        }
         ("FREE_MEMORY_OF_GPU", Errno::EPERM) => Some("the signal event page cannot be freed"),
         ("MAP_MEMORY_TO_GPU", Errno::EINVAL) => Some(
-            "unknown handle or gpu id, or the address range overlaps another mapping on that \
-             GPU",
+            "unknown gpu id, or the buffer's address is 0, unaligned, past 48 bits or overlaps \
+             another mapping on that GPU",
         ),
-        ("UNMAP_MEMORY_FROM_GPU", Errno::EINVAL) => Some("unknown handle or gpu id"),
+        ("MAP_MEMORY_TO_GPU", Errno::ENOMEM) => Some("no buffer with this handle"),
+        ("UNMAP_MEMORY_FROM_GPU", Errno::EINVAL) => {
+            Some("unknown gpu id, or the buffer is not mapped on that GPU")
+        }
+        ("UNMAP_MEMORY_FROM_GPU", Errno::ENOMEM) => Some("no buffer with this handle"),
+        ("UNMAP_MEMORY_FROM_GPU", Errno::EBUSY) => {
+            Some("a queue still uses the buffer (its ring, pointers, EOP or CWSR area)")
+        }
         ("ACQUIRE_VM", Errno::EINVAL) => Some("the render node does not belong to this GPU"),
         ("ACQUIRE_VM", Errno::EBUSY) => {
             Some("the GPU's address space was already acquired from another render node")

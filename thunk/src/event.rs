@@ -10,6 +10,9 @@
 //! allocates it (a 32 KiB GTT buffer mapped on every GPU) and hands its handle to the first
 //! `CREATE_EVENT`; on an APU the kernel allocates it and the thunk maps it through `/dev/kfd`.
 
+// An ioctl whose argument carries a user address, upholding its contract.
+#![allow(unsafe_code)]
+
 use crate::error::{Errno, Error, Result};
 use crate::kfd::{lock, Kfd, Session};
 use crate::memory::{alloc_raw, free_raw, map_raw, MemoryKind};
@@ -250,7 +253,7 @@ fn raw_create(
         auto_reset: u32::from(auto_reset),
         ..Default::default()
     };
-    session.ioctl(AMDKFD_IOC_CREATE_EVENT, &mut a)?;
+    session.ioctl::<CreateEvent>(&mut a)?;
     Ok(a)
 }
 
@@ -259,7 +262,7 @@ fn raw_destroy(session: &Session, id: u32) -> core::result::Result<(), Errno> {
         event_id: id,
         pad: 0,
     };
-    session.ioctl(AMDKFD_IOC_DESTROY_EVENT, &mut d).map(drop)
+    session.ioctl::<DestroyEvent>(&mut d).map(drop)
 }
 
 /// Creates the event page on the user-buffer path and the first signal event with it.
@@ -444,7 +447,9 @@ impl Kfd {
             // driver leaves unchanged costs a shim or a tracer nothing to copy back.
             wait_result: KFD_IOC_WAIT_RESULT_COMPLETE,
         };
-        let r = self.session.ioctl(AMDKFD_IOC_WAIT_EVENTS, &mut a);
+        // SAFETY: `events_ptr` points at `data`, `num_events` entries, alive and not otherwise
+        // borrowed until the call returns; the kernel writes only inside it.
+        let r = unsafe { self.session.ioctl_unchecked::<WaitEvents>(&mut a) };
         let ids = || events.iter().map(|e| e.id).collect::<Vec<u32>>();
         r.map_err(|e| Error::ioctl(OP, e, format_args!("events {:?}", ids())))?;
         let status = match a.wait_result {
@@ -546,7 +551,7 @@ impl Event {
             pad: 0,
         };
         self.session
-            .ioctl(AMDKFD_IOC_SET_EVENT, &mut a)
+            .ioctl::<SetEvent>(&mut a)
             .map_err(|e| Error::ioctl("SET_EVENT", e, format_args!("event {}", self.id)))?;
         Ok(())
     }
@@ -558,7 +563,7 @@ impl Event {
             pad: 0,
         };
         self.session
-            .ioctl(AMDKFD_IOC_RESET_EVENT, &mut a)
+            .ioctl::<ResetEvent>(&mut a)
             .map_err(|e| Error::ioctl("RESET_EVENT", e, format_args!("event {}", self.id)))?;
         Ok(())
     }

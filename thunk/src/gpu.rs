@@ -141,7 +141,7 @@ impl Gpu {
             ..Default::default()
         };
         self.session
-            .ioctl(AMDKFD_IOC_GET_CLOCK_COUNTERS, &mut a)
+            .ioctl::<GetClockCounters>(&mut a)
             .map_err(|e| Error::ioctl("GET_CLOCK_COUNTERS", e, self.label()))?;
         Ok(ClockCounters {
             gpu: a.gpu_clock_counter,
@@ -158,7 +158,7 @@ impl Gpu {
             ..Default::default()
         };
         self.session
-            .ioctl(AMDKFD_IOC_AVAILABLE_MEMORY, &mut a)
+            .ioctl::<AvailableMemory>(&mut a)
             .map_err(|e| Error::ioctl("AVAILABLE_MEMORY", e, self.label()))?;
         Ok(a.available)
     }
@@ -188,7 +188,7 @@ impl Gpu {
             pad: 0,
         };
         self.session
-            .ioctl(AMDKFD_IOC_SET_TRAP_HANDLER, &mut a)
+            .ioctl::<SetTrapHandler>(&mut a)
             .map_err(|e| Error::ioctl("SET_TRAP_HANDLER", e, self.label()))?;
         Ok(())
     }
@@ -202,7 +202,7 @@ impl Gpu {
             pad: 0,
         };
         self.session
-            .ioctl(AMDKFD_IOC_SET_SCRATCH_BACKING_VA, &mut a)
+            .ioctl::<SetScratchBackingVa>(&mut a)
             .map_err(|e| Error::ioctl("SET_SCRATCH_BACKING_VA", e, self.label()))?;
         Ok(())
     }
@@ -225,7 +225,7 @@ impl Gpu {
             ..Default::default()
         };
         self.session
-            .ioctl(AMDKFD_IOC_SET_MEMORY_POLICY, &mut a)
+            .ioctl::<SetMemoryPolicy>(&mut a)
             .map_err(|e| Error::ioctl("SET_MEMORY_POLICY", e, self.label()))?;
         Ok(())
     }

@@ -1,12 +1,17 @@
 //! Opening the device: choosing a backend, checking the interface version, reading the
 //! topology, binding every GPU's address space — and the process-wide calls.
 
+// `ioctl_unchecked` is an `unsafe fn` forwarding its caller's promise about the addresses.
+#![allow(unsafe_code)]
+
 use crate::backend::{Backend, BackendKind, DevKfd, RenderNode, KFD_DEVICE_PATH};
 use crate::error::{Errno, Error, Result};
 use crate::event::{EventPage, RetainedEventPage};
 use crate::gpu::{Apertures, Gpu};
 use crate::queue::DoorbellPage;
 use crate::topology::Topology;
+#[cfg(feature = "model")]
+use kfd_sys::gpu::Preset;
 use kfd_sys::*;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
@@ -50,7 +55,7 @@ pub enum PagePath {
 }
 
 #[derive(Debug)]
-enum BackendChoice {
+pub(crate) enum BackendChoice {
     Auto,
     Device {
         path: PathBuf,
@@ -86,7 +91,7 @@ impl OpenOptions {
         Self::with(BackendChoice::Auto)
     }
 
-    fn with(backend: BackendChoice) -> Self {
+    pub(crate) fn with(backend: BackendChoice) -> Self {
         OpenOptions {
             backend,
             topology_root: None,
@@ -99,22 +104,14 @@ impl OpenOptions {
         Self::with(BackendChoice::Device { path: path.into() })
     }
 
-    /// A new model of `gpus` GPUs of `preset`, Linux 6.12 behaviour.
+    /// A new model of `gpus` GPUs of `preset`, Linux 6.12 behaviour. (A configuration beyond
+    /// a preset, or a second process on an existing model:
+    /// [`crate::model_access::OpenOptionsModelExt`].)
     #[cfg(feature = "model")]
-    pub fn model(preset: kfd_model::Preset, gpus: u32) -> Self {
-        Self::model_config(kfd_model::ModelConfig::new(preset).with_gpus(gpus))
-    }
-
-    /// A new model built from `config`.
-    #[cfg(feature = "model")]
-    pub fn model_config(config: kfd_model::ModelConfig) -> Self {
-        Self::with(BackendChoice::Model(Box::new(config)))
-    }
-
-    /// Another process on an existing model (as a second program would open `/dev/kfd`).
-    #[cfg(feature = "model")]
-    pub fn model_instance(model: &kfd_model::Model) -> Self {
-        Self::with(BackendChoice::ModelInstance(model.clone()))
+    pub fn model(preset: Preset, gpus: u32) -> Self {
+        Self::with(BackendChoice::Model(Box::new(
+            kfd_model::ModelConfig::new(preset).with_gpus(gpus),
+        )))
     }
 
     /// Any backend.
@@ -139,9 +136,9 @@ impl OpenOptions {
             if preset.is_some() || gpus.is_some() {
                 let preset = match preset {
                     Some(p) => p
-                        .parse::<kfd_model::Preset>()
+                        .parse::<Preset>()
                         .map_err(|m| Error::invalid("open", format!("KFD_MODEL_PRESET: {m}")))?,
-                    None => kfd_model::Preset::Gfx900,
+                    None => Preset::Gfx900,
                 };
                 let gpus = match gpus {
                     Some(g) => g.trim().parse::<u32>().map_err(|_| {
@@ -218,7 +215,7 @@ impl OpenOptions {
         match &self.backend {
             BackendChoice::Auto if !Path::new(KFD_DEVICE_PATH).exists() => {
                 log::info!(target: "thunk::open", "{KFD_DEVICE_PATH} does not exist; using the in-process model (gfx900)");
-                let cfg = kfd_model::ModelConfig::new(kfd_model::Preset::Gfx900);
+                let cfg = kfd_model::ModelConfig::new(Preset::Gfx900);
                 Ok(from_model(ModelBackend::new(cfg).map_err(model_err)?))
             }
             BackendChoice::Model(cfg) => Ok(from_model(
@@ -312,14 +309,25 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Session {
-    /// A typed ioctl: the argument struct's own bytes are the buffer (no copy).
+    /// A typed [`SafeIoctl`]: the argument struct's own bytes are the buffer (no copy).
     #[inline]
-    pub fn ioctl<T: IntoBytes + FromBytes + Immutable>(
+    pub fn ioctl<R: SafeIoctl>(&self, args: &mut R::Arg) -> core::result::Result<i32, Errno> {
+        self.backend.call::<R>(args)
+    }
+
+    /// A typed ioctl whose argument carries addresses.
+    ///
+    /// # Safety
+    ///
+    /// As [`Backend::ioctl`]: the addresses in `args` are memory the caller owns for the
+    /// call's effects and their lifetime.
+    #[inline]
+    pub unsafe fn ioctl_unchecked<R: Ioctl>(
         &self,
-        request: u32,
-        args: &mut T,
+        args: &mut R::Arg,
     ) -> core::result::Result<i32, Errno> {
-        self.backend.ioctl(request, args.as_mut_bytes())
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { self.backend.call_unchecked::<R>(args) }
     }
 
     /// The state of GPU `gpu_id`.
@@ -390,7 +398,7 @@ impl Kfd {
     ) -> Result<Kfd> {
         let mut v = kfd_ioctl_get_version_args::default();
         backend
-            .ioctl(AMDKFD_IOC_GET_VERSION, v.as_mut_bytes())
+            .call::<GetVersion>(&mut v)
             .map_err(|e| Error::ioctl("GET_VERSION", e, backend.describe()))?;
         let version = InterfaceVersion {
             major: v.major_version,
@@ -428,15 +436,13 @@ impl Kfd {
                 drm_fd: render.fd() as u32,
                 gpu_id: node.gpu_id,
             };
-            backend
-                .ioctl(AMDKFD_IOC_ACQUIRE_VM, a.as_mut_bytes())
-                .map_err(|e| {
-                    Error::ioctl(
-                        "ACQUIRE_VM",
-                        e,
-                        format_args!("gpu {:#x} via renderD{minor}", node.gpu_id),
-                    )
-                })?;
+            backend.call::<AcquireVm>(&mut a).map_err(|e| {
+                Error::ioctl(
+                    "ACQUIRE_VM",
+                    e,
+                    format_args!("gpu {:#x} via renderD{minor}", node.gpu_id),
+                )
+            })?;
             gpus.push(GpuState {
                 gpu_id: node.gpu_id,
                 node: i,
@@ -495,7 +501,7 @@ impl Kfd {
     pub fn query_version(&self) -> Result<InterfaceVersion> {
         let mut v = kfd_ioctl_get_version_args::default();
         self.session
-            .ioctl(AMDKFD_IOC_GET_VERSION, &mut v)
+            .ioctl::<GetVersion>(&mut v)
             .map_err(|e| Error::ioctl("GET_VERSION", e, ""))?;
         Ok(InterfaceVersion {
             major: v.major_version,
@@ -537,37 +543,35 @@ impl Kfd {
         self.session.backend.as_ref()
     }
 
-    /// The model behind this process, when it runs on one.
-    #[cfg(feature = "model")]
-    pub fn model(&self) -> Option<&kfd_model::Model> {
-        self.session.model.as_ref()
-    }
-
     /// Whether the event and doorbell pages take the dGPU (user-buffer) path.
     pub fn uses_user_pages(&self) -> bool {
         self.session.user_pages
     }
 
-    /// A raw ioctl on this process's `/dev/kfd`, for what the thunk does not wrap: `args`'
-    /// bytes are the argument buffer. `request` must name `args`' size.
-    pub fn ioctl<T: IntoBytes + FromBytes + Immutable>(
-        &self,
-        request: u32,
-        args: &mut T,
-    ) -> Result<i32> {
-        let size = kfd_sys::ioctl::ioc_size(request);
-        if size != core::mem::size_of::<T>() {
-            return Err(Error::invalid(
-                "ioctl",
-                format!(
-                    "request {request:#010x} carries {size} bytes but the argument is {} bytes",
-                    core::mem::size_of::<T>()
-                ),
-            ));
-        }
+    /// An ioctl the thunk does not wrap, on this process's `/dev/kfd`, for requests safe code
+    /// may issue ([`SafeIoctl`]): `R` names the request code and the
+    /// argument type together (`kfd.ioctl::<kfd_sys::GetVersion>(&mut args)`), and the
+    /// argument struct's bytes are the buffer.
+    pub fn ioctl<R: SafeIoctl>(&self, args: &mut R::Arg) -> Result<i32> {
         self.session
-            .ioctl(request, args)
-            .map_err(|e| Error::ioctl("ioctl", e, format_args!("request {request:#010x}")))
+            .ioctl::<R>(args)
+            .map_err(|e| Error::ioctl(R::NAME, e, "raw request"))
+    }
+
+    /// As [`Kfd::ioctl`], for any request, including those whose argument carries user
+    /// addresses the kernel writes or hands to the GPU (`USERPTR` buffers, output arrays, SVM
+    /// ranges…).
+    ///
+    /// # Safety
+    ///
+    /// Every address inside `args` must be memory the caller owns for everything the kernel
+    /// and the GPU do with it and for as long as they do: an output array until the call
+    /// returns, memory a queue or a GPU mapping reaches until the queue is destroyed or the
+    /// buffer freed; no Rust reference may point into what they write meanwhile.
+    pub unsafe fn ioctl_unchecked<R: Ioctl>(&self, args: &mut R::Arg) -> Result<i32> {
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { self.session.ioctl_unchecked::<R>(args) }
+            .map_err(|e| Error::ioctl(R::NAME, e, "raw request"))
     }
 
     /// The apertures (LDS, scratch, GPUVM) of every GPU of the process
@@ -575,16 +579,23 @@ impl Kfd {
     pub fn apertures(&self) -> Result<Vec<Apertures>> {
         const OP: &str = "GET_PROCESS_APERTURES_NEW";
         let mut a = kfd_ioctl_get_process_apertures_new_args::default();
-        self.session
-            .ioctl(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &mut a)
-            .map_err(|e| Error::ioctl(OP, e, "counting nodes"))?;
+        // SAFETY: the array pointer is still 0: the kernel only counts the nodes.
+        unsafe {
+            self.session
+                .ioctl_unchecked::<GetProcessAperturesNew>(&mut a)
+        }
+        .map_err(|e| Error::ioctl(OP, e, "counting nodes"))?;
         let n = (a.num_of_nodes as usize).min(self.session.gpus.len().max(1) * 2 + 8);
         let mut list = vec![kfd_process_device_apertures::default(); n];
         a.kfd_process_device_apertures_ptr = list.as_mut_ptr() as u64;
         a.num_of_nodes = n as u32;
-        self.session
-            .ioctl(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &mut a)
-            .map_err(|e| Error::ioctl(OP, e, ""))?;
+        // SAFETY: the array pointer is `list`, `num_of_nodes` entries, alive and not otherwise
+        // borrowed until the call returns; the kernel writes at most that many.
+        unsafe {
+            self.session
+                .ioctl_unchecked::<GetProcessAperturesNew>(&mut a)
+        }
+        .map_err(|e| Error::ioctl(OP, e, ""))?;
         let got = (a.num_of_nodes as usize).min(n);
         Ok(list.iter().take(got).map(Apertures::from_raw).collect())
     }
@@ -593,7 +604,7 @@ impl Kfd {
     pub fn xnack_mode(&self) -> Result<bool> {
         let mut a = kfd_ioctl_set_xnack_mode_args { xnack_enabled: -1 };
         self.session
-            .ioctl(AMDKFD_IOC_SET_XNACK_MODE, &mut a)
+            .ioctl::<SetXnackMode>(&mut a)
             .map_err(|e| Error::ioctl("SET_XNACK_MODE", e, "query"))?;
         Ok(a.xnack_enabled > 0)
     }
@@ -605,7 +616,7 @@ impl Kfd {
             xnack_enabled: i32::from(enabled),
         };
         self.session
-            .ioctl(AMDKFD_IOC_SET_XNACK_MODE, &mut a)
+            .ioctl::<SetXnackMode>(&mut a)
             .map_err(|e| Error::ioctl("SET_XNACK_MODE", e, format_args!("enable = {enabled}")))?;
         Ok(())
     }

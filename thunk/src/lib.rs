@@ -6,8 +6,10 @@
 //! cleans up after itself, and errors that say what to change instead of a bare errno.
 //!
 //! The same code runs on two backends ([`Backend`]): [`DevKfd`], real system calls on
-//! `/dev/kfd` and `/dev/dri/renderD*`, and [`ModelBackend`] (feature `model`, on by default),
-//! the in-process model of the driver and GPU from `kfd-model`. [`Kfd::open`] takes the real
+//! `/dev/kfd` and `/dev/dri/renderD*`, and `ModelBackend` (feature `model`, on by default),
+//! the in-process model of the driver and GPU from `kfd-model`. No model type is needed to use
+//! the thunk: [`OpenOptions::model`] takes the shared [`Preset`]; what looks inside the model
+//! is the escape hatch `model_access` (feature `model`). [`Kfd::open`] takes the real
 //! device when `/dev/kfd` exists and the model otherwise; [`Kfd::open_with`] chooses.
 //!
 //! ## Example: a WRITE_DATA and a fence on a raw PM4 queue
@@ -49,8 +51,9 @@
 //! ## Opening
 //!
 //! [`OpenOptions`] chooses the backend: [`OpenOptions::device`] (a path, normally `/dev/kfd`),
-//! [`OpenOptions::model`] (a preset and a number of GPUs), [`OpenOptions::model_instance`]
-//! (another process on an existing model), [`OpenOptions::backend`] (anything implementing
+//! [`OpenOptions::model`] (a preset and a number of GPUs), `model_access::OpenOptionsModelExt`
+//! (a full model configuration, or another process on an existing model),
+//! [`OpenOptions::backend`] (anything implementing
 //! [`Backend`]), or [`OpenOptions::from_env`]: `KFD_DEVICE=<path>`, else
 //! `KFD_MODEL_PRESET=<gfx900|gfx90a|gfx942|gfx1030>` and `KFD_MODEL_GPUS=<n>`, else automatic.
 //! Opening reads the interface version (major 1 required), reads the topology, opens every
@@ -103,14 +106,14 @@ mod event;
 mod gpu;
 mod kfd;
 mod memory;
+#[cfg(feature = "model")]
+pub mod model_access;
 pub mod packets;
 mod poll;
 mod queue;
 pub mod topology;
 mod va;
 
-#[cfg(feature = "model")]
-pub use backend::ModelBackend;
 pub use backend::{Backend, BackendKind, DevKfd, MapTarget, RenderNode};
 pub use error::{Errno, Error, Result};
 pub use event::{
@@ -121,8 +124,8 @@ pub use gpu::{Apertures, CachePolicy, ClockCounters, Gpu};
 pub use kfd::{InterfaceVersion, Kfd, OpenOptions, PagePath};
 pub use memory::{AllocOptions, Memory, MemoryKind};
 pub use queue::{
-    AqlQueue, Pm4Queue, QueueOptions, QueuePriority, RawQueue, SdmaEngine, SdmaQueue,
-    DEFAULT_RING_SIZE, ERROR_PAYLOAD_OFFSET, READ_POINTER_OFFSET, WRITE_POINTER_OFFSET,
+    Aql, AqlQueue, Pm4, Pm4Queue, Queue, QueueKind, QueueOptions, QueuePriority, Sdma, SdmaEngine,
+    SdmaQueue, DEFAULT_RING_SIZE, ERROR_PAYLOAD_OFFSET, READ_POINTER_OFFSET, WRITE_POINTER_OFFSET,
 };
 pub use topology::{Node, QueueSizes, Topology};
 pub use va::{Access, PAGE_SIZE};
@@ -142,5 +145,6 @@ const _: () = {
 };
 pub use pm4::ring::{AqlSlotPtr, DwordPtr, SdmaBytePtr};
 
-#[cfg(feature = "model")]
-pub use kfd_model::{ModelConfig, Preset};
+/// The parts the model knows and the graphics generations: the shared table of
+/// `kfd_sys::gpu`, needed to name a model without depending on the model crate.
+pub use kfd_sys::gpu::{Generation, GfxVersion, Preset};

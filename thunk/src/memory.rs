@@ -3,6 +3,9 @@
 //! the render node for VRAM and GTT, through `/dev/kfd` for doorbell and MMIO pages), then
 //! `MAP_MEMORY_TO_GPU` on one or more GPUs. Dropping a [`Memory`] undoes all of it.
 
+// An ioctl whose argument carries a user address, upholding its contract.
+#![allow(unsafe_code)]
+
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::kfd::{lock, Session};
@@ -221,22 +224,23 @@ pub(crate) fn alloc_raw(
         },
         ..Default::default()
     };
-    session
-        .ioctl(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a)
-        .map_err(|e| {
-            Error::ioctl(
-                OP,
-                e,
-                format_args!(
-                    "{kind:?} buffer of {size:#x} bytes on gpu {:#x}",
-                    state.gpu_id
-                ),
-            )
-        })?;
+    // SAFETY: the VA is `range`, a reservation of this process's address space that the new
+    // [`Memory`] owns; for USERPTR, the user pages are that same anonymous mapping, reached
+    // from Rust only through the `Memory`'s raw pointers.
+    unsafe { session.ioctl_unchecked::<AllocMemoryOfGpu>(&mut a) }.map_err(|e| {
+        Error::ioctl(
+            OP,
+            e,
+            format_args!(
+                "{kind:?} buffer of {size:#x} bytes on gpu {:#x}",
+                state.gpu_id
+            ),
+        )
+    })?;
     let handle = a.handle;
     let free = |reason: Error| -> Error {
         let mut f = kfd_ioctl_free_memory_of_gpu_args { handle };
-        if let Err(e) = session.ioctl(AMDKFD_IOC_FREE_MEMORY_OF_GPU, &mut f) {
+        if let Err(e) = session.ioctl::<FreeMemoryOfGpu>(&mut f) {
             log::warn!(target: "thunk::memory", "freeing handle {handle:#x} after a failed mapping: {e}");
         }
         reason
@@ -310,13 +314,20 @@ pub(crate) fn map_raw(session: &Session, handle: u64, gpu_ids: &[u32], map: bool
         n_devices: n,
         n_success: 0,
     };
-    let request = if map {
-        AMDKFD_IOC_MAP_MEMORY_TO_GPU
+    let r = if map {
+        session.ioctl::<MapMemoryToGpu>(&mut a)
     } else {
-        AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU
+        let mut u = kfd_ioctl_unmap_memory_from_gpu_args {
+            handle,
+            device_ids_array_ptr: a.device_ids_array_ptr,
+            n_devices: n,
+            n_success: 0,
+        };
+        let r = session.ioctl::<UnmapMemoryFromGpu>(&mut u);
+        a.n_success = u.n_success;
+        r
     };
-    // Both argument structs have the same layout.
-    session.ioctl(request, &mut a).map_err(|e| {
+    r.map_err(|e| {
         let failed = gpu_ids.get(a.n_success as usize).copied().unwrap_or(0);
         Error::ioctl(
             op,
@@ -334,7 +345,7 @@ pub(crate) fn map_raw(session: &Session, handle: u64, gpu_ids: &[u32], map: bool
 pub(crate) fn free_raw(session: &Session, handle: u64) -> Result<()> {
     let mut f = kfd_ioctl_free_memory_of_gpu_args { handle };
     session
-        .ioctl(AMDKFD_IOC_FREE_MEMORY_OF_GPU, &mut f)
+        .ioctl::<FreeMemoryOfGpu>(&mut f)
         .map_err(|e| Error::ioctl("FREE_MEMORY_OF_GPU", e, format_args!("buffer {handle:#x}")))?;
     Ok(())
 }

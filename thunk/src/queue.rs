@@ -29,7 +29,7 @@ use pm4::ring::{
 use pm4::sdma::{SdmaConstantFill, SdmaCopyLinear, SdmaFence, SdmaTrap, SdmaWrite};
 use pm4::user::{ReleaseMemArgs, WriteData};
 use pm4::{Encode, GfxGen, SdmaGen};
-use std::ops::Deref;
+use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -194,17 +194,59 @@ impl QueueOptions {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Pm4,
-    Aql,
-    Sdma,
+use sealed::Kind;
+
+mod sealed {
+    /// Only this module's three kinds implement [`super::QueueKind`].
+    pub trait Sealed {}
+
+    /// The kind as a value, for what `CREATE_QUEUE` needs.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Kind {
+        Pm4,
+        Aql,
+        Sdma,
+    }
+
+    impl Kind {
+        pub fn is_compute(self) -> bool {
+            matches!(self, Kind::Pm4 | Kind::Aql)
+        }
+    }
 }
 
-impl Kind {
-    fn is_compute(self) -> bool {
-        matches!(self, Kind::Pm4 | Kind::Aql)
-    }
+/// A queue kind — PM4 compute ([`Pm4`]), SDMA ([`Sdma`]) or AQL ([`Aql`]) — and the ring state
+/// only a queue of that kind has. The kind decides which packets a [`Queue`] takes and the
+/// unit of its read and write pointers ([`QueueKind::Pointer`]). Sealed: these three are all
+/// there are.
+pub trait QueueKind: sealed::Sealed + Sized + fmt::Debug + Send + Sync {
+    /// The unit of the read and write pointers: dwords ([`DwordPtr`]), bytes
+    /// ([`SdmaBytePtr`]) or 64-byte packets ([`AqlSlotPtr`]).
+    type Pointer: Copy + Eq + fmt::Debug + fmt::Display;
+
+    #[doc(hidden)]
+    const KIND: Kind;
+    #[doc(hidden)]
+    /// What reads the ring, for messages.
+    const ENGINE: &'static str;
+    #[doc(hidden)]
+    /// The state of a fresh queue on `gpu` with a ring of `ring_bytes`.
+    fn new(gpu: &Gpu, ring_bytes: u32) -> Result<Self>;
+    #[doc(hidden)]
+    /// The read pointer the engine reported.
+    fn rptr(&self, raw: &RawQueue) -> Self::Pointer;
+    #[doc(hidden)]
+    /// The published write pointer.
+    fn wptr(&self) -> Self::Pointer;
+    #[doc(hidden)]
+    /// Makes everything pushed visible to the engine; returns the new write pointer.
+    fn submit(&mut self, raw: &RawQueue) -> Result<Self::Pointer>;
+    #[doc(hidden)]
+    /// Discards everything pushed since the last submit.
+    fn rollback(&mut self);
+    #[doc(hidden)]
+    /// The engine has read everything submitted.
+    fn idle(&self, raw: &RawQueue) -> bool;
 }
 
 /// The process doorbell page of one GPU.
@@ -226,11 +268,11 @@ impl DoorbellPage {
             n_devices: 1,
             n_success: 0,
         };
-        if let Err(e) = backend.ioctl(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, u.as_mut_bytes()) {
+        if let Err(e) = backend.call::<UnmapMemoryFromGpu>(&mut u) {
             log::warn!(target: "thunk::queue", "unmapping doorbell buffer {handle:#x}: {e}");
         }
         let mut f = kfd_ioctl_free_memory_of_gpu_args { handle };
-        if let Err(e) = backend.ioctl(AMDKFD_IOC_FREE_MEMORY_OF_GPU, f.as_mut_bytes()) {
+        if let Err(e) = backend.call::<FreeMemoryOfGpu>(&mut f) {
             log::warn!(target: "thunk::queue", "freeing doorbell buffer {handle:#x}: {e}");
         }
     }
@@ -435,19 +477,17 @@ impl RawQueue {
         } else {
             (None, None)
         };
-        session
-            .ioctl(AMDKFD_IOC_CREATE_QUEUE, &mut args)
-            .map_err(|e| {
-                Error::ioctl(
-                    OP,
-                    e,
-                    format_args!(
-                        "{kind:?} queue on gpu {:#x} (ring {} bytes)",
-                        gpu.id(),
-                        opts.ring_size
-                    ),
-                )
-            })?;
+        session.ioctl::<CreateQueue>(&mut args).map_err(|e| {
+            Error::ioctl(
+                OP,
+                e,
+                format_args!(
+                    "{kind:?} queue on gpu {:#x} (ring {} bytes)",
+                    gpu.id(),
+                    opts.ring_size
+                ),
+            )
+        })?;
         // From here on the queue exists: dropping `queue` destroys it on any error below.
         let mut queue = RawQueue {
             session: session.clone(),
@@ -494,155 +534,6 @@ impl RawQueue {
             args.doorbell_offset
         );
         Ok(queue)
-    }
-
-    /// The queue id.
-    pub fn id(&self) -> u32 {
-        self.queue_id
-    }
-
-    /// The GPU.
-    pub fn gpu(&self) -> &Gpu {
-        &self.gpu
-    }
-
-    /// The `KFD_IOC_QUEUE_TYPE_*` it was created with.
-    pub fn queue_type(&self) -> u32 {
-        self.queue_type
-    }
-
-    /// The doorbell offset `CREATE_QUEUE` returned.
-    pub fn doorbell_offset(&self) -> u64 {
-        self.doorbell_offset
-    }
-
-    /// The CPU (and GPU) address of the queue's doorbell.
-    pub fn doorbell_address(&self) -> Option<u64> {
-        self.session
-            .gpus
-            .get(self.gpu.index)?
-            .doorbells
-            .get()
-            .map(|p| p.range.addr() + self.doorbell_byte)
-    }
-
-    /// Ring size in bytes.
-    pub fn ring_size(&self) -> u32 {
-        self.ring_size
-    }
-
-    /// The ring buffer.
-    pub fn ring(&self) -> &Memory {
-        &self.ring
-    }
-
-    /// The page holding the read pointer ([`READ_POINTER_OFFSET`]), the write pointer
-    /// ([`WRITE_POINTER_OFFSET`]) and the error payload ([`ERROR_PAYLOAD_OFFSET`]).
-    pub fn pointers(&self) -> &Memory {
-        &self.pointers
-    }
-
-    /// The EOP buffer (compute queues).
-    pub fn eop_buffer(&self) -> Option<&Memory> {
-        self.eop.as_ref()
-    }
-
-    /// The context-save area (compute queues).
-    pub fn context_save_area(&self) -> Option<&Memory> {
-        self.context_save.as_ref()
-    }
-
-    /// GPU address of the read pointer.
-    pub fn read_pointer_address(&self) -> u64 {
-        self.pointers.gpu_addr(READ_POINTER_OFFSET)
-    }
-
-    /// GPU address of the write pointer.
-    pub fn write_pointer_address(&self) -> u64 {
-        self.pointers.gpu_addr(WRITE_POINTER_OFFSET)
-    }
-
-    /// The error payload the firmware writes on a queue error (0 while there is none).
-    pub fn error_payload(&self) -> u64 {
-        self.pointers.load_u64(ERROR_PAYLOAD_OFFSET).unwrap_or(0)
-    }
-
-    /// The current percentage.
-    pub fn percentage(&self) -> u32 {
-        self.percentage
-    }
-
-    /// The current priority.
-    pub fn priority(&self) -> QueuePriority {
-        self.priority
-    }
-
-    /// Changes percentage and priority (`UPDATE_QUEUE`); percentage 0 deactivates the queue.
-    pub fn update(&mut self, percentage: u32, priority: QueuePriority) -> Result<()> {
-        if percentage > KFD_MAX_QUEUE_PERCENTAGE {
-            return Err(Error::invalid(
-                "UPDATE_QUEUE",
-                format!("queue percentage {percentage} is above {KFD_MAX_QUEUE_PERCENTAGE}"),
-            ));
-        }
-        let mut a = kfd_ioctl_update_queue_args {
-            ring_base_address: self.ring.gpu_va(),
-            queue_id: self.queue_id,
-            ring_size: self.ring_size,
-            queue_percentage: percentage,
-            queue_priority: priority.raw(),
-        };
-        self.session
-            .ioctl(AMDKFD_IOC_UPDATE_QUEUE, &mut a)
-            .map_err(|e| {
-                Error::ioctl("UPDATE_QUEUE", e, format_args!("queue {}", self.queue_id))
-            })?;
-        self.percentage = percentage;
-        self.priority = priority;
-        Ok(())
-    }
-
-    /// Restricts the queue to the CUs whose bits are set (`SET_CU_MASK`; bit `i` of word `w`
-    /// is CU `32·w + i`).
-    pub fn set_cu_mask(&self, mask: &[u32]) -> Result<()> {
-        const OP: &str = "SET_CU_MASK";
-        if mask.is_empty() {
-            return Err(Error::invalid(OP, "the CU mask is empty"));
-        }
-        let bits = u32::try_from(mask.len())
-            .ok()
-            .and_then(|n| n.checked_mul(32))
-            .ok_or_else(|| Error::invalid(OP, "the CU mask is too long"))?;
-        let mut a = kfd_ioctl_set_cu_mask_args {
-            queue_id: self.queue_id,
-            num_cu_mask: bits,
-            cu_mask_ptr: mask.as_ptr() as u64,
-        };
-        self.session
-            .ioctl(AMDKFD_IOC_SET_CU_MASK, &mut a)
-            .map_err(|e| {
-                Error::ioctl(OP, e, format_args!("queue {}, {bits} bits", self.queue_id))
-            })?;
-        Ok(())
-    }
-
-    /// Gives the queue `count` global wave sync entries (`ALLOC_QUEUE_GWS`); returns the first.
-    pub fn alloc_gws(&self, count: u32) -> Result<u32> {
-        let mut a = kfd_ioctl_alloc_queue_gws_args {
-            queue_id: self.queue_id,
-            num_gws: count,
-            ..Default::default()
-        };
-        self.session
-            .ioctl(AMDKFD_IOC_ALLOC_QUEUE_GWS, &mut a)
-            .map_err(|e| {
-                Error::ioctl(
-                    "ALLOC_QUEUE_GWS",
-                    e,
-                    format_args!("queue {}", self.queue_id),
-                )
-            })?;
-        Ok(a.first_gws)
     }
 
     /// A ring buffer of `bytes` for this queue (GTT, exactly that size).
@@ -692,15 +583,13 @@ impl RawQueue {
             queue_percentage: self.percentage,
             queue_priority: self.priority.raw(),
         };
-        self.session
-            .ioctl(AMDKFD_IOC_UPDATE_QUEUE, &mut a)
-            .map_err(|e| {
-                Error::ioctl(
-                    "UPDATE_QUEUE",
-                    e,
-                    format_args!("queue {}: new ring of {bytes} bytes", self.queue_id),
-                )
-            })?;
+        self.session.ioctl::<UpdateQueue>(&mut a).map_err(|e| {
+            Error::ioctl(
+                "UPDATE_QUEUE",
+                e,
+                format_args!("queue {}: new ring of {bytes} bytes", self.queue_id),
+            )
+        })?;
         log::debug!(target: "thunk::queue", "queue {}: ring {:#x}+{:#x} -> {:#x}+{bytes:#x}", self.queue_id, self.ring.gpu_va(), self.ring_size, ring.gpu_va());
         self.ring = ring;
         self.ring_size = bytes;
@@ -769,7 +658,7 @@ impl Drop for RawQueue {
             queue_id: self.queue_id,
             pad: 0,
         };
-        match self.session.ioctl(AMDKFD_IOC_DESTROY_QUEUE, &mut a) {
+        match self.session.ioctl::<DestroyQueue>(&mut a) {
             Ok(_) => log::debug!(target: "thunk::queue", "destroyed queue {}", self.queue_id),
             Err(e) => {
                 log::warn!(target: "thunk::queue", "{}", Error::ioctl("DESTROY_QUEUE", e, format_args!("queue {}", self.queue_id)))
@@ -836,7 +725,11 @@ fn copy_out(ring: &Memory, shadow: &[u32], from: u64, to: u64) -> Result<()> {
     }
 }
 
-/// A PM4 compute queue: packets from [`pm4::user`], write pointer in dwords.
+/// A user-mode queue of kind `K` ([`Pm4`], [`Sdma`] or [`Aql`]): the part every kind shares
+/// (id, doorbell, buffers, percentage and priority, read and write pointers in the kind's
+/// unit, submit and wait) is written once here; what only one kind has is in its own `impl`
+/// block (`impl Queue<Pm4>`: PM4 packets; `impl Queue<Sdma>`: SDMA packets; `impl Queue<Aql>`:
+/// 64-byte packets). Dropping it destroys the queue (`DESTROY_QUEUE`), then frees its buffers.
 ///
 /// ```
 /// # fn main() -> Result<(), thunk::Error> {
@@ -850,8 +743,228 @@ fn copy_out(ring: &Memory, shadow: &[u32], from: u64, to: u64) -> Result<()> {
 /// # }
 /// # Ok(()) }
 /// ```
-pub struct Pm4Queue {
+pub struct Queue<K: QueueKind> {
     raw: RawQueue,
+    kind: K,
+}
+
+/// A PM4 compute queue: packets from [`pm4::user`], write pointer in dwords.
+pub type Pm4Queue = Queue<Pm4>;
+/// An SDMA queue: packets from [`pm4::sdma`], write pointer in bytes.
+pub type SdmaQueue = Queue<Sdma>;
+/// An AQL queue: 64-byte packets, write pointer in packets.
+pub type AqlQueue = Queue<Aql>;
+
+impl<K: QueueKind> std::fmt::Debug for Queue<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Queue")
+            .field("raw", &self.raw)
+            .field("wptr", &self.kind.wptr())
+            .finish()
+    }
+}
+
+impl<K: QueueKind> Queue<K> {
+    fn create(gpu: &Gpu, options: &QueueOptions) -> Result<Self> {
+        // The kind first: a GPU whose generation it cannot serve gets no queue.
+        let kind = K::new(gpu, options.ring_size)?;
+        let raw = RawQueue::create(gpu, K::KIND, options)?;
+        Ok(Queue { raw, kind })
+    }
+
+    /// The queue id.
+    pub fn id(&self) -> u32 {
+        self.raw.queue_id
+    }
+
+    /// The GPU.
+    pub fn gpu(&self) -> &Gpu {
+        &self.raw.gpu
+    }
+
+    /// The `KFD_IOC_QUEUE_TYPE_*` it was created with.
+    pub fn queue_type(&self) -> u32 {
+        self.raw.queue_type
+    }
+
+    /// The doorbell offset `CREATE_QUEUE` returned.
+    pub fn doorbell_offset(&self) -> u64 {
+        self.raw.doorbell_offset
+    }
+
+    /// The CPU (and GPU) address of the queue's doorbell.
+    pub fn doorbell_address(&self) -> Option<u64> {
+        self.raw
+            .session
+            .gpus
+            .get(self.raw.gpu.index)?
+            .doorbells
+            .get()
+            .map(|p| p.range.addr() + self.raw.doorbell_byte)
+    }
+
+    /// Ring size in bytes.
+    pub fn ring_size(&self) -> u32 {
+        self.raw.ring_size
+    }
+
+    /// The ring buffer.
+    pub fn ring(&self) -> &Memory {
+        &self.raw.ring
+    }
+
+    /// The page holding the read pointer ([`READ_POINTER_OFFSET`]), the write pointer
+    /// ([`WRITE_POINTER_OFFSET`]) and the error payload ([`ERROR_PAYLOAD_OFFSET`]).
+    pub fn pointers(&self) -> &Memory {
+        &self.raw.pointers
+    }
+
+    /// The EOP buffer (compute queues).
+    pub fn eop_buffer(&self) -> Option<&Memory> {
+        self.raw.eop.as_ref()
+    }
+
+    /// The context-save area (compute queues).
+    pub fn context_save_area(&self) -> Option<&Memory> {
+        self.raw.context_save.as_ref()
+    }
+
+    /// GPU address of the read pointer.
+    pub fn read_pointer_address(&self) -> u64 {
+        self.raw.pointers.gpu_addr(READ_POINTER_OFFSET)
+    }
+
+    /// GPU address of the write pointer.
+    pub fn write_pointer_address(&self) -> u64 {
+        self.raw.pointers.gpu_addr(WRITE_POINTER_OFFSET)
+    }
+
+    /// The error payload the firmware writes on a queue error (0 while there is none).
+    pub fn error_payload(&self) -> u64 {
+        self.raw
+            .pointers
+            .load_u64(ERROR_PAYLOAD_OFFSET)
+            .unwrap_or(0)
+    }
+
+    /// The current percentage.
+    pub fn percentage(&self) -> u32 {
+        self.raw.percentage
+    }
+
+    /// The current priority.
+    pub fn priority(&self) -> QueuePriority {
+        self.raw.priority
+    }
+
+    /// Changes percentage and priority (`UPDATE_QUEUE`); percentage 0 deactivates the queue.
+    pub fn update(&mut self, percentage: u32, priority: QueuePriority) -> Result<()> {
+        if percentage > KFD_MAX_QUEUE_PERCENTAGE {
+            return Err(Error::invalid(
+                "UPDATE_QUEUE",
+                format!("queue percentage {percentage} is above {KFD_MAX_QUEUE_PERCENTAGE}"),
+            ));
+        }
+        let mut a = kfd_ioctl_update_queue_args {
+            ring_base_address: self.raw.ring.gpu_va(),
+            queue_id: self.raw.queue_id,
+            ring_size: self.raw.ring_size,
+            queue_percentage: percentage,
+            queue_priority: priority.raw(),
+        };
+        self.raw.session.ioctl::<UpdateQueue>(&mut a).map_err(|e| {
+            Error::ioctl(
+                "UPDATE_QUEUE",
+                e,
+                format_args!("queue {}", self.raw.queue_id),
+            )
+        })?;
+        self.raw.percentage = percentage;
+        self.raw.priority = priority;
+        Ok(())
+    }
+
+    /// Restricts the queue to the CUs whose bits are set (`SET_CU_MASK`; bit `i` of word `w`
+    /// is CU `32·w + i`).
+    pub fn set_cu_mask(&self, mask: &[u32]) -> Result<()> {
+        const OP: &str = "SET_CU_MASK";
+        if mask.is_empty() {
+            return Err(Error::invalid(OP, "the CU mask is empty"));
+        }
+        let bits = u32::try_from(mask.len())
+            .ok()
+            .and_then(|n| n.checked_mul(32))
+            .ok_or_else(|| Error::invalid(OP, "the CU mask is too long"))?;
+        let mut a = kfd_ioctl_set_cu_mask_args {
+            queue_id: self.raw.queue_id,
+            num_cu_mask: bits,
+            cu_mask_ptr: mask.as_ptr() as u64,
+        };
+        self.raw.session.ioctl::<SetCuMask>(&mut a).map_err(|e| {
+            Error::ioctl(
+                OP,
+                e,
+                format_args!("queue {}, {bits} bits", self.raw.queue_id),
+            )
+        })?;
+        Ok(())
+    }
+
+    /// Gives the queue `count` global wave sync entries (`ALLOC_QUEUE_GWS`); returns the first.
+    pub fn alloc_gws(&self, count: u32) -> Result<u32> {
+        let mut a = kfd_ioctl_alloc_queue_gws_args {
+            queue_id: self.raw.queue_id,
+            num_gws: count,
+            ..Default::default()
+        };
+        self.raw
+            .session
+            .ioctl::<AllocQueueGws>(&mut a)
+            .map_err(|e| {
+                Error::ioctl(
+                    "ALLOC_QUEUE_GWS",
+                    e,
+                    format_args!("queue {}", self.raw.queue_id),
+                )
+            })?;
+        Ok(a.first_gws)
+    }
+
+    /// The read pointer the engine reported.
+    pub fn rptr(&self) -> K::Pointer {
+        self.kind.rptr(&self.raw)
+    }
+
+    /// The published write pointer.
+    pub fn wptr(&self) -> K::Pointer {
+        self.kind.wptr()
+    }
+
+    /// Makes everything pushed visible to the engine: copies it into the ring (PM4, SDMA),
+    /// stores the write pointer and rings the doorbell. Returns the new write pointer.
+    pub fn submit(&mut self) -> Result<K::Pointer> {
+        self.kind.submit(&self.raw)
+    }
+
+    /// Discards everything pushed since the last submit.
+    pub fn rollback(&mut self) {
+        self.kind.rollback();
+    }
+
+    /// Waits until the engine has read everything submitted.
+    pub fn wait_idle(&self, timeout: Duration) -> Result<()> {
+        self.raw.wait_for(
+            &format!("{} did not reach write pointer {}", K::ENGINE, self.wptr()),
+            timeout,
+            || self.kind.idle(&self.raw),
+        )
+    }
+}
+
+/// The PM4 compute kind: packets from [`pm4::user`] built for the GPU's generation, write
+/// pointer in dwords ([`DwordPtr`]); packets are pushed into a shadow of the ring and copied
+/// out on submit.
+pub struct Pm4 {
     ring: Pm4Ring,
     shadow: Vec<u32>,
     gen: GfxGen,
@@ -860,72 +973,220 @@ pub struct Pm4Queue {
     base: u64,
 }
 
-impl std::fmt::Debug for Pm4Queue {
+/// The SDMA kind: packets from [`pm4::sdma`], write pointer in bytes ([`SdmaBytePtr`]).
+pub struct Sdma {
+    ring: SdmaRing,
+    shadow: Vec<u32>,
+    gen: SdmaGen,
+    /// Write pointer (bytes) where `ring` starts counting: moves when the ring is resized.
+    base: u64,
+}
+
+/// The AQL kind: 64-byte packets written in place, write pointer in packets ([`AqlSlotPtr`]).
+/// Kernel dispatch needs shader code; barrier and vendor packets are what a tool writes.
+pub struct Aql {
+    slots: u64,
+    wptr: u64,
+    pending: u64,
+    /// The read index last read from memory.
+    rptr_seen: u64,
+}
+
+impl std::fmt::Debug for Pm4 {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Pm4Queue")
-            .field("raw", &self.raw)
-            .field("wptr", &self.ring.wptr())
-            .finish()
+        f.debug_struct("Pm4")
+            .field("ring", &self.ring)
+            .field("gen", &self.gen)
+            .field("base", &self.base)
+            .finish_non_exhaustive()
     }
 }
 
-impl Deref for Pm4Queue {
-    type Target = RawQueue;
-    fn deref(&self) -> &RawQueue {
-        &self.raw
+impl std::fmt::Debug for Sdma {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sdma")
+            .field("ring", &self.ring)
+            .field("gen", &self.gen)
+            .field("base", &self.base)
+            .finish_non_exhaustive()
     }
 }
 
-impl Pm4Queue {
+impl std::fmt::Debug for Aql {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Aql")
+            .field("slots", &self.slots)
+            .field("wptr", &self.wptr)
+            .field("pending", &self.pending)
+            .finish_non_exhaustive()
+    }
+}
+
+impl sealed::Sealed for Pm4 {}
+impl sealed::Sealed for Sdma {}
+impl sealed::Sealed for Aql {}
+
+impl QueueKind for Pm4 {
+    type Pointer = DwordPtr;
+    const KIND: Kind = Kind::Pm4;
+    const ENGINE: &'static str = "the CP";
+
+    fn new(gpu: &Gpu, ring_bytes: u32) -> Result<Self> {
+        let gen = gpu.gfx_gen()?;
+        let dwords = (ring_bytes / 4) as usize;
+        Ok(Pm4 {
+            ring: Pm4Ring::new(dwords).map_err(|e| ring_error("CREATE_QUEUE", e, "dwords"))?,
+            shadow: vec![0; dwords],
+            gen,
+            base: 0,
+        })
+    }
+
+    fn rptr(&self, raw: &RawQueue) -> DwordPtr {
+        DwordPtr::new(raw.read_u32_pointer())
+    }
+
+    fn wptr(&self) -> DwordPtr {
+        self.ring.wptr().add(self.base)
+    }
+
+    fn submit(&mut self, raw: &RawQueue) -> Result<DwordPtr> {
+        let from = self.ring.wptr();
+        let to = self.ring.pending_wptr();
+        copy_out(&raw.ring, &self.shadow, from.get(), to.get())?;
+        let w = self.ring.submit().add(self.base);
+        raw.publish(w.get())?;
+        Ok(w)
+    }
+
+    fn rollback(&mut self) {
+        self.ring.rollback();
+    }
+
+    fn idle(&self, raw: &RawQueue) -> bool {
+        // The CP reports a dword offset inside the ring.
+        let size = self.shadow.len() as u64;
+        self.rptr(raw).slot(size) == self.ring.wptr().slot(size)
+    }
+}
+
+impl QueueKind for Sdma {
+    type Pointer = SdmaBytePtr;
+    const KIND: Kind = Kind::Sdma;
+    const ENGINE: &'static str = "the SDMA engine";
+
+    fn new(gpu: &Gpu, ring_bytes: u32) -> Result<Self> {
+        let gen = gpu.sdma_gen()?;
+        let dwords = (ring_bytes / 4) as usize;
+        Ok(Sdma {
+            ring: SdmaRing::new(dwords).map_err(|e| ring_error("CREATE_QUEUE", e, "dwords"))?,
+            shadow: vec![0; dwords],
+            gen,
+            base: 0,
+        })
+    }
+
+    fn rptr(&self, raw: &RawQueue) -> SdmaBytePtr {
+        SdmaBytePtr::new(raw.read_u64_pointer())
+    }
+
+    fn wptr(&self) -> SdmaBytePtr {
+        self.ring.wptr().add(self.base)
+    }
+
+    fn submit(&mut self, raw: &RawQueue) -> Result<SdmaBytePtr> {
+        let from = self.ring.wptr().get() / 4;
+        let to = self.ring.pending_wptr().get() / 4;
+        copy_out(&raw.ring, &self.shadow, from, to)?;
+        let w = self.ring.submit().add(self.base);
+        raw.publish(w.get())?;
+        Ok(w)
+    }
+
+    fn rollback(&mut self) {
+        self.ring.rollback();
+    }
+
+    fn idle(&self, raw: &RawQueue) -> bool {
+        self.rptr(raw) == self.wptr()
+    }
+}
+
+impl QueueKind for Aql {
+    type Pointer = AqlSlotPtr;
+    const KIND: Kind = Kind::Aql;
+    const ENGINE: &'static str = "the packet processor";
+
+    fn new(gpu: &Gpu, ring_bytes: u32) -> Result<Self> {
+        gpu.gfx_gen()?;
+        Ok(Aql {
+            slots: u64::from(ring_bytes) / AQL_PACKET_BYTES,
+            wptr: 0,
+            pending: 0,
+            rptr_seen: 0,
+        })
+    }
+
+    fn rptr(&self, raw: &RawQueue) -> AqlSlotPtr {
+        AqlSlotPtr::new(raw.read_u64_pointer())
+    }
+
+    fn wptr(&self) -> AqlSlotPtr {
+        AqlSlotPtr::new(self.wptr)
+    }
+
+    fn submit(&mut self, raw: &RawQueue) -> Result<AqlSlotPtr> {
+        self.wptr = self.pending;
+        raw.publish(self.wptr)?;
+        Ok(AqlSlotPtr::new(self.wptr))
+    }
+
+    fn rollback(&mut self) {
+        // Packets are written in place, but only `submit` publishes them.
+        self.pending = self.wptr;
+    }
+
+    fn idle(&self, raw: &RawQueue) -> bool {
+        raw.read_u64_pointer() == self.wptr
+    }
+}
+
+impl Queue<Pm4> {
     /// The PM4 generation packets are built for.
     pub fn gfx_gen(&self) -> GfxGen {
-        self.gen
-    }
-
-    /// Mutable access to the common part (update, CU mask).
-    pub fn raw_mut(&mut self) -> &mut RawQueue {
-        &mut self.raw
+        self.kind.gen
     }
 
     /// The ring discipline state (pointers, free space).
     pub fn ring_state(&self) -> &Pm4Ring {
-        &self.ring
-    }
-
-    /// The read pointer the CP reported (a dword offset inside the ring).
-    pub fn rptr(&self) -> DwordPtr {
-        DwordPtr::new(self.raw.read_u32_pointer())
-    }
-
-    /// The published write pointer (monotonic dwords).
-    pub fn wptr(&self) -> DwordPtr {
-        self.ring.wptr().add(self.base)
+        &self.kind.ring
     }
 
     /// The write pointer including pushed, unsubmitted packets.
     pub fn pending_wptr(&self) -> DwordPtr {
-        self.ring.pending_wptr().add(self.base)
+        self.kind.ring.pending_wptr().add(self.kind.base)
     }
 
     fn refresh(&mut self) {
         let r = self.rptr();
-        self.ring.set_rptr(r);
+        self.kind.ring.set_rptr(r);
     }
 
     /// Dwords free right now.
     pub fn free_dwords(&mut self) -> usize {
         self.refresh();
-        self.ring.free_dwords()
+        self.kind.ring.free_dwords()
     }
 
     /// Appends a packet (not yet visible to the CP); returns the pending write pointer.
     pub fn push<P: Encode + ?Sized>(&mut self, packet: &P) -> Result<DwordPtr> {
         // The read pointer lives in a line the CP writes; reading it costs a cache miss, so it
         // is only read when the last value seen leaves too little room (it only moves ahead).
-        if self.ring.push(&mut self.shadow, packet).is_err() {
+        if self.kind.ring.push(&mut self.kind.shadow, packet).is_err() {
             self.refresh();
-            self.ring
-                .push(&mut self.shadow, packet)
+            self.kind
+                .ring
+                .push(&mut self.kind.shadow, packet)
                 .map_err(|e| ring_error("push", e, "dwords"))?;
         }
         Ok(self.pending_wptr())
@@ -945,12 +1206,13 @@ impl Pm4Queue {
                 format!("a NOP is 1 to {max} dwords, not {dwords}"),
             ));
         }
-        if self.ring.free_dwords() < dwords {
+        if self.kind.ring.free_dwords() < dwords {
             self.refresh();
         }
         let dst = self
+            .kind
             .ring
-            .acquire(&mut self.shadow, dwords)
+            .acquire(&mut self.kind.shadow, dwords)
             .map_err(|e| ring_error("push", e, "dwords"))?;
         // Cannot fail: the length was checked and `dst` is exactly `dwords` long.
         pm4::writer::write_nop(dst, dwords).map_err(|e| Error::invalid("push", e.to_string()))?;
@@ -966,7 +1228,7 @@ impl Pm4Queue {
 
     /// Appends a RELEASE_MEM built from `args` in this GPU's layout.
     pub fn push_release_mem(&mut self, args: &ReleaseMemArgs) -> Result<DwordPtr> {
-        let p = ReleaseMem::new(self.gen, args)
+        let p = ReleaseMem::new(self.kind.gen, args)
             .map_err(|e| Error::invalid("RELEASE_MEM", e.to_string()))?;
         self.push(&p)
     }
@@ -974,7 +1236,7 @@ impl Pm4Queue {
     /// Appends an end-of-pipe fence: RELEASE_MEM writing the 64-bit `value` to `addr`
     /// (8-byte aligned) once everything before it completed.
     pub fn push_fence(&mut self, addr: u64, value: u64) -> Result<DwordPtr> {
-        let p = ReleaseMem::fence(self.gen, addr, value, true, None)
+        let p = ReleaseMem::fence(self.kind.gen, addr, value, true, None)
             .map_err(|e| Error::invalid("RELEASE_MEM", e.to_string()))?;
         self.push(&p)
     }
@@ -983,25 +1245,9 @@ impl Pm4Queue {
     /// the event's slot, then an interrupt with the event id.
     pub fn push_signal(&mut self, event: &Event) -> Result<DwordPtr> {
         let t = signal_target(event)?;
-        let p = ReleaseMem::signal(self.gen, &t)
+        let p = ReleaseMem::signal(self.kind.gen, &t)
             .map_err(|e| Error::invalid("RELEASE_MEM", e.to_string()))?;
         self.push(&p)
-    }
-
-    /// Discards everything pushed since the last submit.
-    pub fn rollback(&mut self) {
-        self.ring.rollback();
-    }
-
-    /// Makes everything pushed visible to the CP: copies it into the ring, stores the write
-    /// pointer and rings the doorbell. Returns the new write pointer.
-    pub fn submit(&mut self) -> Result<DwordPtr> {
-        let from = self.ring.wptr();
-        let to = self.ring.pending_wptr();
-        copy_out(&self.raw.ring, &self.shadow, from.get(), to.get())?;
-        let w = self.ring.submit().add(self.base);
-        self.raw.publish(w.get())?;
-        Ok(w)
     }
 
     /// Gives the queue a new ring of `bytes` (`UPDATE_QUEUE` with a new ring address and size).
@@ -1013,7 +1259,7 @@ impl Pm4Queue {
         if bytes == self.raw.ring_size {
             return Ok(());
         }
-        if self.ring.pending_wptr() != self.ring.wptr() {
+        if self.kind.ring.pending_wptr() != self.kind.ring.wptr() {
             return Err(Error::invalid(
                 "UPDATE_QUEUE",
                 "packets were pushed but not submitted; submit or roll them back before resizing",
@@ -1021,7 +1267,7 @@ impl Pm4Queue {
         }
         let new_ring = self.raw.alloc_ring(bytes)?;
         self.wait_idle(timeout)?;
-        let old_dwords = self.shadow.len();
+        let old_dwords = self.kind.shadow.len();
         let new_dwords = (bytes / 4) as usize;
         let multiple = old_dwords.max(new_dwords) as u64;
         let w = self.raw.pad_write_pointer(
@@ -1033,36 +1279,22 @@ impl Pm4Queue {
             |q, w| q.read_u32_pointer() == w % u64::from(q.ring_size / 4),
         )?;
         // Rebased on the old ring first: a refused update leaves a consistent queue.
-        self.base = w;
-        self.ring =
+        self.kind.base = w;
+        self.kind.ring =
             Pm4Ring::new(old_dwords).map_err(|e| ring_error("UPDATE_QUEUE", e, "dwords"))?;
         self.raw.replace_ring(new_ring, bytes)?;
-        self.shadow = vec![0; new_dwords];
-        self.ring =
+        self.kind.shadow = vec![0; new_dwords];
+        self.kind.ring =
             Pm4Ring::new(new_dwords).map_err(|e| ring_error("UPDATE_QUEUE", e, "dwords"))?;
         Ok(())
     }
 
-    /// Waits until the CP has read everything submitted.
-    pub fn wait_idle(&self, timeout: Duration) -> Result<()> {
-        let size = self.shadow.len() as u64;
-        let target = self.ring.wptr().slot(size);
-        self.raw.wait_for(
-            &format!(
-                "the CP did not reach write pointer {:#x}",
-                self.ring.wptr().get()
-            ),
-            timeout,
-            || self.rptr().slot(size) == target,
-        )
-    }
-
     /// Waits until at least `dwords` are free.
     pub fn wait_for_space(&mut self, dwords: usize, timeout: Duration) -> Result<()> {
-        let size = self.shadow.len();
+        let size = self.kind.shadow.len();
         let r = poll_until(timeout, || {
             let rp = DwordPtr::new(self.raw.read_u32_pointer());
-            let w = self.ring.pending_wptr().slot(size as u64) as usize;
+            let w = self.kind.ring.pending_wptr().slot(size as u64) as usize;
             (rp.slot(size as u64) as usize + size - 1 - w) % size >= dwords
         });
         self.refresh();
@@ -1074,7 +1306,7 @@ impl Pm4Queue {
                 format!(
                     "queue {}: {dwords} dwords did not become free within {timeout:?} ({} free)",
                     self.raw.queue_id,
-                    self.ring.free_dwords()
+                    self.kind.ring.free_dwords()
                 ),
             ))
         }
@@ -1094,75 +1326,35 @@ fn signal_target(event: &Event) -> Result<SignalTarget> {
     })
 }
 
-/// An SDMA queue: packets from [`pm4::sdma`], write pointer in bytes.
-pub struct SdmaQueue {
-    raw: RawQueue,
-    ring: SdmaRing,
-    shadow: Vec<u32>,
-    gen: SdmaGen,
-    /// Write pointer (bytes) where `ring` starts counting: moves when the ring is resized.
-    base: u64,
-}
-
-impl std::fmt::Debug for SdmaQueue {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SdmaQueue")
-            .field("raw", &self.raw)
-            .field("wptr", &self.ring.wptr())
-            .finish()
-    }
-}
-
-impl Deref for SdmaQueue {
-    type Target = RawQueue;
-    fn deref(&self) -> &RawQueue {
-        &self.raw
-    }
-}
-
-impl SdmaQueue {
+impl Queue<Sdma> {
     /// The SDMA generation packets are built for.
     pub fn sdma_gen(&self) -> SdmaGen {
-        self.gen
-    }
-
-    /// Mutable access to the common part.
-    pub fn raw_mut(&mut self) -> &mut RawQueue {
-        &mut self.raw
+        self.kind.gen
     }
 
     /// The ring discipline state.
     pub fn ring_state(&self) -> &SdmaRing {
-        &self.ring
-    }
-
-    /// The read pointer the engine reported (monotonic bytes).
-    pub fn rptr(&self) -> SdmaBytePtr {
-        SdmaBytePtr::new(self.raw.read_u64_pointer())
-    }
-
-    /// The published write pointer (monotonic bytes).
-    pub fn wptr(&self) -> SdmaBytePtr {
-        self.ring.wptr().add(self.base)
+        &self.kind.ring
     }
 
     /// The write pointer including pushed, unsubmitted packets.
     pub fn pending_wptr(&self) -> SdmaBytePtr {
-        self.ring.pending_wptr().add(self.base)
+        self.kind.ring.pending_wptr().add(self.kind.base)
     }
 
     fn refresh(&mut self) {
         let r = self.rptr();
-        self.ring.set_rptr(r);
+        self.kind.ring.set_rptr(r);
     }
 
     /// Appends a packet; returns the pending write pointer.
     pub fn push<P: Encode + ?Sized>(&mut self, packet: &P) -> Result<SdmaBytePtr> {
         // As for PM4: the read pointer is only read when the last value leaves too little room.
-        if self.ring.push(&mut self.shadow, packet).is_err() {
+        if self.kind.ring.push(&mut self.kind.shadow, packet).is_err() {
             self.refresh();
-            self.ring
-                .push(&mut self.shadow, packet)
+            self.kind
+                .ring
+                .push(&mut self.kind.shadow, packet)
                 .map_err(|e| ring_error("push", e, "dwords"))?;
         }
         Ok(self.pending_wptr())
@@ -1176,12 +1368,12 @@ impl SdmaQueue {
     /// Copies `bytes` from `src` to `dst` (as many COPY_LINEAR packets as the generation's
     /// byte-count field needs).
     pub fn push_copy(&mut self, dst: u64, src: u64, bytes: u64) -> Result<SdmaBytePtr> {
-        let max = pm4::sdma::max_bytes(self.gen);
+        let max = pm4::sdma::max_bytes(self.kind.gen);
         let mut done = 0;
         let mut w = self.pending_wptr();
         while done < bytes {
             let n = (bytes - done).min(max);
-            let p = SdmaCopyLinear::new(self.gen, src + done, dst + done, n)
+            let p = SdmaCopyLinear::new(self.kind.gen, src + done, dst + done, n)
                 .map_err(|e| Error::invalid("COPY_LINEAR", e.to_string()))?;
             w = self.push(&p)?;
             done += n;
@@ -1191,12 +1383,12 @@ impl SdmaQueue {
 
     /// Fills `bytes` (a multiple of 4) at `dst` with the dword `value`.
     pub fn push_fill(&mut self, dst: u64, value: u32, bytes: u64) -> Result<SdmaBytePtr> {
-        let max = pm4::sdma::max_bytes(self.gen) & !3;
+        let max = pm4::sdma::max_bytes(self.kind.gen) & !3;
         let mut done = 0;
         let mut w = self.pending_wptr();
         while done < bytes {
             let n = (bytes - done).min(max);
-            let p = SdmaConstantFill::new(self.gen, dst + done, value, n)
+            let p = SdmaConstantFill::new(self.kind.gen, dst + done, value, n)
                 .map_err(|e| Error::invalid("CONSTANT_FILL", e.to_string()))?;
             w = self.push(&p)?;
             done += n;
@@ -1230,21 +1422,6 @@ impl SdmaQueue {
         self.push_trap(t.int_ctxid)
     }
 
-    /// Discards everything pushed since the last submit.
-    pub fn rollback(&mut self) {
-        self.ring.rollback();
-    }
-
-    /// Makes everything pushed visible to the engine; returns the new write pointer.
-    pub fn submit(&mut self) -> Result<SdmaBytePtr> {
-        let from = self.ring.wptr().get() / 4;
-        let to = self.ring.pending_wptr().get() / 4;
-        copy_out(&self.raw.ring, &self.shadow, from, to)?;
-        let w = self.ring.submit().add(self.base);
-        self.raw.publish(w.get())?;
-        Ok(w)
-    }
-
     /// Gives the queue a new ring of `bytes`, as [`Pm4Queue::resize_ring`] does (padding with
     /// SDMA NOPs).
     pub fn resize_ring(&mut self, bytes: u32, timeout: Duration) -> Result<()> {
@@ -1252,7 +1429,7 @@ impl SdmaQueue {
         if bytes == self.raw.ring_size {
             return Ok(());
         }
-        if self.ring.pending_wptr() != self.ring.wptr() {
+        if self.kind.ring.pending_wptr() != self.kind.ring.wptr() {
             return Err(Error::invalid(
                 "UPDATE_QUEUE",
                 "packets were pushed but not submitted; submit or roll them back before resizing",
@@ -1260,7 +1437,7 @@ impl SdmaQueue {
         }
         let new_ring = self.raw.alloc_ring(bytes)?;
         self.wait_idle(timeout)?;
-        let old_dwords = self.shadow.len();
+        let old_dwords = self.kind.shadow.len();
         let new_dwords = (bytes / 4) as usize;
         let multiple = old_dwords.max(new_dwords) as u64;
         let w = self.raw.pad_write_pointer(
@@ -1271,113 +1448,59 @@ impl SdmaQueue {
             |w| w * 4,
             |q, w| q.read_u64_pointer() == w,
         )?;
-        self.base = w * 4;
-        self.ring =
+        self.kind.base = w * 4;
+        self.kind.ring =
             SdmaRing::new(old_dwords).map_err(|e| ring_error("UPDATE_QUEUE", e, "dwords"))?;
         self.raw.replace_ring(new_ring, bytes)?;
-        self.shadow = vec![0; new_dwords];
-        self.ring =
+        self.kind.shadow = vec![0; new_dwords];
+        self.kind.ring =
             SdmaRing::new(new_dwords).map_err(|e| ring_error("UPDATE_QUEUE", e, "dwords"))?;
         Ok(())
     }
-
-    /// Waits until the engine has read everything submitted.
-    pub fn wait_idle(&self, timeout: Duration) -> Result<()> {
-        let target = self.wptr();
-        self.raw.wait_for(
-            &format!(
-                "the SDMA engine did not reach write pointer {:#x}",
-                target.get()
-            ),
-            timeout,
-            || self.rptr() == target,
-        )
-    }
 }
 
-/// An AQL queue: 64-byte packets, write pointer in packets. Kernel dispatch needs shader code;
-/// barrier and vendor packets are what a tool writes.
-pub struct AqlQueue {
-    raw: RawQueue,
-    slots: u64,
-    wptr: u64,
-    pending: u64,
-    /// The read index last read from memory.
-    rptr_seen: u64,
-}
-
-impl std::fmt::Debug for AqlQueue {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AqlQueue")
-            .field("raw", &self.raw)
-            .field("wptr", &self.wptr)
-            .finish()
-    }
-}
-
-impl Deref for AqlQueue {
-    type Target = RawQueue;
-    fn deref(&self) -> &RawQueue {
-        &self.raw
-    }
-}
-
-impl AqlQueue {
-    /// Mutable access to the common part.
-    pub fn raw_mut(&mut self) -> &mut RawQueue {
-        &mut self.raw
-    }
-
+impl Queue<Aql> {
     /// Ring size in packets.
     pub fn size_packets(&self) -> u64 {
-        self.slots
-    }
-
-    /// The read (dispatch) index the packet processor reported.
-    pub fn rptr(&self) -> AqlSlotPtr {
-        AqlSlotPtr::new(self.raw.read_u64_pointer())
-    }
-
-    /// The published write index.
-    pub fn wptr(&self) -> AqlSlotPtr {
-        AqlSlotPtr::new(self.wptr)
+        self.kind.slots
     }
 
     /// Writes a packet into the next slot: dwords 1–15 first, then dword 0 (header and setup)
     /// with release ordering, so the packet processor never sees a half-written packet.
     /// Returns the packet's index.
     pub fn push_packet(&mut self, packet: &[u32; AQL_PACKET_DWORDS]) -> Result<AqlSlotPtr> {
-        if self.pending.wrapping_sub(self.rptr_seen) >= self.slots {
-            self.rptr_seen = self.raw.read_u64_pointer();
+        if self.kind.pending.wrapping_sub(self.kind.rptr_seen) >= self.kind.slots {
+            self.kind.rptr_seen = self.raw.read_u64_pointer();
         }
-        let rptr = self.rptr_seen;
-        if self.pending.wrapping_sub(rptr) >= self.slots {
+        let rptr = self.kind.rptr_seen;
+        if self.kind.pending.wrapping_sub(rptr) >= self.kind.slots {
             return Err(Error::new(
                 "push",
                 Errno::ENOSPC,
                 format!(
                     "AQL ring full: {} packets pending, read index {rptr:#x}; submit and wait",
-                    self.slots
+                    self.kind.slots
                 ),
             ));
         }
-        let at = AqlSlotPtr::new(self.pending);
-        let offset = at.slot(self.slots) * AQL_PACKET_BYTES;
+        let at = AqlSlotPtr::new(self.kind.pending);
+        let offset = at.slot(self.kind.slots) * AQL_PACKET_BYTES;
         self.raw.ring.write_dwords(offset + 4, &packet[1..])?;
         self.raw.ring.store_u32(offset, packet[0])?;
-        self.pending += 1;
+        self.kind.pending += 1;
         Ok(at)
     }
 
     /// Waits until at least `packets` slots are free.
     pub fn wait_for_space(&self, packets: u64, timeout: Duration) -> Result<()> {
-        let need = packets.min(self.slots);
+        let need = packets.min(self.kind.slots);
         if poll_until(timeout, || {
-            self.slots
+            self.kind.slots
                 - self
+                    .kind
                     .pending
                     .wrapping_sub(self.raw.read_u64_pointer())
-                    .min(self.slots)
+                    .min(self.kind.slots)
                 >= need
         }) {
             Ok(())
@@ -1391,64 +1514,21 @@ impl AqlQueue {
             ))
         }
     }
-
-    /// Publishes the packets pushed so far; returns the new write index.
-    pub fn submit(&mut self) -> Result<AqlSlotPtr> {
-        self.wptr = self.pending;
-        self.raw.publish(self.wptr)?;
-        Ok(AqlSlotPtr::new(self.wptr))
-    }
-
-    /// Waits until the packet processor has read everything submitted.
-    pub fn wait_idle(&self, timeout: Duration) -> Result<()> {
-        let target = self.wptr;
-        self.raw.wait_for(
-            &format!("the packet processor did not reach index {target:#x}"),
-            timeout,
-            || self.raw.read_u64_pointer() == target,
-        )
-    }
 }
 
 impl Gpu {
     /// Creates a PM4 compute queue.
     pub fn create_pm4_queue(&self, options: &QueueOptions) -> Result<Pm4Queue> {
-        let gen = self.gfx_gen()?;
-        let raw = RawQueue::create(self, Kind::Pm4, options)?;
-        let dwords = (options.ring_size / 4) as usize;
-        Ok(Pm4Queue {
-            ring: Pm4Ring::new(dwords).map_err(|e| ring_error("CREATE_QUEUE", e, "dwords"))?,
-            shadow: vec![0; dwords],
-            raw,
-            gen,
-            base: 0,
-        })
+        Queue::create(self, options)
     }
 
     /// Creates an SDMA queue.
     pub fn create_sdma_queue(&self, options: &QueueOptions) -> Result<SdmaQueue> {
-        let gen = self.sdma_gen()?;
-        let raw = RawQueue::create(self, Kind::Sdma, options)?;
-        let dwords = (options.ring_size / 4) as usize;
-        Ok(SdmaQueue {
-            ring: SdmaRing::new(dwords).map_err(|e| ring_error("CREATE_QUEUE", e, "dwords"))?,
-            shadow: vec![0; dwords],
-            raw,
-            gen,
-            base: 0,
-        })
+        Queue::create(self, options)
     }
 
     /// Creates an AQL compute queue.
     pub fn create_aql_queue(&self, options: &QueueOptions) -> Result<AqlQueue> {
-        self.gfx_gen()?;
-        let raw = RawQueue::create(self, Kind::Aql, options)?;
-        Ok(AqlQueue {
-            slots: u64::from(options.ring_size) / AQL_PACKET_BYTES,
-            wptr: 0,
-            pending: 0,
-            rptr_seen: 0,
-            raw,
-        })
+        Queue::create(self, options)
     }
 }

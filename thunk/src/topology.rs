@@ -8,12 +8,12 @@
 //!
 //! Parsing never panics: a missing directory, a short file or a value that is not a number
 //! is an [`Error`] naming the file and line. Keys the thunk does not know are kept in
-//! [`NodeProperties::other`].
+//! [`Node::other_properties`].
 
 use crate::error::{Errno, Error, Result};
 use crate::va::align_up;
+pub use kfd_sys::gpu::{Generation, GfxVersion};
 use kfd_sys::sysfs;
-pub use mqd::GfxVersion;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -55,6 +55,8 @@ pub struct Node {
     pub name: String,
     /// `properties`.
     pub properties: NodeProperties,
+    /// Keys of `properties` the record does not name, with their raw values.
+    pub other_properties: BTreeMap<String, String>,
     /// `mem_banks/M`.
     pub mem_banks: Vec<MemBank>,
     /// `caches/C`.
@@ -65,178 +67,82 @@ pub struct Node {
     pub p2p_links: Vec<IoLink>,
 }
 
-/// Declares a struct of `u64` sysfs values whose field names are the keys.
-macro_rules! sysfs_struct {
-    ($(#[$m:meta])* $name:ident { $( $(#[$fm:meta])* $field:ident, )* }) => {
-        $(#[$m])*
-        #[derive(Clone, Debug, Default, PartialEq, Eq)]
-        pub struct $name {
-            $( $(#[$fm])* pub $field: u64, )*
-            /// Keys of the file this type does not name, with their raw values.
-            pub other: BTreeMap<String, String>,
-        }
-
-        impl $name {
-            fn from_props(p: Props) -> core::result::Result<Self, String> {
-                let mut other = p.pairs;
-                let mut take = |key: &str| -> core::result::Result<u64, String> {
-                    match other.remove(key) {
-                        None => Ok(0),
-                        Some(v) => parse_u64(&v).ok_or_else(|| format!("{key} has the non-numeric value {v:?}")),
-                    }
-                };
-                $( let $field = take(stringify!($field))?; )*
-                Ok($name { $($field,)* other })
+/// The shared `properties` record of a node from its file, and the keys it does not name
+/// with their raw values. The `*_count` keys are checked to be numbers and dropped: the
+/// entries under the node's directories are what counts.
+fn node_properties(
+    p: Props,
+) -> core::result::Result<(NodeProperties, BTreeMap<String, String>), String> {
+    let mut other = p.pairs;
+    let mut take = |key: &str| -> core::result::Result<u64, String> {
+        match other.remove(key) {
+            None => Ok(0),
+            Some(v) => {
+                parse_u64(&v).ok_or_else(|| format!("{key} has the non-numeric value {v:?}"))
             }
         }
     };
-}
-
-sysfs_struct! {
-    /// A node's `properties` (field names are the sysfs keys; absent keys read 0).
-    NodeProperties {
-        /// CPU cores (0 for a GPU).
+    macro_rules! read {
+        ($($field:ident),* $(,)?) => {
+            NodeProperties { $($field: take(stringify!($field))?,)* }
+        };
+    }
+    let properties = read!(
         cpu_cores_count,
-        /// SIMDs (0 for a CPU).
         simd_count,
-        /// Entries under `mem_banks/`.
-        mem_banks_count,
-        /// Entries under `caches/`.
-        caches_count,
-        /// Entries under `io_links/`.
-        io_links_count,
-        /// Entries under `p2p_links/`.
-        p2p_links_count,
-        /// First CPU core id.
         cpu_core_id_base,
-        /// First SIMD id.
         simd_id_base,
-        /// Waves per SIMD.
         max_waves_per_simd,
-        /// LDS per work-group, KiB.
         lds_size_in_kb,
-        /// GDS, KiB.
         gds_size_in_kb,
-        /// Global wave sync entries.
         num_gws,
-        /// Wave size (64 or 32).
         wave_front_size,
-        /// Shader arrays.
         array_count,
-        /// Shader arrays per shader engine.
         simd_arrays_per_engine,
-        /// CUs per shader array.
         cu_per_simd_array,
-        /// SIMDs per CU.
         simd_per_cu,
-        /// Scratch wave slots per CU.
         max_slots_scratch_cu,
-        /// `major×10000 + minor×100 + stepping` (90010 = gfx90a).
         gfx_target_version,
-        /// PCI vendor id.
         vendor_id,
-        /// PCI device id.
         device_id,
-        /// PCI bus/device/function.
         location_id,
-        /// PCI domain.
         domain,
-        /// Minor of `/dev/dri/renderD<minor>`.
         drm_render_minor,
-        /// xGMI hive id.
         hive_id,
-        /// PCIe SDMA engines.
         num_sdma_engines,
-        /// xGMI SDMA engines.
         num_sdma_xgmi_engines,
-        /// User queues per SDMA engine.
         num_sdma_queues_per_engine,
-        /// Hardware queue descriptors available to KFD.
         num_cp_queues,
-        /// Peak GPU clock, MHz.
         max_engine_clk_fcompute,
-        /// Local memory size (0 on current kernels; see the memory banks).
         local_mem_size,
-        /// MEC firmware version.
         fw_version,
-        /// `HSA_CAP_*` bits.
         capability,
-        /// `HSA_CAP2_*` bits.
         capability2,
-        /// `HSA_DBG_*` bits.
         debug_prop,
-        /// SDMA firmware version.
         sdma_fw_version,
-        /// Unique id of the GPU.
         unique_id,
-        /// Compute dies (XCCs); 0 or 1 on single-die parts.
         num_xcc,
-        /// Peak CPU clock, MHz.
         max_engine_clk_ccompute,
-        /// Control stack size compute queues must pass (6.12+; 0 when absent).
         ctl_stack_size,
-        /// Minimum CWSR area per XCC (6.12+; 0 when absent).
         cwsr_size,
-        /// Minimum EOP buffer (6.12+; 0 when absent).
         eop_buffer_size,
+    );
+    for key in [
+        sysfs::node::MEM_BANKS_COUNT,
+        sysfs::node::CACHES_COUNT,
+        sysfs::node::IO_LINKS_COUNT,
+        sysfs::node::P2P_LINKS_COUNT,
+    ] {
+        take(key)?;
     }
+    Ok((properties, other))
 }
 
-/// The heap a memory bank belongs to (`HSA_MEM_HEAP_TYPE_*`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HeapType {
-    /// System memory.
-    System,
-    /// VRAM visible to the CPU.
-    FrameBufferPublic,
-    /// VRAM not visible to the CPU.
-    FrameBufferPrivate,
-    /// Global data share.
-    Gds,
-    /// Local data share.
-    Lds,
-    /// Scratch.
-    Scratch,
-    /// A value this thunk does not know.
-    Other(u32),
-}
+/// A node's `properties`: the shared sysfs record.
+pub use kfd_sys::sysfs::NodeProperties;
 
-impl HeapType {
-    fn from_raw(v: u32) -> Self {
-        match v {
-            sysfs::HSA_MEM_HEAP_TYPE_SYSTEM => HeapType::System,
-            sysfs::HSA_MEM_HEAP_TYPE_FB_PUBLIC => HeapType::FrameBufferPublic,
-            sysfs::HSA_MEM_HEAP_TYPE_FB_PRIVATE => HeapType::FrameBufferPrivate,
-            sysfs::HSA_MEM_HEAP_TYPE_GPU_GDS => HeapType::Gds,
-            sysfs::HSA_MEM_HEAP_TYPE_GPU_LDS => HeapType::Lds,
-            sysfs::HSA_MEM_HEAP_TYPE_GPU_SCRATCH => HeapType::Scratch,
-            other => HeapType::Other(other),
-        }
-    }
-
-    /// Whether this is device memory (VRAM).
-    pub fn is_vram(self) -> bool {
-        matches!(
-            self,
-            HeapType::FrameBufferPublic | HeapType::FrameBufferPrivate
-        )
-    }
-}
-
-/// One memory bank.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MemBank {
-    /// `heap_type`.
-    pub heap_type: HeapType,
-    /// `size_in_bytes`.
-    pub size_in_bytes: u64,
-    /// `flags` (`HSA_MEM_FLAGS_*`).
-    pub flags: u32,
-    /// `width`: bus width in bits.
-    pub width: u32,
-    /// `mem_clk_max`: peak clock, MHz.
-    pub mem_clk_max: u32,
-}
+/// The heap type and memory-bank record: the shared sysfs records.
+pub use kfd_sys::sysfs::{HeapType, MemBank};
 
 /// One cache.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -268,34 +174,8 @@ impl Cache {
     }
 }
 
-/// One io link (or p2p link).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct IoLink {
-    /// `type` (`HSA_IOLINK_TYPE_*`: 2 PCIe, 11 xGMI …).
-    pub link_type: u32,
-    /// `version_major`.
-    pub version_major: u32,
-    /// `version_minor`.
-    pub version_minor: u32,
-    /// `node_from`.
-    pub node_from: u32,
-    /// `node_to`.
-    pub node_to: u32,
-    /// `weight`: relative distance.
-    pub weight: u32,
-    /// `min_latency`, ns.
-    pub min_latency: u32,
-    /// `max_latency`, ns.
-    pub max_latency: u32,
-    /// `min_bandwidth`, MB/s.
-    pub min_bandwidth: u32,
-    /// `max_bandwidth`, MB/s.
-    pub max_bandwidth: u32,
-    /// `recommended_transfer_size`.
-    pub recommended_transfer_size: u32,
-    /// `flags` (`HSA_IOLINK_FLAGS_*`).
-    pub flags: u32,
-}
+/// One io link (or p2p link): the shared sysfs record.
+pub use kfd_sys::sysfs::IoLink;
 
 /// The queue buffer sizes a GPU's topology requires (facts §9.9), in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -344,24 +224,30 @@ impl Node {
         self.gfx_version().map(|v| v.to_string())
     }
 
-    /// The PM4 packet generation of the GPU.
-    pub fn gfx_gen(&self) -> Result<pm4::GfxGen> {
-        match self.gfx_version().map(|v| v.major) {
-            Some(9) => Ok(pm4::GfxGen::Gfx9),
-            Some(10) => Ok(pm4::GfxGen::Gfx10),
-            Some(11 | 12) => Ok(pm4::GfxGen::Gfx11),
-            _ => Err(self.unsupported()),
-        }
+    /// The graphics generation of the GPU; a CPU node or a generation this stack has no
+    /// layouts for (gfx8 and older, gfx12 and newer) is an error, never a guess.
+    pub fn generation(&self) -> Result<Generation> {
+        self.gfx_version()
+            .and_then(GfxVersion::generation)
+            .ok_or_else(|| self.unsupported())
     }
 
-    /// The SDMA packet generation of the GPU.
+    /// The PM4 packet generation of the GPU.
+    pub fn gfx_gen(&self) -> Result<pm4::GfxGen> {
+        Ok(match self.generation()? {
+            Generation::Gfx9 => pm4::GfxGen::Gfx9,
+            Generation::Gfx10 => pm4::GfxGen::Gfx10,
+            Generation::Gfx11 => pm4::GfxGen::Gfx11,
+        })
+    }
+
+    /// The SDMA packet generation of the GPU: SDMA 4 on gfx9, 5 on gfx10, 6 on gfx11.
     pub fn sdma_gen(&self) -> Result<pm4::SdmaGen> {
-        match self.gfx_version().map(|v| v.major) {
-            Some(9) => Ok(pm4::SdmaGen::Sdma4),
-            Some(10) => Ok(pm4::SdmaGen::Sdma5),
-            Some(11 | 12) => Ok(pm4::SdmaGen::Sdma6),
-            _ => Err(self.unsupported()),
-        }
+        Ok(match self.generation()? {
+            Generation::Gfx9 => pm4::SdmaGen::Sdma4,
+            Generation::Gfx10 => pm4::SdmaGen::Sdma5,
+            Generation::Gfx11 => pm4::SdmaGen::Sdma6,
+        })
     }
 
     fn unsupported(&self) -> Error {
@@ -369,7 +255,7 @@ impl Node {
             OP,
             Errno::ENODEV,
             format!(
-                "node {} (gfx_target_version {}) is not a GPU of generation gfx9 or later",
+                "node {} (gfx_target_version {}) is not a GPU of generation gfx9, gfx10 or gfx11",
                 self.index, self.properties.gfx_target_version
             ),
         )
@@ -636,7 +522,7 @@ fn read_node(index: u32, dir: &Path) -> Result<Node> {
     };
     let props_path = dir.join(sysfs::KFD_SYSFS_PROPERTIES);
     let props = read_props(&props_path)?;
-    let properties = NodeProperties::from_props(props)
+    let (properties, other_properties) = node_properties(props)
         .map_err(|m| Error::bad_answer(OP, format!("{}: {m}", props_path.display())))?;
     let mut mem_banks = Vec::new();
     for (_, d) in numbered_entries(&dir.join(sysfs::KFD_SYSFS_MEM_BANKS))? {
@@ -688,6 +574,7 @@ fn read_node(index: u32, dir: &Path) -> Result<Node> {
         gpu_id,
         name,
         properties,
+        other_properties,
         mem_banks,
         caches,
         io_links,
@@ -789,7 +676,7 @@ mod tests {
         assert_eq!(g.vram_size(), 64 << 30);
         assert!(g.is_dgpu());
         assert_eq!(
-            g.properties.other.get("future_key").map(String::as_str),
+            g.other_properties.get("future_key").map(String::as_str),
             Some("7")
         );
         assert_eq!(g.caches[0].sibling_map, vec![1, 1, 0]);

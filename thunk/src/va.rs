@@ -104,7 +104,13 @@ impl VaRange {
                 MapFlags::MAP_PRIVATE | MapFlags::MAP_NORESERVE,
             )
         }
-        .map_err(|e| Error::new(OP, Errno::from(e), format!("cannot reserve {len:#x} bytes")))?;
+        .map_err(|e| {
+            Error::new(
+                OP,
+                crate::error::from_nix(e),
+                format!("cannot reserve {len:#x} bytes"),
+            )
+        })?;
         let start = raw.as_ptr() as u64;
         let aligned = align_up(start, align).unwrap_or(start);
         let head = aligned - start;

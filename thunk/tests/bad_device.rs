@@ -7,9 +7,10 @@
 use kfd_sys::*;
 use std::path::Path;
 use std::sync::Arc;
+use thunk::model_access::{ModelBackend, ModelConfig};
 use thunk::{
-    Backend, BackendKind, Errno, EventKind, Kfd, MapTarget, MemoryKind, ModelBackend, ModelConfig,
-    OpenOptions, Preset, QueueOptions, RenderNode,
+    Backend, BackendKind, Errno, EventKind, Kfd, MapTarget, MemoryKind, OpenOptions, Preset,
+    QueueOptions, RenderNode,
 };
 
 type Fix = Box<dyn Fn(u32, &mut [u8]) + Send + Sync>;
@@ -33,8 +34,9 @@ impl Backend for Corrupt {
     fn describe(&self) -> String {
         format!("corrupted {}", self.inner.describe())
     }
-    fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<i32, Errno> {
-        let r = self.inner.ioctl(request, arg)?;
+    unsafe fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<i32, Errno> {
+        // SAFETY: forwarded from our caller, who owns the addresses in `arg`.
+        let r = unsafe { self.inner.ioctl(request, arg) }?;
         (self.fix)(request, arg);
         Ok(r)
     }

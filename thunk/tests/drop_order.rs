@@ -6,6 +6,7 @@
 mod common;
 
 use common::*;
+use thunk::model_access::{KfdModelExt, OpenOptionsModelExt};
 use thunk::{AllocOptions, EventKind, MemoryKind, QueueOptions, WaitStatus};
 
 #[test]

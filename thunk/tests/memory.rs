@@ -6,6 +6,7 @@ mod common;
 
 use common::*;
 use std::sync::atomic::Ordering;
+use thunk::model_access::KfdModelExt;
 use thunk::{Access, AllocOptions, Errno, MemoryKind};
 
 #[test]

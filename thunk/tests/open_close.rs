@@ -5,6 +5,7 @@
 mod common;
 
 use common::*;
+use thunk::model_access::{KfdModelExt, OpenOptionsModelExt};
 use thunk::{BackendKind, Kfd, OpenOptions};
 
 #[test]

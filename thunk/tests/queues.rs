@@ -6,6 +6,7 @@ mod common;
 
 use common::*;
 use kfd_sys::*;
+use thunk::model_access::KfdModelExt;
 use thunk::{Errno, QueueOptions, QueuePriority, SdmaEngine, ERROR_PAYLOAD_OFFSET};
 
 #[test]
@@ -65,7 +66,9 @@ fn every_queue_kind_is_created_and_destroyed() {
     let ids = [pm4.id(), aql.id(), sdma.id()];
     assert_eq!(ids, [0, 1, 2], "queue ids: first free");
     // All queues of a GPU share one doorbell page: address minus the offset's low bits.
-    let page = |q: &thunk::RawQueue| q.doorbell_address().unwrap() - (q.doorbell_offset() & 8191);
+    fn page<K: thunk::QueueKind>(q: &thunk::Queue<K>) -> u64 {
+        q.doorbell_address().unwrap() - (q.doorbell_offset() & 8191)
+    }
     assert_eq!(page(&pm4), page(&sdma));
     assert_eq!(page(&pm4), page(&aql));
     if let Some(m) = kfd.model() {
@@ -169,17 +172,17 @@ fn inactive_queue_and_update() {
             .map(|m| m.node(gpu.id()).unwrap().counters().active_queue_count)
     };
     assert_eq!(active().unwrap_or(0), 0);
-    q.raw_mut().update(100, QueuePriority::HIGH).unwrap();
+    q.update(100, QueuePriority::HIGH).unwrap();
     assert_eq!((q.percentage(), q.priority()), (100, QueuePriority::HIGH));
     if kfd.model().is_some() {
         assert_eq!(active(), Some(1));
     }
     assert_err(
-        q.raw_mut().update(150, QueuePriority::LOW),
+        q.update(150, QueuePriority::LOW),
         Errno::EINVAL,
         "percentage 150",
     );
-    q.raw_mut().update(0, QueuePriority::LOW).unwrap();
+    q.update(0, QueuePriority::LOW).unwrap();
     assert_eq!(active().unwrap_or(0), 0);
 }
 

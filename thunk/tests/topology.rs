@@ -6,6 +6,7 @@ mod common;
 
 use common::*;
 use kfd_sys::sysfs::HSA_IOLINK_TYPE_PCIEXPRESS;
+use thunk::model_access::KfdModelExt;
 
 #[test]
 fn gpu_nodes_carry_what_queues_and_memory_need() {

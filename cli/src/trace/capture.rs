@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use kfd_model::device::Gpu;
-use mqd::{ComputeDescriptor, ComputeMqd, Generation, GfxVersion};
+use kfd_model::KfdNode;
+use mqd::{ComputeDescriptor, ComputeMqd, Generation};
 use serde::Serialize;
 
 use crate::decode::{self, Engine, Entry};
@@ -95,7 +95,7 @@ struct MqdWatch {
 }
 
 struct Watches {
-    gpu: Arc<Gpu>,
+    gpu: Arc<KfdNode>,
     generation: Generation,
     hiq: Option<HiqWatch>,
     mqds: BTreeMap<u64, MqdWatch>,
@@ -114,9 +114,9 @@ pub struct Capture {
     state: Mutex<State>,
 }
 
-fn read(gpu: &Gpu, address: u64, len: usize) -> Option<Vec<u8>> {
+fn read(gpu: &KfdNode, address: u64, len: usize) -> Option<Vec<u8>> {
     let mut bytes = vec![0u8; len];
-    gpu.gart.read(address, &mut bytes)?;
+    gpu.debugfs().read(address, &mut bytes)?;
     Some(bytes)
 }
 
@@ -137,7 +137,7 @@ impl Watches {
 
     fn new_hiq_packets(&mut self) -> Option<Note> {
         let hiq = self.hiq.as_mut()?;
-        let wptr = self.gpu.gart.load_u64(hiq.wptr_address)?;
+        let wptr = self.gpu.debugfs().load_u64(hiq.wptr_address)?;
         if wptr == hiq.last_wptr || hiq.ring_dwords == 0 {
             return None;
         }
@@ -160,18 +160,7 @@ impl Watches {
         } else {
             vec![(start, ring.len()), (0, end)]
         };
-        let target = Target {
-            gc: GfxVersion::new(
-                match self.generation {
-                    Generation::Gfx9 => 9,
-                    Generation::Gfx10 => 10,
-                    Generation::Gfx11 => 11,
-                },
-                0,
-                0,
-            ),
-            preset: None,
-        };
+        let target = Target::of_generation(self.generation);
         let mut packets = Vec::new();
         for (a, b) in segments {
             if let Some(words) = ring.get(a..b) {
@@ -245,7 +234,7 @@ impl Capture {
 
     /// Starts looking at `gpu`'s memory: the HIQ behind `hiq_mqd` and, from now on, every MQD
     /// the device queue manager reports.
-    pub fn watch_gpu(&self, gpu: Arc<Gpu>, generation: Generation, hiq_mqd: Option<u64>) {
+    pub fn watch_gpu(&self, gpu: Arc<KfdNode>, generation: Generation, hiq_mqd: Option<u64>) {
         let hiq = hiq_mqd.and_then(|address| {
             let bytes = read(&gpu, address, 2048)?;
             let mqd = ComputeMqd::decode(generation, &bytes).ok()?;
@@ -255,7 +244,7 @@ impl Capture {
                 ring_base: mqd.ring_base_address(),
                 ring_dwords,
                 wptr_address,
-                last_wptr: gpu.gart.load_u64(wptr_address).unwrap_or(0),
+                last_wptr: gpu.debugfs().load_u64(wptr_address).unwrap_or(0),
             })
         });
         self.lock().watches = Some(Watches {

@@ -1,6 +1,9 @@
 //! A client of the model that speaks only ioctl bytes, as a C program on `/dev/kfd` does:
 //! ACQUIRE_VM with a render node, ALLOC/MAP buffers, CREATE/DESTROY_QUEUE with the buffers
 //! Linux 6.12 validates. Every ioctl is timed for the timeline.
+// ALLOC_MEMORY_OF_GPU and WAIT_EVENTS are `unsafe` to issue (a USERPTR buffer or an output
+// array); the two calls here uphold their contract.
+#![allow(unsafe_code)]
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -91,13 +94,6 @@ pub struct Client {
     epoch: Instant,
 }
 
-fn ioctl_name(request: u32) -> &'static str {
-    kfd_sys::AMDKFD_IOCTLS
-        .iter()
-        .find(|d| d.request == request)
-        .map_or("AMDKFD_IOC_?", |d| d.name)
-}
-
 impl Client {
     /// Opens `/dev/kfd` and the render node of `gpu_id` and acquires the VM.
     pub fn open(model: &Model, gpu_id: u32, spans: Spans, epoch: Instant) -> CliResult<Client> {
@@ -127,7 +123,7 @@ impl Client {
             drm_fd: client.render.fd as u32,
             gpu_id,
         };
-        client.ioctl(AMDKFD_IOC_ACQUIRE_VM, &mut acquire)?;
+        client.ioctl::<AcquireVm>(&mut acquire)?;
         Ok(client)
     }
 
@@ -136,16 +132,20 @@ impl Client {
         self.process.pasid()
     }
 
-    /// A typed ioctl: the struct's bytes in, the kernel's bytes back.
-    pub fn ioctl<T: IntoBytes + FromBytes + Immutable>(
+    /// A typed ioctl that safe code may issue: the struct's bytes in, the kernel's bytes back.
+    pub fn ioctl<R: SafeIoctl>(&self, args: &mut R::Arg) -> CliResult<i32> {
+        self.timed::<R>(args, |process, args| process.call::<R>(args))
+    }
+
+    /// Issues `R` through `issue` and records its span on the timeline.
+    fn timed<R: Ioctl>(
         &self,
-        request: u32,
-        args: &mut T,
+        args: &mut R::Arg,
+        issue: impl FnOnce(&Process, &mut R::Arg) -> kfd_model::KResult<i32>,
     ) -> CliResult<i32> {
-        let name = ioctl_name(request);
-        let mut bytes = args.as_bytes().to_vec();
+        let name = R::NAME;
         let start = self.epoch.elapsed();
-        let result = self.process.ioctl(request, &mut bytes);
+        let result = issue(&self.process, args);
         let end = self.epoch.elapsed();
         self.spans.borrow_mut().push(IoctlSpan {
             name,
@@ -157,9 +157,6 @@ impl Client {
                 Err(e) => format!("{e:?}"),
             },
         });
-        if let Ok((back, _)) = T::read_from_prefix(&bytes) {
-            *args = back;
-        }
         result.map_err(|e| CliError::failure(format!("{name} failed: {e}")))
     }
 
@@ -194,7 +191,11 @@ impl Client {
             flags: KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
             ..Default::default()
         };
-        self.ioctl(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut alloc)?;
+        self.timed::<AllocMemoryOfGpu>(&mut alloc, |process, alloc| {
+            // SAFETY: a GTT buffer, not USERPTR: the model allocates its memory and writes no
+            // address of this process.
+            unsafe { process.ioctl(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, alloc.as_mut_bytes()) }
+        })?;
         let ids = [self.gpu_id];
         let mut map = kfd_ioctl_map_memory_to_gpu_args {
             handle: alloc.handle,
@@ -202,7 +203,7 @@ impl Client {
             n_devices: 1,
             n_success: 0,
         };
-        self.ioctl(AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut map)?;
+        self.ioctl::<MapMemoryToGpu>(&mut map)?;
         Ok((va, alloc.handle, alloc.mmap_offset))
     }
 
@@ -253,7 +254,7 @@ impl Client {
 
     /// CREATE_QUEUE with prepared arguments.
     pub fn create_queue_with(&self, mut args: kfd_ioctl_create_queue_args) -> CliResult<QueueInfo> {
-        self.ioctl(AMDKFD_IOC_CREATE_QUEUE, &mut args)?;
+        self.ioctl::<CreateQueue>(&mut args)?;
         Ok(QueueInfo {
             id: args.queue_id,
             queue_type: args.queue_type,
@@ -292,7 +293,7 @@ impl Client {
             auto_reset: u32::from(auto_reset),
             ..Default::default()
         };
-        self.ioctl(AMDKFD_IOC_CREATE_EVENT, &mut args)?;
+        self.ioctl::<CreateEvent>(&mut args)?;
         Ok(args)
     }
 
@@ -309,7 +310,11 @@ impl Client {
             timeout: timeout_ms,
             wait_result: 0,
         };
-        self.ioctl(AMDKFD_IOC_WAIT_EVENTS, &mut args)?;
+        self.timed::<WaitEvents>(&mut args, |process, args| {
+            // SAFETY: `events_ptr` is `data`, one entry, alive and not borrowed until the call
+            // returns; the model writes only that entry.
+            unsafe { process.ioctl(AMDKFD_IOC_WAIT_EVENTS, args.as_mut_bytes()) }
+        })?;
         Ok((args.wait_result, data[0]))
     }
 }
@@ -352,7 +357,7 @@ impl Client {
             queue_id: id,
             pad: 0,
         };
-        self.ioctl(AMDKFD_IOC_DESTROY_QUEUE, &mut args).map(|_| ())
+        self.ioctl::<DestroyQueue>(&mut args).map(|_| ())
     }
 }
 

@@ -63,7 +63,7 @@ pub struct TraceArgs {
 }
 
 fn parse_preset(s: &str) -> Result<Preset, String> {
-    s.parse()
+    crate::device::parse_preset(s)
 }
 
 /// The JSON form of a trace.

@@ -117,8 +117,8 @@ fn mapped_slot(state: &DeviceState, pasid: u32, doorbell_offset_hint: Option<u32
 
 fn doorbell_of(session: &Session, pasid: u32, queue: u32) -> Option<u32> {
     let node = session.node().ok()?;
-    let dqm = node.dqm();
-    dqm.queue(pasid, queue).map(|q| q.doorbell_off)
+    let doorbell = node.debugfs().queue_doorbell(pasid, queue);
+    doorbell
 }
 
 fn create(
@@ -264,7 +264,7 @@ fn oversubscribe(session: &mut Session, options: ScenarioOptions) -> CliResult<(
         "HWS time slice: the firmware rotates the processes it maps",
         Detail::Full,
         |_| {
-            node.gpu.hws.tick(&node.gpu.gart);
+            node.hws_time_slice();
             Ok(())
         },
         |_, s| {
@@ -285,7 +285,7 @@ fn oversubscribe(session: &mut Session, options: ScenarioOptions) -> CliResult<(
         "HWS time slice again: back to the first quantum",
         Detail::Summary,
         |_| {
-            node.gpu.hws.tick(&node.gpu.gart);
+            node.hws_time_slice();
             Ok(())
         },
         |_, s| {

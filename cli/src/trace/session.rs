@@ -6,7 +6,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
-use kfd_model::hw::hws::HqdSlot;
+use kfd_model::debugfs::Slot;
 use kfd_model::{KfdNode, Model, ModelConfig, Preset};
 use serde::Serialize;
 
@@ -99,11 +99,8 @@ pub struct Session {
 }
 
 /// The name of a hardware slot.
-pub fn slot_name(slot: &HqdSlot) -> String {
-    match *slot {
-        HqdSlot::Compute { mec, pipe, queue } => format!("MEC{mec} pipe {pipe} queue {queue}"),
-        HqdSlot::Sdma { engine, queue } => format!("SDMA{engine} queue {queue}"),
-    }
+pub fn slot_name(slot: &Slot) -> String {
+    slot.to_string()
 }
 
 impl Session {
@@ -122,8 +119,12 @@ impl Session {
             .first()
             .cloned()
             .ok_or_else(|| CliError::failure("the model has no GPU"))?;
-        let hiq = node.dqm().hiq_mqd_addr();
-        capture.watch_gpu(node.gpu.clone(), node.gpu.mqd_gen, hiq);
+        let debugfs = node.debugfs();
+        capture.watch_gpu(
+            node.clone(),
+            debugfs.generation(),
+            debugfs.hiq_mqd_address(),
+        );
         let mut session = Session {
             gpu_id: node.gpu_id,
             model,
@@ -180,24 +181,24 @@ impl Session {
             };
         };
         let c = node.counters();
-        let hws = &node.gpu.hws;
+        let hws = node.debugfs().hws();
         DeviceState {
             processes: c.processes_count,
             active_queues: c.active_queue_count,
             total_queues: c.total_queue_count,
             active_runlist: c.active_runlist,
-            oversubscribed: hws.oversubscribed(),
-            hqds: hws.hqd_slots().len(),
+            oversubscribed: hws.oversubscribed,
+            hqds: hws.hqd_count,
             mapped: hws
-                .mapped_queues()
+                .mapped
                 .iter()
                 .map(|m| SlotUse {
                     slot: slot_name(&m.slot),
-                    compute: matches!(m.slot, HqdSlot::Compute { .. }),
+                    compute: matches!(m.slot, Slot::Compute { .. }),
                     pasid: m.pasid,
                     vmid: m.vmid,
-                    doorbell: m.queue.doorbell_offset,
-                    mqd: m.queue.mqd_addr,
+                    doorbell: m.doorbell_offset,
+                    mqd: m.mqd_address,
                 })
                 .collect(),
         }
@@ -208,16 +209,14 @@ impl Session {
         let Some(node) = self.model.node(self.gpu_id) else {
             return Vec::new();
         };
-        let dqm = node.dqm();
-        dqm.qpds
-            .iter()
-            .flat_map(|qpd| {
-                qpd.queues.iter().map(move |q| {
-                    (
-                        q.mqd_mem.gpu_addr,
-                        format!("pasid {:#x} queue {}", qpd.pasid, q.id),
-                    )
-                })
+        node.debugfs()
+            .queues()
+            .into_iter()
+            .map(|q| {
+                (
+                    q.mqd_address,
+                    format!("pasid {:#x} queue {}", q.pasid, q.queue_id),
+                )
             })
             .collect()
     }
@@ -332,7 +331,7 @@ mod tests {
             matches!(&out[0].notes[1], Note::RunlistLine { line } if line.contains("MAP_QUEUES"))
         );
         assert_eq!(
-            slot_name(&HqdSlot::Compute {
+            slot_name(&Slot::Compute {
                 mec: 0,
                 pipe: 1,
                 queue: 2
@@ -340,7 +339,7 @@ mod tests {
             "MEC0 pipe 1 queue 2"
         );
         assert_eq!(
-            slot_name(&HqdSlot::Sdma {
+            slot_name(&Slot::Sdma {
                 engine: 1,
                 queue: 0
             }),

@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 use std::time::Duration;
-use thunk::{Gpu, Kfd, ModelBackend, ModelConfig, OpenOptions, Preset};
+use thunk::model_access::{ModelBackend, ModelConfig};
+use thunk::{Gpu, Kfd, OpenOptions, Preset};
 
 /// A generous bound for waits that normally take microseconds (the machine may be loaded).
 pub const T: Duration = Duration::from_secs(20);

@@ -805,8 +805,12 @@ impl Wave {
     }
 
     fn valu(&mut self, c: &Cached) -> R<()> {
-        if c.inst.ext != crate::decode::Ext::None && self.sdwa_src.is_none() {
-            return self.sdwa(c);
+        if self.sdwa_src.is_none() {
+            match c.inst.ext {
+                crate::decode::Ext::None => {}
+                crate::decode::Ext::Sdwa => return self.sdwa(c),
+                crate::decode::Ext::Dpp => return self.dpp(c),
+            }
         }
         if let Some(cmp) = c.cmp {
             return self.vcmp(c, cmp);
@@ -1664,6 +1668,71 @@ impl Wave {
             }
         }
         Ok(())
+    }
+}
+
+impl Wave {
+    /// A VOP1/VOP2 with a DPP dword: source 0 is read from the lane its DPP control names
+    /// (`dpp_gather`), both sources get the dword's float neg/abs, and only the lanes whose
+    /// row and bank are enabled (and whose source lane is valid, unless `bound_ctrl`) write.
+    fn dpp(&mut self, c: &Cached) -> R<()> {
+        if !matches!(c.inst.enc, Enc::Vop1 | Enc::Vop2) {
+            return Err(illegal(self.pc, c)); // VOPC DPP is not modelled
+        }
+        // 64-bit operands (gfx90a's 64-bit DPP) are not modelled.
+        let wide = [Field::A, Field::B, Field::D]
+            .into_iter()
+            .any(|f| matches!(opnd(c, f), Some(Operand::Vgpr { count, .. }) if count > 1));
+        let w = c.inst.words[1];
+        let ctrl = (w >> 8) & 0x1FF;
+        if wide || !super::lanes::dpp_ctrl_is_valid(ctrl) {
+            return Err(illegal(self.pc, c));
+        }
+        let bound_ctrl = (w >> 19) & 1 != 0;
+        let bank_mask = (w >> 24) & 0xF;
+        let row_mask = (w >> 28) & 0xF;
+        let float = c.src_type != SrcType::Int;
+        let sign_bit = if c.src_type == SrcType::F16 {
+            0x8000
+        } else {
+            0x8000_0000
+        };
+        let exec = self.exec();
+        let mut srcs = Box::new([[0u32; WAVE_SIZE]; 2]);
+        let mut write = exec;
+        for (i, field) in [Field::A, Field::B].into_iter().enumerate() {
+            let Some(op) = opnd(c, field) else { continue };
+            let raw = self.vread32(op, c.src_type)?;
+            let lanes = if i == 0 {
+                let (gathered, mask) =
+                    super::lanes::dpp_gather(&raw, ctrl, exec, row_mask, bank_mask, bound_ctrl);
+                write &= mask;
+                gathered
+            } else {
+                raw
+            };
+            let neg = (w >> (20 + 2 * i)) & 1 != 0;
+            let abs = (w >> (21 + 2 * i)) & 1 != 0;
+            for (l, v) in lanes.iter().enumerate() {
+                let mut v = *v;
+                if float {
+                    if abs {
+                        v &= !sign_bit;
+                    }
+                    if neg {
+                        v ^= sign_bit;
+                    }
+                }
+                srcs[i][l] = v;
+            }
+        }
+        // Run the operation on the writing lanes only, then give EXEC back.
+        self.set_exec(write);
+        self.sdwa_src = Some(srcs);
+        let result = self.valu(c);
+        self.sdwa_src = None;
+        self.set_exec(exec);
+        result
     }
 }
 

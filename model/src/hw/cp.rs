@@ -149,7 +149,8 @@ impl CpRing {
     }
 }
 
-/// A compute queue's read pointer in its own unit.
+/// A position on a compute queue's ring in the queue's own unit: its read pointer, or the
+/// write pointer last seen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CpReadPointer {
     /// PM4: dwords.
@@ -164,6 +165,14 @@ impl CpReadPointer {
         match self {
             CpReadPointer::Pm4(p) => p.get(),
             CpReadPointer::Aql(p) => p.get(),
+        }
+    }
+
+    /// The position `raw` in the same unit.
+    pub fn at(self, raw: u64) -> Self {
+        match self {
+            CpReadPointer::Pm4(_) => CpReadPointer::Pm4(DwordPtr::new(raw)),
+            CpReadPointer::Aql(_) => CpReadPointer::Aql(AqlSlotPtr::new(raw)),
         }
     }
 
@@ -185,7 +194,7 @@ pub struct CpQueue {
     /// Who the queue is.
     pub id: QueueIdentity,
     rptr: CpReadPointer,
-    last_wptr: u64,
+    last_wptr: CpReadPointer,
     ibs: Vec<IbFrame>,
     /// The IB stack belongs to the AQL vendor packet at the read pointer.
     aql_ib_active: bool,
@@ -219,7 +228,7 @@ impl CpQueue {
             ring,
             id,
             rptr,
-            last_wptr: rptr.get(),
+            last_wptr: rptr,
             ibs: Vec::new(),
             aql_ib_active: false,
             status: QueueStatus::default(),
@@ -287,8 +296,8 @@ impl CpQueue {
         self.rptr
     }
 
-    /// The last write pointer seen.
-    pub fn last_wptr(&self) -> u64 {
+    /// The last write pointer seen, in the queue's unit.
+    pub fn last_wptr(&self) -> CpReadPointer {
         self.last_wptr
     }
 
@@ -325,8 +334,11 @@ impl CpQueue {
     /// What the MQD saves: `cp_hqd_pq_rptr` (wrapped dwords) and `cp_hqd_pq_wptr` (dwords).
     pub fn save(&self, mqd: &mut ComputeMqd) {
         let (rptr_dw, wptr_dw) = match self.rptr {
-            CpReadPointer::Pm4(p) => (p, DwordPtr::new(self.last_wptr)),
-            CpReadPointer::Aql(p) => (p.to_dwords(), AqlSlotPtr::new(self.last_wptr).to_dwords()),
+            CpReadPointer::Pm4(p) => (p, DwordPtr::new(self.last_wptr.get())),
+            CpReadPointer::Aql(p) => (
+                p.to_dwords(),
+                AqlSlotPtr::new(self.last_wptr.get()).to_dwords(),
+            ),
         };
         mqd.set_hqd_rptr(rptr_dw.slot(self.ring.dwords) as u32);
         mqd.set_hqd_wptr(wptr_dw.get());
@@ -363,7 +375,7 @@ impl CpQueue {
                 unit: self.rptr.unit(),
             });
         }
-        self.last_wptr = wptr;
+        self.last_wptr = self.rptr.at(wptr);
         Ok(wptr)
     }
 
@@ -1362,7 +1374,7 @@ mod tests {
             },
             id: id(),
             rptr: CpReadPointer::Pm4(DwordPtr::new(0)),
-            last_wptr: 0,
+            last_wptr: CpReadPointer::Pm4(DwordPtr::new(0)),
             ibs: Vec::new(),
             aql_ib_active: false,
             status: QueueStatus::default(),

@@ -420,7 +420,7 @@ impl Hws {
                 slot: q.id.slot,
                 mapped,
                 rptr: q.rptr().get(),
-                wptr: q.last_wptr(),
+                wptr: q.last_wptr().get(),
                 unit: q.rptr().unit(),
                 packets: q.packets(),
                 parked: q.is_parked(),

@@ -6,6 +6,7 @@
 //! ask (what the CPU reaches through the BAR or the render node) — two views of the same pages,
 //! as on the real device. All accessors are bounds-checked; out-of-range offsets return `None`.
 
+use crate::errno::from_nix;
 use crate::errno::{Errno, KResult};
 use nix::sys::memfd::{memfd_create, MemFdCreateFlag};
 use nix::sys::mman::{mmap, munmap, MapFlags, ProtFlags};
@@ -46,8 +47,8 @@ impl DeviceMemory {
         let len = page_align(len).filter(|&l| l > 0).ok_or(Errno::EINVAL)?;
         let len = usize::try_from(len).map_err(|_| Errno::ENOMEM)?;
         let cname = CString::new(format!("kfd-model:{name}")).map_err(|_| Errno::EINVAL)?;
-        let fd = memfd_create(&cname, MemFdCreateFlag::MFD_CLOEXEC)?;
-        nix::unistd::ftruncate(&fd, len as i64)?;
+        let fd = memfd_create(&cname, MemFdCreateFlag::MFD_CLOEXEC).map_err(from_nix)?;
+        nix::unistd::ftruncate(&fd, len as i64).map_err(from_nix)?;
         let size = NonZeroUsize::new(len).ok_or(Errno::EINVAL)?;
         // SAFETY: a fresh shared mapping of a file we own, at an address the kernel picks, so it
         // cannot overlap any existing Rust object.
@@ -60,7 +61,8 @@ impl DeviceMemory {
                 &fd,
                 0,
             )
-        }?;
+        }
+        .map_err(from_nix)?;
         Ok(DeviceMemory {
             fd,
             base: base.cast(),

@@ -25,3 +25,24 @@ pub mod mem;
 pub mod sdma;
 pub mod spi;
 pub mod vm;
+
+use kfd_sys::gpu::Generation;
+
+/// The PM4 packet forms of a generation (the compiler names this match when a generation is
+/// added).
+pub fn gfx_gen(generation: Generation) -> pm4::GfxGen {
+    match generation {
+        Generation::Gfx9 => pm4::GfxGen::Gfx9,
+        Generation::Gfx10 => pm4::GfxGen::Gfx10,
+        Generation::Gfx11 => pm4::GfxGen::Gfx11,
+    }
+}
+
+/// The SDMA packet forms of a generation: SDMA 4 on gfx9, 5 on gfx10, 6 on gfx11.
+pub fn sdma_gen(generation: Generation) -> pm4::SdmaGen {
+    match generation {
+        Generation::Gfx9 => pm4::SdmaGen::Sdma4,
+        Generation::Gfx10 => pm4::SdmaGen::Sdma5,
+        Generation::Gfx11 => pm4::SdmaGen::Sdma6,
+    }
+}

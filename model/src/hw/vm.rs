@@ -22,15 +22,38 @@ pub enum Backing {
         /// Byte offset of the range's first byte.
         offset: usize,
     },
-    /// User memory (USERPTR) whose first byte is at `host_addr` in this process — often a
-    /// different address than the GPU VA, since libhsakmt places registered memory in its own
-    /// GPU aperture. Registration checked it was mapped read-write; the client must keep it
-    /// mapped while the GPU maps it (the kernel would evict the queues on munmap; the model
-    /// does not watch munmap).
-    User {
-        /// CPU address of the range's first byte.
-        host_addr: u64,
-    },
+    /// User memory (USERPTR) of this process — often at a different address than the GPU VA,
+    /// since libhsakmt places registered memory in its own GPU aperture.
+    User(UserMemory),
+}
+
+/// Host memory of this process handed to the GPU (USERPTR). Only an `unsafe` constructor makes
+/// one, because every access through the mapping that holds it dereferences `host_addr`:
+/// that keeps [`GpuVm::map`] safe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UserMemory {
+    host_addr: u64,
+}
+
+impl UserMemory {
+    /// The user memory whose first byte is at `host_addr`.
+    ///
+    /// # Safety
+    ///
+    /// For as long as a [`GpuVm`] maps a range backed by this value (until it is unmapped or
+    /// the VM dropped), the mapped length of bytes from `host_addr` must stay mapped read-write
+    /// in this process and be the GPU's to read and write at any time: no Rust reference may
+    /// point into it, and the CPU touches it only through raw pointers or atomics. (The kernel
+    /// evicts the queues on munmap; the model does not watch munmap, so this is the caller's
+    /// promise — for a client, the one it made to [`crate::Process::ioctl`].)
+    pub const unsafe fn new(host_addr: u64) -> Self {
+        Self { host_addr }
+    }
+
+    /// CPU address of the range's first byte.
+    pub const fn host_addr(&self) -> u64 {
+        self.host_addr
+    }
 }
 
 /// One mapped range.
@@ -58,7 +81,7 @@ impl VmMapping {
         let off = va - self.va;
         match &self.backing {
             Backing::Device { mem, offset } => mem.host_base() + *offset as u64 + off,
-            Backing::User { host_addr } => host_addr + off,
+            Backing::User(user) => user.host_addr() + off,
         }
     }
 }
@@ -535,18 +558,24 @@ mod tests {
 
     #[test]
     fn user_memory_maps_at_any_gpu_address() {
-        let mut host = vec![0u64; 512];
-        let host_addr = host.as_mut_ptr() as u64;
+        // Owned by raw pointer only, so the GPU's writes alias no Rust reference.
+        let host: *mut [u64] = Box::into_raw(vec![0u64; 512].into_boxed_slice());
+        let host_addr = host.cast::<u64>() as u64;
         let va = 0x2000_0000_0000;
         let mut vm = GpuVm::new();
         assert!(vm.map(VmMapping {
             va,
             len: 4096,
-            backing: Backing::User { host_addr },
+            // SAFETY: the 4096 bytes at `host_addr` are the leaked box above, reached only
+            // through raw pointers, and freed below only after `vm` is dropped.
+            backing: Backing::User(unsafe { UserMemory::new(host_addr) }),
             writable: true,
             handle: 3
         }));
         vm.store_u64(va + 16, 77).unwrap();
+        drop(vm);
+        // SAFETY: the VM that mapped the box is gone; this is the only owner again.
+        let host = unsafe { Box::from_raw(host) };
         assert_eq!(host[2], 77);
     }
 }

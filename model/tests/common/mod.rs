@@ -39,7 +39,10 @@ pub fn ioctl<T: IntoBytes + FromBytes + Immutable>(
     args: &mut T,
 ) -> KResult<i32> {
     let mut bytes = args.as_bytes().to_vec();
-    let r = p.ioctl(request, &mut bytes);
+    // SAFETY: the tests pass only addresses of buffers this client allocated through the model
+    // (or, for USERPTR, host memory they leak for the process's life) and keep them until the
+    // queues that use them are destroyed; errno tests pass addresses the model must refuse.
+    let r = unsafe { p.ioctl(request, &mut bytes) };
     if let Ok((v, _)) = T::read_from_prefix(&bytes) {
         *args = v;
     }

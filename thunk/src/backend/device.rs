@@ -66,11 +66,12 @@ impl Backend for DevKfd {
         self.path.display().to_string()
     }
 
-    fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<i32, Errno> {
+    unsafe fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<i32, Errno> {
         check_arg_len(request, arg)?;
         loop {
             // SAFETY: `arg` is a live, writable buffer at least as long as the size the request
-            // code tells the kernel to copy in and out (checked above).
+            // code tells the kernel to copy in and out (checked above); the addresses inside
+            // it are the caller's memory (this function's contract).
             let r = unsafe {
                 libc::ioctl(
                     self.file.as_raw_fd(),

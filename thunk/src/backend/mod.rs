@@ -5,11 +5,13 @@
 //! `/dev/dri/renderD*`; [`ModelBackend`] (feature `model`) serves the same calls from the
 //! in-process model of the driver and GPU. Everything above this module — topology, memory,
 //! queues, events — only speaks these calls, so it behaves the same on both.
-// The mapping methods are `unsafe fn`: their callers promise the target range is theirs.
+// `ioctl` and the mapping methods are `unsafe fn`: their callers promise the addresses they
+// hand over are theirs.
 #![allow(unsafe_code)]
 
 use crate::error::Errno;
 use crate::va::Access;
+use kfd_sys::{IntoBytes, Ioctl, SafeIoctl};
 use std::ffi::c_void;
 use std::fmt;
 use std::num::NonZeroUsize;
@@ -77,7 +79,19 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// `ioctl(kfd_fd, request, arg)`. `arg` must hold at least the argument size the request
     /// code names (its `_IOC_SIZE` field); shorter buffers are refused with `EFAULT` before
     /// any call. Returns the ioctl's non-negative result or the errno.
-    fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<i32, Errno>;
+    ///
+    /// The typed calls [`call`](#method.call) (safe, for [`SafeIoctl`] requests) and
+    /// [`call_unchecked`](#method.call_unchecked) sit in front of this one.
+    ///
+    /// # Safety
+    ///
+    /// Every address inside the argument bytes (ring, read/write-pointer, EOP and save-area
+    /// addresses, GPU VAs and user pointers of buffers, output arrays, …) must be memory the
+    /// caller owns for everything the call does with it and for as long as it does: for an
+    /// output array, until the call returns; for memory a queue or a mapping lets the GPU read
+    /// or write, until the queue is destroyed or the buffer unmapped and freed. No Rust
+    /// reference may point into memory the kernel or the GPU writes meanwhile.
+    unsafe fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<i32, Errno>;
 
     /// `mmap(target, MAP_SHARED | MAP_FIXED, kfd_fd, offset)`: doorbell, event and MMIO pages.
     ///
@@ -97,6 +111,29 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// by itself; a model may use the hint to start work without waiting for its poll.
     fn doorbell_rung(&self, gpu_id: u32) {
         let _ = gpu_id;
+    }
+}
+
+impl dyn Backend + '_ {
+    /// A typed ioctl that safe code may issue ([`SafeIoctl`]): the request code and the
+    /// argument type come together from `R`, so they cannot disagree.
+    #[inline]
+    pub fn call<R: SafeIoctl>(&self, arg: &mut R::Arg) -> Result<i32, Errno> {
+        // SAFETY: a `SafeIoctl` argument holds no address the kernel writes through and hands
+        // no process memory to the GPU; the argument bytes themselves are `arg`'s.
+        unsafe { self.ioctl(R::REQUEST, arg.as_mut_bytes()) }
+    }
+
+    /// A typed ioctl of any request, including those whose argument carries user addresses.
+    ///
+    /// # Safety
+    ///
+    /// As [`Backend::ioctl`]: every address inside `arg` is memory the caller owns for the
+    /// call's effects and their lifetime.
+    #[inline]
+    pub unsafe fn call_unchecked<R: Ioctl>(&self, arg: &mut R::Arg) -> Result<i32, Errno> {
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { self.ioctl(R::REQUEST, arg.as_mut_bytes()) }
     }
 }
 
@@ -125,7 +162,7 @@ pub(crate) unsafe fn map_fixed(
         )
     }
     .map(drop)
-    .map_err(Errno::from)
+    .map_err(crate::error::from_nix)
 }
 
 /// Refuses an argument buffer shorter than the request's size field, so that the kernel is

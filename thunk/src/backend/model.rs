@@ -85,9 +85,10 @@ impl Backend for ModelBackend {
     }
 
     #[inline]
-    fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<i32, Errno> {
+    unsafe fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<i32, Errno> {
         // The model's chardev refuses a buffer shorter than the request's size (EFAULT) itself.
-        self.process.ioctl(request, arg).map_err(Errno::from)
+        // SAFETY: the model's contract is this one's, forwarded from the caller.
+        unsafe { self.process.ioctl(request, arg) }
     }
 
     unsafe fn mmap(&self, target: MapTarget, offset: u64) -> Result<(), Errno> {

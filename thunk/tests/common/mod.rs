@@ -9,6 +9,7 @@
 #![allow(dead_code)]
 
 use std::time::Duration;
+use thunk::model_access::KfdModelExt;
 use thunk::{Kfd, OpenOptions};
 
 pub use thunk::Preset;

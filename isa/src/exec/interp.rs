@@ -1874,7 +1874,10 @@ impl Wave {
 
     fn mubuf<E: WaveEnv + ?Sized>(&mut self, c: &Cached, env: &mut E) -> R<()> {
         // Cache write-back/invalidate: the WaveEnv's memory is coherent, nothing to do.
-        if matches!(c.inst.op, Op::BufferWbinvl1 | Op::BufferWbinvl1Vol | Op::BufferWbl2 | Op::BufferInvl2) {
+        if matches!(
+            c.inst.op,
+            Op::BufferWbinvl1 | Op::BufferWbinvl1Vol | Op::BufferWbl2 | Op::BufferInvl2
+        ) {
             return Ok(());
         }
         let [w0, w1] = c.inst.words;

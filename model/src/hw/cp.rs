@@ -6,13 +6,18 @@
 //!   32-bit **wrapped** dword offset at `cp_hqd_pq_rptr_report_addr`. Packets: NOP, WRITE_DATA,
 //!   RELEASE_MEM, ACQUIRE_MEM, WAIT_REG_MEM(64), INDIRECT_BUFFER (two levels, chained),
 //!   COPY_DATA, DMA_DATA, EVENT_WRITE, SET_SH_REG (into the queue's [`ShRegisters`]).
-//!   DISPATCH_DIRECT stops the queue with a "shader execution is not modelled" error. A large
-//!   DMA_DATA copy or fill runs [`DMA_BYTES_PER_PASS`] at a time and yields between passes.
+//!   DISPATCH_DIRECT runs the program the COMPUTE_* SH registers name on the
+//!   [`spi`](crate::hw::spi) (not yet with scratch). A large DMA_DATA copy or fill runs
+//!   [`DMA_BYTES_PER_PASS`] at a time and yields between passes; so does a running dispatch.
 //! * AQL queues: 64-byte packets, write pointer = monotonic **packet** index, the 64-bit read
 //!   index written back. Barrier-AND, barrier-OR and the AMD vendor packets (BARRIER_VALUE,
 //!   PM4 IB) run; a packet whose type is still INVALID is not published yet; a consumed
-//!   slot's type is set back to INVALID. Kernel and agent dispatch stop the queue with an
-//!   error, never a silent success.
+//!   slot's type is set back to INVALID. KERNEL_DISPATCH runs on the
+//!   [`spi`](crate::hw::spi) and completes its signal like a barrier packet; the queue's
+//!   `amd_queue_t` (128 bytes below the read-index report address, where ROCr puts
+//!   `read_dispatch_id`) gives the scratch, and its `queue_inactive_signal` carries
+//!   out-of-scratch (code 1, ROCr grows it and stores 0) and halted-wave reports (trap
+//!   1<<31, illegal instruction 1<<30). Agent dispatch stops the queue with an error.
 //!
 //! An unmet wait parks the queue on its packet: the engine moves on and polls it again on a
 //! later pass; a packet that yields (still running) is continued on the next pass. When the

@@ -1,7 +1,7 @@
 # The two commands a newcomer needs: `make run` and `make test`.
 CARGO ?= cargo
 
-.PHONY: run test deps fmt fmt-check lint doc unit c-clients valgrind abi bench fuzz miri clean
+.PHONY: run test deps fmt fmt-check lint doc unit c-clients hip valgrind abi bench fuzz miri clean
 
 ## run: the main job — `kfd demo`: the whole stack end to end on the GPU, or on the model when
 ## there is no /dev/kfd (optimised: the demo prints measured numbers)
@@ -9,7 +9,7 @@ run:
 	$(CARGO) run --release -q -p kfd-cli -- demo
 
 ## test: everything — deps, format, clippy, docs, unit and integration tests, the header check
-test: deps fmt-check lint doc unit c-clients valgrind abi
+test: deps fmt-check lint doc unit c-clients hip valgrind abi
 	@echo "make test: all green"
 
 deps:
@@ -33,6 +33,10 @@ unit:
 # Unmodified C clients (Debian's libhsakmt, rocminfo) on the model through the LD_PRELOAD shim.
 c-clients:
 	./scripts/c-client-tests.sh
+
+# Unmodified HIP programs (Debian's hipcc, gfx900 and gfx90a) on the model through the shim.
+hip:
+	./scripts/hip-tests.sh
 
 # The same C clients under valgrind memcheck: no memory error, no definite leak from the shim or
 # the model.

@@ -1029,7 +1029,14 @@ fn strict_checks(enc: Enc, row: &Row, w0: u32, w1: u32) -> Result<(), &'static s
             return Err("IMM must be 0 without an offset")
         }
         Enc::Flat if (w1 >> 16) & 0x7F != 0 => return Err("FLAT has no SADDR"),
-        Enc::Mubuf if row.slots.is_empty() && ((w0 >> 12) & 3 != 0 || (w0 >> 15) & 1 == 1) => {
+        // gfx90a's buffer_wbl2/buffer_invl2 carry SC1 in bit 15 (clang-15 emits
+        // `buffer_wbl2` with SC0|SC1 for a system-scope release).
+        Enc::Mubuf
+            if row.slots.is_empty()
+                && ((w0 >> 12) & 3 != 0
+                    || ((w0 >> 15) & 1 == 1
+                        && !matches!(row.op.mnemonic(), "buffer_wbl2" | "buffer_invl2"))) =>
+        {
             return Err("cache controls take no OFFEN/IDXEN/bit 15")
         }
         Enc::Mubuf

@@ -66,7 +66,8 @@ impl Gpu {
                 mqd_gen,
                 engines,
                 p.num_sdma_queues_per_engine as u8,
-            ),
+            )
+            .with_shader_isa(preset.name()),
             ih: IhRing::new(),
             pm4_gen,
             mqd_gen,

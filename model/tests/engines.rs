@@ -773,7 +773,8 @@ fn an_aql_pm4_ib_vendor_packet_runs_pm4() {
 
 #[test]
 fn a_dispatch_stops_the_queue_with_a_clear_error() {
-    let model = model(Preset::Gfx900, 1);
+    // gfx1030: the model runs gfx9 kernels (tests/dispatch.rs), not RDNA ones.
+    let model = model(Preset::Gfx1030, 1);
     let c = Client::new(&model);
     let qev = create_event(&c, KFD_IOC_EVENT_QUEUE_EVENT, true, 0).unwrap();
     let sigs = c.gtt(4096);
@@ -799,6 +800,7 @@ fn a_dispatch_stops_the_queue_with_a_clear_error() {
         "{text}"
     );
     assert!(text.contains("KERNEL_DISPATCH"), "{text}");
+    assert!(text.contains("ISA not modelled for this GPU"), "{text}");
     assert_eq!(
         sigs.read_u64(8),
         1,
@@ -1141,4 +1143,54 @@ fn sdma_indirect_buffers_and_the_local_timestamp() {
         "{local:#x}"
     );
     assert!(global < 1 << 50, "the global clock is not affected by SET");
+}
+
+#[test]
+fn sdma_atomic_add64_decrements_a_signal_and_other_atomic_ops_stop_the_queue() {
+    let model = stepped(Preset::Gfx900);
+    let c = Client::new(&model);
+    let buf = c.gtt(4096);
+    buf.write_u64(0x10, 3);
+    let (qid, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+    let mut ring = RingWriter::sdma(&q);
+    // ATOMIC (op 10), atomic_op ADD64 (47) in [31:25]: address, source -1, compare, interval.
+    let target = buf.va + 0x10;
+    let add64 = |src: u64| {
+        [
+            10 | 47 << 25,
+            target as u32,
+            (target >> 32) as u32,
+            src as u32,
+            (src >> 32) as u32,
+            0,
+            0,
+            0,
+        ]
+    };
+    ring.write(&q, &add64(u64::MAX));
+    ring.write(&q, &add64(u64::MAX));
+    c.submit(&q, ring.wptr());
+    let act = model.run_until_idle();
+    assert_eq!(act.packets, 2);
+    assert_eq!(buf.read_u64(0x10), 1, "3 - 1 - 1");
+    assert_eq!(c.p.queue_error(qid), None);
+    // ADD32 (op 15 is not modelled): a clear error, the value untouched.
+    ring.write(
+        &q,
+        &[
+            10 | 15 << 25,
+            target as u32,
+            (target >> 32) as u32,
+            1,
+            0,
+            0,
+            0,
+            0,
+        ],
+    );
+    c.submit(&q, ring.wptr());
+    model.run_until_idle();
+    let text = c.p.queue_error(qid).expect("an error").to_string();
+    assert!(text.contains("SDMA ATOMIC operation 15"), "{text}");
+    assert_eq!(buf.read_u64(0x10), 1);
 }

@@ -1873,6 +1873,13 @@ impl Wave {
     }
 
     fn mubuf<E: WaveEnv + ?Sized>(&mut self, c: &Cached, env: &mut E) -> R<()> {
+        // Cache write-back/invalidate: the WaveEnv's memory is coherent, nothing to do.
+        if matches!(
+            c.inst.op,
+            Op::BufferWbinvl1 | Op::BufferWbinvl1Vol | Op::BufferWbl2 | Op::BufferInvl2
+        ) {
+            return Ok(());
+        }
         let [w0, w1] = c.inst.words;
         if (w0 >> 16) & 1 != 0 {
             // lds bit: loads into LDS are not modelled

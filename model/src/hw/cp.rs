@@ -6,13 +6,18 @@
 //!   32-bit **wrapped** dword offset at `cp_hqd_pq_rptr_report_addr`. Packets: NOP, WRITE_DATA,
 //!   RELEASE_MEM, ACQUIRE_MEM, WAIT_REG_MEM(64), INDIRECT_BUFFER (two levels, chained),
 //!   COPY_DATA, DMA_DATA, EVENT_WRITE, SET_SH_REG (into the queue's [`ShRegisters`]).
-//!   DISPATCH_DIRECT stops the queue with a "shader execution is not modelled" error. A large
-//!   DMA_DATA copy or fill runs [`DMA_BYTES_PER_PASS`] at a time and yields between passes.
+//!   DISPATCH_DIRECT runs the program the COMPUTE_* SH registers name on the
+//!   [`spi`](crate::hw::spi) (not yet with scratch). A large DMA_DATA copy or fill runs
+//!   [`DMA_BYTES_PER_PASS`] at a time and yields between passes; so does a running dispatch.
 //! * AQL queues: 64-byte packets, write pointer = monotonic **packet** index, the 64-bit read
 //!   index written back. Barrier-AND, barrier-OR and the AMD vendor packets (BARRIER_VALUE,
 //!   PM4 IB) run; a packet whose type is still INVALID is not published yet; a consumed
-//!   slot's type is set back to INVALID. Kernel and agent dispatch stop the queue with an
-//!   error, never a silent success.
+//!   slot's type is set back to INVALID. KERNEL_DISPATCH runs on the
+//!   [`spi`](crate::hw::spi) and completes its signal like a barrier packet; the queue's
+//!   `amd_queue_t` (128 bytes below the read-index report address, where ROCr puts
+//!   `read_dispatch_id`) gives the scratch, and its `queue_inactive_signal` carries
+//!   out-of-scratch (code 1, ROCr grows it and stores 0) and halted-wave reports (trap
+//!   1<<31, illegal instruction 1<<30). Agent dispatch stops the queue with an error.
 //!
 //! An unmet wait parks the queue on its packet: the engine moves on and polls it again on a
 //! later pass; a packet that yields (still running) is continued on the next pass. When the
@@ -29,6 +34,7 @@ use crate::hw::ih::{
     IH_CLIENT_GRBM_CP, IH_CLIENT_UTCL2, SRC_CP_BAD_OPCODE, SRC_CP_END_OF_PIPE, SRC_VM_FAULT,
     VM_FAULT_NOT_PRESENT, VM_FAULT_READ_ONLY, VM_FAULT_WRITE,
 };
+use crate::hw::spi::{amd_queue, DispatchSetup, KernelRun, Scratch, WaveException};
 use crate::hw::vm::{GpuVm, VmFault};
 use mqd::{ComputeDescriptor, ComputeMqd};
 use pm4::aql::{
@@ -105,6 +111,10 @@ pub struct CpState {
     /// How far the packet at the read position got before it yielded (bytes of a DMA_DATA);
     /// 0 when it has not started.
     pub progress: u64,
+    /// The ISA of the compute units (`None`: the model cannot run this GPU's shaders).
+    pub shader_isa: Option<isa::Target>,
+    /// The DISPATCH_DIRECT at the read position, while its waves run.
+    pub kernel: Option<Box<KernelRun>>,
 }
 
 /// Where a compute queue's ring and pointers are, from its MQD.
@@ -197,6 +207,15 @@ pub struct CpQueue {
     gen: GfxGen,
     state: CpState,
     scratch: Vec<u32>,
+    /// The ISA the GPU's compute units run (or why kernels cannot run on this GPU).
+    shader_isa: Result<isa::Target, String>,
+    /// The kernel dispatch at the read pointer, while its waves run.
+    kernel: Option<Box<KernelRun>>,
+    /// The dispatch at the read pointer needs more scratch: the CP reported it through the
+    /// queue's `queue_inactive_signal` and waits for the runtime to store 0 there.
+    scratch_wait: bool,
+    /// A wave of the dispatch at the read pointer is halted (trap or exception reported).
+    wave_halted: bool,
 }
 
 impl CpQueue {
@@ -221,6 +240,10 @@ impl CpQueue {
             gen,
             state: CpState::default(),
             scratch: Vec::new(),
+            shader_isa: Err("no shader ISA was given to this queue".into()),
+            kernel: None,
+            scratch_wait: false,
+            wave_halted: false,
         }
     }
 
@@ -254,10 +277,18 @@ impl CpQueue {
             };
             // The queue is the same; its SH registers stay.
             fresh.state.sh = std::mem::take(&mut self.state.sh);
+            fresh.shader_isa = self.shader_isa.clone();
             *self = fresh;
             return;
         }
         self.status.retry_after_fault();
+    }
+
+    /// Sets the ISA of the GPU's compute units (`Err` with the reason when the model cannot
+    /// run this GPU's shaders: its dispatches stop the queue with that reason).
+    pub fn set_shader_isa(&mut self, isa: Result<isa::Target, String>) {
+        self.state.shader_isa = isa.as_ref().ok().copied();
+        self.shader_isa = isa;
     }
 
     /// Forgets the error that stopped the queue (a GPU reset restarts the engines).
@@ -527,13 +558,59 @@ impl CpQueue {
             match packet {
                 AqlPacket::Invalid(_) => return Ok(RunState::Idle),
                 AqlPacket::KernelDispatch(k) => {
-                    return Err(QueueError::NotModelled {
-                        addr: pkt,
-                        what: format!(
-                            "shader execution (AQL KERNEL_DISPATCH of kernel object {:#x}, grid {}x{}x{})",
-                            k.kernel_object, k.grid_size_x, k.grid_size_y, k.grid_size_z
-                        ),
-                    })
+                    if self.kernel.is_none() {
+                        let target = self.shader_isa.clone().map_err(|why| {
+                            QueueError::NotModelled {
+                                addr: pkt,
+                                what: format!(
+                                    "shader execution (AQL KERNEL_DISPATCH of kernel object {:#x}): {why}",
+                                    k.kernel_object
+                                ),
+                            }
+                        })?;
+                        let queue_addr = self
+                            .ring
+                            .rptr_report
+                            .wrapping_sub(amd_queue::READ_DISPATCH_ID);
+                        let scratch = aql_scratch(env.vm, queue_addr);
+                        if k.private_segment_size > scratch.lane_bytes {
+                            return self.out_of_scratch(env, pkt, queue_addr);
+                        }
+                        self.scratch_wait = false;
+                        let setup = DispatchSetup::from_aql(
+                            target,
+                            pkt,
+                            &k,
+                            queue_addr,
+                            rptr.get(),
+                            scratch,
+                        );
+                        self.kernel = Some(Box::new(KernelRun::start(env.vm, setup)?));
+                    }
+                    let Some(run) = self.kernel.as_mut() else {
+                        return Ok(RunState::Idle);
+                    };
+                    let finished = run.step(env.vm);
+                    let messages = run.take_messages();
+                    for (simm16, m0) in messages {
+                        log::debug!(target: "hw::spi", "s_sendmsg {simm16:#x} m0 {m0:#x}");
+                    }
+                    let halted = run.exception().cloned();
+                    if let Some(ex) = halted {
+                        return self.wave_exception(env, pkt, ex);
+                    }
+                    match finished {
+                        Ok(false) => return Ok(RunState::Yielded),
+                        Ok(true) => {
+                            self.kernel = None;
+                            self.complete_aql(env, pkt)?;
+                            *done += 1;
+                        }
+                        Err(e) => {
+                            self.kernel = None;
+                            return Err(e);
+                        }
+                    }
                 }
                 AqlPacket::AgentDispatch(_) => {
                     return Err(QueueError::NotModelled {
@@ -572,7 +649,9 @@ impl CpQueue {
                             ),
                         });
                     };
-                    let current = env.vm.load_u64(signal_field(v.signal, amd_signal::VALUE)?)?
+                    let current = env
+                        .vm
+                        .load_u64(signal_field(v.signal, amd_signal::VALUE)?)?
                         & v.mask as u64;
                     if !cond.holds(current as i64, v.value) {
                         return Ok(RunState::Parked);
@@ -606,6 +685,87 @@ impl CpQueue {
         Ok(RunState::Busy)
     }
 
+    /// The CP's out-of-scratch protocol (ROCr's dynamic scratch): the queue stops on the
+    /// dispatch, error code 1 goes into `queue_inactive_signal` with its event; when the
+    /// runtime has grown the scratch it stores 0 and the dispatch starts. A value that is
+    /// neither (ROCr stores -1 when it gives up) leaves the queue stopped with an error.
+    fn out_of_scratch(
+        &mut self,
+        env: &ExecEnv<'_>,
+        pkt: u64,
+        queue_addr: u64,
+    ) -> Result<RunState, QueueError> {
+        let vm = env.vm;
+        let signal = vm.load_u64(queue_addr + amd_queue::QUEUE_INACTIVE_SIGNAL)?;
+        if signal == 0 {
+            return Err(QueueError::NotModelled {
+                addr: pkt,
+                what: "a dispatch needing more scratch on a queue without queue_inactive_signal"
+                    .into(),
+            });
+        }
+        let value_addr = signal_field(signal, amd_signal::VALUE)?;
+        if !self.scratch_wait {
+            log::debug!(target: "hw::cp", "{pkt:#x}: out of scratch; signalling {signal:#x}");
+            vm.store_u64(value_addr, QUEUE_ERROR_OUT_OF_SCRATCH)?;
+            notify_signal(env, signal)?;
+            self.scratch_wait = true;
+            return Ok(RunState::Parked);
+        }
+        match vm.load_u64(value_addr)? {
+            // Grown: the next pass reads the new scratch and starts the dispatch.
+            0 => {
+                self.scratch_wait = false;
+                Ok(RunState::Busy)
+            }
+            QUEUE_ERROR_OUT_OF_SCRATCH => Ok(RunState::Parked),
+            other => Err(QueueError::NotModelled {
+                addr: pkt,
+                what: format!(
+                    "a dispatch whose scratch the runtime did not grow (queue_inactive_signal {:#x})",
+                    other
+                ),
+            }),
+        }
+    }
+
+    /// A wave of the dispatch at `pkt` halted on a trap or exception. As ROCr's trap handler
+    /// does on a GPU: the error bit goes into `queue_inactive_signal` (atomically, once), its
+    /// event fires, and the queue stays on the packet with the wave halted. Without such a
+    /// signal the queue stops with an error.
+    fn wave_exception(
+        &mut self,
+        env: &ExecEnv<'_>,
+        pkt: u64,
+        ex: WaveException,
+    ) -> Result<RunState, QueueError> {
+        let vm = env.vm;
+        let queue_addr = self
+            .ring
+            .rptr_report
+            .wrapping_sub(amd_queue::READ_DISPATCH_ID);
+        let signal = vm
+            .load_u64(queue_addr + amd_queue::QUEUE_INACTIVE_SIGNAL)
+            .unwrap_or(0);
+        if signal == 0 {
+            self.kernel = None;
+            return Err(QueueError::NotModelled {
+                addr: pkt,
+                what: format!(
+                    "a halted wave ({}) on a queue without queue_inactive_signal",
+                    ex.what
+                ),
+            });
+        }
+        if !self.wave_halted {
+            log::error!(target: "hw::spi", "{pkt:#x}: wave halted: {}", ex.what);
+            vm.update_u64(signal_field(signal, amd_signal::VALUE)?, |v| v | ex.error)?;
+            notify_signal(env, signal)?;
+            self.wave_halted = true;
+        }
+        Ok(RunState::Parked)
+    }
+
     /// Retires the AQL packet at `pkt`: its completion signal is decremented (and its event
     /// mailbox written and an interrupt raised when it has one), the slot is set back to
     /// INVALID and the read index moves on.
@@ -614,12 +774,7 @@ impl CpQueue {
         let signal = vm.load_u64(pkt + COMPLETION_SIGNAL_OFFSET as u64)?;
         if signal != 0 {
             vm.fetch_add_u64(signal_field(signal, amd_signal::VALUE)?, u64::MAX)?;
-            let mailbox = vm.load_u64(signal_field(signal, amd_signal::EVENT_MAILBOX_PTR)?)?;
-            if mailbox != 0 {
-                let event_id = vm.load_u32(signal_field(signal, amd_signal::EVENT_ID)?)?;
-                vm.store_u64(mailbox, u64::from(event_id))?;
-                env.interrupt(IH_CLIENT_GRBM_CP, SRC_CP_END_OF_PIPE, [event_id, 0, 0, 0]);
-            }
+            notify_signal(env, signal)?;
         }
         let dw0 = vm.load_u32(pkt)?;
         vm.store_u32(pkt, (dw0 & !0xFF) | u32::from(AqlPacketType::Invalid.raw()))?;
@@ -629,6 +784,128 @@ impl CpQueue {
         self.report_rptr(vm)?;
         Ok(())
     }
+}
+
+/// DISPATCH_DIRECT: the program, resources, user SGPRs and workgroup size from the SH
+/// registers SET_SH_REG wrote; the packet's dimensions count workgroups (or work-items with
+/// USE_THREAD_DIMENSIONS). Runs for a time slice per pass and yields until every wave ended.
+fn dispatch_direct(
+    d: &pm4::user::DispatchDirect,
+    addr: u64,
+    state: &mut CpState,
+    env: &mut ExecEnv<'_>,
+) -> Result<Flow, QueueError> {
+    if state.kernel.is_none() {
+        let dims = format!("DISPATCH_DIRECT {}x{}x{}", d.dim_x, d.dim_y, d.dim_z);
+        let Some(target) = state.shader_isa else {
+            return Err(QueueError::NotModelled {
+                addr,
+                what: format!("shader execution ({dims}): ISA not modelled for this GPU"),
+            });
+        };
+        let reg = |r: ShReg| state.sh.get(r).unwrap_or(0);
+        let pgm = (u64::from(reg(ShReg::COMPUTE_PGM_HI)) << 32
+            | u64::from(reg(ShReg::COMPUTE_PGM_LO)))
+            << 8;
+        // NUM_THREAD_FULL is bits 15:0.
+        let workgroup = [
+            ShReg::COMPUTE_NUM_THREAD_X,
+            ShReg::COMPUTE_NUM_THREAD_Y,
+            ShReg::COMPUTE_NUM_THREAD_Z,
+        ]
+        .map(|r| reg(r) & 0xFFFF);
+        let dim = [d.dim_x, d.dim_y, d.dim_z];
+        let grid = if d.initiator.use_thread_dimensions() {
+            dim
+        } else {
+            [0, 1, 2].map(|i| dim[i].saturating_mul(workgroup[i]))
+        };
+        let mut user_data = [0u32; 16];
+        for (i, u) in user_data.iter_mut().enumerate() {
+            *u = reg(ShReg(ShReg::COMPUTE_USER_DATA_0.0 + i as u32));
+        }
+        let rsrc2 = reg(ShReg::COMPUTE_PGM_RSRC2);
+        // SCRATCH_EN is RSRC2 bit 0: PM4 scratch (SET_SCRATCH_BACKING_VA + TMPRING_SIZE) is
+        // not modelled yet.
+        if rsrc2 & 1 != 0 {
+            return Err(QueueError::NotModelled {
+                addr,
+                what: format!("{dims} with scratch (COMPUTE_TMPRING_SIZE)"),
+            });
+        }
+        let setup = DispatchSetup {
+            target,
+            packet_addr: addr,
+            queue_addr: 0,
+            kernel_object: pgm,
+            kernarg: 0,
+            dispatch_id: 0,
+            workgroup,
+            grid,
+            dynamic_lds: 0,
+            private_segment_size: 0,
+            scratch: Scratch::default(),
+            user_data: Some(user_data),
+        };
+        let run = KernelRun::from_registers(setup, pgm, reg(ShReg::COMPUTE_PGM_RSRC1), rsrc2)?;
+        state.kernel = Some(Box::new(run));
+    }
+    let Some(run) = state.kernel.as_mut() else {
+        return Ok(Flow::Next);
+    };
+    let finished = run.step(env.vm);
+    if let Some(ex) = run.exception().cloned() {
+        state.kernel = None;
+        return Err(QueueError::NotModelled {
+            addr,
+            what: format!("a halted wave ({}) of a PM4 dispatch", ex.what),
+        });
+    }
+    match finished {
+        Ok(false) => Ok(Flow::Yield),
+        Ok(true) => {
+            state.kernel = None;
+            Ok(Flow::Next)
+        }
+        Err(e) => {
+            state.kernel = None;
+            Err(e)
+        }
+    }
+}
+
+/// `queue_inactive_signal` error code: the dispatch needs more scratch than the queue has.
+const QUEUE_ERROR_OUT_OF_SCRATCH: u64 = 1;
+
+/// Wakes the waiters of the `amd_signal_t` at `signal`: when it has an event mailbox, its
+/// event id goes there and the CP raises the end-of-pipe interrupt that amdkfd turns into the
+/// event.
+fn notify_signal(env: &ExecEnv<'_>, signal: u64) -> Result<(), VmFault> {
+    let vm = env.vm;
+    let mailbox = vm.load_u64(signal_field(signal, amd_signal::EVENT_MAILBOX_PTR)?)?;
+    if mailbox != 0 {
+        let event_id = vm.load_u32(signal_field(signal, amd_signal::EVENT_ID)?)?;
+        vm.store_u64(mailbox, u64::from(event_id))?;
+        env.interrupt(IH_CLIENT_GRBM_CP, SRC_CP_END_OF_PIPE, [event_id, 0, 0, 0]);
+    }
+    Ok(())
+}
+
+/// The scratch ROCr set up in the `amd_queue_t` at `queue`; none when it cannot be read.
+fn aql_scratch(vm: &GpuVm, queue: u64) -> Scratch {
+    let read = || -> Result<Scratch, VmFault> {
+        let mut resource = [0u32; 4];
+        for (i, r) in resource.iter_mut().enumerate() {
+            *r = vm.load_u32(queue + amd_queue::SCRATCH_RESOURCE_DESCRIPTOR + 4 * i as u64)?;
+        }
+        Ok(Scratch {
+            resource,
+            base: vm.load_u64(queue + amd_queue::SCRATCH_BACKING_MEMORY_LOCATION)?,
+            size: vm.load_u64(queue + amd_queue::SCRATCH_BACKING_MEMORY_BYTE_SIZE)?,
+            lane_bytes: vm.load_u32(queue + amd_queue::SCRATCH_WAVE64_LANE_BYTE_SIZE)?,
+        })
+    };
+    read().unwrap_or_default()
 }
 
 /// Posts the interrupt a stopped queue raises: a VM fault from the memory hub (`fault_client`)
@@ -775,13 +1052,7 @@ pub fn exec_pm4(
         }
         Packet::CopyData(c) => copy_data(c, addr, env),
         Packet::DmaData(d) => dma_data(d, addr, &mut state.progress, env),
-        Packet::DispatchDirect(d) => Err(QueueError::NotModelled {
-            addr,
-            what: format!(
-                "shader execution (DISPATCH_DIRECT {}x{}x{})",
-                d.dim_x, d.dim_y, d.dim_z
-            ),
-        }),
+        Packet::DispatchDirect(d) => dispatch_direct(d, addr, state, env),
         Packet::SetResources(_)
         | Packet::RunList(_)
         | Packet::MapProcess(_)
@@ -1115,6 +1386,10 @@ mod tests {
             gen: GfxGen::Gfx9,
             state: CpState::default(),
             scratch: Vec::new(),
+            shader_isa: Err("no shader ISA was given to this queue".into()),
+            kernel: None,
+            scratch_wait: false,
+            wave_halted: false,
         }
     }
 

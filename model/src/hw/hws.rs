@@ -161,6 +161,8 @@ pub struct EngineQueueState {
 struct State {
     pm4_gen: GfxGen,
     mqd_gen: Generation,
+    /// The ISA of the compute units, or why the model cannot run this GPU's shaders.
+    shader_isa: Result<isa::Target, String>,
     sdma_engines: u8,
     sdma_queues_per_engine: u8,
     hiq_mqd: Option<u64>,
@@ -192,6 +194,19 @@ pub struct Hws {
 }
 
 impl Hws {
+    /// The GPU whose gfx name is `gfx` runs kernels on the model's compute units when the
+    /// model has its ISA (gfx900, gfx906, gfx908, gfx90a); others stop their dispatches with
+    /// "ISA not modelled for this GPU".
+    pub fn with_shader_isa(self, gfx: &str) -> Self {
+        let isa = gfx
+            .parse::<isa::Target>()
+            .map_err(|e| format!("ISA not modelled for this GPU ({e})"));
+        if let Ok(mut s) = self.state.lock() {
+            s.shader_isa = isa;
+        }
+        self
+    }
+
     /// Firmware for a GPU whose PM4 generation is `pm4_gen` and MQD generation `mqd_gen`, with
     /// `sdma_engines` engines of `sdma_queues_per_engine` user queues.
     pub fn new(
@@ -204,6 +219,7 @@ impl Hws {
             state: Mutex::new(State {
                 pm4_gen,
                 mqd_gen,
+                shader_isa: Err("ISA not modelled for this GPU".into()),
                 sdma_engines,
                 sdma_queues_per_engine,
                 hiq_mqd: None,
@@ -452,6 +468,7 @@ impl Hws {
             remapped,
             pm4_gen,
             mqd_gen,
+            shader_isa,
             faults,
             not_before,
             ..
@@ -504,12 +521,9 @@ impl Hws {
                             let Some(mqd) = read_compute_mqd(&gpu.gart, *mqd_gen, addr) else {
                                 continue;
                             };
-                            QueueContext::Compute(CpQueue::from_mqd(
-                                &mqd,
-                                m.queue.wptr_addr,
-                                id,
-                                *pm4_gen,
-                            ))
+                            let mut q = CpQueue::from_mqd(&mqd, m.queue.wptr_addr, id, *pm4_gen);
+                            q.set_shader_isa(shader_isa.clone());
+                            QueueContext::Compute(q)
                         }
                         HqdSlot::Sdma { .. } => {
                             let Some(mqd) = read_sdma_mqd(&gpu.gart, *mqd_gen, addr) else {

@@ -8,6 +8,8 @@
 //! * [`hws`] — the scheduler firmware: HIQ packets, runlists, HQD slots, and the saved
 //!   context of every queue;
 //! * [`cp`] — the compute micro-engine: executes PM4 and AQL queues mapped in HQDs;
+//! * [`spi`] — the shader processor input and compute units: kernel dispatches run as
+//!   waves of real gfx9 code;
 //! * [`sdma`] — the SDMA engines: execute SDMA queues;
 //! * [`ih`] — the interrupt ring from the engines to the driver;
 //! * [`engine`] — what the engines share, and the thread that notices doorbells and runs them.
@@ -21,4 +23,5 @@ pub mod hws;
 pub mod ih;
 pub mod mem;
 pub mod sdma;
+pub mod spi;
 pub mod vm;

@@ -259,6 +259,10 @@ impl SdmaQueue {
         addr: u64,
         env: &mut ExecEnv<'_>,
     ) -> Result<Flow, QueueError> {
+        if words.first().is_some_and(|&w| w & 0xFF == SDMA_OP_ATOMIC) {
+            sdma_atomic(words, addr, env.vm)?;
+            return Ok(Flow::Next);
+        }
         let (packet, _) =
             decode_sdma_packet(words, self.gen).map_err(|e| QueueError::BadPacket {
                 addr,
@@ -334,6 +338,33 @@ impl SdmaQueue {
 
 /// Reads the SDMA packet at the source into `out` (a window first, the whole packet when the
 /// decoder says it is longer); `None` if it is longer than the `avail` dwords.
+/// SDMA ATOMIC (op 10, 8 dwords): dw0 `atomic_op` [31:25], loop [16]; dw1/2 address; dw3/4
+/// source; dw5/6 compare; dw7 loop interval. ROCr completes its SDMA copies' signals with it.
+const SDMA_OP_ATOMIC: u32 = 10;
+const SDMA_ATOMIC_DWORDS: usize = 8;
+/// `atomic_op` ADD64 (what ROCr's signal decrement uses, with source -1).
+const SDMA_ATOMIC_ADD64: u32 = 47;
+
+fn sdma_atomic(words: &[u32], addr: u64, vm: &GpuVm) -> Result<(), QueueError> {
+    let [dw0, a_lo, a_hi, s_lo, s_hi, ..] = *words else {
+        return Err(QueueError::BadPacket {
+            addr,
+            reason: format!("SDMA ATOMIC needs {SDMA_ATOMIC_DWORDS} dwords"),
+        });
+    };
+    let op = dw0 >> 25;
+    if op != SDMA_ATOMIC_ADD64 || dw0 & (1 << 16) != 0 {
+        return Err(QueueError::NotModelled {
+            addr,
+            what: format!("SDMA ATOMIC operation {op} (loop {})", dw0 >> 16 & 1),
+        });
+    }
+    let target = u64::from(a_lo) | u64::from(a_hi) << 32;
+    let src = u64::from(s_lo) | u64::from(s_hi) << 32;
+    vm.fetch_add_u64(target, src)?;
+    Ok(())
+}
+
 fn fetch_sdma(
     read: impl Fn(usize, &mut Vec<u32>) -> Result<(), VmFault>,
     avail: u64,
@@ -343,6 +374,8 @@ fn fetch_sdma(
     let window = avail.min(FETCH_WINDOW) as usize;
     read(window, out)?;
     let needed = match decode_sdma_packet(out, gen) {
+        // ATOMIC is executed from its raw dwords (see `sdma_atomic`).
+        _ if out.first().is_some_and(|&w| w & 0xFF == SDMA_OP_ATOMIC) => SDMA_ATOMIC_DWORDS,
         Ok((_, len)) => return Ok(Some(len)),
         Err(e) => match e.kind {
             DecodeErrorKind::Truncated { needed, .. } => needed,

@@ -417,6 +417,31 @@ impl GpuVm {
         Ok(unsafe { AtomicU64::from_ptr(host as *mut u64) }.fetch_add(delta, Ordering::AcqRel))
     }
 
+    /// Atomic read-modify-write of an aligned 32-bit word (a compare-exchange loop): stores
+    /// `f(old)` and returns `old`. What shader atomics use, atomic with respect to the host.
+    pub fn update_u32(&self, va: u64, f: impl Fn(u32) -> u32) -> Result<u32, VmFault> {
+        let host = self.word(va, 4, true)?;
+        // SAFETY: as in `store_u32`.
+        let word = unsafe { AtomicU32::from_ptr(host as *mut u32) };
+        Ok(
+            match word.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| Some(f(v))) {
+                Ok(v) | Err(v) => v,
+            },
+        )
+    }
+
+    /// Atomic read-modify-write of an aligned 64-bit word, as [`GpuVm::update_u32`].
+    pub fn update_u64(&self, va: u64, f: impl Fn(u64) -> u64) -> Result<u64, VmFault> {
+        let host = self.word(va, 8, true)?;
+        // SAFETY: as in `store_u32`.
+        let word = unsafe { AtomicU64::from_ptr(host as *mut u64) };
+        Ok(
+            match word.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| Some(f(v))) {
+                Ok(v) | Err(v) => v,
+            },
+        )
+    }
+
     /// Atomic 64-bit store of an aligned word.
     pub fn store_u64(&self, va: u64, value: u64) -> Result<(), VmFault> {
         let host = self.word(va, 8, true)?;

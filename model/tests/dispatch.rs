@@ -1,0 +1,601 @@
+//! Kernel dispatch on the model (issue #17): OpenCL C kernels compiled by clang-15 at test
+//! time, loaded into GPU memory with `codeobj`'s loader, dispatched through an AQL queue and
+//! checked against host references — on gfx900 and gfx90a.
+
+mod common;
+
+use codeobj::{CodeObject, Executable, LoadedKernel, SegmentMemory, TargetId};
+use common::*;
+use kfd_model::{Model, ModelConfig, Preset, QueueError};
+use kfd_sys::*;
+use std::path::PathBuf;
+use std::process::Command;
+
+const COMPLETE: u32 = KFD_IOC_WAIT_RESULT_COMPLETE;
+/// hsa_packet_header: KERNEL_DISPATCH (2), barrier bit, system-scope acquire and release.
+const KERNEL_DISPATCH: u16 = 2 | 1 << 8 | 2 << 9 | 2 << 11;
+
+fn stepped(preset: Preset) -> Model {
+    model_with(ModelConfig::new(preset).with_engine_thread(false))
+}
+
+/// Compiles tests/kernels/dispatch.cl for `mcpu`.
+fn compile(mcpu: &str) -> Vec<u8> {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/dispatch.cl");
+    // Tests run in parallel: one output file per compile.
+    static SERIAL: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let out = std::env::temp_dir().join(format!(
+        "kfd-model-dispatch-{}-{mcpu}-{n}.hsaco",
+        std::process::id()
+    ));
+    let status = Command::new("clang-15")
+        .args([
+            "-x",
+            "cl",
+            "-cl-std=CL2.0",
+            "-target",
+            "amdgcn-amd-amdhsa",
+            "-nogpulib",
+            "-O2",
+        ])
+        .arg(format!("-mcpu={mcpu}"))
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .expect("clang-15 must be installed (scripts/ensure-deps.sh)");
+    assert!(status.success(), "clang-15 failed for {mcpu}");
+    let elf = std::fs::read(&out).expect("code object");
+    let _ = std::fs::remove_file(&out);
+    elf
+}
+
+/// [`SegmentMemory`] inside one GPU buffer of the model.
+struct BufMemory<'a> {
+    buf: &'a Buf,
+    used: u64,
+}
+
+impl SegmentMemory for BufMemory<'_> {
+    fn allocate(&mut self, size: u64, align: u64) -> codeobj::Result<u64> {
+        let start = (self.buf.va + self.used).next_multiple_of(align.max(1));
+        if start + size > self.buf.va + self.buf.size {
+            return Err(codeobj::Error::Memory("code buffer full".into()));
+        }
+        self.used = start + size - self.buf.va;
+        Ok(start)
+    }
+
+    fn write(&mut self, address: u64, bytes: &[u8]) -> codeobj::Result<()> {
+        self.buf.write_bytes(address - self.buf.va, bytes);
+        Ok(())
+    }
+}
+
+/// A process with a loaded program, an AQL queue and a heap.
+struct Gpu {
+    model: Model,
+    c: Client,
+    exe: Executable,
+    queue: (u32, QueueBufs),
+    heap: Buf,
+    heap_used: u64,
+    signals: Buf,
+    packets: u64,
+}
+
+impl Gpu {
+    fn new(preset: Preset, mcpu: &str) -> Gpu {
+        let model = stepped(preset);
+        let c = Client::new(&model);
+        let flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
+        let code = c
+            .alloc_on(c.gpu(), 1 << 20, flags | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE)
+            .unwrap();
+        let agent: TargetId = format!("amdgcn-amd-amdhsa--{mcpu}").parse().unwrap();
+        let mut exe = Executable::new(agent);
+        let mut mem = BufMemory {
+            buf: &code,
+            used: 0,
+        };
+        exe.load(CodeObject::parse(&compile(mcpu)).unwrap(), &mut mem)
+            .unwrap();
+        exe.freeze(&mut mem).unwrap();
+        let heap = c.alloc_on(c.gpu(), 4 << 20, flags).unwrap();
+        let signals = c.gtt(4096);
+        let queue = c
+            .create_queue_sized(c.gpu(), KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, 100, 4096)
+            .unwrap();
+        Gpu {
+            model,
+            c,
+            exe,
+            queue,
+            heap,
+            heap_used: 0,
+            signals,
+            packets: 0,
+        }
+    }
+
+    fn alloc(&mut self, bytes: &[u8]) -> u64 {
+        let off = self.heap_used;
+        self.heap.write_bytes(off, bytes);
+        self.heap_used = (off + bytes.len() as u64).next_multiple_of(256);
+        self.heap.va + off
+    }
+
+    fn read(&self, va: u64, len: usize) -> Vec<u8> {
+        let mut v = vec![0; len];
+        self.heap.read_bytes(va - self.heap.va, &mut v);
+        v
+    }
+
+    fn kernel(&self, name: &str) -> LoadedKernel {
+        self.exe.kernel(name).unwrap()
+    }
+
+    /// Writes a KERNEL_DISPATCH packet and rings the doorbell; returns the completion
+    /// signal's address (value 1 before, 0 after).
+    fn dispatch(
+        &mut self,
+        k: &LoadedKernel,
+        args: &[u8],
+        wg: [u16; 3],
+        grid: [u32; 3],
+        lds: u32,
+    ) -> u64 {
+        let kernarg = self.alloc(&{
+            let mut a = vec![0u8; (k.descriptor.kernarg_size as usize).max(args.len())];
+            a[..args.len()].copy_from_slice(args);
+            a
+        });
+        let sig_off = (self.packets % 64) * 64;
+        self.signals.write_u64(sig_off, 1);
+        self.signals.write_u64(sig_off + 8, 1);
+        let signal = self.signals.va + sig_off;
+        let dims = if grid[2] > 1 {
+            3
+        } else if grid[1] > 1 {
+            2
+        } else {
+            1
+        };
+        let mut p = [0u8; 64];
+        p[2..4].copy_from_slice(&(dims as u16).to_le_bytes());
+        for d in 0..3 {
+            p[4 + 2 * d..6 + 2 * d].copy_from_slice(&wg[d].to_le_bytes());
+            p[12 + 4 * d..16 + 4 * d].copy_from_slice(&grid[d].to_le_bytes());
+        }
+        p[24..28].copy_from_slice(&k.descriptor.private_segment_fixed_size.to_le_bytes());
+        p[28..32].copy_from_slice(&(k.descriptor.group_segment_fixed_size + lds).to_le_bytes());
+        p[32..40].copy_from_slice(&k.descriptor_address.to_le_bytes());
+        p[40..48].copy_from_slice(&kernarg.to_le_bytes());
+        p[56..64].copy_from_slice(&signal.to_le_bytes());
+        let q = &self.queue.1;
+        let slot = self.packets % (q.ring.size / 64);
+        q.ring.write_bytes(slot * 64 + 2, &p[2..]);
+        // The header goes last, as the HSA producer protocol requires.
+        q.ring
+            .write_bytes(slot * 64, &KERNEL_DISPATCH.to_le_bytes());
+        self.packets += 1;
+        self.c.submit(q, self.packets);
+        signal
+    }
+
+    /// The `amd_queue_t` the CP finds 128 bytes below the read-index report address.
+    fn amd_queue_offset(&self) -> u64 {
+        // queue_args gives read_pointer_address = ptrs + 0x80 (read_dispatch_id is at 128)
+        const READ_POINTER_OFFSET: u64 = 0x80;
+        READ_POINTER_OFFSET.wrapping_sub(128)
+    }
+
+    fn signal_value(&self, signal: u64) -> u64 {
+        self.signals.read_u64(signal - self.signals.va + 8)
+    }
+}
+
+fn f32s(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn i32s(v: &[i32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn to_i32s(b: &[u8]) -> Vec<i32> {
+    b.chunks_exact(4)
+        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+fn presets() -> [(Preset, &'static str); 2] {
+    [(Preset::Gfx900, "gfx900"), (Preset::Gfx90a, "gfx90a")]
+}
+
+#[test]
+fn vector_add_runs_on_the_model() {
+    for (preset, mcpu) in presets() {
+        let mut g = Gpu::new(preset, mcpu);
+        const N: usize = 1000; // not a multiple of the workgroup: the last group is partial
+        let a: Vec<f32> = (0..N).map(|i| i as f32 * 0.5).collect();
+        let b: Vec<f32> = (0..N).map(|i| 3.0 - i as f32).collect();
+        let (pa, pb) = (g.alloc(&f32s(&a)), g.alloc(&f32s(&b)));
+        let pc = g.alloc(&f32s(&[-1.0; N + 64]));
+        let mut args = Vec::new();
+        for p in [pa, pb, pc] {
+            args.extend(p.to_le_bytes());
+        }
+        args.extend((N as u32).to_le_bytes());
+        let k = g.kernel("vadd");
+        let signal = g.dispatch(&k, &args, [256, 1, 1], [N as u32, 1, 1], 0);
+        let act = g.model.run_until_idle();
+        assert_eq!(g.c.p.queue_error(g.queue.0), None, "{mcpu}");
+        assert_eq!(act.packets, 1, "{mcpu}: one packet retired");
+        assert_eq!(
+            g.signal_value(signal),
+            0,
+            "{mcpu}: completion signal decremented"
+        );
+        let c = g.read(pc, 4 * (N + 64));
+        let c: Vec<f32> = c
+            .chunks_exact(4)
+            .map(|x| f32::from_le_bytes(x.try_into().unwrap()))
+            .collect();
+        for i in 0..N {
+            assert_eq!(c[i], a[i] + b[i], "{mcpu}: c[{i}]");
+        }
+        assert!(
+            c[N..].iter().all(|&x| x == -1.0),
+            "{mcpu}: nothing written past the grid"
+        );
+        assert_eq!(
+            g.queue.1.ptrs.read_u64(0x80),
+            1,
+            "{mcpu}: read index reported"
+        );
+    }
+}
+
+#[test]
+fn lds_barriers_and_atomics_across_workgroups() {
+    for (preset, mcpu) in presets() {
+        let mut g = Gpu::new(preset, mcpu);
+        const LOCAL: usize = 256;
+        const GROUPS: usize = 6;
+        const N: usize = LOCAL * GROUPS;
+        let input: Vec<i32> = (0..N as i32).map(|i| (i * 7919) % 1000 - 300).collect();
+        let pin = g.alloc(&i32s(&input));
+        let psums = g.alloc(&i32s(&[0; GROUPS]));
+        let ptotal = g.alloc(&i32s(&[5]));
+        let ptickets = g.alloc(&i32s(&[-1; N]));
+        let pcounter = g.alloc(&i32s(&[0]));
+        let k = g.kernel("reduce");
+        let mut args = Vec::new();
+        for p in [pin, psums, ptotal, ptickets, pcounter] {
+            args.extend(p.to_le_bytes());
+        }
+        // the local pointer: the dynamic LDS starts after the fixed part
+        args.extend(k.descriptor.group_segment_fixed_size.to_le_bytes());
+        let signal = g.dispatch(
+            &k,
+            &args,
+            [LOCAL as u16, 1, 1],
+            [N as u32, 1, 1],
+            4 * LOCAL as u32,
+        );
+        g.model.run_until_idle();
+        assert_eq!(g.c.p.queue_error(g.queue.0), None, "{mcpu}");
+        assert_eq!(g.signal_value(signal), 0, "{mcpu}");
+        let sums = to_i32s(&g.read(psums, 4 * GROUPS));
+        let want: Vec<i32> = input.chunks(LOCAL).map(|c| c.iter().sum()).collect();
+        assert_eq!(sums, want, "{mcpu}: per-group LDS sums");
+        assert_eq!(
+            to_i32s(&g.read(ptotal, 4))[0],
+            5 + want.iter().sum::<i32>(),
+            "{mcpu}"
+        );
+        let mut tickets = to_i32s(&g.read(ptickets, 4 * N));
+        tickets.sort_unstable();
+        assert_eq!(
+            tickets,
+            (0..N as i32).collect::<Vec<_>>(),
+            "{mcpu}: every ticket once"
+        );
+        assert_eq!(to_i32s(&g.read(pcounter, 4))[0], N as i32, "{mcpu}");
+    }
+}
+
+#[test]
+fn a_two_dimensional_grid_with_partial_groups() {
+    for (preset, mcpu) in presets() {
+        let mut g = Gpu::new(preset, mcpu);
+        let (w, h) = (50u32, 7u32);
+        let out = g.alloc(&i32s(&vec![-1; (w * h) as usize]));
+        let k = g.kernel("grid2d");
+        let signal = g.dispatch(&k, &out.to_le_bytes(), [16, 4, 1], [w, h, 1], 0);
+        g.model.run_until_idle();
+        assert_eq!(g.c.p.queue_error(g.queue.0), None, "{mcpu}");
+        assert_eq!(g.signal_value(signal), 0);
+        let got = to_i32s(&g.read(out, (4 * w * h) as usize));
+        for y in 0..h {
+            for x in 0..w {
+                assert_eq!(
+                    got[(y * w + x) as usize],
+                    (x * 1000 + y) as i32,
+                    "{mcpu}: ({x},{y})"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_wild_pointer_is_a_vm_fault_and_a_memory_exception_event() {
+    let mut g = Gpu::new(Preset::Gfx900, "gfx900");
+    let mem_ev = create_event(&g.c, KFD_IOC_EVENT_MEMORY, false, 0).unwrap();
+    let wild: u64 = 0x7_dead_0000;
+    let k = g.kernel("store_to");
+    let signal = g.dispatch(&k, &wild.to_le_bytes(), [64, 1, 1], [64, 1, 1], 0);
+    g.model.run_until_idle();
+    let (r, result, data) = wait_events_data(&g.c, &[mem_ev.event_id], true, 0);
+    assert_eq!((r, result), (Ok(0), COMPLETE));
+    let m = data[0].data.memory_exception_data();
+    assert_eq!((m.va, m.failure.NotPresent), (wild & !0xfff, 1));
+    assert!(
+        matches!(g.c.p.queue_error(g.queue.0), Some(QueueError::VmFault(f)) if f.va == wild && f.write)
+    );
+    assert_eq!(g.signal_value(signal), 1, "never a silent success");
+}
+
+#[test]
+fn gfx1030_dispatches_stop_with_isa_not_modelled() {
+    let mut g = Gpu::new(Preset::Gfx1030, "gfx900");
+    let k = g.kernel("store_to");
+    let p = g.alloc(&i32s(&[0; 64]));
+    let signal = g.dispatch(&k, &p.to_le_bytes(), [64, 1, 1], [64, 1, 1], 0);
+    g.model.run_until_idle();
+    let text = g.c.p.queue_error(g.queue.0).expect("an error").to_string();
+    assert!(text.contains("ISA not modelled for this GPU"), "{text}");
+    assert_eq!(g.signal_value(signal), 1);
+    assert_eq!(to_i32s(&g.read(p, 4))[0], 0, "nothing ran");
+}
+
+/// ROCr's scratch V#: base, SWIZZLE_ENABLE; NUM_RECORDS = size; ELEMENT_SIZE 4 B (1 << 19),
+/// INDEX_STRIDE 64 (3 << 21), ADD_TID_ENABLE (1 << 23).
+fn scratch_resource(base: u64, size: u32) -> [u32; 4] {
+    [
+        base as u32,
+        ((base >> 32) as u32 & 0xffff) | 1 << 31,
+        size,
+        1 << 19 | 3 << 21 | 1 << 23,
+    ]
+}
+
+#[test]
+fn out_of_scratch_is_reported_through_queue_inactive_signal_and_the_dispatch_resumes() {
+    for (preset, mcpu) in presets() {
+        let mut g = Gpu::new(preset, mcpu);
+        // The queue's amd_queue_t (in the rptr/wptr page, as ROCr lays it out): no scratch yet,
+        // and an interrupt signal as queue_inactive_signal.
+        let page = g.c.event_page();
+        let ev = create_event(&g.c, KFD_IOC_EVENT_SIGNAL, false, page.handle).unwrap();
+        let inactive = g.signals.va + 0xF00;
+        g.signals.write_u64(0xF00, 1);
+        g.signals.write_u64(0xF08, 0);
+        g.signals
+            .write_u64(0xF10, page.va + 8 * u64::from(ev.event_id));
+        g.signals.write_u32(0xF18, ev.event_id);
+        let aq = g.queue.1.ptrs.clone();
+        let base = g.amd_queue_offset();
+        aq.write_u64(base + 192, inactive);
+        const N: usize = 256;
+        let idx: Vec<i32> = (0..N as i32).map(|i| (i * 37) % 101).collect();
+        let pidx = g.alloc(&i32s(&idx));
+        let pout = g.alloc(&i32s(&[0; N]));
+        let k = g.kernel("private_array");
+        assert!(
+            k.descriptor.private_segment_fixed_size >= 256,
+            "{mcpu}: the array is in scratch"
+        );
+        let mut args = pidx.to_le_bytes().to_vec();
+        args.extend(pout.to_le_bytes());
+        let signal = g.dispatch(&k, &args, [64, 1, 1], [N as u32, 1, 1], 0);
+        let act = g.model.run_until_idle();
+        assert_eq!(act.parked, 1, "{mcpu}: the queue waits for scratch");
+        assert_eq!(
+            g.signals.read_u64(0xF08),
+            1,
+            "{mcpu}: error code 1, out of scratch"
+        );
+        let (r, result) = wait_events(&g.c, &[ev.event_id], true, 0);
+        assert_eq!(
+            (r, result),
+            (Ok(0), COMPLETE),
+            "{mcpu}: the signal's event fired"
+        );
+        assert_eq!(
+            g.signal_value(signal),
+            1,
+            "{mcpu}: the dispatch has not run"
+        );
+        // The runtime grows the scratch (one wave slot per wave of a workgroup is enough
+        // here) and stores 0.
+        let lane = k.descriptor.private_segment_fixed_size.next_multiple_of(16);
+        let size = lane * 64 * 4;
+        let scratch =
+            g.c.alloc_on(
+                g.c.gpu(),
+                u64::from(size),
+                KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+            )
+            .unwrap();
+        for (i, d) in scratch_resource(scratch.va, size).iter().enumerate() {
+            aq.write_u32(base + 144 + 4 * i as u64, *d);
+        }
+        aq.write_u64(base + 160, scratch.va);
+        aq.write_u64(base + 168, u64::from(size));
+        aq.write_u32(base + 176, lane);
+        g.signals.write_u64(0xF08, 0);
+        g.model.run_until_idle();
+        assert_eq!(g.c.p.queue_error(g.queue.0), None, "{mcpu}");
+        assert_eq!(
+            g.signal_value(signal),
+            0,
+            "{mcpu}: completed after the scratch grew"
+        );
+        let out = to_i32s(&g.read(pout, 4 * N));
+        for i in 0..N {
+            assert_eq!(out[i], (idx[i] & 63) * 3 + i as i32, "{mcpu}: out[{i}]");
+        }
+        assert_eq!(g.signals.read_u64(0xF08), 0, "{mcpu}: no second report");
+    }
+}
+
+#[test]
+fn acquire_and_release_fences_with_cache_maintenance() {
+    for (preset, mcpu) in presets() {
+        let mut g = Gpu::new(preset, mcpu);
+        let flag = g.alloc(&i32s(&[41]));
+        let data: Vec<i32> = (0..64).map(|i| i * 2).collect();
+        let pdata = g.alloc(&i32s(&data));
+        let pout = g.alloc(&i32s(&[0; 64]));
+        let k = g.kernel("acquire_flag");
+        let mut args = Vec::new();
+        for p in [flag, pdata, pout] {
+            args.extend(p.to_le_bytes());
+        }
+        let signal = g.dispatch(&k, &args, [64, 1, 1], [64, 1, 1], 0);
+        g.model.run_until_idle();
+        assert_eq!(g.c.p.queue_error(g.queue.0), None, "{mcpu}");
+        assert_eq!(g.signal_value(signal), 0);
+        let out = to_i32s(&g.read(pout, 256));
+        assert_eq!(
+            out,
+            data.iter().map(|d| d + 41).collect::<Vec<_>>(),
+            "{mcpu}"
+        );
+        assert_eq!(to_i32s(&g.read(flag, 4))[0], 42, "{mcpu}");
+    }
+}
+
+#[test]
+fn s_trap_halts_the_wave_and_reports_through_queue_inactive_signal() {
+    for (preset, mcpu) in presets() {
+        let mut g = Gpu::new(preset, mcpu);
+        let page = g.c.event_page();
+        let ev = create_event(&g.c, KFD_IOC_EVENT_SIGNAL, false, page.handle).unwrap();
+        g.signals.write_u64(0xF00, 1);
+        g.signals.write_u64(0xF08, 0);
+        g.signals
+            .write_u64(0xF10, page.va + 8 * u64::from(ev.event_id));
+        g.signals.write_u32(0xF18, ev.event_id);
+        let base = g.amd_queue_offset();
+        g.queue.1.ptrs.write_u64(base + 192, g.signals.va + 0xF00);
+        let mut input = vec![1i32; 64];
+        input[5] = -1;
+        let pin = g.alloc(&i32s(&input));
+        let pout = g.alloc(&i32s(&[0; 64]));
+        let k = g.kernel("trap_on_negative");
+        let mut args = pin.to_le_bytes().to_vec();
+        args.extend(pout.to_le_bytes());
+        let signal = g.dispatch(&k, &args, [64, 1, 1], [64, 1, 1], 0);
+        let act = g.model.run_until_idle();
+        assert_eq!(
+            act.parked, 1,
+            "{mcpu}: the queue stays on the halted dispatch"
+        );
+        assert_eq!(
+            g.signals.read_u64(0xF08),
+            1 << 31,
+            "{mcpu}: ROCr's trap error bit"
+        );
+        let (r, result) = wait_events(&g.c, &[ev.event_id], true, 0);
+        assert_eq!(
+            (r, result),
+            (Ok(0), COMPLETE),
+            "{mcpu}: the signal's event fired"
+        );
+        assert_eq!(g.signal_value(signal), 1, "{mcpu}: never a silent success");
+        // Another pass reports nothing twice.
+        g.signals.write_u64(0xF08, 0);
+        g.model.run_until_idle();
+        assert_eq!(g.signals.read_u64(0xF08), 0, "{mcpu}");
+    }
+}
+
+#[test]
+fn pm4_dispatch_direct_runs_the_program_the_sh_registers_name() {
+    use pm4::regs::ShReg;
+    use pm4::user::{DispatchDirect, DispatchInitiator, SetShReg, WriteData};
+    for (preset, mcpu) in presets() {
+        let mut g = Gpu::new(preset, mcpu);
+        let k = g.kernel("store_ids");
+        assert_eq!(
+            k.entry_address % 256,
+            0,
+            "COMPUTE_PGM_LO holds address >> 8"
+        );
+        let out = g.alloc(&i32s(&[0; 4 * 64 + 1]));
+        let kernarg = g.alloc(&out.to_le_bytes());
+        // USER_DATA_* laid out as the descriptor's enable bits ask (the ABI's order).
+        let p = k.descriptor.kernel_code_properties;
+        let mut user = Vec::new();
+        if p.enable_sgpr_private_segment_buffer() {
+            user.extend([0; 4]);
+        }
+        for (on, value) in [
+            (p.enable_sgpr_dispatch_ptr(), 0),
+            (p.enable_sgpr_queue_ptr(), 0),
+            (p.enable_sgpr_kernarg_segment_ptr(), kernarg),
+            (p.enable_sgpr_dispatch_id(), 0),
+            (p.enable_sgpr_flat_scratch_init(), 0),
+        ] {
+            if on {
+                user.extend([value as u32, (value >> 32) as u32]);
+            }
+        }
+        let rsrc = [
+            k.descriptor.compute_pgm_rsrc1.into_bits(),
+            k.descriptor.compute_pgm_rsrc2.into_bits(),
+        ];
+        let pgm = k.entry_address >> 8;
+        let (qid, q) = g.c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
+        let mut ring = RingWriter::pm4(&q);
+        ring.push(
+            &q,
+            &SetShReg::new(ShReg::COMPUTE_PGM_LO.0, &[pgm as u32, (pgm >> 32) as u32]).unwrap(),
+        );
+        ring.push(
+            &q,
+            &SetShReg::new(ShReg::COMPUTE_PGM_RSRC1.0, &rsrc).unwrap(),
+        );
+        ring.push(
+            &q,
+            &SetShReg::new(ShReg::COMPUTE_USER_DATA_0.0, &user).unwrap(),
+        );
+        ring.push(
+            &q,
+            &SetShReg::new(ShReg::COMPUTE_NUM_THREAD_X.0, &[64, 1, 1]).unwrap(),
+        );
+        ring.push(
+            &q,
+            &DispatchDirect::new(
+                [4, 1, 1],
+                DispatchInitiator::new().with_compute_shader_en(true),
+            ),
+        );
+        // After the dispatch: a marker the test checks ran last.
+        ring.push(&q, &WriteData::memory(out + 4 * 256, &[0xD0E]).unwrap());
+        g.c.submit(&q, ring.wptr());
+        g.model.run_until_idle();
+        assert_eq!(g.c.p.queue_error(qid), None, "{mcpu}");
+        let got = to_i32s(&g.read(out, 4 * 257));
+        let want: Vec<i32> = (1..=256).chain([0xD0E]).collect();
+        assert_eq!(
+            got, want,
+            "{mcpu}: every work-item of 4 groups, then the marker"
+        );
+    }
+}

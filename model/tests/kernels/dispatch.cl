@@ -1,0 +1,91 @@
+// Kernels the model's SPI runs in model/tests/dispatch.rs (compiled with clang-15 at test
+// time, -nogpulib: the work-item functions are clang builtins and the dispatch packet).
+
+#define LOCAL_X() __builtin_amdgcn_workitem_id_x()
+#define LOCAL_Y() __builtin_amdgcn_workitem_id_y()
+#define GROUP_X() __builtin_amdgcn_workgroup_id_x()
+#define GROUP_Y() __builtin_amdgcn_workgroup_id_y()
+// hsa_kernel_dispatch_packet_t: workgroup_size_x/y (u16 at bytes 4, 6), grid_size_x (u32 at 12)
+#define PACKET_U16(i) (((const __constant unsigned short *)__builtin_amdgcn_dispatch_ptr())[i])
+#define PACKET_U32(i) (((const __constant unsigned int *)__builtin_amdgcn_dispatch_ptr())[i])
+#define LOCAL_SIZE_X() PACKET_U16(2)
+#define LOCAL_SIZE_Y() PACKET_U16(3)
+#define GRID_X() PACKET_U32(3)
+#define GLOBAL_X() (GROUP_X() * LOCAL_SIZE_X() + LOCAL_X())
+#define GLOBAL_Y() (GROUP_Y() * LOCAL_SIZE_Y() + LOCAL_Y())
+#define BARRIER()                                                                          \
+    do {                                                                                   \
+        __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");                             \
+        __builtin_amdgcn_s_barrier();                                                      \
+        __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");                             \
+    } while (0)
+
+kernel void vadd(global const float *a, global const float *b, global float *c, uint n) {
+    uint i = GLOBAL_X();
+    if (i < n)
+        c[i] = a[i] + b[i];
+}
+
+// Sums each workgroup's inputs in LDS (dynamic size from the packet) and adds the sum to a
+// global total atomically; every work-item also takes a ticket from a global counter.
+kernel void reduce(global const int *in, global int *sums, global int *total,
+                   global uint *tickets, global uint *counter, local int *tmp) {
+    uint l = LOCAL_X();
+    tmp[l] = in[GLOBAL_X()];
+    BARRIER();
+    for (uint s = LOCAL_SIZE_X() / 2; s > 0; s >>= 1) {
+        if (l < s)
+            tmp[l] += tmp[l + s];
+        BARRIER();
+    }
+    if (l == 0) {
+        sums[GROUP_X()] = tmp[0];
+        __atomic_fetch_add(total, tmp[0], __ATOMIC_RELAXED);
+    }
+    tickets[GLOBAL_X()] = __atomic_fetch_add(counter, 1u, __ATOMIC_RELAXED);
+}
+
+// A 2-D grid: out[y][x] = x * 1000 + y.
+kernel void grid2d(global int *out) {
+    uint x = GLOBAL_X();
+    uint y = GLOBAL_Y();
+    out[y * GRID_X() + x] = (int)(x * 1000 + y);
+}
+
+// Stores through whatever pointer it is given.
+kernel void store_to(global int *p) {
+    p[LOCAL_X()] = 1;
+}
+
+// A private array indexed at run time: scratch through the private segment buffer.
+kernel void private_array(global const int *idx, global int *out) {
+    int priv[64];
+    uint i = GLOBAL_X();
+    for (int k = 0; k < 64; k++)
+        priv[k] = k * 3 + (int)i;
+    out[i] = priv[idx[i] & 63];
+}
+
+// Device-scope acquire and system-scope release: the cache maintenance instructions
+// (buffer_wbinvl1_vol; gfx90a also buffer_wbl2) around atomics.
+kernel void acquire_flag(global atomic_int *flag, global const int *data, global int *out) {
+    int f = __opencl_atomic_load(flag, __ATOMIC_ACQUIRE, __OPENCL_MEMORY_SCOPE_DEVICE);
+    uint i = LOCAL_X();
+    out[i] = f + data[i];
+    if (i == 0)
+        __opencl_atomic_store(flag, f + 1, __ATOMIC_RELEASE, __OPENCL_MEMORY_SCOPE_ALL_SVM_DEVICES);
+}
+
+// abort(): s_trap 2 in the work-item that finds a negative value.
+kernel void trap_on_negative(global const int *in, global int *out) {
+    uint i = LOCAL_X();
+    if (in[i] < 0)
+        __builtin_trap();
+    out[i] = in[i];
+}
+
+// Ids only from the ABI registers (no dispatch packet): for PM4 DISPATCH_DIRECT.
+kernel void store_ids(global uint *out) {
+    uint id = GROUP_X() * 64 + LOCAL_X();
+    out[id] = id + 1;
+}

@@ -9,7 +9,10 @@
 #   scratch      a recursive non-inlined function and a private array: ROCr's dynamic scratch
 #                (the CP reports out-of-scratch through queue_inactive_signal, ROCr grows it);
 #   wild_pointer a store through a wild pointer: ROCr's "Memory access fault" report and an
-#                abnormal exit within the time limit, never a hang.
+#                abnormal exit within the time limit, never a hang;
+#   trap         abort() in a kernel (s_trap 2): the queue exception reaches ROCr through the
+#                error payload of the queue's context-save header, ROCr reports
+#                HSA_STATUS_ERROR_EXCEPTION and aborts within the time limit.
 # Prints one PASS/FAIL/SKIP line per check and ends with "hip: N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -33,7 +36,7 @@ fi
 $CARGO build -q -p kfd-preload || { echo "hip: cargo build -p kfd-preload failed"; exit 1; }
 shim=$(realpath "$target_dir/debug/libkfd_preload.so")
 
-programs=(vadd lds_atomics scratch wild_pointer)
+programs=(vadd lds_atomics scratch wild_pointer trap)
 archs=(gfx900 gfx90a)
 for arch in "${archs[@]}"; do
   for p in "${programs[@]}"; do
@@ -70,6 +73,16 @@ for arch in "${archs[@]}"; do
     else
       fail "wild_pointer on $arch (exit $status)"
       tail -n 20 "$work/wild_pointer-$arch.log" | sed 's/^/    /'
+    fi
+  fi
+  if [ -x "$work/trap-$arch" ]; then
+    run trap "$arch"
+    if [ $status -ne 0 ] && [ $status -ne 124 ] \
+      && grep -q "aborting with error : HSA_STATUS_ERROR_EXCEPTION" "$work/trap-$arch.log"; then
+      pass "trap on $arch (ROCr reports HSA_STATUS_ERROR_EXCEPTION, exit $status)"
+    else
+      fail "trap on $arch (exit $status)"
+      tail -n 20 "$work/trap-$arch.log" | sed 's/^/    /'
     fi
   fi
 done

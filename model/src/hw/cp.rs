@@ -34,7 +34,9 @@ use crate::hw::ih::{
     IH_CLIENT_GRBM_CP, IH_CLIENT_UTCL2, SRC_CP_BAD_OPCODE, SRC_CP_END_OF_PIPE, SRC_VM_FAULT,
     VM_FAULT_NOT_PRESENT, VM_FAULT_READ_ONLY, VM_FAULT_WRITE,
 };
-use crate::hw::spi::{amd_queue, DispatchSetup, KernelRun, Scratch, WaveException};
+use crate::hw::spi::{
+    amd_queue, DispatchSetup, KernelRun, Scratch, WaveException, QUEUE_ERROR_TRAP,
+};
 use crate::hw::vm::{GpuVm, VmFault};
 use mqd::{ComputeDescriptor, ComputeMqd};
 use pm4::aql::{
@@ -216,6 +218,9 @@ pub struct CpQueue {
     scratch_wait: bool,
     /// A wave of the dispatch at the read pointer is halted (trap or exception reported).
     wave_halted: bool,
+    /// The queue's CWSR area (`cp_hqd_ctx_save_base_addr`; 0 without CWSR): its
+    /// `kfd_context_save_area_header` says where queue exceptions go.
+    ctx_save_address: u64,
 }
 
 impl CpQueue {
@@ -244,6 +249,7 @@ impl CpQueue {
             kernel: None,
             scratch_wait: false,
             wave_halted: false,
+            ctx_save_address: mqd.cwsr_area().map_or(0, |a| a.address),
         }
     }
 
@@ -761,9 +767,38 @@ impl CpQueue {
             log::error!(target: "hw::spi", "{pkt:#x}: wave halted: {}", ex.what);
             vm.update_u64(signal_field(signal, amd_signal::VALUE)?, |v| v | ex.error)?;
             notify_signal(env, signal)?;
+            self.report_queue_exception(env, &ex)?;
             self.wave_halted = true;
         }
         Ok(RunState::Parked)
+    }
+
+    /// amdkfd's side of a wave exception for a runtime that registered an error payload in
+    /// the queue's context-save header (ROCr with KFD exception reporting): the exception's
+    /// `KFD_EC_MASK` is ORed into `err_payload_addr` and event `err_event_id` is signalled.
+    /// Such a runtime clears `queue_inactive_signal` and acts on this payload instead.
+    fn report_queue_exception(&self, env: &ExecEnv<'_>, ex: &WaveException) -> Result<(), VmFault> {
+        if self.ctx_save_address == 0 {
+            return Ok(());
+        }
+        let vm = env.vm;
+        let header = self.ctx_save_address;
+        let payload = vm.load_u64(header + CTX_SAVE_HEADER_ERR_PAYLOAD_ADDR)?;
+        let event_id = vm.load_u32(header + CTX_SAVE_HEADER_ERR_EVENT_ID)?;
+        if payload == 0 {
+            return Ok(());
+        }
+        let code = if ex.error == QUEUE_ERROR_TRAP {
+            kfd_sys::EC_QUEUE_WAVE_TRAP
+        } else {
+            kfd_sys::EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION
+        };
+        log::debug!(target: "hw::cp", "queue exception {code}: payload {payload:#x}, event {event_id}");
+        vm.update_u64(payload, |v| v | kfd_sys::KFD_EC_MASK(code))?;
+        if event_id != 0 {
+            env.interrupt(IH_CLIENT_GRBM_CP, SRC_CP_END_OF_PIPE, [event_id, 0, 0, 0]);
+        }
+        Ok(())
     }
 
     /// Retires the AQL packet at `pkt`: its completion signal is decremented (and its event
@@ -873,6 +908,13 @@ fn dispatch_direct(
         }
     }
 }
+
+/// `kfd_context_save_area_header.err_payload_addr`'s offset.
+const CTX_SAVE_HEADER_ERR_PAYLOAD_ADDR: u64 =
+    std::mem::offset_of!(kfd_sys::kfd_context_save_area_header, err_payload_addr) as u64;
+/// `kfd_context_save_area_header.err_event_id`'s offset.
+const CTX_SAVE_HEADER_ERR_EVENT_ID: u64 =
+    std::mem::offset_of!(kfd_sys::kfd_context_save_area_header, err_event_id) as u64;
 
 /// `queue_inactive_signal` error code: the dispatch needs more scratch than the queue has.
 const QUEUE_ERROR_OUT_OF_SCRATCH: u64 = 1;
@@ -1390,6 +1432,7 @@ mod tests {
             kernel: None,
             scratch_wait: false,
             wave_halted: false,
+            ctx_save_address: 0,
         }
     }
 

@@ -526,6 +526,69 @@ fn s_trap_halts_the_wave_and_reports_through_queue_inactive_signal() {
 }
 
 #[test]
+fn s_trap_reports_ec_queue_wave_trap_through_the_context_save_header_error_payload() {
+    for (preset, mcpu) in presets() {
+        let mut g = Gpu::new(preset, mcpu);
+        let page = g.c.event_page();
+        // ROCr gives both signals the same queue event (its queue_event_).
+        let queue_ev = create_event(&g.c, KFD_IOC_EVENT_SIGNAL, false, page.handle).unwrap();
+        g.signals.write_u64(0xF00, 1);
+        g.signals.write_u64(0xF08, 0);
+        g.signals
+            .write_u64(0xF10, page.va + 8 * u64::from(queue_ev.event_id));
+        g.signals.write_u32(0xF18, queue_ev.event_id);
+        let base = g.amd_queue_offset();
+        g.queue.1.ptrs.write_u64(base + 192, g.signals.va + 0xF00);
+        // What libhsakmt writes for ROCr's ErrorReason: kfd_context_save_area_header
+        // err_payload_addr (byte 24) and err_event_id (byte 32) at the CWSR area's start.
+        let (ctx, _) = g
+            .queue
+            .1
+            .ctx
+            .as_ref()
+            .expect("an AQL queue has a CWSR area");
+        g.signals.write_u64(0xE00, 0x100);
+        ctx.write_u64(24, g.signals.va + 0xE00);
+        ctx.write_u32(32, queue_ev.event_id);
+        let mut input = vec![1i32; 64];
+        input[9] = -1;
+        let pin = g.alloc(&i32s(&input));
+        let pout = g.alloc(&i32s(&[0; 64]));
+        let k = g.kernel("trap_on_negative");
+        let mut args = pin.to_le_bytes().to_vec();
+        args.extend(pout.to_le_bytes());
+        let signal = g.dispatch(&k, &args, [64, 1, 1], [64, 1, 1], 0);
+        let act = g.model.run_until_idle();
+        assert_eq!(
+            act.parked, 1,
+            "{mcpu}: the queue stays on the halted dispatch"
+        );
+        assert_eq!(
+            g.signals.read_u64(0xE00),
+            0x100 | 1 << (EC_QUEUE_WAVE_TRAP - 1),
+            "{mcpu}: KFD_EC_MASK(EC_QUEUE_WAVE_TRAP) ORed into the payload"
+        );
+        let (r, result) = wait_events(&g.c, &[queue_ev.event_id], true, 0);
+        assert_eq!(
+            (r, result),
+            (Ok(0), COMPLETE),
+            "{mcpu}: the queue event fired"
+        );
+        assert_eq!(
+            g.signals.read_u64(0xF08),
+            1 << 31,
+            "{mcpu}: queue_inactive_signal too"
+        );
+        assert_eq!(g.signal_value(signal), 1, "{mcpu}: never a silent success");
+        // The runtime clears both; another pass reports nothing twice.
+        g.signals.write_u64(0xE00, 0);
+        g.signals.write_u64(0xF08, 0);
+        g.model.run_until_idle();
+        assert_eq!(g.signals.read_u64(0xE00), 0, "{mcpu}");
+    }
+}
+
+#[test]
 fn pm4_dispatch_direct_runs_the_program_the_sh_registers_name() {
     use pm4::regs::ShReg;
     use pm4::user::{DispatchDirect, DispatchInitiator, SetShReg, WriteData};

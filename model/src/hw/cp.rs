@@ -777,6 +777,10 @@ impl CpQueue {
     /// the queue's context-save header (ROCr with KFD exception reporting): the exception's
     /// `KFD_EC_MASK` is ORed into `err_payload_addr` and event `err_event_id` is signalled.
     /// Such a runtime clears `queue_inactive_signal` and acts on this payload instead.
+    /// The event goes through the end-of-pipe interrupt path, which fires only an event
+    /// whose mailbox slot was written: ROCr uses one event for both signals, and
+    /// `notify_signal` has just written it. (amdkfd proper sets the event directly from an
+    /// SQ interrupt message; the model does not have that path yet.)
     fn report_queue_exception(&self, env: &ExecEnv<'_>, ex: &WaveException) -> Result<(), VmFault> {
         if self.ctx_save_address == 0 {
             return Ok(());

@@ -604,6 +604,43 @@ fn scalar_and_buffer_memory() {
 }
 
 #[test]
+fn d16_loads_write_one_half_and_keep_the_other() {
+    // Vega ISA: *_d16 loads write VDST[15:0], *_d16_hi loads VDST[31:16]; the other half
+    // keeps its bits. ubyte zero-extends and sbyte sign-extends the byte to 16 bits.
+    let mut r = Run::gfx9(
+        "global_load_ubyte_d16_hi v1, v0, s[0:1]\nglobal_load_ubyte_d16 v2, v0, s[0:1]\nglobal_load_sbyte_d16 v3, v0, s[0:1]\nglobal_load_sbyte_d16_hi v4, v0, s[0:1]\nglobal_load_short_d16_hi v5, v0, s[0:1] offset:2\nglobal_load_short_d16 v6, v0, s[0:1] offset:2\ns_waitcnt vmcnt(0)",
+    );
+    r.env.write(0x2000, &[0x85, 0x7f, 0x34, 0x92]);
+    r.wave.set_sgpr64(0, 0x2000);
+    r.wave.vgpr[0] = lanes_of(|l| l as u32 % 2);
+    for v in 1..=6 {
+        r.wave.vgpr[v] = [0xaaaa_5555; 64];
+    }
+    r.wave.set_exec(0b111);
+    let r = r.ok();
+    let lanes = |v: usize| (r.v(v)[0], r.v(v)[1], r.v(v)[2], r.v(v)[3]);
+    // lanes 0 and 2 read byte 0x85, lane 1 byte 0x7f; lane 3 is off and keeps its value
+    assert_eq!(
+        lanes(1),
+        (0x0085_5555, 0x007f_5555, 0x0085_5555, 0xaaaa_5555)
+    );
+    assert_eq!(
+        lanes(2),
+        (0xaaaa_0085, 0xaaaa_007f, 0xaaaa_0085, 0xaaaa_5555)
+    );
+    assert_eq!(
+        lanes(3),
+        (0xaaaa_ff85, 0xaaaa_007f, 0xaaaa_ff85, 0xaaaa_5555)
+    );
+    assert_eq!(
+        lanes(4),
+        (0xff85_5555, 0x007f_5555, 0xff85_5555, 0xaaaa_5555)
+    );
+    // lane 0 reads the halfword at byte 2 (0x9234)
+    assert_eq!((r.v(5)[0], r.v(6)[0]), (0x9234_5555, 0xaaaa_9234));
+}
+
+#[test]
 fn lds_read2_write2_and_atomics() {
     let mut r = Run::gfx9(
         "ds_write2_b32 v0, v1, v2 offset0:1 offset1:3\nds_read2_b32 v[4:5], v0 offset0:1 offset1:3\nds_add_rtn_u32 v6, v0, v1 offset:4\nds_read_b32 v7, v0 offset:4",

@@ -16,6 +16,8 @@ pub enum MemKind {
         bytes: u32,
         /// Sign-extend sub-dword loads.
         signed: bool,
+        /// Which bits of the destination VGPR the data goes to.
+        half: D16,
     },
     /// A store of `bytes` per lane.
     Store {
@@ -31,6 +33,18 @@ pub enum MemKind {
     },
     /// Something the interpreter does not model (format conversions, d16 halves, …).
     Other,
+}
+
+/// Where a load's data lands in its destination VGPR: `*_d16` loads write bits 15:0 and
+/// `*_d16_hi` loads bits 31:16, keeping the other half; all other loads write whole dwords.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum D16 {
+    /// Whole dwords.
+    Full,
+    /// Bits 15:0 (`*_d16`).
+    Lo,
+    /// Bits 31:16 (`*_d16_hi`).
+    Hi,
 }
 
 /// Type of a VOP's sources, for inline constants and literals.
@@ -245,9 +259,16 @@ fn classify(inst: Instruction) -> Cached {
 
 fn mem_kind(op: Op, name: &str) -> MemKind {
     let _ = op;
-    if name.contains("d16") || name.contains("format") || name.contains("pk_add") {
+    if name.contains("format") || name.contains("pk_add") {
         return MemKind::Other;
     }
+    let (name, half) = if let Some(n) = name.strip_suffix("_d16_hi") {
+        (n, D16::Hi)
+    } else if let Some(n) = name.strip_suffix("_d16") {
+        (n, D16::Lo)
+    } else {
+        (name, D16::Full)
+    };
     if let Some(pos) = name.find("atomic_") {
         let rest = &name[pos + 7..];
         let wide = rest.ends_with("_x2") || rest.ends_with("f64");
@@ -307,9 +328,16 @@ fn mem_kind(op: Op, name: &str) -> MemKind {
     ] {
         if let Some(rest) = name.strip_prefix(prefix) {
             return match size(rest) {
-                Some((bytes, signed)) if load => MemKind::Load { bytes, signed },
-                Some((bytes, _)) => MemKind::Store { bytes },
-                None => MemKind::Other,
+                Some((bytes, signed)) if load && (half == D16::Full || bytes <= 2) => {
+                    MemKind::Load {
+                        bytes,
+                        signed,
+                        half,
+                    }
+                }
+                // d16 stores (the high half of VDATA) are not modelled yet
+                Some((bytes, _)) if !load && half == D16::Full => MemKind::Store { bytes },
+                _ => MemKind::Other,
             };
         }
     }

@@ -5,7 +5,7 @@ use crate::decode::{Operand, SpecialReg};
 use crate::disasm::disasm;
 use crate::table::{Enc, Field, Op};
 
-use super::cache::{Cached, CmpType, CodeCache, MemKind, SrcType};
+use super::cache::{Cached, CmpType, CodeCache, MemKind, SrcType, D16};
 use super::env::{AtomicOp, AtomicRequest, WaveEnv};
 use super::fault::{Access, MemFault, Stop, WaveFault};
 use super::float as fp;
@@ -1957,7 +1957,11 @@ impl Wave {
         acc: bool,
     ) -> R<()> {
         match c.mem {
-            MemKind::Load { bytes, signed } => {
+            MemKind::Load {
+                bytes,
+                signed,
+                half,
+            } => {
                 let dwords = bytes.div_ceil(4) as usize;
                 let mut out = [[0u32; WAVE_SIZE]; 4];
                 env.load(addrs, mask, bytes, &mut out[..dwords])?;
@@ -1976,7 +1980,12 @@ impl Wave {
                     let dst = self.data_reg_mut(acc, reg + i)?;
                     for l in 0..WAVE_SIZE {
                         if (exec >> l) & 1 != 0 {
-                            dst[l] = if (mask >> l) & 1 != 0 { d[l] } else { 0 };
+                            let v = if (mask >> l) & 1 != 0 { d[l] } else { 0 };
+                            dst[l] = match half {
+                                D16::Full => v,
+                                D16::Lo => (dst[l] & 0xffff_0000) | (v & 0xffff),
+                                D16::Hi => (dst[l] & 0xffff) | (v << 16),
+                            };
                         }
                     }
                 }
@@ -2178,7 +2187,12 @@ impl Wave {
             return Ok(());
         }
         match c.mem {
-            MemKind::Load { bytes, signed } => {
+            // LDS d16 reads are not modelled yet
+            MemKind::Load {
+                half: D16::Lo | D16::Hi,
+                ..
+            } => Err(illegal(self.pc, c)),
+            MemKind::Load { bytes, signed, .. } => {
                 let dwords = bytes.div_ceil(4) as usize;
                 let mut out = [[0u32; WAVE_SIZE]; 4];
                 let lds = env.lds();

@@ -5,6 +5,9 @@
 //!   signal events by `context_id0`, all 32 bits valid (facts §8.2). GC 9.4.1+ (and older gfx9
 //!   parts with new enough MEC firmware) send a context id with every end-of-pipe interrupt,
 //!   so the driver drops those whose context id is 0.
+//! * SQ interrupt message (a wave's `s_sendmsg(MSG_INTERRUPT)`, encoding INST, not from a
+//!   trap handler): signal events by the message's 24 data bits (M0), as amdkfd's v9 handler
+//!   does; other SQ messages are logged.
 //! * SDMA TRAP: signal events by `context_id0 & 0x0FFFFFFF`, 28 valid bits.
 //! * VM fault (VMC / UTCL2): every MEMORY event of the process gets the fault (page address,
 //!   GPU, not-present or read-only) and is set, and the process's queues are evicted
@@ -17,8 +20,9 @@
 use crate::device::KfdNode;
 use crate::dqm::kfd_vmid_mask;
 use crate::hw::ih::{
-    IhEntry, IH_CLIENT_GRBM_CP, IH_CLIENT_SDMA0, IH_CLIENT_UTCL2, IH_CLIENT_VMC, SRC_CP_BAD_OPCODE,
-    SRC_CP_END_OF_PIPE, SRC_SDMA_TRAP, SRC_SDMA_TRAP_SOC21, SRC_VM_FAULT, VM_FAULT_NOT_PRESENT,
+    IhEntry, IH_CLIENT_GRBM_CP, IH_CLIENT_SDMA0, IH_CLIENT_UTCL2, IH_CLIENT_VMC, SQ_ENCODING_INST,
+    SQ_WAVE_CTXID_ENCODING_SHIFT, SQ_WAVE_CTXID_PRIV, SRC_CP_BAD_OPCODE, SRC_CP_END_OF_PIPE,
+    SRC_SDMA_TRAP, SRC_SDMA_TRAP_SOC21, SRC_SQ_INTERRUPT_MSG, SRC_VM_FAULT, VM_FAULT_NOT_PRESENT,
     VM_FAULT_READ_ONLY,
 };
 use crate::process::ModelInner;
@@ -71,6 +75,16 @@ fn handle(model: &ModelInner, node: &KfdNode, e: &IhEntry) {
             }
             let fired = p.events.signal_interrupt(ctxid, 32);
             log::debug!(target: "kfd::interrupt", "pasid {:#x}: CP end-of-pipe ctxid {ctxid:#x} -> events {fired:?}", e.pasid);
+        }
+        (IH_CLIENT_GRBM_CP, SRC_SQ_INTERRUPT_MSG) => {
+            let encoding = (ctxid >> SQ_WAVE_CTXID_ENCODING_SHIFT) & 3;
+            if encoding == SQ_ENCODING_INST && ctxid & SQ_WAVE_CTXID_PRIV == 0 {
+                let data = crate::hw::ih::sq_int_data(ctxid, e.src_data[1]);
+                let fired = p.events.signal_interrupt(data, 24);
+                log::debug!(target: "kfd::interrupt", "pasid {:#x}: SQ s_sendmsg data {data:#x} -> events {fired:?}", e.pasid);
+            } else {
+                log::debug!(target: "kfd::interrupt", "pasid {:#x}: SQ interrupt (encoding {encoding}) not handled: {e}", e.pasid);
+            }
         }
         (IH_CLIENT_GRBM_CP, SRC_SDMA_TRAP_SOC21) => sdma_trap(&p.events, e),
         (client, SRC_SDMA_TRAP) if is_sdma_client(client) => sdma_trap(&p.events, e),

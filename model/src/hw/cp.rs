@@ -31,8 +31,8 @@ use crate::hw::engine::{
     QueueIdentity, QueueRun, QueueStatus, RunState,
 };
 use crate::hw::ih::{
-    IH_CLIENT_GRBM_CP, IH_CLIENT_UTCL2, SRC_CP_BAD_OPCODE, SRC_CP_END_OF_PIPE, SRC_VM_FAULT,
-    VM_FAULT_NOT_PRESENT, VM_FAULT_READ_ONLY, VM_FAULT_WRITE,
+    sq_sendmsg_context, IH_CLIENT_GRBM_CP, IH_CLIENT_UTCL2, SRC_CP_BAD_OPCODE, SRC_CP_END_OF_PIPE,
+    SRC_SQ_INTERRUPT_MSG, SRC_VM_FAULT, VM_FAULT_NOT_PRESENT, VM_FAULT_READ_ONLY, VM_FAULT_WRITE,
 };
 use crate::hw::spi::{
     amd_queue, DispatchSetup, KernelRun, Scratch, WaveException, QUEUE_ERROR_TRAP,
@@ -600,6 +600,15 @@ impl CpQueue {
                     let messages = run.take_messages();
                     for (simm16, m0) in messages {
                         log::debug!(target: "hw::spi", "s_sendmsg {simm16:#x} m0 {m0:#x}");
+                        // SIMM16[3:0] is the message; the SQ forwards MSG_INTERRUPT with M0.
+                        if simm16 & 0xf == MSG_INTERRUPT {
+                            let [ctx0, ctx1] = sq_sendmsg_context(m0 & 0xff_ffff);
+                            env.interrupt(
+                                IH_CLIENT_GRBM_CP,
+                                SRC_SQ_INTERRUPT_MSG,
+                                [ctx0, ctx1, 0, 0],
+                            );
+                        }
                     }
                     let halted = run.exception().cloned();
                     if let Some(ex) = halted {
@@ -912,6 +921,9 @@ fn dispatch_direct(
         }
     }
 }
+
+/// `s_sendmsg` message id (SIMM16[3:0]) of an interrupt to the host.
+const MSG_INTERRUPT: u16 = 1;
 
 /// `kfd_context_save_area_header.err_payload_addr`'s offset.
 const CTX_SAVE_HEADER_ERR_PAYLOAD_ADDR: u64 =

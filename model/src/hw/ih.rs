@@ -42,6 +42,31 @@ pub const SRC_SDMA_TRAP: u8 = 224;
 /// Source id of an SDMA TRAP on SDMA 6, which arrives from the GRBM_CP client
 /// (`SOC21_INTSRC_SDMA_TRAP`).
 pub const SRC_SDMA_TRAP_SOC21: u8 = 49;
+/// Source id of an SQ interrupt message (`SOC15_INTSRC_SQ_INTERRUPT_MSG`): `s_sendmsg
+/// sendmsg(MSG_INTERRUPT)` from a wave, and SQ errors.
+pub const SRC_SQ_INTERRUPT_MSG: u8 = 239;
+/// `SQ_INTERRUPT_WORD_WAVE_CTXID.PRIV` (context_id0 bit 13): sent by a trap handler.
+pub const SQ_WAVE_CTXID_PRIV: u32 = 1 << 13;
+/// `SQ_INTERRUPT_WORD_WAVE_CTXID.ENCODING` shift (context_id0 bits 27:26).
+pub const SQ_WAVE_CTXID_ENCODING_SHIFT: u32 = 26;
+/// `SQ_INTERRUPT_WORD_ENCODING_INST`: the interrupt came from an `s_sendmsg`.
+pub const SQ_ENCODING_INST: u32 = 1;
+
+/// The context ids of a wave's `s_sendmsg(MSG_INTERRUPT)` carrying `data` (M0's low 24
+/// bits): data bits 11:0 in context_id0 11:0, 15:12 in context_id0 31:28, 23:16 in
+/// context_id1 7:0 (the gfx9 SQ interrupt word), encoding INST, not privileged.
+pub fn sq_sendmsg_context(data: u32) -> [u32; 2] {
+    let ctx0 = (data & 0xfff)
+        | ((data & 0xf000) << 16)
+        | (SQ_ENCODING_INST << SQ_WAVE_CTXID_ENCODING_SHIFT);
+    [ctx0, (data >> 16) & 0xff]
+}
+
+/// The 24 data bits of an SQ interrupt message (amdkfd's `KFD_CONTEXT_ID_GET_SQ_INT_DATA`).
+pub fn sq_int_data(ctx0: u32, ctx1: u32) -> u32 {
+    (ctx0 & 0xfff) | ((ctx0 >> 16) & 0xf000) | ((ctx1 << 16) & 0xff_0000)
+}
+
 /// Source id of a GPU VM fault (`VMC_1_0__SRCID__VM_FAULT` / `UTCL2_1_0__SRCID__FAULT`).
 pub const SRC_VM_FAULT: u8 = 0;
 
@@ -328,5 +353,20 @@ mod fault_tests {
         assert!(ih.drain().is_empty() && ih.is_pending(), "held back");
         std::thread::sleep(Duration::from_millis(25));
         assert_eq!(ih.drain().len(), 1);
+    }
+
+    #[test]
+    fn sq_sendmsg_context_splits_m0_the_way_amdkfd_reassembles_it() {
+        // 24 data bits 0xABCDEF: 0xDEF in ctx0[11:0], 0xC in ctx0[31:28], 0xAB in ctx1[7:0]
+        let [ctx0, ctx1] = sq_sendmsg_context(0xAB_CDEF);
+        assert_eq!(ctx0, 0xC000_0DEF | 1 << 26, "encoding INST, PRIV clear");
+        assert_eq!(ctx1, 0xAB);
+        assert_eq!(ctx0 & SQ_WAVE_CTXID_PRIV, 0);
+        assert_eq!(sq_int_data(ctx0, ctx1), 0xAB_CDEF);
+        assert_eq!(
+            sq_int_data(0xFFFF_FFFF, 0xFFFF_FFFF),
+            0xFF_FFFF,
+            "24 bits at most"
+        );
     }
 }

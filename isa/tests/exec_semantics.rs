@@ -604,6 +604,37 @@ fn scalar_and_buffer_memory() {
 }
 
 #[test]
+fn sixteen_bit_integer_ops_use_the_low_halves_and_zero_the_high_half_on_gfx9() {
+    let mut r = Run::gfx9(
+        "v_lshlrev_b16 v2, v0, v1\nv_lshrrev_b16 v3, v0, v1\nv_ashrrev_i16 v4, v0, v1\nv_add_u16 v5, v1, v1\nv_sub_u16 v6, v0, v1\nv_subrev_u16 v7, v0, v1\nv_mul_lo_u16 v8, v1, v1\nv_max_u16 v9, v0, v1\nv_max_i16 v10, v0, v1\nv_min_u16 v11, v0, v1\nv_min_i16 v12, v0, v1",
+    );
+    // shift amounts use bits 3:0 (0x11 -> 1); sources' high halves are ignored
+    r.wave.vgpr[0] = [0xdead_0011; 64];
+    r.wave.vgpr[1] = [0xbeef_8421; 64];
+    for v in 2..=12 {
+        r.wave.vgpr[v] = [0xffff_ffff; 64];
+    }
+    let r = r.ok();
+    let got: Vec<u32> = (2..=12).map(|v| r.v(v)[0]).collect();
+    assert_eq!(
+        got,
+        vec![
+            0x0842, // 0x8421 << 1, 16 bits
+            0x4210, // 0x8421 >> 1
+            0xc210, // arithmetic: sign bit copied
+            0x0842, // 0x8421 + 0x8421 wraps
+            0x7bf0, // 0x0011 - 0x8421
+            0x8410, // 0x8421 - 0x0011
+            0x0c41, // 0x8421 * 0x8421 mod 2^16
+            0x8421, // unsigned max
+            0x0011, // signed max: 0x8421 is negative
+            0x0011, // unsigned min
+            0x8421, // signed min
+        ]
+    );
+}
+
+#[test]
 fn d16_loads_write_one_half_and_keep_the_other() {
     // Vega ISA: *_d16 loads write VDST[15:0], *_d16_hi loads VDST[31:16]; the other half
     // keeps its bits. ubyte zero-extends and sbyte sign-extends the byte to 16 bits.

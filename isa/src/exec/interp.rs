@@ -1217,6 +1217,18 @@ impl Wave {
             Op::VLshrrevB32 => bin32!(|a, b| int::lshr32(b, a), false),
             Op::VAshrrevI32 => bin32!(|a, b| int::ashr32(b, a), false),
             Op::VLshlrevB32 => bin32!(|a, b| int::shl32(b, a), false),
+            // 16-bit integer ops use bits 15:0 of the sources; on gfx9 they zero VDST[31:16]
+            Op::VAddU16 => bin32!(|a, b| u32::from((a as u16).wrapping_add(b as u16)), false),
+            Op::VSubU16 => bin32!(|a, b| u32::from((a as u16).wrapping_sub(b as u16)), false),
+            Op::VSubrevU16 => bin32!(|a, b| u32::from((b as u16).wrapping_sub(a as u16)), false),
+            Op::VMulLoU16 => bin32!(|a, b| u32::from((a as u16).wrapping_mul(b as u16)), false),
+            Op::VLshlrevB16 => bin32!(|a, b| u32::from((b as u16) << (a & 15)), false),
+            Op::VLshrrevB16 => bin32!(|a, b| u32::from((b as u16) >> (a & 15)), false),
+            Op::VAshrrevI16 => bin32!(|a, b| u32::from(((b as i16) >> (a & 15)) as u16), false),
+            Op::VMaxU16 => bin32!(|a, b| u32::from((a as u16).max(b as u16)), false),
+            Op::VMinU16 => bin32!(|a, b| u32::from((a as u16).min(b as u16)), false),
+            Op::VMaxI16 => bin32!(|a, b| u32::from((a as i16).max(b as i16) as u16), false),
+            Op::VMinI16 => bin32!(|a, b| u32::from((a as i16).min(b as i16) as u16), false),
             Op::VLshlrevB64 | Op::VLshrrevB64 | Op::VAshrrevI64 => {
                 let a = self.src32(c, Field::A, 0, Mods::default())?;
                 let b = self.src64(c, Field::B, 1, Mods::default())?;

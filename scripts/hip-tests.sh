@@ -12,7 +12,9 @@
 #                abnormal exit within the time limit, never a hang;
 #   trap         abort() in a kernel (s_trap 2): the queue exception reaches ROCr through the
 #                error payload of the queue's context-save header, ROCr reports
-#                HSA_STATUS_ERROR_EXCEPTION and aborts within the time limit.
+#                HSA_STATUS_ERROR_EXCEPTION and aborts within the time limit;
+#   printf       device printf from 4 threads (hostcall: s_sendmsg MSG_INTERRUPT -> SQ
+#                interrupt -> the listener's event); every "hello N" line must arrive.
 # Prints one PASS/FAIL/SKIP line per check and ends with "hip: N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +38,7 @@ fi
 $CARGO build -q -p kfd-preload || { echo "hip: cargo build -p kfd-preload failed"; exit 1; }
 shim=$(realpath "$target_dir/debug/libkfd_preload.so")
 
-programs=(vadd lds_atomics scratch wild_pointer trap)
+programs=(vadd lds_atomics scratch wild_pointer trap printf)
 archs=(gfx900 gfx90a)
 for arch in "${archs[@]}"; do
   for p in "${programs[@]}"; do
@@ -73,6 +75,17 @@ for arch in "${archs[@]}"; do
     else
       fail "wild_pointer on $arch (exit $status)"
       tail -n 20 "$work/wild_pointer-$arch.log" | sed 's/^/    /'
+    fi
+  fi
+  if [ -x "$work/printf-$arch" ]; then
+    run printf "$arch"
+    hellos=$(grep -c '^hello [0-3]$' "$work/printf-$arch.log")
+    if [ $status -eq 0 ] && [ "$hellos" = 4 ] && grep -q '^printf: ok$' "$work/printf-$arch.log" \
+      && [ "$(grep '^hello' "$work/printf-$arch.log" | sort | tr '\n' ' ')" = "hello 0 hello 1 hello 2 hello 3 " ]; then
+      pass "printf on $arch (4 of 4 lines)"
+    else
+      fail "printf on $arch (exit $status, $hellos hello lines)"
+      tail -n 20 "$work/printf-$arch.log" | sed 's/^/    /'
     fi
   fi
   if [ -x "$work/trap-$arch" ]; then

@@ -319,3 +319,31 @@ fn bad_arguments_and_sizes_are_refused_before_a_packet_is_written() {
     assert!(q.dispatch(&other, [64, 1, 1], [64, 1, 1], &args).is_err());
     assert_eq!(q.wptr().get(), 0, "no packet written");
 }
+
+#[test]
+fn a_faulting_dispatch_times_out_instead_of_hanging() {
+    let Some((kfd, gpu, exe)) = setup(Preset::Gfx900, "gfx900", 4) else {
+        return;
+    };
+    let fault = kfd
+        .create_event(thunk::EventKind::MemoryException, false)
+        .unwrap();
+    let k = exe.kernel("vadd").unwrap();
+    let mut args = k.args().unwrap();
+    for _ in 0..3 {
+        args.push_pointer(0x7_dead_0000).unwrap();
+    }
+    args.push_u32(64).unwrap();
+    let mut q = gpu.create_aql_queue(&QueueOptions::new()).unwrap();
+    let done = q.dispatch(&k, [64, 1, 1], [64, 1, 1], &args).unwrap();
+    assert_eq!(
+        fault.wait(Some(T)).unwrap(),
+        WaitStatus::Signaled,
+        "a VM fault"
+    );
+    let e = done
+        .wait(std::time::Duration::from_millis(200))
+        .unwrap_err();
+    assert!(e.is_timeout(), "{e}");
+    assert_eq!(done.value().unwrap(), 1, "never a silent success");
+}

@@ -74,6 +74,8 @@
 //! | [`Memory`] | a buffer (VRAM, GTT, USERPTR, doorbell, MMIO) | [`Gpu::alloc`] | GPU unmap, free, CPU unmap |
 //! | [`Pm4Queue`], [`AqlQueue`], [`SdmaQueue`] | a user-mode queue | [`Gpu::create_pm4_queue`] … | destroy, then free its buffers |
 //! | [`Event`] | an event | [`Kfd::create_event`] | destroy |
+//! | [`Executable`] | code objects loaded into GPU memory | [`Executable::load`] | frees the code |
+//! | [`Completion`] | a kernel dispatch in flight | [`AqlQueue::dispatch`] | frees its signal and kernargs |
 //!
 //! Every object holds a reference to the process, so none can outlive what it needs: the
 //! device stays open until the last of them is dropped, and a queue keeps its ring, pointers,
@@ -88,6 +90,7 @@
 //! | `queue` | the three queue kinds, [`QueueOptions`] |
 //! | `event` | [`Event`], waits, [`SignalTarget`] |
 //! | [`packets`] | RELEASE_MEM per generation, AQL headers |
+//! | `executable`, `dispatch` | [`Executable`], [`Kernel`], [`KernelArgs`], [`AqlQueue::dispatch`], [`Completion`] |
 //!
 //! ## Safety
 //!
@@ -101,8 +104,10 @@
 #![deny(unsafe_code)]
 
 pub mod backend;
+mod dispatch;
 mod error;
 mod event;
+mod executable;
 mod gpu;
 mod kfd;
 mod memory;
@@ -115,11 +120,15 @@ pub mod topology;
 mod va;
 
 pub use backend::{Backend, BackendKind, DevKfd, MapTarget, RenderNode};
+pub use dispatch::{
+    Completion, KernelArgs, MAX_GROUP_SEGMENT_SIZE, MAX_KERNARG_SIZE, MAX_WORKGROUP_SIZE,
+};
 pub use error::{Errno, Error, Result};
 pub use event::{
     Event, EventData, EventKind, HwException, MemoryException, SignalTarget, WaitMode, WaitOutcome,
     WaitStatus,
 };
+pub use executable::{Executable, Kernel};
 pub use gpu::{Apertures, CachePolicy, ClockCounters, Gpu};
 pub use kfd::{InterfaceVersion, Kfd, OpenOptions, PagePath};
 pub use memory::{AllocOptions, Memory, MemoryKind};
@@ -130,6 +139,7 @@ pub use queue::{
 pub use topology::{Node, QueueSizes, Topology};
 pub use va::{Access, PAGE_SIZE};
 
+pub use codeobj;
 pub use pm4;
 
 // Every handle can move to and be shared between threads.

@@ -12,6 +12,7 @@
 //! | `kfd abi` | [`abi`] | the `/dev/kfd` ioctl table of `kfd-sys`, and struct layouts |
 //! | `kfd decode` | [`decode`] | disassembles PM4 or SDMA streams (file, stdin, hex text, binary dump) with dword offsets; errors point at the offending dword |
 //! | `kfd mqd` | [`mqd_tool`] | builds the MQD the kernel writes for a queue, decodes MQD dumps, lists MQD fields, per generation |
+//! | `kfd run` | [`run`](mod@run) | runs an unmodified ROCm program (HIP, libhsakmt, rocminfo) on the model under the LD_PRELOAD shim, passes its exit status through and prints what its kernels did: dispatches, workgroups, waves, instructions, faults |
 //! | `kfd trace` | [`trace`] | runs a scenario on the model (create-queue, oversubscribe, evict-restore, vm-fault, event-signal) and prints the path of each request layer by layer (ioctl → pqm → dqm → packet manager → HIQ → HWS → HQD → CP/SDMA → IH → events), with the PM4 of every packet, the MQD dwords that changed, and a Chrome/Perfetto timeline |
 //!
 //! The subcommands that open a GPU share [`device`]: `--device PATH`, `--model PART`,
@@ -81,6 +82,7 @@ pub mod mqd_fields;
 pub mod mqd_tool;
 pub mod output;
 pub mod progress;
+pub mod run;
 pub mod target;
 pub mod trace;
 pub mod units;
@@ -174,6 +176,13 @@ pub enum Command {
   kfd disasm kernels.hsaco --kernel vadd
   kfd disasm app --gfx gfx90a")]
     Disasm(disasm::DisasmArgs),
+    /// Run an unmodified ROCm program (HIP, libhsakmt, rocminfo) on the model and summarise what its kernels did; its exit status passes through.
+    #[command(after_help = "Examples:
+  kfd run -- ./vadd                        (the shim is found next to kfd: cargo build -p kfd-preload)
+  kfd run --preset gfx90a --gpus 2 -- rocminfo
+  kfd run --trace model.log -- ./app --size 1024
+  kfd run --json -- ./app 2>&1 | tail -n 1")]
+    Run(run::RunArgs),
 }
 
 /// Runs the command line `args` (the first is the program name) and returns the exit status.
@@ -199,6 +208,10 @@ where
         Command::Bench(args) => bench::run(args, style),
         Command::Co(args) => co::run(args, style),
         Command::Disasm(args) => disasm::run(args, style),
+        Command::Run(args) => match run::run(args, style) {
+            Ok(status) => return status,
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(()) => 0,

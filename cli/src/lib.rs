@@ -76,6 +76,7 @@ pub mod drain_tool;
 pub mod error;
 pub mod info;
 pub mod input;
+pub mod kernels;
 pub mod logging;
 pub mod measure;
 pub mod mqd_fields;

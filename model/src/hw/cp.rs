@@ -838,7 +838,8 @@ impl CpQueue {
         let vm = env.vm;
         let signal = vm.load_u64(pkt + COMPLETION_SIGNAL_OFFSET as u64)?;
         if signal != 0 {
-            vm.fetch_add_u64(signal_field(signal, amd_signal::VALUE)?, u64::MAX)?;
+            let old = vm.fetch_add_u64(signal_field(signal, amd_signal::VALUE)?, u64::MAX)?;
+            log::debug!(target: "hw::cp", "{pkt:#x}: retired; completion signal {signal:#x}: {old} -> {}", old.wrapping_sub(1));
             notify_signal(env, signal)?;
         }
         let dw0 = vm.load_u32(pkt)?;

@@ -24,7 +24,9 @@
 //! and status 2, a failure of the work itself with status 1; logging goes through
 //! `env_logger` (`RUST_LOG=kfd::dqm=debug kfd trace create-queue`).
 //!
-//! Shared pieces: [`input`] reads files, stdin and hex text; [`target`] parses `--gfx`;
+//! Shared pieces: [`kernels`] holds the project's own kernel (`axpy`, kept compiled for gfx900
+//! and gfx90a) that `kfd demo` and `kfd trace dispatch` run; [`input`] reads files, stdin and
+//! hex text; [`target`] parses `--gfx`;
 //! [`mqd_fields`] names MQD dwords; [`output`] holds the stdout writer and colours;
 //! [`logging`] tees log records to `kfd trace`; [`measure`] holds the self-timed
 //! measurements of `kfd bench` and `kfd demo`; [`progress`] the live line on stderr (only on a

@@ -36,10 +36,9 @@ fn shim_built() {
     });
 }
 
+/// A path in the temporary directory for this test process (each test removes its files).
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("kfd-cli-run-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    std::env::temp_dir().join(format!("kfd-cli-run-{}-{name}", std::process::id()))
 }
 
 /// `kfd run ARGS…` with a clean model environment.

@@ -297,15 +297,19 @@ impl fmt::Debug for Watch {
 impl Watch {
     /// A workgroup launches with these waves (counted; the observer sees each one's initial
     /// registers). Its first wave gets number [`Watch::next_wave`].
-    pub fn workgroup(&mut self, workgroup: [u32; 3], workgroup_index: u64, waves: &[Wave]) {
+    pub fn workgroup<'a>(
+        &mut self,
+        workgroup: [u32; 3],
+        workgroup_index: u64,
+        waves: impl ExactSizeIterator<Item = &'a Wave>,
+    ) {
+        let count = waves.len() as u64;
         self.activity.workgroups.fetch_add(1, Ordering::Relaxed);
-        self.activity
-            .waves
-            .fetch_add(waves.len() as u64, Ordering::Relaxed);
+        self.activity.waves.fetch_add(count, Ordering::Relaxed);
         let first = self.next_wave;
-        self.next_wave += waves.len() as u64;
+        self.next_wave += count;
         if let Some(o) = &self.observer {
-            for (w, wave) in waves.iter().enumerate() {
+            for (w, wave) in waves.enumerate() {
                 let id = WaveId {
                     dispatch: self.dispatch,
                     workgroup,
@@ -510,7 +514,7 @@ mod tests {
         });
         let mut wave = Wave::new(Target::Gfx900, 4, 0);
         wave.pc = 0x1000;
-        watch.workgroup([0; 3], 0, std::slice::from_ref(&wave));
+        watch.workgroup([0; 3], 0, std::iter::once(&wave));
         let id = || watch.id([0; 3], 0, 0, 0);
         let stop = watch.run(id, &mut wave, &code, &mut HostEnv::new(0), 100);
         assert_eq!(stop, Stop::EndOfProgram);

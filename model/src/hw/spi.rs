@@ -387,8 +387,7 @@ impl KernelRun {
                 group.index = g;
                 if let Some(w) = &mut self.watch {
                     group.first_wave = w.next_wave();
-                    let waves: Vec<Wave> = group.waves.iter().map(|w| w.0.clone()).collect();
-                    w.workgroup(id, g, &waves);
+                    w.workgroup(id, g, group.waves.iter().map(|w| &w.0));
                 }
                 self.current = Some(group);
             }

@@ -77,7 +77,7 @@ pub struct DispatchStart {
     pub groups: [u32; 3],
     /// Waves per workgroup.
     pub waves_per_group: u32,
-    /// VGPRs and AGPRs each wave got.
+    /// VGPRs each wave got.
     pub vgprs: usize,
     /// AGPRs each wave got (gfx90a).
     pub agprs: usize,

@@ -1,7 +1,8 @@
 //! `kfd demo` (what `make run` runs): a short guided run of the whole stack — open the
 //! device (the model when there is no `/dev/kfd`), read the topology, allocate GTT and VRAM,
 //! create a PM4 compute queue and an SDMA queue, submit packets (shown disassembled, read
-//! back from the ring), signal and wait on an event, drain a trace buffer at full speed with a
+//! back from the ring), signal and wait on an event, run the project's own kernel on an AQL
+//! queue and check its result, drain a trace buffer at full speed with a
 //! progress bar, and end with what happened and the measured numbers.
 //!
 //! Every step checks its result (the words the CP wrote, the bytes SDMA copied, the records
@@ -18,6 +19,7 @@ use thunk::{EventKind, Gpu, Memory, MemoryKind, QueueOptions, WaitStatus};
 use crate::decode::{decode_words, Engine};
 use crate::device::{DeviceArgs, Source};
 use crate::error::{CliError, CliResult};
+use crate::kernels::{self, Axpy};
 use crate::measure::{self, Samples};
 use crate::output::{Out, Style, Tone};
 use crate::progress::{bar, ProgressLine};
@@ -125,7 +127,7 @@ fn thunk_err(what: &'static str) -> impl Fn(thunk::Error) -> CliError {
     move |e| CliError::failure(format!("{what}: {e}"))
 }
 
-const STEPS: usize = 8;
+const STEPS: usize = 9;
 /// Payload bytes of each drained record (256 with the 8-byte record header).
 const DEMO_RECORD_PAYLOAD: u32 = 248;
 const WAIT: Duration = Duration::from_secs(10);
@@ -353,7 +355,18 @@ pub fn run(args: &DemoArgs, style: Style) -> CliResult<()> {
     )));
     narrator.step("signal and wait on an event", lines)?;
 
-    // 7. Drain.
+    // 7. A kernel.
+    let lines = kernel_step(&kfd, &gpu, style)?;
+    narrator.step(
+        &format!(
+            "run a kernel: the project's {} ({}) on an AQL queue",
+            kernels::AXPY,
+            kernels::AXPY_SOURCE
+        ),
+        lines,
+    )?;
+
+    // 8. Drain.
     let mut config = DrainConfig::new(
         ChannelConfig::new(1 << 20, 8).trigger(Trigger::OnFull),
         drain_bytes,
@@ -403,7 +416,7 @@ pub fn run(args: &DemoArgs, style: Style) -> CliResult<()> {
         ],
     )?;
 
-    // 8. Numbers.
+    // 9. Numbers.
     let samples = if args.quick { 50 } else { 500 };
     let round_trip = measure::doorbell_round_trip(&gpu, samples)?;
     let events = measure::event_latency(&kfd, &gpu, samples / 5)?;
@@ -510,6 +523,97 @@ fn spread(name: &str, s: &Samples) -> String {
         units::nanos(s.quantile(0.9)),
         units::nanos(s.max())
     )
+}
+
+/// Elements `axpy` runs over in the demo: 3 full workgroups of 256 and a partial one.
+const AXPY_N: u32 = 1000;
+/// Its workgroup size.
+const AXPY_WORKGROUP: u16 = 256;
+/// Its scalar.
+const AXPY_A: u32 = 3;
+
+/// Loads the kept `axpy` code object, dispatches it on a new AQL queue, waits for its
+/// completion signal and checks every element against the host's reference.
+fn kernel_step(kfd: &thunk::Kfd, gpu: &Gpu, style: Style) -> CliResult<Vec<(String, String)>> {
+    use thunk::model_access::KfdModelExt;
+    let processor = thunk::Executable::target_of(gpu)
+        .map(|t| t.processor)
+        .unwrap_or_default();
+    if kernels::kept_code_object(&processor).is_none() {
+        return Ok(vec![plain(format!(
+            "skipped: the repository keeps {} for {} only, not for {processor}",
+            kernels::AXPY,
+            kernels::kept_processors().join(" and ")
+        ))]);
+    }
+    let axpy = Axpy::load(gpu, AXPY_N, AXPY_A)?;
+    let k = &axpy.kernel;
+    let d = &k.descriptor;
+    let mut lines = vec![
+        plain(format!(
+            "code object for {} ({} bytes, kept in the repository; cli/kernels/regenerate.sh rebuilds it): loaded, linked, kernel descriptor at {:#x}",
+            axpy.processor,
+            axpy.code_object_bytes,
+            k.descriptor_address
+        )),
+        plain(format!(
+            "{}: {} VGPRs, {} SGPRs, {} bytes of kernel arguments, LDS {} bytes, scratch {} bytes per work-item",
+            k.name,
+            d.vgpr_count(axpy.processor),
+            d.sgpr_count(),
+            k.kernarg_size,
+            k.group_segment_size,
+            k.private_segment_size
+        )),
+    ];
+    let before = kfd.model().map(|m| m.shader_counts());
+    let mut queue = gpu
+        .create_aql_queue(&QueueOptions::new())
+        .map_err(thunk_err("CREATE_QUEUE (AQL)"))?;
+    let args = axpy.args()?;
+    let t = Instant::now();
+    let done = queue
+        .dispatch(k, [AXPY_N, 1, 1], [AXPY_WORKGROUP, 1, 1], &args)
+        .map_err(thunk_err("dispatch"))?;
+    done.wait(WAIT).map_err(thunk_err("completion signal"))?;
+    let elapsed = t.elapsed();
+    let groups = AXPY_N.div_ceil(u32::from(AXPY_WORKGROUP));
+    let waves = groups * u32::from(AXPY_WORKGROUP).div_ceil(64);
+    lines.push(plain(format!(
+        "AQL KERNEL_DISPATCH (packet {} of a new AQL queue): {AXPY_N} work-items in workgroups of {AXPY_WORKGROUP} → {groups} workgroups of {} waves; completion signal at {:#x}",
+        done.packet_index(),
+        u32::from(AXPY_WORKGROUP).div_ceil(64),
+        done.signal_address()
+    )));
+    let correct = axpy.correct()?;
+    if correct != AXPY_N {
+        return Err(CliError::failure(format!(
+            "{}: {correct} of {AXPY_N} elements of y = {AXPY_A}·x + y are right",
+            kernels::AXPY
+        )));
+    }
+    lines.push(both(style, |s| {
+        format!(
+            "y[i] = {AXPY_A}·x[i] + y[i]: {} (checked on the host); the completion signal reached 0 after {}",
+            s.paint(Tone::Bold, &format!("{correct} of {AXPY_N} correct")),
+            units::duration(elapsed)
+        )
+    }));
+    if let (Some(b), Some(a)) = (before, kfd.model().map(|m| m.shader_counts())) {
+        let ran_waves = a.waves - b.waves;
+        if ran_waves != u64::from(waves) {
+            return Err(CliError::failure(format!(
+                "the model launched {ran_waves} waves for {groups} workgroups of {AXPY_WORKGROUP}, not {waves}"
+            )));
+        }
+        lines.push(plain(format!(
+            "the model's compute units ran {} workgroups, {ran_waves} waves, {} instructions, {} faults",
+            a.workgroups - b.workgroups,
+            a.instructions - b.instructions,
+            a.faults - b.faults
+        )));
+    }
+    Ok(lines)
 }
 
 /// The packet layouts of `gpu`; a GPU of a generation without layouts here is an error.

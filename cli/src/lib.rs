@@ -12,7 +12,8 @@
 //! | `kfd abi` | [`abi`] | the `/dev/kfd` ioctl table of `kfd-sys`, and struct layouts |
 //! | `kfd decode` | [`decode`] | disassembles PM4 or SDMA streams (file, stdin, hex text, binary dump) with dword offsets; errors point at the offending dword |
 //! | `kfd mqd` | [`mqd_tool`] | builds the MQD the kernel writes for a queue, decodes MQD dumps, lists MQD fields, per generation |
-//! | `kfd trace` | [`trace`] | runs a scenario on the model (create-queue, oversubscribe, evict-restore, vm-fault, event-signal) and prints the path of each request layer by layer (ioctl → pqm → dqm → packet manager → HIQ → HWS → HQD → CP/SDMA → IH → events), with the PM4 of every packet, the MQD dwords that changed, and a Chrome/Perfetto timeline |
+//! | `kfd run` | [`run`](mod@run) | runs an unmodified ROCm program (HIP, libhsakmt, rocminfo) on the model under the LD_PRELOAD shim, passes its exit status through and prints what its kernels did: dispatches, workgroups, waves, instructions, faults |
+//! | `kfd trace` | [`trace`] | runs a scenario on the model (create-queue, oversubscribe, evict-restore, vm-fault, event-signal, dispatch) and prints the path of each request layer by layer (ioctl → pqm → dqm → packet manager → HIQ → HWS → HQD → CP/SDMA → SPI → waves → IH → events), with the PM4 of every packet, the MQD dwords that changed, a kernel's waves with their initial registers and one wave instruction by instruction, and a Chrome/Perfetto timeline |
 //!
 //! The subcommands that open a GPU share [`device`]: `--device PATH`, `--model PART`,
 //! `--gpus N`, `--kernel 6.1|6.12`, the thunk's `KFD_DEVICE` / `KFD_MODEL_PRESET` /
@@ -23,7 +24,9 @@
 //! and status 2, a failure of the work itself with status 1; logging goes through
 //! `env_logger` (`RUST_LOG=kfd::dqm=debug kfd trace create-queue`).
 //!
-//! Shared pieces: [`input`] reads files, stdin and hex text; [`target`] parses `--gfx`;
+//! Shared pieces: [`kernels`] holds the project's own kernel (`axpy`, kept compiled for gfx900
+//! and gfx90a) that `kfd demo` and `kfd trace dispatch` run; [`input`] reads files, stdin and
+//! hex text; [`target`] parses `--gfx`;
 //! [`mqd_fields`] names MQD dwords; [`output`] holds the stdout writer and colours;
 //! [`logging`] tees log records to `kfd trace`; [`measure`] holds the self-timed
 //! measurements of `kfd bench` and `kfd demo`; [`progress`] the live line on stderr (only on a
@@ -75,12 +78,14 @@ pub mod drain_tool;
 pub mod error;
 pub mod info;
 pub mod input;
+pub mod kernels;
 pub mod logging;
 pub mod measure;
 pub mod mqd_fields;
 pub mod mqd_tool;
 pub mod output;
 pub mod progress;
+pub mod run;
 pub mod target;
 pub mod trace;
 pub mod units;
@@ -136,7 +141,8 @@ pub enum Command {
   kfd trace create-queue
   kfd trace oversubscribe --chrome-trace over.json   (open in ui.perfetto.dev)
   kfd trace event-signal --queue-type sdma --preset gfx1030
-  kfd trace vm-fault --json")]
+  kfd trace vm-fault --json
+  kfd trace dispatch --wave 3 --chrome-trace waves.json")]
     Trace(trace::TraceArgs),
     /// Show the topology of the GPU (or of the model): agents, memory, caches, links.
     #[command(after_help = "Examples:
@@ -174,6 +180,13 @@ pub enum Command {
   kfd disasm kernels.hsaco --kernel vadd
   kfd disasm app --gfx gfx90a")]
     Disasm(disasm::DisasmArgs),
+    /// Run an unmodified ROCm program (HIP, libhsakmt, rocminfo) on the model and summarise what its kernels did; its exit status passes through.
+    #[command(after_help = "Examples:
+  kfd run -- ./vadd                        (the shim is found next to kfd: cargo build -p kfd-preload)
+  kfd run --preset gfx90a --gpus 2 -- rocminfo
+  kfd run --trace model.log -- ./app --size 1024
+  kfd run --json -- ./app 2>&1 | tail -n 1")]
+    Run(run::RunArgs),
 }
 
 /// Runs the command line `args` (the first is the program name) and returns the exit status.
@@ -199,6 +212,10 @@ where
         Command::Bench(args) => bench::run(args, style),
         Command::Co(args) => co::run(args, style),
         Command::Disasm(args) => disasm::run(args, style),
+        Command::Run(args) => match run::run(args, style) {
+            Ok(status) => return status,
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(()) => 0,

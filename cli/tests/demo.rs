@@ -7,8 +7,8 @@ use common::*;
 
 /// The lines between the heading of step `n` and the next step.
 fn step(out: &str, n: usize) -> String {
-    let start = format!("[{n}/8] ");
-    let next = format!("[{}/8] ", n + 1);
+    let start = format!("[{n}/9] ");
+    let next = format!("[{}/9] ", n + 1);
     out.lines()
         .skip_while(|l| !l.starts_with(&start))
         .take_while(|l| l.starts_with(&start) || !l.starts_with(&next))
@@ -26,12 +26,13 @@ fn demo_runs_every_step_on_the_model() {
         (4, "PM4 compute queue"),
         (5, "SDMA queue"),
         (6, "signal and wait on an event"),
-        (7, "drain a trace buffer"),
-        (8, "measured"),
+        (7, "run a kernel: the project's axpy (cli/kernels/axpy.cl)"),
+        (8, "drain a trace buffer"),
+        (9, "measured"),
     ] {
         assert!(
             out.lines()
-                .any(|l| l.starts_with(&format!("[{n}/8] {title}"))),
+                .any(|l| l.starts_with(&format!("[{n}/9] {title}"))),
             "step {n} {title}:\n{out}"
         );
     }
@@ -85,8 +86,22 @@ fn demo_runs_every_step_on_the_model() {
     assert!(event.contains("int_ctxid=0x1"), "{event}");
     assert!(event.contains("WAIT_EVENTS returned after"), "{event}");
 
+    // The kept gfx900 code object; 1000 work-items in groups of 256 are 4 workgroups of
+    // 4 waves (64 lanes each), every element checked against a·x + y on the host.
+    let kernel = step(&out, 7);
+    assert!(kernel.contains("code object for gfx900"), "{kernel}");
+    assert!(
+        kernel.contains("1000 work-items in workgroups of 256 → 4 workgroups of 4 waves"),
+        "{kernel}"
+    );
+    assert!(kernel.contains("1000 of 1000 correct"), "{kernel}");
+    assert!(
+        kernel.contains("ran 4 workgroups, 16 waves,") && kernel.contains(", 0 faults"),
+        "{kernel}"
+    );
+
     // 16 MiB of 256-byte records: exactly 65536, all received and verified.
-    let drain = step(&out, 7);
+    let drain = step(&out, 8);
     assert!(
         drain.contains("produced 65536 records of 256 bytes (16 MiB)"),
         "{drain}"
@@ -95,7 +110,7 @@ fn demo_runs_every_step_on_the_model() {
         drain.contains("received 65536 records in order, checksums verified"),
         "{drain}"
     );
-    let numbers = step(&out, 8);
+    let numbers = step(&out, 9);
     assert!(numbers.contains("median of 50"), "{numbers}");
     assert!(out
         .trim_end()
@@ -111,7 +126,7 @@ fn demo_json_and_quiet() {
     let v = json(&ok(&["demo", "--quick", "--json", "--drain-bytes", "1M"]));
     assert_eq!(v["source"]["kind"], "model");
     let steps = v["steps"].as_array().expect("steps");
-    assert_eq!(steps.len(), 8);
+    assert_eq!(steps.len(), 9);
     assert_eq!(steps[3]["title"], "PM4 compute queue");
     let measurements = v["measurements"].as_array().expect("measurements");
     assert!(measurements.len() >= 3);
@@ -121,9 +136,18 @@ fn demo_json_and_quiet() {
     }
     // 1 MiB of 256-byte records.
     assert!(
-        steps[6]["lines"][0]
+        steps[7]["lines"][0]
             .as_str()
             .is_some_and(|l| l.contains("produced 4096 records")),
+        "{}",
+        steps[7]
+    );
+    assert!(
+        steps[6]["lines"]
+            .as_array()
+            .is_some_and(|l| l.iter().any(|l| l
+                .as_str()
+                .is_some_and(|l| l.contains("1000 of 1000 correct")))),
         "{}",
         steps[6]
     );
@@ -145,6 +169,11 @@ fn demo_on_another_part() {
     ]);
     assert!(step(&out, 2).contains("gfx1030"), "{out}");
     assert!(step(&out, 5).contains("came back identical"), "{out}");
+    // No code object is kept for gfx1030 (and the model runs gfx9 shaders only).
+    assert!(
+        step(&out, 7).contains("skipped: the repository keeps axpy for gfx900 and gfx90a only"),
+        "{out}"
+    );
 }
 
 #[test]

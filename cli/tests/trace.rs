@@ -534,6 +534,7 @@ fn every_scenario_prints_json_that_parses() {
         "evict-restore",
         "vm-fault",
         "event-signal",
+        "dispatch",
     ] {
         let v = json(&ok(&["trace", s, "--json"]));
         assert_eq!(v["scenario"], s);
@@ -554,4 +555,187 @@ fn every_scenario_prints_json_that_parses() {
             "{s}"
         );
     }
+}
+
+#[test]
+fn dispatch_goes_from_the_aql_packet_to_the_waves_and_back() {
+    let out = ok(&["trace", "dispatch"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("kfd trace dispatch on the model (gfx900): 8 steps"),
+        "{out}"
+    );
+    let written = find(&lines, 0, &["client", "packet 0 at ring"]);
+    // The packet the thunk wrote, decoded: 200 work-items in groups of 128, one dimension.
+    find(
+        &lines,
+        written,
+        &[
+            "KERNEL_DISPATCH",
+            "dimensions=1",
+            "workgroup=128x1x1",
+            "grid=200x1x1",
+        ],
+    );
+    let run = find(
+        &lines,
+        written,
+        &["the CP runs the packet", "1 packet(s), 1 interrupt(s)"],
+    );
+    let cp = find(&lines, run, &["CP ", "AQL KERNEL_DISPATCH"]);
+    let spi = find(
+        &lines,
+        cp,
+        &[
+            "SPI ",
+            "dispatch 1:",
+            "→ 2 workgroup(s) × 2 wave(s); 4 VGPRs",
+        ],
+    );
+    assert!(
+        depth(lines[spi]) > depth(lines[cp]),
+        "the SPI sits below the CP"
+    );
+    let w0 = find(
+        &lines,
+        spi,
+        &["workgroup (0,0,0) wave 0 → wave #0 on CU 0: EXEC 0xffffffffffffffff (traced)"],
+    );
+    // Initial SGPRs per the descriptor (code object v4 axpy): the dispatch packet in s[4:5],
+    // the kernel arguments in s[6:7], workgroup id x in s8; v0 holds the work-item ids.
+    find(&lines, w0, &["s[4:5]", "dispatch packet", "0x"]);
+    find(&lines, w0, &["s[6:7]", "kernel arguments", "0x"]);
+    find(&lines, w0, &["s8", "workgroup id x", "0x0"]);
+    find(
+        &lines,
+        w0,
+        &[
+            "v0",
+            "work-item id x",
+            "lane 0: 0x0, lane 1: 0x1, … lane 63: 0x3f",
+        ],
+    );
+    // The first instruction reads dword 1 of the dispatch packet: workgroup_size_x (128) in
+    // [15:0] and workgroup_size_y (1) in [31:16].
+    let first = find(&lines, w0, &["SQ ", "s_load_dword s2, s[4:5], 0x4"]);
+    assert!(
+        lines[first + 1].contains("s2: 0x0 → 0x10080"),
+        "{}",
+        lines[first + 1]
+    );
+    // Then the kernel arguments at offset 16: a = 3 and n = 200.
+    let args = find(&lines, first, &["s_load_dwordx2 s[0:1], s[6:7], 0x10"]);
+    assert!(
+        lines[args + 1].contains("s0: 0x0 → 0x3"),
+        "{}",
+        lines[args + 1]
+    );
+    assert!(
+        lines[args + 2].contains("s1: 0x0 → 0xc8"),
+        "{}",
+        lines[args + 2]
+    );
+    let end = find(&lines, first, &["wave #0 ended (s_endpgm) after"]);
+    let traced = lines[first..end]
+        .iter()
+        .filter(|l| l.trim_start().starts_with("SQ      0x"))
+        .count();
+    assert!(
+        lines[end].contains(&format!("after {traced} instructions")),
+        "every executed instruction is listed once: {traced}, {}",
+        lines[end]
+    );
+    assert!(lines[first..end]
+        .iter()
+        .any(|l| l.contains("global_store_dword")));
+    let retired = find(
+        &lines,
+        end,
+        &["CP ", "retired; completion signal", ": 1 -> 0"],
+    );
+    find(&lines, retired, &["IH ", "src 181"]);
+    find(
+        &lines,
+        retired,
+        &["irq ", "CP end-of-pipe ctxid 0x1 -> events [1]"],
+    );
+    find(&lines, retired, &["200 of 200 correct"]);
+    // Only wave #0 is traced instruction by instruction.
+    assert_eq!(out.matches("s_load_dword s2, s[4:5], 0x4").count(), 1);
+    assert_eq!(out.matches(" ended (s_endpgm) after ").count(), 4);
+}
+
+#[test]
+fn dispatch_traces_a_chosen_partial_wave_and_draws_waves_on_cus() {
+    let dir = std::env::temp_dir().join(format!("kfd-trace-dispatch-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("waves.json");
+    let out = ok(&[
+        "trace",
+        "dispatch",
+        "--preset",
+        "gfx90a",
+        "--wave",
+        "3",
+        "--chrome-trace",
+        path.to_str().unwrap(),
+    ]);
+    let lines: Vec<&str> = out.lines().collect();
+    // Workgroup 1 holds work-items 128..199: its second wave has 200 - 192 = 8 lanes.
+    let w3 = find(
+        &lines,
+        0,
+        &["workgroup (1,0,0) wave 1 → wave #3 on CU 1: EXEC 0x00000000000000ff (traced)"],
+    );
+    // gfx90a packs the work-item ids into v0 (x | y << 10 | z << 20); lane 0 is x = 64.
+    find(
+        &lines,
+        w3,
+        &[
+            "v0",
+            "x | y<<10 | z<<20",
+            "lane 0: 0x40, lane 1: 0x41, … lane 7: 0x47",
+        ],
+    );
+    find(&lines, w3, &["s8", "workgroup id x", "0x1"]);
+    find(&lines, w3, &["wave #3 ended (s_endpgm)"]);
+
+    let v = json(&std::fs::read_to_string(&path).unwrap());
+    let events = v["traceEvents"].as_array().unwrap();
+    let waves: Vec<&serde_json::Value> = events.iter().filter(|e| e["cat"] == "wave").collect();
+    assert_eq!(waves.len(), 4, "one span per wave");
+    for w in &waves {
+        assert_eq!(w["ph"], "X");
+        assert_eq!(w["pid"], 4);
+        assert!(w["dur"].as_f64().is_some_and(|d| d >= 0.0) && w["ts"].as_f64().is_some());
+        assert!(
+            w["args"]["instructions"].as_u64().is_some_and(|n| n > 0),
+            "{w}"
+        );
+    }
+    // Workgroup 0 on CU 0, workgroup 1 on CU 1, each wave on its own slot track.
+    let tids: Vec<u64> = waves.iter().map(|w| w["tid"].as_u64().unwrap()).collect();
+    assert_eq!(tids, [1, 2, 17, 18]);
+    assert!(events
+        .iter()
+        .any(|e| e["ph"] == "M" && e["pid"] == 4 && e["args"]["name"] == "CU 1 wave slot 1"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn dispatch_bad_options_are_one_line() {
+    let e = usage_error(&kfd(&["trace", "dispatch", "--wave", "4"]));
+    assert_eq!(e, "kfd: --wave 4: the dispatch has 4 waves (0 to 3)");
+    let e = usage_error(&kfd(&["trace", "dispatch", "--preset", "gfx1030"]));
+    assert_eq!(
+        e,
+        "kfd: the dispatch scenario runs the kept axpy code objects: --preset gfx900 or gfx90a, not gfx1030"
+    );
+    let e = usage_error(&kfd(&["trace", "create-queue", "--wave", "1"]));
+    assert_eq!(
+        e,
+        "kfd: --wave belongs to the dispatch scenario, not 'create-queue'"
+    );
+    let e = usage_error(&kfd(&["trace", "dispatch", "--queue-type", "pm4"]));
+    assert_eq!(e, "kfd: scenario 'dispatch' takes --queue-type aql");
 }

@@ -11,6 +11,7 @@ use crate::hw::gart::Gart;
 use crate::hw::hws::Hws;
 use crate::hw::ih::IhRing;
 use crate::hw::mem::DeviceMemory;
+use crate::hw::observe::ShaderActivity;
 use crate::hw::vm::GpuVm;
 use crate::topology::{Node, Topology};
 use kfd_sys::gpu::DoorbellAssignment;
@@ -37,6 +38,8 @@ pub struct Gpu {
     pub hws: Hws,
     /// The interrupt ring from the engines to the driver.
     pub ih: IhRing,
+    /// The compute units' counters and observer.
+    pub shader: Arc<ShaderActivity>,
     /// PM4 packet layouts of the part.
     pub pm4_gen: pm4::GfxGen,
     /// MQD layouts of the part.
@@ -69,6 +72,7 @@ impl Gpu {
             )
             .with_shader_isa(preset.name()),
             ih: IhRing::new(),
+            shader: Arc::new(ShaderActivity::default()),
             pm4_gen,
             mqd_gen,
             page_tables: RwLock::new(HashMap::new()),

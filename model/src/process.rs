@@ -300,6 +300,15 @@ impl Model {
         &self.inner.nodes
     }
 
+    /// The shader counters of every GPU added up: dispatches, workgroups, waves, instructions
+    /// and wave faults since the model was built.
+    pub fn shader_counts(&self) -> crate::hw::observe::ShaderCounts {
+        self.nodes()
+            .iter()
+            .map(|n| n.gpu.shader.counts())
+            .fold(Default::default(), |a, b| a + b)
+    }
+
     /// The GPU with topology id `gpu_id`.
     pub fn node(&self, gpu_id: u32) -> Option<&Arc<KfdNode>> {
         self.inner.node_by_gpu_id(gpu_id)

@@ -1,5 +1,5 @@
 //! `RUST_LOG=trace` shows a CREATE_QUEUE travelling layer by layer, one log target per layer
-//! (ARCHITECTURE.md): ioctl → pqm → dqm → packet manager (with the runlist disassembly) →
+//! (docs/ARCHITECTURE.md): ioctl → pqm → dqm → packet manager (with the runlist disassembly) →
 //! HIQ → HWS → HQD slot.
 
 mod common;

@@ -7,6 +7,7 @@
 //! | `KFD_MODEL_KERNEL` | driver behaviour: `6.1` or `6.12` | `6.12` |
 //! | `KFD_MODEL_LOG` | log filter: `level` or `target=level`, comma separated | `warn` |
 //! | `KFD_MODEL_LOG_FILE` | append the log here instead of stderr | — |
+//! | `KFD_RUN_SUMMARY` | at exit, append the shader counters here as one JSON line ([`crate::summary`]; `kfd run` sets it) | — |
 
 use core::fmt;
 use kfd_model::{KernelVersion, ModelConfig, Preset};
@@ -22,6 +23,8 @@ pub const ENV_KERNEL: &str = "KFD_MODEL_KERNEL";
 pub const ENV_LOG: &str = "KFD_MODEL_LOG";
 /// Environment variable naming the log file.
 pub const ENV_LOG_FILE: &str = "KFD_MODEL_LOG_FILE";
+/// Environment variable naming the file the exit summary is appended to.
+pub const ENV_RUN_SUMMARY: &str = "KFD_RUN_SUMMARY";
 
 /// Most GPUs one model instance holds (render minors 128–191).
 pub const MAX_GPUS: u32 = 64;
@@ -136,6 +139,8 @@ pub struct ShimConfig {
     pub log: LogFilter,
     /// Log file (stderr when `None`).
     pub log_file: Option<String>,
+    /// Where the exit summary goes (none when `None`).
+    pub summary_file: Option<String>,
 }
 
 impl Default for ShimConfig {
@@ -146,6 +151,7 @@ impl Default for ShimConfig {
             kernel: KernelVersion::Linux6_12,
             log: LogFilter::default(),
             log_file: None,
+            summary_file: None,
         }
     }
 }
@@ -190,6 +196,7 @@ impl ShimConfig {
             cfg.log = LogFilter::parse(&v).map_err(|e| err(ENV_LOG, &v, e))?;
         }
         cfg.log_file = get(ENV_LOG_FILE);
+        cfg.summary_file = get(ENV_RUN_SUMMARY);
         Ok(cfg)
     }
 
@@ -232,6 +239,7 @@ mod tests {
         assert_eq!(c.kernel, KernelVersion::Linux6_12);
         assert_eq!(c.log.default, LevelFilter::Warn);
         assert_eq!(c.log_file, None);
+        assert_eq!(c.summary_file, None);
         assert_eq!(c.render_minors(), 128..129);
         let m = c.model_config();
         assert_eq!((m.preset, m.gpus), (Preset::Gfx900, 1));
@@ -245,6 +253,7 @@ mod tests {
             (ENV_KERNEL, "6.1"),
             (ENV_LOG, "kfd::ioctl=trace,info"),
             (ENV_LOG_FILE, "/tmp/x.log"),
+            (ENV_RUN_SUMMARY, "/tmp/summary.jsonl"),
         ])
         .unwrap();
         assert_eq!(c.preset, Preset::Gfx90a);
@@ -252,6 +261,7 @@ mod tests {
         assert_eq!(c.kernel, KernelVersion::Linux6_1);
         assert_eq!(c.log.default, LevelFilter::Info);
         assert_eq!(c.log_file.as_deref(), Some("/tmp/x.log"));
+        assert_eq!(c.summary_file.as_deref(), Some("/tmp/summary.jsonl"));
         assert_eq!(c.render_minors(), 128..132);
         assert_eq!(c.model_config().kernel, KernelVersion::Linux6_1);
     }

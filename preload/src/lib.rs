@@ -32,7 +32,9 @@
 //!
 //! Configuration is read from the environment ([`config`]): `KFD_MODEL_PRESET`,
 //! `KFD_MODEL_GPUS`, `KFD_MODEL_KERNEL`, `KFD_MODEL_LOG` (a `RUST_LOG`-style filter over the
-//! model's `kfd::*`/`hw::*` targets and the shim's `preload`), `KFD_MODEL_LOG_FILE`.
+//! model's `kfd::*`/`hw::*` targets and the shim's `preload`), `KFD_MODEL_LOG_FILE`, and
+//! `KFD_RUN_SUMMARY` (where the shader counters go at exit, see [`summary`]; `kfd run` reads
+//! them).
 //!
 //! ## Organisation
 //!
@@ -63,6 +65,7 @@ pub mod config;
 pub mod drm;
 pub mod logger;
 pub mod paths;
+pub mod summary;
 pub mod tree;
 
 #[cfg(not(test))]

@@ -315,6 +315,45 @@ extern "C" fn remove_tree_at_exit() {
 #[link_section = ".fini_array"]
 static REMOVE_TREE_AT_EXIT: extern "C" fn() = remove_tree_at_exit;
 
+/// Appends this process's shader counters to `KFD_RUN_SUMMARY` at exit (only a process that
+/// built a model; a forked child writes its own line only if it built its own).
+extern "C" fn write_summary_at_exit() {
+    let _guard = Guard::enter();
+    let Some(Ok(cfg)) = CONFIG.get() else {
+        return;
+    };
+    let Some(path) = &cfg.summary_file else {
+        return;
+    };
+    let Ok(shim) = SHIM.try_lock() else {
+        return;
+    };
+    let pid = kfd_model::user::current_pid();
+    let Some(model) = shim
+        .as_ref()
+        .filter(|s| s.pid == pid)
+        .and_then(|s| s.model.as_ref())
+    else {
+        return;
+    };
+    let line = crate::summary::summary_line(pid, cfg.preset, cfg.gpus, &model.shader_counts());
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+    if let Err(e) = written {
+        write_all(
+            2,
+            format!("kfd-preload: cannot write the summary to {path}: {e}\n").as_bytes(),
+        );
+    }
+}
+
+#[used]
+#[link_section = ".fini_array"]
+static WRITE_SUMMARY_AT_EXIT: extern "C" fn() = write_summary_at_exit;
+
 /// Where a path goes.
 pub(crate) enum Route<'b> {
     /// Not the shim's: libc as asked.

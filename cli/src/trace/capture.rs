@@ -53,6 +53,30 @@ pub enum Note {
         /// Non-zero dwords.
         fields: Vec<FieldValue>,
     },
+    /// Lines that belong to the record (a decoded packet, a wave's registers, what an
+    /// instruction changed).
+    Lines {
+        /// The lines.
+        lines: Vec<String>,
+    },
+    /// A wave launched (`kfd trace dispatch`; the timeline draws it on its CU).
+    WaveStart {
+        /// Its number in the dispatch.
+        index: u64,
+        /// Its workgroup.
+        workgroup: [u32; 3],
+        /// Its index in the workgroup.
+        wave: u32,
+        /// The compute unit the SPI placed its workgroup on.
+        cu: u32,
+    },
+    /// A wave ended.
+    WaveEnd {
+        /// Its number in the dispatch.
+        index: u64,
+        /// Instructions it executed.
+        instructions: u64,
+    },
     /// Dwords of a watched MQD that changed.
     MqdChange {
         /// GART address.

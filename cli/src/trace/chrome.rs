@@ -1,6 +1,7 @@
 //! The timeline of a trace in the Chrome trace-event format (JSON), which Perfetto and
 //! `chrome://tracing` open: the steps and ioctls as spans, every record as an instant on its
-//! layer's track, and per queue the spans it spent on a hardware slot.
+//! layer's track, per queue the spans it spent on a hardware slot, and (for a dispatch) each
+//! wave as a span on the compute unit that ran it.
 
 use std::collections::BTreeMap;
 
@@ -14,6 +15,10 @@ use super::session::Step;
 const DRIVER: u32 = 1;
 const GPU: u32 = 2;
 const QUEUES: u32 = 3;
+const WAVES: u32 = 4;
+/// Wave slots per compute unit track group (`tid = cu * WAVE_SLOTS + wave in workgroup + 1`):
+/// a workgroup has at most 16 waves of 64.
+const WAVE_SLOTS: u32 = 16;
 
 const TRACKS: &[(&str, u32, u32)] = &[
     ("steps", DRIVER, 1),
@@ -36,6 +41,8 @@ const TRACKS: &[(&str, u32, u32)] = &[
     ("VM", GPU, 6),
     ("IH", GPU, 7),
     ("engine", GPU, 8),
+    ("SPI", GPU, 9),
+    ("SQ", GPU, 10),
 ];
 
 fn track(tag: &str) -> (u32, u32) {
@@ -67,6 +74,7 @@ pub fn timeline(scenario: &str, preset: &str, steps: &[Step], ioctls: &[IoctlSpa
         (DRIVER, "kfd driver (model)"),
         (GPU, "GPU firmware and engines (model)"),
         (QUEUES, "queues on hardware slots"),
+        (WAVES, "waves on compute units (model)"),
     ] {
         events.push(json!({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": name}}));
         events.push(json!({"name": "process_sort_index", "ph": "M", "pid": pid, "args": {"sort_index": pid}}));
@@ -91,6 +99,7 @@ pub fn timeline(scenario: &str, preset: &str, steps: &[Step], ioctls: &[IoctlSpa
             "args": {"pasid": format!("{:#x}", io.pasid), "result": io.result},
         }));
     }
+    events.extend(wave_spans(steps));
     let mut queues: BTreeMap<u64, Residency> = BTreeMap::new();
     let mut last_end = 0.0f64;
     let mut previous_sdma: BTreeMap<u64, String> = BTreeMap::new();
@@ -190,6 +199,51 @@ pub fn timeline(scenario: &str, preset: &str, steps: &[Step], ioctls: &[IoctlSpa
         "displayTimeUnit": "ns",
         "otherData": {"scenario": scenario, "preset": preset, "tool": "kfd trace"},
     })
+}
+
+/// Each wave from its launch to its end, on a track per compute unit and wave slot (the
+/// model runs workgroups one after another, so waves of different CUs do not overlap).
+fn wave_spans(steps: &[Step]) -> Vec<Value> {
+    let mut started: BTreeMap<u64, (f64, [u32; 3], u32, u32)> = BTreeMap::new();
+    let mut out = Vec::new();
+    let mut tracks = std::collections::BTreeSet::new();
+    for r in steps.iter().flat_map(|s| &s.records) {
+        let ts = r.t_ns as f64 / 1000.0;
+        for note in &r.notes {
+            match note {
+                Note::WaveStart {
+                    index,
+                    workgroup,
+                    wave,
+                    cu,
+                } => {
+                    started.insert(*index, (ts, *workgroup, *wave, *cu));
+                }
+                Note::WaveEnd {
+                    index,
+                    instructions,
+                } => {
+                    let Some((start, wg, wave, cu)) = started.remove(index) else {
+                        continue;
+                    };
+                    let tid = cu * WAVE_SLOTS + wave.min(WAVE_SLOTS - 1) + 1;
+                    if tracks.insert(tid) {
+                        out.push(
+                            json!({"name": "thread_name", "ph": "M", "pid": WAVES, "tid": tid,
+                            "args": {"name": format!("CU {cu} wave slot {wave}")}}),
+                        );
+                    }
+                    out.push(json!({
+                        "name": format!("wave #{index}"), "cat": "wave", "ph": "X",
+                        "pid": WAVES, "tid": tid, "ts": start, "dur": (ts - start).max(0.0),
+                        "args": {"workgroup": wg, "wave_in_workgroup": wave, "instructions": instructions},
+                    }));
+                }
+                _ => {}
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 pub mod capture;
 pub mod chrome;
 pub mod client;
+pub mod dispatch;
 pub mod render;
 pub mod scenarios;
 pub mod session;
@@ -54,6 +55,10 @@ pub struct TraceArgs {
     /// Show every step in full, setup included.
     #[arg(long)]
     pub all: bool,
+    /// dispatch: the wave to trace instruction by instruction, by its number in the
+    /// dispatch (0–3; default 0).
+    #[arg(long, value_name = "N")]
+    pub wave: Option<u64>,
     /// Write a Chrome/Perfetto timeline (trace-event JSON) to FILE.
     #[arg(long, value_name = "FILE")]
     pub chrome_trace: Option<PathBuf>,
@@ -120,11 +125,21 @@ pub fn run(args: &TraceArgs, style: Style) -> CliResult<()> {
             t
         }
     };
+    if args.wave.is_some() && args.scenario != Scenario::Dispatch {
+        return Err(CliError::usage(format!(
+            "--wave belongs to the dispatch scenario, not '{}'",
+            args.scenario.name()
+        )));
+    }
     let options = ScenarioOptions {
         queue_type,
         ring_size,
+        wave: args.wave.unwrap_or(0),
     };
     let preset = args.preset.unwrap_or(args.scenario.default_preset());
+    if args.scenario == Scenario::Dispatch {
+        dispatch::check(preset, options.wave)?;
+    }
     let mut session = Session::start(preset)?;
     let outcome = scenarios::run(args.scenario, &mut session, options);
     let ioctls = session.ioctls();
@@ -137,12 +152,16 @@ pub fn run(args: &TraceArgs, style: Style) -> CliResult<()> {
         std::fs::write(path, text)
             .map_err(|e| CliError::failure(format!("cannot write '{}': {e}", path.display())))?;
     }
+    let path = match args.scenario {
+        Scenario::Dispatch => render::DISPATCH_PATH,
+        _ => render::PATH,
+    };
     let mut out = Out::stdout();
     if args.json {
         out.json(&TraceReport {
             scenario: args.scenario.name(),
             preset: preset.name(),
-            path: render::PATH,
+            path,
             steps: &steps,
         })?;
     } else {
@@ -154,7 +173,7 @@ pub fn run(args: &TraceArgs, style: Style) -> CliResult<()> {
                 steps.len()
             ),
         ))?;
-        out.line(&style.paint(Tone::Dim, &format!("path: {}", render::PATH)))?;
+        out.line(&style.paint(Tone::Dim, &format!("path: {path}")))?;
         for line in render::steps_lines(&steps, args.all, style) {
             out.line(&line)?;
         }

@@ -1,6 +1,6 @@
 //! The text form of a trace: every step with its layer tree — each log record indented by
 //! the depth of its layer on the path ioctl → pqm → dqm → packet manager → HIQ → HWS → HQD
-//! → CP — with the packets and MQD changes seen at it.
+//! → CP → SPI → SQ — with the packets and MQD changes seen at it.
 
 use super::capture::{Captured, Note};
 use super::session::{Detail, DeviceState, Step};
@@ -36,6 +36,8 @@ pub fn layer_of(target: &str, message: &str) -> Layer {
         "hw::sdma" => ("SDMA", 7),
         "hw::vm" => ("VM", 7),
         "hw::ih" => ("IH", 8),
+        "hw::spi" => ("SPI", 8),
+        "hw::sq" => ("SQ", 9),
         "hw::engine" => ("engine", 7),
         _ => ("log", 0),
     };
@@ -45,6 +47,10 @@ pub fn layer_of(target: &str, message: &str) -> Layer {
 /// The path, for the legend.
 pub const PATH: &str =
     "ioctl → pqm → dqm → pm (packet manager) → HIQ → HWS → HQD → CP/SDMA → IH → irq → events";
+
+/// The path of a kernel dispatch, for the legend of `kfd trace dispatch`.
+pub const DISPATCH_PATH: &str =
+    "client (AQL packet, doorbell) → CP → SPI (workgroups, waves) → SQ (instructions) → CP (completion signal) → IH → irq → events";
 
 const TAG_WIDTH: usize = 7;
 
@@ -85,6 +91,12 @@ fn note_lines(note: &Note, pad: &str, style: Style, out: &mut Vec<String>) {
                 }
             }
         }
+        Note::Lines { lines } => {
+            for line in lines {
+                out.push(format!("{pad}  {line}"));
+            }
+        }
+        Note::WaveStart { .. } | Note::WaveEnd { .. } => {}
         Note::RunlistLine { line } => {
             out.push(format!("{pad}{}", style.paint(Tone::Dim, line)));
         }

@@ -31,6 +31,9 @@ pub enum Scenario {
     VmFault,
     /// RELEASE_MEM with an interrupt (or SDMA FENCE + TRAP) signals an event WAIT_EVENTS sees.
     EventSignal,
+    /// A kernel from the AQL packet through the CP and the SPI to its waves, one of them
+    /// instruction by instruction, to the completion signal and the interrupt.
+    Dispatch,
 }
 
 impl Scenario {
@@ -42,6 +45,7 @@ impl Scenario {
             Scenario::EvictRestore => "evict-restore",
             Scenario::VmFault => "vm-fault",
             Scenario::EventSignal => "event-signal",
+            Scenario::Dispatch => "dispatch",
         }
     }
 
@@ -62,6 +66,8 @@ pub struct ScenarioOptions {
     pub queue_type: u32,
     /// Ring size in bytes.
     pub ring_size: u32,
+    /// The wave `dispatch` traces instruction by instruction (its number in the dispatch).
+    pub wave: u64,
 }
 
 /// The queue types a scenario accepts; the first is its default.
@@ -76,7 +82,9 @@ pub fn queue_types(scenario: Scenario) -> &'static [u32] {
         Scenario::VmFault | Scenario::EventSignal => {
             &[KFD_IOC_QUEUE_TYPE_COMPUTE, KFD_IOC_QUEUE_TYPE_SDMA]
         }
-        Scenario::Oversubscribe | Scenario::EvictRestore => &[KFD_IOC_QUEUE_TYPE_COMPUTE_AQL],
+        Scenario::Oversubscribe | Scenario::EvictRestore | Scenario::Dispatch => {
+            &[KFD_IOC_QUEUE_TYPE_COMPUTE_AQL]
+        }
     }
 }
 
@@ -88,6 +96,7 @@ pub fn run(scenario: Scenario, session: &mut Session, options: ScenarioOptions) 
         Scenario::EvictRestore => evict_restore(session, options),
         Scenario::VmFault => vm_fault(session, options),
         Scenario::EventSignal => event_signal(session, options),
+        Scenario::Dispatch => super::dispatch::dispatch(session, options),
     }
 }
 

@@ -279,6 +279,11 @@ impl Session {
         self.capture.push(target, message, notes);
     }
 
+    /// The capture (for an observer that adds records as the model runs).
+    pub fn capture(&self) -> Arc<Capture> {
+        self.capture.clone()
+    }
+
     /// The ioctls of the whole run.
     pub fn ioctls(&self) -> Vec<IoctlSpan> {
         self.spans.borrow().clone()

@@ -109,7 +109,11 @@ impl Wave {
                 }
             };
             let next = self.pc.wrapping_add(u64::from(cached.inst.len));
-            match self.execute(cached, next, env) {
+            let flow = self.execute(cached, next, env);
+            if flow.is_ok() {
+                self.retired += 1;
+            }
+            match flow {
                 Ok(Flow::Next) => self.pc = next,
                 Ok(Flow::Jump(target)) => self.pc = target,
                 Ok(Flow::Stop(stop)) => return stop,

@@ -241,6 +241,9 @@ pub struct Wave {
     pub sh_mem_bases: u32,
     /// Wave priority (`s_setprio`, 0–3).
     pub priority: u8,
+    /// Instructions this wave has executed (what the SQ's instruction counters count; an
+    /// instruction that faults is not counted).
+    pub retired: u64,
     /// Sources of the SDWA instruction being executed, already selected and extended.
     pub(crate) sdwa_src: Option<Box<[Lanes; 2]>>,
 }
@@ -264,6 +267,7 @@ impl Wave {
             lds_alloc: 0,
             sh_mem_bases: 0,
             priority: 0,
+            retired: 0,
             sdwa_src: None,
         };
         wave.set_exec(u64::MAX);

@@ -34,6 +34,7 @@ use crate::hw::ih::{
     sq_sendmsg_context, IH_CLIENT_GRBM_CP, IH_CLIENT_UTCL2, SRC_CP_BAD_OPCODE, SRC_CP_END_OF_PIPE,
     SRC_SQ_INTERRUPT_MSG, SRC_VM_FAULT, VM_FAULT_NOT_PRESENT, VM_FAULT_READ_ONLY, VM_FAULT_WRITE,
 };
+use crate::hw::observe::ShaderActivity;
 use crate::hw::spi::{
     amd_queue, DispatchSetup, KernelRun, Scratch, WaveException, QUEUE_ERROR_TRAP,
 };
@@ -53,6 +54,7 @@ use pm4::user::{
 };
 use pm4::GfxGen;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use zerocopy::IntoBytes;
 
 /// IB levels below the ring (IB1 and IB2).
@@ -117,6 +119,8 @@ pub struct CpState {
     pub shader_isa: Option<isa::Target>,
     /// The DISPATCH_DIRECT at the read position, while its waves run.
     pub kernel: Option<Box<KernelRun>>,
+    /// Where the compute units count and report what they run.
+    pub shader_activity: Option<Arc<ShaderActivity>>,
 }
 
 /// Where a compute queue's ring and pointers are, from its MQD.
@@ -284,6 +288,7 @@ impl CpQueue {
             // The queue is the same; its SH registers stay.
             fresh.state.sh = std::mem::take(&mut self.state.sh);
             fresh.shader_isa = self.shader_isa.clone();
+            fresh.state.shader_activity = self.state.shader_activity.take();
             *self = fresh;
             return;
         }
@@ -295,6 +300,11 @@ impl CpQueue {
     pub fn set_shader_isa(&mut self, isa: Result<isa::Target, String>) {
         self.state.shader_isa = isa.as_ref().ok().copied();
         self.shader_isa = isa;
+    }
+
+    /// Sets where the GPU's compute units count and report the dispatches of this queue.
+    pub fn set_shader_activity(&mut self, activity: Arc<ShaderActivity>) {
+        self.state.shader_activity = Some(activity);
     }
 
     /// Forgets the error that stopped the queue (a GPU reset restarts the engines).
@@ -591,7 +601,11 @@ impl CpQueue {
                             rptr.get(),
                             scratch,
                         );
-                        self.kernel = Some(Box::new(KernelRun::start(env.vm, setup)?));
+                        let mut run = KernelRun::start(env.vm, setup)?;
+                        if let Some(a) = &self.state.shader_activity {
+                            run.watch(a);
+                        }
+                        self.kernel = Some(Box::new(run));
                     }
                     let Some(run) = self.kernel.as_mut() else {
                         return Ok(RunState::Idle);
@@ -613,6 +627,9 @@ impl CpQueue {
                     let halted = run.exception().cloned();
                     if let Some(ex) = halted {
                         return self.wave_exception(env, pkt, ex);
+                    }
+                    if !matches!(finished, Ok(false)) {
+                        run.watch_end(finished.is_err());
                     }
                     match finished {
                         Ok(false) => return Ok(RunState::Yielded),
@@ -821,7 +838,8 @@ impl CpQueue {
         let vm = env.vm;
         let signal = vm.load_u64(pkt + COMPLETION_SIGNAL_OFFSET as u64)?;
         if signal != 0 {
-            vm.fetch_add_u64(signal_field(signal, amd_signal::VALUE)?, u64::MAX)?;
+            let old = vm.fetch_add_u64(signal_field(signal, amd_signal::VALUE)?, u64::MAX)?;
+            log::debug!(target: "hw::cp", "{pkt:#x}: retired; completion signal {signal:#x}: {old} -> {}", old.wrapping_sub(1));
             notify_signal(env, signal)?;
         }
         let dw0 = vm.load_u32(pkt)?;
@@ -895,13 +913,19 @@ fn dispatch_direct(
             scratch: Scratch::default(),
             user_data: Some(user_data),
         };
-        let run = KernelRun::from_registers(setup, pgm, reg(ShReg::COMPUTE_PGM_RSRC1), rsrc2)?;
+        let mut run = KernelRun::from_registers(setup, pgm, reg(ShReg::COMPUTE_PGM_RSRC1), rsrc2)?;
+        if let Some(a) = &state.shader_activity {
+            run.watch(a);
+        }
         state.kernel = Some(Box::new(run));
     }
     let Some(run) = state.kernel.as_mut() else {
         return Ok(Flow::Next);
     };
     let finished = run.step(env.vm);
+    if !matches!(finished, Ok(false)) {
+        run.watch_end(finished.is_err());
+    }
     if let Some(ex) = run.exception().cloned() {
         state.kernel = None;
         return Err(QueueError::NotModelled {

@@ -523,6 +523,7 @@ impl Hws {
                             };
                             let mut q = CpQueue::from_mqd(&mqd, m.queue.wptr_addr, id, *pm4_gen);
                             q.set_shader_isa(shader_isa.clone());
+                            q.set_shader_activity(gpu.shader.clone());
                             QueueContext::Compute(q)
                         }
                         HqdSlot::Sdma { .. } => {

@@ -10,6 +10,7 @@
 //! * [`cp`] — the compute micro-engine: executes PM4 and AQL queues mapped in HQDs;
 //! * [`spi`] — the shader processor input and compute units: kernel dispatches run as
 //!   waves of real gfx9 code;
+//! * [`observe`] — the shader counters and the dispatch observer (`kfd run`, `kfd trace`);
 //! * [`sdma`] — the SDMA engines: execute SDMA queues;
 //! * [`ih`] — the interrupt ring from the engines to the driver;
 //! * [`engine`] — what the engines share, and the thread that notices doorbells and runs them.
@@ -22,6 +23,7 @@ pub mod gart;
 pub mod hws;
 pub mod ih;
 pub mod mem;
+pub mod observe;
 pub mod sdma;
 pub mod spi;
 pub mod vm;

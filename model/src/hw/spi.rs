@@ -11,6 +11,7 @@
 //! slice and returns, so a long kernel yields to the engine's other queues.
 
 use crate::hw::engine::QueueError;
+use crate::hw::observe::{DispatchStart, ShaderActivity, Watch};
 use crate::hw::vm::{GpuVm, VmFault};
 use codeobj::{DispatchInfo, KernelCode};
 use isa::exec::{
@@ -165,6 +166,9 @@ enum WaveState {
 #[derive(Debug, Clone)]
 struct Workgroup {
     id: [u32; 3],
+    /// Its number in launch order, and its first wave's number in the dispatch.
+    index: u64,
+    first_wave: u64,
     waves: Vec<(Wave, WaveState)>,
     lds: Vec<u8>,
 }
@@ -185,6 +189,8 @@ pub struct KernelRun {
     messages: Vec<(u16, u32)>,
     /// A wave halted on a trap or an exception: the dispatch runs no further.
     exception: Option<WaveException>,
+    /// The GPU's shader counters and observer ([`KernelRun::watch`]).
+    watch: Option<Watch>,
 }
 
 impl KernelRun {
@@ -307,7 +313,39 @@ impl KernelRun {
             agprs,
             messages: Vec::new(),
             exception: None,
+            watch: None,
         })
+    }
+
+    /// Counts this dispatch, its waves and instructions in `activity` and reports them to its
+    /// observer.
+    pub fn watch(&mut self, activity: &Arc<ShaderActivity>) {
+        let s = &self.setup;
+        let wg = s.workgroup;
+        let start = |dispatch| DispatchStart {
+            dispatch,
+            packet: s.packet_addr,
+            kernel_object: s.kernel_object,
+            entry: self.entry,
+            grid: s.grid,
+            workgroup: wg,
+            groups: self.groups,
+            waves_per_group: (wg[0] * wg[1] * wg[2]).div_ceil(WAVE_SIZE as u32),
+            vgprs: self.vgprs,
+            agprs: self.agprs,
+            lds_bytes: self
+                .info
+                .group_segment_fixed_size
+                .saturating_add(s.dynamic_lds),
+        };
+        self.watch = Some(activity.watch(start));
+    }
+
+    /// Tells the observer the dispatch ended (`faulted`: on a VM fault).
+    pub fn watch_end(&self, faulted: bool) {
+        if let Some(w) = &self.watch {
+            w.dispatch_end(faulted);
+        }
     }
 
     /// The messages (`s_sendmsg` SIMM16 and M0) waves sent since the last call.
@@ -345,7 +383,13 @@ impl KernelRun {
                     ((g / gx) % gy) as u32,
                     (g / (gx * gy)) as u32,
                 ];
-                self.current = Some(self.new_group(id));
+                let mut group = self.new_group(id);
+                group.index = g;
+                if let Some(w) = &mut self.watch {
+                    group.first_wave = w.next_wave();
+                    w.workgroup(id, g, group.waves.iter().map(|w| &w.0));
+                }
+                self.current = Some(group);
             }
             if self.run_group(vm, started)? {
                 self.current = None;
@@ -387,7 +431,16 @@ impl KernelRun {
                             Err(e) => break Stop::Fault(WaveFault::Memory(e)),
                         },
                     };
-                    let stop = wave.run(&code, &mut env, WAVE_TURN);
+                    let stop = match &self.watch {
+                        Some(watch) => watch.run(
+                            || watch.id(group.id, group.index, i as u32, group.first_wave),
+                            wave,
+                            &code,
+                            &mut env,
+                            WAVE_TURN,
+                        ),
+                        None => wave.run(&code, &mut env, WAVE_TURN),
+                    };
                     // A fetch outside the decoded window: decode the window around the PC.
                     if let Stop::Fault(WaveFault::Memory(MemFault {
                         access: Access::Fetch,
@@ -406,6 +459,18 @@ impl KernelRun {
                     }
                     break stop;
                 };
+                if let Some(watch) = &self.watch {
+                    let why = match &stop {
+                        Stop::EndOfProgram => Some(None),
+                        Stop::Trap { id } => Some(Some(format!("s_trap {id}"))),
+                        Stop::Fault(f) => Some(Some(f.to_string())),
+                        _ => None,
+                    };
+                    if let Some(why) = why {
+                        let id = || watch.id(group.id, group.index, i as u32, group.first_wave);
+                        watch.wave_end(id, &group.waves[i].0, why);
+                    }
+                }
                 match stop {
                     Stop::EndOfProgram => group.waves[i].1 = WaveState::Done,
                     Stop::Barrier => group.waves[i].1 = WaveState::Barrier,
@@ -485,6 +550,8 @@ impl KernelRun {
             .collect();
         Workgroup {
             id,
+            index: 0,
+            first_wave: 0,
             waves,
             lds: vec![0; lds],
         }

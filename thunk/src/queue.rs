@@ -755,6 +755,13 @@ pub type SdmaQueue = Queue<Sdma>;
 /// An AQL queue: 64-byte packets, write pointer in packets.
 pub type AqlQueue = Queue<Aql>;
 
+impl AqlQueue {
+    /// The queue's pool of completion slots (none before the first dispatch).
+    pub(crate) fn completion_pool(&mut self) -> &mut Option<crate::dispatch::CompletionPool> {
+        &mut self.kind.completions
+    }
+}
+
 impl<K: QueueKind> std::fmt::Debug for Queue<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Queue")
@@ -990,6 +997,9 @@ pub struct Aql {
     pending: u64,
     /// The read index last read from memory.
     rptr_seen: u64,
+    /// Completion signals and kernarg segments reused by [`AqlQueue::dispatch`], made on
+    /// the first dispatch.
+    completions: Option<crate::dispatch::CompletionPool>,
 }
 
 impl std::fmt::Debug for Pm4 {
@@ -1124,6 +1134,7 @@ impl QueueKind for Aql {
             wptr: 0,
             pending: 0,
             rptr_seen: 0,
+            completions: None,
         })
     }
 

@@ -82,6 +82,7 @@ pub mod mqd_tool;
 pub mod output;
 pub mod progress;
 pub mod target;
+pub mod thunk_ops;
 pub mod trace;
 pub mod units;
 

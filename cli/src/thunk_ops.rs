@@ -9,9 +9,7 @@ use std::hint::black_box;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use pm4::aql::{AqlHeader, AqlPacketType, BarrierPacket, FenceScope};
 use thunk::{AllocOptions, Executable, Gpu, Kfd, MemoryKind, QueueOptions, WaitStatus};
-use zerocopy::IntoBytes;
 
 use crate::error::{CliError, CliResult};
 use crate::measure::spin_until;
@@ -175,21 +173,7 @@ pub fn time_op(
             let mut queue = gpu
                 .create_aql_queue(&QueueOptions::new().ring_size(4096))
                 .map_err(failed("AQL queue"))?;
-            let packet = BarrierPacket {
-                header: AqlHeader::new(
-                    AqlPacketType::BarrierAnd,
-                    true,
-                    FenceScope::System,
-                    FenceScope::System,
-                ),
-                reserved0: 0,
-                reserved1: 0,
-                dep_signal: [0; 5],
-                reserved2: 0,
-                completion_signal: signal.gpu_va(),
-            };
-            let mut dwords = [0u32; 16];
-            dwords.as_mut_bytes().copy_from_slice(packet.as_bytes());
+            let dwords = thunk::packets::aql_barrier_and([0; 5], signal.gpu_va());
             batches(name, batch_count, iterations, || {
                 value.store(1, Ordering::Release);
                 queue

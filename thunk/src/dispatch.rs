@@ -15,10 +15,10 @@ use crate::event::{Event, EventKind};
 use crate::executable::Kernel;
 use crate::kfd::lock;
 use crate::memory::{AllocOptions, Memory, MemoryKind};
-use crate::packets::{aql_header, AqlPacketType, FenceScope};
 use crate::poll::poll_until;
 use crate::queue::AqlQueue;
 use crate::va::PAGE_SIZE;
+use pm4::aql::{AqlHeader, AqlPacketType, FenceScope};
 
 /// `amd_signal_t.kind` of a signal the CPU and GPU share through memory (`AMD_SIGNAL_KIND_USER`).
 const AMD_SIGNAL_KIND_USER: u64 = 1;
@@ -583,12 +583,13 @@ impl AqlQueue {
         let kernarg = signal + kernarg_offset;
 
         let group_segment = kernel.group_segment_size + args.dynamic_group_segment;
-        let header = aql_header(
+        let header = AqlHeader::new(
             AqlPacketType::KernelDispatch,
             true,
             FenceScope::System,
             FenceScope::System,
-        );
+        )
+        .0;
         let setup = grid_dims(grid, workgroup);
         let kernel_object = kernel.descriptor_address;
         let mut p = [0u32; 16];

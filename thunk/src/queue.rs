@@ -18,10 +18,11 @@ use crate::event::{Event, SignalTarget};
 use crate::gpu::Gpu;
 use crate::kfd::{lock, Session};
 use crate::memory::{alloc_raw, free_raw, map_raw, AllocOptions, Memory, MemoryKind};
-use crate::packets::{aql_header, AqlPacketType, FenceScope, RawDwords, ReleaseMem};
+use crate::packets::{RawDwords, ReleaseMem};
 use crate::poll::poll_until;
 use crate::va::{map_kfd_over, Access, VaRange};
 use kfd_sys::*;
+use pm4::aql::{AqlHeader, AqlPacketType, FenceScope};
 use pm4::ring::{
     AqlSlotPtr, DwordPtr, Pm4Ring, RingError, SdmaBytePtr, SdmaRing, AQL_PACKET_BYTES,
     AQL_PACKET_DWORDS,
@@ -428,12 +429,15 @@ impl RawQueue {
         let ring = gtt(u64::from(opts.ring_size))?;
         if kind == Kind::Aql {
             // Every slot starts INVALID so the packet processor never takes a stale packet.
-            let invalid = u32::from(aql_header(
-                AqlPacketType::Invalid,
-                false,
-                FenceScope::None,
-                FenceScope::None,
-            ));
+            let invalid = u32::from(
+                AqlHeader::new(
+                    AqlPacketType::Invalid,
+                    false,
+                    FenceScope::None,
+                    FenceScope::None,
+                )
+                .0,
+            );
             for slot in 0..u64::from(opts.ring_size) / AQL_PACKET_BYTES {
                 ring.store_u32(slot * AQL_PACKET_BYTES, invalid)?;
             }

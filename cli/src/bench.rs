@@ -16,6 +16,7 @@ use crate::error::{CliError, CliResult};
 use crate::measure::{self, Samples, Versus};
 use crate::output::{Out, Style, Tone};
 use crate::progress::ProgressLine;
+use crate::thunk_ops;
 use crate::units;
 
 /// What `kfd bench` was asked.
@@ -31,6 +32,18 @@ pub struct BenchArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+    /// Time only the thunk's everyday operations (comma-separated names, or `all`), one line
+    /// each as `<name> <median ns> <batches>x<iterations>` — the format of
+    /// tests/c/hsakmt_bench.c, for tests/c/bench.sh.
+    #[arg(long, value_name = "NAMES")]
+    pub ops: Option<String>,
+    /// With `--ops`: batches timed per operation.
+    #[arg(long, value_name = "N", default_value_t = 7, requires = "ops",
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub batches: u32,
+    /// With `--ops`: iterations per batch, as a multiple of each operation's default.
+    #[arg(long, value_name = "F", default_value_t = 1.0, requires = "ops")]
+    pub scale: f64,
 }
 
 /// Which way a target points.
@@ -54,8 +67,8 @@ pub struct Row {
     pub value: f64,
     /// `ns`, `GB/s`, `%`.
     pub unit: &'static str,
-    /// The target, in `unit`.
-    pub target: f64,
+    /// The target, in `unit` (none: shown for information, compared elsewhere).
+    pub target: Option<f64>,
     /// Its direction.
     pub goal: Goal,
     /// Whether the median meets the target.
@@ -100,6 +113,8 @@ struct Effort {
     copy_rounds: usize,
     drain_rounds: usize,
     drain_slots: u64,
+    op_batches: usize,
+    op_scale: f64,
 }
 
 impl Effort {
@@ -116,6 +131,8 @@ impl Effort {
                 copy_rounds: 3,
                 drain_rounds: 3,
                 drain_slots: 8,
+                op_batches: 3,
+                op_scale: 0.1,
             }
         } else {
             Effort {
@@ -129,6 +146,8 @@ impl Effort {
                 copy_rounds: 21,
                 drain_rounds: 21,
                 drain_slots: 64,
+                op_batches: 7,
+                op_scale: 1.0,
             }
         }
     }
@@ -140,15 +159,16 @@ struct Spec {
     name: &'static str,
     on: &'static str,
     unit: &'static str,
-    target: f64,
+    target: Option<f64>,
     goal: Goal,
 }
 
 fn row(spec: Spec, samples: &Samples, how: String, detail: String) -> Row {
     let value = samples.median();
-    let pass = match spec.goal {
-        Goal::AtMost => value <= spec.target,
-        Goal::AtLeast => value >= spec.target,
+    let pass = match (spec.goal, spec.target) {
+        (_, None) => true,
+        (Goal::AtMost, Some(target)) => value <= target,
+        (Goal::AtLeast, Some(target)) => value >= target,
     };
     Row {
         name: spec.name,
@@ -169,7 +189,7 @@ fn latency_row(name: &'static str, on: &'static str, s: &Samples, target_ns: f64
             name,
             on,
             unit: "ns",
-            target: target_ns,
+            target: Some(target_ns),
             goal: Goal::AtMost,
         },
         s,
@@ -183,6 +203,45 @@ fn latency_row(name: &'static str, on: &'static str, s: &Samples, target_ns: f64
     )
 }
 
+/// A row for one of the thunk's everyday operations. Launching an empty kernel has #17's
+/// target and the AQL barrier the PM4 fence's; the others are compared with libhsakmt by
+/// tests/c/bench.sh, which this process cannot do (libhsakmt runs only under the shim).
+fn op_row(t: &thunk_ops::OpTiming, on: &'static str) -> Row {
+    let (name, target) = match t.name {
+        "pm4_queue_create_destroy" => ("thunk: PM4 queue create + destroy", None),
+        "alloc_map_unmap_free_64k" => ("thunk: alloc + map + unmap + free 64 KiB VRAM", None),
+        "event_set_wait" => ("thunk: SET_EVENT + WAIT_EVENTS", None),
+        "submit_fence_round_trip" => ("thunk: submit PM4 fence → CPU sees it", None),
+        "aql_barrier_round_trip" => ("thunk: AQL barrier → completion signal", Some(2_000.0)),
+        _ => (
+            "thunk: dispatch an empty kernel → completion",
+            Some(50_000.0),
+        ),
+    };
+    let samples = Samples::new(vec![t.median_ns]);
+    row(
+        Spec {
+            name,
+            on,
+            unit: "ns",
+            target,
+            goal: Goal::AtMost,
+        },
+        &samples,
+        format!("median of {} batches of {}", t.batches, t.iterations),
+        format!(
+            "batches {}–{}{}",
+            units::nanos(t.min_ns),
+            units::nanos(t.max_ns),
+            if target.is_none() {
+                "; vs libhsakmt: tests/c/bench.sh"
+            } else {
+                ""
+            }
+        ),
+    )
+}
+
 fn versus_row(name: &'static str, on: &'static str, v: &Versus) -> Row {
     let percent = Samples::new(v.ratio.values().map(|r| r * 100.0).collect());
     row(
@@ -190,7 +249,7 @@ fn versus_row(name: &'static str, on: &'static str, v: &Versus) -> Row {
             name,
             on,
             unit: "%",
-            target: 80.0,
+            target: Some(80.0),
             goal: Goal::AtLeast,
         },
         &percent,
@@ -218,7 +277,7 @@ pub fn measure_all(
         .gpu(0)
         .ok_or_else(|| CliError::failure(format!("{} has no usable GPU", source.description)))?;
     let on = if source.is_model() { "model" } else { "device" };
-    const TOTAL: usize = 9;
+    const TOTAL: usize = 9 + thunk_ops::OPS.len();
     let mut rows = Vec::with_capacity(TOTAL);
 
     step(1, TOTAL, "PM4 runlist encode");
@@ -228,7 +287,7 @@ pub fn measure_all(
             name: "PM4 runlist encode, 8 MAP_PROCESS + 128 MAP_QUEUES",
             on: "cpu",
             unit: "ns",
-            target: 5.0,
+            target: Some(5.0),
             goal: Goal::AtMost,
         },
         &s,
@@ -247,7 +306,7 @@ pub fn measure_all(
             name: "PM4 decode, 1 MiB mixed user-queue stream",
             on: "cpu",
             unit: "GB/s",
-            target: 2.0,
+            target: Some(2.0),
             goal: Goal::AtLeast,
         },
         &s,
@@ -262,7 +321,7 @@ pub fn measure_all(
             name: "thunk overhead per ioctl (GET_VERSION, ABBA blocks)",
             on: "model",
             unit: "ns",
-            target: 50.0,
+            target: Some(50.0),
             goal: Goal::AtMost,
         },
         &s,
@@ -328,7 +387,13 @@ pub fn measure_all(
         5_000.0,
     ));
 
-    let passed = rows.iter().filter(|r| r.pass).count();
+    for (i, (name, _)) in thunk_ops::OPS.iter().enumerate() {
+        step(10 + i, TOTAL, name);
+        let t = thunk_ops::time_op(&kfd, &gpu, name, effort.op_batches, effort.op_scale)?;
+        rows.push(op_row(&t, on));
+    }
+
+    let passed = rows.iter().filter(|r| r.pass && r.target.is_some()).count();
     Ok(BenchReport {
         source,
         build: if cfg!(debug_assertions) {
@@ -405,7 +470,10 @@ pub fn render(r: &BenchReport, style: Style) -> Vec<String> {
             };
             (
                 value_text(x.value, x.unit),
-                format!("{op} {}", value_text(x.target, x.unit)),
+                x.target.map_or_else(
+                    || "—".to_owned(),
+                    |t| format!("{op} {}", value_text(t, x.unit)),
+                ),
             )
         })
         .collect();
@@ -427,7 +495,9 @@ pub fn render(r: &BenchReport, style: Style) -> Vec<String> {
         ),
     ));
     for (x, (value, target)) in r.rows.iter().zip(&cells) {
-        let result = if x.pass {
+        let result = if x.target.is_none() {
+            style.paint(Tone::Dim, &format!("{:<6}", "info"))
+        } else if x.pass {
             style.paint(Tone::Name, &format!("{:<6}", "pass"))
         } else {
             style.paint(Tone::Error, &format!("{:<6}", "miss"))
@@ -446,13 +516,16 @@ pub fn render(r: &BenchReport, style: Style) -> Vec<String> {
     lines.push(format!(
         "{} of {} targets met (medians; the criterion benches in `make bench` are the careful measurement)",
         r.passed,
-        r.rows.len()
+        r.rows.iter().filter(|x| x.target.is_some()).count()
     ));
     lines
 }
 
 /// Runs `kfd bench`.
 pub fn run(args: &BenchArgs, style: Style) -> CliResult<()> {
+    if let Some(ops) = &args.ops {
+        return run_ops(args, ops);
+    }
     let mut line = ProgressLine::new(!args.json);
     let report = measure_all(&args.device, args.quick, |i, n, name| {
         line.draw(&format!("measuring {i}/{n}: {name} …"));
@@ -467,4 +540,39 @@ pub fn run(args: &BenchArgs, style: Style) -> CliResult<()> {
         }
     }
     out.flush()
+}
+
+/// `kfd bench --ops`: the named operations, one line each, in the C side's format.
+fn run_ops(args: &BenchArgs, ops: &str) -> CliResult<()> {
+    if !(args.scale.is_finite() && args.scale > 0.0 && args.scale <= 100.0) {
+        return Err(CliError::usage(format!(
+            "--scale {} is out of range: give a number above 0 and at most 100",
+            args.scale
+        )));
+    }
+    let names: Vec<&str> = if ops == "all" {
+        thunk_ops::OPS.iter().map(|(n, _)| *n).collect()
+    } else {
+        ops.split(',').map(str::trim).collect()
+    };
+    if let Some(bad) = names
+        .iter()
+        .find(|n| !thunk_ops::OPS.iter().any(|(o, _)| o == *n))
+    {
+        return Err(CliError::usage(format!(
+            "unknown operation '{bad}'; the operations are: all, {}",
+            thunk_ops::OPS.map(|(n, _)| n).join(", ")
+        )));
+    }
+    let (kfd, _source) = args.device.open()?;
+    let gpu = kfd
+        .gpu(0)
+        .ok_or_else(|| CliError::failure("no usable GPU".to_owned()))?;
+    let mut out = Out::stdout();
+    for name in names {
+        let t = thunk_ops::time_op(&kfd, &gpu, name, args.batches as usize, args.scale)?;
+        out.line(&t.line())?;
+        out.flush()?;
+    }
+    Ok(())
 }

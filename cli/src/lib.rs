@@ -87,6 +87,7 @@ pub mod output;
 pub mod progress;
 pub mod run;
 pub mod target;
+pub mod thunk_ops;
 pub mod trace;
 pub mod units;
 

@@ -316,7 +316,7 @@ pub fn thunk_overhead(rounds: usize, blocks: usize) -> CliResult<Samples> {
 /// Waits until `done()`, spinning and yielding every 256 checks — the criterion benches'
 /// wait: on a machine with more runnable threads than cores, a waiter that only spins can
 /// keep the engine thread it waits for off the CPU.
-fn spin_until(what: &str, mut done: impl FnMut() -> bool) -> CliResult<()> {
+pub(crate) fn spin_until(what: &str, mut done: impl FnMut() -> bool) -> CliResult<()> {
     let start = Instant::now();
     let mut spins = 0u32;
     while !done() {

@@ -1,9 +1,11 @@
-//! The Rust thunk's `DevKfd` backend — real system calls on `/dev/kfd` — timed on the same four
-//! operations as `tests/c/hsakmt_bench.c` times libhsakmt, so that `tests/c/bench.sh` can put
-//! both in one table, side by side, on the same shim and model:
+//! The Rust thunk's `DevKfd` backend — real system calls on `/dev/kfd` — timed by criterion on
+//! four of the operations `tests/c/hsakmt_bench.c` times with libhsakmt. The comparison with
+//! libhsakmt itself is `tests/c/bench.sh`, which alternates the two sides round by round
+//! (the thunk's side there is `kfd bench --ops`):
 //!
 //! ```sh
-//! tests/c/bench.sh      # builds both, runs both under LD_PRELOAD=libkfd_preload.so
+//! KFD_DEVICE=/dev/kfd LD_PRELOAD=target/release/libkfd_preload.so \
+//!     cargo bench -p kfd-preload --bench devkfd
 //! ```
 //!
 //! Run on its own (`cargo bench -p kfd-preload --bench devkfd`) without `KFD_DEVICE` it times

@@ -6,7 +6,12 @@
  *   alloc_map_unmap_free_64k   hsaKmtAllocMemory (VRAM, host-visible) + Map + Unmap + Free
  *   event_set_wait             hsaKmtSetEvent + hsaKmtWaitOnEvent (auto-reset)
  *   submit_fence_round_trip    RELEASE_MEM fence on a PM4 queue, doorbell, CPU polls the value
+ *   aql_barrier_round_trip     BARRIER_AND packet on an AQL queue, doorbell, CPU polls the
+ *                              completion signal (amd_signal_t value) down to 0
  *
+ * Usage: hsakmt_bench [-b BATCHES] [-s SCALE] [OPERATION...]   (default: all, 7 batches,
+ * scale 1: each operation's own iteration count per batch). tests/c/bench.sh runs it in short
+ * rounds alternated with `kfd bench --ops`, which times the thunk the same way.
  * Prints one line per operation: "<name> <median ns/op> <batches>x<iterations>".
  * Build: gcc -O2 -o hsakmt_bench hsakmt_bench.c -lhsakmt
  */
@@ -16,9 +21,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 
-#define BATCHES 7
+#define MAX_BATCHES 1000
+
+static int batches = 7;
+static double scale = 1.0;
 
 static double now_ns(void)
 {
@@ -46,23 +55,41 @@ static void die(const char *what, int status)
             die(#call, s_);                                                                \
     } while (0)
 
+/* Polls until *word == value: spins, yielding every 256 checks as the thunk's side does (on a
+ * machine with more runnable threads than cores a waiter that only spins keeps the engine
+ * thread it waits for off the CPU). */
+static void wait_u64(const volatile uint64_t *word, uint64_t value, const char *what)
+{
+    double deadline = now_ns() + 10e9;
+    for (unsigned spins = 1; __atomic_load_n(word, __ATOMIC_ACQUIRE) != value; spins++) {
+        if (spins % 256 == 0) {
+            sched_yield();
+            if (now_ns() > deadline)
+                die(what, -1);
+        }
+    }
+}
+
 static const unsigned node = 1;
 
 /* Runs `op` `iters` times per batch, BATCHES batches after one warm-up batch; prints the
  * median per-operation time. */
-static void bench(const char *name, int iters, void (*op)(void))
+static void bench(const char *name, int base_iters, void (*op)(void))
 {
-    double per_op[BATCHES];
+    static double per_op[MAX_BATCHES];
+    int iters = (int)(base_iters * scale + 0.5);
+    if (iters < 1)
+        iters = 1;
     for (int i = 0; i < iters; i++)
         op();
-    for (int b = 0; b < BATCHES; b++) {
+    for (int b = 0; b < batches; b++) {
         double t0 = now_ns();
         for (int i = 0; i < iters; i++)
             op();
         per_op[b] = (now_ns() - t0) / iters;
     }
-    qsort(per_op, BATCHES, sizeof per_op[0], cmp_double);
-    printf("%s %.0f %dx%d\n", name, per_op[BATCHES / 2], BATCHES, iters);
+    qsort(per_op, batches, sizeof per_op[0], cmp_double);
+    printf("%s %.0f %dx%d\n", name, per_op[batches / 2], batches, iters);
     fflush(stdout);
 }
 
@@ -141,14 +168,71 @@ static void op_fence(void)
     fwptr += 8;
     __atomic_store_n(fq.Queue_write_ptr_aql, fwptr, __ATOMIC_RELEASE);
     __atomic_store_n(fq.Queue_DoorBell_aql, fwptr, __ATOMIC_RELEASE);
-    double deadline = now_ns() + 1e9;
-    while (__atomic_load_n(fence, __ATOMIC_ACQUIRE) != seq)
-        if (now_ns() > deadline)
-            die("fence round trip (timeout)", -1);
+    wait_u64(fence, seq, "fence round trip (timeout)");
 }
 
-int main(void)
+/* An AQL queue with a user-mode signal: the packet processor decrements the value when the
+ * barrier retires (kind at 0, value at 8; no event mailbox, the CPU polls). */
+static HsaQueueResource aq;
+static uint32_t *aring;
+static volatile int64_t *asignal;
+static uint64_t awptr;
+
+static void op_aql_barrier(void)
 {
+    uint32_t *pkt = aring + (awptr % 64) * 16;
+    uint64_t s = (uint64_t)(uintptr_t)asignal;
+    __atomic_store_n(&asignal[1], 1, __ATOMIC_RELEASE);
+    memset(pkt + 1, 0, 15 * sizeof(uint32_t));
+    pkt[14] = (uint32_t)s;
+    pkt[15] = (uint32_t)(s >> 32);
+    /* Header last: BARRIER_AND (3), barrier bit, system-scope acquire and release fences. */
+    __atomic_store_n(&pkt[0], 3u | (1u << 8) | (2u << 9) | (2u << 11), __ATOMIC_RELEASE);
+    awptr++;
+    __atomic_store_n(aq.Queue_write_ptr_aql, awptr, __ATOMIC_RELEASE);
+    __atomic_store_n(aq.Queue_DoorBell_aql, awptr, __ATOMIC_RELEASE);
+    wait_u64((const volatile uint64_t *)&asignal[1], 0, "AQL barrier round trip (timeout)");
+}
+
+static int wanted(int argc, char **argv, int first, const char *name)
+{
+    if (first >= argc)
+        return 1;
+    for (int i = first; i < argc; i++)
+        if (strcmp(argv[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+static const char *const op_names[] = {"pm4_queue_create_destroy", "alloc_map_unmap_free_64k",
+                                       "event_set_wait", "submit_fence_round_trip",
+                                       "aql_barrier_round_trip"};
+
+int main(int argc, char **argv)
+{
+    int first = 1;
+    while (first + 1 < argc && argv[first][0] == '-') {
+        if (strcmp(argv[first], "-b") == 0)
+            batches = atoi(argv[first + 1]);
+        else if (strcmp(argv[first], "-s") == 0)
+            scale = atof(argv[first + 1]);
+        else
+            break;
+        first += 2;
+    }
+    if (batches < 1 || batches > MAX_BATCHES || !(scale > 0 && scale <= 100)) {
+        fprintf(stderr, "hsakmt_bench: -b takes 1..%d batches, -s a scale in (0, 100]\n", MAX_BATCHES);
+        return 2;
+    }
+    for (int i = first; i < argc; i++) {
+        int known = 0;
+        for (size_t k = 0; k < sizeof op_names / sizeof op_names[0]; k++)
+            known |= strcmp(argv[i], op_names[k]) == 0;
+        if (!known) {
+            fprintf(stderr, "hsakmt_bench: unknown operation '%s'\n", argv[i]);
+            return 2;
+        }
+    }
     HsaSystemProperties sys;
     HsaNodeProperties np;
     OK(hsaKmtOpenKFD());
@@ -158,15 +242,18 @@ int main(void)
 
     ring = alloc_mapped(4096, host_flags(1));
     pointers = alloc_mapped(4096, host_flags(0));
-    bench("pm4_queue_create_destroy", 50, op_queue);
+    if (wanted(argc, argv, first, "pm4_queue_create_destroy"))
+        bench("pm4_queue_create_destroy", 50, op_queue);
 
-    bench("alloc_map_unmap_free_64k", 500, op_memory);
+    if (wanted(argc, argv, first, "alloc_map_unmap_free_64k"))
+        bench("alloc_map_unmap_free_64k", 500, op_memory);
 
     HsaEventDescriptor d = {0};
     d.EventType = HSA_EVENTTYPE_SIGNAL;
     d.NodeId = node;
     OK(hsaKmtCreateEvent(&d, false, false, &event));
-    bench("event_set_wait", 2000, op_event);
+    if (wanted(argc, argv, first, "event_set_wait"))
+        bench("event_set_wait", 2000, op_event);
 
     fring = alloc_mapped(4096, host_flags(1));
     fence = alloc_mapped(4096, host_flags(0));
@@ -174,8 +261,25 @@ int main(void)
     fq.QueueRptrValue = (HSAuint64)(uintptr_t)&pointers[0];
     fq.QueueWptrValue = (HSAuint64)(uintptr_t)&pointers[8];
     OK(hsaKmtCreateQueue(node, HSA_QUEUE_COMPUTE, 100, HSA_QUEUE_PRIORITY_NORMAL, fring, 4096, NULL, &fq));
-    bench("submit_fence_round_trip", 500, op_fence);
+    if (wanted(argc, argv, first, "submit_fence_round_trip"))
+        bench("submit_fence_round_trip", 500, op_fence);
     OK(hsaKmtDestroyQueue(fq.QueueId));
+
+    if (wanted(argc, argv, first, "aql_barrier_round_trip")) {
+        aring = alloc_mapped(4096, host_flags(1));
+        asignal = alloc_mapped(4096, host_flags(0));
+        asignal[0] = 1; /* AMD_SIGNAL_KIND_USER */
+        memset(&aq, 0, sizeof aq);
+        aq.QueueRptrValue = (HSAuint64)(uintptr_t)&pointers[16];
+        aq.QueueWptrValue = (HSAuint64)(uintptr_t)&pointers[24];
+        /* Invalid headers (type 1) in every slot until a packet is written. */
+        for (int i = 0; i < 64; i++)
+            aring[i * 16] = 1;
+        OK(hsaKmtCreateQueue(node, HSA_QUEUE_COMPUTE_AQL, 100, HSA_QUEUE_PRIORITY_NORMAL, aring, 4096, NULL,
+                             &aq));
+        bench("aql_barrier_round_trip", 500, op_aql_barrier);
+        OK(hsaKmtDestroyQueue(aq.QueueId));
+    }
 
     hsaKmtDestroyEvent(event);
     hsaKmtCloseKFD();

@@ -7,16 +7,18 @@
 //! processor decrements the value from 1 to 0 when the dispatch retires, writes the event id
 //! into the mailbox (the event's slot) and raises the interrupt that wakes `WAIT_EVENTS`.
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::error::{Errno, Error, Result};
 use crate::event::{Event, EventKind};
 use crate::executable::Kernel;
+use crate::kfd::lock;
 use crate::memory::{AllocOptions, Memory, MemoryKind};
-use crate::packets::{aql_header, AqlPacketType, FenceScope};
 use crate::poll::poll_until;
 use crate::queue::AqlQueue;
 use crate::va::PAGE_SIZE;
+use pm4::aql::{AqlHeader, AqlPacketType, FenceScope};
 
 /// `amd_signal_t.kind` of a signal the CPU and GPU share through memory (`AMD_SIGNAL_KIND_USER`).
 const AMD_SIGNAL_KIND_USER: u64 = 1;
@@ -289,22 +291,101 @@ fn grid_dims(grid: [u32; 3], workgroup: [u16; 3]) -> u16 {
         .map_or(1, |d| d as u16 + 1)
 }
 
+/// How many completion slots an AQL queue's pool holds: dispatches in flight beyond this
+/// many get a buffer of their own.
+pub const COMPLETION_POOL_SLOTS: u64 = 64;
+/// Bytes per pooled slot: the signal, then the kernarg segment from [`KERNARG_OFFSET`].
+const COMPLETION_SLOT_BYTES: u64 = 4096;
+
+/// Completion signals and kernarg segments an AQL queue reuses from dispatch to dispatch,
+/// with one event whose mailbox every signal names — so a dispatch costs no system call
+/// beyond the doorbell, as with ROCr's pre-allocated signals and kernarg pool.
+#[derive(Debug)]
+pub(crate) struct CompletionPool {
+    shared: Arc<PoolShared>,
+}
+
+#[derive(Debug)]
+struct PoolShared {
+    memory: Memory,
+    event: Option<Event>,
+    free: Mutex<Vec<u64>>,
+}
+
+impl CompletionPool {
+    fn new(queue: &AqlQueue) -> Result<Self> {
+        let gpu = queue.gpu();
+        let memory = gpu.alloc_with(
+            &AllocOptions::new(
+                MemoryKind::Gtt,
+                COMPLETION_POOL_SLOTS * COMPLETION_SLOT_BYTES,
+            )
+            .coherent(),
+        )?;
+        // Auto-reset: a wake-up is consumed by one wait, and every waiter looks at its own
+        // signal's value before it sleeps again.
+        let event = gpu.kfd().create_event(EventKind::Signal, true)?;
+        let target = event.signal_target();
+        for slot in 0..COMPLETION_POOL_SLOTS {
+            let base = slot * COMPLETION_SLOT_BYTES;
+            memory.store_u64(base + SIGNAL_KIND, AMD_SIGNAL_KIND_USER)?;
+            memory.store_u64(base + SIGNAL_VALUE, 0)?;
+            memory.store_u64(
+                base + SIGNAL_EVENT_MAILBOX_PTR,
+                target.map_or(0, |t| t.slot_address),
+            )?;
+            memory.store_u32(base + SIGNAL_EVENT_ID, target.map_or(0, |t| t.int_ctxid))?;
+        }
+        Ok(CompletionPool {
+            shared: Arc::new(PoolShared {
+                memory,
+                event: target.map(|_| event),
+                free: Mutex::new((0..COMPLETION_POOL_SLOTS).rev().collect()),
+            }),
+        })
+    }
+
+    /// A free slot, if any.
+    fn take(&self) -> Option<u64> {
+        lock(&self.shared.free).pop()
+    }
+}
+
+/// Where a completion's signal and kernarg segment live.
+#[derive(Debug)]
+enum Backing {
+    /// A slot of the queue's pool.
+    Pooled { pool: Arc<PoolShared>, slot: u64 },
+    /// A buffer and event of its own (the pool was full, or the kernarg segment too big).
+    Own {
+        buffer: Option<Memory>,
+        event: Option<Event>,
+    },
+}
+
 /// A dispatch in flight: its completion signal (and the kernarg segment beside it) and the
 /// event the signal's mailbox names.
 ///
-/// Dropping a completion before the dispatch retired leaks its buffer instead of freeing
-/// memory the GPU still reads and writes.
+/// Dropping a completion before the dispatch retired leaks its memory instead of freeing or
+/// reusing memory the GPU still reads and writes.
 #[derive(Debug)]
 pub struct Completion {
-    buffer: Option<Memory>,
-    event: Option<Event>,
+    backing: Backing,
     packet: u64,
 }
 
 impl Completion {
+    /// The memory and offset of the signal.
+    fn signal(&self) -> Option<(&Memory, u64)> {
+        match &self.backing {
+            Backing::Pooled { pool, slot } => Some((&pool.memory, slot * COMPLETION_SLOT_BYTES)),
+            Backing::Own { buffer, .. } => buffer.as_ref().map(|b| (b, 0)),
+        }
+    }
+
     /// GPU address of the completion signal (`amd_signal_t`).
     pub fn signal_address(&self) -> u64 {
-        self.buffer.as_ref().map_or(0, |b| b.gpu_va())
+        self.signal().map_or(0, |(m, offset)| m.gpu_addr(offset))
     }
 
     /// GPU address of the kernarg segment.
@@ -317,15 +398,19 @@ impl Completion {
         self.packet
     }
 
-    /// The event the completion raises.
+    /// The event the completion raises (shared by the dispatches of a queue whose signals
+    /// come from its pool).
     pub fn event(&self) -> Option<&Event> {
-        self.event.as_ref()
+        match &self.backing {
+            Backing::Pooled { pool, .. } => pool.event.as_ref(),
+            Backing::Own { event, .. } => event.as_ref(),
+        }
     }
 
     /// The signal's value: 1 while the dispatch runs, 0 once it retired.
     pub fn value(&self) -> Result<u64> {
-        match &self.buffer {
-            Some(b) => b.load_u64(SIGNAL_VALUE),
+        match self.signal() {
+            Some((m, offset)) => m.load_u64(offset + SIGNAL_VALUE),
             None => Ok(0),
         }
     }
@@ -348,7 +433,7 @@ impl Completion {
                 return Err(self.timed_out(timeout));
             }
             let nap = (deadline - now).min(EVENT_RECHECK);
-            match &self.event {
+            match self.event() {
                 Some(event) => {
                     event.wait(Some(nap))?;
                 }
@@ -383,12 +468,27 @@ impl Completion {
 
 impl Drop for Completion {
     fn drop(&mut self) {
-        if !self.is_complete().unwrap_or(false) {
-            if let Some(buffer) = self.buffer.take() {
-                log::warn!(target: "thunk::queue",
-                    "dispatch packet {} dropped before it completed: its buffer is leaked",
-                    self.packet);
-                std::mem::forget(buffer);
+        let complete = self.is_complete().unwrap_or(false);
+        if !complete {
+            log::warn!(target: "thunk::queue",
+                "dispatch packet {} dropped before it completed: its memory is leaked",
+                self.packet);
+        }
+        match &mut self.backing {
+            Backing::Pooled { pool, slot } => {
+                if complete {
+                    lock(&pool.free).push(*slot);
+                } else {
+                    // The slot is never handed out again, and the pool outlives everything.
+                    std::mem::forget(Arc::clone(pool));
+                }
+            }
+            Backing::Own { buffer, .. } => {
+                if !complete {
+                    if let Some(buffer) = buffer.take() {
+                        std::mem::forget(buffer);
+                    }
+                }
             }
         }
     }
@@ -399,6 +499,11 @@ impl AqlQueue {
     /// in groups of `workgroup`, with `args`: writes a KERNEL_DISPATCH packet (barrier bit,
     /// system-scope acquire and release) with a completion signal of its own and rings the
     /// doorbell.
+    ///
+    /// The signal and the kernarg segment come from a pool the queue keeps (made on the
+    /// first dispatch: one buffer and one event), so later dispatches make no system call
+    /// but the doorbell; beyond [`COMPLETION_POOL_SLOTS`] dispatches in flight, or for a
+    /// kernarg segment over 3.75 KiB, a dispatch gets a buffer and event of its own.
     pub fn dispatch(
         &mut self,
         kernel: &Kernel,
@@ -436,31 +541,57 @@ impl AqlQueue {
             ));
         }
         let kernarg_offset = KERNARG_OFFSET.next_multiple_of(kernel.kernarg_align);
-        let buffer = gpu.alloc_with(
-            &AllocOptions::new(MemoryKind::Gtt, kernarg_offset + segment.len() as u64).coherent(),
-        )?;
-        buffer.write(kernarg_offset, &segment)?;
-        let event = gpu.kfd().create_event(EventKind::Signal, false)?;
-        let target = event.signal_target();
-        buffer.store_u64(SIGNAL_KIND, AMD_SIGNAL_KIND_USER)?;
-        buffer.store_u64(SIGNAL_VALUE, 1)?;
-        buffer.store_u64(
-            SIGNAL_EVENT_MAILBOX_PTR,
-            target.map_or(0, |t| t.slot_address),
-        )?;
-        buffer.store_u32(SIGNAL_EVENT_ID, target.map_or(0, |t| t.int_ctxid))?;
+        let fits_slot = kernarg_offset + segment.len() as u64 <= COMPLETION_SLOT_BYTES;
+        if fits_slot && self.completion_pool().is_none() {
+            let pool = CompletionPool::new(self)?;
+            *self.completion_pool() = Some(pool);
+        }
+        let pooled = match self.completion_pool() {
+            Some(pool) if fits_slot => pool.take().map(|slot| (Arc::clone(&pool.shared), slot)),
+            _ => None,
+        };
+        let backing = match pooled {
+            Some((pool, slot)) => {
+                let base = slot * COMPLETION_SLOT_BYTES;
+                pool.memory.write(base + kernarg_offset, &segment)?;
+                pool.memory.store_u64(base + SIGNAL_VALUE, 1)?;
+                Backing::Pooled { pool, slot }
+            }
+            None => {
+                let buffer = gpu.alloc_with(
+                    &AllocOptions::new(MemoryKind::Gtt, kernarg_offset + segment.len() as u64)
+                        .coherent(),
+                )?;
+                buffer.write(kernarg_offset, &segment)?;
+                let event = gpu.kfd().create_event(EventKind::Signal, false)?;
+                let target = event.signal_target();
+                buffer.store_u64(SIGNAL_KIND, AMD_SIGNAL_KIND_USER)?;
+                buffer.store_u64(SIGNAL_VALUE, 1)?;
+                buffer.store_u64(
+                    SIGNAL_EVENT_MAILBOX_PTR,
+                    target.map_or(0, |t| t.slot_address),
+                )?;
+                buffer.store_u32(SIGNAL_EVENT_ID, target.map_or(0, |t| t.int_ctxid))?;
+                Backing::Own {
+                    buffer: Some(buffer),
+                    event: target.map(|_| event),
+                }
+            }
+        };
+        let mut completion = Completion { backing, packet: 0 };
+        let signal = completion.signal_address();
+        let kernarg = signal + kernarg_offset;
 
         let group_segment = kernel.group_segment_size + args.dynamic_group_segment;
-        let header = aql_header(
+        let header = AqlHeader::new(
             AqlPacketType::KernelDispatch,
             true,
             FenceScope::System,
             FenceScope::System,
-        );
+        )
+        .0;
         let setup = grid_dims(grid, workgroup);
         let kernel_object = kernel.descriptor_address;
-        let kernarg = buffer.gpu_addr(kernarg_offset);
-        let signal = buffer.gpu_va();
         let mut p = [0u32; 16];
         p[0] = u32::from(header) | u32::from(setup) << 16;
         p[1] = u32::from(workgroup[0]) | u32::from(workgroup[1]) << 16;
@@ -474,13 +605,19 @@ impl AqlQueue {
         p[11] = (kernarg >> 32) as u32;
         p[14] = signal as u32;
         p[15] = (signal >> 32) as u32;
-        let slot = self.push_packet(&p)?;
+        let slot = match self.push_packet(&p) {
+            Ok(slot) => slot,
+            Err(e) => {
+                // Never submitted: the signal goes back to idle so the slot is reused.
+                if let Some((m, offset)) = completion.signal() {
+                    m.store_u64(offset + SIGNAL_VALUE, 0)?;
+                }
+                return Err(e);
+            }
+        };
+        completion.packet = slot.get();
         self.submit()?;
-        Ok(Completion {
-            buffer: Some(buffer),
-            event: target.map(|_| event),
-            packet: slot.get(),
-        })
+        Ok(completion)
     }
 }
 

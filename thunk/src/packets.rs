@@ -1,7 +1,9 @@
 //! Packets the queues build from thunk objects: a RELEASE_MEM in the layout of the GPU's
-//! generation, the event signal of facts §8.2, raw dwords, and AQL packet headers.
+//! generation, the event signal of facts §8.2, raw dwords, and an AQL barrier (its header from
+//! `pm4::aql`, the one definition of AQL packets).
 
 use crate::event::SignalTarget;
+use pm4::aql::{AqlHeader, AqlPacketType, FenceScope};
 use pm4::user::{ReleaseDataSel, ReleaseIntSel, ReleaseMemArgs, ReleaseMemGfx10, ReleaseMemGfx9};
 use pm4::{BuildError, Encode, GfxGen, WriteError};
 
@@ -102,60 +104,19 @@ impl Encode for RawDwords<'_> {
     }
 }
 
-/// AQL (HSA architected queuing language) packet types, the low byte of the 16-bit header.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum AqlPacketType {
-    /// Vendor-specific.
-    VendorSpecific = 0,
-    /// Invalid: the slot holds no packet yet.
-    Invalid = 1,
-    /// Kernel dispatch.
-    KernelDispatch = 2,
-    /// Barrier-AND: wait for all dependency signals.
-    BarrierAnd = 3,
-    /// Agent dispatch.
-    AgentDispatch = 4,
-    /// Barrier-OR: wait for any dependency signal.
-    BarrierOr = 5,
-}
-
-/// Memory-fence scope of an AQL packet header.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum FenceScope {
-    /// No fence.
-    None = 0,
-    /// The agent.
-    Agent = 1,
-    /// The whole system.
-    System = 2,
-}
-
-/// The 16-bit AQL header: type `[7:0]`, barrier bit 8, acquire scope `[10:9]`, release scope
-/// `[12:11]`.
-pub fn aql_header(
-    packet_type: AqlPacketType,
-    barrier: bool,
-    acquire: FenceScope,
-    release: FenceScope,
-) -> u16 {
-    u16::from(packet_type as u8)
-        | (u16::from(barrier) << 8)
-        | ((acquire as u16) << 9)
-        | ((release as u16) << 11)
-}
-
 /// A barrier-AND packet over up to five dependency signals (0 = none) with a completion
 /// signal (0 = none), as 16 dwords; dword 0 carries the header.
 pub fn aql_barrier_and(dependencies: [u64; 5], completion_signal: u64) -> [u32; 16] {
     let mut p = [0u32; 16];
-    p[0] = u32::from(aql_header(
-        AqlPacketType::BarrierAnd,
-        true,
-        FenceScope::System,
-        FenceScope::System,
-    ));
+    p[0] = u32::from(
+        AqlHeader::new(
+            AqlPacketType::BarrierAnd,
+            true,
+            FenceScope::System,
+            FenceScope::System,
+        )
+        .0,
+    );
     for (i, d) in dependencies.iter().enumerate() {
         p[2 + 2 * i] = *d as u32;
         p[3 + 2 * i] = (*d >> 32) as u32;
@@ -207,15 +168,6 @@ mod tests {
 
     #[test]
     fn aql_headers() {
-        assert_eq!(
-            aql_header(
-                AqlPacketType::BarrierAnd,
-                true,
-                FenceScope::System,
-                FenceScope::System
-            ),
-            0x1503
-        );
         let p = aql_barrier_and([0x1111_2222_3333_4444, 0, 0, 0, 0], 0xAAAA_BBBB_CCCC_DDDD);
         assert_eq!(p[0], 0x1503);
         assert_eq!((p[2], p[3]), (0x3333_4444, 0x1111_2222));

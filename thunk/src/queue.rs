@@ -18,10 +18,11 @@ use crate::event::{Event, SignalTarget};
 use crate::gpu::Gpu;
 use crate::kfd::{lock, Session};
 use crate::memory::{alloc_raw, free_raw, map_raw, AllocOptions, Memory, MemoryKind};
-use crate::packets::{aql_header, AqlPacketType, FenceScope, RawDwords, ReleaseMem};
+use crate::packets::{RawDwords, ReleaseMem};
 use crate::poll::poll_until;
 use crate::va::{map_kfd_over, Access, VaRange};
 use kfd_sys::*;
+use pm4::aql::{AqlHeader, AqlPacketType, FenceScope};
 use pm4::ring::{
     AqlSlotPtr, DwordPtr, Pm4Ring, RingError, SdmaBytePtr, SdmaRing, AQL_PACKET_BYTES,
     AQL_PACKET_DWORDS,
@@ -428,12 +429,15 @@ impl RawQueue {
         let ring = gtt(u64::from(opts.ring_size))?;
         if kind == Kind::Aql {
             // Every slot starts INVALID so the packet processor never takes a stale packet.
-            let invalid = u32::from(aql_header(
-                AqlPacketType::Invalid,
-                false,
-                FenceScope::None,
-                FenceScope::None,
-            ));
+            let invalid = u32::from(
+                AqlHeader::new(
+                    AqlPacketType::Invalid,
+                    false,
+                    FenceScope::None,
+                    FenceScope::None,
+                )
+                .0,
+            );
             for slot in 0..u64::from(opts.ring_size) / AQL_PACKET_BYTES {
                 ring.store_u32(slot * AQL_PACKET_BYTES, invalid)?;
             }
@@ -755,6 +759,13 @@ pub type SdmaQueue = Queue<Sdma>;
 /// An AQL queue: 64-byte packets, write pointer in packets.
 pub type AqlQueue = Queue<Aql>;
 
+impl AqlQueue {
+    /// The queue's pool of completion slots (none before the first dispatch).
+    pub(crate) fn completion_pool(&mut self) -> &mut Option<crate::dispatch::CompletionPool> {
+        &mut self.kind.completions
+    }
+}
+
 impl<K: QueueKind> std::fmt::Debug for Queue<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Queue")
@@ -990,6 +1001,9 @@ pub struct Aql {
     pending: u64,
     /// The read index last read from memory.
     rptr_seen: u64,
+    /// Completion signals and kernarg segments reused by [`AqlQueue::dispatch`], made on
+    /// the first dispatch.
+    completions: Option<crate::dispatch::CompletionPool>,
 }
 
 impl std::fmt::Debug for Pm4 {
@@ -1124,6 +1138,7 @@ impl QueueKind for Aql {
             wptr: 0,
             pending: 0,
             rptr_seen: 0,
+            completions: None,
         })
     }
 

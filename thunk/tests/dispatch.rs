@@ -347,3 +347,72 @@ fn a_faulting_dispatch_times_out_instead_of_hanging() {
     assert!(e.is_timeout(), "{e}");
     assert_eq!(done.value().unwrap(), 1, "never a silent success");
 }
+
+#[test]
+fn completion_slots_are_reused_and_overflow_gets_its_own_buffer() {
+    let Some((_kfd, gpu, exe)) = setup(Preset::Gfx900, "gfx900", 4) else {
+        return;
+    };
+    let k = exe.kernel("vadd").unwrap();
+    const IN_FLIGHT: usize = 80; // more than the pool's 64 slots
+    const N: usize = 64;
+    let a = gpu
+        .alloc(MemoryKind::Gtt, (IN_FLIGHT * N * 4) as u64)
+        .unwrap();
+    let b = gpu
+        .alloc(MemoryKind::Gtt, (IN_FLIGHT * N * 4) as u64)
+        .unwrap();
+    let c = gpu
+        .alloc(MemoryKind::Gtt, (IN_FLIGHT * N * 4) as u64)
+        .unwrap();
+    for i in 0..IN_FLIGHT * N {
+        a.store_u32(i as u64 * 4, (i as f32).to_bits()).unwrap();
+        b.store_u32(i as u64 * 4, 0.5f32.to_bits()).unwrap();
+    }
+    let mut q = gpu
+        .create_aql_queue(&QueueOptions::new().ring_size(128 * 64))
+        .unwrap();
+    let dispatch = |q: &mut thunk::AqlQueue, d: usize| {
+        let offset = (d * N * 4) as u64;
+        let mut args = k.args().unwrap();
+        for m in [&a, &b, &c] {
+            args.push_pointer(m.gpu_addr(offset)).unwrap();
+        }
+        args.push_u32(N as u32).unwrap();
+        q.dispatch(&k, [N as u32, 1, 1], [N as u16, 1, 1], &args)
+            .unwrap()
+    };
+    let completions: Vec<_> = (0..IN_FLIGHT).map(|d| dispatch(&mut q, d)).collect();
+    for done in &completions {
+        done.wait(T).unwrap();
+    }
+    for i in 0..IN_FLIGHT * N {
+        let got = f32::from_bits(c.load_u32(i as u64 * 4).unwrap());
+        assert_eq!(got, i as f32 + 0.5, "element {i}");
+    }
+    let addresses: Vec<u64> = completions.iter().map(|c| c.signal_address()).collect();
+    let mut distinct = addresses.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(
+        distinct.len(),
+        IN_FLIGHT,
+        "every dispatch in flight has its own signal"
+    );
+    // The first 64 share one pool buffer, a page apart; the rest have buffers of their own.
+    let pool = addresses[0];
+    for (d, &addr) in addresses.iter().enumerate().take(64) {
+        assert_eq!(addr, pool + d as u64 * 4096, "pooled slot of dispatch {d}");
+    }
+    for &addr in &addresses[64..] {
+        assert!(
+            !(pool..pool + 64 * 4096).contains(&addr),
+            "{addr:#x} is outside the pool"
+        );
+    }
+    drop(completions);
+    // Retired slots come back: the next dispatch uses a pooled signal again.
+    let again = dispatch(&mut q, 0);
+    assert!((pool..pool + 64 * 4096).contains(&again.signal_address()));
+    again.wait(T).unwrap();
+}

@@ -1,5 +1,5 @@
 //! The code objects kept in cli/kernels/ are what cli/kernels/regenerate.sh builds from
-//! cli/kernels/axpy.cl: the same machine code (`.text`) and the same kernel descriptor
+//! cli/kernels/axpy.cl and empty.cl: the same machine code (`.text`) and the same kernel descriptor
 //! (`.rodata`). Skipped, with a message, without clang-15.
 
 use object::read::elf::ElfFile64;
@@ -31,8 +31,8 @@ fn the_kept_code_objects_are_what_regenerate_sh_builds() {
         .status()
         .expect("sh runs");
     assert!(status.success(), "regenerate.sh failed");
-    for mcpu in ["gfx900", "gfx90a"] {
-        let name = format!("axpy-{mcpu}.hsaco");
+    for name in ["axpy-gfx900", "axpy-gfx90a", "empty-gfx900", "empty-gfx90a"] {
+        let name = format!("{name}.hsaco");
         let kept = std::fs::read(kernels.join(&name)).expect("kept code object");
         let fresh = std::fs::read(out.join(&name)).expect("rebuilt code object");
         for s in [".text", ".rodata"] {

@@ -93,6 +93,7 @@
 mod channel;
 mod clock;
 mod config;
+pub mod device;
 mod error;
 mod host_view;
 pub mod layout;

@@ -155,6 +155,10 @@ impl Shared {
     }
 
     pub fn set_closed(&self) -> Result<()> {
+        // Device producers still running send no more slot-full interrupts to an event that
+        // is about to go.
+        self.word64(header::NOTIFY_MAILBOX)?
+            .store(0, Ordering::Release);
         self.word32(header::FLAGS)?
             .fetch_or(buffer_flags::CLOSED, Ordering::AcqRel);
         Ok(())

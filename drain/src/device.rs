@@ -1,0 +1,185 @@
+//! The device-side producer: `drain/device/producer.cl`, a library of device functions that
+//! an instrumented kernel calls to write records (reserve with a compare-and-swap on the
+//! cursor, write, commit with a system-scope release add; lossless producers `s_sleep` while
+//! no slot is free, drop-mode producers count; an optional `s_sendmsg` interrupt per filled
+//! slot). It follows `LAYOUT.md` exactly as [`crate::HostProducer`] does.
+//!
+//! The library is *not* compiled into the application: it is built on its own as a shared
+//! code object with the functions as global symbols, the application's kernels are built
+//! with the calls left undefined, and the loader links both into one executable
+//! ([`thunk::Executable::load_linked`]). [`Channel::attach`](crate::Channel::attach) then
+//! writes the channel's buffer address into the library's [`BUFFER_VARIABLE`].
+//!
+//! The device C sources are compiled at run time with Debian's `clang-15` and `ld.lld-15`
+//! (OpenCL C 2.0, no device libraries); [`build`] fails with a [`crate::Error::Config`]
+//! naming the missing tool when they are not installed.
+//!
+//! Device API (OpenCL C; the same in HIP with `__device__`):
+//!
+//! ```c
+//! global void *kfd_drain_reserve(uint len, uint kind, uint producer); // NULL: not written
+//! void kfd_drain_commit(global void *payload);
+//! int kfd_drain_write(uint kind, uint producer, const global uint *payload, uint len);
+//! ```
+
+use crate::error::{Error, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The producer library's source (OpenCL C 2.0).
+pub const PRODUCER_SOURCE: &str = include_str!("../device/producer.cl");
+
+/// An application kernel instrumented with the library (`traced_work`), used by
+/// `kfd drain --producer kernel`, the tests and the benchmarks. Built with `KFD_DRAIN_OFF`
+/// defined it is the same kernel without instrumentation.
+pub const TRACED_WORK_SOURCE: &str = include_str!("../device/traced_work.cl");
+
+/// The library's global variable holding the device buffer's address (0: produce nothing).
+pub const BUFFER_VARIABLE: &str = "kfd_drain_buffer";
+
+/// The record kind `traced_work` writes.
+pub const TRACED_WORK_KIND: u16 = 0x7D1;
+
+/// Words of a `traced_work` record before its filler: wave, step, timestamp (2), value.
+pub const TRACED_WORK_FIXED_WORDS: u32 = 5;
+
+/// How a device source becomes a code object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Link {
+    /// A library: every symbol it defines is exported (the producer library).
+    Library,
+    /// An application code object whose undefined symbols are left for the loader.
+    Application,
+}
+
+/// Compiles OpenCL C `source` for `mcpu` (`gfx900`, `gfx90a`, …) with the `defines`
+/// (`NAME` or `NAME=value`) into a relocatable object and links it as a shared code object
+/// (ld.lld-15 `-shared`, undefined symbols allowed for [`Link::Application`]). Returns the
+/// ELF bytes.
+pub fn build(source: &str, mcpu: &str, defines: &[&str], link: Link) -> Result<Vec<u8>> {
+    if mcpu.is_empty() || !mcpu.chars().all(|c| c.is_ascii_alphanumeric() || c == ':') {
+        return Err(Error::config(format!(
+            "{mcpu:?} is not a processor name (gfx900, gfx90a, …)"
+        )));
+    }
+    let dir = ScratchDir::new()?;
+    let src = dir.0.join("source.cl");
+    let obj = dir.0.join("source.o");
+    let out = dir.0.join("source.co");
+    std::fs::write(&src, source)
+        .map_err(|e| Error::config(format!("writing {}: {e}", src.display())))?;
+    let mut clang = Command::new("clang-15");
+    clang
+        .args(["-x", "cl", "-cl-std=CL2.0", "-target", "amdgcn-amd-amdhsa"])
+        .arg(format!("-mcpu={mcpu}"))
+        .args(["-O2", "-nogpulib", "-fvisibility=default", "-c"]);
+    for d in defines {
+        clang.arg(format!("-D{d}"));
+    }
+    run_tool(clang.arg(&src).arg("-o").arg(&obj), "clang-15")?;
+    let mut lld = Command::new("ld.lld-15");
+    lld.arg("-shared");
+    if link == Link::Application {
+        lld.arg("--allow-shlib-undefined");
+    }
+    run_tool(lld.arg(&obj).arg("-o").arg(&out), "ld.lld-15")?;
+    std::fs::read(&out).map_err(|e| Error::config(format!("reading {}: {e}", out.display())))
+}
+
+/// The producer library for `mcpu`.
+pub fn producer_library(mcpu: &str) -> Result<Vec<u8>> {
+    build(PRODUCER_SOURCE, mcpu, &[], Link::Library)
+}
+
+/// `traced_work` for `mcpu`, instrumented (calling the library) or not.
+pub fn traced_work(mcpu: &str, instrumented: bool) -> Result<Vec<u8>> {
+    let defines: &[&str] = if instrumented { &[] } else { &["KFD_DRAIN_OFF"] };
+    build(TRACED_WORK_SOURCE, mcpu, defines, Link::Application)
+}
+
+/// The processor name of `gpu` (`gfx900`, …) for [`build`].
+pub fn processor_of(gpu: &thunk::Gpu) -> Result<String> {
+    gpu.node()
+        .gfx_target_name()
+        .map(|n| n.to_string())
+        .ok_or_else(|| Error::config(format!("GPU {:#x} has no gfx target name", gpu.id())))
+}
+
+/// FNV-1a over 32-bit words, the checksum `traced_work` puts in a record's last word.
+pub fn fnv1a_words(words: &[u32]) -> u32 {
+    words
+        .iter()
+        .fold(0x811C_9DC5, |h, &w| (h ^ w).wrapping_mul(0x0100_0193))
+}
+
+/// The filler word `i` of record `step` of wave `wave` in `traced_work`.
+pub fn traced_work_filler(wave: u32, step: u32, i: u32) -> u32 {
+    wave.wrapping_mul(0x9E37_79B9) ^ step.wrapping_mul(0x85EB_CA6B) ^ i
+}
+
+/// The value work-item `gid` of `traced_work` holds after `iterations` LCG steps (what it
+/// writes to `out[gid]` after `records × rounds`, and lane 0's value in its records).
+pub fn traced_work_value(gid: u32, iterations: u64) -> u32 {
+    let mut x = gid.wrapping_mul(2_654_435_761).wrapping_add(1);
+    for _ in 0..iterations {
+        x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+    }
+    x
+}
+
+fn run_tool(cmd: &mut Command, name: &str) -> Result<()> {
+    let out = cmd.output().map_err(|e| {
+        Error::config(format!(
+            "{name} is needed to build the device producer and could not run: {e} \
+             (Debian: apt-get install clang-15 lld-15)"
+        ))
+    })?;
+    if !out.status.success() {
+        return Err(Error::config(format!(
+            "{name} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(())
+}
+
+/// A private directory under the system's temporary directory, removed on drop.
+struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    fn new() -> Result<Self> {
+        static SERIAL: AtomicU32 = AtomicU32::new(0);
+        let n = SERIAL.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("kfd-drain-device-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Error::config(format!("creating {}: {e}", dir.display())))?;
+        Ok(ScratchDir(dir))
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(Path::new(&self.0));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv1a_matches_the_published_offset_and_prime() {
+        // FNV-1a 32 of no data is the offset basis; one zero word is one xor-multiply.
+        assert_eq!(fnv1a_words(&[]), 0x811C_9DC5);
+        assert_eq!(fnv1a_words(&[0]), 0x811C_9DC5u32.wrapping_mul(0x0100_0193));
+    }
+
+    #[test]
+    fn bad_processor_names_are_refused_before_any_tool_runs() {
+        for bad in ["", "gfx900 -o /etc/x", "../gfx900"] {
+            assert!(matches!(producer_library(bad), Err(Error::Config(_))), "{bad:?}");
+        }
+    }
+}

@@ -61,6 +61,12 @@ static inline u32 load32(u64 a) { return __atomic_load_n(w32(a), __ATOMIC_RELAXE
 static inline u32 acquire32(u64 a) { return __atomic_load_n(w32(a), __ATOMIC_ACQUIRE); }
 static inline void add64(u64 a, u64 v) { __atomic_fetch_add(w64(a), v, __ATOMIC_RELAXED); }
 
+// 64-bit division is a long software sequence on the GPU; positions and generations stay
+// below 2^32 for the first 4 GiB of a session, where the 32-bit sequence does.
+static inline u64 div64(u64 a, u32 b) {
+    return (a >> 32) == 0 ? (u64)((u32)a / b) : a / b;
+}
+
 // The buffer, if it is one this library can write: magic, version and sizes checked.
 static u64 usable_buffer(void) {
     u64 base = __atomic_load_n(&kfd_drain_buffer, __ATOMIC_RELAXED);
@@ -111,7 +117,7 @@ global void *kfd_drain_reserve(u32 len, u32 kind, u32 producer) {
     if (base == 0 || kind == 0)
         return 0;
     u32 size = load32(base + H_SLOT_SIZE);
-    u64 count = load32(base + H_SLOT_COUNT);
+    u32 count = load32(base + H_SLOT_COUNT);
     u32 capacity = size - SLOT_HEADER;
     if (len > capacity - 8)
         return 0;
@@ -120,12 +126,12 @@ global void *kfd_drain_reserve(u32 len, u32 kind, u32 producer) {
     bool stalled = false;
     for (;;) {
         u64 pos = __atomic_load_n(cursor, __ATOMIC_RELAXED);
-        u64 g = pos / capacity;
+        u64 g = div64(pos, capacity);
         u32 off = (u32)(pos - g * capacity);
         bool closes = off + need > capacity;
         u64 target = closes ? g + 1 : g;
         u32 target_off = closes ? 0 : off;
-        u64 slot = base + HEADER_PAGE + (target % count) * size;
+        u64 slot = base + HEADER_PAGE + (target - div64(target, count) * count) * size;
         u32 seq = acquire32(slot + S_SEQUENCE);
         if (seq != (u32)target) {
             u32 flags = acquire32(base + H_FLAGS);
@@ -151,7 +157,7 @@ global void *kfd_drain_reserve(u32 len, u32 kind, u32 producer) {
                                          __ATOMIC_RELAXED))
             continue;
         if (closes) {
-            u64 old = base + HEADER_PAGE + (g % count) * size;
+            u64 old = base + HEADER_PAGE + (g - div64(g, count) * count) * size;
             close_slot(old, off, producer);
             commit_bytes(base, old, capacity - off, capacity);
         }
@@ -175,7 +181,7 @@ void kfd_drain_commit(global void *payload) {
     u32 producer = *w32(record + 4) >> 16;
     u32 need = 8 + ((len + 7) & ~7u);
     u64 rel = record - base - HEADER_PAGE;
-    u64 slot = base + HEADER_PAGE + (rel / size) * size;
+    u64 slot = base + HEADER_PAGE + div64(rel, size) * size;
     u32 off = (u32)(record - slot - SLOT_HEADER);
     if (off + need == capacity)
         close_slot(slot, capacity, producer);

@@ -219,9 +219,9 @@ impl Channel {
         };
         let slot_full = if config.notify_full {
             let e = kfd.create_event(EventKind::Signal, true)?;
-            let t = e.signal_target().ok_or_else(|| {
-                Error::config("the slot-full event has no event-page slot")
-            })?;
+            let t = e
+                .signal_target()
+                .ok_or_else(|| Error::config("the slot-full event has no event-page slot"))?;
             buffer.store_u32(header::NOTIFY_EVENT_ID, t.int_ctxid)?;
             buffer.store_u32(header::NOTIFY_VALUE, t.value)?;
             buffer.store_u64(header::NOTIFY_MAILBOX, t.slot_address)?;

@@ -94,7 +94,11 @@ pub fn producer_library(mcpu: &str) -> Result<Vec<u8>> {
 
 /// `traced_work` for `mcpu`, instrumented (calling the library) or not.
 pub fn traced_work(mcpu: &str, instrumented: bool) -> Result<Vec<u8>> {
-    let defines: &[&str] = if instrumented { &[] } else { &["KFD_DRAIN_OFF"] };
+    let defines: &[&str] = if instrumented {
+        &[]
+    } else {
+        &["KFD_DRAIN_OFF"]
+    };
     build(TRACED_WORK_SOURCE, mcpu, defines, Link::Application)
 }
 
@@ -179,7 +183,10 @@ mod tests {
     #[test]
     fn bad_processor_names_are_refused_before_any_tool_runs() {
         for bad in ["", "gfx900 -o /etc/x", "../gfx900"] {
-            assert!(matches!(producer_library(bad), Err(Error::Config(_))), "{bad:?}");
+            assert!(
+                matches!(producer_library(bad), Err(Error::Config(_))),
+                "{bad:?}"
+            );
         }
     }
 }

@@ -1523,9 +1523,10 @@ impl Queue<Aql> {
             1 << 19 | 3 << 21 | 1 << 23,
         ];
         for (i, word) in resource.iter().enumerate() {
-            self.raw
-                .pointers
-                .store_u32(offset(amd_queue::SCRATCH_RESOURCE_DESCRIPTOR) + 4 * i as u64, *word)?;
+            self.raw.pointers.store_u32(
+                offset(amd_queue::SCRATCH_RESOURCE_DESCRIPTOR) + 4 * i as u64,
+                *word,
+            )?;
         }
         self.raw
             .pointers

@@ -22,10 +22,16 @@
 //! int kfd_drain_write(uint kind, uint producer, const global uint *payload, uint len);
 //! ```
 
+use crate::channel::Channel;
 use crate::error::{Error, Result};
+use crate::layout::Record;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+use thunk::{AqlQueue, Completion, Executable, Gpu, Memory, MemoryKind, QueueOptions};
 
 /// The producer library's source (OpenCL C 2.0).
 pub const PRODUCER_SOURCE: &str = include_str!("../device/producer.cl");
@@ -130,6 +136,239 @@ pub fn traced_work_value(gid: u32, iterations: u64) -> u32 {
         x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
     }
     x
+}
+
+/// One `traced_work` dispatch: `waves` waves (workgroups of 64), each running `records`
+/// steps of `rounds` LCG iterations and writing a record of `payload_words` words per step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TracedWork {
+    /// Waves (one per workgroup).
+    pub waves: u32,
+    /// LCG iterations per step (the application's own work between records).
+    pub rounds: u32,
+    /// Steps, so records, per wave.
+    pub records: u32,
+    /// Payload words per record (at least 6).
+    pub payload_words: u32,
+}
+
+impl TracedWork {
+    /// Work-items.
+    pub fn items(&self) -> u32 {
+        self.waves.saturating_mul(64)
+    }
+
+    /// Bytes of one record, header included.
+    pub fn record_bytes(&self) -> u64 {
+        8 + 4 * u64::from(self.payload_words)
+    }
+
+    /// The application's results as the host computes them (`out[]`).
+    pub fn reference(&self) -> Vec<u32> {
+        let n = u64::from(self.records) * u64::from(self.rounds);
+        (0..self.items()).map(|g| traced_work_value(g, n)).collect()
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.waves == 0 || self.waves > 0xFFFF || self.payload_words < 6 {
+            return Err(Error::config(format!(
+                "traced_work needs 1..=65535 waves and at least 6 payload words, not {self:?}"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Code objects built once per process: (processor, what) → bytes.
+fn cached(mcpu: &str, what: &'static str) -> Result<&'static [u8]> {
+    static BUILT: OnceLock<Mutex<HashMap<(String, &'static str), &'static [u8]>>> = OnceLock::new();
+    let key = (mcpu.to_owned(), what);
+    if let Some(b) = BUILT
+        .get_or_init(Default::default)
+        .lock()
+        .ok()
+        .and_then(|m| m.get(&key).copied())
+    {
+        return Ok(b);
+    }
+    let bytes = match what {
+        "library" => producer_library(mcpu)?,
+        "instrumented" => traced_work(mcpu, true)?,
+        _ => traced_work(mcpu, false)?,
+    };
+    let leaked: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+    if let Ok(mut m) = BUILT.get_or_init(Default::default).lock() {
+        m.insert(key, leaked);
+    }
+    Ok(leaked)
+}
+
+/// A `traced_work` dispatch in flight on a queue of its own: instrumented (the producer
+/// library linked in by the loader and attached to a channel) or plain.
+#[derive(Debug)]
+pub struct TracedDispatch {
+    // The completion first: its drop looks at the signal while the queue still exists.
+    completion: Completion,
+    queue: AqlQueue,
+    out: Memory,
+    work: TracedWork,
+    _executable: Executable,
+}
+
+impl TracedDispatch {
+    /// Builds (once per process) and loads the kernel for `gpu`, attaches `channel` when
+    /// given (instrumented; otherwise the plain kernel), and dispatches `work`.
+    pub fn start(gpu: &Gpu, work: TracedWork, channel: Option<&Channel>) -> Result<Self> {
+        work.check()?;
+        let mcpu = processor_of(gpu)?;
+        let executable = match channel {
+            Some(ch) => {
+                let app = cached(&mcpu, "instrumented")?;
+                let lib = cached(&mcpu, "library")?;
+                let exe = Executable::load_linked(gpu, &[app, lib])?;
+                ch.attach(&exe)?;
+                exe
+            }
+            None => Executable::load(gpu, cached(&mcpu, "plain")?)?,
+        };
+        let out = gpu.alloc(MemoryKind::Gtt, 4 * u64::from(work.items()))?;
+        let kernel = executable.kernel("traced_work")?;
+        let mut args = kernel.args()?;
+        args.push_pointer(out.gpu_va())?;
+        for v in [work.rounds, work.records, work.payload_words] {
+            args.push_u32(v)?;
+        }
+        let mut queue = gpu.create_aql_queue(&QueueOptions::new())?;
+        let completion = queue.dispatch(&kernel, [work.items(), 1, 1], [64, 1, 1], &args)?;
+        Ok(TracedDispatch {
+            completion,
+            queue,
+            out,
+            work,
+            _executable: executable,
+        })
+    }
+
+    /// The dispatch's completion signal.
+    pub fn completion(&self) -> &Completion {
+        &self.completion
+    }
+
+    /// Whether the kernel ended.
+    pub fn is_complete(&self) -> Result<bool> {
+        Ok(self.completion.is_complete()?)
+    }
+
+    /// Waits for the kernel to end.
+    pub fn wait(&self, timeout: Duration) -> Result<()> {
+        Ok(self.completion.wait(timeout)?)
+    }
+
+    /// The application queue.
+    pub fn queue(&self) -> &AqlQueue {
+        &self.queue
+    }
+
+    /// What the dispatch does.
+    pub fn work(&self) -> &TracedWork {
+        &self.work
+    }
+
+    /// `out[]`, the application's results.
+    pub fn results(&self) -> Result<Vec<u32>> {
+        Ok(self
+            .out
+            .read_vec(0, 4 * self.work.items() as usize)?
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
+    }
+}
+
+/// Verifies `traced_work` records as they arrive: kind, length, checksum, filler, lane 0's
+/// value, and per wave the step order (consecutive when lossless, increasing with gaps in
+/// drop mode).
+#[derive(Clone, Debug)]
+pub struct TracedCheck {
+    work: TracedWork,
+    next: Vec<u32>,
+    gaps: bool,
+    generation: u64,
+}
+
+impl TracedCheck {
+    /// A checker for `work`; `gaps` allows dropped records.
+    pub fn new(work: TracedWork, gaps: bool) -> Self {
+        TracedCheck {
+            work,
+            next: vec![0; work.waves as usize],
+            gaps,
+            generation: 0,
+        }
+    }
+
+    /// Records per wave seen so far (the next step expected).
+    pub fn next_steps(&self) -> &[u32] {
+        &self.next
+    }
+
+    /// Checks one record; a [`Error::Corrupt`] says what is wrong.
+    pub fn check(&mut self, r: &Record<'_>) -> Result<()> {
+        let bad = |what: String| Err(Error::corrupt(self.generation, what));
+        let w = &self.work;
+        if r.kind != TRACED_WORK_KIND || r.payload.len() as u64 != 4 * u64::from(w.payload_words) {
+            return bad(format!(
+                "kind {:#x} with {} payload bytes is not a traced_work record",
+                r.kind,
+                r.payload.len()
+            ));
+        }
+        let words: Vec<u32> = r
+            .payload
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        let n = words.len();
+        let (last, body) = match words.split_last() {
+            Some(x) => x,
+            None => return bad("an empty record".into()),
+        };
+        if *last != fnv1a_words(body) {
+            return bad(format!("checksum {last:#x} does not match the payload"));
+        }
+        let (wave, step) = (words[0], words[1]);
+        let Some(next) = self.next.get_mut(wave as usize) else {
+            return bad(format!("wave {wave} is not in the dispatch"));
+        };
+        if u32::from(r.producer) != wave & 0xFFFF || step >= w.records {
+            return bad(format!("producer {} / wave {wave} step {step}", r.producer));
+        }
+        if step < *next || (!self.gaps && step != *next) {
+            return bad(format!("wave {wave}: step {step} where {} was next", *next));
+        }
+        let value = traced_work_value(
+            wave.wrapping_mul(64),
+            u64::from(step + 1) * u64::from(w.rounds),
+        );
+        if words[4] != value {
+            return bad(format!(
+                "wave {wave} step {step}: value {:#x}, not {value:#x}",
+                words[4]
+            ));
+        }
+        for (i, &f) in words
+            .iter()
+            .enumerate()
+            .take(n - 1)
+            .skip(TRACED_WORK_FIXED_WORDS as usize)
+        {
+            if f != traced_work_filler(wave, step, i as u32) {
+                return bad(format!("wave {wave} step {step}: filler word {i}"));
+            }
+        }
+        *next = step + 1;
+        Ok(())
+    }
 }
 
 fn run_tool(cmd: &mut Command, name: &str) -> Result<()> {

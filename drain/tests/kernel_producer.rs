@@ -546,3 +546,35 @@ fn a_kernel_killed_midway_leaves_the_channel_clean() {
         );
     }
 }
+
+#[test]
+fn a_drain_session_with_the_kernel_producer() {
+    for (preset, mcpu) in TARGETS {
+        if code(mcpu).is_none() {
+            return;
+        }
+        let (_kfd, gpu) = open(preset);
+        // 16 KiB of 64-byte records from 2 waves through 4 KiB of slots and 4 KiB of host ring.
+        let channel = ChannelConfig::new(1024, 4).trigger(Trigger::KernelEnd);
+        let mut c = drain::DrainConfig::new(channel, 16 << 10);
+        c.producer = drain::ProducerKind::Kernel;
+        c.record_payload = 56;
+        c.kernel_waves = 2;
+        let r = drain::run(&gpu, &c, |_| {}).unwrap();
+        assert_eq!(
+            (r.records, r.records_written, r.records_dropped),
+            (256, 256, 0),
+            "{mcpu}"
+        );
+        assert_eq!(r.bytes, 16 << 10, "{mcpu}");
+        assert_eq!(r.application_results_ok, Some(true), "{mcpu}");
+        assert!(r.records_during_kernel > 0, "{mcpu}: {r:?}");
+        assert_eq!(r.stats.kernel_ends, 1, "{mcpu}");
+        // Too small a payload for the kernel's record is refused, not truncated.
+        c.record_payload = 16;
+        assert!(matches!(
+            drain::run(&gpu, &c, |_| {}),
+            Err(drain::Error::Config(_))
+        ));
+    }
+}

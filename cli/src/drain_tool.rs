@@ -421,6 +421,15 @@ pub fn summary(source: Source, config: &DrainConfig, r: &DrainReport) -> DrainSu
     }
 }
 
+/// GB/s, with MB/s beside it when small (an interpreted kernel producer).
+fn rate(gb_per_s: f64) -> String {
+    if gb_per_s < 0.1 {
+        format!("{gb_per_s:.4} GB/s ({:.2} MB/s)", gb_per_s * 1e3)
+    } else {
+        format!("{gb_per_s:.2} GB/s")
+    }
+}
+
 fn opt_ns(v: Option<u64>) -> String {
     v.map_or("-".into(), |n| units::duration(Duration::from_nanos(n)))
 }
@@ -475,7 +484,7 @@ pub fn render(s: &DrainSummary, style: Style) -> Vec<String> {
             "{} in {} → {}; reader CPU {}{per_gib}",
             units::bytes(s.bytes),
             units::duration(Duration::from_secs_f64(s.elapsed_s.max(0.0))),
-            style.paint(Tone::Bold, &format!("{:.2} GB/s", s.gb_per_s)),
+            style.paint(Tone::Bold, &rate(s.gb_per_s)),
             s.reader_cpu_s
                 .map_or("-".into(), |c| units::duration(Duration::from_secs_f64(
                     c.max(0.0)

@@ -316,6 +316,12 @@ pub fn run(
             }
             let got = match channel.next_chunk(Some(Duration::from_millis(50)))? {
                 Some(chunk) => {
+                    // Looked at after the slot arrived: its records reached the reader while
+                    // the kernel was still running.
+                    let kernel_running = match &kernel {
+                        Some(k) => !k.is_complete()?,
+                        None => false,
+                    };
                     for r in chunk.records() {
                         let r = r.map_err(|e| Error::corrupt(chunk.generation(), e.to_string()))?;
                         if config.verify != Verify::Off {
@@ -326,7 +332,7 @@ pub fn run(
                         }
                         records += 1;
                         bytes += r.size();
-                        if kernel.is_some() && !outcome.done.load(Ordering::Acquire) {
+                        if kernel_running {
                             records_during_kernel += 1;
                         }
                     }

@@ -179,25 +179,32 @@ impl TracedWork {
     }
 }
 
-/// Code objects built once per process: (processor, what) → bytes.
-fn cached(mcpu: &str, what: &'static str) -> Result<&'static [u8]> {
-    static BUILT: OnceLock<Mutex<HashMap<(String, &'static str), &'static [u8]>>> = OnceLock::new();
-    let key = (mcpu.to_owned(), what);
-    if let Some(b) = BUILT
-        .get_or_init(Default::default)
-        .lock()
-        .ok()
-        .and_then(|m| m.get(&key).copied())
-    {
+/// The code objects [`TracedDispatch`] loads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Piece {
+    Library,
+    Instrumented,
+    Plain,
+}
+
+/// Code objects built once per process, by processor.
+type BuildCache = Mutex<HashMap<(String, Piece), &'static [u8]>>;
+
+fn cached(mcpu: &str, piece: Piece) -> Result<&'static [u8]> {
+    static BUILT: OnceLock<BuildCache> = OnceLock::new();
+    let key = (mcpu.to_owned(), piece);
+    let cache = BUILT.get_or_init(Default::default);
+    if let Some(b) = cache.lock().ok().and_then(|m| m.get(&key).copied()) {
         return Ok(b);
     }
-    let bytes = match what {
-        "library" => producer_library(mcpu)?,
-        "instrumented" => traced_work(mcpu, true)?,
-        _ => traced_work(mcpu, false)?,
+    let bytes = match piece {
+        Piece::Library => producer_library(mcpu)?,
+        Piece::Instrumented => traced_work(mcpu, true)?,
+        Piece::Plain => traced_work(mcpu, false)?,
     };
+    // Kept for the process: a few tens of KiB per processor.
     let leaked: &'static [u8] = Box::leak(bytes.into_boxed_slice());
-    if let Ok(mut m) = BUILT.get_or_init(Default::default).lock() {
+    if let Ok(mut m) = cache.lock() {
         m.insert(key, leaked);
     }
     Ok(leaked)
@@ -223,13 +230,13 @@ impl TracedDispatch {
         let mcpu = processor_of(gpu)?;
         let executable = match channel {
             Some(ch) => {
-                let app = cached(&mcpu, "instrumented")?;
-                let lib = cached(&mcpu, "library")?;
+                let app = cached(&mcpu, Piece::Instrumented)?;
+                let lib = cached(&mcpu, Piece::Library)?;
                 let exe = Executable::load_linked(gpu, &[app, lib])?;
                 ch.attach(&exe)?;
                 exe
             }
-            None => Executable::load(gpu, cached(&mcpu, "plain")?)?,
+            None => Executable::load(gpu, cached(&mcpu, Piece::Plain)?)?,
         };
         let out = gpu.alloc(MemoryKind::Gtt, 4 * u64::from(work.items()))?;
         let kernel = executable.kernel("traced_work")?;

@@ -426,6 +426,71 @@ mod tests {
         assert_eq!(fnv1a_words(&[0]), 0x811C_9DC5u32.wrapping_mul(0x0100_0193));
     }
 
+    /// The payload `traced_work` writes for `wave`'s `step` (`words` words).
+    fn payload(work: &TracedWork, wave: u32, step: u32) -> Vec<u8> {
+        let value = traced_work_value(wave * 64, u64::from(step + 1) * u64::from(work.rounds));
+        let mut w = vec![wave, step, 0x1234, 0, value];
+        for i in 5..work.payload_words - 1 {
+            w.push(traced_work_filler(wave, step, i));
+        }
+        w.push(fnv1a_words(&w));
+        w.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn traced_check_takes_good_records_and_names_bad_ones() {
+        let work = TracedWork {
+            waves: 2,
+            rounds: 3,
+            records: 10,
+            payload_words: 8,
+        };
+        let rec = |producer: u16, payload: &[u8]| Record {
+            kind: TRACED_WORK_KIND,
+            producer,
+            payload: payload.to_vec().leak(),
+        };
+        let mut c = TracedCheck::new(work, false);
+        c.check(&rec(0, &payload(&work, 0, 0))).unwrap();
+        c.check(&rec(1, &payload(&work, 1, 0))).unwrap();
+        c.check(&rec(0, &payload(&work, 0, 1))).unwrap();
+        assert_eq!(c.next_steps(), &[2, 1]);
+        let fails = |c: &mut TracedCheck, r: Record<'_>, what: &str| {
+            let e = c.check(&r).unwrap_err().to_string();
+            assert!(e.contains(what), "{e}");
+        };
+        // A repeat, a gap (lossless), a wave outside the dispatch, a flipped bit, a wrong kind.
+        fails(
+            &mut c,
+            rec(0, &payload(&work, 0, 1)),
+            "step 1 where 2 was next",
+        );
+        fails(
+            &mut c,
+            rec(0, &payload(&work, 0, 3)),
+            "step 3 where 2 was next",
+        );
+        fails(
+            &mut c,
+            rec(2, &payload(&work, 2, 0)),
+            "wave 2 is not in the dispatch",
+        );
+        let mut bad = payload(&work, 0, 2);
+        bad[20] ^= 1;
+        fails(&mut c, rec(0, &bad), "checksum");
+        let mut wrong = rec(0, &payload(&work, 0, 2));
+        wrong.kind = 1;
+        fails(&mut c, wrong, "not a traced_work record");
+        // Drop mode: gaps are fine, going back is not.
+        let mut d = TracedCheck::new(work, true);
+        d.check(&rec(0, &payload(&work, 0, 4))).unwrap();
+        fails(
+            &mut d,
+            rec(0, &payload(&work, 0, 2)),
+            "step 2 where 5 was next",
+        );
+    }
+
     #[test]
     fn bad_processor_names_are_refused_before_any_tool_runs() {
         for bad in ["", "gfx900 -o /etc/x", "../gfx900"] {

@@ -1493,7 +1493,9 @@ impl Queue<Aql> {
     /// pointer, so its scratch fields (144–180) fall 16–52 bytes into the page, next to the
     /// read pointer and before the write pointer. [`AqlQueue::dispatch`] calls this for every
     /// kernel that has a private segment, so the queue never reports running out of scratch
-    /// (the `queue_inactive_signal` field would overlap the write pointer).
+    /// (the `queue_inactive_signal` field would overlap the write pointer). Not done yet: the
+    /// `compute_tmpring_size` word (offset 140), which a GPU's packet processor also reads
+    /// and the model does not.
     pub fn reserve_scratch(&mut self, lane_bytes: u32, waves: u32) -> Result<()> {
         let lane_bytes = lane_bytes.next_multiple_of(16);
         let waves = waves.max(1);

@@ -1,6 +1,7 @@
 //! The producer protocol — reserve, write, commit — and the close that ends a generation,
 //! implemented once for the host side (host producers, and the channel's flushes). A
-//! device-side producer (HIP, OpenCL, assembly) does the same steps with its own atomics.
+//! device-side producer (HIP, OpenCL, assembly) does the same steps with its own atomics;
+//! `drain/device/producer.cl` ([`crate::device`]) is that producer for kernels.
 //!
 //! # Reserve, write, commit
 //!

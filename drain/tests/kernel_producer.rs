@@ -127,15 +127,26 @@ struct Outcome {
     out: Vec<u32>,
 }
 
+/// When the reader of [`traced_run`] starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReaderStart {
+    /// At once.
+    Now,
+    /// Once a lossless producer has found no free slot (the buffer and host ring are full).
+    AfterStall,
+    /// Once the kernel has completed (drop mode: everything that did not fit was dropped).
+    AfterKernel,
+}
+
 /// Loads the instrumented kernel with the library, attaches `config`'s channel, dispatches
-/// `w`, waits `reader_delay` before it starts reading, reads until the kernel ended and every
-/// committed record arrived.
+/// `w`, starts reading as `start` says, reads until the kernel ended and every committed
+/// record arrived.
 fn traced_run(
     preset: Preset,
     mcpu: &'static str,
     w: Work,
     config: ChannelConfig,
-    reader_delay: Duration,
+    start: ReaderStart,
 ) -> Option<Outcome> {
     let (lib, app, _) = code(mcpu)?;
     let (_kfd, gpu) = open(preset);
@@ -157,8 +168,19 @@ fn traced_run(
         .unwrap();
     ch.drain_at(SignalWait::hsa_completion(done.signal_address()))
         .unwrap();
-    std::thread::sleep(reader_delay);
     let deadline = Instant::now() + T;
+    loop {
+        let ready = match start {
+            ReaderStart::Now => true,
+            ReaderStart::AfterStall => ch.stats().producer_stalls > 0,
+            ReaderStart::AfterKernel => done.is_complete().unwrap(),
+        };
+        if ready {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{start:?} never came");
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let mut records = Vec::new();
     let mut received_while_running = 0;
     let mut last_flushed = false;
@@ -226,7 +248,7 @@ fn lossless_kernel_records_all_arrive_in_order_while_the_kernel_runs() {
         };
         let config = ChannelConfig::new(1024, 4);
         assert!(w.total_bytes() > 2 * 4 * 1024);
-        let Some(o) = traced_run(preset, mcpu, w, config, Duration::from_millis(300)) else {
+        let Some(o) = traced_run(preset, mcpu, w, config, ReaderStart::AfterStall) else {
             return;
         };
         let per = steps_per_wave(&o.records, w.waves);
@@ -288,14 +310,15 @@ fn drop_mode_counts_exactly_what_it_drops() {
             payload_words: 14, // 64-byte records: 15 per 960-byte slot
         };
         let config = ChannelConfig::new(1024, 4).loss(LossPolicy::Drop);
-        // The reader starts late: the buffer and host ring fill, then records drop.
-        let Some(o) = traced_run(preset, mcpu, w, config, Duration::from_millis(400)) else {
+        // The reader starts after the kernel: the buffer and host ring hold 8 slots of 15
+        // records, the other 80 of the 200 are dropped.
+        let Some(o) = traced_run(preset, mcpu, w, config, ReaderStart::AfterKernel) else {
             return;
         };
         let s = o.stats;
         let total = u64::from(w.waves * w.records);
         let received = o.records.len() as u64;
-        assert!(s.records_dropped > 0, "{mcpu}: something dropped: {s:?}");
+        assert_eq!(s.records_dropped, 80, "{mcpu}: {s:?}");
         assert_eq!(
             received, s.records_produced,
             "{mcpu}: every written record arrived"
@@ -378,8 +401,13 @@ fn instrumentation_leaves_the_application_results_unchanged() {
             "{mcpu}: unattached"
         );
         // Attached: the records flow and the results are the same.
-        let Some(o) = traced_run(preset, mcpu, w, ChannelConfig::new(4096, 2), Duration::ZERO)
-        else {
+        let Some(o) = traced_run(
+            preset,
+            mcpu,
+            w,
+            ChannelConfig::new(4096, 2),
+            ReaderStart::Now,
+        ) else {
             return;
         };
         assert_eq!(o.out, reference, "{mcpu}: traced");

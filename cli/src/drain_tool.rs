@@ -30,6 +30,9 @@ pub enum ProducerChoice {
     Host,
     /// PM4 programs on a compute queue (WRITE_DATA / DMA_DATA), as a kernel would.
     Pm4,
+    /// An instrumented kernel (`traced_work`) calling drain's device producer library, which
+    /// the loader links in; drained while it runs (needs clang-15 and ld.lld-15).
+    Kernel,
 }
 
 /// When slots drain (besides when full).
@@ -110,9 +113,13 @@ pub struct DrainArgs {
     /// The period of `--trigger periodic` (`2ms`, `500us`, `1s`).
     #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "2ms")]
     pub period: Duration,
-    /// Record bytes to move, headers included (K/M/G suffixes).
-    #[arg(long, value_name = "BYTES", value_parser = parse_number, default_value = "256M")]
-    pub total: u64,
+    /// Record bytes to move, headers included (K/M/G suffixes) [default: 256M; 1M with
+    /// `--producer kernel`, whose waves run in the model's interpreter].
+    #[arg(long, value_name = "BYTES", value_parser = parse_number)]
+    pub total: Option<u64>,
+    /// Waves of the instrumented kernel (`--producer kernel`); the records are split evenly.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub waves: u32,
     /// Payload bytes per record: a multiple of 8, at least 16 [default: about a quarter slot].
     #[arg(long, value_name = "BYTES", value_parser = parse_number)]
     pub record_size: Option<u64>,
@@ -195,15 +202,26 @@ impl DrainArgs {
         channel
             .validate()
             .map_err(|e| CliError::usage(e.to_string().trim_start_matches("drain: ").to_owned()))?;
-        if self.total == 0 {
+        let total = self.total.unwrap_or(match self.producer {
+            ProducerChoice::Kernel => 1 << 20,
+            _ => 256 << 20,
+        });
+        if total == 0 {
             return Err(CliError::usage("--total 0: nothing to drain"));
+        }
+        if self.producer == ProducerChoice::Kernel && !(1..=0xFFFF).contains(&self.waves) {
+            return Err(CliError::usage(format!(
+                "--waves {}: the kernel producer runs 1 to 65535 waves",
+                self.waves
+            )));
         }
         if self.records_per_kernel == 0 {
             return Err(CliError::usage(
                 "--records-per-kernel 0: a kernel writes at least one record",
             ));
         }
-        let mut config = DrainConfig::new(channel, self.total);
+        let mut config = DrainConfig::new(channel, total);
+        config.kernel_waves = self.waves;
         if let Some(size) = self.record_size {
             let most = slot_size.saturating_sub(72);
             let payload = u32::try_from(size)
@@ -217,9 +235,16 @@ impl DrainArgs {
                 })?;
             config.record_payload = payload;
         }
+        if self.producer == ProducerChoice::Kernel && config.record_payload < 24 {
+            return Err(CliError::usage(format!(
+                "--record-size {}: a kernel record carries wave, step, time, value and checksum: at least 24 bytes",
+                config.record_payload
+            )));
+        }
         config.producer = match self.producer {
             ProducerChoice::Host => ProducerKind::HostThread,
             ProducerChoice::Pm4 => ProducerKind::Pm4,
+            ProducerChoice::Kernel => ProducerKind::Kernel,
         };
         config.records_per_kernel = self.records_per_kernel;
         config.verify = match self.verify {
@@ -263,12 +288,20 @@ pub struct DrainSummary {
     pub kernel_ends: u64,
     /// Drain latency (slot taken by the engine → seen by the reader), ns.
     pub latency_ns: LatencyNs,
+    /// Kernel producer: records the reader had before the kernel ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub records_during_kernel: Option<u64>,
+    /// Kernel producer: whether the kernel's own results equal the host's reference.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub application_results_ok: Option<bool>,
+    /// Records whose lossless device producer had to wait for a free slot.
+    pub producer_stalls: u64,
 }
 
 /// The session's settings.
 #[derive(Clone, Debug, Serialize)]
 pub struct ConfigSummary {
-    /// `host` or `pm4`.
+    /// `host`, `pm4` or `kernel`.
     pub producer: &'static str,
     /// Slot bytes.
     pub slot_size: u32,
@@ -328,6 +361,7 @@ pub fn config_summary(config: &DrainConfig) -> ConfigSummary {
         producer: match config.producer {
             ProducerKind::HostThread => "host",
             ProducerKind::Pm4 => "pm4",
+            ProducerKind::Kernel => "kernel",
         },
         slot_size: c.slot_size,
         slots: c.slot_count,
@@ -381,6 +415,18 @@ pub fn summary(source: Source, config: &DrainConfig, r: &DrainReport) -> DrainSu
             p99: ns(l.p99),
             max: ns(l.max),
         },
+        records_during_kernel: r.application_results_ok.map(|_| r.records_during_kernel),
+        application_results_ok: r.application_results_ok,
+        producer_stalls: r.stats.producer_stalls,
+    }
+}
+
+/// GB/s, with MB/s beside it when small (an interpreted kernel producer).
+fn rate(gb_per_s: f64) -> String {
+    if gb_per_s < 0.1 {
+        format!("{gb_per_s:.4} GB/s ({:.2} MB/s)", gb_per_s * 1e3)
+    } else {
+        format!("{gb_per_s:.2} GB/s")
     }
 }
 
@@ -438,7 +484,7 @@ pub fn render(s: &DrainSummary, style: Style) -> Vec<String> {
             "{} in {} → {}; reader CPU {}{per_gib}",
             units::bytes(s.bytes),
             units::duration(Duration::from_secs_f64(s.elapsed_s.max(0.0))),
-            style.paint(Tone::Bold, &format!("{:.2} GB/s", s.gb_per_s)),
+            style.paint(Tone::Bold, &rate(s.gb_per_s)),
             s.reader_cpu_s
                 .map_or("-".into(), |c| units::duration(Duration::from_secs_f64(
                     c.max(0.0)
@@ -464,6 +510,17 @@ pub fn render(s: &DrainSummary, style: Style) -> Vec<String> {
             l.count
         ),
     ));
+    if let (Some(during), Some(ok)) = (s.records_during_kernel, s.application_results_ok) {
+        lines.push(field(
+            "kernel",
+            format!(
+                "{during} of {} records reached the reader while the kernel ran; {} producer stall(s); the kernel's own results {}",
+                s.records,
+                s.producer_stalls,
+                if ok { "match the host reference" } else { "DIFFER from the host reference" }
+            ),
+        ));
+    }
     lines.push(field(
         "loss",
         format!(
@@ -507,7 +564,13 @@ pub fn run(args: &DrainArgs, style: Style) -> CliResult<()> {
             out.line(&l)?;
         }
     }
-    out.flush()
+    out.flush()?;
+    if report.application_results_ok == Some(false) {
+        return Err(CliError::failure(
+            "the instrumented kernel's results differ from the host reference",
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

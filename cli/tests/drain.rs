@@ -165,3 +165,56 @@ fn drain_refuses_wrong_settings() {
     let e = usage_error(&kfd(&["drain", "--slot-size", "8G"]));
     assert!(e.contains("largest slot"), "{e}");
 }
+
+#[test]
+fn drain_kernel_producer_json() {
+    // 8 KiB of 64-byte records from 2 waves of traced_work through 4 slots of 1 KiB.
+    let o = kfd(&[
+        "drain",
+        "--producer",
+        "kernel",
+        "--slot-size",
+        "1K",
+        "--slots",
+        "4",
+        "--total",
+        "8K",
+        "--record-size",
+        "56",
+        "--waves",
+        "2",
+        "--trigger",
+        "kernel-end",
+        "--json",
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    if o.status.code() == Some(1) && stderr(&o).contains("clang-15") {
+        eprintln!("skipped: {}", stderr(&o));
+        return;
+    }
+    let v = json(&text);
+    assert_eq!(v["config"]["producer"], "kernel");
+    assert_eq!(v["records"], 128);
+    assert_eq!(v["records_written"], 128);
+    assert_eq!(v["bytes"], 8 << 10);
+    assert_eq!(v["application_results_ok"], true);
+    assert!(
+        v["records_during_kernel"].as_u64().is_some_and(|n| n > 0),
+        "{v}"
+    );
+    assert_eq!(v["kernel_ends"], 1);
+}
+
+#[test]
+fn drain_kernel_producer_refuses_short_records() {
+    let e = usage_error(&kfd(&[
+        "drain",
+        "--producer",
+        "kernel",
+        "--record-size",
+        "16",
+    ]));
+    assert!(e.contains("at least 24 bytes"), "{e}");
+    let e = usage_error(&kfd(&["drain", "--producer", "kernel", "--waves", "0"]));
+    assert!(e.contains("1 to 65535 waves"), "{e}");
+}

@@ -7,6 +7,7 @@
 //! cargo run --release -p drain --example drain_trace -- --trigger periodic --wait poll
 //! cargo run --release -p drain --example drain_trace -- --trigger kernel-end --producer pm4
 //! cargo run --release -p drain --example drain_trace -- --loss drop --mib 64
+//! cargo run --release -p drain --example drain_trace -- --producer kernel --mib 1 --slot-kib 4 --record 56
 //! RUST_LOG=drain=debug cargo run -p drain --example drain_trace -- --mib 16
 //! KFD_DEVICE=/dev/kfd cargo run --release -p drain --example drain_trace   # a real GPU
 //! ```
@@ -22,7 +23,7 @@ fn usage() -> ! {
         "usage: drain_trace [--mib N] [--slot-kib N] [--slots N] [--record N]\n\
          \x20                  [--trigger on-full|periodic|kernel-end] [--period-ms N]\n\
          \x20                  [--wait event|poll] [--loss lossless|drop] [--engine sdma|pm4]\n\
-         \x20                  [--producer host|pm4] [--no-verify | --exact]"
+         \x20                  [--producer host|pm4|kernel] [--no-verify | --exact]"
     );
     std::process::exit(2)
 }
@@ -75,6 +76,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 producer = match value().as_str() {
                     "host" => ProducerKind::HostThread,
                     "pm4" => ProducerKind::Pm4,
+                    "kernel" => ProducerKind::Kernel,
                     _ => usage(),
                 }
             }

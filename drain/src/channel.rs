@@ -146,6 +146,7 @@ pub struct Channel {
     watcher: Option<Watcher>,
     drainer: Option<Drainer>,
     event: Option<Event>,
+    slot_full: Option<Event>,
     host: Memory,
     ctrl: Memory,
     shared: Arc<Shared>,
@@ -216,6 +217,18 @@ impl Channel {
             timestamps_addr: ctrl.gpu_addr(control::TIMESTAMPS),
             signal,
         };
+        let slot_full = if config.notify_full {
+            let e = kfd.create_event(EventKind::Signal, true)?;
+            let t = e
+                .signal_target()
+                .ok_or_else(|| Error::config("the slot-full event has no event-page slot"))?;
+            buffer.store_u32(header::NOTIFY_EVENT_ID, t.int_ctxid)?;
+            buffer.store_u32(header::NOTIFY_VALUE, t.value)?;
+            buffer.store_u64(header::NOTIFY_MAILBOX, t.slot_address)?;
+            Some(e)
+        } else {
+            None
+        };
         let drainer = Drainer::new(gpu, config.engine, targets)?;
         let watcher = match config.trigger {
             Trigger::KernelEnd => Some(Watcher::new(gpu, config.engine)?),
@@ -243,6 +256,7 @@ impl Channel {
             watcher,
             drainer: Some(drainer),
             event,
+            slot_full,
             host,
             ctrl,
             clock: GpuClock::new(gpu),
@@ -289,6 +303,22 @@ impl Channel {
     /// The id of the event drained slots signal (event waits only).
     pub fn event_id(&self) -> Option<u32> {
         self.event.as_ref().map(Event::id)
+    }
+
+    /// The event device producers signal with an `s_sendmsg` interrupt each time they fill
+    /// a slot ([`ChannelConfig::notify_full`]): amdkfd's interrupt handler matches the
+    /// interrupt's data (the event id) against the event page and wakes its waiters.
+    pub fn slot_full_event(&self) -> Option<&Event> {
+        self.slot_full.as_ref()
+    }
+
+    /// Points a device producer library linked into `executable` (the `kfd_drain_buffer`
+    /// variable of `drain/device/producer.cl`, see [`crate::device`]) at this channel's
+    /// buffer. Do it before dispatching the kernels that produce.
+    pub fn attach(&self, executable: &thunk::Executable) -> Result<()> {
+        let base = self.shared.layout.base();
+        executable.write_variable(crate::device::BUFFER_VARIABLE, &base.to_le_bytes())?;
+        Ok(())
     }
 
     /// The id of the drain queue.
@@ -515,6 +545,8 @@ impl Channel {
             kernel_ends: self.kernel_ends,
             drain_latency: self.latency.summary(),
             producers_waiting: u64::from(self.shared.producers_waiting.load(Ordering::Relaxed)),
+            producer_stalls: load64(header::PRODUCER_STALLS),
+            slots_notified: load64(header::SLOTS_NOTIFIED),
         }
     }
 

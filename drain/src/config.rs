@@ -91,6 +91,11 @@ pub struct ChannelConfig {
     pub read_timeout: Duration,
     /// How long a lossless host producer waits for a free slot before it fails.
     pub producer_timeout: Duration,
+    /// Whether device producers announce every slot they fill with an `s_sendmsg` interrupt
+    /// (the channel creates an event for it and names it in the buffer header; see
+    /// [`crate::Channel::slot_full_event`]). Off by default: the drain queue needs no
+    /// announcement, it waits on the slot's commit counter.
+    pub notify_full: bool,
 }
 
 impl ChannelConfig {
@@ -107,7 +112,14 @@ impl ChannelConfig {
             engine: DrainEngine::Sdma,
             read_timeout: Duration::from_secs(10),
             producer_timeout: Duration::from_secs(10),
+            notify_full: false,
         }
+    }
+
+    /// Asks device producers for an `s_sendmsg` interrupt per filled slot.
+    pub fn notify_full(mut self, notify: bool) -> Self {
+        self.notify_full = notify;
+        self
     }
 
     /// Sets the trigger.

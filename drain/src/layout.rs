@@ -78,6 +78,20 @@ pub mod header {
     pub const RECORDS_DROPPED: u64 = 0x0C0;
     /// u64: record bytes (headers and padding included) a drop-mode producer dropped.
     pub const BYTES_DROPPED: u64 = 0x0C8;
+    /// u64: times a lossless producer found its slot not drained yet and started to wait
+    /// (statistics; device producers count each record that waited once). Added to version
+    /// 1 in reserved space: zero from producers that do not count.
+    pub const PRODUCER_STALLS: u64 = 0x0D0;
+    /// u64: slot-full interrupts device producers sent (`s_sendmsg`, see
+    /// [`NOTIFY_MAILBOX`]).
+    pub const SLOTS_NOTIFIED: u64 = 0x0D8;
+    /// u64: address of the event mailbox slot a device producer writes before it sends a
+    /// slot-full interrupt; 0 (absent): send none. Written by the channel.
+    pub const NOTIFY_MAILBOX: u64 = 0x0E0;
+    /// u32: the event id the slot-full interrupt carries in M0 (24 bits).
+    pub const NOTIFY_EVENT_ID: u64 = 0x0E8;
+    /// u32: the value written into [`NOTIFY_MAILBOX`] (the event's trigger value).
+    pub const NOTIFY_VALUE: u64 = 0x0EC;
 }
 
 /// Bits of [`header::FLAGS`].

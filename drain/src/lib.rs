@@ -63,6 +63,11 @@
 //! * **Backpressure and loss** ([`LossPolicy`]): lossless producers wait for a drained slot;
 //!   drop-mode producers drop and count, never silently. [`Channel::stats`] reports bytes
 //!   produced, drained, dropped, slots in flight and drain-latency percentiles.
+//! * **Kernels as producers** ([`device`]): `drain/device/producer.cl`, a library of device
+//!   functions (reserve, commit; `s_sleep` while lossless, counted drops, an optional
+//!   `s_sendmsg` per filled slot) built as its own code object and linked into an
+//!   application's executable by the loader; [`Channel::attach`] points it at the buffer.
+//!   [`ProducerKind::Kernel`] runs an instrumented kernel in a [`run`] session.
 //! * **Producers without shaders**: [`HostProducer`] (a CPU thread, valid on shared-memory
 //!   devices and the model) and [`Pm4Producer`] (PM4 programs writing records with
 //!   WRITE_DATA/DMA_DATA and marking slots full). Both follow the protocol a kernel follows.
@@ -78,6 +83,7 @@
 //! | `program` | the drain programs (SDMA and PM4) and the kernel-end watch queue |
 //! | `producer`, `pm4_producer` | [`HostProducer`], [`Pm4Producer`] |
 //! | `stats` | [`Stats`], [`LatencyHistogram`] |
+//! | [`device`] | the device-side producer library, its build, an instrumented kernel |
 //! | [`synth`], [`run`](fn@run) | verifiable records, whole sessions |
 //!
 //! Logging goes through `log` with the target `drain`.
@@ -93,6 +99,7 @@
 mod channel;
 mod clock;
 mod config;
+pub mod device;
 mod error;
 mod host_view;
 pub mod layout;

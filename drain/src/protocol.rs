@@ -1,6 +1,7 @@
 //! The producer protocol — reserve, write, commit — and the close that ends a generation,
 //! implemented once for the host side (host producers, and the channel's flushes). A
-//! device-side producer (HIP, OpenCL, assembly) does the same steps with its own atomics.
+//! device-side producer (HIP, OpenCL, assembly) does the same steps with its own atomics;
+//! `drain/device/producer.cl` ([`crate::device`]) is that producer for kernels.
 //!
 //! # Reserve, write, commit
 //!
@@ -155,6 +156,10 @@ impl Shared {
     }
 
     pub fn set_closed(&self) -> Result<()> {
+        // Device producers still running send no more slot-full interrupts to an event that
+        // is about to go.
+        self.word64(header::NOTIFY_MAILBOX)?
+            .store(0, Ordering::Release);
         self.word32(header::FLAGS)?
             .fetch_or(buffer_flags::CLOSED, Ordering::AcqRel);
         Ok(())

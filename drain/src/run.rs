@@ -3,6 +3,7 @@
 
 use crate::channel::{Channel, Condition, SignalWait};
 use crate::config::{ChannelConfig, LossPolicy, Trigger};
+use crate::device::{TracedCheck, TracedDispatch, TracedWork};
 use crate::error::{Error, Result};
 use crate::pm4_producer::Completion;
 use crate::producer::Produced;
@@ -21,6 +22,10 @@ pub enum ProducerKind {
     HostThread,
     /// PM4 programs on a compute queue ([`crate::Pm4Producer`]).
     Pm4,
+    /// An instrumented kernel: `traced_work` with the device producer library linked in by
+    /// the loader ([`crate::device`]), [`DrainConfig::kernel_waves`] waves writing records
+    /// while the channel drains them. Needs clang-15 and ld.lld-15.
+    Kernel,
 }
 
 /// How [`run`] checks the records it receives.
@@ -54,6 +59,9 @@ pub struct DrainConfig {
     pub verify: Verify,
     /// How often the progress callback runs.
     pub progress_every: Duration,
+    /// Waves of the instrumented kernel ([`ProducerKind::Kernel`]); the records are split
+    /// evenly among them.
+    pub kernel_waves: u32,
 }
 
 impl DrainConfig {
@@ -69,6 +77,7 @@ impl DrainConfig {
             records_per_kernel: 64,
             verify: Verify::Checksum,
             progress_every: Duration::from_secs(1),
+            kernel_waves: 4,
         }
     }
 }
@@ -109,6 +118,12 @@ pub struct DrainReport {
     pub reader_cpu: Option<Duration>,
     /// The channel's counters at the end.
     pub stats: Stats,
+    /// For [`ProducerKind::Kernel`]: whether the instrumented kernel's own results (`out[]`)
+    /// equal the host's reference; `None` for other producers.
+    pub application_results_ok: Option<bool>,
+    /// For [`ProducerKind::Kernel`]: records the reader received while the kernel was still
+    /// running (the proof that data moves during a kernel).
+    pub records_during_kernel: u64,
 }
 
 /// CPU time the calling thread has used (from `/proc/thread-self/schedstat`).
@@ -158,85 +173,105 @@ pub fn run(
         done: AtomicBool::new(false),
     });
     let start = Instant::now();
-    let producer_thread = {
-        let outcome = outcome.clone();
-        let timeout = config.channel.producer_timeout;
-        match config.producer {
-            ProducerKind::HostThread => {
-                let mut producer = channel.host_producer(1);
-                let completion = completion.clone();
-                let mut source = source;
-                let len = config.record_payload;
-                std::thread::Builder::new()
-                    .name("drain-producer".into())
-                    .spawn(move || -> Result<()> {
-                        let r = (|| {
-                            for k in 0..kernels {
-                                let n = per_kernel.min(records_total - k * per_kernel);
-                                for _ in 0..n {
-                                    match producer.produce_with(SYNTH_KIND, len, |s| {
-                                        source.write_next(s).map(drop)
-                                    })? {
-                                        Produced::Written { .. } => {
-                                            outcome.written.fetch_add(1, Ordering::Relaxed);
-                                        }
-                                        Produced::Dropped => {
-                                            source.skip();
-                                            outcome.dropped.fetch_add(1, Ordering::Relaxed);
+    let kernel = match config.producer {
+        ProducerKind::Kernel => {
+            let work = kernel_work(config, records_total)?;
+            let d = TracedDispatch::start(gpu, work, Some(&channel))?;
+            if kernel_end {
+                channel.drain_at(SignalWait::hsa_completion(d.completion().signal_address()))?;
+            }
+            Some(d)
+        }
+        _ => None,
+    };
+    let producer_thread = if kernel.is_some() {
+        None
+    } else {
+        Some({
+            let outcome = outcome.clone();
+            let timeout = config.channel.producer_timeout;
+            match config.producer {
+                ProducerKind::HostThread => {
+                    let mut producer = channel.host_producer(1);
+                    let completion = completion.clone();
+                    let mut source = source;
+                    let len = config.record_payload;
+                    std::thread::Builder::new()
+                        .name("drain-producer".into())
+                        .spawn(move || -> Result<()> {
+                            let r = (|| {
+                                for k in 0..kernels {
+                                    let n = per_kernel.min(records_total - k * per_kernel);
+                                    for _ in 0..n {
+                                        match producer.produce_with(SYNTH_KIND, len, |s| {
+                                            source.write_next(s).map(drop)
+                                        })? {
+                                            Produced::Written { .. } => {
+                                                outcome.written.fetch_add(1, Ordering::Relaxed);
+                                            }
+                                            Produced::Dropped => {
+                                                source.skip();
+                                                outcome.dropped.fetch_add(1, Ordering::Relaxed);
+                                            }
                                         }
                                     }
+                                    completion.store_u32(0, (k + 1) as u32)?;
+                                    outcome.kernels_done.store(k + 1, Ordering::Release);
                                 }
-                                completion.store_u32(0, (k + 1) as u32)?;
-                                outcome.kernels_done.store(k + 1, Ordering::Release);
-                            }
-                            Ok(())
-                        })();
-                        outcome.done.store(true, Ordering::Release);
-                        r
-                    })
-            }
-            ProducerKind::Pm4 => {
-                let mut producer = channel.pm4_producer(1)?;
-                let mut source = source;
-                std::thread::Builder::new()
-                    .name("drain-producer".into())
-                    .spawn(move || -> Result<()> {
-                        let r = (|| {
-                            let mut payloads = Vec::new();
-                            for k in 0..kernels {
-                                let n = per_kernel.min(records_total - k * per_kernel);
-                                payloads.clear();
-                                for _ in 0..n {
-                                    let mut buf = Vec::new();
-                                    source.next_payload(&mut buf);
-                                    payloads.push(buf);
+                                Ok(())
+                            })();
+                            outcome.done.store(true, Ordering::Release);
+                            r
+                        })
+                }
+                ProducerKind::Pm4 => {
+                    let mut producer = channel.pm4_producer(1)?;
+                    let mut source = source;
+                    std::thread::Builder::new()
+                        .name("drain-producer".into())
+                        .spawn(move || -> Result<()> {
+                            let r = (|| {
+                                let mut payloads = Vec::new();
+                                for k in 0..kernels {
+                                    let n = per_kernel.min(records_total - k * per_kernel);
+                                    payloads.clear();
+                                    for _ in 0..n {
+                                        let mut buf = Vec::new();
+                                        source.next_payload(&mut buf);
+                                        payloads.push(buf);
+                                    }
+                                    let recs: Vec<(u16, &[u8])> = payloads
+                                        .iter()
+                                        .map(|p| (SYNTH_KIND, p.as_slice()))
+                                        .collect();
+                                    producer.run(
+                                        &recs,
+                                        Some(Completion {
+                                            address: completion_addr,
+                                            value: (k + 1) as u32,
+                                        }),
+                                        timeout,
+                                    )?;
+                                    outcome.written.fetch_add(n, Ordering::Relaxed);
+                                    outcome.kernels_done.store(k + 1, Ordering::Release);
                                 }
-                                let recs: Vec<(u16, &[u8])> = payloads
-                                    .iter()
-                                    .map(|p| (SYNTH_KIND, p.as_slice()))
-                                    .collect();
-                                producer.run(
-                                    &recs,
-                                    Some(Completion {
-                                        address: completion_addr,
-                                        value: (k + 1) as u32,
-                                    }),
-                                    timeout,
-                                )?;
-                                outcome.written.fetch_add(n, Ordering::Relaxed);
-                                outcome.kernels_done.store(k + 1, Ordering::Release);
-                            }
-                            producer.wait(timeout)?;
-                            Ok(())
-                        })();
-                        outcome.done.store(true, Ordering::Release);
-                        r
-                    })
+                                producer.wait(timeout)?;
+                                Ok(())
+                            })();
+                            outcome.done.store(true, Ordering::Release);
+                            r
+                        })
+                }
+                ProducerKind::Kernel => unreachable_kernel(),
             }
-        }
-        .map_err(|e| Error::config(format!("cannot start the producer thread: {e}")))?
+            .map_err(|e| Error::config(format!("cannot start the producer thread: {e}")))?
+        })
     };
     let cpu0 = thread_cpu_time();
+    let mut traced = kernel
+        .as_ref()
+        .map(|k| TracedCheck::new(*k.work(), config.channel.loss == LossPolicy::Drop));
+    let mut records_during_kernel = 0u64;
     let mut check = if config.channel.loss == LossPolicy::Drop {
         SynthCheck::with_gaps()
     } else {
@@ -252,7 +287,16 @@ pub fn run(
     let mut last_record = start;
     let result = (|| -> Result<()> {
         loop {
-            if kernel_end {
+            if let Some(k) = &kernel {
+                if !outcome.done.load(Ordering::Acquire) && k.is_complete()? {
+                    // The kernel ended: what it committed is what the reader must see.
+                    let s = channel.stats();
+                    outcome.written.store(s.records_produced, Ordering::Release);
+                    outcome.dropped.store(s.records_dropped, Ordering::Release);
+                    outcome.done.store(true, Ordering::Release);
+                }
+            }
+            if kernel_end && kernel.is_none() {
                 // Keep a few kernel ends queued ahead of the producer.
                 while watched < kernels
                     && watched < outcome.kernels_done.load(Ordering::Acquire) + 8
@@ -272,13 +316,25 @@ pub fn run(
             }
             let got = match channel.next_chunk(Some(Duration::from_millis(50)))? {
                 Some(chunk) => {
+                    // Looked at after the slot arrived: its records reached the reader while
+                    // the kernel was still running.
+                    let kernel_running = match &kernel {
+                        Some(k) => !k.is_complete()?,
+                        None => false,
+                    };
                     for r in chunk.records() {
                         let r = r.map_err(|e| Error::corrupt(chunk.generation(), e.to_string()))?;
                         if config.verify != Verify::Off {
-                            check.check(&r)?;
+                            match traced.as_mut() {
+                                Some(t) => t.check(&r)?,
+                                None => check.check(&r).map(drop)?,
+                            }
                         }
                         records += 1;
                         bytes += r.size();
+                        if kernel_running {
+                            records_during_kernel += 1;
+                        }
                     }
                     last_record = Instant::now();
                     true
@@ -308,13 +364,21 @@ pub fn run(
     if let Err(e) = result {
         // Let a waiting producer see the channel close.
         drop(channel);
-        let _ = producer_thread.join();
+        if let Some(t) = producer_thread {
+            let _ = t.join();
+        }
         return Err(e);
     }
-    let produced = producer_thread
-        .join()
-        .map_err(|_| Error::config("the producer thread panicked"))?;
-    produced?;
+    if let Some(t) = producer_thread {
+        let produced = t
+            .join()
+            .map_err(|_| Error::config("the producer thread panicked"))?;
+        produced?;
+    }
+    let application_results_ok = match &kernel {
+        Some(k) => Some(k.results()? == k.work().reference()),
+        None => None,
+    };
     let elapsed = last_record.duration_since(start);
     let stats = channel.stats();
     // The watch queue polls the completion word: the channel goes first.
@@ -329,5 +393,37 @@ pub fn run(
         gb_per_s: bytes as f64 / elapsed.as_secs_f64().max(1e-9) / 1e9,
         reader_cpu: cpu0.zip(cpu1).map(|(a, b)| b.saturating_sub(a)),
         stats,
+        application_results_ok,
+        records_during_kernel,
     })
+}
+
+/// The `traced_work` dispatch that produces `records_total` records of `config`'s payload.
+fn kernel_work(config: &DrainConfig, records_total: u64) -> Result<TracedWork> {
+    if config.record_payload % 4 != 0 || config.record_payload < 24 {
+        return Err(Error::config(format!(
+            "the kernel producer writes payloads of whole words, at least 24 bytes (wave, step, \
+             time, value, checksum); {} bytes do not fit",
+            config.record_payload
+        )));
+    }
+    let waves = config.kernel_waves.clamp(1, 0xFFFF);
+    let per_wave = u32::try_from(records_total.div_ceil(u64::from(waves))).map_err(|_| {
+        Error::config(format!(
+            "{records_total} records are too many for {waves} waves"
+        ))
+    })?;
+    Ok(TracedWork {
+        waves,
+        rounds: 1,
+        records: per_wave,
+        payload_words: config.record_payload / 4,
+    })
+}
+
+/// The kernel producer runs on the GPU, never on a producer thread.
+fn unreachable_kernel() -> std::io::Result<std::thread::JoinHandle<Result<()>>> {
+    Err(std::io::Error::other(
+        "the kernel producer has no producer thread",
+    ))
 }

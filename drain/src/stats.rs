@@ -158,6 +158,12 @@ pub struct Stats {
     /// Host producers of a lossless channel waiting for a free slot right now: nobody is
     /// reading fast enough (back-pressure).
     pub producers_waiting: u64,
+    /// Records whose lossless producer found its slot not drained yet and waited (device
+    /// producers count this in the buffer header; host producers do not).
+    pub producer_stalls: u64,
+    /// Slot-full interrupts device producers sent (`s_sendmsg`; with
+    /// [`crate::ChannelConfig::notify_full`]).
+    pub slots_notified: u64,
 }
 
 #[cfg(test)]

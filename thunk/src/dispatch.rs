@@ -530,6 +530,10 @@ impl AqlQueue {
             ));
         }
         check_sizes(kernel, grid, workgroup, args.dynamic_group_segment)?;
+        if kernel.private_segment_size > 0 {
+            let items: u64 = workgroup.iter().map(|&w| u64::from(w)).product();
+            self.reserve_scratch(kernel.private_segment_size, items.div_ceil(64) as u32)?;
+        }
         let segment = args.finish(grid, workgroup)?;
         if kernel.kernarg_align > PAGE_SIZE {
             return Err(Error::invalid(

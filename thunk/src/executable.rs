@@ -98,21 +98,36 @@ impl Executable {
     /// Loads the code object for `gpu`'s target from `bytes` — a bare ELF, a clang offload
     /// bundle or a HIP fat binary — links and freezes it.
     pub fn load(gpu: &Gpu, bytes: &[u8]) -> Result<Executable> {
+        Executable::load_linked(gpu, &[bytes])
+    }
+
+    /// Loads several code objects (each a bare ELF, offload bundle or HIP fat binary; the one
+    /// for `gpu`'s target is taken from each) into one executable and links them together:
+    /// an undefined symbol of one — a device function, a variable — binds to the global
+    /// definition another exports, the first in `objects` order. This is how a tool's
+    /// library of device functions joins an application's kernels at load time.
+    pub fn load_linked(gpu: &Gpu, objects: &[&[u8]]) -> Result<Executable> {
+        if objects.is_empty() {
+            return Err(Error::invalid("load", "no code object to load"));
+        }
         let agent = Executable::target_of(gpu)?;
-        let container = Container::parse(bytes).map_err(|e| codeobj_error("load", e))?;
-        let code_object = container
-            .code_object_for(&agent)
-            .map_err(|e| codeobj_error("load", e))?;
-        let mut inner = codeobj::Executable::new(agent);
+        let mut inner = codeobj::Executable::new(agent.clone());
         let mut segments = Vec::new();
         let mut memory = GpuSegments {
             gpu,
             buffers: &mut segments,
             error: None,
         };
-        let loaded = inner
-            .load(code_object, &mut memory)
-            .and_then(|_| inner.freeze(&mut memory));
+        let mut loaded = Ok(());
+        for bytes in objects {
+            loaded = Container::parse(bytes)
+                .and_then(|c| c.code_object_for(&agent))
+                .and_then(|co| inner.load(co, &mut memory).map(drop));
+            if loaded.is_err() {
+                break;
+            }
+        }
+        let loaded = loaded.and_then(|_| inner.freeze(&mut memory));
         if let Err(e) = loaded {
             // An allocation failure keeps the driver's errno.
             return Err(memory
@@ -153,6 +168,33 @@ impl Executable {
     /// The GPU buffers holding the loaded segments.
     pub fn segments(&self) -> &[Memory] {
         &self.segments
+    }
+
+    /// Writes `bytes` into the global variable `name` (a tool setting up a library it linked
+    /// in, before any kernel runs); `ENOENT` when there is no such variable, `EINVAL` when
+    /// `bytes` is longer than it.
+    pub fn write_variable(&self, name: &str, bytes: &[u8]) -> Result<()> {
+        let v = self
+            .inner
+            .variable(name)
+            .map_err(|e| codeobj_error("write variable", e))?;
+        if bytes.len() as u64 > v.size {
+            return Err(Error::invalid(
+                "write variable",
+                format!("{} bytes do not fit {name} ({} bytes)", bytes.len(), v.size),
+            ));
+        }
+        let buffer = self
+            .segments
+            .iter()
+            .find(|m| v.address >= m.gpu_va() && v.address + v.size <= m.gpu_va() + m.size())
+            .ok_or_else(|| {
+                Error::invalid(
+                    "write variable",
+                    format!("{name} at {:#x} is outside the loaded segments", v.address),
+                )
+            })?;
+        buffer.write(v.address - buffer.gpu_va(), bytes)
     }
 
     /// The kernel of that name (or its `.kd` symbol); `ENOENT` when there is none.

@@ -416,3 +416,105 @@ fn completion_slots_are_reused_and_overflow_gets_its_own_buffer() {
     assert!((pool..pool + 64 * 4096).contains(&again.signal_address()));
     again.wait(T).unwrap();
 }
+
+/// Builds codeobj's test source `name` (codeobj/tests/src) for gfx900 as a shared code object;
+/// `None` without clang-15 / ld.lld-15.
+fn shared_object(name: &str, allow_undefined: bool) -> Option<Vec<u8>> {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../codeobj/tests/src")
+        .join(name);
+    let dir = std::env::temp_dir().join(format!("thunk-link-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (obj, co) = (dir.join("o.o"), dir.join("o.co"));
+    let compiled = Command::new("clang-15")
+        .args([
+            "-x",
+            "cl",
+            "-cl-std=CL2.0",
+            "-target",
+            "amdgcn-amd-amdhsa",
+            "-mcpu=gfx900",
+        ])
+        .args(["-O2", "-nogpulib", "-fvisibility=default", "-c"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&obj)
+        .status();
+    let Ok(s) = compiled else {
+        eprintln!("skipped: clang-15 is not available");
+        let _ = std::fs::remove_dir_all(&dir);
+        return None;
+    };
+    assert!(s.success(), "clang-15 {name}");
+    let mut lld = Command::new("ld.lld-15");
+    lld.arg("-shared");
+    if allow_undefined {
+        lld.arg("--allow-shlib-undefined");
+    }
+    let Ok(s) = lld.arg(&obj).arg("-o").arg(&co).status() else {
+        eprintln!("skipped: ld.lld-15 is not available");
+        let _ = std::fs::remove_dir_all(&dir);
+        return None;
+    };
+    assert!(s.success(), "ld.lld-15 {name}");
+    let bytes = std::fs::read(&co).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    Some(bytes)
+}
+
+#[test]
+fn kernels_call_device_functions_of_another_code_object() {
+    // kernels.cl calls lib_add and reads lib_counter, which only devlib.cl defines: the loader
+    // links them; the calls need a stack, which the queue's scratch provides.
+    let (Some(kernels), Some(lib)) = (
+        shared_object("kernels.cl", true),
+        shared_object("devlib.cl", false),
+    ) else {
+        return;
+    };
+    let Some(kfd) = model_kfd(Preset::Gfx900, 1, "linking two code objects") else {
+        return;
+    };
+    let gpu = kfd.gpu(0).unwrap();
+    let exe = Executable::load_linked(&gpu, &[&kernels, &lib]).expect("linked");
+    let k = exe.kernel("add_kernel").unwrap();
+    assert!(
+        k.private_segment_size > 0,
+        "a kernel with calls has a stack"
+    );
+    let out = gpu.alloc(MemoryKind::Gtt, 4 * 64).unwrap();
+    let run = |q: &mut thunk::AqlQueue| {
+        let mut args = k.args().unwrap();
+        args.push_pointer(out.gpu_va()).unwrap();
+        args.push_i32(30).unwrap().push_i32(12).unwrap();
+        q.dispatch(&k, [64, 1, 1], [64, 1, 1], &args)
+            .unwrap()
+            .wait(T)
+            .unwrap();
+        u32s(&out.read_vec(0, 4 * 64).unwrap())
+    };
+    let mut q = gpu.create_aql_queue(&QueueOptions::new()).unwrap();
+    // lib_add(a, b) = a + b + lib_counter (7) + *lib_private_ptr (11); then + lib_counter.
+    assert_eq!(run(&mut q), vec![30 + 12 + 7 + 11 + 7; 64]);
+    // A tool sets the library's variable after loading: both reads see it.
+    exe.write_variable("lib_counter", &100i32.to_le_bytes())
+        .unwrap();
+    assert_eq!(run(&mut q), vec![30 + 12 + 100 + 11 + 100; 64]);
+    // Wrong uses are errors: no such variable, a value larger than it, nothing to load.
+    assert_eq!(
+        exe.write_variable("no_such", &[0; 4]).unwrap_err().errno(),
+        Errno::ENOENT
+    );
+    assert_eq!(
+        exe.write_variable("lib_counter", &[0; 8])
+            .unwrap_err()
+            .errno(),
+        Errno::EINVAL
+    );
+    assert_eq!(
+        Executable::load_linked(&gpu, &[]).unwrap_err().errno(),
+        Errno::EINVAL
+    );
+    // The library twice: its symbols are defined twice.
+    assert!(Executable::load_linked(&gpu, &[&kernels, &lib, &lib]).is_err());
+}

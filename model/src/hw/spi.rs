@@ -448,6 +448,11 @@ impl KernelRun {
                     })) = stop
                     {
                         if code.get(wave.pc).is_none() && vm.probe(wave.pc, 4, false).is_ok() {
+                            // A call or return into another code object whose window is
+                            // decoded already: use it (the loop's lookup finds it).
+                            if self.code.iter().any(|c| c.get(wave.pc).is_some()) {
+                                continue;
+                            }
                             match code_window(vm, self.setup.target, wave.pc) {
                                 Ok(c) => {
                                     self.code.push(c);

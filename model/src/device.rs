@@ -51,7 +51,8 @@ pub struct Gpu {
 }
 
 impl Gpu {
-    fn new(layout: DoorbellLayout, preset: Preset, topo: &Node) -> KResult<Gpu> {
+    fn new(layout: DoorbellLayout, config: &ModelConfig, topo: &Node) -> KResult<Gpu> {
+        let preset = config.preset;
         let mqd_gen = preset.generation();
         let pm4_gen = pm4::GfxGen::from(mqd_gen);
         let p = &topo.properties;
@@ -67,7 +68,8 @@ impl Gpu {
                 engines,
                 p.num_sdma_queues_per_engine as u8,
             )
-            .with_shader_isa(preset.name()),
+            .with_shader_isa(preset.name())
+            .with_cu_threads(config.cu_threads),
             ih: IhRing::new(),
             pm4_gen,
             mqd_gen,
@@ -204,7 +206,7 @@ impl KfdNode {
             gpu_id: topo.gpu_id,
             preset: config.preset,
             queue_sizes,
-            gpu: Arc::new(Gpu::new(layout, config.preset, &topo)?),
+            gpu: Arc::new(Gpu::new(layout, config, &topo)?),
             topo,
             vram_used: AtomicU64::new(0),
             bo_offsets: Mutex::new(HashMap::new()),

@@ -15,10 +15,6 @@ const COMPLETE: u32 = KFD_IOC_WAIT_RESULT_COMPLETE;
 /// hsa_packet_header: KERNEL_DISPATCH (2), barrier bit, system-scope acquire and release.
 const KERNEL_DISPATCH: u16 = 2 | 1 << 8 | 2 << 9 | 2 << 11;
 
-fn stepped(preset: Preset) -> Model {
-    model_with(ModelConfig::new(preset).with_engine_thread(false))
-}
-
 /// Compiles tests/kernels/dispatch.cl for `mcpu`.
 fn compile(mcpu: &str) -> Vec<u8> {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/dispatch.cl");
@@ -87,7 +83,11 @@ struct Gpu {
 
 impl Gpu {
     fn new(preset: Preset, mcpu: &str) -> Gpu {
-        let model = stepped(preset);
+        Gpu::with_config(ModelConfig::new(preset).with_engine_thread(false), mcpu)
+    }
+
+    fn with_config(cfg: ModelConfig, mcpu: &str) -> Gpu {
+        let model = model_with(cfg);
         let c = Client::new(&model);
         let flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
         let code = c
@@ -660,5 +660,121 @@ fn pm4_dispatch_direct_runs_the_program_the_sh_registers_name() {
             got, want,
             "{mcpu}: every work-item of 4 groups, then the marker"
         );
+    }
+}
+
+/// busy_hash's result for work-item `i`, on the host.
+fn busy_hash_ref(i: u32, rounds: u32) -> u32 {
+    let mut h = i.wrapping_mul(2654435761);
+    for r in 0..rounds {
+        h = (h ^ (h >> 13)).wrapping_mul(0x5bd1e995).wrapping_add(r);
+    }
+    h
+}
+
+/// Runs busy_hash over `groups` workgroups of 64 on `threads` compute-unit threads; returns
+/// the output and the two atomic sums.
+fn busy_hash_on(preset: Preset, mcpu: &str, threads: usize, groups: u32) -> (Vec<u32>, [u32; 2]) {
+    let cfg = ModelConfig::new(preset)
+        .with_engine_thread(false)
+        .with_cu_threads(threads);
+    let mut g = Gpu::with_config(cfg, mcpu);
+    let n = 64 * groups as usize;
+    let out = g.alloc(&i32s(&vec![0; n]));
+    let sum = g.alloc(&i32s(&[0, 0]));
+    let mut args = Vec::new();
+    for p in [out, sum] {
+        args.extend(p.to_le_bytes());
+    }
+    args.extend(300u32.to_le_bytes());
+    let k = g.kernel("busy_hash");
+    let signal = g.dispatch(&k, &args, [64, 1, 1], [n as u32, 1, 1], 0);
+    g.model.run_until_idle();
+    assert_eq!(g.c.p.queue_error(g.queue.0), None, "{mcpu}, {threads} threads");
+    assert_eq!(g.signal_value(signal), 0, "{mcpu}, {threads} threads");
+    let out = to_i32s(&g.read(out, 4 * n)).iter().map(|&v| v as u32).collect();
+    let s = to_i32s(&g.read(sum, 8));
+    (out, [s[0] as u32, s[1] as u32])
+}
+
+#[test]
+fn workgroups_on_one_and_several_host_threads_give_the_same_exact_result() {
+    for (preset, mcpu) in presets() {
+        const GROUPS: u32 = 24;
+        let n = 64 * GROUPS;
+        let want: Vec<u32> = (0..n).map(|i| busy_hash_ref(i, 300)).collect();
+        let want_sum = want.iter().fold(0u32, |a, h| a.wrapping_add(h & 0xffff));
+        let one = busy_hash_on(preset, mcpu, 1, GROUPS);
+        assert_eq!(one.0, want, "{mcpu}: 1 thread against the host");
+        assert_eq!(one.1, [want_sum, n], "{mcpu}: 1 thread's atomics");
+        let four = busy_hash_on(preset, mcpu, 4, GROUPS);
+        assert_eq!(four.0, want, "{mcpu}: 4 threads against the host");
+        assert_eq!(
+            four.1,
+            [want_sum, n],
+            "{mcpu}: atomics from 4 threads lose no update"
+        );
+    }
+}
+
+#[test]
+fn the_cu_thread_count_comes_from_the_config_or_the_environment() {
+    let cfg = ModelConfig::new(Preset::Gfx900);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    match std::env::var(kfd_model::CU_THREADS_ENV) {
+        Ok(v) => assert_eq!(cfg.cu_threads.to_string(), v.trim()),
+        Err(_) => assert_eq!(cfg.cu_threads, cores, "default: the host's cores"),
+    }
+    assert_eq!(cfg.clone().with_cu_threads(3).cu_threads, 3);
+    assert_eq!(cfg.with_cu_threads(0).cu_threads, 1, "at least one");
+}
+
+#[test]
+fn an_sdma_copy_completes_while_a_kernel_spins_on_a_host_flag() {
+    use pm4::sdma::{SdmaCopyLinear, SdmaFence, SdmaTrap};
+    use pm4::SdmaGen;
+    for (preset, mcpu) in presets() {
+        // The engine thread runs the model, as for a real client.
+        let cfg = ModelConfig::new(preset).with_cu_threads(2);
+        let mut g = Gpu::with_config(cfg, mcpu);
+        let flag = g.alloc(&i32s(&[0]));
+        let out = g.alloc(&i32s(&[0; 128]));
+        let mut args = flag.to_le_bytes().to_vec();
+        args.extend(out.to_le_bytes());
+        let k = g.kernel("spin_until_flag");
+        let signal = g.dispatch(&k, &args, [64, 1, 1], [128, 1, 1], 0);
+        // An SDMA copy on another queue of the same process, signalled by an event.
+        let page = g.c.event_page();
+        let ev = create_event(&g.c, KFD_IOC_EVENT_SIGNAL, false, page.handle).unwrap();
+        let src = g.c.gtt(1 << 16);
+        let dst = g.c.gtt(1 << 16);
+        let pattern: Vec<u8> = (0..1u32 << 16).map(|i| (i * 13 + 5) as u8).collect();
+        src.write_bytes(0, &pattern);
+        let (_, q) = g.c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+        let mut ring = RingWriter::sdma(&q);
+        ring.push(
+            &q,
+            &SdmaCopyLinear::new(SdmaGen::Sdma4, src.va, dst.va, 1 << 16).unwrap(),
+        );
+        ring.push(
+            &q,
+            &SdmaFence::new(page.va + 8 * u64::from(ev.event_id), ev.event_id).unwrap(),
+        );
+        ring.push(&q, &SdmaTrap::new(ev.event_id).unwrap());
+        g.c.submit(&q, ring.wptr());
+        assert_eq!(
+            wait_events(&g.c, &[ev.event_id], true, 5000),
+            (Ok(0), COMPLETE),
+            "{mcpu}: the copy completed"
+        );
+        let mut got = vec![0u8; 1 << 16];
+        dst.read_bytes(0, &mut got);
+        assert!(got == pattern, "{mcpu}: the copy is exact");
+        assert_eq!(g.signal_value(signal), 1, "{mcpu}: the kernel still spins");
+        assert_eq!(g.c.p.queue_error(g.queue.0), None, "{mcpu}");
+        g.heap.write_u32(flag - g.heap.va, 7);
+        wait_until("the kernel to see the flag", || g.signal_value(signal) == 0);
+        let got = to_i32s(&g.read(out, 4 * 128));
+        assert_eq!(got, (0..128).map(|i| 7 + i).collect::<Vec<_>>(), "{mcpu}");
     }
 }

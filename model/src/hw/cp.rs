@@ -117,6 +117,8 @@ pub struct CpState {
     pub shader_isa: Option<isa::Target>,
     /// The DISPATCH_DIRECT at the read position, while its waves run.
     pub kernel: Option<Box<KernelRun>>,
+    /// Host threads a dispatch's workgroups run on (0 counts as 1).
+    pub cu_threads: usize,
 }
 
 /// Where a compute queue's ring and pointers are, from its MQD.
@@ -284,6 +286,8 @@ impl CpQueue {
             // The queue is the same; its SH registers stay.
             fresh.state.sh = std::mem::take(&mut self.state.sh);
             fresh.shader_isa = self.shader_isa.clone();
+            fresh.state.shader_isa = self.state.shader_isa;
+            fresh.state.cu_threads = self.state.cu_threads;
             *self = fresh;
             return;
         }
@@ -295,6 +299,11 @@ impl CpQueue {
     pub fn set_shader_isa(&mut self, isa: Result<isa::Target, String>) {
         self.state.shader_isa = isa.as_ref().ok().copied();
         self.shader_isa = isa;
+    }
+
+    /// Runs the queue's dispatches on `threads` host threads.
+    pub fn set_cu_threads(&mut self, threads: usize) {
+        self.state.cu_threads = threads.max(1);
     }
 
     /// Forgets the error that stopped the queue (a GPU reset restarts the engines).
@@ -591,7 +600,10 @@ impl CpQueue {
                             rptr.get(),
                             scratch,
                         );
-                        self.kernel = Some(Box::new(KernelRun::start(env.vm, setup)?));
+                        self.kernel = Some(Box::new(
+                            KernelRun::start(env.vm, setup)?
+                                .with_cu_threads(self.state.cu_threads),
+                        ));
                     }
                     let Some(run) = self.kernel.as_mut() else {
                         return Ok(RunState::Idle);
@@ -895,7 +907,8 @@ fn dispatch_direct(
             scratch: Scratch::default(),
             user_data: Some(user_data),
         };
-        let run = KernelRun::from_registers(setup, pgm, reg(ShReg::COMPUTE_PGM_RSRC1), rsrc2)?;
+        let run = KernelRun::from_registers(setup, pgm, reg(ShReg::COMPUTE_PGM_RSRC1), rsrc2)?
+            .with_cu_threads(state.cu_threads);
         state.kernel = Some(Box::new(run));
     }
     let Some(run) = state.kernel.as_mut() else {

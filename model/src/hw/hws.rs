@@ -163,6 +163,8 @@ struct State {
     mqd_gen: Generation,
     /// The ISA of the compute units, or why the model cannot run this GPU's shaders.
     shader_isa: Result<isa::Target, String>,
+    /// Host threads a dispatch's workgroups run on.
+    cu_threads: usize,
     sdma_engines: u8,
     sdma_queues_per_engine: u8,
     hiq_mqd: Option<u64>,
@@ -207,6 +209,14 @@ impl Hws {
         self
     }
 
+    /// Dispatches run their workgroups on `threads` host threads (at least 1).
+    pub fn with_cu_threads(self, threads: usize) -> Self {
+        if let Ok(mut s) = self.state.lock() {
+            s.cu_threads = threads.max(1);
+        }
+        self
+    }
+
     /// Firmware for a GPU whose PM4 generation is `pm4_gen` and MQD generation `mqd_gen`, with
     /// `sdma_engines` engines of `sdma_queues_per_engine` user queues.
     pub fn new(
@@ -220,6 +230,7 @@ impl Hws {
                 pm4_gen,
                 mqd_gen,
                 shader_isa: Err("ISA not modelled for this GPU".into()),
+                cu_threads: 1,
                 sdma_engines,
                 sdma_queues_per_engine,
                 hiq_mqd: None,
@@ -469,6 +480,7 @@ impl Hws {
             pm4_gen,
             mqd_gen,
             shader_isa,
+            cu_threads,
             faults,
             not_before,
             ..
@@ -523,6 +535,7 @@ impl Hws {
                             };
                             let mut q = CpQueue::from_mqd(&mqd, m.queue.wptr_addr, id, *pm4_gen);
                             q.set_shader_isa(shader_isa.clone());
+                            q.set_cu_threads(*cu_threads);
                             QueueContext::Compute(q)
                         }
                         HqdSlot::Sdma { .. } => {

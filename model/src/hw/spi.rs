@@ -19,7 +19,9 @@ use isa::exec::{
 };
 use isa::Target;
 use pm4::aql::KernelDispatchPacket;
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// How long one [`KernelRun::step`] runs waves before it gives the engine back.
@@ -169,7 +171,40 @@ struct Workgroup {
     lds: Vec<u8>,
 }
 
-/// A dispatch in progress: the workgroups not yet started and the one running.
+/// How a workgroup's turn on a compute unit ended.
+enum GroupEnd {
+    /// Every wave ended.
+    Done,
+    /// The time slice is over (or another thread stopped the dispatch): resume it later.
+    Unfinished(Workgroup),
+    /// A wave faulted on memory.
+    Fault(QueueError),
+    /// A wave halted on a trap or an exception.
+    Halt(WaveException),
+}
+
+/// The workgroups waiting for a compute unit: those started and suspended, then the rest.
+#[derive(Debug, Default)]
+struct Pending {
+    active: VecDeque<Workgroup>,
+    next_group: u64,
+}
+
+/// What the threads of one time slice found, beside finished workgroups.
+#[derive(Debug, Default)]
+struct SliceOutcome {
+    messages: Vec<(u16, u32)>,
+    fault: Option<QueueError>,
+    halt: Option<WaveException>,
+}
+
+/// Locks a mutex of the slice (a worker that panicked has already failed the dispatch).
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A dispatch in progress: the workgroups not yet started and those suspended between time
+/// slices.
 #[derive(Debug, Clone)]
 pub struct KernelRun {
     setup: DispatchSetup,
@@ -177,7 +212,8 @@ pub struct KernelRun {
     entry: u64,
     groups: [u32; 3],
     next_group: u64,
-    current: Option<Workgroup>,
+    /// Workgroups started and suspended at the end of a time slice, oldest first.
+    active: VecDeque<Workgroup>,
     code: Vec<Arc<CodeCache>>,
     vgprs: usize,
     agprs: usize,
@@ -185,6 +221,8 @@ pub struct KernelRun {
     messages: Vec<(u16, u32)>,
     /// A wave halted on a trap or an exception: the dispatch runs no further.
     exception: Option<WaveException>,
+    /// Host threads the workgroups run on.
+    cu_threads: usize,
 }
 
 impl KernelRun {
@@ -240,6 +278,13 @@ impl KernelRun {
             ..setup
         };
         Self::with_info(setup, info, None)
+    }
+
+    /// The same dispatch run by `threads` host threads (each runs whole workgroups; at
+    /// least 1).
+    pub fn with_cu_threads(mut self, threads: usize) -> Self {
+        self.cu_threads = threads.max(1);
+        self
     }
 
     fn with_info(
@@ -301,12 +346,13 @@ impl KernelRun {
             entry,
             groups,
             next_group: 0,
-            current: None,
+            active: VecDeque::new(),
             code: Vec::new(),
             vgprs,
             agprs,
             messages: Vec::new(),
             exception: None,
+            cu_threads: 1,
         })
     }
 
@@ -324,47 +370,137 @@ impl KernelRun {
         self.exception.as_ref()
     }
 
-    /// Runs waves for about [`DISPATCH_SLICE`]: `Ok(true)` when every workgroup has ended,
-    /// `Ok(false)` when there is more to run or a wave is halted ([`KernelRun::exception`]).
+    /// Workgroups not yet ended (started or not).
+    pub fn workgroups_left(&self) -> u64 {
+        self.active.len() as u64 + self.total_groups().saturating_sub(self.next_group)
+    }
+
+    /// Runs waves for about [`DISPATCH_SLICE`] on up to `cu_threads` host threads (each takes
+    /// whole workgroups, so a workgroup's LDS and barriers stay on one thread): `Ok(true)`
+    /// when every workgroup has ended, `Ok(false)` when there is more to run or a wave is
+    /// halted ([`KernelRun::exception`]). Waves stop at an instruction boundary when the slice
+    /// is over, so the queue can be preempted between two calls.
     pub fn step(&mut self, vm: &GpuVm) -> Result<bool, QueueError> {
-        let started = Instant::now();
-        loop {
-            if self.exception.is_some() {
-                return Ok(false);
+        if self.exception.is_some() {
+            return Ok(false);
+        }
+        let left = self.workgroups_left();
+        if left == 0 {
+            return Ok(true);
+        }
+        let deadline = Instant::now() + DISPATCH_SLICE;
+        let pending = Mutex::new(Pending {
+            active: std::mem::take(&mut self.active),
+            next_group: self.next_group,
+        });
+        let code = Mutex::new(std::mem::take(&mut self.code));
+        let outcome = Mutex::new(SliceOutcome::default());
+        let stop = AtomicBool::new(false);
+        let workers = (self.cu_threads as u64).min(left).max(1) as usize;
+        {
+            let this = &*self;
+            let work = || this.worker(vm, deadline, &pending, &code, &outcome, &stop);
+            if workers == 1 {
+                work();
+            } else {
+                std::thread::scope(|s| {
+                    for i in 1..workers {
+                        // A thread that cannot be started leaves its share to the others.
+                        if let Err(e) = std::thread::Builder::new()
+                            .name(format!("kfd-model-cu{i}"))
+                            .spawn_scoped(s, work)
+                        {
+                            log::warn!(target: "hw::spi", "compute-unit thread: {e}");
+                            break;
+                        }
+                    }
+                    work();
+                });
             }
-            if self.current.is_none() {
-                if self.next_group >= self.total_groups() {
-                    return Ok(true);
+        }
+        let pending = pending.into_inner().unwrap_or_else(|e| e.into_inner());
+        self.active = pending.active;
+        self.next_group = pending.next_group;
+        self.code = code.into_inner().unwrap_or_else(|e| e.into_inner());
+        let outcome = outcome.into_inner().unwrap_or_else(|e| e.into_inner());
+        self.messages.extend(outcome.messages);
+        if let Some(e) = outcome.fault {
+            return Err(e);
+        }
+        if let Some(h) = outcome.halt {
+            self.exception = Some(h);
+            return Ok(false);
+        }
+        Ok(self.workgroups_left() == 0)
+    }
+
+    /// One compute unit's share of a time slice: takes workgroups (suspended ones first) and
+    /// runs each until it ends or the slice does.
+    fn worker(
+        &self,
+        vm: &GpuVm,
+        deadline: Instant,
+        pending: &Mutex<Pending>,
+        code: &Mutex<Vec<Arc<CodeCache>>>,
+        outcome: &Mutex<SliceOutcome>,
+        stop: &AtomicBool,
+    ) {
+        let mut local_code = locked(code).clone();
+        let mut messages = Vec::new();
+        let total = self.total_groups();
+        while !stop.load(Ordering::Acquire) && Instant::now() < deadline {
+            let next = {
+                let mut p = locked(pending);
+                match p.active.pop_front() {
+                    Some(g) => Ok(g),
+                    None if p.next_group < total => {
+                        p.next_group += 1;
+                        Err(p.next_group - 1)
+                    }
+                    None => break,
                 }
-                let g = self.next_group;
-                self.next_group += 1;
-                let gx = self.groups[0] as u64;
-                let gy = self.groups[1] as u64;
-                let id = [
+            };
+            let group = next.unwrap_or_else(|g| {
+                let gx = u64::from(self.groups[0]);
+                let gy = u64::from(self.groups[1]);
+                self.new_group([
                     (g % gx) as u32,
                     ((g / gx) % gy) as u32,
                     (g / (gx * gy)) as u32,
-                ];
-                self.current = Some(self.new_group(id));
-            }
-            if self.run_group(vm, started)? {
-                self.current = None;
-            }
-            if started.elapsed() >= DISPATCH_SLICE {
-                return Ok(self.current.is_none() && self.next_group >= self.total_groups());
+                ])
+            });
+            let end = self.run_group(vm, group, deadline, stop, &mut local_code, code, &mut messages);
+            match end {
+                GroupEnd::Done => {}
+                GroupEnd::Unfinished(g) => locked(pending).active.push_back(g),
+                GroupEnd::Fault(e) => {
+                    stop.store(true, Ordering::Release);
+                    locked(outcome).fault.get_or_insert(e);
+                }
+                GroupEnd::Halt(h) => {
+                    stop.store(true, Ordering::Release);
+                    locked(outcome).halt.get_or_insert(h);
+                }
             }
         }
+        locked(outcome).messages.extend(messages);
     }
 
-    /// Runs the current workgroup's waves round robin; `Ok(true)` when all have ended.
-    fn run_group(&mut self, vm: &GpuVm, started: Instant) -> Result<bool, QueueError> {
-        let Some(mut group) = self.current.take() else {
-            return Ok(true);
-        };
-        let result = loop {
+    /// Runs a workgroup's waves round robin until they all end, one halts or faults, or the
+    /// slice is over.
+    #[allow(clippy::too_many_arguments)]
+    fn run_group(
+        &self,
+        vm: &GpuVm,
+        mut group: Workgroup,
+        deadline: Instant,
+        stop: &AtomicBool,
+        local_code: &mut Vec<Arc<CodeCache>>,
+        shared_code: &Mutex<Vec<Arc<CodeCache>>>,
+        messages: &mut Vec<(u16, u32)>,
+    ) -> GroupEnd {
+        loop {
             let mut ran = false;
-            let mut fault = None;
-            let mut halt = None;
             for i in 0..group.waves.len() {
                 if group.waves[i].1 != WaveState::Ready {
                     continue;
@@ -373,17 +509,14 @@ impl KernelRun {
                 let mut env = VmEnv {
                     vm,
                     lds: &mut group.lds,
-                    messages: &mut self.messages,
+                    messages: &mut *messages,
                 };
                 let wave = &mut group.waves[i].0;
-                let stop = loop {
-                    let code = match self.code.iter().find(|c| c.get(wave.pc).is_some()) {
+                let stop_reason = loop {
+                    let code = match local_code.iter().find(|c| c.get(wave.pc).is_some()) {
                         Some(c) => c.clone(),
-                        None => match code_window(vm, self.setup.target, wave.pc) {
-                            Ok(c) => {
-                                self.code.push(c.clone());
-                                c
-                            }
+                        None => match self.decode_at(vm, wave.pc, local_code, shared_code) {
+                            Ok(c) => c,
                             Err(e) => break Stop::Fault(WaveFault::Memory(e)),
                         },
                     };
@@ -395,60 +528,42 @@ impl KernelRun {
                     })) = stop
                     {
                         if code.get(wave.pc).is_none() && vm.probe(wave.pc, 4, false).is_ok() {
-                            match code_window(vm, self.setup.target, wave.pc) {
-                                Ok(c) => {
-                                    self.code.push(c);
-                                    continue;
-                                }
+                            match self.decode_at(vm, wave.pc, local_code, shared_code) {
+                                Ok(_) => continue,
                                 Err(e) => break Stop::Fault(WaveFault::Memory(e)),
                             }
                         }
                     }
                     break stop;
                 };
-                match stop {
+                match stop_reason {
                     Stop::EndOfProgram => group.waves[i].1 = WaveState::Done,
                     Stop::Barrier => group.waves[i].1 = WaveState::Barrier,
                     Stop::BudgetExhausted | Stop::Sleep { .. } => {}
                     Stop::Trap { id } => {
-                        halt = Some(WaveException {
+                        return GroupEnd::Halt(WaveException {
                             error: QUEUE_ERROR_TRAP,
                             what: format!("s_trap {id} in workgroup {:?} wave {i}", group.id),
                         });
-                        break;
                     }
                     Stop::Fault(WaveFault::Memory(m)) => {
                         log::debug!(target: "hw::spi", "workgroup {:?} wave {i}: {m:?}", group.id);
-                        fault = Some(QueueError::VmFault(VmFault {
+                        return GroupEnd::Fault(QueueError::VmFault(VmFault {
                             va: m.address,
                             write: matches!(m.access, Access::Write | Access::Atomic),
                             not_present: true,
                         }));
-                        break;
                     }
                     Stop::Fault(f) => {
-                        halt = Some(WaveException {
+                        return GroupEnd::Halt(WaveException {
                             error: QUEUE_ERROR_ILLEGAL_INSTRUCTION,
                             what: format!("workgroup {:?} wave {i}: {f}", group.id),
                         });
-                        break;
                     }
                 }
             }
-            if let Some(e) = fault {
-                break Err(e);
-            }
-            if let Some(h) = halt {
-                self.exception = Some(h);
-                break Ok(false);
-            }
-            let live = group
-                .waves
-                .iter()
-                .filter(|w| w.1 != WaveState::Done)
-                .count();
-            if live == 0 {
-                break Ok(true);
+            if group.waves.iter().all(|w| w.1 == WaveState::Done) {
+                return GroupEnd::Done;
             }
             if group.waves.iter().all(|w| w.1 != WaveState::Ready) {
                 // Every live wave waits at the barrier: release them.
@@ -456,16 +571,30 @@ impl KernelRun {
                     w.1 = WaveState::Ready;
                 }
             } else if !ran {
-                break Ok(false);
+                return GroupEnd::Unfinished(group);
             }
-            if started.elapsed() >= DISPATCH_SLICE {
-                break Ok(false);
+            if Instant::now() >= deadline || stop.load(Ordering::Acquire) {
+                return GroupEnd::Unfinished(group);
             }
-        };
-        if matches!(result, Ok(false)) {
-            self.current = Some(group);
         }
-        result
+    }
+
+    /// Decodes the code window around `pc` into this thread's cache and the dispatch's.
+    fn decode_at(
+        &self,
+        vm: &GpuVm,
+        pc: u64,
+        local_code: &mut Vec<Arc<CodeCache>>,
+        shared_code: &Mutex<Vec<Arc<CodeCache>>>,
+    ) -> Result<Arc<CodeCache>, MemFault> {
+        if let Some(c) = locked(shared_code).iter().find(|c| c.get(pc).is_some()) {
+            local_code.push(c.clone());
+            return Ok(c.clone());
+        }
+        let c = code_window(vm, self.setup.target, pc)?;
+        locked(shared_code).push(c.clone());
+        local_code.push(c.clone());
+        Ok(c)
     }
 
     /// A workgroup's waves with their initial state (AMDGPUUsage, "Initial Kernel Execution

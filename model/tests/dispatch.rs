@@ -690,9 +690,16 @@ fn busy_hash_on(preset: Preset, mcpu: &str, threads: usize, groups: u32) -> (Vec
     let k = g.kernel("busy_hash");
     let signal = g.dispatch(&k, &args, [64, 1, 1], [n as u32, 1, 1], 0);
     g.model.run_until_idle();
-    assert_eq!(g.c.p.queue_error(g.queue.0), None, "{mcpu}, {threads} threads");
+    assert_eq!(
+        g.c.p.queue_error(g.queue.0),
+        None,
+        "{mcpu}, {threads} threads"
+    );
     assert_eq!(g.signal_value(signal), 0, "{mcpu}, {threads} threads");
-    let out = to_i32s(&g.read(out, 4 * n)).iter().map(|&v| v as u32).collect();
+    let out = to_i32s(&g.read(out, 4 * n))
+        .iter()
+        .map(|&v| v as u32)
+        .collect();
     let s = to_i32s(&g.read(sum, 8));
     (out, [s[0] as u32, s[1] as u32])
 }
@@ -777,4 +784,151 @@ fn an_sdma_copy_completes_while_a_kernel_spins_on_a_host_flag() {
         let got = to_i32s(&g.read(out, 4 * 128));
         assert_eq!(got, (0..128).map(|i| 7 + i).collect::<Vec<_>>(), "{mcpu}");
     }
+}
+
+/// Dispatches busy_hash over `groups` workgroups of 64 with `rounds` steps; returns the output
+/// and sum addresses and the completion signal.
+fn start_busy_hash(g: &mut Gpu, groups: u32, rounds: u32) -> (u64, u64, u64) {
+    let n = 64 * groups as usize;
+    let out = g.alloc(&i32s(&vec![0; n]));
+    let sum = g.alloc(&i32s(&[0, 0]));
+    let mut args = Vec::new();
+    for p in [out, sum] {
+        args.extend(p.to_le_bytes());
+    }
+    args.extend(rounds.to_le_bytes());
+    let k = g.kernel("busy_hash");
+    let signal = g.dispatch(&k, &args, [64, 1, 1], [n as u32, 1, 1], 0);
+    (out, sum, signal)
+}
+
+#[test]
+fn evicting_the_process_suspends_a_running_kernel_and_restore_resumes_it_exactly() {
+    for (preset, mcpu) in presets() {
+        let mut g = Gpu::new(preset, mcpu);
+        const GROUPS: u32 = 64;
+        const ROUNDS: u32 = 2000;
+        let n = (64 * GROUPS) as usize;
+        let (out, sum, signal) = start_busy_hash(&mut g, GROUPS, ROUNDS);
+        let written = |g: &Gpu| {
+            to_i32s(&g.read(out, 4 * n))
+                .iter()
+                .filter(|&&v| v != 0)
+                .count()
+        };
+        // Run time slices until some workgroups have ended.
+        let mut passes = 0;
+        while written(&g) == 0 {
+            g.model.step();
+            passes += 1;
+            assert!(passes < 100_000, "{mcpu}: the kernel makes progress");
+        }
+        let before = to_i32s(&g.read(out, 4 * n));
+        assert!(
+            written(&g) < n && g.signal_value(signal) == 1,
+            "{mcpu}: evicted mid-kernel"
+        );
+        g.c.p.evict_queues().unwrap();
+        assert!(
+            g.c.node().gpu.hws.mapped_queues().is_empty(),
+            "{mcpu}: nothing mapped"
+        );
+        for _ in 0..20 {
+            g.model.step();
+        }
+        assert_eq!(
+            to_i32s(&g.read(out, 4 * n)),
+            before,
+            "{mcpu}: no wave runs while the queue is unmapped"
+        );
+        assert_eq!(g.signal_value(signal), 1, "{mcpu}");
+        g.c.p.restore_queues().unwrap();
+        g.model.run_until_idle();
+        assert_eq!(g.c.p.queue_error(g.queue.0), None, "{mcpu}");
+        assert_eq!(g.signal_value(signal), 0, "{mcpu}: completed after restore");
+        let got: Vec<u32> = to_i32s(&g.read(out, 4 * n))
+            .iter()
+            .map(|&v| v as u32)
+            .collect();
+        let want: Vec<u32> = (0..n as u32).map(|i| busy_hash_ref(i, ROUNDS)).collect();
+        assert_eq!(got, want, "{mcpu}: every work-item exact");
+        let sums = to_i32s(&g.read(sum, 8));
+        let want_sum = want.iter().fold(0u32, |a, h| a.wrapping_add(h & 0xffff));
+        assert_eq!(
+            [sums[0] as u32, sums[1] as u32],
+            [want_sum, n as u32],
+            "{mcpu}: every atomic once (no workgroup ran twice)"
+        );
+    }
+}
+
+/// A spinning kernel on the engine thread: the flag and output addresses and its signal.
+fn start_spinning(g: &mut Gpu) -> (u64, u64, u64) {
+    let flag = g.alloc(&i32s(&[0]));
+    let out = g.alloc(&i32s(&[0; 64]));
+    let mut args = flag.to_le_bytes().to_vec();
+    args.extend(out.to_le_bytes());
+    let k = g.kernel("spin_until_flag");
+    let signal = g.dispatch(&k, &args, [64, 1, 1], [64, 1, 1], 0);
+    (flag, out, signal)
+}
+
+#[test]
+fn destroying_the_queue_stops_its_waves_within_a_bounded_time() {
+    let mut g = Gpu::with_config(ModelConfig::new(Preset::Gfx900), "gfx900");
+    let (flag, out, signal) = start_spinning(&mut g);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(g.signal_value(signal), 1, "still spinning");
+    let t = std::time::Instant::now();
+    g.c.destroy_queue(g.queue.0).unwrap();
+    let took = t.elapsed();
+    assert!(
+        took < std::time::Duration::from_secs(1),
+        "destroy took {took:?}"
+    );
+    // The waves are gone: the flag they wait for changes nothing any more.
+    g.heap.write_u32(flag - g.heap.va, 9);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert_eq!(to_i32s(&g.read(out, 4))[0], 0, "no wave ran after destroy");
+    assert_eq!(g.signal_value(signal), 1);
+}
+
+#[test]
+fn ending_the_process_stops_its_waves_and_a_never_ending_kernel_blocks_no_other_process() {
+    use pm4::user::WriteData;
+    let mut g = Gpu::with_config(ModelConfig::new(Preset::Gfx900), "gfx900");
+    let (_flag, _out, signal) = start_spinning(&mut g);
+    // Another process's PM4 queue runs while the first one's kernel never ends.
+    let other = Client::new(&g.model);
+    let mem = other.gtt(4096);
+    let (_, q) = other.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
+    let mut ring = RingWriter::pm4(&q);
+    for i in 0..16u32 {
+        ring.push(
+            &q,
+            &WriteData::memory(mem.va + 4 * u64::from(i), &[i + 100]).unwrap(),
+        );
+        other.submit(&q, ring.wptr());
+        let t = std::time::Instant::now();
+        wait_until("the other process's WRITE_DATA", || {
+            mem.read_u32(4 * u64::from(i)) == i + 100
+        });
+        assert!(t.elapsed() < std::time::Duration::from_secs(1));
+    }
+    assert_eq!(g.signal_value(signal), 1, "the first kernel still spins");
+    let node = g.c.node();
+    assert_eq!(node.gpu.hws.mapped_queues().len(), 2);
+    // The spinning process ends: its queue and waves go.
+    let Gpu { c, queue, .. } = g;
+    drop(queue);
+    let t = std::time::Instant::now();
+    drop(c);
+    wait_until("the ended process's queue to leave the GPU", || {
+        node.gpu.hws.mapped_queues().len() == 1
+    });
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(1),
+        "{:?}",
+        t.elapsed()
+    );
 }

@@ -601,8 +601,7 @@ impl CpQueue {
                             scratch,
                         );
                         self.kernel = Some(Box::new(
-                            KernelRun::start(env.vm, setup)?
-                                .with_cu_threads(self.state.cu_threads),
+                            KernelRun::start(env.vm, setup)?.with_cu_threads(self.state.cu_threads),
                         ));
                     }
                     let Some(run) = self.kernel.as_mut() else {

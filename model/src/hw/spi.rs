@@ -469,7 +469,15 @@ impl KernelRun {
                     (g / (gx * gy)) as u32,
                 ])
             });
-            let end = self.run_group(vm, group, deadline, stop, &mut local_code, code, &mut messages);
+            let end = self.run_group(
+                vm,
+                group,
+                deadline,
+                stop,
+                &mut local_code,
+                code,
+                &mut messages,
+            );
             match end {
                 GroupEnd::Done => {}
                 GroupEnd::Unfinished(g) => locked(pending).active.push_back(g),

@@ -932,3 +932,150 @@ fn ending_the_process_stops_its_waves_and_a_never_ending_kernel_blocks_no_other_
         t.elapsed()
     );
 }
+
+/// A private array through PM4 DISPATCH_DIRECT: the client writes the scratch V# into
+/// COMPUTE_USER_DATA_0..3, COMPUTE_TMPRING_SIZE (WAVES 11:0, WAVESIZE 24:12 in KiB) and
+/// COMPUTE_DISPATCH_SCRATCH_BASE_LO/HI (address >> 8), as kfdtest's Dispatch does; the SPI
+/// gives each wave its offset in the ring.
+fn pm4_private_array(
+    preset: Preset,
+    mcpu: &str,
+    wg: u32,
+    waves: u32,
+) -> (Gpu, u32, u64, Buf, Vec<i32>, u32) {
+    use pm4::regs::ShReg;
+    use pm4::user::{DispatchDirect, DispatchInitiator, SetShReg, WriteData};
+    let cfg = ModelConfig::new(preset)
+        .with_engine_thread(false)
+        .with_cu_threads(2);
+    let mut g = Gpu::with_config(cfg, mcpu);
+    let k = g.kernel("private_array");
+    let d = k.descriptor;
+    assert!(d.compute_pgm_rsrc2.enable_private_segment(), "SCRATCH_EN");
+    const N: usize = 512;
+    let idx: Vec<i32> = (0..N as i32).map(|i| (i * 29) % 97).collect();
+    let pidx = g.alloc(&i32s(&idx));
+    let pout = g.alloc(&i32s(&[0; N + 1]));
+    let mut kernarg = pidx.to_le_bytes().to_vec();
+    kernarg.extend(pout.to_le_bytes());
+    let kernarg = g.alloc(&kernarg);
+    // The kernel reads its workgroup size from a dispatch packet: the client provides one.
+    let mut packet = [0u8; 64];
+    packet[4..6].copy_from_slice(&(wg as u16).to_le_bytes());
+    packet[12..16].copy_from_slice(&(N as u32).to_le_bytes());
+    let packet = g.alloc(&packet);
+    // WAVESIZE in KiB for 64 lanes of the kernel's private segment.
+    let wave_kib = (d.private_segment_fixed_size * 64).div_ceil(1024);
+    let size = waves * wave_kib * 1024;
+    let scratch =
+        g.c.alloc_on(
+            g.c.gpu(),
+            u64::from(size),
+            KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+        )
+        .unwrap();
+    let p = d.kernel_code_properties;
+    let mut user: Vec<u32> = Vec::new();
+    assert!(p.enable_sgpr_private_segment_buffer());
+    // Lanes of a wave are 4-byte interleaved, so the lane stride is WAVESIZE / 64.
+    user.extend(scratch_resource(scratch.va, size));
+    for (on, value) in [
+        (p.enable_sgpr_dispatch_ptr(), packet),
+        (p.enable_sgpr_queue_ptr(), 0),
+        (p.enable_sgpr_kernarg_segment_ptr(), kernarg),
+        (p.enable_sgpr_dispatch_id(), 0),
+        (p.enable_sgpr_flat_scratch_init(), scratch.va),
+    ] {
+        if on {
+            user.extend([value as u32, (value >> 32) as u32]);
+        }
+    }
+    let pgm = k.entry_address >> 8;
+    let (qid, q) = g.c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
+    let mut ring = RingWriter::pm4(&q);
+    ring.push(
+        &q,
+        &SetShReg::new(
+            ShReg::COMPUTE_PGM_LO.0,
+            &[
+                pgm as u32,
+                (pgm >> 32) as u32,
+                0,
+                0,
+                (scratch.va >> 8) as u32,
+                (scratch.va >> 40) as u32,
+            ],
+        )
+        .unwrap(),
+    );
+    ring.push(
+        &q,
+        &SetShReg::new(
+            ShReg::COMPUTE_PGM_RSRC1.0,
+            &[
+                d.compute_pgm_rsrc1.into_bits(),
+                d.compute_pgm_rsrc2.into_bits(),
+            ],
+        )
+        .unwrap(),
+    );
+    ring.push(
+        &q,
+        &SetShReg::new(ShReg::COMPUTE_TMPRING_SIZE.0, &[wave_kib << 12 | waves]).unwrap(),
+    );
+    ring.push(
+        &q,
+        &SetShReg::new(ShReg::COMPUTE_USER_DATA_0.0, &user).unwrap(),
+    );
+    ring.push(
+        &q,
+        &SetShReg::new(ShReg::COMPUTE_NUM_THREAD_X.0, &[wg, 1, 1]).unwrap(),
+    );
+    ring.push(
+        &q,
+        &DispatchDirect::new(
+            [N as u32 / wg, 1, 1],
+            DispatchInitiator::new().with_compute_shader_en(true),
+        ),
+    );
+    ring.push(
+        &q,
+        &WriteData::memory(pout + 4 * N as u64, &[0xD0E]).unwrap(),
+    );
+    g.c.submit(&q, ring.wptr());
+    g.model.run_until_idle();
+    (g, qid, pout, scratch, idx, wave_kib * 1024)
+}
+
+#[test]
+fn pm4_dispatch_with_scratch_from_tmpring_size_runs_a_private_array() {
+    for (preset, mcpu) in presets() {
+        // Workgroups of 2 waves in a ring of 4 waves: 2 workgroups in flight at most.
+        let (g, qid, pout, scratch, idx, wave_bytes) = pm4_private_array(preset, mcpu, 128, 4);
+        assert_eq!(g.c.p.queue_error(qid), None, "{mcpu}");
+        let out = to_i32s(&g.read(pout, 4 * (idx.len() + 1)));
+        for (i, &x) in idx.iter().enumerate() {
+            assert_eq!(out[i], (x & 63) * 3 + i as i32, "{mcpu}: out[{i}]");
+        }
+        assert_eq!(
+            out[idx.len()],
+            0xD0E,
+            "{mcpu}: the marker after the dispatch"
+        );
+        // Each wave of a workgroup had its own slice of the ring: the second one's was used.
+        let mut second = vec![0u8; wave_bytes as usize];
+        scratch.read_bytes(u64::from(wave_bytes), &mut second);
+        assert!(
+            second.iter().any(|&b| b != 0),
+            "{mcpu}: the second wave's slice was used"
+        );
+    }
+}
+
+#[test]
+fn pm4_scratch_too_small_for_a_workgroup_stops_the_queue() {
+    let (g, qid, pout, _, _, _) = pm4_private_array(Preset::Gfx900, "gfx900", 128, 1);
+    let err = g.c.p.queue_error(qid).expect("an error").to_string();
+    assert!(err.contains("does not fit its scratch"), "{err}");
+    assert_eq!(to_i32s(&g.read(pout, 4))[0], 0, "nothing ran");
+}

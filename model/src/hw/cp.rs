@@ -7,7 +7,8 @@
 //!   RELEASE_MEM, ACQUIRE_MEM, WAIT_REG_MEM(64), INDIRECT_BUFFER (two levels, chained),
 //!   COPY_DATA, DMA_DATA, EVENT_WRITE, SET_SH_REG (into the queue's [`ShRegisters`]).
 //!   DISPATCH_DIRECT runs the program the COMPUTE_* SH registers name on the
-//!   [`spi`](crate::hw::spi) (not yet with scratch). A large DMA_DATA copy or fill runs
+//!   [`spi`](crate::hw::spi), with the scratch COMPUTE_TMPRING_SIZE and
+//!   COMPUTE_DISPATCH_SCRATCH_BASE describe. A large DMA_DATA copy or fill runs
 //!   [`DMA_BYTES_PER_PASS`] at a time and yields between passes; so does a running dispatch.
 //! * AQL queues: 64-byte packets, write pointer = monotonic **packet** index, the 64-bit read
 //!   index written back. Barrier-AND, barrier-OR and the AMD vendor packets (BARRIER_VALUE,
@@ -884,14 +885,7 @@ fn dispatch_direct(
             *u = reg(ShReg(ShReg::COMPUTE_USER_DATA_0.0 + i as u32));
         }
         let rsrc2 = reg(ShReg::COMPUTE_PGM_RSRC2);
-        // SCRATCH_EN is RSRC2 bit 0: PM4 scratch (SET_SCRATCH_BACKING_VA + TMPRING_SIZE) is
-        // not modelled yet.
-        if rsrc2 & 1 != 0 {
-            return Err(QueueError::NotModelled {
-                addr,
-                what: format!("{dims} with scratch (COMPUTE_TMPRING_SIZE)"),
-            });
-        }
+        let scratch = pm4_scratch(&state.sh);
         let setup = DispatchSetup {
             target,
             packet_addr: addr,
@@ -903,7 +897,7 @@ fn dispatch_direct(
             grid,
             dynamic_lds: 0,
             private_segment_size: 0,
-            scratch: Scratch::default(),
+            scratch,
             user_data: Some(user_data),
         };
         let run = KernelRun::from_registers(setup, pgm, reg(ShReg::COMPUTE_PGM_RSRC1), rsrc2)?
@@ -931,6 +925,42 @@ fn dispatch_direct(
             state.kernel = None;
             Err(e)
         }
+    }
+}
+
+/// `COMPUTE_TMPRING_SIZE.WAVES` (bits 11:0): waves the scratch ring has room for.
+const TMPRING_WAVES_MASK: u32 = 0xFFF;
+/// `COMPUTE_TMPRING_SIZE.WAVESIZE` (bits 24:12): scratch per wave, in 1 KiB units on gfx9.
+const TMPRING_WAVESIZE_SHIFT: u32 = 12;
+/// Its width mask.
+const TMPRING_WAVESIZE_MASK: u32 = 0x1FFF;
+/// Bytes of one `WAVESIZE` unit on gfx9.
+const TMPRING_WAVESIZE_UNIT: u32 = 1024;
+
+/// The scratch of a PM4 dispatch, as kfdtest-style clients set it up: `COMPUTE_TMPRING_SIZE`
+/// says how many waves fit and how much each gets, `COMPUTE_DISPATCH_SCRATCH_BASE_LO/HI`
+/// (address >> 8) where the ring starts; the buffer resource the waves use comes to them in
+/// the user SGPRs the client wrote (`COMPUTE_USER_DATA_*`). The SPI gives each wave its offset
+/// in the ring in the scratch-wave-offset SGPR.
+fn pm4_scratch(sh: &ShRegisters) -> Scratch {
+    let reg = |r: ShReg| sh.get(r).unwrap_or(0);
+    let tmpring = reg(ShReg::COMPUTE_TMPRING_SIZE);
+    let waves = tmpring & TMPRING_WAVES_MASK;
+    let wave_bytes =
+        (tmpring >> TMPRING_WAVESIZE_SHIFT & TMPRING_WAVESIZE_MASK) * TMPRING_WAVESIZE_UNIT;
+    let base = (u64::from(reg(ShReg::COMPUTE_DISPATCH_SCRATCH_BASE_HI)) << 32
+        | u64::from(reg(ShReg::COMPUTE_DISPATCH_SCRATCH_BASE_LO)))
+        << 8;
+    let mut resource = [0u32; 4];
+    for (i, r) in resource.iter_mut().enumerate() {
+        *r = reg(ShReg(ShReg::COMPUTE_USER_DATA_0.0 + i as u32));
+    }
+    Scratch {
+        resource,
+        base,
+        size: u64::from(waves) * u64::from(wave_bytes),
+        lane_bytes: wave_bytes / isa::exec::WAVE_SIZE as u32,
+        max_waves: Some(waves),
     }
 }
 
@@ -973,6 +1003,7 @@ fn aql_scratch(vm: &GpuVm, queue: u64) -> Scratch {
             base: vm.load_u64(queue + amd_queue::SCRATCH_BACKING_MEMORY_LOCATION)?,
             size: vm.load_u64(queue + amd_queue::SCRATCH_BACKING_MEMORY_BYTE_SIZE)?,
             lane_bytes: vm.load_u32(queue + amd_queue::SCRATCH_WAVE64_LANE_BYTE_SIZE)?,
+            max_waves: None,
         })
     };
     read().unwrap_or_default()

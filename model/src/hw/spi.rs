@@ -65,6 +65,9 @@ pub struct Scratch {
     pub size: u64,
     /// Bytes per lane each wave's slice holds.
     pub lane_bytes: u32,
+    /// Waves the scratch has room for (`COMPUTE_TMPRING_SIZE.WAVES` of a PM4 dispatch;
+    /// `None`: as many as `size` holds).
+    pub max_waves: Option<u32>,
 }
 
 /// Everything the SPI needs to start a dispatch's waves.
@@ -167,6 +170,8 @@ enum WaveState {
 #[derive(Debug, Clone)]
 struct Workgroup {
     id: [u32; 3],
+    /// Its slot in the scratch ring: its waves' private segments follow each other there.
+    slot: u32,
     waves: Vec<(Wave, WaveState)>,
     lds: Vec<u8>,
 }
@@ -188,6 +193,8 @@ enum GroupEnd {
 struct Pending {
     active: VecDeque<Workgroup>,
     next_group: u64,
+    /// Scratch slots no workgroup holds (`None`: the dispatch has no scratch).
+    free_slots: Option<Vec<u32>>,
 }
 
 /// What the threads of one time slice found, beside finished workgroups.
@@ -223,6 +230,8 @@ pub struct KernelRun {
     exception: Option<WaveException>,
     /// Host threads the workgroups run on.
     cu_threads: usize,
+    /// Scratch slots no workgroup holds (`None`: the dispatch has no scratch).
+    free_slots: Option<Vec<u32>>,
 }
 
 impl KernelRun {
@@ -334,6 +343,31 @@ impl KernelRun {
                 ),
             });
         }
+        // Each workgroup in flight holds one slot of the scratch: a wave's private segment
+        // for each of its waves.
+        let free_slots = if info.compute_pgm_rsrc2.enable_private_segment() {
+            let waves = wg_items.div_ceil(WAVE_SIZE as u64);
+            let wave_bytes = u64::from(setup.scratch.lane_bytes) * WAVE_SIZE as u64;
+            let slots = match setup.scratch.max_waves {
+                Some(max) => u64::from(max) / waves,
+                None if wave_bytes == 0 => 0,
+                None => setup.scratch.size / (waves * wave_bytes),
+            };
+            if slots == 0 {
+                return Err(QueueError::NotModelled {
+                    addr: at,
+                    what: format!(
+                        "a dispatch whose workgroup of {waves} waves does not fit its scratch \
+                         ({} bytes, {} per wave, waves {:?})",
+                        setup.scratch.size, wave_bytes, setup.scratch.max_waves
+                    ),
+                });
+            }
+            // More slots than compute-unit threads are never used at once.
+            Some((0..slots.min(1024) as u32).rev().collect())
+        } else {
+            None
+        };
         log::debug!(
             target: "hw::spi",
             "dispatch {:#x}: entry {entry:#x}, grid {:?} in workgroups of {:?}, {} VGPRs + {} AGPRs, LDS {}+{}",
@@ -353,6 +387,7 @@ impl KernelRun {
             messages: Vec::new(),
             exception: None,
             cu_threads: 1,
+            free_slots,
         })
     }
 
@@ -392,6 +427,7 @@ impl KernelRun {
         let pending = Mutex::new(Pending {
             active: std::mem::take(&mut self.active),
             next_group: self.next_group,
+            free_slots: self.free_slots.take(),
         });
         let code = Mutex::new(std::mem::take(&mut self.code));
         let outcome = Mutex::new(SliceOutcome::default());
@@ -421,6 +457,7 @@ impl KernelRun {
         let pending = pending.into_inner().unwrap_or_else(|e| e.into_inner());
         self.active = pending.active;
         self.next_group = pending.next_group;
+        self.free_slots = pending.free_slots;
         self.code = code.into_inner().unwrap_or_else(|e| e.into_inner());
         let outcome = outcome.into_inner().unwrap_or_else(|e| e.into_inner());
         self.messages.extend(outcome.messages);
@@ -454,21 +491,31 @@ impl KernelRun {
                 match p.active.pop_front() {
                     Some(g) => Ok(g),
                     None if p.next_group < total => {
+                        let slot = match &mut p.free_slots {
+                            None => 0,
+                            Some(free) => match free.pop() {
+                                Some(s) => s,
+                                // Every scratch slot is held: no new workgroup fits now.
+                                None => break,
+                            },
+                        };
                         p.next_group += 1;
-                        Err(p.next_group - 1)
+                        Err((p.next_group - 1, slot))
                     }
                     None => break,
                 }
             };
-            let group = next.unwrap_or_else(|g| {
+            let group = next.unwrap_or_else(|(g, slot)| {
                 let gx = u64::from(self.groups[0]);
                 let gy = u64::from(self.groups[1]);
-                self.new_group([
+                let id = [
                     (g % gx) as u32,
                     ((g / gx) % gy) as u32,
                     (g / (gx * gy)) as u32,
-                ])
+                ];
+                self.new_group(id, slot)
             });
+            let slot = group.slot;
             let end = self.run_group(
                 vm,
                 group,
@@ -479,7 +526,11 @@ impl KernelRun {
                 &mut messages,
             );
             match end {
-                GroupEnd::Done => {}
+                GroupEnd::Done => {
+                    if let Some(free) = &mut locked(pending).free_slots {
+                        free.push(slot);
+                    }
+                }
                 GroupEnd::Unfinished(g) => locked(pending).active.push_back(g),
                 GroupEnd::Fault(e) => {
                     stop.store(true, Ordering::Release);
@@ -607,7 +658,7 @@ impl KernelRun {
 
     /// A workgroup's waves with their initial state (AMDGPUUsage, "Initial Kernel Execution
     /// State").
-    fn new_group(&self, id: [u32; 3]) -> Workgroup {
+    fn new_group(&self, id: [u32; 3], slot: u32) -> Workgroup {
         let s = &self.setup;
         let wg = s.workgroup;
         let items = wg[0] * wg[1] * wg[2];
@@ -618,16 +669,25 @@ impl KernelRun {
         // Work-items of this group inside the grid (a partial last group has fewer).
         let extent = [0, 1, 2].map(|d| (s.grid[d] - id[d] * wg[d]).min(wg[d]));
         let waves = (0..nwaves)
-            .map(|w| (self.initial_wave(id, w, extent), WaveState::Ready))
+            .map(|w| {
+                let scratch_wave = u64::from(slot) * u64::from(nwaves) + u64::from(w);
+                (
+                    self.initial_wave(id, w, extent, scratch_wave),
+                    WaveState::Ready,
+                )
+            })
             .collect();
         Workgroup {
             id,
+            slot,
             waves,
             lds: vec![0; lds],
         }
     }
 
-    fn initial_wave(&self, group: [u32; 3], w: u32, extent: [u32; 3]) -> Wave {
+    /// Wave `w` of workgroup `group`, whose private segment is the `scratch_wave`th of the
+    /// scratch.
+    fn initial_wave(&self, group: [u32; 3], w: u32, extent: [u32; 3], scratch_wave: u64) -> Wave {
         let s = &self.setup;
         let info = &self.info;
         let props = info.kernel_code_properties;
@@ -641,7 +701,7 @@ impl KernelRun {
             .group_segment_fixed_size
             .saturating_add(s.dynamic_lds);
         let wave_scratch = u64::from(s.scratch.lane_bytes) * WAVE_SIZE as u64;
-        let wave_offset = u64::from(w) * wave_scratch;
+        let wave_offset = scratch_wave * wave_scratch;
         let mut sgprs: Vec<u32> = Vec::with_capacity(24);
         if let Some(user) = &s.user_data {
             // PM4: COMPUTE_USER_DATA_* are the user SGPRs.

@@ -1079,3 +1079,161 @@ fn pm4_scratch_too_small_for_a_workgroup_stops_the_queue() {
     assert!(err.contains("does not fit its scratch"), "{err}");
     assert_eq!(to_i32s(&g.read(pout, 4))[0], 0, "nothing ran");
 }
+
+/// Assembles gfx9 source with llvm-mc-15 (the encodings it prints).
+fn assemble(src: &str, mcpu: &str) -> Vec<u8> {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new("llvm-mc-15")
+        .args(["-arch=amdgcn", &format!("-mcpu={mcpu}"), "-show-encoding"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("llvm-mc-15 must be installed (scripts/ensure-deps.sh)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(src.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "llvm-mc-15: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut bytes = Vec::new();
+    for line in String::from_utf8(out.stdout).unwrap().lines() {
+        if let Some(enc) = line.split("encoding: [").nth(1) {
+            for b in enc.trim_end_matches(']').split(',') {
+                bytes.push(u8::from_str_radix(b.trim().trim_start_matches("0x"), 16).unwrap());
+            }
+        }
+    }
+    bytes
+}
+
+/// A trap handler that counts traps at TMA[0] and sums their ids at TMA[4] (atomically: lane
+/// 0 of v0..v2 is saved in ttmps and restored, as SCC and EXEC are), then returns past the
+/// `s_trap` with `s_rfe_b64`.
+const COUNTING_TRAP_HANDLER: &str = "
+s_cselect_b32 ttmp8, 1, 0
+s_mov_b64 ttmp[2:3], exec
+s_mov_b64 exec, 1
+v_readlane_b32 ttmp4, v0, 0
+v_readlane_b32 ttmp5, v1, 0
+v_readlane_b32 ttmp6, v2, 0
+v_mov_b32 v0, ttmp14
+v_mov_b32 v1, ttmp15
+v_mov_b32 v2, 1
+global_atomic_add v[0:1], v2, off
+s_bfe_u32 ttmp7, ttmp1, 0x80010
+v_mov_b32 v2, ttmp7
+global_atomic_add v[0:1], v2, off offset:4
+s_waitcnt vmcnt(0)
+v_writelane_b32 v0, ttmp4, 0
+v_writelane_b32 v1, ttmp5, 0
+v_writelane_b32 v2, ttmp6, 0
+s_mov_b64 exec, ttmp[2:3]
+s_and_b32 ttmp1, ttmp1, 0xffff
+s_add_u32 ttmp0, ttmp0, 4
+s_addc_u32 ttmp1, ttmp1, 0
+s_cmp_lg_u32 ttmp8, 0
+s_rfe_b64 ttmp[0:1]
+";
+
+/// Installs `handler` (assembled for `mcpu`) with SET_TRAP_HANDLER and a fresh TMA page, then
+/// gives the test a new AQL queue (the runlist that maps it carries TBA/TMA in MAP_PROCESS).
+/// Returns the TMA buffer.
+fn install_trap_handler(g: &mut Gpu, mcpu: &str, handler: &str) -> Buf {
+    let flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
+    let code =
+        g.c.alloc_on(g.c.gpu(), 4096, flags | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE)
+            .unwrap();
+    code.write_bytes(0, &assemble(handler, mcpu));
+    let tma = g.c.alloc_on(g.c.gpu(), 4096, flags).unwrap();
+    let mut a = kfd_ioctl_set_trap_handler_args {
+        tba_addr: code.va,
+        tma_addr: tma.va,
+        gpu_id: g.c.gpu(),
+        pad: 0,
+    };
+    ioctl(&g.c.p, AMDKFD_IOC_SET_TRAP_HANDLER, &mut a).unwrap();
+    g.c.destroy_queue(g.queue.0).unwrap();
+    g.queue =
+        g.c.create_queue_sized(g.c.gpu(), KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, 100, 4096)
+            .unwrap();
+    g.packets = 0;
+    tma
+}
+
+#[test]
+fn an_installed_trap_handler_counts_s_trap_and_returns_so_the_kernel_completes() {
+    for (preset, mcpu) in presets() {
+        let cfg = ModelConfig::new(preset)
+            .with_engine_thread(false)
+            .with_cu_threads(2);
+        let mut g = Gpu::with_config(cfg, mcpu);
+        let tma = install_trap_handler(&mut g, mcpu, COUNTING_TRAP_HANDLER);
+        const N: usize = 256; // 4 waves
+        const TRAPS: u32 = 3;
+        let out = g.alloc(&i32s(&[0; N]));
+        let mut args = out.to_le_bytes().to_vec();
+        args.extend(TRAPS.to_le_bytes());
+        let k = g.kernel("debugtrap_loop");
+        let signal = g.dispatch(&k, &args, [128, 1, 1], [N as u32, 1, 1], 0);
+        g.model.run_until_idle();
+        assert_eq!(g.c.p.queue_error(g.queue.0), None, "{mcpu}");
+        assert_eq!(g.signal_value(signal), 0, "{mcpu}: the kernel completed");
+        let got = to_i32s(&g.read(out, 4 * N));
+        assert_eq!(got, (1..=N as i32).collect::<Vec<_>>(), "{mcpu}");
+        assert_eq!(
+            tma.read_u32(0),
+            4 * TRAPS,
+            "{mcpu}: the handler ran once per s_trap of each wave"
+        );
+        assert_eq!(
+            tma.read_u32(4),
+            4 * TRAPS * 3,
+            "{mcpu}: ttmp1[23:16] held trap id 3 (llvm.debugtrap)"
+        );
+    }
+}
+
+#[test]
+fn a_trap_handler_that_fails_leaves_the_original_error_for_the_runtime() {
+    let mut g = Gpu::new(Preset::Gfx900, "gfx900");
+    // The handler counts the trap, then traps itself (a nested trap is not taken while PRIV
+    // is set).
+    let counting = COUNTING_TRAP_HANDLER
+        .split("s_waitcnt vmcnt(0)")
+        .next()
+        .unwrap();
+    let tma = install_trap_handler(&mut g, "gfx900", &format!("{counting}\ns_trap 7\n"));
+    g.signals.write_u64(0xF00, 1);
+    g.signals.write_u64(0xF08, 0);
+    let base = g.amd_queue_offset();
+    g.queue.1.ptrs.write_u64(base + 192, g.signals.va + 0xF00);
+    let mut input = vec![1i32; 64];
+    input[3] = -1;
+    let pin = g.alloc(&i32s(&input));
+    let pout = g.alloc(&i32s(&[0; 64]));
+    let k = g.kernel("trap_on_negative");
+    let mut args = pin.to_le_bytes().to_vec();
+    args.extend(pout.to_le_bytes());
+    let signal = g.dispatch(&k, &args, [64, 1, 1], [64, 1, 1], 0);
+    let act = g.model.run_until_idle();
+    assert_eq!(act.parked, 1, "the queue stays on the halted dispatch");
+    assert_eq!(
+        g.signals.read_u64(0xF08),
+        1 << 31,
+        "the s_trap 2 the handler was handling"
+    );
+    assert_eq!(
+        (tma.read_u32(0), tma.read_u32(4)),
+        (1, 2),
+        "the handler ran for s_trap 2"
+    );
+    assert_eq!(g.signal_value(signal), 1);
+}

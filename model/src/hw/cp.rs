@@ -36,7 +36,7 @@ use crate::hw::ih::{
     SRC_SQ_INTERRUPT_MSG, SRC_VM_FAULT, VM_FAULT_NOT_PRESENT, VM_FAULT_READ_ONLY, VM_FAULT_WRITE,
 };
 use crate::hw::spi::{
-    amd_queue, DispatchSetup, KernelRun, Scratch, WaveException, QUEUE_ERROR_TRAP,
+    amd_queue, DispatchSetup, KernelRun, Scratch, TrapHandler, WaveException, QUEUE_ERROR_TRAP,
 };
 use crate::hw::vm::{GpuVm, VmFault};
 use mqd::{ComputeDescriptor, ComputeMqd};
@@ -120,6 +120,8 @@ pub struct CpState {
     pub kernel: Option<Box<KernelRun>>,
     /// Host threads a dispatch's workgroups run on (0 counts as 1).
     pub cu_threads: usize,
+    /// The owning process's trap handler (from its MAP_PROCESS), if it installed one.
+    pub trap_handler: Option<TrapHandler>,
 }
 
 /// Where a compute queue's ring and pointers are, from its MQD.
@@ -300,6 +302,12 @@ impl CpQueue {
     pub fn set_shader_isa(&mut self, isa: Result<isa::Target, String>) {
         self.state.shader_isa = isa.as_ref().ok().copied();
         self.shader_isa = isa;
+    }
+
+    /// The trap handler the owning process installed (`None`: none); dispatches started from
+    /// now on enter it on `s_trap` and exceptions.
+    pub fn set_trap_handler(&mut self, handler: Option<TrapHandler>) {
+        self.state.trap_handler = handler;
     }
 
     /// Runs the queue's dispatches on `threads` host threads.
@@ -593,14 +601,17 @@ impl CpQueue {
                             return self.out_of_scratch(env, pkt, queue_addr);
                         }
                         self.scratch_wait = false;
-                        let setup = DispatchSetup::from_aql(
-                            target,
-                            pkt,
-                            &k,
-                            queue_addr,
-                            rptr.get(),
-                            scratch,
-                        );
+                        let setup = DispatchSetup {
+                            trap_handler: self.state.trap_handler,
+                            ..DispatchSetup::from_aql(
+                                target,
+                                pkt,
+                                &k,
+                                queue_addr,
+                                rptr.get(),
+                                scratch,
+                            )
+                        };
                         self.kernel = Some(Box::new(
                             KernelRun::start(env.vm, setup)?.with_cu_threads(self.state.cu_threads),
                         ));
@@ -899,6 +910,7 @@ fn dispatch_direct(
             private_segment_size: 0,
             scratch,
             user_data: Some(user_data),
+            trap_handler: state.trap_handler,
         };
         let run = KernelRun::from_registers(setup, pgm, reg(ShReg::COMPUTE_PGM_RSRC1), rsrc2)?
             .with_cu_threads(state.cu_threads);

@@ -13,6 +13,7 @@ use crate::hw::cp::{CpQueue, ShRegisters};
 use crate::hw::engine::{EngineActivity, ExecEnv, QueueError, QueueIdentity, RunState};
 use crate::hw::gart::Gart;
 use crate::hw::sdma::SdmaQueue;
+use crate::hw::spi::TrapHandler;
 use mqd::{ComputeDescriptor, ComputeMqd, Generation, SdmaMqd};
 use pm4::decode::{decode_pm4_packet, Packet};
 use pm4::hws::{
@@ -52,6 +53,8 @@ pub struct RunlistProcess {
     pub num_queues: u16,
     /// Trap handler base address.
     pub tba_addr: u64,
+    /// Trap handler memory address.
+    pub tma_addr: u64,
     /// The queues the runlist maps for it (active queues only).
     pub queues: Vec<RunlistQueue>,
 }
@@ -474,6 +477,7 @@ impl Hws {
         }
         let State {
             mapped,
+            runlist,
             contexts,
             registers,
             remapped,
@@ -564,7 +568,26 @@ impl Hws {
                 queue: id,
             };
             let run = match ctx {
-                QueueContext::Compute(q) => q.run(&mut env, doorbell, budget),
+                QueueContext::Compute(q) => {
+                    // MAP_PROCESS names the first-level handler: amdkfd's CWSR handler, which
+                    // the model stands in for by going to the process's own (second-level)
+                    // handler, or without CWSR the process's handler itself.
+                    let handler = runlist
+                        .iter()
+                        .find(|p| p.pasid == m.pasid && p.tba_addr != 0)
+                        .and_then(|p| {
+                            if p.tba_addr == crate::dqm::CWSR_TBA_ADDR {
+                                gpu.trap_handler(m.pasid)
+                            } else {
+                                Some(TrapHandler {
+                                    tba: p.tba_addr,
+                                    tma: p.tma_addr,
+                                })
+                            }
+                        });
+                    q.set_trap_handler(handler);
+                    q.run(&mut env, doorbell, budget)
+                }
                 QueueContext::Sdma(q) => q.run(&mut env, doorbell, budget),
             };
             if budget == 1 && run.packets > 0 {
@@ -919,6 +942,7 @@ fn process_of(m: &MapProcessCommon) -> RunlistProcess {
         page_table_base: m.page_table_base(),
         num_queues: m.dw13.num_queues(),
         tba_addr: m.tba_addr(),
+        tma_addr: m.tma_addr(),
         queues: Vec::new(),
     }
 }

@@ -70,6 +70,15 @@ pub struct Scratch {
     pub max_waves: Option<u32>,
 }
 
+/// The process's trap handler (`SET_TRAP_HANDLER`, carried to the firmware by MAP_PROCESS).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrapHandler {
+    /// Trap base address: where a trapping wave continues.
+    pub tba: u64,
+    /// Trap memory address: the handler's data, given to it in `ttmp14:15`.
+    pub tma: u64,
+}
+
 /// Everything the SPI needs to start a dispatch's waves.
 #[derive(Debug, Clone)]
 pub struct DispatchSetup {
@@ -99,6 +108,8 @@ pub struct DispatchSetup {
     /// PM4 dispatches: the user SGPRs come from `COMPUTE_USER_DATA_*` instead of the
     /// descriptor's enable bits.
     pub user_data: Option<[u32; 16]>,
+    /// The process's trap handler, if it installed one.
+    pub trap_handler: Option<TrapHandler>,
 }
 
 impl DispatchSetup {
@@ -135,6 +146,7 @@ impl DispatchSetup {
             private_segment_size: p.private_segment_size,
             scratch,
             user_data: None,
+            trap_handler: None,
         }
     }
 }
@@ -173,6 +185,9 @@ struct Workgroup {
     /// Its slot in the scratch ring: its waves' private segments follow each other there.
     slot: u32,
     waves: Vec<(Wave, WaveState)>,
+    /// Per wave: the exception its trap handler is handling (what is reported if the handler
+    /// itself fails).
+    in_handler: Vec<Option<WaveException>>,
     lds: Vec<u8>,
 }
 
@@ -595,17 +610,22 @@ impl KernelRun {
                     }
                     break stop;
                 };
-                match stop_reason {
-                    Stop::EndOfProgram => group.waves[i].1 = WaveState::Done,
-                    Stop::Barrier => group.waves[i].1 = WaveState::Barrier,
-                    Stop::BudgetExhausted | Stop::Sleep { .. } => {}
-                    Stop::Trap { id } => {
-                        return GroupEnd::Halt(WaveException {
-                            error: QUEUE_ERROR_TRAP,
-                            what: format!("s_trap {id} in workgroup {:?} wave {i}", group.id),
-                        });
+                let privileged = group.waves[i].0.status & isa::exec::wave::status::PRIV != 0;
+                let exception = match stop_reason {
+                    Stop::EndOfProgram => {
+                        group.waves[i].1 = WaveState::Done;
+                        continue;
                     }
-                    Stop::Fault(WaveFault::Memory(m)) => {
+                    Stop::Barrier => {
+                        group.waves[i].1 = WaveState::Barrier;
+                        continue;
+                    }
+                    Stop::BudgetExhausted | Stop::Sleep { .. } => continue,
+                    Stop::Trap { id } => WaveException {
+                        error: QUEUE_ERROR_TRAP,
+                        what: format!("s_trap {id} in workgroup {:?} wave {i}", group.id),
+                    },
+                    Stop::Fault(WaveFault::Memory(m)) if !privileged => {
                         log::debug!(target: "hw::spi", "workgroup {:?} wave {i}: {m:?}", group.id);
                         return GroupEnd::Fault(QueueError::VmFault(VmFault {
                             va: m.address,
@@ -613,12 +633,29 @@ impl KernelRun {
                             not_present: true,
                         }));
                     }
-                    Stop::Fault(f) => {
-                        return GroupEnd::Halt(WaveException {
-                            error: QUEUE_ERROR_ILLEGAL_INSTRUCTION,
-                            what: format!("workgroup {:?} wave {i}: {f}", group.id),
-                        });
+                    Stop::Fault(f) => WaveException {
+                        error: QUEUE_ERROR_ILLEGAL_INSTRUCTION,
+                        what: format!("workgroup {:?} wave {i}: {f}", group.id),
+                    },
+                };
+                let wave = &mut group.waves[i].0;
+                match (self.setup.trap_handler, privileged) {
+                    (Some(handler), false) => {
+                        enter_trap_handler(wave, handler, exception.error);
+                        group.in_handler[i] = Some(exception);
                     }
+                    // The handler itself trapped or faulted: the wave halts with what it was
+                    // handling (what the runtime's handler would have reported).
+                    (Some(_), true) => {
+                        let first = group.in_handler[i].take().unwrap_or(exception.clone());
+                        log::warn!(
+                            target: "hw::spi",
+                            "trap handler of workgroup {:?} wave {i} failed ({}); reporting {}",
+                            group.id, exception.what, first.what
+                        );
+                        return GroupEnd::Halt(first);
+                    }
+                    (None, _) => return GroupEnd::Halt(exception),
                 }
             }
             if group.waves.iter().all(|w| w.1 == WaveState::Done) {
@@ -680,6 +717,7 @@ impl KernelRun {
         Workgroup {
             id,
             slot,
+            in_handler: vec![None; nwaves as usize],
             waves,
             lds: vec![0; lds],
         }
@@ -789,6 +827,27 @@ impl KernelRun {
         }
         wave
     }
+}
+
+/// `TRAPSTS.ILLEGAL_INST` (bit 11).
+const TRAPSTS_ILLEGAL_INST: u32 = 1 << 11;
+
+/// What the hardware (and amdkfd's first-level handler, which the model stands in for) does
+/// when a wave traps with a handler installed: `{ttmp1, ttmp0}` hold the PC with the trap id
+/// in `ttmp1[23:16]` (`s_trap` has set them; an exception saves the faulting PC with id 0 and
+/// sets its TRAPSTS bit), `ttmp14:15` the handler's TMA, STATUS.PRIV is set and the wave
+/// continues at TBA. `s_rfe_b64` returns.
+fn enter_trap_handler(wave: &mut Wave, handler: TrapHandler, error: u64) {
+    use isa::exec::wave::sreg::TTMP0;
+    if error != QUEUE_ERROR_TRAP {
+        wave.sgpr[TTMP0] = wave.pc as u32;
+        wave.sgpr[TTMP0 + 1] = (wave.pc >> 32) as u32 & 0xffff;
+        wave.trapsts |= TRAPSTS_ILLEGAL_INST;
+    }
+    wave.sgpr[TTMP0 + 14] = handler.tma as u32;
+    wave.sgpr[TTMP0 + 15] = (handler.tma >> 32) as u32;
+    wave.status |= isa::exec::wave::status::PRIV;
+    wave.pc = handler.tba;
 }
 
 /// Decodes the code window around `pc` (inside the mapping that holds it).

@@ -111,3 +111,12 @@ kernel void busy_hash(global uint *out, global uint *sum, uint rounds) {
     __atomic_fetch_add(&sum[0], h & 0xffff, __ATOMIC_RELAXED);
     __atomic_fetch_add(&sum[1], 1u, __ATOMIC_RELAXED);
 }
+
+// __builtin_debugtrap(): s_trap 3 `n` times per wave; the wave goes on when a trap handler
+// returns, then every work-item writes its id + 1.
+kernel void debugtrap_loop(global int *out, uint n) {
+    uint i = GLOBAL_X();
+    for (uint k = 0; k < n; k++)
+        __builtin_debugtrap();
+    out[i] = (int)i + 1;
+}

@@ -580,6 +580,7 @@ impl KernelRun {
                     continue;
                 }
                 ran = true;
+                let sent_before = messages.len();
                 let mut env = VmEnv {
                     vm,
                     lds: &mut group.lds,
@@ -611,6 +612,23 @@ impl KernelRun {
                     break stop;
                 };
                 let privileged = group.waves[i].0.status & isa::exec::wave::status::PRIV != 0;
+                // A handler that asks the SQ for its queue's doorbell (ROCr's does, to find its
+                // amd_queue_t) waits for an answer the model does not give: it has failed.
+                let asked_doorbell = privileged
+                    && messages[sent_before..]
+                        .iter()
+                        .any(|&(simm16, _)| simm16 & 0xf == MSG_GET_DOORBELL);
+                if asked_doorbell {
+                    if let Some(first) = group.in_handler[i].take() {
+                        log::warn!(
+                            target: "hw::spi",
+                            "trap handler of workgroup {:?} wave {i} asked for its doorbell \
+                             (MSG_GET_DOORBELL), which the model does not answer; reporting {}",
+                            group.id, first.what
+                        );
+                        return GroupEnd::Halt(first);
+                    }
+                }
                 let exception = match stop_reason {
                     Stop::EndOfProgram => {
                         group.waves[i].1 = WaveState::Done;
@@ -828,6 +846,9 @@ impl KernelRun {
         wave
     }
 }
+
+/// `s_sendmsg` message id (SIMM16[3:0]) asking the SQ for the wave's queue doorbell.
+const MSG_GET_DOORBELL: u16 = 10;
 
 /// `TRAPSTS.ILLEGAL_INST` (bit 11).
 const TRAPSTS_ILLEGAL_INST: u32 = 1 << 11;

@@ -1237,3 +1237,59 @@ fn a_trap_handler_that_fails_leaves_the_original_error_for_the_runtime() {
     );
     assert_eq!(g.signal_value(signal), 1);
 }
+
+#[test]
+fn gfx942_and_gfx1030_dispatches_report_isa_not_modelled_to_the_runtime() {
+    for preset in [Preset::Gfx942, Preset::Gfx1030] {
+        let mut g = Gpu::new(preset, "gfx900");
+        let page = g.c.event_page();
+        let ev = create_event(&g.c, KFD_IOC_EVENT_SIGNAL, false, page.handle).unwrap();
+        g.signals.write_u64(0xF00, 1);
+        g.signals.write_u64(0xF08, 0);
+        g.signals
+            .write_u64(0xF10, page.va + 8 * u64::from(ev.event_id));
+        g.signals.write_u32(0xF18, ev.event_id);
+        let base = g.amd_queue_offset();
+        g.queue.1.ptrs.write_u64(base + 192, g.signals.va + 0xF00);
+        let k = g.kernel("store_to");
+        let p = g.alloc(&i32s(&[0; 64]));
+        let signal = g.dispatch(&k, &p.to_le_bytes(), [64, 1, 1], [64, 1, 1], 0);
+        g.model.run_until_idle();
+        let text = g.c.p.queue_error(g.queue.0).expect("an error").to_string();
+        assert!(
+            text.contains("ISA not modelled for this GPU"),
+            "{preset}: {text}"
+        );
+        assert_eq!(
+            g.signals.read_u64(0xF08),
+            8,
+            "{preset}: error 8 (invalid code) in queue_inactive_signal"
+        );
+        assert_eq!(
+            wait_events(&g.c, &[ev.event_id], true, 0),
+            (Ok(0), COMPLETE),
+            "{preset}: the runtime's queue event fired"
+        );
+        assert_eq!(g.signal_value(signal), 1, "{preset}");
+        assert_eq!(to_i32s(&g.read(p, 4))[0], 0, "{preset}: nothing ran");
+    }
+}
+
+#[test]
+fn a_gfx942_pm4_dispatch_stops_the_queue_with_isa_not_modelled() {
+    use pm4::user::{DispatchDirect, DispatchInitiator};
+    let g = Gpu::new(Preset::Gfx942, "gfx900");
+    let (qid, q) = g.c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
+    let mut ring = RingWriter::pm4(&q);
+    ring.push(
+        &q,
+        &DispatchDirect::new(
+            [1, 1, 1],
+            DispatchInitiator::new().with_compute_shader_en(true),
+        ),
+    );
+    g.c.submit(&q, ring.wptr());
+    g.model.run_until_idle();
+    let text = g.c.p.queue_error(qid).expect("an error").to_string();
+    assert!(text.contains("ISA not modelled for this GPU"), "{text}");
+}

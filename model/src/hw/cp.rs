@@ -583,19 +583,26 @@ impl CpQueue {
                 AqlPacket::Invalid(_) => return Ok(RunState::Idle),
                 AqlPacket::KernelDispatch(k) => {
                     if self.kernel.is_none() {
-                        let target = self.shader_isa.clone().map_err(|why| {
-                            QueueError::NotModelled {
-                                addr: pkt,
-                                what: format!(
-                                    "shader execution (AQL KERNEL_DISPATCH of kernel object {:#x}): {why}",
-                                    k.kernel_object
-                                ),
-                            }
-                        })?;
                         let queue_addr = self
                             .ring
                             .rptr_report
                             .wrapping_sub(amd_queue::READ_DISPATCH_ID);
+                        let target = match self.shader_isa.clone() {
+                            Ok(t) => t,
+                            Err(why) => {
+                                // As for code the CP cannot run: error 8 ("invalid code") in
+                                // queue_inactive_signal, which ROCr reports as
+                                // HSA_STATUS_ERROR_INVALID_CODE_OBJECT; the queue stops.
+                                report_inactive(env, queue_addr, QUEUE_ERROR_INVALID_CODE)?;
+                                return Err(QueueError::NotModelled {
+                                    addr: pkt,
+                                    what: format!(
+                                        "shader execution (AQL KERNEL_DISPATCH of kernel object {:#x}): {why}",
+                                        k.kernel_object
+                                    ),
+                                });
+                            }
+                        };
                         let scratch = aql_scratch(env.vm, queue_addr);
                         if k.private_segment_size > scratch.lane_bytes {
                             return self.out_of_scratch(env, pkt, queue_addr);
@@ -985,6 +992,23 @@ const CTX_SAVE_HEADER_ERR_PAYLOAD_ADDR: u64 =
 /// `kfd_context_save_area_header.err_event_id`'s offset.
 const CTX_SAVE_HEADER_ERR_EVENT_ID: u64 =
     std::mem::offset_of!(kfd_sys::kfd_context_save_area_header, err_event_id) as u64;
+
+/// `queue_inactive_signal` error code: the dispatch's code cannot run ("invalid code").
+const QUEUE_ERROR_INVALID_CODE: u64 = 8;
+
+/// ORs `error` into the `queue_inactive_signal` of the `amd_queue_t` at `queue` and wakes
+/// its waiters; nothing when the queue has no such signal (not a ROCr queue).
+fn report_inactive(env: &ExecEnv<'_>, queue: u64, error: u64) -> Result<(), VmFault> {
+    let vm = env.vm;
+    let signal = vm
+        .load_u64(queue.wrapping_add(amd_queue::QUEUE_INACTIVE_SIGNAL))
+        .unwrap_or(0);
+    if signal == 0 {
+        return Ok(());
+    }
+    vm.update_u64(signal_field(signal, amd_signal::VALUE)?, |v| v | error)?;
+    notify_signal(env, signal)
+}
 
 /// `queue_inactive_signal` error code: the dispatch needs more scratch than the queue has.
 const QUEUE_ERROR_OUT_OF_SCRATCH: u64 = 1;

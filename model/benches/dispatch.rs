@@ -9,6 +9,11 @@
 //! * `empty_kernel_dispatch_to_completion`: an AQL KERNEL_DISPATCH of an empty kernel on
 //!   the engine thread, from the doorbell to the completion signal's 0.
 //!
+//! * doorbell after idle (printed, not a criterion bench): a PM4 WRITE_DATA rung through
+//!   the client's own doorbell mapping after 1.05 s of idle, until its data lands; p50/p99
+//!   over `KFD_BENCH_DOORBELL_SAMPLES` (default 20) samples, with and without the
+//!   doorbell watch, and the model's CPU time while idle. Target: p99 ≤ 100 µs, idle < 1%.
+//!
 //! The throughput benches step the engines themselves (`Model::run_until_idle`), so they
 //! measure the dispatch alone.
 // criterion's macros generate undocumented public items.
@@ -321,9 +326,77 @@ fn bench_empty_dispatch(c: &mut Criterion) {
     });
 }
 
+/// CPU time of this process (user + system).
+fn process_cpu() -> Duration {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid rusage out-pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+/// Doorbell after ≥ 1 s of idle → WRITE_DATA done, through the client's own mapping.
+fn doorbell_after_idle(watch: bool) {
+    use pm4::user::WriteData;
+    let samples: usize = std::env::var("KFD_BENCH_DOORBELL_SAMPLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    let model = model_with(ModelConfig::new(Preset::Gfx900));
+    let c = Client::new(&model);
+    let (_, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
+    let mem = c.gtt(4096);
+    let bell = DoorbellMapping::new(&c, q.doorbell_offset);
+    if watch {
+        // SAFETY: `bell` maps the model's doorbell memory until this function returns.
+        if let Err(e) = unsafe { model.watch_doorbell_mapping(bell.addr, bell.len) } {
+            println!("doorbell watch unavailable: {e}");
+            return;
+        }
+    }
+    let mut ring = RingWriter::pm4(&q);
+    // Idle CPU first: 3 s with the queue mapped and nothing to do.
+    std::thread::sleep(Duration::from_millis(1100));
+    let (cpu0, t0) = (process_cpu(), std::time::Instant::now());
+    std::thread::sleep(Duration::from_secs(3));
+    let idle = (process_cpu() - cpu0).as_secs_f64() / t0.elapsed().as_secs_f64();
+    let mut lat = Vec::new();
+    for i in 1..=samples as u32 {
+        std::thread::sleep(Duration::from_millis(1050));
+        ring.push(&q, &WriteData::memory(mem.va, &[i]).unwrap());
+        let t = std::time::Instant::now();
+        bell.ring(q.doorbell_offset, ring.wptr());
+        while mem.read_u32(0) != i {
+            assert!(t.elapsed() < Duration::from_secs(5), "the packet ran");
+            std::thread::sleep(Duration::from_micros(1));
+        }
+        lat.push(t.elapsed());
+    }
+    lat.sort();
+    let pct = |p: f64| lat[((lat.len() as f64 * p).ceil() as usize).clamp(1, lat.len()) - 1];
+    println!(
+        "doorbell after 1.05 s idle ({}): p50 {:?}, p99 {:?}, max {:?} over {} samples; idle CPU {:.3}% of a core (wakeups by the watch: {})",
+        if watch { "doorbell watch" } else { "polling only" },
+        pct(0.5),
+        pct(0.99),
+        lat[lat.len() - 1],
+        lat.len(),
+        idle * 100.0,
+        model.doorbell_wakeups()
+    );
+}
+
 criterion_group!(benches, bench_vadd, bench_sgemm, bench_empty_dispatch);
 
 fn main() {
+    if std::env::var_os("KFD_BENCH_DOORBELL_ONLY").is_some() {
+        doorbell_after_idle(true);
+        doorbell_after_idle(false);
+        return;
+    }
     benches();
+    doorbell_after_idle(true);
+    doorbell_after_idle(false);
     Criterion::default().configure_from_args().final_summary();
 }

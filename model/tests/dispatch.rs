@@ -1293,3 +1293,69 @@ fn a_gfx942_pm4_dispatch_stops_the_queue_with_isa_not_modelled() {
     let text = g.c.p.queue_error(qid).expect("an error").to_string();
     assert!(text.contains("ISA not modelled for this GPU"), "{text}");
 }
+
+#[test]
+fn a_queue_reuses_decoded_code_only_while_memory_still_holds_it() {
+    use pm4::regs::ShReg;
+    use pm4::user::{DispatchDirect, DispatchInitiator, SetShReg};
+    let g = Gpu::new(Preset::Gfx900, "gfx900");
+    let flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
+    let code =
+        g.c.alloc_on(g.c.gpu(), 4096, flags | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE)
+            .unwrap();
+    let out = g.c.gtt(4096);
+    // Stores `value` at the address in s[0:1] (COMPUTE_USER_DATA_0/1).
+    let program = |value: u32| {
+        assemble(
+            &format!(
+                "v_mov_b32 v1, {value:#x}
+v_mov_b32 v2, s0
+v_mov_b32 v3, s1
+global_store_dword v[2:3], v1, off
+s_waitcnt vmcnt(0)
+s_endpgm"
+            ),
+            "gfx900",
+        )
+    };
+    let (qid, q) = g.c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
+    let mut ring = RingWriter::pm4(&q);
+    let pgm = code.va >> 8;
+    ring.push(
+        &q,
+        &SetShReg::new(ShReg::COMPUTE_PGM_LO.0, &[pgm as u32, (pgm >> 32) as u32]).unwrap(),
+    );
+    // RSRC1 0: 4 VGPRs; RSRC2: USER_SGPR (bits 5:1) = 2.
+    ring.push(
+        &q,
+        &SetShReg::new(ShReg::COMPUTE_PGM_RSRC1.0, &[0, 2 << 1]).unwrap(),
+    );
+    ring.push(
+        &q,
+        &SetShReg::new(
+            ShReg::COMPUTE_USER_DATA_0.0,
+            &[out.va as u32, (out.va >> 32) as u32],
+        )
+        .unwrap(),
+    );
+    ring.push(
+        &q,
+        &SetShReg::new(ShReg::COMPUTE_NUM_THREAD_X.0, &[1, 1, 1]).unwrap(),
+    );
+    let dispatch = DispatchDirect::new(
+        [1, 1, 1],
+        DispatchInitiator::new().with_compute_shader_en(true),
+    );
+    for value in [0x11, 0x11, 0x22] {
+        code.write_bytes(0, &program(value));
+        ring.push(&q, &dispatch);
+        g.c.submit(&q, ring.wptr());
+        g.model.run_until_idle();
+        assert_eq!(g.c.p.queue_error(qid), None);
+        assert_eq!(
+            out.read_u32(0),
+            value,
+            "the dispatch ran the code in memory now"
+        );
+    }
+}

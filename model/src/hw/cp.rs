@@ -36,7 +36,8 @@ use crate::hw::ih::{
     SRC_SQ_INTERRUPT_MSG, SRC_VM_FAULT, VM_FAULT_NOT_PRESENT, VM_FAULT_READ_ONLY, VM_FAULT_WRITE,
 };
 use crate::hw::spi::{
-    amd_queue, DispatchSetup, KernelRun, Scratch, TrapHandler, WaveException, QUEUE_ERROR_TRAP,
+    amd_queue, DecodedCode, DispatchSetup, KernelRun, Scratch, TrapHandler, WaveException,
+    QUEUE_ERROR_TRAP,
 };
 use crate::hw::vm::{GpuVm, VmFault};
 use mqd::{ComputeDescriptor, ComputeMqd};
@@ -122,6 +123,8 @@ pub struct CpState {
     pub cu_threads: usize,
     /// The owning process's trap handler (from its MAP_PROCESS), if it installed one.
     pub trap_handler: Option<TrapHandler>,
+    /// Code the queue's last dispatches decoded (reused while memory still holds it).
+    pub code: Vec<DecodedCode>,
 }
 
 /// Where a compute queue's ring and pointers are, from its MQD.
@@ -647,7 +650,9 @@ impl CpQueue {
                     match finished {
                         Ok(false) => return Ok(RunState::Yielded),
                         Ok(true) => {
-                            self.kernel = None;
+                            if let Some(mut run) = self.kernel.take() {
+                                self.state.code = run.take_code();
+                            }
                             self.complete_aql(env, pkt)?;
                             *done += 1;
                         }
@@ -919,8 +924,10 @@ fn dispatch_direct(
             user_data: Some(user_data),
             trap_handler: state.trap_handler,
         };
+        let kept = std::mem::take(&mut state.code);
         let run = KernelRun::from_registers(setup, pgm, reg(ShReg::COMPUTE_PGM_RSRC1), rsrc2)?
-            .with_cu_threads(state.cu_threads);
+            .with_cu_threads(state.cu_threads)
+            .with_code(env.vm, kept);
         state.kernel = Some(Box::new(run));
     }
     let Some(run) = state.kernel.as_mut() else {
@@ -937,7 +944,9 @@ fn dispatch_direct(
     match finished {
         Ok(false) => Ok(Flow::Yield),
         Ok(true) => {
-            state.kernel = None;
+            if let Some(mut run) = state.kernel.take() {
+                state.code = run.take_code();
+            }
             Ok(Flow::Next)
         }
         Err(e) => {

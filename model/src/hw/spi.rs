@@ -31,7 +31,19 @@ pub const DISPATCH_SLICE: Duration = Duration::from_millis(2);
 pub const WAVE_TURN: u64 = 4096;
 
 /// Bytes of code decoded around a PC (a window; a branch outside it decodes another).
-const CODE_WINDOW: u64 = 256 << 10;
+const CODE_WINDOW: u64 = 64 << 10;
+
+/// Decoded code windows a queue keeps from one dispatch to the next.
+pub const KEPT_CODE_WINDOWS: usize = 8;
+
+/// A window of code decoded for the waves, with the bytes it was decoded from (a later
+/// dispatch reuses it only while memory still holds those bytes).
+#[derive(Debug, Clone)]
+pub struct DecodedCode {
+    start: u64,
+    bytes: Arc<[u8]>,
+    cache: Arc<CodeCache>,
+}
 
 /// The 64-bit `SH_MEM_BASES` value the model's driver gives every process: the shared (LDS)
 /// aperture's top 16 bits in `[31:16]`, the private (scratch) aperture's in `[15:0]`.
@@ -236,7 +248,7 @@ pub struct KernelRun {
     next_group: u64,
     /// Workgroups started and suspended at the end of a time slice, oldest first.
     active: VecDeque<Workgroup>,
-    code: Vec<Arc<CodeCache>>,
+    code: Vec<DecodedCode>,
     vgprs: usize,
     agprs: usize,
     /// `s_sendmsg` messages the waves sent since the last [`KernelRun::take_messages`].
@@ -302,6 +314,29 @@ impl KernelRun {
             ..setup
         };
         Self::with_info(setup, info, None)
+    }
+
+    /// Gives the dispatch code windows an earlier one decoded; those whose bytes changed in
+    /// memory since (new code loaded at the same address) are dropped.
+    pub fn with_code(mut self, vm: &GpuVm, kept: Vec<DecodedCode>) -> Self {
+        let mut buf = Vec::new();
+        self.code = kept
+            .into_iter()
+            .filter(|c| {
+                buf.resize(c.bytes.len(), 0);
+                vm.read(c.start, &mut buf).is_ok() && buf[..] == c.bytes[..]
+            })
+            .collect();
+        self
+    }
+
+    /// The code windows the dispatch decoded (for the next dispatch of the queue), the most
+    /// recent first, at most [`KEPT_CODE_WINDOWS`].
+    pub fn take_code(&mut self) -> Vec<DecodedCode> {
+        let mut code = std::mem::take(&mut self.code);
+        code.reverse();
+        code.truncate(KEPT_CODE_WINDOWS);
+        code
     }
 
     /// The same dispatch run by `threads` host threads (each runs whole workgroups; at
@@ -493,11 +528,12 @@ impl KernelRun {
         vm: &GpuVm,
         deadline: Instant,
         pending: &Mutex<Pending>,
-        code: &Mutex<Vec<Arc<CodeCache>>>,
+        code: &Mutex<Vec<DecodedCode>>,
         outcome: &Mutex<SliceOutcome>,
         stop: &AtomicBool,
     ) {
-        let mut local_code = locked(code).clone();
+        let mut local_code: Vec<Arc<CodeCache>> =
+            locked(code).iter().map(|c| c.cache.clone()).collect();
         let mut messages = Vec::new();
         let total = self.total_groups();
         while !stop.load(Ordering::Acquire) && Instant::now() < deadline {
@@ -570,7 +606,7 @@ impl KernelRun {
         deadline: Instant,
         stop: &AtomicBool,
         local_code: &mut Vec<Arc<CodeCache>>,
-        shared_code: &Mutex<Vec<Arc<CodeCache>>>,
+        shared_code: &Mutex<Vec<DecodedCode>>,
         messages: &mut Vec<(u16, u32)>,
     ) -> GroupEnd {
         loop {
@@ -699,16 +735,20 @@ impl KernelRun {
         vm: &GpuVm,
         pc: u64,
         local_code: &mut Vec<Arc<CodeCache>>,
-        shared_code: &Mutex<Vec<Arc<CodeCache>>>,
+        shared_code: &Mutex<Vec<DecodedCode>>,
     ) -> Result<Arc<CodeCache>, MemFault> {
-        if let Some(c) = locked(shared_code).iter().find(|c| c.get(pc).is_some()) {
-            local_code.push(c.clone());
-            return Ok(c.clone());
+        if let Some(c) = locked(shared_code)
+            .iter()
+            .find(|c| c.cache.get(pc).is_some())
+        {
+            local_code.push(c.cache.clone());
+            return Ok(c.cache.clone());
         }
         let c = code_window(vm, self.setup.target, pc)?;
-        locked(shared_code).push(c.clone());
-        local_code.push(c.clone());
-        Ok(c)
+        let cache = c.cache.clone();
+        locked(shared_code).push(c);
+        local_code.push(cache.clone());
+        Ok(cache)
     }
 
     /// A workgroup's waves with their initial state (AMDGPUUsage, "Initial Kernel Execution
@@ -872,7 +912,7 @@ fn enter_trap_handler(wave: &mut Wave, handler: TrapHandler, error: u64) {
 }
 
 /// Decodes the code window around `pc` (inside the mapping that holds it).
-fn code_window(vm: &GpuVm, target: Target, pc: u64) -> Result<Arc<CodeCache>, MemFault> {
+fn code_window(vm: &GpuVm, target: Target, pc: u64) -> Result<DecodedCode, MemFault> {
     let fault = MemFault {
         address: pc,
         access: Access::Fetch,
@@ -882,7 +922,11 @@ fn code_window(vm: &GpuVm, target: Target, pc: u64) -> Result<Arc<CodeCache>, Me
     let end = pc.saturating_add(CODE_WINDOW).min(m.va + m.len);
     let mut bytes = vec![0u8; (end - start) as usize];
     vm.read(start, &mut bytes).map_err(|_| fault)?;
-    Ok(Arc::new(CodeCache::new(target, start, &bytes)))
+    Ok(DecodedCode {
+        start,
+        cache: Arc::new(CodeCache::new(target, start, &bytes)),
+        bytes: bytes.into(),
+    })
 }
 
 /// The waves' outside world: the process's GPU VM, the workgroup's LDS and the message log.

@@ -951,19 +951,17 @@ impl WaveEnv for VmEnv<'_> {
         bytes: u32,
         out: &mut [Lanes],
     ) -> Result<(), MemFault> {
-        let n = bytes.min(16) as usize;
-        let mut buf = [0u8; 16];
-        for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
-            buf = [0; 16];
-            self.vm
-                .read(addresses[lane], &mut buf[..n])
-                .map_err(|f| mem_fault(f, Access::Read))?;
-            for (d, reg) in out.iter_mut().enumerate() {
-                reg[lane] = u32::from_le_bytes(buf[4 * d..4 * d + 4].try_into().unwrap_or([0; 4]));
-            }
-        }
-        let _ = buf;
-        Ok(())
+        self.vm
+            .gather(addresses, exec, bytes as usize, |lane, b| {
+                // Zero-extended to whole dwords (a byte or short load).
+                let mut buf = [0u8; 16];
+                buf[..b.len()].copy_from_slice(b);
+                for (d, reg) in out.iter_mut().enumerate().take(4) {
+                    let w = &buf[4 * d..4 * d + 4];
+                    reg[lane] = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                }
+            })
+            .map_err(|f| mem_fault(f, Access::Read))
     }
 
     fn store(
@@ -973,17 +971,15 @@ impl WaveEnv for VmEnv<'_> {
         bytes: u32,
         data: &[Lanes],
     ) -> Result<(), MemFault> {
-        let n = bytes.min(16) as usize;
-        for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
-            let mut buf = [0u8; 16];
-            for (d, reg) in data.iter().enumerate().take(4) {
-                buf[4 * d..4 * d + 4].copy_from_slice(&reg[lane].to_le_bytes());
-            }
-            self.vm
-                .write(addresses[lane], &buf[..n])
-                .map_err(|f| mem_fault(f, Access::Write))?;
-        }
-        Ok(())
+        self.vm
+            .scatter(addresses, exec, bytes as usize, |lane| {
+                let mut buf = [0u8; 16];
+                for (d, reg) in data.iter().enumerate().take(4) {
+                    buf[4 * d..4 * d + 4].copy_from_slice(&reg[lane].to_le_bytes());
+                }
+                buf
+            })
+            .map_err(|f| mem_fault(f, Access::Write))
     }
 
     fn load_scalar(&mut self, address: u64, out: &mut [u32]) -> Result<(), MemFault> {

@@ -622,8 +622,11 @@ impl CpQueue {
                                 scratch,
                             )
                         };
+                        let kept = std::mem::take(&mut self.state.code);
                         self.kernel = Some(Box::new(
-                            KernelRun::start(env.vm, setup)?.with_cu_threads(self.state.cu_threads),
+                            KernelRun::start(env.vm, setup)?
+                                .with_cu_threads(self.state.cu_threads)
+                                .with_code(env.vm, kept),
                         ));
                     }
                     let Some(run) = self.kernel.as_mut() else {

@@ -8,7 +8,12 @@
 //! share its LDS (fixed size from the descriptor plus the packet's dynamic size) and meet at
 //! `s_barrier`. Every load, store and atomic goes through the GPU VM: an access outside the
 //! process's mappings ends the dispatch with a VM fault. [`KernelRun::step`] runs for a time
-//! slice and returns, so a long kernel yields to the engine's other queues.
+//! slice on up to `cu_threads` host threads (whole workgroups per thread) and returns, so a
+//! long kernel yields to the engine's other queues and can be preempted between slices;
+//! workgroups started and not finished stay suspended in the [`KernelRun`]. Each workgroup
+//! in flight holds a slot of the scratch, each wave its own slice of it. With a trap handler
+//! installed, `s_trap` and illegal instructions enter it with the hardware's trap state.
+//! Decoded code is kept per queue and reused while memory still holds the same bytes.
 
 use crate::hw::engine::QueueError;
 use crate::hw::vm::{GpuVm, VmFault};

@@ -347,6 +347,14 @@ fn set_trap_handler(p: &ProcessInner, a: &mut kfd_ioctl_set_trap_handler_args) -
     st.pdds[i].bind().map_err(|_| Errno::ESRCH)?;
     st.pdds[i].tba_addr = a.tba_addr;
     st.pdds[i].tma_addr = a.tma_addr;
+    let handler = (a.tba_addr != 0).then_some(crate::hw::spi::TrapHandler {
+        tba: a.tba_addr,
+        tma: a.tma_addr,
+    });
+    st.pdds[i]
+        .node
+        .gpu
+        .set_trap_handler(p.pasid as u16, handler);
     Ok(0)
 }
 

@@ -64,6 +64,22 @@ pub struct ModelConfig {
     pub engine_thread: bool,
     /// Faults injected into every GPU when the model starts (see [`crate::faults`]).
     pub faults: Vec<crate::Fault>,
+    /// Host threads that run a dispatch's workgroups (the model's compute units). Default:
+    /// `KFD_MODEL_CU_THREADS` when set, else the host's available cores.
+    pub cu_threads: usize,
+}
+
+/// The environment variable that sets [`ModelConfig::cu_threads`].
+pub const CU_THREADS_ENV: &str = "KFD_MODEL_CU_THREADS";
+
+/// The default [`ModelConfig::cu_threads`]: `KFD_MODEL_CU_THREADS` when it holds a number
+/// from 1 up, else the host's available cores (1 if unknown).
+pub fn default_cu_threads() -> usize {
+    std::env::var(CU_THREADS_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 impl ModelConfig {
@@ -80,6 +96,7 @@ impl ModelConfig {
             cwsr_enable: true,
             engine_thread: true,
             faults: Vec::new(),
+            cu_threads: default_cu_threads(),
         }
     }
 
@@ -122,6 +139,12 @@ impl ModelConfig {
             self.faults.extend(list);
         }
         Ok(self)
+    }
+
+    /// The same with `threads` host threads running workgroups (at least 1).
+    pub fn with_cu_threads(mut self, threads: usize) -> Self {
+        self.cu_threads = threads.max(1);
+        self
     }
 
     /// Turns the background engine thread on or off (see [`ModelConfig::engine_thread`]).

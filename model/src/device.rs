@@ -12,6 +12,7 @@ use crate::hw::hws::Hws;
 use crate::hw::ih::IhRing;
 use crate::hw::mem::DeviceMemory;
 use crate::hw::observe::ShaderActivity;
+use crate::hw::spi::TrapHandler;
 use crate::hw::vm::GpuVm;
 use crate::topology::{Node, Topology};
 use kfd_sys::gpu::DoorbellAssignment;
@@ -50,11 +51,16 @@ pub struct Gpu {
     waker: OnceLock<Arc<EngineWaker>>,
     /// Injected VM fault ranges (given to every address space registered).
     injected_vm_faults: Mutex<Vec<(u64, u64)>>,
+    /// The trap handlers processes installed with `SET_TRAP_HANDLER`, by PASID: with CWSR,
+    /// amdkfd writes them into its first-level handler's TMA page and that handler jumps to
+    /// them; the model's first level reads them here.
+    trap_handlers: Mutex<HashMap<u16, TrapHandler>>,
     next_pd_base: AtomicU64,
 }
 
 impl Gpu {
-    fn new(layout: DoorbellLayout, preset: Preset, topo: &Node) -> KResult<Gpu> {
+    fn new(layout: DoorbellLayout, config: &ModelConfig, topo: &Node) -> KResult<Gpu> {
+        let preset = config.preset;
         let mqd_gen = preset.generation();
         let pm4_gen = pm4::GfxGen::from(mqd_gen);
         let p = &topo.properties;
@@ -70,7 +76,8 @@ impl Gpu {
                 engines,
                 p.num_sdma_queues_per_engine as u8,
             )
-            .with_shader_isa(preset.name()),
+            .with_shader_isa(preset.name())
+            .with_cu_threads(config.cu_threads),
             ih: IhRing::new(),
             shader: Arc::new(ShaderActivity::default()),
             pm4_gen,
@@ -78,6 +85,7 @@ impl Gpu {
             page_tables: RwLock::new(HashMap::new()),
             waker: OnceLock::new(),
             injected_vm_faults: Mutex::new(Vec::new()),
+            trap_handlers: Mutex::new(HashMap::new()),
             next_pd_base: AtomicU64::new(0x0000_00f4_0000_0000),
         })
     }
@@ -85,6 +93,21 @@ impl Gpu {
     /// Connects the GPU to the model's engine thread (once).
     pub(crate) fn set_waker(&self, waker: Arc<EngineWaker>) {
         let _ = self.waker.set(waker);
+    }
+
+    /// Records (or with `None` forgets) the trap handler process `pasid` installed.
+    pub fn set_trap_handler(&self, pasid: u16, handler: Option<TrapHandler>) {
+        let mut t = self.trap_handlers.lock().unwrap_or_else(|e| e.into_inner());
+        match handler {
+            Some(h) => t.insert(pasid, h),
+            None => t.remove(&pasid),
+        };
+    }
+
+    /// The trap handler process `pasid` installed, if any.
+    pub fn trap_handler(&self, pasid: u16) -> Option<TrapHandler> {
+        let t = self.trap_handlers.lock().unwrap_or_else(|e| e.into_inner());
+        t.get(&pasid).copied()
     }
 
     /// Wakes the engine thread (new queues are mapped, or a doorbell was rung).
@@ -208,7 +231,7 @@ impl KfdNode {
             gpu_id: topo.gpu_id,
             preset: config.preset,
             queue_sizes,
-            gpu: Arc::new(Gpu::new(layout, config.preset, &topo)?),
+            gpu: Arc::new(Gpu::new(layout, config, &topo)?),
             topo,
             vram_used: AtomicU64::new(0),
             bo_offsets: Mutex::new(HashMap::new()),

@@ -735,6 +735,7 @@ impl Dqm {
             return Ok(());
         };
         let qpd = self.qpds.remove(i);
+        gpu.set_trap_handler(pasid as u16, None);
         for q in &qpd.queues {
             self.deallocate_sdma(q.class);
             if q.is_active {

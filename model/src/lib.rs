@@ -49,7 +49,7 @@ pub mod process;
 pub mod topology;
 pub mod user;
 
-pub use config::{KernelVersion, ModelConfig, Preset, SchedPolicy};
+pub use config::{KernelVersion, ModelConfig, Preset, SchedPolicy, CU_THREADS_ENV};
 pub use device::KfdNode;
 pub use errno::{Errno, KResult};
 pub use faults::Fault;

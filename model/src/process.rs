@@ -278,6 +278,41 @@ impl Model {
         Ok(())
     }
 
+    /// Registers a client's mapping of a doorbell page (`len` bytes at `addr`, what its
+    /// `mmap` of a doorbell offset returned): a store into it wakes the engine thread at once
+    /// even after a long idle, through a write-protecting `userfaultfd`
+    /// ([`crate::hw::doorbell_watch`]). An error (no `userfaultfd` on this host) leaves the
+    /// engine's polling sleep as the only way it notices the store.
+    ///
+    /// # Safety
+    /// `addr..addr + len` must be a shared mapping of this model's doorbell memory, kept as
+    /// such until it is unmapped: stores into it may briefly wait for the model.
+    pub unsafe fn watch_doorbell_mapping(&self, addr: u64, len: u64) -> std::io::Result<()> {
+        if !self.inner.config.engine_thread {
+            return Ok(());
+        }
+        let engine = &self.inner.engine;
+        let watch = match engine.doorbell_watch() {
+            Some(w) => w.clone(),
+            None => {
+                let w = crate::hw::doorbell_watch::DoorbellWatch::new(engine.clone())?;
+                engine.set_doorbell_watch(w.clone());
+                engine.doorbell_watch().cloned().unwrap_or(w)
+            }
+        };
+        // SAFETY: the caller's contract, passed on.
+        unsafe { watch.watch(addr, len) }
+    }
+
+    /// How many times a store into a watched doorbell mapping woke the sleeping engine
+    /// thread (0 without [`Model::watch_doorbell_mapping`]).
+    pub fn doorbell_wakeups(&self) -> u64 {
+        self.inner
+            .engine
+            .doorbell_watch()
+            .map_or(0, |w| w.wakeups())
+    }
+
     /// Tells the engines a doorbell of `gpu_id` was just written, so they look now instead of
     /// at their next poll. Optional: the engine thread notices doorbell writes by itself.
     pub fn doorbell_rung(&self, gpu_id: u32) {

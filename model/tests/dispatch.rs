@@ -15,10 +15,6 @@ const COMPLETE: u32 = KFD_IOC_WAIT_RESULT_COMPLETE;
 /// hsa_packet_header: KERNEL_DISPATCH (2), barrier bit, system-scope acquire and release.
 const KERNEL_DISPATCH: u16 = 2 | 1 << 8 | 2 << 9 | 2 << 11;
 
-fn stepped(preset: Preset) -> Model {
-    model_with(ModelConfig::new(preset).with_engine_thread(false))
-}
-
 /// Compiles tests/kernels/dispatch.cl for `mcpu`.
 fn compile(mcpu: &str) -> Vec<u8> {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/dispatch.cl");
@@ -87,7 +83,11 @@ struct Gpu {
 
 impl Gpu {
     fn new(preset: Preset, mcpu: &str) -> Gpu {
-        let model = stepped(preset);
+        Gpu::with_config(ModelConfig::new(preset).with_engine_thread(false), mcpu)
+    }
+
+    fn with_config(cfg: ModelConfig, mcpu: &str) -> Gpu {
+        let model = model_with(cfg);
         let c = Client::new(&model);
         let flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
         let code = c
@@ -659,6 +659,703 @@ fn pm4_dispatch_direct_runs_the_program_the_sh_registers_name() {
         assert_eq!(
             got, want,
             "{mcpu}: every work-item of 4 groups, then the marker"
+        );
+    }
+}
+
+/// busy_hash's result for work-item `i`, on the host.
+fn busy_hash_ref(i: u32, rounds: u32) -> u32 {
+    let mut h = i.wrapping_mul(2654435761);
+    for r in 0..rounds {
+        h = (h ^ (h >> 13)).wrapping_mul(0x5bd1e995).wrapping_add(r);
+    }
+    h
+}
+
+/// Runs busy_hash over `groups` workgroups of 64 on `threads` compute-unit threads; returns
+/// the output and the two atomic sums.
+fn busy_hash_on(preset: Preset, mcpu: &str, threads: usize, groups: u32) -> (Vec<u32>, [u32; 2]) {
+    let cfg = ModelConfig::new(preset)
+        .with_engine_thread(false)
+        .with_cu_threads(threads);
+    let mut g = Gpu::with_config(cfg, mcpu);
+    let n = 64 * groups as usize;
+    let out = g.alloc(&i32s(&vec![0; n]));
+    let sum = g.alloc(&i32s(&[0, 0]));
+    let mut args = Vec::new();
+    for p in [out, sum] {
+        args.extend(p.to_le_bytes());
+    }
+    args.extend(300u32.to_le_bytes());
+    let k = g.kernel("busy_hash");
+    let signal = g.dispatch(&k, &args, [64, 1, 1], [n as u32, 1, 1], 0);
+    g.model.run_until_idle();
+    assert_eq!(
+        g.c.p.queue_error(g.queue.0),
+        None,
+        "{mcpu}, {threads} threads"
+    );
+    assert_eq!(g.signal_value(signal), 0, "{mcpu}, {threads} threads");
+    let out = to_i32s(&g.read(out, 4 * n))
+        .iter()
+        .map(|&v| v as u32)
+        .collect();
+    let s = to_i32s(&g.read(sum, 8));
+    (out, [s[0] as u32, s[1] as u32])
+}
+
+#[test]
+fn workgroups_on_one_and_several_host_threads_give_the_same_exact_result() {
+    for (preset, mcpu) in presets() {
+        const GROUPS: u32 = 24;
+        let n = 64 * GROUPS;
+        let want: Vec<u32> = (0..n).map(|i| busy_hash_ref(i, 300)).collect();
+        let want_sum = want.iter().fold(0u32, |a, h| a.wrapping_add(h & 0xffff));
+        let one = busy_hash_on(preset, mcpu, 1, GROUPS);
+        assert_eq!(one.0, want, "{mcpu}: 1 thread against the host");
+        assert_eq!(one.1, [want_sum, n], "{mcpu}: 1 thread's atomics");
+        let four = busy_hash_on(preset, mcpu, 4, GROUPS);
+        assert_eq!(four.0, want, "{mcpu}: 4 threads against the host");
+        assert_eq!(
+            four.1,
+            [want_sum, n],
+            "{mcpu}: atomics from 4 threads lose no update"
+        );
+    }
+}
+
+#[test]
+fn the_cu_thread_count_comes_from_the_config_or_the_environment() {
+    let cfg = ModelConfig::new(Preset::Gfx900);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    match std::env::var(kfd_model::CU_THREADS_ENV) {
+        Ok(v) => assert_eq!(cfg.cu_threads.to_string(), v.trim()),
+        Err(_) => assert_eq!(cfg.cu_threads, cores, "default: the host's cores"),
+    }
+    assert_eq!(cfg.clone().with_cu_threads(3).cu_threads, 3);
+    assert_eq!(cfg.with_cu_threads(0).cu_threads, 1, "at least one");
+}
+
+#[test]
+fn an_sdma_copy_completes_while_a_kernel_spins_on_a_host_flag() {
+    use pm4::sdma::{SdmaCopyLinear, SdmaFence, SdmaTrap};
+    use pm4::SdmaGen;
+    for (preset, mcpu) in presets() {
+        // The engine thread runs the model, as for a real client.
+        let cfg = ModelConfig::new(preset).with_cu_threads(2);
+        let mut g = Gpu::with_config(cfg, mcpu);
+        let flag = g.alloc(&i32s(&[0]));
+        let out = g.alloc(&i32s(&[0; 128]));
+        let mut args = flag.to_le_bytes().to_vec();
+        args.extend(out.to_le_bytes());
+        let k = g.kernel("spin_until_flag");
+        let signal = g.dispatch(&k, &args, [64, 1, 1], [128, 1, 1], 0);
+        // An SDMA copy on another queue of the same process, signalled by an event.
+        let page = g.c.event_page();
+        let ev = create_event(&g.c, KFD_IOC_EVENT_SIGNAL, false, page.handle).unwrap();
+        let src = g.c.gtt(1 << 16);
+        let dst = g.c.gtt(1 << 16);
+        let pattern: Vec<u8> = (0..1u32 << 16).map(|i| (i * 13 + 5) as u8).collect();
+        src.write_bytes(0, &pattern);
+        let (_, q) = g.c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+        let mut ring = RingWriter::sdma(&q);
+        ring.push(
+            &q,
+            &SdmaCopyLinear::new(SdmaGen::Sdma4, src.va, dst.va, 1 << 16).unwrap(),
+        );
+        ring.push(
+            &q,
+            &SdmaFence::new(page.va + 8 * u64::from(ev.event_id), ev.event_id).unwrap(),
+        );
+        ring.push(&q, &SdmaTrap::new(ev.event_id).unwrap());
+        g.c.submit(&q, ring.wptr());
+        assert_eq!(
+            wait_events(&g.c, &[ev.event_id], true, 5000),
+            (Ok(0), COMPLETE),
+            "{mcpu}: the copy completed"
+        );
+        let mut got = vec![0u8; 1 << 16];
+        dst.read_bytes(0, &mut got);
+        assert!(got == pattern, "{mcpu}: the copy is exact");
+        assert_eq!(g.signal_value(signal), 1, "{mcpu}: the kernel still spins");
+        assert_eq!(g.c.p.queue_error(g.queue.0), None, "{mcpu}");
+        g.heap.write_u32(flag - g.heap.va, 7);
+        wait_until("the kernel to see the flag", || g.signal_value(signal) == 0);
+        let got = to_i32s(&g.read(out, 4 * 128));
+        assert_eq!(got, (0..128).map(|i| 7 + i).collect::<Vec<_>>(), "{mcpu}");
+    }
+}
+
+/// Dispatches busy_hash over `groups` workgroups of 64 with `rounds` steps; returns the output
+/// and sum addresses and the completion signal.
+fn start_busy_hash(g: &mut Gpu, groups: u32, rounds: u32) -> (u64, u64, u64) {
+    let n = 64 * groups as usize;
+    let out = g.alloc(&i32s(&vec![0; n]));
+    let sum = g.alloc(&i32s(&[0, 0]));
+    let mut args = Vec::new();
+    for p in [out, sum] {
+        args.extend(p.to_le_bytes());
+    }
+    args.extend(rounds.to_le_bytes());
+    let k = g.kernel("busy_hash");
+    let signal = g.dispatch(&k, &args, [64, 1, 1], [n as u32, 1, 1], 0);
+    (out, sum, signal)
+}
+
+#[test]
+fn evicting_the_process_suspends_a_running_kernel_and_restore_resumes_it_exactly() {
+    for (preset, mcpu) in presets() {
+        let mut g = Gpu::new(preset, mcpu);
+        const GROUPS: u32 = 64;
+        const ROUNDS: u32 = 2000;
+        let n = (64 * GROUPS) as usize;
+        let (out, sum, signal) = start_busy_hash(&mut g, GROUPS, ROUNDS);
+        let written = |g: &Gpu| {
+            to_i32s(&g.read(out, 4 * n))
+                .iter()
+                .filter(|&&v| v != 0)
+                .count()
+        };
+        // Run time slices until some workgroups have ended.
+        let mut passes = 0;
+        while written(&g) == 0 {
+            g.model.step();
+            passes += 1;
+            assert!(passes < 100_000, "{mcpu}: the kernel makes progress");
+        }
+        let before = to_i32s(&g.read(out, 4 * n));
+        assert!(
+            written(&g) < n && g.signal_value(signal) == 1,
+            "{mcpu}: evicted mid-kernel"
+        );
+        g.c.p.evict_queues().unwrap();
+        assert!(
+            g.c.node().gpu.hws.mapped_queues().is_empty(),
+            "{mcpu}: nothing mapped"
+        );
+        for _ in 0..20 {
+            g.model.step();
+        }
+        assert_eq!(
+            to_i32s(&g.read(out, 4 * n)),
+            before,
+            "{mcpu}: no wave runs while the queue is unmapped"
+        );
+        assert_eq!(g.signal_value(signal), 1, "{mcpu}");
+        g.c.p.restore_queues().unwrap();
+        g.model.run_until_idle();
+        assert_eq!(g.c.p.queue_error(g.queue.0), None, "{mcpu}");
+        assert_eq!(g.signal_value(signal), 0, "{mcpu}: completed after restore");
+        let got: Vec<u32> = to_i32s(&g.read(out, 4 * n))
+            .iter()
+            .map(|&v| v as u32)
+            .collect();
+        let want: Vec<u32> = (0..n as u32).map(|i| busy_hash_ref(i, ROUNDS)).collect();
+        assert_eq!(got, want, "{mcpu}: every work-item exact");
+        let sums = to_i32s(&g.read(sum, 8));
+        let want_sum = want.iter().fold(0u32, |a, h| a.wrapping_add(h & 0xffff));
+        assert_eq!(
+            [sums[0] as u32, sums[1] as u32],
+            [want_sum, n as u32],
+            "{mcpu}: every atomic once (no workgroup ran twice)"
+        );
+    }
+}
+
+/// A spinning kernel on the engine thread: the flag and output addresses and its signal.
+fn start_spinning(g: &mut Gpu) -> (u64, u64, u64) {
+    let flag = g.alloc(&i32s(&[0]));
+    let out = g.alloc(&i32s(&[0; 64]));
+    let mut args = flag.to_le_bytes().to_vec();
+    args.extend(out.to_le_bytes());
+    let k = g.kernel("spin_until_flag");
+    let signal = g.dispatch(&k, &args, [64, 1, 1], [64, 1, 1], 0);
+    (flag, out, signal)
+}
+
+#[test]
+fn destroying_the_queue_stops_its_waves_within_a_bounded_time() {
+    let mut g = Gpu::with_config(ModelConfig::new(Preset::Gfx900), "gfx900");
+    let (flag, out, signal) = start_spinning(&mut g);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(g.signal_value(signal), 1, "still spinning");
+    let t = std::time::Instant::now();
+    g.c.destroy_queue(g.queue.0).unwrap();
+    let took = t.elapsed();
+    assert!(
+        took < std::time::Duration::from_secs(1),
+        "destroy took {took:?}"
+    );
+    // The waves are gone: the flag they wait for changes nothing any more.
+    g.heap.write_u32(flag - g.heap.va, 9);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert_eq!(to_i32s(&g.read(out, 4))[0], 0, "no wave ran after destroy");
+    assert_eq!(g.signal_value(signal), 1);
+}
+
+#[test]
+fn ending_the_process_stops_its_waves_and_a_never_ending_kernel_blocks_no_other_process() {
+    use pm4::user::WriteData;
+    let mut g = Gpu::with_config(ModelConfig::new(Preset::Gfx900), "gfx900");
+    let (_flag, _out, signal) = start_spinning(&mut g);
+    // Another process's PM4 queue runs while the first one's kernel never ends.
+    let other = Client::new(&g.model);
+    let mem = other.gtt(4096);
+    let (_, q) = other.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
+    let mut ring = RingWriter::pm4(&q);
+    for i in 0..16u32 {
+        ring.push(
+            &q,
+            &WriteData::memory(mem.va + 4 * u64::from(i), &[i + 100]).unwrap(),
+        );
+        other.submit(&q, ring.wptr());
+        let t = std::time::Instant::now();
+        wait_until("the other process's WRITE_DATA", || {
+            mem.read_u32(4 * u64::from(i)) == i + 100
+        });
+        assert!(t.elapsed() < std::time::Duration::from_secs(1));
+    }
+    assert_eq!(g.signal_value(signal), 1, "the first kernel still spins");
+    let node = g.c.node();
+    assert_eq!(node.gpu.hws.mapped_queues().len(), 2);
+    // The spinning process ends: its queue and waves go.
+    let Gpu { c, queue, .. } = g;
+    drop(queue);
+    let t = std::time::Instant::now();
+    drop(c);
+    wait_until("the ended process's queue to leave the GPU", || {
+        node.gpu.hws.mapped_queues().len() == 1
+    });
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(1),
+        "{:?}",
+        t.elapsed()
+    );
+}
+
+/// A private array through PM4 DISPATCH_DIRECT: the client writes the scratch V# into
+/// COMPUTE_USER_DATA_0..3, COMPUTE_TMPRING_SIZE (WAVES 11:0, WAVESIZE 24:12 in KiB) and
+/// COMPUTE_DISPATCH_SCRATCH_BASE_LO/HI (address >> 8), as kfdtest's Dispatch does; the SPI
+/// gives each wave its offset in the ring.
+fn pm4_private_array(
+    preset: Preset,
+    mcpu: &str,
+    wg: u32,
+    waves: u32,
+) -> (Gpu, u32, u64, Buf, Vec<i32>, u32) {
+    use pm4::regs::ShReg;
+    use pm4::user::{DispatchDirect, DispatchInitiator, SetShReg, WriteData};
+    let cfg = ModelConfig::new(preset)
+        .with_engine_thread(false)
+        .with_cu_threads(2);
+    let mut g = Gpu::with_config(cfg, mcpu);
+    let k = g.kernel("private_array");
+    let d = k.descriptor;
+    assert!(d.compute_pgm_rsrc2.enable_private_segment(), "SCRATCH_EN");
+    const N: usize = 512;
+    let idx: Vec<i32> = (0..N as i32).map(|i| (i * 29) % 97).collect();
+    let pidx = g.alloc(&i32s(&idx));
+    let pout = g.alloc(&i32s(&[0; N + 1]));
+    let mut kernarg = pidx.to_le_bytes().to_vec();
+    kernarg.extend(pout.to_le_bytes());
+    let kernarg = g.alloc(&kernarg);
+    // The kernel reads its workgroup size from a dispatch packet: the client provides one.
+    let mut packet = [0u8; 64];
+    packet[4..6].copy_from_slice(&(wg as u16).to_le_bytes());
+    packet[12..16].copy_from_slice(&(N as u32).to_le_bytes());
+    let packet = g.alloc(&packet);
+    // WAVESIZE in KiB for 64 lanes of the kernel's private segment.
+    let wave_kib = (d.private_segment_fixed_size * 64).div_ceil(1024);
+    let size = waves * wave_kib * 1024;
+    let scratch =
+        g.c.alloc_on(
+            g.c.gpu(),
+            u64::from(size),
+            KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+        )
+        .unwrap();
+    let p = d.kernel_code_properties;
+    let mut user: Vec<u32> = Vec::new();
+    assert!(p.enable_sgpr_private_segment_buffer());
+    // Lanes of a wave are 4-byte interleaved, so the lane stride is WAVESIZE / 64.
+    user.extend(scratch_resource(scratch.va, size));
+    for (on, value) in [
+        (p.enable_sgpr_dispatch_ptr(), packet),
+        (p.enable_sgpr_queue_ptr(), 0),
+        (p.enable_sgpr_kernarg_segment_ptr(), kernarg),
+        (p.enable_sgpr_dispatch_id(), 0),
+        (p.enable_sgpr_flat_scratch_init(), scratch.va),
+    ] {
+        if on {
+            user.extend([value as u32, (value >> 32) as u32]);
+        }
+    }
+    let pgm = k.entry_address >> 8;
+    let (qid, q) = g.c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
+    let mut ring = RingWriter::pm4(&q);
+    ring.push(
+        &q,
+        &SetShReg::new(
+            ShReg::COMPUTE_PGM_LO.0,
+            &[
+                pgm as u32,
+                (pgm >> 32) as u32,
+                0,
+                0,
+                (scratch.va >> 8) as u32,
+                (scratch.va >> 40) as u32,
+            ],
+        )
+        .unwrap(),
+    );
+    ring.push(
+        &q,
+        &SetShReg::new(
+            ShReg::COMPUTE_PGM_RSRC1.0,
+            &[
+                d.compute_pgm_rsrc1.into_bits(),
+                d.compute_pgm_rsrc2.into_bits(),
+            ],
+        )
+        .unwrap(),
+    );
+    ring.push(
+        &q,
+        &SetShReg::new(ShReg::COMPUTE_TMPRING_SIZE.0, &[wave_kib << 12 | waves]).unwrap(),
+    );
+    ring.push(
+        &q,
+        &SetShReg::new(ShReg::COMPUTE_USER_DATA_0.0, &user).unwrap(),
+    );
+    ring.push(
+        &q,
+        &SetShReg::new(ShReg::COMPUTE_NUM_THREAD_X.0, &[wg, 1, 1]).unwrap(),
+    );
+    ring.push(
+        &q,
+        &DispatchDirect::new(
+            [N as u32 / wg, 1, 1],
+            DispatchInitiator::new().with_compute_shader_en(true),
+        ),
+    );
+    ring.push(
+        &q,
+        &WriteData::memory(pout + 4 * N as u64, &[0xD0E]).unwrap(),
+    );
+    g.c.submit(&q, ring.wptr());
+    g.model.run_until_idle();
+    (g, qid, pout, scratch, idx, wave_kib * 1024)
+}
+
+#[test]
+fn pm4_dispatch_with_scratch_from_tmpring_size_runs_a_private_array() {
+    for (preset, mcpu) in presets() {
+        // Workgroups of 2 waves in a ring of 4 waves: 2 workgroups in flight at most.
+        let (g, qid, pout, scratch, idx, wave_bytes) = pm4_private_array(preset, mcpu, 128, 4);
+        assert_eq!(g.c.p.queue_error(qid), None, "{mcpu}");
+        let out = to_i32s(&g.read(pout, 4 * (idx.len() + 1)));
+        for (i, &x) in idx.iter().enumerate() {
+            assert_eq!(out[i], (x & 63) * 3 + i as i32, "{mcpu}: out[{i}]");
+        }
+        assert_eq!(
+            out[idx.len()],
+            0xD0E,
+            "{mcpu}: the marker after the dispatch"
+        );
+        // Each wave of a workgroup had its own slice of the ring: the second one's was used.
+        let mut second = vec![0u8; wave_bytes as usize];
+        scratch.read_bytes(u64::from(wave_bytes), &mut second);
+        assert!(
+            second.iter().any(|&b| b != 0),
+            "{mcpu}: the second wave's slice was used"
+        );
+    }
+}
+
+#[test]
+fn pm4_scratch_too_small_for_a_workgroup_stops_the_queue() {
+    let (g, qid, pout, _, _, _) = pm4_private_array(Preset::Gfx900, "gfx900", 128, 1);
+    let err = g.c.p.queue_error(qid).expect("an error").to_string();
+    assert!(err.contains("does not fit its scratch"), "{err}");
+    assert_eq!(to_i32s(&g.read(pout, 4))[0], 0, "nothing ran");
+}
+
+/// Assembles gfx9 source with llvm-mc-15 (the encodings it prints).
+fn assemble(src: &str, mcpu: &str) -> Vec<u8> {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new("llvm-mc-15")
+        .args(["-arch=amdgcn", &format!("-mcpu={mcpu}"), "-show-encoding"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("llvm-mc-15 must be installed (scripts/ensure-deps.sh)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(src.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "llvm-mc-15: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut bytes = Vec::new();
+    for line in String::from_utf8(out.stdout).unwrap().lines() {
+        if let Some(enc) = line.split("encoding: [").nth(1) {
+            for b in enc.trim_end_matches(']').split(',') {
+                bytes.push(u8::from_str_radix(b.trim().trim_start_matches("0x"), 16).unwrap());
+            }
+        }
+    }
+    bytes
+}
+
+/// A trap handler that counts traps at TMA[0] and sums their ids at TMA[4] (atomically: lane
+/// 0 of v0..v2 is saved in ttmps and restored, as SCC and EXEC are), then returns past the
+/// `s_trap` with `s_rfe_b64`.
+const COUNTING_TRAP_HANDLER: &str = "
+s_cselect_b32 ttmp8, 1, 0
+s_mov_b64 ttmp[2:3], exec
+s_mov_b64 exec, 1
+v_readlane_b32 ttmp4, v0, 0
+v_readlane_b32 ttmp5, v1, 0
+v_readlane_b32 ttmp6, v2, 0
+v_mov_b32 v0, ttmp14
+v_mov_b32 v1, ttmp15
+v_mov_b32 v2, 1
+global_atomic_add v[0:1], v2, off
+s_bfe_u32 ttmp7, ttmp1, 0x80010
+v_mov_b32 v2, ttmp7
+global_atomic_add v[0:1], v2, off offset:4
+s_waitcnt vmcnt(0)
+v_writelane_b32 v0, ttmp4, 0
+v_writelane_b32 v1, ttmp5, 0
+v_writelane_b32 v2, ttmp6, 0
+s_mov_b64 exec, ttmp[2:3]
+s_and_b32 ttmp1, ttmp1, 0xffff
+s_add_u32 ttmp0, ttmp0, 4
+s_addc_u32 ttmp1, ttmp1, 0
+s_cmp_lg_u32 ttmp8, 0
+s_rfe_b64 ttmp[0:1]
+";
+
+/// Installs `handler` (assembled for `mcpu`) with SET_TRAP_HANDLER and a fresh TMA page, then
+/// gives the test a new AQL queue (the runlist that maps it carries TBA/TMA in MAP_PROCESS).
+/// Returns the TMA buffer.
+fn install_trap_handler(g: &mut Gpu, mcpu: &str, handler: &str) -> Buf {
+    let flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
+    let code =
+        g.c.alloc_on(g.c.gpu(), 4096, flags | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE)
+            .unwrap();
+    code.write_bytes(0, &assemble(handler, mcpu));
+    let tma = g.c.alloc_on(g.c.gpu(), 4096, flags).unwrap();
+    let mut a = kfd_ioctl_set_trap_handler_args {
+        tba_addr: code.va,
+        tma_addr: tma.va,
+        gpu_id: g.c.gpu(),
+        pad: 0,
+    };
+    ioctl(&g.c.p, AMDKFD_IOC_SET_TRAP_HANDLER, &mut a).unwrap();
+    g.c.destroy_queue(g.queue.0).unwrap();
+    g.queue =
+        g.c.create_queue_sized(g.c.gpu(), KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, 100, 4096)
+            .unwrap();
+    g.packets = 0;
+    tma
+}
+
+#[test]
+fn an_installed_trap_handler_counts_s_trap_and_returns_so_the_kernel_completes() {
+    for (preset, mcpu) in presets() {
+        let cfg = ModelConfig::new(preset)
+            .with_engine_thread(false)
+            .with_cu_threads(2);
+        let mut g = Gpu::with_config(cfg, mcpu);
+        let tma = install_trap_handler(&mut g, mcpu, COUNTING_TRAP_HANDLER);
+        const N: usize = 256; // 4 waves
+        const TRAPS: u32 = 3;
+        let out = g.alloc(&i32s(&[0; N]));
+        let mut args = out.to_le_bytes().to_vec();
+        args.extend(TRAPS.to_le_bytes());
+        let k = g.kernel("debugtrap_loop");
+        let signal = g.dispatch(&k, &args, [128, 1, 1], [N as u32, 1, 1], 0);
+        g.model.run_until_idle();
+        assert_eq!(g.c.p.queue_error(g.queue.0), None, "{mcpu}");
+        assert_eq!(g.signal_value(signal), 0, "{mcpu}: the kernel completed");
+        let got = to_i32s(&g.read(out, 4 * N));
+        assert_eq!(got, (1..=N as i32).collect::<Vec<_>>(), "{mcpu}");
+        assert_eq!(
+            tma.read_u32(0),
+            4 * TRAPS,
+            "{mcpu}: the handler ran once per s_trap of each wave"
+        );
+        assert_eq!(
+            tma.read_u32(4),
+            4 * TRAPS * 3,
+            "{mcpu}: ttmp1[23:16] held trap id 3 (llvm.debugtrap)"
+        );
+    }
+}
+
+#[test]
+fn a_trap_handler_that_fails_leaves_the_original_error_for_the_runtime() {
+    let mut g = Gpu::new(Preset::Gfx900, "gfx900");
+    // The handler counts the trap, then traps itself (a nested trap is not taken while PRIV
+    // is set).
+    let counting = COUNTING_TRAP_HANDLER
+        .split("s_waitcnt vmcnt(0)")
+        .next()
+        .unwrap();
+    let tma = install_trap_handler(&mut g, "gfx900", &format!("{counting}\ns_trap 7\n"));
+    g.signals.write_u64(0xF00, 1);
+    g.signals.write_u64(0xF08, 0);
+    let base = g.amd_queue_offset();
+    g.queue.1.ptrs.write_u64(base + 192, g.signals.va + 0xF00);
+    let mut input = vec![1i32; 64];
+    input[3] = -1;
+    let pin = g.alloc(&i32s(&input));
+    let pout = g.alloc(&i32s(&[0; 64]));
+    let k = g.kernel("trap_on_negative");
+    let mut args = pin.to_le_bytes().to_vec();
+    args.extend(pout.to_le_bytes());
+    let signal = g.dispatch(&k, &args, [64, 1, 1], [64, 1, 1], 0);
+    let act = g.model.run_until_idle();
+    assert_eq!(act.parked, 1, "the queue stays on the halted dispatch");
+    assert_eq!(
+        g.signals.read_u64(0xF08),
+        1 << 31,
+        "the s_trap 2 the handler was handling"
+    );
+    assert_eq!(
+        (tma.read_u32(0), tma.read_u32(4)),
+        (1, 2),
+        "the handler ran for s_trap 2"
+    );
+    assert_eq!(g.signal_value(signal), 1);
+}
+
+#[test]
+fn gfx942_and_gfx1030_dispatches_report_isa_not_modelled_to_the_runtime() {
+    for preset in [Preset::Gfx942, Preset::Gfx1030] {
+        let mut g = Gpu::new(preset, "gfx900");
+        let page = g.c.event_page();
+        let ev = create_event(&g.c, KFD_IOC_EVENT_SIGNAL, false, page.handle).unwrap();
+        g.signals.write_u64(0xF00, 1);
+        g.signals.write_u64(0xF08, 0);
+        g.signals
+            .write_u64(0xF10, page.va + 8 * u64::from(ev.event_id));
+        g.signals.write_u32(0xF18, ev.event_id);
+        let base = g.amd_queue_offset();
+        g.queue.1.ptrs.write_u64(base + 192, g.signals.va + 0xF00);
+        let k = g.kernel("store_to");
+        let p = g.alloc(&i32s(&[0; 64]));
+        let signal = g.dispatch(&k, &p.to_le_bytes(), [64, 1, 1], [64, 1, 1], 0);
+        g.model.run_until_idle();
+        let text = g.c.p.queue_error(g.queue.0).expect("an error").to_string();
+        assert!(
+            text.contains("ISA not modelled for this GPU"),
+            "{preset}: {text}"
+        );
+        assert_eq!(
+            g.signals.read_u64(0xF08),
+            8,
+            "{preset}: error 8 (invalid code) in queue_inactive_signal"
+        );
+        assert_eq!(
+            wait_events(&g.c, &[ev.event_id], true, 0),
+            (Ok(0), COMPLETE),
+            "{preset}: the runtime's queue event fired"
+        );
+        assert_eq!(g.signal_value(signal), 1, "{preset}");
+        assert_eq!(to_i32s(&g.read(p, 4))[0], 0, "{preset}: nothing ran");
+    }
+}
+
+#[test]
+fn a_gfx942_pm4_dispatch_stops_the_queue_with_isa_not_modelled() {
+    use pm4::user::{DispatchDirect, DispatchInitiator};
+    let g = Gpu::new(Preset::Gfx942, "gfx900");
+    let (qid, q) = g.c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
+    let mut ring = RingWriter::pm4(&q);
+    ring.push(
+        &q,
+        &DispatchDirect::new(
+            [1, 1, 1],
+            DispatchInitiator::new().with_compute_shader_en(true),
+        ),
+    );
+    g.c.submit(&q, ring.wptr());
+    g.model.run_until_idle();
+    let text = g.c.p.queue_error(qid).expect("an error").to_string();
+    assert!(text.contains("ISA not modelled for this GPU"), "{text}");
+}
+
+#[test]
+fn a_queue_reuses_decoded_code_only_while_memory_still_holds_it() {
+    use pm4::regs::ShReg;
+    use pm4::user::{DispatchDirect, DispatchInitiator, SetShReg};
+    let g = Gpu::new(Preset::Gfx900, "gfx900");
+    let flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
+    let code =
+        g.c.alloc_on(g.c.gpu(), 4096, flags | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE)
+            .unwrap();
+    let out = g.c.gtt(4096);
+    // Stores `value` at the address in s[0:1] (COMPUTE_USER_DATA_0/1).
+    let program = |value: u32| {
+        assemble(
+            &format!(
+                "v_mov_b32 v1, {value:#x}
+v_mov_b32 v2, s0
+v_mov_b32 v3, s1
+global_store_dword v[2:3], v1, off
+s_waitcnt vmcnt(0)
+s_endpgm"
+            ),
+            "gfx900",
+        )
+    };
+    let (qid, q) = g.c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
+    let mut ring = RingWriter::pm4(&q);
+    let pgm = code.va >> 8;
+    ring.push(
+        &q,
+        &SetShReg::new(ShReg::COMPUTE_PGM_LO.0, &[pgm as u32, (pgm >> 32) as u32]).unwrap(),
+    );
+    // RSRC1 0: 4 VGPRs; RSRC2: USER_SGPR (bits 5:1) = 2.
+    ring.push(
+        &q,
+        &SetShReg::new(ShReg::COMPUTE_PGM_RSRC1.0, &[0, 2 << 1]).unwrap(),
+    );
+    ring.push(
+        &q,
+        &SetShReg::new(
+            ShReg::COMPUTE_USER_DATA_0.0,
+            &[out.va as u32, (out.va >> 32) as u32],
+        )
+        .unwrap(),
+    );
+    ring.push(
+        &q,
+        &SetShReg::new(ShReg::COMPUTE_NUM_THREAD_X.0, &[1, 1, 1]).unwrap(),
+    );
+    let dispatch = DispatchDirect::new(
+        [1, 1, 1],
+        DispatchInitiator::new().with_compute_shader_en(true),
+    );
+    for value in [0x11, 0x11, 0x22] {
+        code.write_bytes(0, &program(value));
+        ring.push(&q, &dispatch);
+        g.c.submit(&q, ring.wptr());
+        g.model.run_until_idle();
+        assert_eq!(g.c.p.queue_error(qid), None);
+        assert_eq!(
+            out.read_u32(0),
+            value,
+            "the dispatch ran the code in memory now"
         );
     }
 }

@@ -1007,6 +1007,12 @@ unsafe fn mmap_impl(
         )
     };
     let mapped = or_enosys(mapped, libc::MAP_FAILED);
+    let doorbell = kind == FdKind::Kfd
+        && kfd_sys::KfdMmapType::of(offset as u64) == kfd_sys::KfdMmapType::Doorbell;
+    if doorbell && mapped != libc::MAP_FAILED {
+        // SAFETY: the shared mapping of the model's doorbell memory made just above.
+        unsafe { shim::watch_doorbell(mapped as u64, len as u64) };
+    }
     log::debug!(
         target: "preload",
         "mmap fd {fd} ({kind:?}) offset {offset:#x} len {len:#x} -> {mapped:?} ({} +{:#x})",

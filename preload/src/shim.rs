@@ -625,6 +625,22 @@ pub(crate) fn map_source(
     }
 }
 
+/// A doorbell page of `/dev/kfd` was mapped at `addr`: the model write-protects it while its
+/// engine thread sleeps, so the client's next store wakes it at once (without, it notices
+/// the store at its next poll, up to 16 ms later).
+///
+/// # Safety
+/// `addr..addr + len` is the mapping the shim just made of the model's doorbell memory.
+pub(crate) unsafe fn watch_doorbell(addr: u64, len: u64) {
+    let Ok(model) = with_shim(|s, _| s.model.clone().ok_or(Errno::ENODEV)) else {
+        return;
+    };
+    // SAFETY: the caller's contract.
+    if let Err(e) = unsafe { model.watch_doorbell_mapping(addr, len) } {
+        log::info!(target: "preload", "doorbell mapping {addr:#x} not watched ({e}): the model polls for it");
+    }
+}
+
 /// The `stat` of a device node the shim answers: a character device, read-write for all.
 pub(crate) fn device_stat(kind: FdKind) -> libc::stat {
     let (major, minor) = match kind {

@@ -456,6 +456,11 @@ impl Wave {
             Op::SAbsI32 => nz32((a32 as i32).unsigned_abs()),
             Op::SGetpcB64 => (next, true, None),
             Op::SSetpcB64 => return Ok(Flow::Jump(a64)),
+            // Return from the trap handler: leave privileged mode, jump to the saved PC.
+            Op::SRfeB64 => {
+                self.status &= !super::wave::status::PRIV;
+                return Ok(Flow::Jump(a64 & 0xffff_ffff_ffff));
+            }
             Op::SSwappcB64 => {
                 if let Some(d) = d_op {
                     self.swrite(d, next, true);

@@ -205,6 +205,8 @@ pub mod status {
     pub const HALT: u32 = 1 << 13;
     /// TRAP_EN `[6]`: a trap handler is installed.
     pub const TRAP_EN: u32 = 1 << 6;
+    /// PRIV `[5]`: the wave runs privileged (in its trap handler); `s_rfe_b64` clears it.
+    pub const PRIV: u32 = 1 << 5;
 }
 
 /// What the wave's `HW_ID` register reports (read-only to the wave).

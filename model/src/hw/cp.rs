@@ -7,7 +7,8 @@
 //!   RELEASE_MEM, ACQUIRE_MEM, WAIT_REG_MEM(64), INDIRECT_BUFFER (two levels, chained),
 //!   COPY_DATA, DMA_DATA, EVENT_WRITE, SET_SH_REG (into the queue's [`ShRegisters`]).
 //!   DISPATCH_DIRECT runs the program the COMPUTE_* SH registers name on the
-//!   [`spi`](crate::hw::spi) (not yet with scratch). A large DMA_DATA copy or fill runs
+//!   [`spi`](crate::hw::spi), with the scratch COMPUTE_TMPRING_SIZE and
+//!   COMPUTE_DISPATCH_SCRATCH_BASE describe. A large DMA_DATA copy or fill runs
 //!   [`DMA_BYTES_PER_PASS`] at a time and yields between passes; so does a running dispatch.
 //! * AQL queues: 64-byte packets, write pointer = monotonic **packet** index, the 64-bit read
 //!   index written back. Barrier-AND, barrier-OR and the AMD vendor packets (BARRIER_VALUE,
@@ -36,7 +37,8 @@ use crate::hw::ih::{
 };
 use crate::hw::observe::ShaderActivity;
 use crate::hw::spi::{
-    amd_queue, DispatchSetup, KernelRun, Scratch, WaveException, QUEUE_ERROR_TRAP,
+    amd_queue, DecodedCode, DispatchSetup, KernelRun, Scratch, TrapHandler, WaveException,
+    QUEUE_ERROR_TRAP,
 };
 use crate::hw::vm::{GpuVm, VmFault};
 use mqd::{ComputeDescriptor, ComputeMqd};
@@ -121,6 +123,12 @@ pub struct CpState {
     pub kernel: Option<Box<KernelRun>>,
     /// Where the compute units count and report what they run.
     pub shader_activity: Option<Arc<ShaderActivity>>,
+    /// Host threads a dispatch's workgroups run on (0 counts as 1).
+    pub cu_threads: usize,
+    /// The owning process's trap handler (from its MAP_PROCESS), if it installed one.
+    pub trap_handler: Option<TrapHandler>,
+    /// Code the queue's last dispatches decoded (reused while memory still holds it).
+    pub code: Vec<DecodedCode>,
 }
 
 /// Where a compute queue's ring and pointers are, from its MQD.
@@ -289,6 +297,8 @@ impl CpQueue {
             fresh.state.sh = std::mem::take(&mut self.state.sh);
             fresh.shader_isa = self.shader_isa.clone();
             fresh.state.shader_activity = self.state.shader_activity.take();
+            fresh.state.shader_isa = self.state.shader_isa;
+            fresh.state.cu_threads = self.state.cu_threads;
             *self = fresh;
             return;
         }
@@ -305,6 +315,17 @@ impl CpQueue {
     /// Sets where the GPU's compute units count and report the dispatches of this queue.
     pub fn set_shader_activity(&mut self, activity: Arc<ShaderActivity>) {
         self.state.shader_activity = Some(activity);
+    }
+
+    /// The trap handler the owning process installed (`None`: none); dispatches started from
+    /// now on enter it on `s_trap` and exceptions.
+    pub fn set_trap_handler(&mut self, handler: Option<TrapHandler>) {
+        self.state.trap_handler = handler;
+    }
+
+    /// Runs the queue's dispatches on `threads` host threads.
+    pub fn set_cu_threads(&mut self, threads: usize) {
+        self.state.cu_threads = threads.max(1);
     }
 
     /// Forgets the error that stopped the queue (a GPU reset restarts the engines).
@@ -575,33 +596,46 @@ impl CpQueue {
                 AqlPacket::Invalid(_) => return Ok(RunState::Idle),
                 AqlPacket::KernelDispatch(k) => {
                     if self.kernel.is_none() {
-                        let target = self.shader_isa.clone().map_err(|why| {
-                            QueueError::NotModelled {
-                                addr: pkt,
-                                what: format!(
-                                    "shader execution (AQL KERNEL_DISPATCH of kernel object {:#x}): {why}",
-                                    k.kernel_object
-                                ),
-                            }
-                        })?;
                         let queue_addr = self
                             .ring
                             .rptr_report
                             .wrapping_sub(amd_queue::READ_DISPATCH_ID);
+                        let target = match self.shader_isa.clone() {
+                            Ok(t) => t,
+                            Err(why) => {
+                                // As for code the CP cannot run: error 8 ("invalid code") in
+                                // queue_inactive_signal, which ROCr reports as
+                                // HSA_STATUS_ERROR_INVALID_CODE_OBJECT; the queue stops.
+                                report_inactive(env, queue_addr, QUEUE_ERROR_INVALID_CODE)?;
+                                return Err(QueueError::NotModelled {
+                                    addr: pkt,
+                                    what: format!(
+                                        "shader execution (AQL KERNEL_DISPATCH of kernel object {:#x}): {why}",
+                                        k.kernel_object
+                                    ),
+                                });
+                            }
+                        };
                         let scratch = aql_scratch(env.vm, queue_addr);
                         if k.private_segment_size > scratch.lane_bytes {
                             return self.out_of_scratch(env, pkt, queue_addr);
                         }
                         self.scratch_wait = false;
-                        let setup = DispatchSetup::from_aql(
-                            target,
-                            pkt,
-                            &k,
-                            queue_addr,
-                            rptr.get(),
-                            scratch,
-                        );
-                        let mut run = KernelRun::start(env.vm, setup)?;
+                        let setup = DispatchSetup {
+                            trap_handler: self.state.trap_handler,
+                            ..DispatchSetup::from_aql(
+                                target,
+                                pkt,
+                                &k,
+                                queue_addr,
+                                rptr.get(),
+                                scratch,
+                            )
+                        };
+                        let kept = std::mem::take(&mut self.state.code);
+                        let mut run = KernelRun::start(env.vm, setup)?
+                            .with_cu_threads(self.state.cu_threads)
+                            .with_code(env.vm, kept);
                         if let Some(a) = &self.state.shader_activity {
                             run.watch(a);
                         }
@@ -634,7 +668,9 @@ impl CpQueue {
                     match finished {
                         Ok(false) => return Ok(RunState::Yielded),
                         Ok(true) => {
-                            self.kernel = None;
+                            if let Some(mut run) = self.kernel.take() {
+                                self.state.code = run.take_code();
+                            }
                             self.complete_aql(env, pkt)?;
                             *done += 1;
                         }
@@ -891,14 +927,7 @@ fn dispatch_direct(
             *u = reg(ShReg(ShReg::COMPUTE_USER_DATA_0.0 + i as u32));
         }
         let rsrc2 = reg(ShReg::COMPUTE_PGM_RSRC2);
-        // SCRATCH_EN is RSRC2 bit 0: PM4 scratch (SET_SCRATCH_BACKING_VA + TMPRING_SIZE) is
-        // not modelled yet.
-        if rsrc2 & 1 != 0 {
-            return Err(QueueError::NotModelled {
-                addr,
-                what: format!("{dims} with scratch (COMPUTE_TMPRING_SIZE)"),
-            });
-        }
+        let scratch = pm4_scratch(&state.sh);
         let setup = DispatchSetup {
             target,
             packet_addr: addr,
@@ -910,10 +939,14 @@ fn dispatch_direct(
             grid,
             dynamic_lds: 0,
             private_segment_size: 0,
-            scratch: Scratch::default(),
+            scratch,
             user_data: Some(user_data),
+            trap_handler: state.trap_handler,
         };
-        let mut run = KernelRun::from_registers(setup, pgm, reg(ShReg::COMPUTE_PGM_RSRC1), rsrc2)?;
+        let kept = std::mem::take(&mut state.code);
+        let mut run = KernelRun::from_registers(setup, pgm, reg(ShReg::COMPUTE_PGM_RSRC1), rsrc2)?
+            .with_cu_threads(state.cu_threads)
+            .with_code(env.vm, kept);
         if let Some(a) = &state.shader_activity {
             run.watch(a);
         }
@@ -936,13 +969,51 @@ fn dispatch_direct(
     match finished {
         Ok(false) => Ok(Flow::Yield),
         Ok(true) => {
-            state.kernel = None;
+            if let Some(mut run) = state.kernel.take() {
+                state.code = run.take_code();
+            }
             Ok(Flow::Next)
         }
         Err(e) => {
             state.kernel = None;
             Err(e)
         }
+    }
+}
+
+/// `COMPUTE_TMPRING_SIZE.WAVES` (bits 11:0): waves the scratch ring has room for.
+const TMPRING_WAVES_MASK: u32 = 0xFFF;
+/// `COMPUTE_TMPRING_SIZE.WAVESIZE` (bits 24:12): scratch per wave, in 1 KiB units on gfx9.
+const TMPRING_WAVESIZE_SHIFT: u32 = 12;
+/// Its width mask.
+const TMPRING_WAVESIZE_MASK: u32 = 0x1FFF;
+/// Bytes of one `WAVESIZE` unit on gfx9.
+const TMPRING_WAVESIZE_UNIT: u32 = 1024;
+
+/// The scratch of a PM4 dispatch, as kfdtest-style clients set it up: `COMPUTE_TMPRING_SIZE`
+/// says how many waves fit and how much each gets, `COMPUTE_DISPATCH_SCRATCH_BASE_LO/HI`
+/// (address >> 8) where the ring starts; the buffer resource the waves use comes to them in
+/// the user SGPRs the client wrote (`COMPUTE_USER_DATA_*`). The SPI gives each wave its offset
+/// in the ring in the scratch-wave-offset SGPR.
+fn pm4_scratch(sh: &ShRegisters) -> Scratch {
+    let reg = |r: ShReg| sh.get(r).unwrap_or(0);
+    let tmpring = reg(ShReg::COMPUTE_TMPRING_SIZE);
+    let waves = tmpring & TMPRING_WAVES_MASK;
+    let wave_bytes =
+        (tmpring >> TMPRING_WAVESIZE_SHIFT & TMPRING_WAVESIZE_MASK) * TMPRING_WAVESIZE_UNIT;
+    let base = (u64::from(reg(ShReg::COMPUTE_DISPATCH_SCRATCH_BASE_HI)) << 32
+        | u64::from(reg(ShReg::COMPUTE_DISPATCH_SCRATCH_BASE_LO)))
+        << 8;
+    let mut resource = [0u32; 4];
+    for (i, r) in resource.iter_mut().enumerate() {
+        *r = reg(ShReg(ShReg::COMPUTE_USER_DATA_0.0 + i as u32));
+    }
+    Scratch {
+        resource,
+        base,
+        size: u64::from(waves) * u64::from(wave_bytes),
+        lane_bytes: wave_bytes / isa::exec::WAVE_SIZE as u32,
+        max_waves: Some(waves),
     }
 }
 
@@ -955,6 +1026,23 @@ const CTX_SAVE_HEADER_ERR_PAYLOAD_ADDR: u64 =
 /// `kfd_context_save_area_header.err_event_id`'s offset.
 const CTX_SAVE_HEADER_ERR_EVENT_ID: u64 =
     std::mem::offset_of!(kfd_sys::kfd_context_save_area_header, err_event_id) as u64;
+
+/// `queue_inactive_signal` error code: the dispatch's code cannot run ("invalid code").
+const QUEUE_ERROR_INVALID_CODE: u64 = 8;
+
+/// ORs `error` into the `queue_inactive_signal` of the `amd_queue_t` at `queue` and wakes
+/// its waiters; nothing when the queue has no such signal (not a ROCr queue).
+fn report_inactive(env: &ExecEnv<'_>, queue: u64, error: u64) -> Result<(), VmFault> {
+    let vm = env.vm;
+    let signal = vm
+        .load_u64(queue.wrapping_add(amd_queue::QUEUE_INACTIVE_SIGNAL))
+        .unwrap_or(0);
+    if signal == 0 {
+        return Ok(());
+    }
+    vm.update_u64(signal_field(signal, amd_signal::VALUE)?, |v| v | error)?;
+    notify_signal(env, signal)
+}
 
 /// `queue_inactive_signal` error code: the dispatch needs more scratch than the queue has.
 const QUEUE_ERROR_OUT_OF_SCRATCH: u64 = 1;
@@ -985,6 +1073,7 @@ fn aql_scratch(vm: &GpuVm, queue: u64) -> Scratch {
             base: vm.load_u64(queue + amd_queue::SCRATCH_BACKING_MEMORY_LOCATION)?,
             size: vm.load_u64(queue + amd_queue::SCRATCH_BACKING_MEMORY_BYTE_SIZE)?,
             lane_bytes: vm.load_u32(queue + amd_queue::SCRATCH_WAVE64_LANE_BYTE_SIZE)?,
+            max_waves: None,
         })
     };
     read().unwrap_or_default()

@@ -7,15 +7,17 @@
 //! usually submits again; then it sleeps, doubling the sleep up to [`MAX_IDLE_SLEEP`] and, after
 //! [`DEEP_IDLE_AFTER`] without work, up to [`DEEP_IDLE_SLEEP`], so an idle model costs next to
 //! nothing. [`EngineWaker::wake`] (what `Model::doorbell_rung` calls)
-//! ends a sleep at once.
+//! ends a sleep at once; so does a store into a client's doorbell mapping registered with
+//! [`DoorbellWatch`] (write-protected while the thread sleeps).
 
 use crate::hw::clock::GpuClock;
+use crate::hw::doorbell_watch::DoorbellWatch;
 use crate::hw::hws::HqdSlot;
 use crate::hw::ih::{IhEntry, IhRing};
 use crate::hw::vm::{GpuVm, VmFault};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// Packets one queue may execute in one pass before the engines move to the next queue.
@@ -445,6 +447,10 @@ pub struct EngineWaker {
     cv: Condvar,
     stop: AtomicBool,
     sleeping: AtomicBool,
+    /// The clients' doorbell mappings, write-protected while the thread sleeps.
+    watch: OnceLock<Arc<DoorbellWatch>>,
+    /// Work is coming (a doorbell store faulted): poll hot again, as after work.
+    kicked: AtomicBool,
 }
 
 impl EngineWaker {
@@ -456,8 +462,30 @@ impl EngineWaker {
         }
     }
 
+    /// Ends the thread's sleep and has it poll hot, as after work: a doorbell store is on its
+    /// way (it completes once the watch lifted the write protection).
+    pub fn wake_for_work(&self) {
+        self.kicked.store(true, Ordering::Release);
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).woken = true;
+        self.cv.notify_one();
+    }
+
+    /// Watches the clients' doorbell mappings with `watch` while the thread sleeps (once;
+    /// `false` when a watch was already set).
+    pub fn set_doorbell_watch(&self, watch: Arc<DoorbellWatch>) -> bool {
+        self.watch.set(watch).is_ok()
+    }
+
+    /// The doorbell watch, if one was set.
+    pub fn doorbell_watch(&self) -> Option<&Arc<DoorbellWatch>> {
+        self.watch.get()
+    }
+
     /// Asks the thread to exit.
     pub fn stop(&self) {
+        if let Some(w) = self.watch.get() {
+            w.stop();
+        }
         self.stop.store(true, Ordering::Release);
         self.state.lock().unwrap_or_else(|e| e.into_inner()).woken = true;
         self.cv.notify_one();
@@ -502,7 +530,7 @@ pub fn spawn(
                         break;
                     }
                 }
-                if activity.progressed() {
+                if activity.progressed() || waker.kicked.swap(false, Ordering::AcqRel) {
                     last_work = now;
                     sleep = Duration::from_micros(20);
                     continue;
@@ -517,6 +545,12 @@ pub fn spawn(
                 } else if idle < WARM_YIELD {
                     std::thread::yield_now();
                 } else {
+                    // Write-protect the doorbell mappings first, then look once more: a store
+                    // before the protection is seen by that pass, one after it faults and
+                    // wakes the thread.
+                    if waker.watch.get().is_some_and(|w| w.arm()) {
+                        continue;
+                    }
                     waker.sleep(sleep);
                     let cap = if idle < DEEP_IDLE_AFTER {
                         MAX_IDLE_SLEEP

@@ -13,6 +13,7 @@ use crate::hw::cp::{CpQueue, ShRegisters};
 use crate::hw::engine::{EngineActivity, ExecEnv, QueueError, QueueIdentity, RunState};
 use crate::hw::gart::Gart;
 use crate::hw::sdma::SdmaQueue;
+use crate::hw::spi::TrapHandler;
 use mqd::{ComputeDescriptor, ComputeMqd, Generation, SdmaMqd};
 use pm4::decode::{decode_pm4_packet, Packet};
 use pm4::hws::{
@@ -52,6 +53,8 @@ pub struct RunlistProcess {
     pub num_queues: u16,
     /// Trap handler base address.
     pub tba_addr: u64,
+    /// Trap handler memory address.
+    pub tma_addr: u64,
     /// The queues the runlist maps for it (active queues only).
     pub queues: Vec<RunlistQueue>,
 }
@@ -163,6 +166,8 @@ struct State {
     mqd_gen: Generation,
     /// The ISA of the compute units, or why the model cannot run this GPU's shaders.
     shader_isa: Result<isa::Target, String>,
+    /// Host threads a dispatch's workgroups run on.
+    cu_threads: usize,
     sdma_engines: u8,
     sdma_queues_per_engine: u8,
     hiq_mqd: Option<u64>,
@@ -207,6 +212,14 @@ impl Hws {
         self
     }
 
+    /// Dispatches run their workgroups on `threads` host threads (at least 1).
+    pub fn with_cu_threads(self, threads: usize) -> Self {
+        if let Ok(mut s) = self.state.lock() {
+            s.cu_threads = threads.max(1);
+        }
+        self
+    }
+
     /// Firmware for a GPU whose PM4 generation is `pm4_gen` and MQD generation `mqd_gen`, with
     /// `sdma_engines` engines of `sdma_queues_per_engine` user queues.
     pub fn new(
@@ -220,6 +233,7 @@ impl Hws {
                 pm4_gen,
                 mqd_gen,
                 shader_isa: Err("ISA not modelled for this GPU".into()),
+                cu_threads: 1,
                 sdma_engines,
                 sdma_queues_per_engine,
                 hiq_mqd: None,
@@ -463,12 +477,14 @@ impl Hws {
         }
         let State {
             mapped,
+            runlist,
             contexts,
             registers,
             remapped,
             pm4_gen,
             mqd_gen,
             shader_isa,
+            cu_threads,
             faults,
             not_before,
             ..
@@ -524,6 +540,7 @@ impl Hws {
                             let mut q = CpQueue::from_mqd(&mqd, m.queue.wptr_addr, id, *pm4_gen);
                             q.set_shader_isa(shader_isa.clone());
                             q.set_shader_activity(gpu.shader.clone());
+                            q.set_cu_threads(*cu_threads);
                             QueueContext::Compute(q)
                         }
                         HqdSlot::Sdma { .. } => {
@@ -552,7 +569,26 @@ impl Hws {
                 queue: id,
             };
             let run = match ctx {
-                QueueContext::Compute(q) => q.run(&mut env, doorbell, budget),
+                QueueContext::Compute(q) => {
+                    // MAP_PROCESS names the first-level handler: amdkfd's CWSR handler, which
+                    // the model stands in for by going to the process's own (second-level)
+                    // handler, or without CWSR the process's handler itself.
+                    let handler = runlist
+                        .iter()
+                        .find(|p| p.pasid == m.pasid && p.tba_addr != 0)
+                        .and_then(|p| {
+                            if p.tba_addr == crate::dqm::CWSR_TBA_ADDR {
+                                gpu.trap_handler(m.pasid)
+                            } else {
+                                Some(TrapHandler {
+                                    tba: p.tba_addr,
+                                    tma: p.tma_addr,
+                                })
+                            }
+                        });
+                    q.set_trap_handler(handler);
+                    q.run(&mut env, doorbell, budget)
+                }
                 QueueContext::Sdma(q) => q.run(&mut env, doorbell, budget),
             };
             if budget == 1 && run.packets > 0 {
@@ -907,6 +943,7 @@ fn process_of(m: &MapProcessCommon) -> RunlistProcess {
         page_table_base: m.page_table_base(),
         num_queues: m.dw13.num_queues(),
         tba_addr: m.tba_addr(),
+        tma_addr: m.tma_addr(),
         queues: Vec::new(),
     }
 }

@@ -18,6 +18,7 @@
 pub mod clock;
 pub mod cp;
 pub mod doorbell;
+pub mod doorbell_watch;
 pub mod engine;
 pub mod gart;
 pub mod hws;

@@ -271,7 +271,6 @@ impl ShaderActivity {
             activity: self.clone(),
             observer,
             dispatch,
-            next_wave: 0,
         }
     }
 }
@@ -282,7 +281,6 @@ pub struct Watch {
     activity: Arc<ShaderActivity>,
     observer: Option<Arc<dyn DispatchObserver>>,
     dispatch: u64,
-    next_wave: u64,
 }
 
 impl fmt::Debug for Watch {
@@ -296,18 +294,18 @@ impl fmt::Debug for Watch {
 
 impl Watch {
     /// A workgroup launches with these waves (counted; the observer sees each one's initial
-    /// registers). Its first wave gets number [`Watch::next_wave`].
+    /// registers), numbered in the dispatch from `first` (workgroups may launch on several
+    /// host threads, so the caller numbers them: workgroup index × waves per workgroup).
     pub fn workgroup<'a>(
-        &mut self,
+        &self,
         workgroup: [u32; 3],
         workgroup_index: u64,
+        first: u64,
         waves: impl ExactSizeIterator<Item = &'a Wave>,
     ) {
         let count = waves.len() as u64;
         self.activity.workgroups.fetch_add(1, Ordering::Relaxed);
         self.activity.waves.fetch_add(count, Ordering::Relaxed);
-        let first = self.next_wave;
-        self.next_wave += count;
         if let Some(o) = &self.observer {
             for (w, wave) in waves.enumerate() {
                 let id = WaveId {
@@ -331,11 +329,6 @@ impl Watch {
             wave,
             index: first + u64::from(wave),
         }
-    }
-
-    /// The wave number the next workgroup's first wave gets.
-    pub fn next_wave(&self) -> u64 {
-        self.next_wave
     }
 
     /// Runs `wave` for at most `budget` instructions, counting them; an observed wave runs one
@@ -499,7 +492,7 @@ mod tests {
         }
         let bytes: Vec<u8> = PROGRAM.iter().flat_map(|w| w.to_le_bytes()).collect();
         let code = CodeCache::new(Target::Gfx900, 0x1000, &bytes);
-        let mut watch = activity.watch(|dispatch| DispatchStart {
+        let watch = activity.watch(|dispatch| DispatchStart {
             dispatch,
             packet: 0,
             kernel_object: 0,
@@ -514,7 +507,7 @@ mod tests {
         });
         let mut wave = Wave::new(Target::Gfx900, 4, 0);
         wave.pc = 0x1000;
-        watch.workgroup([0; 3], 0, std::iter::once(&wave));
+        watch.workgroup([0; 3], 0, 0, std::iter::once(&wave));
         let id = || watch.id([0; 3], 0, 0, 0);
         let stop = watch.run(id, &mut wave, &code, &mut HostEnv::new(0), 100);
         assert_eq!(stop, Stop::EndOfProgram);

@@ -8,7 +8,12 @@
 //! share its LDS (fixed size from the descriptor plus the packet's dynamic size) and meet at
 //! `s_barrier`. Every load, store and atomic goes through the GPU VM: an access outside the
 //! process's mappings ends the dispatch with a VM fault. [`KernelRun::step`] runs for a time
-//! slice and returns, so a long kernel yields to the engine's other queues.
+//! slice on up to `cu_threads` host threads (whole workgroups per thread) and returns, so a
+//! long kernel yields to the engine's other queues and can be preempted between slices;
+//! workgroups started and not finished stay suspended in the [`KernelRun`]. Each workgroup
+//! in flight holds a slot of the scratch, each wave its own slice of it. With a trap handler
+//! installed, `s_trap` and illegal instructions enter it with the hardware's trap state.
+//! Decoded code is kept per queue and reused while memory still holds the same bytes.
 
 use crate::hw::engine::QueueError;
 use crate::hw::observe::{DispatchStart, ShaderActivity, Watch};
@@ -20,7 +25,9 @@ use isa::exec::{
 };
 use isa::Target;
 use pm4::aql::KernelDispatchPacket;
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// How long one [`KernelRun::step`] runs waves before it gives the engine back.
@@ -30,7 +37,19 @@ pub const DISPATCH_SLICE: Duration = Duration::from_millis(2);
 pub const WAVE_TURN: u64 = 4096;
 
 /// Bytes of code decoded around a PC (a window; a branch outside it decodes another).
-const CODE_WINDOW: u64 = 256 << 10;
+const CODE_WINDOW: u64 = 64 << 10;
+
+/// Decoded code windows a queue keeps from one dispatch to the next.
+pub const KEPT_CODE_WINDOWS: usize = 8;
+
+/// A window of code decoded for the waves, with the bytes it was decoded from (a later
+/// dispatch reuses it only while memory still holds those bytes).
+#[derive(Debug, Clone)]
+pub struct DecodedCode {
+    start: u64,
+    bytes: Arc<[u8]>,
+    cache: Arc<CodeCache>,
+}
 
 /// The 64-bit `SH_MEM_BASES` value the model's driver gives every process: the shared (LDS)
 /// aperture's top 16 bits in `[31:16]`, the private (scratch) aperture's in `[15:0]`.
@@ -64,6 +83,18 @@ pub struct Scratch {
     pub size: u64,
     /// Bytes per lane each wave's slice holds.
     pub lane_bytes: u32,
+    /// Waves the scratch has room for (`COMPUTE_TMPRING_SIZE.WAVES` of a PM4 dispatch;
+    /// `None`: as many as `size` holds).
+    pub max_waves: Option<u32>,
+}
+
+/// The process's trap handler (`SET_TRAP_HANDLER`, carried to the firmware by MAP_PROCESS).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrapHandler {
+    /// Trap base address: where a trapping wave continues.
+    pub tba: u64,
+    /// Trap memory address: the handler's data, given to it in `ttmp14:15`.
+    pub tma: u64,
 }
 
 /// Everything the SPI needs to start a dispatch's waves.
@@ -95,6 +126,8 @@ pub struct DispatchSetup {
     /// PM4 dispatches: the user SGPRs come from `COMPUTE_USER_DATA_*` instead of the
     /// descriptor's enable bits.
     pub user_data: Option<[u32; 16]>,
+    /// The process's trap handler, if it installed one.
+    pub trap_handler: Option<TrapHandler>,
 }
 
 impl DispatchSetup {
@@ -131,6 +164,7 @@ impl DispatchSetup {
             private_segment_size: p.private_segment_size,
             scratch,
             user_data: None,
+            trap_handler: None,
         }
     }
 }
@@ -169,11 +203,51 @@ struct Workgroup {
     /// Its number in launch order, and its first wave's number in the dispatch.
     index: u64,
     first_wave: u64,
+    /// Its slot in the scratch ring: its waves' private segments follow each other there.
+    slot: u32,
     waves: Vec<(Wave, WaveState)>,
+    /// Per wave: the exception its trap handler is handling (what is reported if the handler
+    /// itself fails).
+    in_handler: Vec<Option<WaveException>>,
     lds: Vec<u8>,
 }
 
-/// A dispatch in progress: the workgroups not yet started and the one running.
+/// How a workgroup's turn on a compute unit ended.
+enum GroupEnd {
+    /// Every wave ended.
+    Done,
+    /// The time slice is over (or another thread stopped the dispatch): resume it later.
+    Unfinished(Workgroup),
+    /// A wave faulted on memory.
+    Fault(QueueError),
+    /// A wave halted on a trap or an exception.
+    Halt(WaveException),
+}
+
+/// The workgroups waiting for a compute unit: those started and suspended, then the rest.
+#[derive(Debug, Default)]
+struct Pending {
+    active: VecDeque<Workgroup>,
+    next_group: u64,
+    /// Scratch slots no workgroup holds (`None`: the dispatch has no scratch).
+    free_slots: Option<Vec<u32>>,
+}
+
+/// What the threads of one time slice found, beside finished workgroups.
+#[derive(Debug, Default)]
+struct SliceOutcome {
+    messages: Vec<(u16, u32)>,
+    fault: Option<QueueError>,
+    halt: Option<WaveException>,
+}
+
+/// Locks a mutex of the slice (a worker that panicked has already failed the dispatch).
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A dispatch in progress: the workgroups not yet started and those suspended between time
+/// slices.
 #[derive(Debug, Clone)]
 pub struct KernelRun {
     setup: DispatchSetup,
@@ -181,8 +255,9 @@ pub struct KernelRun {
     entry: u64,
     groups: [u32; 3],
     next_group: u64,
-    current: Option<Workgroup>,
-    code: Vec<Arc<CodeCache>>,
+    /// Workgroups started and suspended at the end of a time slice, oldest first.
+    active: VecDeque<Workgroup>,
+    code: Vec<DecodedCode>,
     vgprs: usize,
     agprs: usize,
     /// `s_sendmsg` messages the waves sent since the last [`KernelRun::take_messages`].
@@ -191,6 +266,10 @@ pub struct KernelRun {
     exception: Option<WaveException>,
     /// The GPU's shader counters and observer ([`KernelRun::watch`]).
     watch: Option<Watch>,
+    /// Host threads the workgroups run on.
+    cu_threads: usize,
+    /// Scratch slots no workgroup holds (`None`: the dispatch has no scratch).
+    free_slots: Option<Vec<u32>>,
 }
 
 impl KernelRun {
@@ -248,6 +327,36 @@ impl KernelRun {
         Self::with_info(setup, info, None)
     }
 
+    /// Gives the dispatch code windows an earlier one decoded; those whose bytes changed in
+    /// memory since (new code loaded at the same address) are dropped.
+    pub fn with_code(mut self, vm: &GpuVm, kept: Vec<DecodedCode>) -> Self {
+        let mut buf = Vec::new();
+        self.code = kept
+            .into_iter()
+            .filter(|c| {
+                buf.resize(c.bytes.len(), 0);
+                vm.read(c.start, &mut buf).is_ok() && buf[..] == c.bytes[..]
+            })
+            .collect();
+        self
+    }
+
+    /// The code windows the dispatch decoded (for the next dispatch of the queue), the most
+    /// recent first, at most [`KEPT_CODE_WINDOWS`].
+    pub fn take_code(&mut self) -> Vec<DecodedCode> {
+        let mut code = std::mem::take(&mut self.code);
+        code.reverse();
+        code.truncate(KEPT_CODE_WINDOWS);
+        code
+    }
+
+    /// The same dispatch run by `threads` host threads (each runs whole workgroups; at
+    /// least 1).
+    pub fn with_cu_threads(mut self, threads: usize) -> Self {
+        self.cu_threads = threads.max(1);
+        self
+    }
+
     fn with_info(
         setup: DispatchSetup,
         info: DispatchInfo,
@@ -295,6 +404,31 @@ impl KernelRun {
                 ),
             });
         }
+        // Each workgroup in flight holds one slot of the scratch: a wave's private segment
+        // for each of its waves.
+        let free_slots = if info.compute_pgm_rsrc2.enable_private_segment() {
+            let waves = wg_items.div_ceil(WAVE_SIZE as u64);
+            let wave_bytes = u64::from(setup.scratch.lane_bytes) * WAVE_SIZE as u64;
+            let slots = match setup.scratch.max_waves {
+                Some(max) => u64::from(max) / waves,
+                None if wave_bytes == 0 => 0,
+                None => setup.scratch.size / (waves * wave_bytes),
+            };
+            if slots == 0 {
+                return Err(QueueError::NotModelled {
+                    addr: at,
+                    what: format!(
+                        "a dispatch whose workgroup of {waves} waves does not fit its scratch \
+                         ({} bytes, {} per wave, waves {:?})",
+                        setup.scratch.size, wave_bytes, setup.scratch.max_waves
+                    ),
+                });
+            }
+            // More slots than compute-unit threads are never used at once.
+            Some((0..slots.min(1024) as u32).rev().collect())
+        } else {
+            None
+        };
         log::debug!(
             target: "hw::spi",
             "dispatch {:#x}: entry {entry:#x}, grid {:?} in workgroups of {:?}, {} VGPRs + {} AGPRs, LDS {}+{}",
@@ -307,13 +441,15 @@ impl KernelRun {
             entry,
             groups,
             next_group: 0,
-            current: None,
+            active: VecDeque::new(),
             code: Vec::new(),
             vgprs,
             agprs,
             messages: Vec::new(),
             exception: None,
             watch: None,
+            cu_threads: 1,
+            free_slots,
         })
     }
 
@@ -362,72 +498,185 @@ impl KernelRun {
         self.exception.as_ref()
     }
 
-    /// Runs waves for about [`DISPATCH_SLICE`]: `Ok(true)` when every workgroup has ended,
-    /// `Ok(false)` when there is more to run or a wave is halted ([`KernelRun::exception`]).
+    /// Workgroups not yet ended (started or not).
+    pub fn workgroups_left(&self) -> u64 {
+        self.active.len() as u64 + self.total_groups().saturating_sub(self.next_group)
+    }
+
+    /// Runs waves for about [`DISPATCH_SLICE`] on up to `cu_threads` host threads (each takes
+    /// whole workgroups, so a workgroup's LDS and barriers stay on one thread): `Ok(true)`
+    /// when every workgroup has ended, `Ok(false)` when there is more to run or a wave is
+    /// halted ([`KernelRun::exception`]). Waves stop at an instruction boundary when the slice
+    /// is over, so the queue can be preempted between two calls.
     pub fn step(&mut self, vm: &GpuVm) -> Result<bool, QueueError> {
-        let started = Instant::now();
-        loop {
-            if self.exception.is_some() {
-                return Ok(false);
+        if self.exception.is_some() {
+            return Ok(false);
+        }
+        let left = self.workgroups_left();
+        if left == 0 {
+            return Ok(true);
+        }
+        let deadline = Instant::now() + DISPATCH_SLICE;
+        let pending = Mutex::new(Pending {
+            active: std::mem::take(&mut self.active),
+            next_group: self.next_group,
+            free_slots: self.free_slots.take(),
+        });
+        let code = Mutex::new(std::mem::take(&mut self.code));
+        let outcome = Mutex::new(SliceOutcome::default());
+        let stop = AtomicBool::new(false);
+        let workers = (self.cu_threads as u64).min(left).max(1) as usize;
+        {
+            let this = &*self;
+            let work = || this.worker(vm, deadline, &pending, &code, &outcome, &stop);
+            if workers == 1 {
+                work();
+            } else {
+                std::thread::scope(|s| {
+                    for i in 1..workers {
+                        // A thread that cannot be started leaves its share to the others.
+                        if let Err(e) = std::thread::Builder::new()
+                            .name(format!("kfd-model-cu{i}"))
+                            .spawn_scoped(s, work)
+                        {
+                            log::warn!(target: "hw::spi", "compute-unit thread: {e}");
+                            break;
+                        }
+                    }
+                    work();
+                });
             }
-            if self.current.is_none() {
-                if self.next_group >= self.total_groups() {
-                    return Ok(true);
+        }
+        let pending = pending.into_inner().unwrap_or_else(|e| e.into_inner());
+        self.active = pending.active;
+        self.next_group = pending.next_group;
+        self.free_slots = pending.free_slots;
+        self.code = code.into_inner().unwrap_or_else(|e| e.into_inner());
+        let outcome = outcome.into_inner().unwrap_or_else(|e| e.into_inner());
+        self.messages.extend(outcome.messages);
+        if let Some(e) = outcome.fault {
+            return Err(e);
+        }
+        if let Some(h) = outcome.halt {
+            self.exception = Some(h);
+            return Ok(false);
+        }
+        Ok(self.workgroups_left() == 0)
+    }
+
+    /// One compute unit's share of a time slice: takes workgroups (suspended ones first) and
+    /// runs each until it ends or the slice does.
+    fn worker(
+        &self,
+        vm: &GpuVm,
+        deadline: Instant,
+        pending: &Mutex<Pending>,
+        code: &Mutex<Vec<DecodedCode>>,
+        outcome: &Mutex<SliceOutcome>,
+        stop: &AtomicBool,
+    ) {
+        let mut local_code: Vec<Arc<CodeCache>> =
+            locked(code).iter().map(|c| c.cache.clone()).collect();
+        let mut messages = Vec::new();
+        let total = self.total_groups();
+        while !stop.load(Ordering::Acquire) && Instant::now() < deadline {
+            let next = {
+                let mut p = locked(pending);
+                match p.active.pop_front() {
+                    Some(g) => Ok(g),
+                    None if p.next_group < total => {
+                        let slot = match &mut p.free_slots {
+                            None => 0,
+                            Some(free) => match free.pop() {
+                                Some(s) => s,
+                                // Every scratch slot is held: no new workgroup fits now.
+                                None => break,
+                            },
+                        };
+                        p.next_group += 1;
+                        Err((p.next_group - 1, slot))
+                    }
+                    None => break,
                 }
-                let g = self.next_group;
-                self.next_group += 1;
-                let gx = self.groups[0] as u64;
-                let gy = self.groups[1] as u64;
+            };
+            let group = next.unwrap_or_else(|(g, slot)| {
+                let gx = u64::from(self.groups[0]);
+                let gy = u64::from(self.groups[1]);
                 let id = [
                     (g % gx) as u32,
                     ((g / gx) % gy) as u32,
                     (g / (gx * gy)) as u32,
                 ];
-                let mut group = self.new_group(id);
+                let mut group = self.new_group(id, slot);
                 group.index = g;
-                if let Some(w) = &mut self.watch {
-                    group.first_wave = w.next_wave();
-                    w.workgroup(id, g, group.waves.iter().map(|w| &w.0));
+                group.first_wave = g * group.waves.len() as u64;
+                if let Some(w) = &self.watch {
+                    w.workgroup(id, g, group.first_wave, group.waves.iter().map(|w| &w.0));
                 }
-                self.current = Some(group);
-            }
-            if self.run_group(vm, started)? {
-                self.current = None;
-            }
-            if started.elapsed() >= DISPATCH_SLICE {
-                return Ok(self.current.is_none() && self.next_group >= self.total_groups());
+                group
+            });
+            let slot = group.slot;
+            let end = self.run_group(
+                vm,
+                group,
+                deadline,
+                stop,
+                &mut local_code,
+                code,
+                &mut messages,
+            );
+            match end {
+                GroupEnd::Done => {
+                    if let Some(free) = &mut locked(pending).free_slots {
+                        free.push(slot);
+                    }
+                }
+                GroupEnd::Unfinished(g) => locked(pending).active.push_back(g),
+                GroupEnd::Fault(e) => {
+                    stop.store(true, Ordering::Release);
+                    locked(outcome).fault.get_or_insert(e);
+                }
+                GroupEnd::Halt(h) => {
+                    stop.store(true, Ordering::Release);
+                    locked(outcome).halt.get_or_insert(h);
+                }
             }
         }
+        locked(outcome).messages.extend(messages);
     }
 
-    /// Runs the current workgroup's waves round robin; `Ok(true)` when all have ended.
-    fn run_group(&mut self, vm: &GpuVm, started: Instant) -> Result<bool, QueueError> {
-        let Some(mut group) = self.current.take() else {
-            return Ok(true);
-        };
-        let result = loop {
+    /// Runs a workgroup's waves round robin until they all end, one halts or faults, or the
+    /// slice is over.
+    #[allow(clippy::too_many_arguments)]
+    fn run_group(
+        &self,
+        vm: &GpuVm,
+        mut group: Workgroup,
+        deadline: Instant,
+        stop: &AtomicBool,
+        local_code: &mut Vec<Arc<CodeCache>>,
+        shared_code: &Mutex<Vec<DecodedCode>>,
+        messages: &mut Vec<(u16, u32)>,
+    ) -> GroupEnd {
+        loop {
             let mut ran = false;
-            let mut fault = None;
-            let mut halt = None;
             for i in 0..group.waves.len() {
                 if group.waves[i].1 != WaveState::Ready {
                     continue;
                 }
                 ran = true;
+                let sent_before = messages.len();
                 let mut env = VmEnv {
                     vm,
                     lds: &mut group.lds,
-                    messages: &mut self.messages,
+                    messages: &mut *messages,
                 };
                 let wave = &mut group.waves[i].0;
-                let stop = loop {
-                    let code = match self.code.iter().find(|c| c.get(wave.pc).is_some()) {
+                let stop_reason = loop {
+                    let code = match local_code.iter().find(|c| c.get(wave.pc).is_some()) {
                         Some(c) => c.clone(),
-                        None => match code_window(vm, self.setup.target, wave.pc) {
-                            Ok(c) => {
-                                self.code.push(c.clone());
-                                c
-                            }
+                        None => match self.decode_at(vm, wave.pc, local_code, shared_code) {
+                            Ok(c) => c,
                             Err(e) => break Stop::Fault(WaveFault::Memory(e)),
                         },
                     };
@@ -448,27 +697,41 @@ impl KernelRun {
                     })) = stop
                     {
                         if code.get(wave.pc).is_none() && vm.probe(wave.pc, 4, false).is_ok() {
-                            // A call or return into another code object whose window is
-                            // decoded already: use it (the loop's lookup finds it).
-                            if self.code.iter().any(|c| c.get(wave.pc).is_some()) {
-                                continue;
-                            }
-                            match code_window(vm, self.setup.target, wave.pc) {
-                                Ok(c) => {
-                                    self.code.push(c);
-                                    continue;
-                                }
+                            match self.decode_at(vm, wave.pc, local_code, shared_code) {
+                                Ok(_) => continue,
                                 Err(e) => break Stop::Fault(WaveFault::Memory(e)),
                             }
                         }
                     }
                     break stop;
                 };
+                let privileged = group.waves[i].0.status & isa::exec::wave::status::PRIV != 0;
+                // A handler that asks the SQ for its queue's doorbell (ROCr's does, to find its
+                // amd_queue_t) waits for an answer the model does not give: it has failed.
+                let asked_doorbell = privileged
+                    && messages[sent_before..]
+                        .iter()
+                        .any(|&(simm16, _)| simm16 & 0xf == MSG_GET_DOORBELL);
+                if asked_doorbell {
+                    if let Some(first) = group.in_handler[i].take() {
+                        log::warn!(
+                            target: "hw::spi",
+                            "trap handler of workgroup {:?} wave {i} asked for its doorbell \
+                             (MSG_GET_DOORBELL), which the model does not answer; reporting {}",
+                            group.id, first.what
+                        );
+                        return GroupEnd::Halt(first);
+                    }
+                }
                 if let Some(watch) = &self.watch {
-                    let why = match &stop {
+                    // A trap or an illegal instruction an installed handler takes is no end.
+                    let handled = self.setup.trap_handler.is_some()
+                        && !privileged
+                        && !matches!(stop_reason, Stop::Fault(WaveFault::Memory(_)));
+                    let why = match &stop_reason {
                         Stop::EndOfProgram => Some(None),
-                        Stop::Trap { id } => Some(Some(format!("s_trap {id}"))),
-                        Stop::Fault(f) => Some(Some(f.to_string())),
+                        Stop::Trap { id } if !handled => Some(Some(format!("s_trap {id}"))),
+                        Stop::Fault(f) if !handled => Some(Some(f.to_string())),
                         _ => None,
                     };
                     if let Some(why) = why {
@@ -476,49 +739,55 @@ impl KernelRun {
                         watch.wave_end(id, &group.waves[i].0, why);
                     }
                 }
-                match stop {
-                    Stop::EndOfProgram => group.waves[i].1 = WaveState::Done,
-                    Stop::Barrier => group.waves[i].1 = WaveState::Barrier,
-                    Stop::BudgetExhausted | Stop::Sleep { .. } => {}
-                    Stop::Trap { id } => {
-                        halt = Some(WaveException {
-                            error: QUEUE_ERROR_TRAP,
-                            what: format!("s_trap {id} in workgroup {:?} wave {i}", group.id),
-                        });
-                        break;
+                let exception = match stop_reason {
+                    Stop::EndOfProgram => {
+                        group.waves[i].1 = WaveState::Done;
+                        continue;
                     }
-                    Stop::Fault(WaveFault::Memory(m)) => {
+                    Stop::Barrier => {
+                        group.waves[i].1 = WaveState::Barrier;
+                        continue;
+                    }
+                    Stop::BudgetExhausted | Stop::Sleep { .. } => continue,
+                    Stop::Trap { id } => WaveException {
+                        error: QUEUE_ERROR_TRAP,
+                        what: format!("s_trap {id} in workgroup {:?} wave {i}", group.id),
+                    },
+                    Stop::Fault(WaveFault::Memory(m)) if !privileged => {
                         log::debug!(target: "hw::spi", "workgroup {:?} wave {i}: {m:?}", group.id);
-                        fault = Some(QueueError::VmFault(VmFault {
+                        return GroupEnd::Fault(QueueError::VmFault(VmFault {
                             va: m.address,
                             write: matches!(m.access, Access::Write | Access::Atomic),
                             not_present: true,
                         }));
-                        break;
                     }
-                    Stop::Fault(f) => {
-                        halt = Some(WaveException {
-                            error: QUEUE_ERROR_ILLEGAL_INSTRUCTION,
-                            what: format!("workgroup {:?} wave {i}: {f}", group.id),
-                        });
-                        break;
+                    Stop::Fault(f) => WaveException {
+                        error: QUEUE_ERROR_ILLEGAL_INSTRUCTION,
+                        what: format!("workgroup {:?} wave {i}: {f}", group.id),
+                    },
+                };
+                let wave = &mut group.waves[i].0;
+                match (self.setup.trap_handler, privileged) {
+                    (Some(handler), false) => {
+                        enter_trap_handler(wave, handler, exception.error);
+                        group.in_handler[i] = Some(exception);
                     }
+                    // The handler itself trapped or faulted: the wave halts with what it was
+                    // handling (what the runtime's handler would have reported).
+                    (Some(_), true) => {
+                        let first = group.in_handler[i].take().unwrap_or(exception.clone());
+                        log::warn!(
+                            target: "hw::spi",
+                            "trap handler of workgroup {:?} wave {i} failed ({}); reporting {}",
+                            group.id, exception.what, first.what
+                        );
+                        return GroupEnd::Halt(first);
+                    }
+                    (None, _) => return GroupEnd::Halt(exception),
                 }
             }
-            if let Some(e) = fault {
-                break Err(e);
-            }
-            if let Some(h) = halt {
-                self.exception = Some(h);
-                break Ok(false);
-            }
-            let live = group
-                .waves
-                .iter()
-                .filter(|w| w.1 != WaveState::Done)
-                .count();
-            if live == 0 {
-                break Ok(true);
+            if group.waves.iter().all(|w| w.1 == WaveState::Done) {
+                return GroupEnd::Done;
             }
             if group.waves.iter().all(|w| w.1 != WaveState::Ready) {
                 // Every live wave waits at the barrier: release them.
@@ -526,21 +795,39 @@ impl KernelRun {
                     w.1 = WaveState::Ready;
                 }
             } else if !ran {
-                break Ok(false);
+                return GroupEnd::Unfinished(group);
             }
-            if started.elapsed() >= DISPATCH_SLICE {
-                break Ok(false);
+            if Instant::now() >= deadline || stop.load(Ordering::Acquire) {
+                return GroupEnd::Unfinished(group);
             }
-        };
-        if matches!(result, Ok(false)) {
-            self.current = Some(group);
         }
-        result
+    }
+
+    /// Decodes the code window around `pc` into this thread's cache and the dispatch's.
+    fn decode_at(
+        &self,
+        vm: &GpuVm,
+        pc: u64,
+        local_code: &mut Vec<Arc<CodeCache>>,
+        shared_code: &Mutex<Vec<DecodedCode>>,
+    ) -> Result<Arc<CodeCache>, MemFault> {
+        if let Some(c) = locked(shared_code)
+            .iter()
+            .find(|c| c.cache.get(pc).is_some())
+        {
+            local_code.push(c.cache.clone());
+            return Ok(c.cache.clone());
+        }
+        let c = code_window(vm, self.setup.target, pc)?;
+        let cache = c.cache.clone();
+        locked(shared_code).push(c);
+        local_code.push(cache.clone());
+        Ok(cache)
     }
 
     /// A workgroup's waves with their initial state (AMDGPUUsage, "Initial Kernel Execution
     /// State").
-    fn new_group(&self, id: [u32; 3]) -> Workgroup {
+    fn new_group(&self, id: [u32; 3], slot: u32) -> Workgroup {
         let s = &self.setup;
         let wg = s.workgroup;
         let items = wg[0] * wg[1] * wg[2];
@@ -551,18 +838,28 @@ impl KernelRun {
         // Work-items of this group inside the grid (a partial last group has fewer).
         let extent = [0, 1, 2].map(|d| (s.grid[d] - id[d] * wg[d]).min(wg[d]));
         let waves = (0..nwaves)
-            .map(|w| (self.initial_wave(id, w, extent), WaveState::Ready))
+            .map(|w| {
+                let scratch_wave = u64::from(slot) * u64::from(nwaves) + u64::from(w);
+                (
+                    self.initial_wave(id, w, extent, scratch_wave),
+                    WaveState::Ready,
+                )
+            })
             .collect();
         Workgroup {
             id,
             index: 0,
             first_wave: 0,
+            slot,
+            in_handler: vec![None; nwaves as usize],
             waves,
             lds: vec![0; lds],
         }
     }
 
-    fn initial_wave(&self, group: [u32; 3], w: u32, extent: [u32; 3]) -> Wave {
+    /// Wave `w` of workgroup `group`, whose private segment is the `scratch_wave`th of the
+    /// scratch.
+    fn initial_wave(&self, group: [u32; 3], w: u32, extent: [u32; 3], scratch_wave: u64) -> Wave {
         let s = &self.setup;
         let info = &self.info;
         let props = info.kernel_code_properties;
@@ -576,7 +873,7 @@ impl KernelRun {
             .group_segment_fixed_size
             .saturating_add(s.dynamic_lds);
         let wave_scratch = u64::from(s.scratch.lane_bytes) * WAVE_SIZE as u64;
-        let wave_offset = u64::from(w) * wave_scratch;
+        let wave_offset = scratch_wave * wave_scratch;
         let mut sgprs: Vec<u32> = Vec::with_capacity(24);
         if let Some(user) = &s.user_data {
             // PM4: COMPUTE_USER_DATA_* are the user SGPRs.
@@ -666,8 +963,32 @@ impl KernelRun {
     }
 }
 
+/// `s_sendmsg` message id (SIMM16[3:0]) asking the SQ for the wave's queue doorbell.
+const MSG_GET_DOORBELL: u16 = 10;
+
+/// `TRAPSTS.ILLEGAL_INST` (bit 11).
+const TRAPSTS_ILLEGAL_INST: u32 = 1 << 11;
+
+/// What the hardware (and amdkfd's first-level handler, which the model stands in for) does
+/// when a wave traps with a handler installed: `{ttmp1, ttmp0}` hold the PC with the trap id
+/// in `ttmp1[23:16]` (`s_trap` has set them; an exception saves the faulting PC with id 0 and
+/// sets its TRAPSTS bit), `ttmp14:15` the handler's TMA, STATUS.PRIV is set and the wave
+/// continues at TBA. `s_rfe_b64` returns.
+fn enter_trap_handler(wave: &mut Wave, handler: TrapHandler, error: u64) {
+    use isa::exec::wave::sreg::TTMP0;
+    if error != QUEUE_ERROR_TRAP {
+        wave.sgpr[TTMP0] = wave.pc as u32;
+        wave.sgpr[TTMP0 + 1] = (wave.pc >> 32) as u32 & 0xffff;
+        wave.trapsts |= TRAPSTS_ILLEGAL_INST;
+    }
+    wave.sgpr[TTMP0 + 14] = handler.tma as u32;
+    wave.sgpr[TTMP0 + 15] = (handler.tma >> 32) as u32;
+    wave.status |= isa::exec::wave::status::PRIV;
+    wave.pc = handler.tba;
+}
+
 /// Decodes the code window around `pc` (inside the mapping that holds it).
-fn code_window(vm: &GpuVm, target: Target, pc: u64) -> Result<Arc<CodeCache>, MemFault> {
+fn code_window(vm: &GpuVm, target: Target, pc: u64) -> Result<DecodedCode, MemFault> {
     let fault = MemFault {
         address: pc,
         access: Access::Fetch,
@@ -677,7 +998,11 @@ fn code_window(vm: &GpuVm, target: Target, pc: u64) -> Result<Arc<CodeCache>, Me
     let end = pc.saturating_add(CODE_WINDOW).min(m.va + m.len);
     let mut bytes = vec![0u8; (end - start) as usize];
     vm.read(start, &mut bytes).map_err(|_| fault)?;
-    Ok(Arc::new(CodeCache::new(target, start, &bytes)))
+    Ok(DecodedCode {
+        start,
+        cache: Arc::new(CodeCache::new(target, start, &bytes)),
+        bytes: bytes.into(),
+    })
 }
 
 /// The waves' outside world: the process's GPU VM, the workgroup's LDS and the message log.
@@ -702,19 +1027,17 @@ impl WaveEnv for VmEnv<'_> {
         bytes: u32,
         out: &mut [Lanes],
     ) -> Result<(), MemFault> {
-        let n = bytes.min(16) as usize;
-        let mut buf = [0u8; 16];
-        for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
-            buf = [0; 16];
-            self.vm
-                .read(addresses[lane], &mut buf[..n])
-                .map_err(|f| mem_fault(f, Access::Read))?;
-            for (d, reg) in out.iter_mut().enumerate() {
-                reg[lane] = u32::from_le_bytes(buf[4 * d..4 * d + 4].try_into().unwrap_or([0; 4]));
-            }
-        }
-        let _ = buf;
-        Ok(())
+        self.vm
+            .gather(addresses, exec, bytes as usize, |lane, b| {
+                // Zero-extended to whole dwords (a byte or short load).
+                let mut buf = [0u8; 16];
+                buf[..b.len()].copy_from_slice(b);
+                for (d, reg) in out.iter_mut().enumerate().take(4) {
+                    let w = &buf[4 * d..4 * d + 4];
+                    reg[lane] = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                }
+            })
+            .map_err(|f| mem_fault(f, Access::Read))
     }
 
     fn store(
@@ -724,17 +1047,15 @@ impl WaveEnv for VmEnv<'_> {
         bytes: u32,
         data: &[Lanes],
     ) -> Result<(), MemFault> {
-        let n = bytes.min(16) as usize;
-        for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
-            let mut buf = [0u8; 16];
-            for (d, reg) in data.iter().enumerate().take(4) {
-                buf[4 * d..4 * d + 4].copy_from_slice(&reg[lane].to_le_bytes());
-            }
-            self.vm
-                .write(addresses[lane], &buf[..n])
-                .map_err(|f| mem_fault(f, Access::Write))?;
-        }
-        Ok(())
+        self.vm
+            .scatter(addresses, exec, bytes as usize, |lane| {
+                let mut buf = [0u8; 16];
+                for (d, reg) in data.iter().enumerate().take(4) {
+                    buf[4 * d..4 * d + 4].copy_from_slice(&reg[lane].to_le_bytes());
+                }
+                buf
+            })
+            .map_err(|f| mem_fault(f, Access::Write))
     }
 
     fn load_scalar(&mut self, address: u64, out: &mut [u32]) -> Result<(), MemFault> {

@@ -305,6 +305,86 @@ impl GpuVm {
         Ok(())
     }
 
+    /// The host address of the lowest of the lanes' accesses of `bytes` each when one mapping
+    /// holds every active lane's access (a wave's loads and stores usually fall in one
+    /// buffer), with that lowest address.
+    fn lanes_single(
+        &self,
+        addrs: &[u64],
+        exec: u64,
+        bytes: u64,
+        write: bool,
+    ) -> Option<(u64, u64)> {
+        let mut lo = u64::MAX;
+        let mut hi = 0u64;
+        for (l, &a) in addrs.iter().enumerate() {
+            if exec >> l & 1 != 0 {
+                lo = lo.min(a);
+                hi = hi.max(a.checked_add(bytes)?);
+            }
+        }
+        if lo == u64::MAX {
+            return None;
+        }
+        self.single(lo, hi - lo, write).map(|host| (host, lo))
+    }
+
+    /// A gather of the lanes set in `exec` (bit `l` for `addrs[l]`): `bytes` (at most 16)
+    /// from each address, handed to `each(lane, bytes)`. One mapping check for the whole
+    /// wave when one mapping holds every access; else lane by lane.
+    pub fn gather(
+        &self,
+        addrs: &[u64],
+        exec: u64,
+        bytes: usize,
+        mut each: impl FnMut(usize, &[u8]),
+    ) -> Result<(), VmFault> {
+        let n = bytes.min(16);
+        let mut buf = [0u8; 16];
+        let active = (0..addrs.len().min(64)).filter(|l| exec >> l & 1 != 0);
+        if let Some((host, lo)) = self.lanes_single(addrs, exec, n as u64, false) {
+            for l in active {
+                // SAFETY: `lanes_single` checked that one mapping of this VM holds every
+                // active lane's `n` bytes (kept alive as in `read`).
+                unsafe {
+                    std::ptr::copy((host + (addrs[l] - lo)) as *const u8, buf.as_mut_ptr(), n)
+                };
+                each(l, &buf[..n]);
+            }
+            return Ok(());
+        }
+        for l in active {
+            self.read(addrs[l], &mut buf[..n])?;
+            each(l, &buf[..n]);
+        }
+        Ok(())
+    }
+
+    /// A scatter to the lanes set in `exec`: `data(lane)` gives the `bytes` (at most 16)
+    /// stored at `addrs[lane]`, lanes in order; as [`GpuVm::gather`].
+    pub fn scatter(
+        &self,
+        addrs: &[u64],
+        exec: u64,
+        bytes: usize,
+        mut data: impl FnMut(usize) -> [u8; 16],
+    ) -> Result<(), VmFault> {
+        let n = bytes.min(16);
+        let active = (0..addrs.len().min(64)).filter(|l| exec >> l & 1 != 0);
+        if let Some((host, lo)) = self.lanes_single(addrs, exec, n as u64, true) {
+            for l in active {
+                let d = data(l);
+                // SAFETY: as in `gather`, and the mapping is writable.
+                unsafe { std::ptr::copy(d.as_ptr(), (host + (addrs[l] - lo)) as *mut u8, n) };
+            }
+            return Ok(());
+        }
+        for l in active {
+            self.write(addrs[l], &data(l)[..n])?;
+        }
+        Ok(())
+    }
+
     /// Copies `data` into GPU memory at `va`.
     pub fn write(&self, va: u64, data: &[u8]) -> Result<(), VmFault> {
         if let Some(host) = self.single(va, data.len() as u64, true) {
@@ -457,6 +537,54 @@ mod tests {
 
     fn dev(len: u64) -> Arc<DeviceMemory> {
         Arc::new(DeviceMemory::new("vm-test", len).unwrap())
+    }
+
+    #[test]
+    fn gathers_and_scatters_of_a_wave_check_every_active_lane() {
+        let mem = dev(8192);
+        let mut vm = GpuVm::new();
+        let base = 0x7000_0000_0000u64;
+        assert!(vm.map(VmMapping {
+            va: base,
+            len: 8192,
+            backing: Backing::Device {
+                mem: mem.clone(),
+                offset: 0
+            },
+            writable: true,
+            handle: 1
+        }));
+        let mut addrs = [0u64; 64];
+        for (l, a) in addrs.iter_mut().enumerate() {
+            *a = base + 4 * (63 - l as u64);
+        }
+        // Lanes 0 and 2 store dwords, lane 1 is inactive (its address is never touched).
+        addrs[1] = 0xdead_0000;
+        let exec = 0b101;
+        vm.scatter(&addrs, exec, 4, |l| {
+            let mut b = [0u8; 16];
+            b[..4].copy_from_slice(&(0x100 + l as u32).to_le_bytes());
+            b
+        })
+        .unwrap();
+        assert_eq!(mem.load_u32(4 * 63), Some(0x100));
+        assert_eq!(mem.load_u32(4 * 61), Some(0x102));
+        let mut got = Vec::new();
+        vm.gather(&addrs, exec, 1, |l, b| got.push((l, b.to_vec())))
+            .unwrap();
+        assert_eq!(
+            got,
+            vec![(0, vec![0x00]), (2, vec![0x02])],
+            "one byte per lane"
+        );
+        // An active lane outside the mappings faults at its address, after the lanes before.
+        let mut seen = Vec::new();
+        let f = vm
+            .gather(&addrs, 0b111, 4, |l, _| seen.push(l))
+            .unwrap_err();
+        assert_eq!(f.va, 0xdead_0000);
+        assert_eq!(seen, vec![0]);
+        assert!(vm.scatter(&addrs, 0b010, 4, |_| [0; 16]).is_err());
     }
 
     #[test]

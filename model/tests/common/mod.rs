@@ -5,6 +5,7 @@
 use kfd_model::{Errno, KResult, MapSource, Model, ModelConfig, Preset, Process, RenderNode};
 use kfd_sys::*;
 use std::cell::Cell;
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -487,5 +488,49 @@ pub fn assert_errno<T: std::fmt::Debug>(r: KResult<T>, e: Errno, what: &str) {
     match r {
         Err(got) => assert_eq!(got, e, "{what}"),
         Ok(v) => panic!("{what}: expected {e:?}, got Ok({v:?})"),
+    }
+}
+
+/// The client's own shared mapping of its doorbell slice (what the shim's `mmap` makes).
+pub struct DoorbellMapping {
+    pub addr: u64,
+    pub len: u64,
+}
+
+impl DoorbellMapping {
+    pub fn new(c: &Client, doorbell_offset: u64) -> DoorbellMapping {
+        let slice = KFD_DOORBELL_PROCESS_SLICE_SIZE_SOC15;
+        let src = c.p.mmap(doorbell_offset & !(slice - 1), slice).unwrap();
+        // SAFETY: a new shared mapping of the model's doorbell memory file, owned by this
+        // struct and unmapped in Drop.
+        let addr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                slice as usize,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                src.memory.fd().as_raw_fd(),
+                src.offset as libc::off_t,
+            )
+        };
+        assert_ne!(addr, libc::MAP_FAILED, "mmap of the doorbell memory");
+        DoorbellMapping {
+            addr: addr as u64,
+            len: slice,
+        }
+    }
+
+    /// The client's 64-bit doorbell store.
+    pub fn ring(&self, doorbell_offset: u64, value: u64) {
+        let at = self.addr + (doorbell_offset & (self.len - 1));
+        // SAFETY: an aligned 8-byte slot inside this mapping.
+        unsafe { std::ptr::write_volatile(at as *mut u64, value) };
+    }
+}
+
+impl Drop for DoorbellMapping {
+    fn drop(&mut self) {
+        // SAFETY: the mapping this struct made.
+        unsafe { libc::munmap(self.addr as *mut libc::c_void, self.len as usize) };
     }
 }

@@ -89,3 +89,34 @@ kernel void store_ids(global uint *out) {
     uint id = GROUP_X() * 64 + LOCAL_X();
     out[id] = id + 1;
 }
+
+// Spins, sleeping between polls, until the host stores a non-zero flag; then every
+// work-item writes flag + its id.
+kernel void spin_until_flag(global atomic_int *flag, global int *out) {
+    int f;
+    while ((f = __opencl_atomic_load(flag, __ATOMIC_ACQUIRE,
+                                     __OPENCL_MEMORY_SCOPE_ALL_SVM_DEVICES)) == 0)
+        __builtin_amdgcn_s_sleep(2);
+    out[GLOBAL_X()] = f + (int)GLOBAL_X();
+}
+
+// A hash chain of `rounds` steps per work-item (work enough to span time slices), and
+// global atomics from every workgroup: out[i] = hash, sum[0] += hash & 0xffff, sum[1] += 1.
+kernel void busy_hash(global uint *out, global uint *sum, uint rounds) {
+    uint i = GLOBAL_X();
+    uint h = i * 2654435761u;
+    for (uint r = 0; r < rounds; r++)
+        h = (h ^ (h >> 13)) * 0x5bd1e995u + r;
+    out[i] = h;
+    __atomic_fetch_add(&sum[0], h & 0xffff, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&sum[1], 1u, __ATOMIC_RELAXED);
+}
+
+// __builtin_debugtrap(): s_trap 3 `n` times per wave; the wave goes on when a trap handler
+// returns, then every work-item writes its id + 1.
+kernel void debugtrap_loop(global int *out, uint n) {
+    uint i = GLOBAL_X();
+    for (uint k = 0; k < n; k++)
+        __builtin_debugtrap();
+    out[i] = (int)i + 1;
+}

@@ -1,0 +1,406 @@
+//! Kernel dispatch benchmarks (issue #17), OpenCL kernels compiled with clang-15 at bench
+//! time (`benches/kernels/bench.cl`) and run on the model's compute units:
+//! * `vadd_2^24/{native_1_core,model}`: c = a + b over 2^24 floats. Target: model ≤ 10×
+//!   the native loop on one core.
+//! * `sgemm_256/{native_naive,model_tiled}`: 256×256 single-precision matrix product, a
+//!   16×16-tiled LDS kernel on the model against a naive triple loop. Target: ≤ 20×.
+//! * `sgemm_256_cu_threads/{1,2}`: the same kernel on 1 and 2 host threads. Target: ≥ 1.8×
+//!   speed-up (needs two idle cores).
+//! * `empty_kernel_dispatch_to_completion`: an AQL KERNEL_DISPATCH of an empty kernel on
+//!   the engine thread, from the doorbell to the completion signal's 0.
+//!
+//! * doorbell after idle (printed, not a criterion bench): a PM4 WRITE_DATA rung through
+//!   the client's own doorbell mapping after 1.05 s of idle, until its data lands; p50/p99
+//!   over `KFD_BENCH_DOORBELL_SAMPLES` (default 20) samples, with and without the
+//!   doorbell watch, and the model's CPU time while idle. Target: p99 ≤ 100 µs, idle < 1%.
+//!
+//! The throughput benches step the engines themselves (`Model::run_until_idle`), so they
+//! measure the dispatch alone.
+// criterion's macros generate undocumented public items.
+#![allow(missing_docs)]
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use codeobj::{CodeObject, Executable, LoadedKernel, SegmentMemory, TargetId};
+use common::*;
+use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
+use kfd_model::{Model, ModelConfig, Preset};
+use kfd_sys::*;
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+/// hsa_packet_header: KERNEL_DISPATCH (2), barrier bit, system-scope acquire and release.
+const KERNEL_DISPATCH: u16 = 2 | 1 << 8 | 2 << 9 | 2 << 11;
+
+fn compile(mcpu: &str) -> Vec<u8> {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/kernels/bench.cl");
+    let out = std::env::temp_dir().join(format!(
+        "kfd-model-bench-{}-{mcpu}.hsaco",
+        std::process::id()
+    ));
+    let status = Command::new("clang-15")
+        .args([
+            "-x",
+            "cl",
+            "-cl-std=CL2.0",
+            "-target",
+            "amdgcn-amd-amdhsa",
+            "-nogpulib",
+            "-O2",
+        ])
+        .arg(format!("-mcpu={mcpu}"))
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .expect("clang-15 must be installed (scripts/ensure-deps.sh)");
+    assert!(status.success(), "clang-15 failed");
+    let elf = std::fs::read(&out).expect("code object");
+    let _ = std::fs::remove_file(&out);
+    elf
+}
+
+struct BufMemory<'a> {
+    buf: &'a Buf,
+    used: u64,
+}
+
+impl SegmentMemory for BufMemory<'_> {
+    fn allocate(&mut self, size: u64, align: u64) -> codeobj::Result<u64> {
+        let start = (self.buf.va + self.used).next_multiple_of(align.max(1));
+        if start + size > self.buf.va + self.buf.size {
+            return Err(codeobj::Error::Memory("code buffer full".into()));
+        }
+        self.used = start + size - self.buf.va;
+        Ok(start)
+    }
+
+    fn write(&mut self, address: u64, bytes: &[u8]) -> codeobj::Result<()> {
+        self.buf.write_bytes(address - self.buf.va, bytes);
+        Ok(())
+    }
+}
+
+/// A process with the bench kernels loaded and an AQL queue.
+struct Rig {
+    model: Model,
+    c: Client,
+    exe: Executable,
+    queue: QueueBufs,
+    signals: Buf,
+    kernargs: Buf,
+    packets: u64,
+}
+
+impl Rig {
+    fn new(cfg: ModelConfig) -> Rig {
+        let model = model_with(cfg);
+        let c = Client::new(&model);
+        let flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
+        let code = c
+            .alloc_on(c.gpu(), 1 << 20, flags | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE)
+            .unwrap();
+        let mut exe = Executable::new("amdgcn-amd-amdhsa--gfx900".parse::<TargetId>().unwrap());
+        let mut mem = BufMemory {
+            buf: &code,
+            used: 0,
+        };
+        exe.load(CodeObject::parse(&compile("gfx900")).unwrap(), &mut mem)
+            .unwrap();
+        exe.freeze(&mut mem).unwrap();
+        let (_, queue) = c
+            .create_queue_sized(c.gpu(), KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, 100, 4096)
+            .unwrap();
+        let signals = c.gtt(4096);
+        let kernargs = c.gtt(4096);
+        Rig {
+            model,
+            c,
+            exe,
+            queue,
+            signals,
+            kernargs,
+            packets: 0,
+        }
+    }
+
+    fn kernel(&self, name: &str) -> LoadedKernel {
+        self.exe.kernel(name).unwrap()
+    }
+
+    /// Writes a KERNEL_DISPATCH and rings the doorbell; returns the completion signal's
+    /// offset in `signals` (its value goes from 1 to 0).
+    fn dispatch(&mut self, k: &LoadedKernel, args: &[u8], wg: [u16; 2], grid: [u32; 2]) -> u64 {
+        let slot = self.packets % 64;
+        self.kernargs.write_bytes(slot * 64, args);
+        let sig = slot * 64;
+        self.signals.write_u64(sig, 1);
+        self.signals.write_u64(sig + 8, 1);
+        let mut p = [0u8; 64];
+        p[2..4].copy_from_slice(&2u16.to_le_bytes());
+        p[4..6].copy_from_slice(&wg[0].to_le_bytes());
+        p[6..8].copy_from_slice(&wg[1].to_le_bytes());
+        p[8..10].copy_from_slice(&1u16.to_le_bytes());
+        p[12..16].copy_from_slice(&grid[0].to_le_bytes());
+        p[16..20].copy_from_slice(&grid[1].to_le_bytes());
+        p[20..24].copy_from_slice(&1u32.to_le_bytes());
+        p[28..32].copy_from_slice(&k.descriptor.group_segment_fixed_size.to_le_bytes());
+        p[32..40].copy_from_slice(&k.descriptor_address.to_le_bytes());
+        p[40..48].copy_from_slice(&(self.kernargs.va + slot * 64).to_le_bytes());
+        p[56..64].copy_from_slice(&(self.signals.va + sig).to_le_bytes());
+        let q = &self.queue;
+        let ring_slot = self.packets % (q.ring.size / 64);
+        q.ring.write_bytes(ring_slot * 64 + 2, &p[2..]);
+        q.ring
+            .write_bytes(ring_slot * 64, &KERNEL_DISPATCH.to_le_bytes());
+        self.packets += 1;
+        self.c.submit(q, self.packets);
+        sig
+    }
+
+    fn done(&self, sig: u64) -> bool {
+        self.signals.read_u64(sig + 8) == 0
+    }
+
+    /// Dispatches and runs the engines until the signal is 0 (stepped model).
+    fn run(&mut self, k: &LoadedKernel, args: &[u8], wg: [u16; 2], grid: [u32; 2]) {
+        let sig = self.dispatch(k, args, wg, grid);
+        self.model.run_until_idle();
+        assert!(self.done(sig), "the dispatch completed");
+    }
+}
+
+fn f32_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn read_f32s(b: &Buf, n: usize) -> Vec<f32> {
+    let mut bytes = vec![0u8; 4 * n];
+    b.read_bytes(0, &mut bytes);
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+fn args(ptrs: &[u64], n: u32) -> Vec<u8> {
+    let mut a: Vec<u8> = ptrs.iter().flat_map(|p| p.to_le_bytes()).collect();
+    a.extend(n.to_le_bytes());
+    a
+}
+
+fn stepped(threads: usize) -> ModelConfig {
+    ModelConfig::new(Preset::Gfx900)
+        .with_engine_thread(false)
+        .with_cu_threads(threads)
+}
+
+fn bench_vadd(c: &mut Criterion) {
+    const N: usize = 1 << 24;
+    let a: Vec<f32> = (0..N).map(|i| i as f32 * 0.25).collect();
+    let b: Vec<f32> = (0..N).map(|i| 7.0 - i as f32).collect();
+    let mut g = c.benchmark_group("vadd_2^24");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(N as u64));
+    // The reference, also computed when a filter skips the native bench.
+    let mut out: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+    g.bench_function("native_1_core", |bench| {
+        bench.iter(|| {
+            for ((o, x), y) in out.iter_mut().zip(&a).zip(&b) {
+                *o = x + y;
+            }
+            black_box(&out);
+        })
+    });
+    let mut rig = Rig::new(stepped(1));
+    let bytes = 4 * N as u64;
+    let (pa, pb, pc) = (rig.c.gtt(bytes), rig.c.gtt(bytes), rig.c.gtt(bytes));
+    pa.write_bytes(0, &f32_bytes(&a));
+    pb.write_bytes(0, &f32_bytes(&b));
+    let k = rig.kernel("vadd");
+    let kargs = args(&[pa.va, pb.va, pc.va], N as u32);
+    rig.run(&k, &kargs, [256, 1], [N as u32, 1]);
+    assert!(
+        read_f32s(&pc, N).iter().zip(&out).all(|(m, n)| m == n),
+        "the model's vadd equals the native one"
+    );
+    g.bench_function("model_1_thread", |bench| {
+        bench.iter(|| rig.run(&k, &kargs, [256, 1], [N as u32, 1]))
+    });
+    g.finish();
+}
+
+const SGEMM_N: usize = 256;
+
+fn sgemm_inputs() -> (Vec<f32>, Vec<f32>) {
+    let n = SGEMM_N;
+    let a = (0..n * n)
+        .map(|i| ((i * 7) % 13) as f32 * 0.5 - 3.0)
+        .collect();
+    let b = (0..n * n)
+        .map(|i| ((i * 5) % 11) as f32 * 0.25 - 1.0)
+        .collect();
+    (a, b)
+}
+
+fn sgemm_native(a: &[f32], b: &[f32], c: &mut [f32]) {
+    let n = SGEMM_N;
+    for i in 0..n {
+        for j in 0..n {
+            let mut acc = 0.0f32;
+            for k in 0..n {
+                acc += a[i * n + k] * b[k * n + j];
+            }
+            c[i * n + j] = acc;
+        }
+    }
+}
+
+/// A rig with the SGEMM inputs loaded; returns it, the kernel, its arguments and C.
+fn sgemm_rig(threads: usize, a: &[f32], b: &[f32]) -> (Rig, LoadedKernel, Vec<u8>, Buf) {
+    let rig = Rig::new(stepped(threads));
+    let bytes = (4 * SGEMM_N * SGEMM_N) as u64;
+    let (pa, pb, pc) = (rig.c.gtt(bytes), rig.c.gtt(bytes), rig.c.gtt(bytes));
+    pa.write_bytes(0, &f32_bytes(a));
+    pb.write_bytes(0, &f32_bytes(b));
+    let k = rig.kernel("sgemm_tiled");
+    let kargs = args(&[pa.va, pb.va, pc.va], SGEMM_N as u32);
+    (rig, k, kargs, pc)
+}
+
+fn bench_sgemm(c: &mut Criterion) {
+    let (a, b) = sgemm_inputs();
+    let n = SGEMM_N;
+    let grid = [n as u32, n as u32];
+    let mut want = vec![0f32; n * n];
+    sgemm_native(&a, &b, &mut want);
+    let mut g = c.benchmark_group("sgemm_256");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements((n * n * n) as u64));
+    g.bench_function("native_naive", |bench| {
+        bench.iter(|| sgemm_native(black_box(&a), black_box(&b), &mut want))
+    });
+    let (mut rig, k, kargs, pc) = sgemm_rig(1, &a, &b);
+    rig.run(&k, &kargs, [16, 16], grid);
+    let got = read_f32s(&pc, n * n);
+    for (i, (m, w)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            (m - w).abs() <= 1e-3 * w.abs().max(1.0),
+            "C[{i}]: model {m}, native {w}"
+        );
+    }
+    g.bench_function("model_tiled", |bench| {
+        bench.iter(|| rig.run(&k, &kargs, [16, 16], grid))
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("sgemm_256_cu_threads");
+    g.sample_size(10);
+    for threads in [1usize, 2] {
+        let (mut rig, k, kargs, _) = sgemm_rig(threads, &a, &b);
+        g.bench_with_input(
+            BenchmarkId::from_parameter(threads),
+            &threads,
+            |bench, _| bench.iter(|| rig.run(&k, &kargs, [16, 16], grid)),
+        );
+    }
+    g.finish();
+}
+
+fn bench_empty_dispatch(c: &mut Criterion) {
+    let mut rig = Rig::new(ModelConfig::new(Preset::Gfx900));
+    let k = rig.kernel("empty");
+    c.bench_function("empty_kernel_dispatch_to_completion", |bench| {
+        bench.iter(|| {
+            let sig = rig.dispatch(&k, &[], [64, 1], [64, 1]);
+            let start = std::time::Instant::now();
+            // Yielding, not spinning: on a host with fewer free cores than busy threads a
+            // spinning waiter takes the engine thread's CPU.
+            while !rig.done(sig) {
+                assert!(
+                    start.elapsed() < Duration::from_secs(5),
+                    "dispatch completes"
+                );
+                std::thread::yield_now();
+            }
+        })
+    });
+}
+
+/// CPU time of this process (user + system).
+fn process_cpu() -> Duration {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid rusage out-pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+/// Doorbell after ≥ 1 s of idle → WRITE_DATA done, through the client's own mapping.
+fn doorbell_after_idle(watch: bool) {
+    use pm4::user::WriteData;
+    let samples: usize = std::env::var("KFD_BENCH_DOORBELL_SAMPLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    let model = model_with(ModelConfig::new(Preset::Gfx900));
+    let c = Client::new(&model);
+    let (_, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
+    let mem = c.gtt(4096);
+    let bell = DoorbellMapping::new(&c, q.doorbell_offset);
+    if watch {
+        // SAFETY: `bell` maps the model's doorbell memory until this function returns.
+        if let Err(e) = unsafe { model.watch_doorbell_mapping(bell.addr, bell.len) } {
+            println!("doorbell watch unavailable: {e}");
+            return;
+        }
+    }
+    let mut ring = RingWriter::pm4(&q);
+    // Idle CPU first: 3 s with the queue mapped and nothing to do.
+    std::thread::sleep(Duration::from_millis(1100));
+    let (cpu0, t0) = (process_cpu(), std::time::Instant::now());
+    std::thread::sleep(Duration::from_secs(3));
+    let idle = (process_cpu() - cpu0).as_secs_f64() / t0.elapsed().as_secs_f64();
+    let mut lat = Vec::new();
+    for i in 1..=samples as u32 {
+        std::thread::sleep(Duration::from_millis(1050));
+        ring.push(&q, &WriteData::memory(mem.va, &[i]).unwrap());
+        let t = std::time::Instant::now();
+        bell.ring(q.doorbell_offset, ring.wptr());
+        while mem.read_u32(0) != i {
+            assert!(t.elapsed() < Duration::from_secs(5), "the packet ran");
+            std::thread::sleep(Duration::from_micros(1));
+        }
+        lat.push(t.elapsed());
+    }
+    lat.sort();
+    let pct = |p: f64| lat[((lat.len() as f64 * p).ceil() as usize).clamp(1, lat.len()) - 1];
+    println!(
+        "doorbell after 1.05 s idle ({}): p50 {:?}, p99 {:?}, max {:?} over {} samples; idle CPU {:.3}% of a core (wakeups by the watch: {})",
+        if watch { "doorbell watch" } else { "polling only" },
+        pct(0.5),
+        pct(0.99),
+        lat[lat.len() - 1],
+        lat.len(),
+        idle * 100.0,
+        model.doorbell_wakeups()
+    );
+}
+
+criterion_group!(benches, bench_vadd, bench_sgemm, bench_empty_dispatch);
+
+fn main() {
+    if std::env::var_os("KFD_BENCH_DOORBELL_ONLY").is_some() {
+        doorbell_after_idle(true);
+        doorbell_after_idle(false);
+        return;
+    }
+    benches();
+    doorbell_after_idle(true);
+    doorbell_after_idle(false);
+    Criterion::default().configure_from_args().final_summary();
+}

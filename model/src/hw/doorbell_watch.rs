@@ -1,0 +1,265 @@
+//! Noticing a doorbell store of an unmodified client while the engine thread sleeps.
+//!
+//! A client rings a doorbell with a plain store into its mapping of the doorbell page: nothing
+//! the model can see, short of polling. Polling every 100 µs costs a few percent of a core;
+//! sleeping up to [`DEEP_IDLE_SLEEP`](crate::hw::engine::DEEP_IDLE_SLEEP) misses the store by
+//! up to 16 ms. Instead, the clients' doorbell mappings are registered with a
+//! `userfaultfd` in write-protect mode: before the engine thread goes to sleep it
+//! write-protects them ([`DoorbellWatch::arm`]); the first store after that faults, a watcher
+//! thread blocked on the `userfaultfd` removes the protection (which lets the store complete)
+//! and wakes the engine thread. Asleep, the model costs no CPU; awake, the pages are
+//! writable and cost nothing either. Where `userfaultfd` is not available (an old kernel, a
+//! seccomp filter), [`DoorbellWatch::new`] fails and the engine keeps its polling sleep.
+//!
+//! Linux ABI (`linux/userfaultfd.h`): `userfaultfd(2)` with `UFFD_USER_MODE_ONLY`, the
+//! `UFFDIO_API`, `UFFDIO_REGISTER` (mode WP) and `UFFDIO_WRITEPROTECT` ioctls, and 32-byte
+//! `uffd_msg` records whose `UFFD_EVENT_PAGEFAULT` carries `UFFD_PAGEFAULT_FLAG_WP`.
+
+use crate::hw::engine::EngineWaker;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// `UFFD_API`.
+const UFFD_API: u64 = 0xAA;
+/// `UFFD_USER_MODE_ONLY`: only faults from user mode (allowed without privileges).
+const UFFD_USER_MODE_ONLY: libc::c_int = 1;
+/// `UFFD_FEATURE_WP_HUGETLBFS_SHMEM`: write protection of shared memory (the doorbell page
+/// is a memfd).
+const UFFD_FEATURE_WP_HUGETLBFS_SHMEM: u64 = 1 << 12;
+/// `UFFDIO_REGISTER_MODE_WP`.
+const UFFDIO_REGISTER_MODE_WP: u64 = 1 << 1;
+/// `UFFDIO_WRITEPROTECT_MODE_WP`.
+const UFFDIO_WRITEPROTECT_MODE_WP: u64 = 1 << 0;
+/// `UFFD_EVENT_PAGEFAULT`.
+const UFFD_EVENT_PAGEFAULT: u8 = 0x12;
+/// `UFFD_PAGEFAULT_FLAG_WP`.
+const UFFD_PAGEFAULT_FLAG_WP: u64 = 1 << 1;
+
+/// `_IOWR('\xAA', nr, size)`.
+const fn uffdio(nr: u64, size: usize) -> u64 {
+    (3 << 30) | ((size as u64) << 16) | (0xAA << 8) | nr
+}
+/// `UFFDIO_API`: `struct uffdio_api` is 24 bytes.
+const UFFDIO_API: u64 = uffdio(0x3F, 24);
+/// `UFFDIO_REGISTER`: `struct uffdio_register` is 32 bytes.
+const UFFDIO_REGISTER: u64 = uffdio(0x00, 32);
+/// `UFFDIO_WRITEPROTECT`: `struct uffdio_writeprotect` is 24 bytes.
+const UFFDIO_WRITEPROTECT: u64 = uffdio(0x06, 24);
+
+/// `struct uffdio_api`.
+#[repr(C)]
+struct UffdioApi {
+    api: u64,
+    features: u64,
+    ioctls: u64,
+}
+
+/// `struct uffdio_register`.
+#[repr(C)]
+struct UffdioRegister {
+    start: u64,
+    len: u64,
+    mode: u64,
+    ioctls: u64,
+}
+
+/// `struct uffdio_writeprotect`.
+#[repr(C)]
+struct UffdioWriteprotect {
+    start: u64,
+    len: u64,
+    mode: u64,
+}
+
+/// Watches the clients' doorbell mappings for stores while the engine thread sleeps.
+#[derive(Debug)]
+pub struct DoorbellWatch {
+    uffd: OwnedFd,
+    /// Registered mappings: start and length.
+    ranges: Mutex<Vec<(u64, u64)>>,
+    /// The mappings are write-protected now.
+    armed: AtomicBool,
+    waker: Arc<EngineWaker>,
+    stop: AtomicBool,
+    /// When a store last faulted: the faulting store completes only after the protection is
+    /// lifted, so the engine must not protect again right away.
+    last_fault: Mutex<Option<Instant>>,
+    /// Times a store woke the engine thread.
+    wakeups: AtomicU64,
+}
+
+/// How long after a fault the mappings stay writable at least (the store that faulted, and
+/// the client's next ones, go through; the engine thread is awake meanwhile).
+pub const REARM_AFTER_FAULT: Duration = Duration::from_millis(20);
+
+fn uffd_ioctl<T>(fd: &OwnedFd, request: u64, arg: &mut T) -> io::Result<()> {
+    // SAFETY: `arg` is the `repr(C)` struct whose size `request` encodes, valid for the call.
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), request as _, arg as *mut T) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+impl DoorbellWatch {
+    /// Opens a `userfaultfd` with write protection of shared memory and starts the watcher
+    /// thread that wakes `waker`.
+    pub fn new(waker: Arc<EngineWaker>) -> io::Result<Arc<DoorbellWatch>> {
+        let flags = libc::O_CLOEXEC | libc::O_NONBLOCK | UFFD_USER_MODE_ONLY;
+        // SAFETY: the userfaultfd system call takes only flags.
+        let fd = unsafe { libc::syscall(libc::SYS_userfaultfd, flags) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a new descriptor that nothing else owns.
+        let uffd = unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) };
+        let mut api = UffdioApi {
+            api: UFFD_API,
+            features: UFFD_FEATURE_WP_HUGETLBFS_SHMEM,
+            ioctls: 0,
+        };
+        uffd_ioctl(&uffd, UFFDIO_API, &mut api)?;
+        let watch = Arc::new(DoorbellWatch {
+            uffd,
+            ranges: Mutex::new(Vec::new()),
+            armed: AtomicBool::new(false),
+            waker,
+            stop: AtomicBool::new(false),
+            last_fault: Mutex::new(None),
+            wakeups: AtomicU64::new(0),
+        });
+        let w = watch.clone();
+        std::thread::Builder::new()
+            .name("kfd-model-doorbells".into())
+            .spawn(move || w.serve())?;
+        Ok(watch)
+    }
+
+    /// Registers a client's mapping of a doorbell page (`len` bytes at `addr`).
+    ///
+    /// # Safety
+    /// `addr..addr + len` must be a shared mapping of the model's doorbell memory that stays
+    /// a doorbell mapping while it is mapped: stores into it may wait (microseconds) for the
+    /// watcher thread.
+    pub unsafe fn watch(&self, addr: u64, len: u64) -> io::Result<()> {
+        let mut reg = UffdioRegister {
+            start: addr,
+            len,
+            mode: UFFDIO_REGISTER_MODE_WP,
+            ioctls: 0,
+        };
+        uffd_ioctl(&self.uffd, UFFDIO_REGISTER, &mut reg)?;
+        self.lock().push((addr, len));
+        // Armed ranges must all be protected: arm again before the next sleep.
+        self.armed.store(false, Ordering::Release);
+        log::debug!(target: "hw::engine", "watching doorbell mapping {addr:#x}+{len:#x}");
+        Ok(())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u64, u64)>> {
+        self.ranges.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sets or clears the write protection of every registered mapping; a mapping the
+    /// client unmapped is dropped. Clearing it also lets a store that faulted complete.
+    fn protect(&self, on: bool) {
+        let mut ranges = self.lock();
+        ranges.retain(|&(start, len)| {
+            let mut wp = UffdioWriteprotect {
+                start,
+                len,
+                mode: if on { UFFDIO_WRITEPROTECT_MODE_WP } else { 0 },
+            };
+            match uffd_ioctl(&self.uffd, UFFDIO_WRITEPROTECT, &mut wp) {
+                Ok(()) => true,
+                Err(e) => {
+                    log::debug!(target: "hw::engine", "doorbell mapping {start:#x} dropped: {e}");
+                    false
+                }
+            }
+        });
+    }
+
+    /// Before the engine thread sleeps: write-protects the doorbell mappings. `true` when it
+    /// just did (the engine should look at the doorbells once more: a store may have landed
+    /// before the protection), `false` when they already were protected or none is watched.
+    pub fn arm(&self) -> bool {
+        if self.armed.load(Ordering::Acquire) || self.lock().is_empty() {
+            return false;
+        }
+        let recent = self
+            .last_fault
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some_and(|t| t.elapsed() < REARM_AFTER_FAULT);
+        if recent {
+            return false;
+        }
+        self.armed.store(true, Ordering::Release);
+        self.protect(true);
+        log::trace!(target: "hw::engine", "doorbell mappings write-protected");
+        true
+    }
+
+    /// How many times a doorbell store woke the engine thread.
+    pub fn wakeups(&self) -> u64 {
+        self.wakeups.load(Ordering::Relaxed)
+    }
+
+    /// Whether the mappings are protected now.
+    pub fn is_armed(&self) -> bool {
+        self.armed.load(Ordering::Acquire)
+    }
+
+    /// Stops the watcher thread and lifts every protection.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::Release);
+        self.armed.store(false, Ordering::Release);
+        self.protect(false);
+    }
+
+    /// The watcher thread: on a write-protect fault, unprotect everything and wake the
+    /// engine.
+    fn serve(&self) {
+        let mut msg = [0u8; 32];
+        while !self.stop.load(Ordering::Acquire) {
+            let mut pfd = libc::pollfd {
+                fd: self.uffd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd. The timeout only bounds how late `stop` is seen.
+            let n = unsafe { libc::poll(&mut pfd, 1, 500) };
+            if n <= 0 {
+                continue;
+            }
+            let mut faulted = false;
+            loop {
+                // SAFETY: reading into a buffer of `msg.len()` bytes.
+                let r = unsafe {
+                    libc::read(self.uffd.as_raw_fd(), msg.as_mut_ptr().cast(), msg.len())
+                };
+                if r != msg.len() as isize {
+                    break;
+                }
+                let flags = u64::from_le_bytes(msg[8..16].try_into().unwrap_or([0; 8]));
+                if msg[0] == UFFD_EVENT_PAGEFAULT && flags & UFFD_PAGEFAULT_FLAG_WP != 0 {
+                    faulted = true;
+                }
+            }
+            if faulted {
+                log::trace!(target: "hw::engine", "doorbell store while asleep: waking");
+                *self.last_fault.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+                self.armed.store(false, Ordering::Release);
+                self.protect(false);
+                self.wakeups.fetch_add(1, Ordering::Relaxed);
+                self.waker.wake_for_work();
+            }
+        }
+        self.protect(false);
+    }
+}

@@ -1,0 +1,53 @@
+//! A doorbell stored by an unmodified client after the model has idled is noticed at once
+//! (issue #17 item 9): the client's doorbell mapping is write-protected while the engine
+//! thread sleeps, and the store's fault wakes it (`hw::doorbell_watch`).
+
+mod common;
+
+use common::*;
+use kfd_model::Preset;
+use kfd_sys::*;
+use pm4::user::WriteData;
+use std::time::{Duration, Instant};
+
+#[test]
+fn a_doorbell_stored_after_a_second_of_idle_wakes_the_engine_through_the_watch() {
+    let _ = env_logger::builder().is_test(true).try_init();
+    let model = model(Preset::Gfx900, 1);
+    let c = Client::new(&model);
+    let (_, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
+    let mem = c.gtt(4096);
+    let bell = DoorbellMapping::new(&c, q.doorbell_offset);
+    // SAFETY: `bell` is a shared mapping of the model's doorbell memory, unmapped only when
+    // the test ends.
+    unsafe { model.watch_doorbell_mapping(bell.addr, bell.len) }
+        .expect("userfaultfd with shared-memory write protection (Linux 5.19+)");
+    let mut ring = RingWriter::pm4(&q);
+    let mut latencies = Vec::new();
+    for i in 1..=3u32 {
+        // Past DEEP_IDLE_AFTER: the engine thread sleeps up to 16 ms between polls.
+        std::thread::sleep(Duration::from_millis(1100));
+        ring.push(&q, &WriteData::memory(mem.va, &[i]).unwrap());
+        let t = Instant::now();
+        // Only the doorbell: the write-pointer location stays as it was.
+        bell.ring(q.doorbell_offset, ring.wptr());
+        while mem.read_u32(0) != i {
+            assert!(t.elapsed() < Duration::from_secs(5), "the packet ran");
+            std::hint::spin_loop();
+        }
+        latencies.push(t.elapsed());
+    }
+    latencies.sort();
+    eprintln!("doorbell after 1.1 s idle -> packet done: {latencies:?}");
+    assert_eq!(
+        model.doorbell_wakeups(),
+        3,
+        "each store after the idle second faulted and woke the engine"
+    );
+    // Sub-millisecond on an idle host; the bound leaves room for a loaded one.
+    assert!(
+        latencies[1] < Duration::from_millis(100),
+        "median {:?}",
+        latencies[1]
+    );
+}

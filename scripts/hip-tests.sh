@@ -49,7 +49,7 @@ fi
 $CARGO build -q -p kfd-preload || { echo "hip: cargo build -p kfd-preload failed"; exit 1; }
 shim=$(realpath "$target_dir/debug/libkfd_preload.so")
 
-programs=(vadd lds_atomics scratch wild_pointer trap printf shuffle grid3d memcpy illegal forever)
+programs=(vadd lds_atomics scratch wild_pointer trap printf shuffle grid3d memcpy math illegal forever)
 archs=(gfx900 gfx90a)
 for arch in "${archs[@]}"; do
   for p in "${programs[@]}"; do

@@ -205,6 +205,11 @@ int main() {
     xf[4] = 65519.0f;          // rounds to 65504 in f16
     xf[5] = 65520.0f;          // rounds to inf in f16
     xf[6] = 5.9604645e-08f;    // 2^-24: smallest f16 subnormal
+    // large arguments: the trig range reduction's long path (f64: v_trig_preop_f64)
+    xf[7] = 1e20f;
+    xd[7] = 1e22;
+    xd[8] = -3.5e15;
+    xd[9] = 8.5e300;
 
     float *dxf, *dyf, *dof;
     double *dxd, *dyd, *dod;

@@ -14,6 +14,8 @@ use super::lanes;
 use super::mfma::MfmaF32;
 use super::wave::{sreg, write_masked, HwRegField, Lanes, Wave, WAVE_SIZE};
 
+mod packed;
+
 type R<T> = Result<T, WaveFault>;
 
 /// What one instruction asks of the run loop.
@@ -1300,6 +1302,72 @@ impl Wave {
             | Op::VMfmaF3216x16x1f32
             | Op::VMfmaF3216x16x4f32
             | Op::VMfmaF324x4x1f32 => self.mfma(c, op),
+            Op::VFmaF16
+            | Op::VMadF16
+            | Op::VMacF16
+            | Op::VDivFixupF16
+            | Op::VMaxF16
+            | Op::VMinF16
+            | Op::VMax3F16
+            | Op::VMin3F16
+            | Op::VMed3F16
+            | Op::VLdexpF16
+            | Op::VSqrtF16
+            | Op::VRcpF16
+            | Op::VRsqF16
+            | Op::VExpF16
+            | Op::VLogF16
+            | Op::VSinF16
+            | Op::VCosF16
+            | Op::VFractF16
+            | Op::VTruncF16
+            | Op::VCeilF16
+            | Op::VFloorF16
+            | Op::VRndneF16
+            | Op::VFrexpMantF16
+            | Op::VFrexpExpI16F16
+            | Op::VCvtF16U16
+            | Op::VCvtF16I16
+            | Op::VCvtU16F16
+            | Op::VCvtI16F16
+            | Op::VMadU16
+            | Op::VMadI16 => self.f16_op(c),
+            Op::VPkAddF16
+            | Op::VPkMulF16
+            | Op::VPkFmaF16
+            | Op::VPkMaxF16
+            | Op::VPkMinF16
+            | Op::VPkAddU16
+            | Op::VPkSubU16
+            | Op::VPkAddI16
+            | Op::VPkSubI16
+            | Op::VPkMulLoU16
+            | Op::VPkMadU16
+            | Op::VPkMadI16
+            | Op::VPkLshlrevB16
+            | Op::VPkLshrrevB16
+            | Op::VPkAshrrevI16
+            | Op::VPkMaxU16
+            | Op::VPkMinU16
+            | Op::VPkMaxI16
+            | Op::VPkMinI16
+            | Op::VPkAddF32
+            | Op::VPkMulF32
+            | Op::VPkFmaF32
+            | Op::VMadMixF32
+            | Op::VFmaMixF32
+            | Op::VMadMixloF16
+            | Op::VFmaMixloF16
+            | Op::VMadMixhiF16
+            | Op::VFmaMixhiF16
+            | Op::VDot2F32F16
+            | Op::VDot2I32I16
+            | Op::VDot2U32U16
+            | Op::VDot4I32I8
+            | Op::VDot4U32U8
+            | Op::VDot8I32I4
+            | Op::VDot8U32U4 => self.vop3p(c),
+            Op::VTrigPreopF64 => self.trig_preop(c),
             _ => Err(illegal(self.pc, c)),
         }
     }

@@ -25,7 +25,11 @@
 #                bounds of a host reference (packed f16/f32, f16 transcendentals);
 #   illegal      an invalid instruction word: ROCr reports HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION
 #                and the program ends nonzero within the time limit;
-#   forever      a never-ending kernel abandoned by main: the process ends within 10 s.
+#   forever      a never-ending kernel abandoned by main: the process ends within 10 s;
+#   apertures    generic pointers into private, shared and global memory (FLAT routed by
+#                aperture), 16-bit loads/stores of both register halves;
+#   scratch_fs, apertures_fs  scratch and apertures built with flat scratch (scratch_*
+#                instructions, FLAT_SCRATCH from the flat scratch init SGPRs).
 # Prints one PASS/FAIL/SKIP line per check and ends with "hip: N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -49,12 +53,20 @@ fi
 $CARGO build -q -p kfd-preload || { echo "hip: cargo build -p kfd-preload failed"; exit 1; }
 shim=$(realpath "$target_dir/debug/libkfd_preload.so")
 
-programs=(vadd lds_atomics scratch wild_pointer trap printf shuffle grid3d memcpy math illegal forever)
+programs=(vadd lds_atomics scratch wild_pointer trap printf shuffle grid3d memcpy math illegal forever
+  apertures)
+# Built a second time with flat scratch (the host compile ignores the device feature).
+flat_scratch_programs=(scratch apertures)
 archs=(gfx900 gfx90a)
 for arch in "${archs[@]}"; do
   for p in "${programs[@]}"; do
     hipcc --offload-arch="$arch" -O2 -o "$work/$p-$arch" "tests/hip/$p.hip" 2>"$work/$p-$arch.build" \
       || { fail "hipcc $p for $arch"; sed 's/^/    /' "$work/$p-$arch.build"; }
+  done
+  for p in "${flat_scratch_programs[@]}"; do
+    hipcc --offload-arch="$arch" -O2 -Xclang -target-feature -Xclang +enable-flat-scratch \
+      -o "$work/${p}_fs-$arch" "tests/hip/$p.hip" 2>"$work/${p}_fs-$arch.build" \
+      || { fail "hipcc $p (flat scratch) for $arch"; sed 's/^/    /' "$work/${p}_fs-$arch.build"; }
   done
 done
 
@@ -67,11 +79,12 @@ run() { # program arch -> status in $status, output in $work/<program>-<arch>.lo
 }
 
 for arch in "${archs[@]}"; do
-  for p in vadd lds_atomics scratch shuffle grid3d memcpy math; do
+  for p in vadd lds_atomics scratch shuffle grid3d memcpy math apertures scratch_fs apertures_fs; do
     [ -x "$work/$p-$arch" ] || continue
     run "$p" "$arch"
-    last=$(grep "^$p:" "$work/$p-$arch.log" | tail -n 1)
-    if [ $status -eq 0 ] && { [ "$last" = "vadd: 10000 of 10000 correct" ] || [ "${last%% (*}" = "$p: ok" ]; }; then
+    name=${p%_fs} # the flat-scratch builds print their source's name
+    last=$(grep "^$name:" "$work/$p-$arch.log" | tail -n 1)
+    if [ $status -eq 0 ] && { [ "$last" = "vadd: 10000 of 10000 correct" ] || [ "${last%% (*}" = "$name: ok" ]; }; then
       pass "$p on $arch ($last)"
     else
       fail "$p on $arch (exit $status; last line: ${last:-none})"

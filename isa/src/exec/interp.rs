@@ -14,6 +14,7 @@ use super::lanes;
 use super::mfma::MfmaF32;
 use super::wave::{sreg, write_masked, HwRegField, Lanes, Wave, WAVE_SIZE};
 
+mod aperture;
 mod packed;
 
 type R<T> = Result<T, WaveFault>;
@@ -130,7 +131,7 @@ impl Wave {
             Enc::Ds => self.ds(c, env).map(|()| Flow::Next),
             Enc::Mubuf => self.mubuf(c, env).map(|()| Flow::Next),
             Enc::Global | Enc::Flat => self.flat(c, env).map(|()| Flow::Next),
-            Enc::Scratch => Err(illegal(self.pc, c)),
+            Enc::Scratch => self.scratch(c, env).map(|()| Flow::Next),
         }
     }
 
@@ -1331,7 +1332,12 @@ impl Wave {
             | Op::VCvtU16F16
             | Op::VCvtI16F16
             | Op::VMadU16
-            | Op::VMadI16 => self.f16_op(c),
+            | Op::VMadI16
+            | Op::VMadLegacyF16
+            | Op::VFmaLegacyF16
+            | Op::VDivFixupLegacyF16
+            | Op::VMadLegacyU16
+            | Op::VMadLegacyI16 => self.f16_op(c),
             Op::VPkAddF16
             | Op::VPkMulF16
             | Op::VPkFmaF16
@@ -2001,22 +2007,22 @@ impl Wave {
             }
         }
         let exec = self.exec();
-        if c.inst.enc == Enc::Flat && self.sh_mem_bases != 0 {
-            // FLAT addresses inside the shared (LDS) or private (scratch) aperture are not
-            // routed yet: refuse instead of touching global memory at that address
-            let shared = u64::from(self.sh_mem_bases >> 16) << 48;
-            let private = u64::from(self.sh_mem_bases & 0xffff) << 48;
-            let in_aperture = |a: u64| a >> 32 == shared >> 32 || a >> 32 == private >> 32;
-            if (0..WAVE_SIZE).any(|l| (exec >> l) & 1 != 0 && in_aperture(addrs[l])) {
-                return Err(illegal(self.pc, c));
-            }
-        }
         // loads write VDST; stores and atomics read DATA
         let data_reg = match c.mem {
             MemKind::Load { .. } => vdst,
             _ => vdata,
         };
         let acc = self.target == crate::Target::Gfx90a && (w1 >> 23) & 1 != 0;
+        if c.inst.enc == Enc::Flat && self.sh_mem_bases != 0 {
+            // lanes inside the shared (LDS) or private (scratch) aperture go there
+            let shared = u64::from(self.sh_mem_bases >> 16) << 48;
+            let private = u64::from(self.sh_mem_bases & 0xffff) << 48;
+            let in_aperture = |a: u64| a >> 32 == shared >> 32 || a >> 32 == private >> 32;
+            if (0..WAVE_SIZE).any(|l| (exec >> l) & 1 != 0 && in_aperture(addrs[l])) {
+                let regs = (data_reg, vdata, vdst);
+                return self.flat_routed(c, env, &addrs, exec, regs, glc, acc);
+            }
+        }
         if let MemKind::Atomic { .. } = c.mem {
             return self.vatomic(c, env, &addrs, exec, vdata, vdst, glc, acc);
         }
@@ -2071,11 +2077,14 @@ impl Wave {
                 }
                 Ok(())
             }
-            MemKind::Store { bytes } => {
+            MemKind::Store { bytes, half } => {
                 let dwords = bytes.div_ceil(4) as usize;
                 let mut data = [[0u32; WAVE_SIZE]; 4];
                 for (i, d) in data[..dwords].iter_mut().enumerate() {
                     *d = *self.data_reg(acc, reg + i)?;
+                }
+                if half == D16::Hi {
+                    data[0].iter_mut().for_each(|v| *v >>= 16);
                 }
                 env.store(addrs, mask, bytes, &data[..dwords])?;
                 Ok(())
@@ -2267,12 +2276,11 @@ impl Wave {
             return Ok(());
         }
         match c.mem {
-            // LDS d16 reads are not modelled yet
             MemKind::Load {
-                half: D16::Lo | D16::Hi,
-                ..
-            } => Err(illegal(self.pc, c)),
-            MemKind::Load { bytes, signed, .. } => {
+                bytes,
+                signed,
+                half,
+            } => {
                 let dwords = bytes.div_ceil(4) as usize;
                 let mut out = [[0u32; WAVE_SIZE]; 4];
                 let lds = env.lds();
@@ -2294,16 +2302,29 @@ impl Wave {
                         };
                     }
                 }
+                if half != D16::Full {
+                    // d16 reads write one half of VDST and keep the other
+                    let old = *self.v(vdst)?;
+                    for l in 0..WAVE_SIZE {
+                        out[0][l] = match half {
+                            D16::Lo => (old[l] & 0xffff_0000) | (out[0][l] & 0xffff),
+                            _ => (old[l] & 0xffff) | (out[0][l] << 16),
+                        };
+                    }
+                }
                 for (i, r) in out[..dwords].iter().enumerate() {
                     self.write_v(vdst + i, r, exec)?;
                 }
                 Ok(())
             }
-            MemKind::Store { bytes } => {
+            MemKind::Store { bytes, half } => {
                 let dwords = bytes.div_ceil(4) as usize;
                 let mut data = [[0u32; WAVE_SIZE]; 4];
                 for (i, d) in data[..dwords].iter_mut().enumerate() {
                     *d = *self.v(data0 + i)?;
+                }
+                if half == D16::Hi {
+                    data[0].iter_mut().for_each(|v| *v >>= 16);
                 }
                 let lds = env.lds();
                 for l in 0..WAVE_SIZE {

@@ -68,7 +68,19 @@ impl Wave {
         } else {
             Mods::default()
         };
-        let op_sel = if c.inst.enc == Enc::Vop3 && vop3_op_sel(op) {
+        // gfx9's *_legacy forms are the older encodings of the same operations: no op_sel,
+        // bits 31:16 of the destination zeroed
+        let op = match op {
+            Op::VMadLegacyF16 => Op::VMadF16,
+            Op::VFmaLegacyF16 => Op::VFmaF16,
+            Op::VDivFixupLegacyF16 => Op::VDivFixupF16,
+            Op::VMadLegacyU16 => Op::VMadU16,
+            Op::VMadLegacyI16 => Op::VMadI16,
+            other => other,
+        };
+        let legacy = op != c.inst.op;
+        let with_op_sel = c.inst.enc == Enc::Vop3 && vop3_op_sel(op) && !legacy;
+        let op_sel = if with_op_sel {
             (c.inst.words[0] >> 11) & 15
         } else {
             0
@@ -179,15 +191,15 @@ impl Wave {
             return Ok(());
         };
         let exec = self.exec();
-        let mut out = if op_sel != 0 || (c.inst.enc == Enc::Vop3 && vop3_op_sel(op)) {
+        let mut out = if with_op_sel {
             // gfx9's op_sel forms keep the half they do not write
             self.vread32(dst, SrcType::Int)?
         } else {
             [0u32; WAVE_SIZE]
         };
-        let hi = (op_sel >> 3) & 1 != 0 && c.inst.enc == Enc::Vop3 && vop3_op_sel(op);
+        let hi = (op_sel >> 3) & 1 != 0;
         for l in 0..WAVE_SIZE {
-            if c.inst.enc == Enc::Vop3 && vop3_op_sel(op) {
+            if with_op_sel {
                 out[l] = if hi {
                     (out[l] & 0xffff) | (u32::from(r[l]) << 16)
                 } else {

@@ -119,6 +119,29 @@ fn pk_mul_and_fma_f16_round_once() {
 }
 
 #[test]
+fn gfx9_f16_ops_that_keep_the_high_half() {
+    // v_mac_f16 and the op_sel VOP3 forms keep bits 31:16; v_add_f16 and the *_legacy
+    // encodings zero them
+    let w = run(
+        "v_mac_f16_e32 v2, v0, v1\nv_max3_f16 v3, v0, v1, v0\nv_add_f16_e32 v4, v0, v1\n\
+         v_mad_legacy_f16 v5, v0, v1, v0",
+        Target::Gfx900,
+        &[
+            (0, F16_2),
+            (1, F16_1_5),
+            (2, 0x1234_3c00),
+            (3, 0x5678_0000),
+            (4, 0x9abc_0000),
+            (5, 0xdef0_0000),
+        ],
+    );
+    assert_eq!(lane0(&w, 2), 0x1234_4400, "2·1.5 + 1 = 4, bits 31:16 kept");
+    assert_eq!(lane0(&w, 3), 0x5678_4000, "max3(2, 1.5, 2) = 2");
+    assert_eq!(lane0(&w, 4), 0x0000_4300, "2 + 1.5 = 3.5");
+    assert_eq!(lane0(&w, 5), 0x0000_4500, "2·1.5 + 2 = 5");
+}
+
+#[test]
 fn vop3_op_sel_reads_and_writes_high_halves() {
     let w = run(
         "v_fma_f16 v2, v0, v1, v1 op_sel:[1,1,0,1]",
@@ -318,4 +341,52 @@ fn trig_preop_gives_53_bit_segments_of_two_over_pi() {
     assert_eq!(get(6), 0x3c94_a7f0_9d5f_47d4);
     assert_eq!(get(8), 0x394a_6ee0_6db1_4acc);
     assert_eq!(get(10), 0x3cb5_29fc_2757_d1e0);
+}
+
+/// The f64 division sequence clang 15 emits for `a / b` on gfx9 (div_scale ×2, rcp, two
+/// Newton steps, mul, residual fma, div_fmas, div_fixup), run at the edges of the exponent
+/// range against the host's correctly rounded quotient.
+#[test]
+fn f64_division_sequence_is_correctly_rounded_at_the_range_edges() {
+    let seq = "v_div_scale_f64 v[5:6], s[0:1], v[3:4], v[3:4], v[1:2]\n\
+               v_div_scale_f64 v[11:12], vcc, v[1:2], v[3:4], v[1:2]\n\
+               v_rcp_f64_e32 v[7:8], v[5:6]\n\
+               v_fma_f64 v[9:10], -v[5:6], v[7:8], 1.0\n\
+               v_fma_f64 v[7:8], v[7:8], v[9:10], v[7:8]\n\
+               v_fma_f64 v[9:10], -v[5:6], v[7:8], 1.0\n\
+               v_fma_f64 v[7:8], v[7:8], v[9:10], v[7:8]\n\
+               v_mul_f64 v[9:10], v[11:12], v[7:8]\n\
+               v_fma_f64 v[5:6], -v[5:6], v[9:10], v[11:12]\n\
+               v_div_fmas_f64 v[5:6], v[5:6], v[7:8], v[9:10]\n\
+               v_div_fixup_f64 v[0:1], v[5:6], v[3:4], v[1:2]";
+    let cases: [(f64, f64); 10] = [
+        (1.0, 3.0),
+        (1.0, 1.7e308),           // 1/den and the quotient are denormal
+        (2.2e-308, 1.7e308),      // underflows to 0
+        (1.7e308, 4.9e-323),      // overflows to inf
+        (1.7e308, 0.5),           // near overflow: exponent difference ≥ 768 after scaling
+        (4.9e-324, 3.0),          // denormal numerator
+        (1.0, f64::MIN_POSITIVE), // smallest normal denominator
+        (-9.1e307, 1.1e-309),     // denormal denominator, overflow
+        (0.0, 0.0),               // NaN
+        (5.0, f64::INFINITY),
+    ];
+    for (num, den) in cases {
+        let w = run(
+            seq,
+            Target::Gfx900,
+            &[
+                (1, num.to_bits() as u32),
+                (2, (num.to_bits() >> 32) as u32),
+                (3, den.to_bits() as u32),
+                (4, (den.to_bits() >> 32) as u32),
+            ],
+        );
+        let got = f64::from_bits(u64::from(lane0(&w, 0)) | (u64::from(lane0(&w, 1)) << 32));
+        let want = num / den;
+        assert!(
+            got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+            "{num:e} / {den:e}: got {got:e}, want {want:e}"
+        );
+    }
 }

@@ -13,7 +13,10 @@
 //       f32, then rounds once to half).
 // A wrong instruction semantic (rounding, NaN/denormal handling, scaling in the division
 // helpers, a transcendental's range reduction) shows up as an error far above these bounds.
-// Prints "math: ok" and exits 0, or lists the worst mismatches and exits 1.
+// Division is also checked at the exponent range's edges and through zeros, infinities
+// and NaNs (64 f32 and 64 f64 quotients, 0 ulp: the v_div_scale/v_div_fmas/v_div_fixup
+// sequence's scaling and NaN rules). Prints "math: ok" and exits 0, or lists the worst
+// mismatches and exits 1.
 #include <hip/hip_fp16.h>
 #include <hip/hip_runtime.h>
 #include <cmath>
@@ -118,6 +121,16 @@ __global__ void f16_kernel(const unsigned short *x, const unsigned short *y,
     o[H_EXP2] = __half_as_ushort(hexp2(__hmul(b, __float2half(0.125f))));
     o[H_LOG2] = __half_as_ushort(hlog2(__habs(c)));
     o[H_RCP] = __half_as_ushort(__hdiv(__float2half(1.0f), b)); // hrcp is unresolved in HIP 5.2
+}
+
+// Division at the edges of the exponent range, through zeros, infinities and NaNs: the
+// compiler's v_div_scale / v_div_fmas / v_div_fixup sequence must give the correctly rounded
+// IEEE quotient (0 ulp), so a wrong scaling or NaN rule in any of them shows here.
+__global__ void div_kernel(const float *a, const float *b, const double *c, const double *d,
+                           float *q, double *qd) {
+    int i = threadIdx.x;
+    q[i] = a[i] / b[i];
+    qd[i] = c[i] / d[i];
 }
 
 // ---------------------------------------------------------------- host side
@@ -239,6 +252,36 @@ int main() {
     hipLaunchKernelGGL(f16_kernel, dim3(N / 64), dim3(64), 0, 0, dxh, dyh, dzh, dxf, doh);
     CHECK(hipGetLastError());
     CHECK(hipDeviceSynchronize());
+    // division edge cases: each numerator against each denominator (8 x 8 = 64 lanes)
+    const float fnum[8] = {1.0f, 3.0e38f, 1e-45f, 1.2e-38f, 0.0f, INFINITY, NAN, -7.5e37f};
+    const float fden[8] = {3.0f, 1e-44f, 3.0e38f, -0.0f, INFINITY, 2.9e-39f, 1.1754942e-38f, NAN};
+    const double dnum[8] = {1.0, 1.7e308, 4.9e-324, 2.2e-308, 0.0, INFINITY, NAN, -9.1e307};
+    const double dden[8] = {3.0, 4.9e-323, 1.7e308, -0.0, INFINITY, 1.1e-309, 2.2250738585072009e-308, NAN};
+    std::vector<float> da(64), db(64), dq(64);
+    std::vector<double> dc(64), dd(64), dqd(64);
+    for (int i = 0; i < 64; i++) {
+        da[i] = fnum[i / 8];
+        db[i] = fden[i % 8];
+        dc[i] = dnum[i / 8];
+        dd[i] = dden[i % 8];
+    }
+    float *dda, *ddb, *ddq;
+    double *ddc, *ddd, *ddqd;
+    CHECK(hipMalloc(&dda, 64 * 4));
+    CHECK(hipMalloc(&ddb, 64 * 4));
+    CHECK(hipMalloc(&ddq, 64 * 4));
+    CHECK(hipMalloc(&ddc, 64 * 8));
+    CHECK(hipMalloc(&ddd, 64 * 8));
+    CHECK(hipMalloc(&ddqd, 64 * 8));
+    CHECK(hipMemcpy(dda, da.data(), 64 * 4, hipMemcpyHostToDevice));
+    CHECK(hipMemcpy(ddb, db.data(), 64 * 4, hipMemcpyHostToDevice));
+    CHECK(hipMemcpy(ddc, dc.data(), 64 * 8, hipMemcpyHostToDevice));
+    CHECK(hipMemcpy(ddd, dd.data(), 64 * 8, hipMemcpyHostToDevice));
+    hipLaunchKernelGGL(div_kernel, dim3(1), dim3(64), 0, 0, dda, ddb, ddc, ddd, ddq, ddqd);
+    CHECK(hipDeviceSynchronize());
+    CHECK(hipMemcpy(dq.data(), ddq, 64 * 4, hipMemcpyDeviceToHost));
+    CHECK(hipMemcpy(dqd.data(), ddqd, 64 * 8, hipMemcpyDeviceToHost));
+
     std::vector<float> of(N * F_COUNT);
     std::vector<double> od(N * D_COUNT);
     std::vector<uint16_t> oh(N * H_COUNT);
@@ -298,6 +341,14 @@ int main() {
                             h_names[k], xh[i], yh[i], zh[i], oh[i * H_COUNT + k], href[k],
                             (long long)d, h_ulps[k]);
         }
+    }
+    for (int i = 0; i < 64; i++) {
+        float want = da[i] / db[i];
+        double wantd = dc[i] / dd[i];
+        if (ulp_dist<float, int32_t>(dq[i], want) != 0 && bad++ < 12)
+            std::printf("math: f32 %a / %a = %a, host %a\n", da[i], db[i], dq[i], want);
+        if (ulp_dist<double, int64_t>(dqd[i], wantd) != 0 && bad++ < 12)
+            std::printf("math: f64 %a / %a = %a, host %a\n", dc[i], dd[i], dqd[i], wantd);
     }
     std::printf("math: worst ulp f32:");
     for (int k = 0; k < F_COUNT; k++)

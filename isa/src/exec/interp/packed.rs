@@ -35,11 +35,20 @@ fn packed_mods(c: &Cached) -> PackedMods {
 const SRC_FIELDS: [Field; 3] = [Field::A, Field::B, Field::C];
 
 /// Whether an f16 VOP3 op of gfx9 takes VOP3 `op_sel` (source halves, destination half)
-/// and keeps the destination half it does not write; the others zero bits 31:16.
+/// and keeps the destination half it does not write. The VOP1/VOP2 ops and the `*_legacy`
+/// encodings zero bits 31:16 instead (gfx9's split, as LLVM's list of 16-bit instructions
+/// that zero the high half records it).
 fn vop3_op_sel(op: Op) -> bool {
     matches!(
         op,
-        Op::VFmaF16 | Op::VMadF16 | Op::VDivFixupF16 | Op::VMadU16 | Op::VMadI16
+        Op::VFmaF16
+            | Op::VMadF16
+            | Op::VDivFixupF16
+            | Op::VMadU16
+            | Op::VMadI16
+            | Op::VMax3F16
+            | Op::VMin3F16
+            | Op::VMed3F16
     )
 }
 
@@ -191,7 +200,9 @@ impl Wave {
             return Ok(());
         };
         let exec = self.exec();
-        let mut out = if with_op_sel {
+        // v_mac_f16 keeps bits 31:16 on gfx9 (it zeroed them on gfx8)
+        let keeps_high = with_op_sel || op == Op::VMacF16;
+        let mut out = if keeps_high {
             // gfx9's op_sel forms keep the half they do not write
             self.vread32(dst, SrcType::Int)?
         } else {
@@ -199,7 +210,7 @@ impl Wave {
         };
         let hi = (op_sel >> 3) & 1 != 0;
         for l in 0..WAVE_SIZE {
-            if with_op_sel {
+            if keeps_high {
                 out[l] = if hi {
                     (out[l] & 0xffff) | (u32::from(r[l]) << 16)
                 } else {

@@ -390,3 +390,39 @@ fn f64_division_sequence_is_correctly_rounded_at_the_range_edges() {
         );
     }
 }
+
+#[test]
+fn mad_with_a_literal_pack_and_accumulating_dots() {
+    let w = run(
+        "v_madmk_f32 v2, v0, 0x41200000, v1\nv_madak_f32 v3, v0, v1, 0x41200000\n\
+         v_madak_f16 v4, v5, v5, 0x4000\nv_pack_b32_f16 v6, v5, -v7 op_sel:[0,1]",
+        Target::Gfx900,
+        &[
+            (0, 2.0f32.to_bits()),
+            (1, 0.5f32.to_bits()),
+            (4, 0xabcd_0000),
+            (5, F16_1_5),
+            (7, F16_2_25 << 16),
+        ],
+    );
+    assert_eq!(lane0(&w, 2), 20.5f32.to_bits(), "2·10 + 0.5");
+    assert_eq!(lane0(&w, 3), 11.0f32.to_bits(), "2·0.5 + 10");
+    // 1.5·1.5 + 2 = 4.25 (0x4440); bits 31:16 kept on gfx9
+    assert_eq!(lane0(&w, 4), 0xabcd_4440);
+    // lo: 1.5 from v5, hi: -(v7's high half 2.25)
+    assert_eq!(lane0(&w, 6), F16_1_5 | ((F16_2_25 | 0x8000) << 16));
+    let w = run(
+        "v_dot2c_f32_f16_e32 v2, v0, v1\nv_dot4c_i32_i8_e32 v3, v4, v5",
+        Target::Gfx90a,
+        &[
+            (0, F16_1_5 | (F16_2 << 16)),
+            (1, F16_2 | (F16_2_25 << 16)),
+            (2, 0.5f32.to_bits()),
+            (3, 100),
+            (4, 0x80ff_0102),
+            (5, 0x7f03_0405),
+        ],
+    );
+    assert_eq!(lane0(&w, 2), 8.0f32.to_bits(), "0.5 + 1.5·2 + 2·2.25");
+    assert_eq!(lane0(&w, 3) as i32, 100 + 10 + 4 - 3 - 128 * 127);
+}

@@ -1374,6 +1374,9 @@ impl Wave {
             | Op::VDot8I32I4
             | Op::VDot8U32U4 => self.vop3p(c),
             Op::VTrigPreopF64 => self.trig_preop(c),
+            Op::VMadmkF32 | Op::VMadakF32 | Op::VMadmkF16 | Op::VMadakF16 => self.mad_literal(c),
+            Op::VPackB32F16 => self.pack_b32_f16(c),
+            Op::VDot2cF32F16 | Op::VDot4cI32I8 => self.dot_accumulate(c),
             _ => Err(illegal(self.pc, c)),
         }
     }

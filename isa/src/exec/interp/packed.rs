@@ -509,3 +509,87 @@ impl Wave {
         self.dst64(c, r, m, true)
     }
 }
+
+impl Wave {
+    /// `v_madmk_{f32,f16}` (`a * K + b`) and `v_madak_{f32,f16}` (`a * b + K`), K the
+    /// instruction's literal; the f16 forms keep bits 31:16 on gfx9.
+    pub(super) fn mad_literal(&mut self, c: &Cached) -> R<()> {
+        let op = c.inst.op;
+        let Some(k) = c.inst.literal else {
+            return Err(illegal(self.pc, c));
+        };
+        let mode = self.mode;
+        let a = self.raw_src32(c, Field::A, false)?;
+        let b = self.raw_src32(c, Field::B, false)?;
+        let Some(dst) = opnd(c, Field::D) else {
+            return Ok(());
+        };
+        let mut out = self.vread32(dst, SrcType::Int)?;
+        for l in 0..WAVE_SIZE {
+            out[l] = match op {
+                Op::VMadmkF32 => fp::mad_f32(a[l], k, b[l], mode),
+                Op::VMadakF32 => fp::mad_f32(a[l], b[l], k, mode),
+                Op::VMadmkF16 => {
+                    (out[l] & 0xffff_0000)
+                        | u32::from(h::mad_f16(a[l] as u16, k as u16, b[l] as u16, mode))
+                }
+                _ => {
+                    (out[l] & 0xffff_0000)
+                        | u32::from(h::mad_f16(a[l] as u16, b[l] as u16, k as u16, mode))
+                }
+            };
+        }
+        let exec = self.exec();
+        self.vwrite32(dst, &out, exec)
+    }
+
+    /// `v_pack_b32_f16`: source 0's f16 into bits 15:0, source 1's into 31:16 (op_sel picks
+    /// each source's high half; abs/neg apply to the f16 values).
+    pub(super) fn pack_b32_f16(&mut self, c: &Cached) -> R<()> {
+        let m = mods_of(c);
+        let op_sel = (c.inst.words[0] >> 11) & 3;
+        let a = self.raw_src32(c, Field::A, false)?;
+        let b = self.raw_src32(c, Field::B, false)?;
+        let half = |v: u32, i: u32| {
+            let mut x = if (op_sel >> i) & 1 != 0 { v >> 16 } else { v } & 0xffff;
+            if (m.abs >> i) & 1 != 0 {
+                x &= 0x7fff;
+            }
+            if (m.neg >> i) & 1 != 0 {
+                x ^= 0x8000;
+            }
+            x
+        };
+        let mut out = [0u32; WAVE_SIZE];
+        for l in 0..WAVE_SIZE {
+            out[l] = half(a[l], 0) | (half(b[l], 1) << 16);
+        }
+        let exec = self.exec();
+        match opnd(c, Field::D) {
+            Some(d) => self.vwrite32(d, &out, exec),
+            None => Ok(()),
+        }
+    }
+
+    /// gfx908/gfx90a's accumulating dot products (VOP2): `v_dot2c_f32_f16` and
+    /// `v_dot4c_i32_i8` add the dot product of the two sources to the destination.
+    pub(super) fn dot_accumulate(&mut self, c: &Cached) -> R<()> {
+        let mode = self.mode;
+        let a = self.raw_src32(c, Field::A, false)?;
+        let b = self.raw_src32(c, Field::B, false)?;
+        let Some(dst) = opnd(c, Field::D) else {
+            return Ok(());
+        };
+        let d = self.vread32(dst, SrcType::Int)?;
+        let mut out = [0u32; WAVE_SIZE];
+        for l in 0..WAVE_SIZE {
+            out[l] = if c.inst.op == Op::VDot2cF32F16 {
+                h::dot2_f32_f16(a[l], b[l], d[l], mode)
+            } else {
+                h::dot_int(a[l], b[l], d[l], 4, true, false)
+            };
+        }
+        let exec = self.exec();
+        self.vwrite32(dst, &out, exec)
+    }
+}

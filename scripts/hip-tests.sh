@@ -29,7 +29,9 @@
 #   apertures    generic pointers into private, shared and global memory (FLAT routed by
 #                aperture), 16-bit loads/stores of both register halves;
 #   scratch_fs, apertures_fs  scratch and apertures built with flat scratch (scratch_*
-#                instructions, FLAT_SCRATCH from the flat scratch init SGPRs).
+#                instructions, FLAT_SCRATCH from the flat scratch init SGPRs);
+#   mfma         (gfx90a only) v_mfma_f32_16x16x4f32, _4x4x1f32 and _32x32x2f32 with
+#                operands laid out as AMD documents, against a host matrix product.
 # Prints one PASS/FAIL/SKIP line per check and ends with "hip: N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -63,6 +65,10 @@ for arch in "${archs[@]}"; do
     hipcc --offload-arch="$arch" -O2 -o "$work/$p-$arch" "tests/hip/$p.hip" 2>"$work/$p-$arch.build" \
       || { fail "hipcc $p for $arch"; sed 's/^/    /' "$work/$p-$arch.build"; }
   done
+  if [ "$arch" = gfx90a ]; then
+    hipcc --offload-arch=gfx90a -O2 -o "$work/mfma-gfx90a" tests/hip/mfma.hip 2>"$work/mfma-gfx90a.build" \
+      || { fail "hipcc mfma for gfx90a"; sed 's/^/    /' "$work/mfma-gfx90a.build"; }
+  fi
   for p in "${flat_scratch_programs[@]}"; do
     hipcc --offload-arch="$arch" -O2 -Xclang -target-feature -Xclang +enable-flat-scratch \
       -o "$work/${p}_fs-$arch" "tests/hip/$p.hip" 2>"$work/${p}_fs-$arch.build" \
@@ -79,7 +85,7 @@ run() { # program arch -> status in $status, output in $work/<program>-<arch>.lo
 }
 
 for arch in "${archs[@]}"; do
-  for p in vadd lds_atomics scratch shuffle grid3d memcpy math apertures scratch_fs apertures_fs; do
+  for p in vadd lds_atomics scratch shuffle grid3d memcpy math apertures scratch_fs apertures_fs mfma; do
     [ -x "$work/$p-$arch" ] || continue
     run "$p" "$arch"
     name=${p%_fs} # the flat-scratch builds print their source's name

@@ -235,3 +235,38 @@ fn lds_d16_reads_keep_the_other_half() {
     assert_eq!(r.wave.vgpr[3][0], 0xff9e_2222);
     assert_eq!(r.wave.vgpr[4][0], 0x1111_009e);
 }
+
+#[test]
+fn ds_cmpst_compares_with_data0_and_stores_data1() {
+    // Vega ISA DS_CMPST_B32: tmp = MEM[ADDR]; MEM[ADDR] = (tmp == DATA) ? DATA2 : tmp;
+    // RETURN_DATA = tmp
+    let mut r = Run::new(
+        "ds_cmpst_rtn_b32 v3, v0, v1, v2\nds_cmpst_rtn_b64 v[8:9], v4, v[5:6], v[10:11]",
+        Target::Gfx900,
+    );
+    r.wave.set_exec(0b11); // lanes 0 and 1
+    r.wave.vgpr[0] = lanes_of(|l| 4 * l as u32); // at LDS 0 and 4
+    r.env.lds[0..4].copy_from_slice(&7u32.to_le_bytes());
+    r.env.lds[4..8].copy_from_slice(&8u32.to_le_bytes());
+    r.wave.vgpr[1] = [7; 64]; // compare: matches lane 0 only
+    r.wave.vgpr[2] = [99; 64]; // new value
+    r.wave.vgpr[4] = [64; 64];
+    r.env.lds[64..72].copy_from_slice(&0x1_0000_0002u64.to_le_bytes());
+    r.wave.vgpr[5] = [2; 64];
+    r.wave.vgpr[6] = [1; 64]; // compare 0x1_0000_0002: matches
+    r.wave.vgpr[10] = [0xdead; 64];
+    r.wave.vgpr[11] = [0xbeef; 64];
+    let r = r.ok();
+    assert_eq!(r.lds_u32(0), 99, "lane 0 matched: DATA1 stored");
+    assert_eq!(r.lds_u32(4), 8, "lane 1 did not match: memory kept");
+    assert_eq!(
+        [r.wave.vgpr[3][0], r.wave.vgpr[3][1]],
+        [7, 8],
+        "the old values return"
+    );
+    // both lanes address the same qword; lane 0 matches and stores, lane 1 then sees it
+    assert_eq!(r.lds_u32(64), 0xdead);
+    assert_eq!(r.lds_u32(68), 0xbeef);
+    assert_eq!([r.wave.vgpr[8][0], r.wave.vgpr[9][0]], [2, 1]);
+    assert_eq!([r.wave.vgpr[8][1], r.wave.vgpr[9][1]], [0xdead, 0xbeef]);
+}

@@ -368,6 +368,7 @@ fn ds_atomic(rest: &str) -> Option<MemKind> {
         ("or", _) => AtomicOp::Or,
         ("xor", _) => AtomicOp::Xor,
         ("wrxchg", _) => AtomicOp::Swap,
+        ("cmpst", "b32" | "b64") => AtomicOp::CmpSwap,
         ("add", "f32" | "f64") => AtomicOp::FAdd,
         _ => return None,
     };

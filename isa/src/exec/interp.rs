@@ -2344,11 +2344,18 @@ impl Wave {
             }
             MemKind::Atomic { op: aop, wide } => {
                 let n = if wide { 8u32 } else { 4 };
-                let src_lo = *self.v(data0)?;
-                let src_hi = if wide {
-                    *self.v(data0 + 1)?
+                // ds_cmpst: DATA0 is the compare value, DATA1 the value stored on a match
+                let cmpst = aop == AtomicOp::CmpSwap;
+                let src_reg = if cmpst { data1 } else { data0 };
+                let pair = |w: &Wave, r: usize| -> R<(Lanes, Lanes)> {
+                    let hi = if wide { *w.v(r + 1)? } else { [0; WAVE_SIZE] };
+                    Ok((*w.v(r)?, hi))
+                };
+                let (src_lo, src_hi) = pair(self, src_reg)?;
+                let (cmp_lo, cmp_hi) = if cmpst {
+                    pair(self, data0)?
                 } else {
-                    [0; WAVE_SIZE]
+                    ([0; WAVE_SIZE], [0; WAVE_SIZE])
                 };
                 let mut old_lo = [0u32; WAVE_SIZE];
                 let mut old_hi = [0u32; WAVE_SIZE];
@@ -2364,7 +2371,8 @@ impl Wave {
                         old |= u64::from(lds[base + i]) << (8 * i);
                     }
                     let src = u64::from(src_lo[l]) | (u64::from(src_hi[l]) << 32);
-                    let new = aop.apply(old, src, 0, wide);
+                    let cmp = u64::from(cmp_lo[l]) | (u64::from(cmp_hi[l]) << 32);
+                    let new = aop.apply(old, src, cmp, wide);
                     for i in 0..n as usize {
                         lds[base + i] = (new >> (8 * i)) as u8;
                     }

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # C-client checks of the kfd model through the LD_PRELOAD shim (issue #8):
 #   1. tests/c/hsakmt_client.c, built against Debian's unmodified libhsakmt, run on the model;
+#      tests/c/pm4_dispatch.c runs the hand-written shader tests/c/pm4_dispatch.s (assembled
+#      here by llvm-mc-15) through PM4 DISPATCH_DIRECT on gfx900 and gfx90a;
 #   2. Debian's rocminfo lists the CPU agent and every modelled GPU agent (gfx name, CUs);
 #   3. the thunk's DevKfd integration tests run their real-syscall path under the shim;
 #   4. processes that never touch /dev/kfd are unaffected, and nothing appears on /dev.
@@ -57,6 +59,33 @@ run_client() { # preset gpus
 run_client gfx900 1
 run_client gfx90a 2
 run_client gfx1030 1
+
+# PM4 DISPATCH_DIRECT of a hand-written shader, assembled now for each preset's target.
+if command -v llvm-mc-15 >/dev/null && command -v llvm-objcopy-15 >/dev/null; then
+  if gcc -O2 -Wall -Wextra -Werror -o "$work/pm4_dispatch" tests/c/pm4_dispatch.c -lhsakmt; then
+    for arch in gfx900 gfx90a; do
+      if llvm-mc-15 -arch=amdgcn -mcpu=$arch -filetype=obj -o "$work/pm4-$arch.o" tests/c/pm4_dispatch.s \
+        && llvm-objcopy-15 -O binary --only-section=.text "$work/pm4-$arch.o" "$work/pm4-$arch.bin"; then
+        log="$work/pm4-$arch.log"
+        KFD_MODEL_PRESET=$arch LD_PRELOAD=$shim timeout 60 "$work/pm4_dispatch" "$work/pm4-$arch.bin" >"$log" 2>&1
+        status=$?
+        last=$(tail -n 1 "$log")
+        if [ $status -eq 0 ] && [[ "$last" == "pm4_dispatch: ok"* ]]; then
+          pass "PM4 DISPATCH_DIRECT of a hand-written shader on $arch (${last#pm4_dispatch: })"
+        else
+          fail "PM4 DISPATCH_DIRECT on $arch (exit $status; last line: $last)"
+          sed 's/^/    /' "$log"
+        fi
+      else
+        fail "assembling tests/c/pm4_dispatch.s for $arch"
+      fi
+    done
+  else
+    fail "building tests/c/pm4_dispatch.c against libhsakmt"
+  fi
+else
+  echo "SKIP PM4 DISPATCH_DIRECT: llvm-mc-15/llvm-objcopy-15 missing (scripts/ensure-deps.sh installs them)"
+fi
 
 # --- 2. rocminfo -------------------------------------------------------------------------
 # ROCr 5.2.3 knows gfx900, gfx90a and gfx1030 (not gfx942).

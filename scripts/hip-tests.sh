@@ -14,7 +14,24 @@
 #                error payload of the queue's context-save header, ROCr reports
 #                HSA_STATUS_ERROR_EXCEPTION and aborts within the time limit;
 #   printf       device printf from 4 threads (hostcall: s_sendmsg MSG_INTERRUPT -> SQ
-#                interrupt -> the listener's event); every "hello N" line must arrive.
+#                interrupt -> the listener's event); every "hello N" line must arrive;
+#   shuffle      wave64 cross-lane ops: __shfl/_up/_down/_xor, width 32, __ballot, __any,
+#                __all, shuffle reductions (int and double);
+#   grid3d       a 3-D grid of 3-D workgroups, dynamic shared memory (extern __shared__);
+#   memcpy       hipMemcpy/hipMemcpyAsync in all four directions, hipMemset/hipMemsetAsync,
+#                pinned host memory (hipHostMalloc), two streams joined by an event,
+#                hipEventElapsedTime > 0 (the CP's profiling timestamps);
+#   math         f64/f32/f16 arithmetic and the device math library within stated ulp
+#                bounds of a host reference (packed f16/f32, f16 transcendentals);
+#   illegal      an invalid instruction word: ROCr reports HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION
+#                and the program ends nonzero within the time limit;
+#   forever      a never-ending kernel abandoned by main: the process ends within 10 s;
+#   apertures    generic pointers into private, shared and global memory (FLAT routed by
+#                aperture), 16-bit loads/stores of both register halves;
+#   scratch_fs, apertures_fs  scratch and apertures built with flat scratch (scratch_*
+#                instructions, FLAT_SCRATCH from the flat scratch init SGPRs);
+#   mfma         (gfx90a only) v_mfma_f32_16x16x4f32, _4x4x1f32 and _32x32x2f32 with
+#                operands laid out as AMD documents, against a host matrix product.
 # Prints one PASS/FAIL/SKIP line per check and ends with "hip: N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -38,12 +55,24 @@ fi
 $CARGO build -q -p kfd-preload || { echo "hip: cargo build -p kfd-preload failed"; exit 1; }
 shim=$(realpath "$target_dir/debug/libkfd_preload.so")
 
-programs=(vadd lds_atomics scratch wild_pointer trap printf)
+programs=(vadd lds_atomics scratch wild_pointer trap printf shuffle grid3d memcpy math illegal forever
+  apertures)
+# Built a second time with flat scratch (the host compile ignores the device feature).
+flat_scratch_programs=(scratch apertures)
 archs=(gfx900 gfx90a)
 for arch in "${archs[@]}"; do
   for p in "${programs[@]}"; do
     hipcc --offload-arch="$arch" -O2 -o "$work/$p-$arch" "tests/hip/$p.hip" 2>"$work/$p-$arch.build" \
       || { fail "hipcc $p for $arch"; sed 's/^/    /' "$work/$p-$arch.build"; }
+  done
+  if [ "$arch" = gfx90a ]; then
+    hipcc --offload-arch=gfx90a -O2 -o "$work/mfma-gfx90a" tests/hip/mfma.hip 2>"$work/mfma-gfx90a.build" \
+      || { fail "hipcc mfma for gfx90a"; sed 's/^/    /' "$work/mfma-gfx90a.build"; }
+  fi
+  for p in "${flat_scratch_programs[@]}"; do
+    hipcc --offload-arch="$arch" -O2 -Xclang -target-feature -Xclang +enable-flat-scratch \
+      -o "$work/${p}_fs-$arch" "tests/hip/$p.hip" 2>"$work/${p}_fs-$arch.build" \
+      || { fail "hipcc $p (flat scratch) for $arch"; sed 's/^/    /' "$work/${p}_fs-$arch.build"; }
   done
 done
 
@@ -56,11 +85,12 @@ run() { # program arch -> status in $status, output in $work/<program>-<arch>.lo
 }
 
 for arch in "${archs[@]}"; do
-  for p in vadd lds_atomics scratch; do
+  for p in vadd lds_atomics scratch shuffle grid3d memcpy math apertures scratch_fs apertures_fs mfma; do
     [ -x "$work/$p-$arch" ] || continue
     run "$p" "$arch"
-    last=$(grep "^$p:" "$work/$p-$arch.log" | tail -n 1)
-    if [ $status -eq 0 ] && { [ "$last" = "vadd: 10000 of 10000 correct" ] || [ "$last" = "$p: ok" ]; }; then
+    name=${p%_fs} # the flat-scratch builds print their source's name
+    last=$(grep "^$name:" "$work/$p-$arch.log" | tail -n 1)
+    if [ $status -eq 0 ] && { [ "$last" = "vadd: 10000 of 10000 correct" ] || [ "${last%% (*}" = "$name: ok" ]; }; then
       pass "$p on $arch ($last)"
     else
       fail "$p on $arch (exit $status; last line: ${last:-none})"
@@ -96,6 +126,27 @@ for arch in "${archs[@]}"; do
     else
       fail "trap on $arch (exit $status)"
       tail -n 20 "$work/trap-$arch.log" | sed 's/^/    /'
+    fi
+  fi
+  if [ -x "$work/illegal-$arch" ]; then
+    run illegal "$arch"
+    if [ $status -ne 0 ] && [ $status -ne 124 ] \
+      && grep -q "HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION" "$work/illegal-$arch.log"; then
+      pass "illegal on $arch (ROCr reports HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION, exit $status)"
+    else
+      fail "illegal on $arch (exit $status)"
+      tail -n 20 "$work/illegal-$arch.log" | sed 's/^/    /'
+    fi
+  fi
+  if [ -x "$work/forever-$arch" ]; then
+    start=$(date +%s%N)
+    run forever "$arch"
+    ms=$((($(date +%s%N) - start) / 1000000))
+    if [ $status -eq 0 ] && [ $ms -le 10000 ] && grep -q '^forever: launched$' "$work/forever-$arch.log"; then
+      pass "forever on $arch (process ended ${ms} ms after start with the kernel still running)"
+    else
+      fail "forever on $arch (exit $status after ${ms} ms; limit 10000 ms)"
+      tail -n 20 "$work/forever-$arch.log" | sed 's/^/    /'
     fi
   fi
 done

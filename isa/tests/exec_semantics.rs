@@ -757,7 +757,7 @@ v_add_f16_sdwa v5, v6, -v6 dst_sel:WORD_1 dst_unused:UNUSED_PRESERVE src0_sel:WO
 }
 
 #[test]
-fn flat_to_an_aperture_is_refused_and_global_flat_works() {
+fn flat_to_the_shared_aperture_reads_lds_and_global_flat_works() {
     let mut r = Run::gfx9("flat_load_dword v0, v[2:3]\nflat_store_dword v[2:3], v4");
     r.env.map(0x3000, 0x1000);
     r.env.write(0x3000, &7u32.to_le_bytes());
@@ -773,10 +773,13 @@ fn flat_to_an_aperture_is_refused_and_global_flat_works() {
     r.wave.sh_mem_bases = 0x0001_0002; // shared aperture 0x0001_0000_0000_0000
     r.wave.vgpr[2] = [0x10; 64];
     r.wave.vgpr[3] = [0x0001_0000; 64];
-    assert!(matches!(
-        r.go(),
-        Stop::Fault(WaveFault::IllegalInstruction { .. })
-    ));
+    r.env.lds[0x10..0x14].copy_from_slice(&0x1234_5678u32.to_le_bytes());
+    let r = r.ok();
+    assert_eq!(
+        r.v(0),
+        [0x1234_5678; 64],
+        "LDS byte offset 0x10, not global memory"
+    );
 }
 
 #[test]

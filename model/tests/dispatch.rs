@@ -1359,3 +1359,47 @@ s_endpgm"
         );
     }
 }
+
+#[test]
+fn profiling_queues_get_start_and_end_timestamps_in_the_completion_signal() {
+    for (preset, mcpu) in presets() {
+        let mut g = Gpu::new(preset, mcpu);
+        let k = g.kernel("vadd");
+        let out = g.alloc(&f32s(&[0.0; 64]));
+        let mut args = Vec::new();
+        for p in [out, out, out] {
+            args.extend(p.to_le_bytes());
+        }
+        args.extend(64u32.to_le_bytes());
+        // Without AMD_QUEUE_PROPERTIES_ENABLE_PROFILING the CP leaves start_ts/end_ts alone.
+        let plain = g.dispatch(&k, &args, [64, 1, 1], [64, 1, 1], 0);
+        g.model.run_until_idle();
+        let ts = |g: &Gpu, s: u64| {
+            let off = s - g.signals.va;
+            (g.signals.read_u64(off + 32), g.signals.read_u64(off + 40))
+        };
+        assert_eq!(g.signal_value(plain), 0, "{mcpu}");
+        assert_eq!(ts(&g, plain), (0, 0), "{mcpu}: no profiling, no timestamps");
+        // amd_queue_t.queue_properties (offset 0xb4) bit 3: profiling on.
+        let base = g.amd_queue_offset();
+        g.queue.1.ptrs.write_u32(base + 0xb4, 1 << 3);
+        let gpu_clock = |g: &Gpu| {
+            let mut clk = kfd_ioctl_get_clock_counters_args {
+                gpu_id: g.c.gpu(),
+                ..Default::default()
+            };
+            ioctl(&g.c.p, AMDKFD_IOC_GET_CLOCK_COUNTERS, &mut clk).unwrap();
+            clk.gpu_clock_counter
+        };
+        let before = gpu_clock(&g);
+        let profiled = g.dispatch(&k, &args, [64, 1, 1], [64, 1, 1], 0);
+        g.model.run_until_idle();
+        let after = gpu_clock(&g);
+        let (start, end) = ts(&g, profiled);
+        assert_eq!(g.signal_value(profiled), 0, "{mcpu}");
+        assert!(
+            before <= start && start <= end && end <= after,
+            "{mcpu}: GPU clock {before} <= start {start} <= end {end} <= {after}"
+        );
+    }
+}

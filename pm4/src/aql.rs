@@ -420,6 +420,10 @@ pub mod amd_signal {
     pub const EVENT_MAILBOX_PTR: u64 = 16;
     /// `event_id` (32-bit).
     pub const EVENT_ID: u64 = 24;
+    /// `start_ts`: GPU clock when the packet started (written on profiling queues).
+    pub const START_TS: u64 = 32;
+    /// `end_ts`: GPU clock when the packet completed (written on profiling queues).
+    pub const END_TS: u64 = 40;
 }
 
 /// A decoded AQL packet.

@@ -23,6 +23,8 @@ pub enum MemKind {
     Store {
         /// Bytes per lane.
         bytes: u32,
+        /// Which bits of the data VGPR are stored: bits 31:16 for `*_d16_hi` stores.
+        half: D16,
     },
     /// An atomic read-modify-write.
     Atomic {
@@ -335,8 +337,10 @@ fn mem_kind(op: Op, name: &str) -> MemKind {
                         half,
                     }
                 }
-                // d16 stores (the high half of VDATA) are not modelled yet
-                Some((bytes, _)) if !load && half == D16::Full => MemKind::Store { bytes },
+                // `*_d16_hi` stores write bits 31:16 of VDATA
+                Some((bytes, _)) if !load && (half == D16::Full || bytes <= 2) => {
+                    MemKind::Store { bytes, half }
+                }
                 _ => MemKind::Other,
             };
         }
@@ -364,6 +368,7 @@ fn ds_atomic(rest: &str) -> Option<MemKind> {
         ("or", _) => AtomicOp::Or,
         ("xor", _) => AtomicOp::Xor,
         ("wrxchg", _) => AtomicOp::Swap,
+        ("cmpst", "b32" | "b64") => AtomicOp::CmpSwap,
         ("add", "f32" | "f64") => AtomicOp::FAdd,
         _ => return None,
     };

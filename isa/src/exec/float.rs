@@ -648,9 +648,12 @@ pub fn div_scale_f64(s0: u64, s1: u64, s2: u64) -> (u64, bool) {
     } else if denorm(den) {
         d = ldexp64(x0, 128);
     } else if denorm(1.0 / den) && denorm(num / den) {
+        // the denominator is near the top of the range: scaling it down makes 1/den
+        // normal, and v_div_fmas scales the (then normal) quotient back down. (Scaling it
+        // up, as for the near-overflow case, overflows: 1.0 / 1.7e308 came out as inf.)
         vcc = true;
         if s0 == s1 {
-            d = ldexp64(x0, 128);
+            d = ldexp64(x0, -128);
         }
     } else if denorm(1.0 / den) {
         d = ldexp64(x0, -128);

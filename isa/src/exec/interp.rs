@@ -14,6 +14,9 @@ use super::lanes;
 use super::mfma::MfmaF32;
 use super::wave::{sreg, write_masked, HwRegField, Lanes, Wave, WAVE_SIZE};
 
+mod aperture;
+mod packed;
+
 type R<T> = Result<T, WaveFault>;
 
 /// What one instruction asks of the run loop.
@@ -132,7 +135,7 @@ impl Wave {
             Enc::Ds => self.ds(c, env).map(|()| Flow::Next),
             Enc::Mubuf => self.mubuf(c, env).map(|()| Flow::Next),
             Enc::Global | Enc::Flat => self.flat(c, env).map(|()| Flow::Next),
-            Enc::Scratch => Err(illegal(self.pc, c)),
+            Enc::Scratch => self.scratch(c, env).map(|()| Flow::Next),
         }
     }
 
@@ -1309,6 +1312,80 @@ impl Wave {
             | Op::VMfmaF3216x16x1f32
             | Op::VMfmaF3216x16x4f32
             | Op::VMfmaF324x4x1f32 => self.mfma(c, op),
+            Op::VFmaF16
+            | Op::VMadF16
+            | Op::VMacF16
+            | Op::VDivFixupF16
+            | Op::VMaxF16
+            | Op::VMinF16
+            | Op::VMax3F16
+            | Op::VMin3F16
+            | Op::VMed3F16
+            | Op::VLdexpF16
+            | Op::VSqrtF16
+            | Op::VRcpF16
+            | Op::VRsqF16
+            | Op::VExpF16
+            | Op::VLogF16
+            | Op::VSinF16
+            | Op::VCosF16
+            | Op::VFractF16
+            | Op::VTruncF16
+            | Op::VCeilF16
+            | Op::VFloorF16
+            | Op::VRndneF16
+            | Op::VFrexpMantF16
+            | Op::VFrexpExpI16F16
+            | Op::VCvtF16U16
+            | Op::VCvtF16I16
+            | Op::VCvtU16F16
+            | Op::VCvtI16F16
+            | Op::VMadU16
+            | Op::VMadI16
+            | Op::VMadLegacyF16
+            | Op::VFmaLegacyF16
+            | Op::VDivFixupLegacyF16
+            | Op::VMadLegacyU16
+            | Op::VMadLegacyI16 => self.f16_op(c),
+            Op::VPkAddF16
+            | Op::VPkMulF16
+            | Op::VPkFmaF16
+            | Op::VPkMaxF16
+            | Op::VPkMinF16
+            | Op::VPkAddU16
+            | Op::VPkSubU16
+            | Op::VPkAddI16
+            | Op::VPkSubI16
+            | Op::VPkMulLoU16
+            | Op::VPkMadU16
+            | Op::VPkMadI16
+            | Op::VPkLshlrevB16
+            | Op::VPkLshrrevB16
+            | Op::VPkAshrrevI16
+            | Op::VPkMaxU16
+            | Op::VPkMinU16
+            | Op::VPkMaxI16
+            | Op::VPkMinI16
+            | Op::VPkAddF32
+            | Op::VPkMulF32
+            | Op::VPkFmaF32
+            | Op::VMadMixF32
+            | Op::VFmaMixF32
+            | Op::VMadMixloF16
+            | Op::VFmaMixloF16
+            | Op::VMadMixhiF16
+            | Op::VFmaMixhiF16
+            | Op::VDot2F32F16
+            | Op::VDot2I32I16
+            | Op::VDot2U32U16
+            | Op::VDot4I32I8
+            | Op::VDot4U32U8
+            | Op::VDot8I32I4
+            | Op::VDot8U32U4 => self.vop3p(c),
+            Op::VTrigPreopF64 => self.trig_preop(c),
+            Op::VMadmkF32 | Op::VMadakF32 | Op::VMadmkF16 | Op::VMadakF16 => self.mad_literal(c),
+            Op::VPackB32F16 => self.pack_b32_f16(c),
+            Op::VDot2cF32F16 | Op::VDot4cI32I8 => self.dot_accumulate(c),
             _ => Err(illegal(self.pc, c)),
         }
     }
@@ -1942,22 +2019,22 @@ impl Wave {
             }
         }
         let exec = self.exec();
-        if c.inst.enc == Enc::Flat && self.sh_mem_bases != 0 {
-            // FLAT addresses inside the shared (LDS) or private (scratch) aperture are not
-            // routed yet: refuse instead of touching global memory at that address
-            let shared = u64::from(self.sh_mem_bases >> 16) << 48;
-            let private = u64::from(self.sh_mem_bases & 0xffff) << 48;
-            let in_aperture = |a: u64| a >> 32 == shared >> 32 || a >> 32 == private >> 32;
-            if (0..WAVE_SIZE).any(|l| (exec >> l) & 1 != 0 && in_aperture(addrs[l])) {
-                return Err(illegal(self.pc, c));
-            }
-        }
         // loads write VDST; stores and atomics read DATA
         let data_reg = match c.mem {
             MemKind::Load { .. } => vdst,
             _ => vdata,
         };
         let acc = self.target == crate::Target::Gfx90a && (w1 >> 23) & 1 != 0;
+        if c.inst.enc == Enc::Flat && self.sh_mem_bases != 0 {
+            // lanes inside the shared (LDS) or private (scratch) aperture go there
+            let shared = u64::from(self.sh_mem_bases >> 16) << 48;
+            let private = u64::from(self.sh_mem_bases & 0xffff) << 48;
+            let in_aperture = |a: u64| a >> 32 == shared >> 32 || a >> 32 == private >> 32;
+            if (0..WAVE_SIZE).any(|l| (exec >> l) & 1 != 0 && in_aperture(addrs[l])) {
+                let regs = (data_reg, vdata, vdst);
+                return self.flat_routed(c, env, &addrs, exec, regs, glc, acc);
+            }
+        }
         if let MemKind::Atomic { .. } = c.mem {
             return self.vatomic(c, env, &addrs, exec, vdata, vdst, glc, acc);
         }
@@ -2012,11 +2089,14 @@ impl Wave {
                 }
                 Ok(())
             }
-            MemKind::Store { bytes } => {
+            MemKind::Store { bytes, half } => {
                 let dwords = bytes.div_ceil(4) as usize;
                 let mut data = [[0u32; WAVE_SIZE]; 4];
                 for (i, d) in data[..dwords].iter_mut().enumerate() {
                     *d = *self.data_reg(acc, reg + i)?;
+                }
+                if half == D16::Hi {
+                    data[0].iter_mut().for_each(|v| *v >>= 16);
                 }
                 env.store(addrs, mask, bytes, &data[..dwords])?;
                 Ok(())
@@ -2208,12 +2288,11 @@ impl Wave {
             return Ok(());
         }
         match c.mem {
-            // LDS d16 reads are not modelled yet
             MemKind::Load {
-                half: D16::Lo | D16::Hi,
-                ..
-            } => Err(illegal(self.pc, c)),
-            MemKind::Load { bytes, signed, .. } => {
+                bytes,
+                signed,
+                half,
+            } => {
                 let dwords = bytes.div_ceil(4) as usize;
                 let mut out = [[0u32; WAVE_SIZE]; 4];
                 let lds = env.lds();
@@ -2235,16 +2314,29 @@ impl Wave {
                         };
                     }
                 }
+                if half != D16::Full {
+                    // d16 reads write one half of VDST and keep the other
+                    let old = *self.v(vdst)?;
+                    for l in 0..WAVE_SIZE {
+                        out[0][l] = match half {
+                            D16::Lo => (old[l] & 0xffff_0000) | (out[0][l] & 0xffff),
+                            _ => (old[l] & 0xffff) | (out[0][l] << 16),
+                        };
+                    }
+                }
                 for (i, r) in out[..dwords].iter().enumerate() {
                     self.write_v(vdst + i, r, exec)?;
                 }
                 Ok(())
             }
-            MemKind::Store { bytes } => {
+            MemKind::Store { bytes, half } => {
                 let dwords = bytes.div_ceil(4) as usize;
                 let mut data = [[0u32; WAVE_SIZE]; 4];
                 for (i, d) in data[..dwords].iter_mut().enumerate() {
                     *d = *self.v(data0 + i)?;
+                }
+                if half == D16::Hi {
+                    data[0].iter_mut().for_each(|v| *v >>= 16);
                 }
                 let lds = env.lds();
                 for l in 0..WAVE_SIZE {
@@ -2261,11 +2353,18 @@ impl Wave {
             }
             MemKind::Atomic { op: aop, wide } => {
                 let n = if wide { 8u32 } else { 4 };
-                let src_lo = *self.v(data0)?;
-                let src_hi = if wide {
-                    *self.v(data0 + 1)?
+                // ds_cmpst: DATA0 is the compare value, DATA1 the value stored on a match
+                let cmpst = aop == AtomicOp::CmpSwap;
+                let src_reg = if cmpst { data1 } else { data0 };
+                let pair = |w: &Wave, r: usize| -> R<(Lanes, Lanes)> {
+                    let hi = if wide { *w.v(r + 1)? } else { [0; WAVE_SIZE] };
+                    Ok((*w.v(r)?, hi))
+                };
+                let (src_lo, src_hi) = pair(self, src_reg)?;
+                let (cmp_lo, cmp_hi) = if cmpst {
+                    pair(self, data0)?
                 } else {
-                    [0; WAVE_SIZE]
+                    ([0; WAVE_SIZE], [0; WAVE_SIZE])
                 };
                 let mut old_lo = [0u32; WAVE_SIZE];
                 let mut old_hi = [0u32; WAVE_SIZE];
@@ -2281,7 +2380,8 @@ impl Wave {
                         old |= u64::from(lds[base + i]) << (8 * i);
                     }
                     let src = u64::from(src_lo[l]) | (u64::from(src_hi[l]) << 32);
-                    let new = aop.apply(old, src, 0, wide);
+                    let cmp = u64::from(cmp_lo[l]) | (u64::from(cmp_hi[l]) << 32);
+                    let new = aop.apply(old, src, cmp, wide);
                     for i in 0..n as usize {
                         lds[base + i] = (new >> (8 * i)) as u8;
                     }

@@ -4,7 +4,7 @@
 //! - [`wave`]: the register state ([`Wave`]) and MODE/STATUS/TRAPSTS.
 //! - [`env`](mod@env): [`WaveEnv`] (memory by address per instruction, atomics, LDS, messages,
 //!   clocks) and [`HostEnv`], a host-memory world for tests.
-//! - [`int`], [`float`], [`lanes`], [`mfma`]: the semantics as pure functions of operands,
+//! - [`int`], [`float`], [`half`], [`lanes`], [`mfma`]: the semantics as pure functions of operands,
 //!   each following the definitions of AMD's Vega and MI200 ISA guides.
 //! - [`fault`]: why a wave stops ([`Stop`]) and its typed faults ([`WaveFault`]).
 
@@ -12,6 +12,7 @@ pub mod cache;
 pub mod env;
 pub mod fault;
 pub mod float;
+pub mod half;
 pub mod int;
 mod interp;
 pub mod lanes;

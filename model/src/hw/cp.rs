@@ -233,6 +233,9 @@ pub struct CpQueue {
     /// The queue's CWSR area (`cp_hqd_ctx_save_base_addr`; 0 without CWSR): its
     /// `kfd_context_save_area_header` says where queue exceptions go.
     ctx_save_address: u64,
+    /// GPU clock when the AQL packet at the read pointer was first processed: its
+    /// completion signal's `start_ts` on a queue with profiling enabled.
+    packet_start_ts: Option<u64>,
 }
 
 impl CpQueue {
@@ -262,6 +265,7 @@ impl CpQueue {
             scratch_wait: false,
             wave_halted: false,
             ctx_save_address: mqd.cwsr_area().map_or(0, |a| a.address),
+            packet_start_ts: None,
         }
     }
 
@@ -592,6 +596,9 @@ impl CpQueue {
                 },
             })?;
             log::trace!(target: "hw::cp", "{pkt:#x}: AQL {packet}");
+            if self.packet_start_ts.is_none() && !matches!(packet, AqlPacket::Invalid(_)) {
+                self.packet_start_ts = Some(env.clock.now());
+            }
             match packet {
                 AqlPacket::Invalid(_) => return Ok(RunState::Idle),
                 AqlPacket::KernelDispatch(k) => {
@@ -873,7 +880,28 @@ impl CpQueue {
     fn complete_aql(&mut self, env: &ExecEnv<'_>, pkt: u64) -> Result<(), QueueError> {
         let vm = env.vm;
         let signal = vm.load_u64(pkt + COMPLETION_SIGNAL_OFFSET as u64)?;
+        let start_ts = self.packet_start_ts.take();
         if signal != 0 {
+            // With AMD_QUEUE_PROPERTIES_ENABLE_PROFILING the CP stamps the signal before the
+            // decrement: ROCr's hsa_amd_profiling_get_dispatch_time (HIP events) reads them.
+            // A queue without an amd_queue_t (no read-pointer report, or none mapped there)
+            // has no profiling bit.
+            let queue_addr = self
+                .ring
+                .rptr_report
+                .wrapping_sub(amd_queue::READ_DISPATCH_ID);
+            let properties = match self.ring.rptr_report {
+                0 => 0,
+                _ => vm
+                    .load_u32(queue_addr.wrapping_add(AMD_QUEUE_PROPERTIES))
+                    .unwrap_or(0),
+            };
+            if properties & AMD_QUEUE_PROPERTIES_ENABLE_PROFILING != 0 {
+                let end = env.clock.now();
+                let start = start_ts.unwrap_or(end).min(end);
+                vm.store_u64(signal_field(signal, amd_signal::START_TS)?, start)?;
+                vm.store_u64(signal_field(signal, amd_signal::END_TS)?, end)?;
+            }
             let old = vm.fetch_add_u64(signal_field(signal, amd_signal::VALUE)?, u64::MAX)?;
             log::debug!(target: "hw::cp", "{pkt:#x}: retired; completion signal {signal:#x}: {old} -> {}", old.wrapping_sub(1));
             notify_signal(env, signal)?;
@@ -1043,6 +1071,10 @@ fn report_inactive(env: &ExecEnv<'_>, queue: u64, error: u64) -> Result<(), VmFa
     vm.update_u64(signal_field(signal, amd_signal::VALUE)?, |v| v | error)?;
     notify_signal(env, signal)
 }
+/// `amd_queue_t.queue_properties`.
+const AMD_QUEUE_PROPERTIES: u64 = 0xb4;
+/// `AMD_QUEUE_PROPERTIES_ENABLE_PROFILING`: completion signals get start/end timestamps.
+const AMD_QUEUE_PROPERTIES_ENABLE_PROFILING: u32 = 1 << 3;
 
 /// `queue_inactive_signal` error code: the dispatch needs more scratch than the queue has.
 const QUEUE_ERROR_OUT_OF_SCRATCH: u64 = 1;
@@ -1562,6 +1594,7 @@ mod tests {
             scratch_wait: false,
             wave_halted: false,
             ctx_save_address: 0,
+            packet_start_ts: None,
         }
     }
 

@@ -897,8 +897,9 @@ impl KernelRun {
             push64(&mut sgprs, s.dispatch_id);
         }
         if props.enable_sgpr_flat_scratch_init() {
-            // gfx9: the 64-bit scratch base plus this wave's offset.
-            push64(&mut sgprs, s.scratch.base.wrapping_add(wave_offset));
+            // gfx9: the queue's 64-bit scratch base; the kernel prolog adds the scratch wave
+            // offset SGPR to form its FLAT_SCRATCH (AMDGPUUsage, "Flat Scratch").
+            push64(&mut sgprs, s.scratch.base);
         }
         if props.enable_sgpr_private_segment_size() {
             sgprs.push(info.private_segment_fixed_size);

@@ -7,6 +7,7 @@ use crate::table::{Enc, Field, Op};
 
 use super::cache::{Cached, CmpType, CodeCache, MemKind, SrcType, D16};
 use super::env::{AtomicOp, AtomicRequest, WaveEnv};
+use super::fast::Plan;
 use super::fault::{Access, MemFault, Stop, WaveFault};
 use super::float as fp;
 use super::int;
@@ -51,7 +52,7 @@ fn illegal(pc: u64, c: &Cached) -> WaveFault {
 }
 
 /// Inline float constants (source codes 240–248) as f16, f32 and f64 bit patterns.
-fn float_const(code: u8, ty: SrcType, wide: bool) -> u64 {
+pub(crate) fn float_const(code: u8, ty: SrcType, wide: bool) -> u64 {
     let i = usize::from(code.saturating_sub(240)).min(8);
     const F32: [u32; 9] = [
         0x3f00_0000,
@@ -109,6 +110,28 @@ impl Wave {
                 }
             };
             let next = self.pc.wrapping_add(u64::from(cached.inst.len));
+            match &cached.fast {
+                Plan::None => {}
+                Plan::Vector(f) => {
+                    if self.run_fast(f) {
+                        self.pc = next;
+                        continue;
+                    }
+                }
+                Plan::Scalar(f) => {
+                    self.run_scalar(f);
+                    self.pc = next;
+                    continue;
+                }
+                Plan::Branch(cond, offset) => {
+                    self.pc = if self.branch_taken(*cond) {
+                        next.wrapping_add_signed(i64::from(*offset) * 4)
+                    } else {
+                        next
+                    };
+                    continue;
+                }
+            }
             match self.execute(cached, next, env) {
                 Ok(Flow::Next) => self.pc = next,
                 Ok(Flow::Jump(target)) => self.pc = target,

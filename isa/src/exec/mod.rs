@@ -10,6 +10,7 @@
 
 pub mod cache;
 pub mod env;
+mod fast;
 pub mod fault;
 pub mod float;
 pub mod int;

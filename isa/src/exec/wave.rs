@@ -243,6 +243,9 @@ pub struct Wave {
     pub priority: u8,
     /// Sources of the SDWA instruction being executed, already selected and extended.
     pub(crate) sdwa_src: Option<Box<[Lanes; 2]>>,
+    /// Scratch lanes of the fast path (splatted scalar sources and the result), kept here so
+    /// no instruction zeroes or allocates temporaries.
+    pub(crate) scratch: Box<[Lanes; 4]>,
 }
 
 impl Wave {
@@ -265,12 +268,14 @@ impl Wave {
             sh_mem_bases: 0,
             priority: 0,
             sdwa_src: None,
+            scratch: Box::new([[0; WAVE_SIZE]; 4]),
         };
         wave.set_exec(u64::MAX);
         wave
     }
 
     /// Reads a 64-bit scalar pair starting at operand number `index`.
+    #[inline]
     pub fn sgpr64(&self, index: usize) -> u64 {
         let lo = self.sgpr.get(index).copied().unwrap_or(0);
         let hi = self.sgpr.get(index + 1).copied().unwrap_or(0);
@@ -279,6 +284,7 @@ impl Wave {
 
     /// Writes a 64-bit scalar pair starting at operand number `index` (out-of-file halves are
     /// dropped; the decoder rejects such operands before execution).
+    #[inline]
     pub fn set_sgpr64(&mut self, index: usize, value: u64) {
         if let Some(r) = self.sgpr.get_mut(index) {
             *r = value as u32;
@@ -289,21 +295,25 @@ impl Wave {
     }
 
     /// EXEC as a 64-bit lane mask.
+    #[inline]
     pub fn exec(&self) -> u64 {
         self.sgpr64(sreg::EXEC_LO)
     }
 
     /// Sets EXEC.
+    #[inline]
     pub fn set_exec(&mut self, mask: u64) {
         self.set_sgpr64(sreg::EXEC_LO, mask);
     }
 
     /// VCC as a 64-bit lane mask.
+    #[inline]
     pub fn vcc(&self) -> u64 {
         self.sgpr64(sreg::VCC_LO)
     }
 
     /// Sets VCC.
+    #[inline]
     pub fn set_vcc(&mut self, mask: u64) {
         self.set_sgpr64(sreg::VCC_LO, mask);
     }

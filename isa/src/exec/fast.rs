@@ -380,8 +380,11 @@ fn pack(bits: &[u8; WAVE_SIZE]) -> u64 {
 /// Flushes a denormal f32 (bits) to a zero of its sign when `on`.
 #[inline(always)]
 fn ftz(bits: u32, on: bool) -> u32 {
-    if on && bits & 0x7f80_0000 == 0 {
-        bits & 0x8000_0000
+    // all-ones where the exponent is zero: then only the sign survives (branch-free, so
+    // it vectorises to a compare and two masks)
+    let zero_exp = u32::from(bits & 0x7f80_0000 == 0).wrapping_neg();
+    if on {
+        bits & !(zero_exp & 0x7fff_ffff)
     } else {
         bits
     }
@@ -835,10 +838,30 @@ fn float<const FULL: bool, const FI: bool, const FO: bool>(
         };
     }
     match k {
-        FloatOp::Add => run!(|x, y, _, _| e2(x, y, |a, b| fout(fin(a) + fin(b)))),
-        FloatOp::Sub => run!(|x, y, _, _| e2(x, y, |a, b| fout(fin(a) + -fin(b)))),
-        FloatOp::Subrev => run!(|x, y, _, _| e2(x, y, |a, b| fout(fin(b) + -fin(a)))),
-        FloatOp::Mul => run!(|x, y, _, _| e2(x, y, |a, b| fout(fin(a) * fin(b)))),
+        FloatOp::Add => run!(|x, y, _, _| nan_from(
+            e2(x, y, |a, b| fout(fin(a) + fin(b))),
+            x,
+            y,
+            |a, b| fp::add_f32(a, b, mode)
+        )),
+        FloatOp::Sub => run!(|x, y, _, _| nan_from(
+            e2(x, y, |a, b| fout(fin(a) + fin(b ^ 0x8000_0000))),
+            x,
+            y,
+            |a, b| fp::add_f32(a, b ^ 0x8000_0000, mode)
+        )),
+        FloatOp::Subrev => run!(|x, y, _, _| nan_from(
+            e2(x, y, |a, b| fout(fin(b) + fin(a ^ 0x8000_0000))),
+            x,
+            y,
+            |a, b| fp::add_f32(b, a ^ 0x8000_0000, mode)
+        )),
+        FloatOp::Mul => run!(|x, y, _, _| nan_from(
+            e2(x, y, |a, b| fout(fin(a) * fin(b))),
+            x,
+            y,
+            |a, b| fp::mul_f32(a, b, mode)
+        )),
         FloatOp::Min => run!(|x, y, _, _| e2(x, y, |a, b| fp::min_f32(a, b, mode))),
         FloatOp::Max => run!(|x, y, _, _| e2(x, y, |a, b| fp::max_f32(a, b, mode))),
         FloatOp::Fma => run!(|x, y, z, _| {
@@ -859,11 +882,52 @@ fn float<const FULL: bool, const FI: bool, const FO: bool>(
             out
         }),
         // mad flushes denormals in and out regardless of MODE (see fp::mad_f32)
-        FloatOp::Mad => run!(|x, y, z, _| e3(x, y, z, |a, b, c| {
-            let p = ftz(fout(f32::from_bits(ftz(a, true)) * fin(b)), true);
-            ftz(fout(f32::from_bits(p) + fin(c)), true)
-        })),
+        FloatOp::Mad => run!(|x, y, z, _| {
+            let mut out = e3(x, y, z, |a, b, c| {
+                let p = ftz(fout(f32::from_bits(ftz(a, true)) * fin(b)), true);
+                ftz(fout(f32::from_bits(p) + fin(c)), true)
+            });
+            if any_nan(&out) {
+                for j in 0..CH {
+                    if is_nan(out[j]) {
+                        out[j] = fp::mad_f32(x[j], y[j], z[j], mode);
+                    }
+                }
+            }
+            out
+        }),
     }
+}
+
+/// Whether f32 bits are a NaN.
+#[inline(always)]
+fn is_nan(v: u32) -> bool {
+    v & 0x7fff_ffff > 0x7f80_0000
+}
+
+/// Whether any lane of a chunk is a NaN.
+#[inline(always)]
+fn any_nan(out: &C8) -> bool {
+    let mut nan = [0u32; CH];
+    for j in 0..CH {
+        nan[j] = u32::from(f32::from_bits(out[j]).is_nan());
+    }
+    (nan[0] | nan[1] | nan[2] | nan[3]) | (nan[4] | nan[5] | nan[6] | nan[7]) != 0
+}
+
+/// Which NaN an IEEE operation returns (which operand's payload, its sign, the default
+/// NaN) depends on how the compiler ordered the host instruction's operands; lanes whose
+/// result is a NaN are recomputed with the general helper so both paths agree bit for bit.
+#[inline(always)]
+fn nan_from(mut out: C8, x: &C8, y: &C8, general: impl Fn(u32, u32) -> u32) -> C8 {
+    if any_nan(&out) {
+        for j in 0..CH {
+            if is_nan(out[j]) {
+                out[j] = general(x[j], y[j]);
+            }
+        }
+    }
+    out
 }
 
 /// An f32 source, flushed when `FI`.

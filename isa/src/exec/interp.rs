@@ -2160,7 +2160,8 @@ impl Wave {
             name.contains("2st64") || name.contains("read2") || name.contains("write2")
         };
         let name = op.mnemonic();
-        if two(name) {
+        // read2/write2 are the DS ops without a plain MemKind: skip the name tests otherwise
+        if matches!(c.mem, MemKind::Other) && two(name) {
             let size: u32 = if name.ends_with("b64") { 8 } else { 4 };
             let scale = if name.contains("st64") {
                 size * 64

@@ -823,3 +823,45 @@ v_mov_b32_dpp v6, v0 row_mirror row_mask:0xf bank_mask:0x1",
         })
     );
 }
+
+// ------------------------------------------------------------------ SMEM clocks, caches, setreg
+
+#[test]
+fn memtime_is_monotonic_and_memrealtime_reads_the_reference_clock() {
+    // s_memtime reads WaveEnv::shader_clock (HostEnv: +1 per read), s_memrealtime
+    // WaveEnv::real_time (HostEnv: the same counter, not advanced)
+    let mut r = Run::gfx9(
+        "s_memtime s[4:5]\ns_waitcnt lgkmcnt(0)\ns_memtime s[6:7]\ns_memrealtime s[8:9]\ns_waitcnt lgkmcnt(0)",
+    );
+    r.env.clock = 0xffff_fffe; // the counter is 64 bits wide: crossing 2^32 carries
+    let r = r.ok();
+    assert_eq!(r.wave.sgpr64(4), 0xffff_ffff);
+    assert_eq!(r.wave.sgpr64(6), 0x1_0000_0000);
+    assert!(r.wave.sgpr64(6) > r.wave.sgpr64(4));
+    assert_eq!(r.wave.sgpr64(8), 0x1_0000_0000);
+}
+
+#[test]
+fn scalar_cache_maintenance_runs_as_a_no_op() {
+    let mut r = Run::gfx9("s_dcache_inv\ns_dcache_wb\ns_mov_b32 s0, 7");
+    r.wave.sgpr[1] = 0x1234;
+    let r = r.ok();
+    assert_eq!(r.wave.sgpr[0], 7, "execution continues past the cache ops");
+    assert_eq!(r.wave.sgpr[1], 0x1234);
+}
+
+#[test]
+fn setreg_imm32_writes_a_mode_field_from_its_literal() {
+    // FP_DENORM is MODE[7:4]: write 0b1010 there from the literal, leave the other bits
+    let r = Run::gfx9(
+        "s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 4), 0xa\ns_getreg_b32 s4, hwreg(HW_REG_MODE, 0, 32)",
+    )
+    .ok();
+    let before = (3 << 6) | (1 << 8) | (1 << 9);
+    let want = (before & !0xf0) | (0xa << 4);
+    assert_eq!(r.wave.mode.0, want);
+    assert_eq!(r.wave.sgpr[4], want);
+    // only the field's width is taken from the literal
+    let r = Run::gfx9("s_setreg_imm32_b32 hwreg(HW_REG_MODE, 0, 2), 0xffffffff").ok();
+    assert_eq!(r.wave.mode.0, before | 3);
+}

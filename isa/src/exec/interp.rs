@@ -561,6 +561,15 @@ impl Wave {
                 self.setreg(HwRegField::from_simm16(k as u16), d32)?;
                 return Ok(Flow::Next);
             }
+            Op::SSetregImm32B32 => {
+                // the value is the 32-bit literal that follows the instruction
+                let value = match opnd(c, Field::O) {
+                    Some(Operand::Literal(v)) => v,
+                    _ => return Err(illegal(self.pc, c)),
+                };
+                self.setreg(HwRegField::from_simm16(k as u16), value)?;
+                return Ok(Flow::Next);
+            }
             _ => return Err(illegal(self.pc, c)),
         };
         if let Some(d) = d_op {
@@ -639,10 +648,9 @@ impl Wave {
         let [w0, w1] = c.inst.words;
         let op = c.inst.op;
         let sdata = ((w0 >> 6) & 0x7f) as usize;
-        // named by mnemonic: rows the table may not have yet
-        match op.mnemonic() {
-            "s_memtime" | "s_memrealtime" => {
-                let t = if op.mnemonic() == "s_memtime" {
+        match op {
+            Op::SMemtime | Op::SMemrealtime => {
+                let t = if op == Op::SMemtime {
                     env.shader_clock()
                 } else {
                     env.real_time()
@@ -650,9 +658,8 @@ impl Wave {
                 self.set_sgpr64(sdata, t);
                 return Ok(());
             }
-            "s_dcache_inv" | "s_dcache_wb" | "s_dcache_inv_vol" | "s_dcache_wb_vol" => {
-                return Ok(())
-            }
+            // the functional model has no scalar data cache to invalidate or write back
+            Op::SDcacheInv | Op::SDcacheWb | Op::SDcacheInvVol | Op::SDcacheWbVol => return Ok(()),
             _ => {}
         }
         let dwords = match op {

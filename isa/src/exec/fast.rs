@@ -453,16 +453,44 @@ impl Wave {
         } = self;
         let [ta, tb, tc, _] = &mut **scratch;
         let rows = Cell::from_mut(vgpr.as_mut_slice()).as_slice_of_cells();
+        // a uniform source 0 (constant or SGPR, the common VOP1/VOP2 case) is broadcast per
+        // chunk instead of filling a scratch row
+        let k0 = match f.src[0] {
+            Src::V(_) => None,
+            Src::S(i) => Some(sgpr[usize::from(i)]),
+            Src::K(k) => Some(k),
+        };
+        // sources the op does not read stand in as the destination (no fill)
+        let n = arity(f.kind);
+        let unused = rows[dst].as_array_of_cells();
         let srcs = [
-            row(rows, sgpr, f.src[0], ta),
-            row(rows, sgpr, f.src[1], tb),
-            row(rows, sgpr, f.src[2], tc),
+            if k0.is_some() {
+                unused
+            } else {
+                row(rows, sgpr, f.src[0], ta)
+            },
+            if n >= 2 {
+                row(rows, sgpr, f.src[1], tb)
+            } else {
+                unused
+            },
+            if n >= 3 {
+                row(rows, sgpr, f.src[2], tc)
+            } else {
+                unused
+            },
         ];
         let d = rows[dst].as_array_of_cells();
         let carry_out = if exec == u64::MAX {
-            dispatch::<true>(f, mode, d, srcs, exec, cin)
+            match k0 {
+                Some(k) => dispatch::<true, true>(f, mode, d, srcs, exec, cin, k),
+                None => dispatch::<true, false>(f, mode, d, srcs, exec, cin, 0),
+            }
         } else {
-            dispatch::<false>(f, mode, d, srcs, exec, cin)
+            match k0 {
+                Some(k) => dispatch::<false, true>(f, mode, d, srcs, exec, cin, k),
+                None => dispatch::<false, false>(f, mode, d, srcs, exec, cin, 0),
+            }
         };
         if let Kind::Carry(_) = f.kind {
             self.set_sgpr64(usize::from(f.sdst), carry_out & exec);
@@ -535,6 +563,15 @@ impl Wave {
     }
 }
 
+/// How many sources a kind reads.
+fn arity(kind: Kind) -> usize {
+    match kind {
+        Kind::Un(_) => 1,
+        Kind::Tri(_) | Kind::Float(FloatOp::Fma | FloatOp::Mad) => 3,
+        _ => 2,
+    }
+}
+
 /// A source as lanes: the register itself, or `tmp` filled with a scalar or constant.
 /// Callers have checked VGPR indices against the file; scalar indices are below
 /// [`sreg::FILE_SIZE`] by construction.
@@ -585,12 +622,13 @@ fn row<'a>(
 /// carry mask. A macro rather than a function taking a closure, so the kernel is always
 /// inlined into its loop.
 macro_rules! chunks {
-    ($full:expr, $d:expr, $s:expr, $exec:expr, $cin:expr, |$x:pat_param, $y:pat_param, $z:pat_param, $ci:pat_param| $op:expr) => {{
+    ($full:expr, $u0:expr, $k0:expr, $d:expr, $s:expr, $exec:expr, $cin:expr, |$x:pat_param, $y:pat_param, $z:pat_param, $ci:pat_param| $op:expr) => {{
         let (d, s, exec, cin): (&Row, [&Row; 3], u64, u64) = ($d, $s, $exec, $cin);
         let _ = cin;
         for ch in 0..WAVE_SIZE / CH {
             let base = ch * CH;
-            let (x, y, z) = (load(s[0], base), load(s[1], base), load(s[2], base));
+            let x = if $u0 { [$k0; CH] } else { load(s[0], base) };
+            let (y, z) = (load(s[1], base), load(s[2], base));
             let ci = &EXPAND[((cin >> base) & 0xff) as usize];
             let ($x, $y, $z, $ci): (&C8, &C8, &C8, &C8) = (&x, &y, &z, ci);
             let out: C8 = $op;
@@ -603,12 +641,13 @@ macro_rules! chunks {
 /// [`chunks!`] for kernels that also produce a carry per lane (`$op` gives the results and
 /// the carries as 0/1); evaluates to the carry mask.
 macro_rules! chunks_carry {
-    ($full:expr, $d:expr, $s:expr, $exec:expr, $cin:expr, |$x:pat_param, $y:pat_param, $ci:pat_param| $op:expr) => {{
+    ($full:expr, $u0:expr, $k0:expr, $d:expr, $s:expr, $exec:expr, $cin:expr, |$x:pat_param, $y:pat_param, $ci:pat_param| $op:expr) => {{
         let (d, s, exec, cin): (&Row, [&Row; 3], u64, u64) = ($d, $s, $exec, $cin);
         let mut cy = [0u8; WAVE_SIZE];
         for ch in 0..WAVE_SIZE / CH {
             let base = ch * CH;
-            let (x, y) = (load(s[0], base), load(s[1], base));
+            let x = if $u0 { [$k0; CH] } else { load(s[0], base) };
+            let y = load(s[1], base);
             let ci = &EXPAND[((cin >> base) & 0xff) as usize];
             let ($x, $y, $ci): (&C8, &C8, &C8) = (&x, &y, ci);
             let (out, carry): (C8, C8) = $op;
@@ -704,22 +743,23 @@ fn sub3b(a: u32, b: u32, c: u32) -> (u32, u32) {
 /// Picks the kernel of `f` and runs it over the wave; returns the carry mask (0 for ops
 /// without one).
 #[inline(always)]
-fn dispatch<const FULL: bool>(
+fn dispatch<const FULL: bool, const U0: bool>(
     f: &Fast,
     mode: super::wave::Mode,
     d: &Row,
     s: [&Row; 3],
     exec: u64,
     cin: u64,
+    k0: u32,
 ) -> u64 {
     macro_rules! run {
         (|$x:pat_param, $y:pat_param, $z:pat_param, $ci:pat_param| $op:expr) => {
-            chunks!(FULL, d, s, exec, cin, |$x, $y, $z, $ci| $op)
+            chunks!(FULL, U0, k0, d, s, exec, cin, |$x, $y, $z, $ci| $op)
         };
     }
     // a uniform shift amount (constant or SGPR) lets the shift vectorise
-    let uniform_a = !matches!(f.src[0], Src::V(_));
-    let n = s[0][0].get() & 31;
+    let uniform_a = U0;
+    let n = k0 & 31;
     match f.kind {
         Kind::Un(Un::Mov) => run!(|x, _, _, _| e1(x, |a| a)),
         Kind::Un(Un::Not) => run!(|x, _, _, _| e1(x, |a| !a)),
@@ -794,7 +834,7 @@ fn dispatch<const FULL: bool>(
         Kind::Carry(k) => {
             macro_rules! runc {
                 ($f:expr) => {
-                    chunks_carry!(FULL, d, s, exec, cin, |x, y, ci| ec(x, y, ci, $f))
+                    chunks_carry!(FULL, U0, k0, d, s, exec, cin, |x, y, ci| ec(x, y, ci, $f))
                 };
             }
             match k {
@@ -810,10 +850,10 @@ fn dispatch<const FULL: bool>(
         Kind::Float(k) => {
             let dn = mode.denorm_f32();
             match (dn.flushes_input(), dn.flushes_output()) {
-                (false, false) => float::<FULL, false, false>(k, mode, d, s, exec, cin),
-                (true, false) => float::<FULL, true, false>(k, mode, d, s, exec, cin),
-                (false, true) => float::<FULL, false, true>(k, mode, d, s, exec, cin),
-                (true, true) => float::<FULL, true, true>(k, mode, d, s, exec, cin),
+                (false, false) => float::<FULL, U0, false, false>(k, mode, d, s, exec, cin, k0),
+                (true, false) => float::<FULL, U0, true, false>(k, mode, d, s, exec, cin, k0),
+                (false, true) => float::<FULL, U0, false, true>(k, mode, d, s, exec, cin, k0),
+                (true, true) => float::<FULL, U0, true, true>(k, mode, d, s, exec, cin, k0),
             }
         }
         Kind::Cmp { .. } => 0,
@@ -822,19 +862,21 @@ fn dispatch<const FULL: bool>(
 
 /// The f32 kernels with input flushing `FI` and output flushing `FO` fixed at compile time.
 #[inline(always)]
-fn float<const FULL: bool, const FI: bool, const FO: bool>(
+#[allow(clippy::too_many_arguments)] // the kernel's operands and its compile-time forms
+fn float<const FULL: bool, const U0: bool, const FI: bool, const FO: bool>(
     k: FloatOp,
     mode: super::wave::Mode,
     d: &Row,
     s: [&Row; 3],
     exec: u64,
     cin: u64,
+    k0: u32,
 ) -> u64 {
     let fin = fin::<FI>;
     let fout = fout::<FO>;
     macro_rules! run {
         (|$x:pat_param, $y:pat_param, $z:pat_param, $ci:pat_param| $op:expr) => {
-            chunks!(FULL, d, s, exec, cin, |$x, $y, $z, $ci| $op)
+            chunks!(FULL, U0, k0, d, s, exec, cin, |$x, $y, $z, $ci| $op)
         };
     }
     match k {

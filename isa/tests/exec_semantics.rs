@@ -865,3 +865,49 @@ fn setreg_imm32_writes_a_mode_field_from_its_literal() {
     let r = Run::gfx9("s_setreg_imm32_b32 hwreg(HW_REG_MODE, 0, 2), 0xffffffff").ok();
     assert_eq!(r.wave.mode.0, before | 3);
 }
+
+// ------------------------------------------------------------------ VOPC with SDWA
+
+#[test]
+fn sdwa_compare_selects_bytes_and_writes_its_sdst() {
+    // SD=1: the mask goes to s[2:3]; VCC keeps its value
+    let mut r = Run::gfx9("v_cmp_eq_u32_sdwa s[2:3], v1, v2 src0_sel:BYTE_0 src1_sel:DWORD");
+    r.wave.vgpr[1] = lanes_of(|l| 0xab00 | l as u32); // byte 0 is the lane number
+    r.wave.vgpr[2] = lanes_of(|l| if l % 3 == 0 { l as u32 } else { 999 });
+    r.wave.set_vcc(0x5555);
+    let r = r.ok();
+    let want = (0..64).filter(|l| l % 3 == 0).fold(0u64, |m, l| m | 1 << l);
+    assert_eq!(r.wave.sgpr64(2), want);
+    assert_eq!(r.wave.vcc(), 0x5555);
+}
+
+#[test]
+fn sdwa_compare_sign_extends_only_when_asked() {
+    // byte 1 = 0x80: -128 sign-extended (not > 0), 128 zero-extended (> 0)
+    let mut r = Run::gfx9(
+        "v_cmp_gt_i32_sdwa s[4:5], sext(v1), v2 src0_sel:BYTE_1 src1_sel:DWORD\nv_cmp_gt_i32_sdwa vcc, v1, v2 src0_sel:BYTE_1 src1_sel:DWORD",
+    );
+    r.wave.vgpr[1] = [0x8000; 64];
+    r.wave.vgpr[2] = [0; 64];
+    r.wave.set_exec(0xffff_0000_ffff_0000);
+    let r = r.ok();
+    assert_eq!(r.wave.sgpr64(4), 0, "-128 > 0 is false");
+    assert_eq!(
+        r.wave.vcc(),
+        0xffff_0000_ffff_0000,
+        "128 > 0 in the active lanes"
+    );
+}
+
+#[test]
+fn sdwa_cmpx_applies_float_modifiers_and_writes_exec() {
+    // -v1 < |v2|: v1 = 1.0 in even lanes and -3.0 in odd ones, v2 = -2.0
+    let mut r = Run::gfx9("v_cmpx_lt_f32_sdwa vcc, -v1, |v2| src0_sel:DWORD src1_sel:DWORD");
+    r.wave.vgpr[1] = lanes_of(|l| if l % 2 == 0 { 0x3f80_0000 } else { 0xc040_0000 });
+    r.wave.vgpr[2] = [0xc000_0000; 64];
+    let r = r.ok();
+    // even: -1.0 < 2.0; odd: 3.0 < 2.0 is false
+    let even = 0x5555_5555_5555_5555u64;
+    assert_eq!(r.wave.vcc(), even);
+    assert_eq!(r.wave.exec(), even);
+}

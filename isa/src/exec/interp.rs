@@ -1655,8 +1655,11 @@ impl Wave {
     /// placed at DST_SEL with the other bits padded, sign-extended or preserved
     /// (DST_UNUSED).
     fn sdwa(&mut self, c: &Cached) -> R<()> {
+        if let (Enc::Vopc, Some(cmp)) = (c.inst.enc, c.cmp) {
+            return self.sdwa_vopc(c, cmp);
+        }
         if !matches!(c.inst.enc, Enc::Vop1 | Enc::Vop2) {
-            return Err(illegal(self.pc, c)); // VOPC SDWA not modelled
+            return Err(illegal(self.pc, c));
         }
         let w = c.inst.words[1];
         let dst_sel = (w >> 8) & 7;
@@ -1708,6 +1711,61 @@ impl Wave {
             if (exec >> l) & 1 != 0 {
                 out[l] = sdwa_place(new[l], old[l], dst_sel, dst_unused);
             }
+        }
+        Ok(())
+    }
+}
+
+impl Wave {
+    /// An SDWA-encoded VOPC: both sources are selected and extended (then abs/neg for float
+    /// compares) as for VOP1/VOP2; the result mask goes to VCC, or with SD (`[15]`) to the
+    /// scalar destination SDST (`[14:8]`). There is no destination select.
+    fn sdwa_vopc(&mut self, c: &Cached, cmp: super::cache::Cmp) -> R<()> {
+        let w = c.inst.words[1];
+        if (w >> 16) & 7 > 6 || (w >> 24) & 7 > 6 {
+            return Err(illegal(self.pc, c));
+        }
+        if matches!(cmp.ty, CmpType::F64 | CmpType::I64 | CmpType::U64) {
+            return Err(illegal(self.pc, c)); // not encodable: SDWA has 32-bit sources
+        }
+        let float = c.src_type != SrcType::Int;
+        let sign_bit = if c.src_type == SrcType::F16 {
+            0x8000
+        } else {
+            0x8000_0000
+        };
+        let mut srcs = Box::new([[0u32; WAVE_SIZE]; 2]);
+        for (i, field) in [Field::A, Field::B].into_iter().enumerate() {
+            let Some(op) = opnd(c, field) else { continue };
+            let raw = self.vread32(op, c.src_type)?;
+            let shift = 8 * i as u32;
+            let sel = (w >> (16 + shift)) & 7;
+            let sext = (w >> (19 + shift)) & 1 != 0;
+            let neg = (w >> (20 + shift)) & 1 != 0;
+            let abs = (w >> (21 + shift)) & 1 != 0;
+            for l in 0..WAVE_SIZE {
+                let mut v = sdwa_select(raw[l], sel, sext && !float);
+                if float {
+                    if abs {
+                        v &= !sign_bit;
+                    }
+                    if neg {
+                        v ^= sign_bit;
+                    }
+                }
+                srcs[i][l] = v;
+            }
+        }
+        let vcc_before = self.vcc();
+        self.sdwa_src = Some(srcs);
+        let result = self.vcmp(c, cmp);
+        self.sdwa_src = None;
+        result?;
+        if (w >> 15) & 1 != 0 {
+            // vcmp wrote the mask to VCC: move it to SDST
+            let mask = self.vcc();
+            self.set_vcc(vcc_before);
+            self.set_sgpr64(((w >> 8) & 0x7f) as usize, mask);
         }
         Ok(())
     }

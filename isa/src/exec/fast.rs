@@ -462,25 +462,30 @@ impl Wave {
         };
         // sources the op does not read stand in as the destination (no fill)
         let n = arity(f.kind);
-        let unused = rows[dst].as_array_of_cells();
+        let Some(d) = cells(&rows[dst]) else {
+            return false;
+        };
         let srcs = [
             if k0.is_some() {
-                unused
+                Some(d)
             } else {
                 row(rows, sgpr, f.src[0], ta)
             },
             if n >= 2 {
                 row(rows, sgpr, f.src[1], tb)
             } else {
-                unused
+                Some(d)
             },
             if n >= 3 {
                 row(rows, sgpr, f.src[2], tc)
             } else {
-                unused
+                Some(d)
             },
         ];
-        let d = rows[dst].as_array_of_cells();
+        let [Some(s0), Some(s1), Some(s2)] = srcs else {
+            return false;
+        };
+        let srcs = [s0, s1, s2];
         let carry_out = if exec == u64::MAX {
             match k0 {
                 Some(k) => dispatch::<true, true>(f, mode, d, srcs, exec, cin, k),
@@ -595,6 +600,14 @@ fn lanes<'a>(
     }
 }
 
+/// A register as 64 cells (`Cell::as_array_of_cells` is newer than the crate's MSRV; the
+/// slice form converts back to the array, which cannot fail for a `Lanes`).
+#[inline(always)]
+fn cells(r: &Cell<Lanes>) -> Option<&Row> {
+    let unsized_row: &Cell<[u32]> = r;
+    unsized_row.as_slice_of_cells().try_into().ok()
+}
+
 /// [`lanes`] as cells of the register file, so a source may also be the destination.
 #[inline(always)]
 fn row<'a>(
@@ -602,16 +615,16 @@ fn row<'a>(
     sgpr: &[u32; sreg::FILE_SIZE],
     s: Src,
     tmp: &'a mut Lanes,
-) -> &'a Row {
+) -> Option<&'a Row> {
     match s {
-        Src::V(i) => rows[usize::from(i)].as_array_of_cells(),
+        Src::V(i) => cells(&rows[usize::from(i)]),
         Src::S(i) => {
             tmp.fill(sgpr[usize::from(i)]);
-            Cell::from_mut(tmp).as_array_of_cells()
+            cells(Cell::from_mut(tmp))
         }
         Src::K(k) => {
             tmp.fill(k);
-            Cell::from_mut(tmp).as_array_of_cells()
+            cells(Cell::from_mut(tmp))
         }
     }
 }

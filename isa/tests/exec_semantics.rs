@@ -911,3 +911,67 @@ fn sdwa_cmpx_applies_float_modifiers_and_writes_exec() {
     assert_eq!(r.wave.vcc(), even);
     assert_eq!(r.wave.exec(), even);
 }
+
+// ------------------------------------------------------------------ gfx90a 64-bit DPP
+
+fn f64_lanes(f: impl Fn(usize) -> f64) -> ([u32; 64], [u32; 64]) {
+    let (mut lo, mut hi) = ([0u32; 64], [0u32; 64]);
+    for l in 0..64 {
+        let b = f(l).to_bits();
+        lo[l] = b as u32;
+        hi[l] = (b >> 32) as u32;
+    }
+    (lo, hi)
+}
+
+fn f64_of(r: &Run, reg: usize, lane: usize) -> f64 {
+    f64::from_bits(u64::from(r.v(reg)[lane]) | (u64::from(r.v(reg + 1)[lane]) << 32))
+}
+
+#[test]
+fn dpp64_newbcast_broadcasts_lane_n_of_each_row() {
+    // v[0:1] += v[2:3] (lane 3 of the row) * v[4:5]; v[2:3] itself is not changed
+    let mut r = Run::new(
+        "v_fmac_f64_dpp v[0:1], v[2:3], v[4:5] row_newbcast:3 row_mask:0xf bank_mask:0xf",
+        Target::Gfx90a,
+    );
+    let (lo, hi) = f64_lanes(|l| l as f64);
+    r.wave.vgpr[2] = lo;
+    r.wave.vgpr[3] = hi;
+    (r.wave.vgpr[4], r.wave.vgpr[5]) = f64_lanes(|_| 2.0);
+    (r.wave.vgpr[0], r.wave.vgpr[1]) = f64_lanes(|_| 1.0);
+    let r = r.ok();
+    for l in 0..64 {
+        let src = (l & !15) + 3;
+        assert_eq!(f64_of(&r, 0, l), 1.0 + 2.0 * src as f64, "lane {l}");
+    }
+    assert_eq!(
+        (r.v(2), r.v(3)),
+        (lo, hi),
+        "the source registers are unchanged"
+    );
+}
+
+#[test]
+fn dpp64_row_mask_and_in_place_destination() {
+    // rows 0 and 2 convert lane 1 of their row; rows 1 and 3 keep v[6:7]
+    let mut r = Run::new(
+        "v_cvt_f64_f32_dpp v[6:7], v8 row_newbcast:1 row_mask:0x5 bank_mask:0xf\nv_rcp_f64_dpp v[10:11], v[10:11] row_newbcast:2 row_mask:0xf bank_mask:0xf",
+        Target::Gfx90a,
+    );
+    r.wave.vgpr[8] = lanes_of(|l| (l as f32 * 0.5).to_bits());
+    (r.wave.vgpr[6], r.wave.vgpr[7]) = f64_lanes(|_| -7.0);
+    (r.wave.vgpr[10], r.wave.vgpr[11]) = f64_lanes(|l| f64::from(1u32 << (l % 16)));
+    let r = r.ok();
+    for l in 0..64 {
+        let row = l / 16;
+        let want = if row % 2 == 0 {
+            ((l & !15) + 1) as f64 * 0.5
+        } else {
+            -7.0
+        };
+        assert_eq!(f64_of(&r, 6, l), want, "cvt lane {l}");
+        // lane 2 of each row holds 4.0: every lane gets 1/4 (the destination is the source)
+        assert_eq!(f64_of(&r, 10, l), 0.25, "rcp lane {l}");
+    }
+}

@@ -835,7 +835,7 @@ impl Wave {
     }
 
     fn valu(&mut self, c: &Cached) -> R<()> {
-        if self.sdwa_src.is_none() {
+        if self.sdwa_src.is_none() && !self.in_dpp64 {
             match c.inst.ext {
                 crate::decode::Ext::None => {}
                 crate::decode::Ext::Sdwa => return self.sdwa(c),
@@ -1783,9 +1783,12 @@ impl Wave {
         let wide = [Field::A, Field::B, Field::D]
             .into_iter()
             .any(|f| matches!(opnd(c, f), Some(Operand::Vgpr { count, .. }) if count > 1));
+        if wide {
+            return self.dpp64(c);
+        }
         let w = c.inst.words[1];
         let ctrl = (w >> 8) & 0x1FF;
-        if wide || !super::lanes::dpp_ctrl_is_valid(ctrl) {
+        if !super::lanes::dpp_ctrl_is_valid(ctrl) {
             return Err(illegal(self.pc, c));
         }
         let bound_ctrl = (w >> 19) & 1 != 0;
@@ -1832,6 +1835,74 @@ impl Wave {
         let result = self.valu(c);
         self.sdwa_src = None;
         self.set_exec(exec);
+        result
+    }
+}
+
+impl Wave {
+    /// gfx90a's 64-bit DPP (row_newbcast only): source 0 (one or two VGPRs) is read from lane
+    /// n of each row. The permuted source is put in place of source 0's registers while the
+    /// operation runs on the writing lanes, then those registers get their values back except
+    /// where the instruction wrote its own destination. Operand modifiers in the DPP dword and
+    /// other sources overlapping source 0 are not modelled (an illegal-instruction stop).
+    fn dpp64(&mut self, c: &Cached) -> R<()> {
+        let w = c.inst.words[1];
+        let ctrl = (w >> 8) & 0x1ff;
+        let newbcast = (0x150..=0x15f).contains(&ctrl);
+        if self.target != crate::Target::Gfx90a || !newbcast || (w >> 20) & 0xf != 0 {
+            return Err(illegal(self.pc, c));
+        }
+        let (first, count) = match opnd(c, Field::A) {
+            Some(Operand::Vgpr { first, count }) => (usize::from(first), usize::from(count)),
+            _ => return Err(illegal(self.pc, c)),
+        };
+        let src0 = first..first + count;
+        let range_of = |f: Field| match opnd(c, f) {
+            Some(Operand::Vgpr { first, count }) => {
+                Some(usize::from(first)..usize::from(first) + usize::from(count))
+            }
+            _ => None,
+        };
+        let overlaps = |r: Option<std::ops::Range<usize>>| {
+            r.is_some_and(|r| r.start < src0.end && src0.start < r.end)
+        };
+        let dst = range_of(Field::D);
+        // v_fmac_f64 also reads its destination
+        let reads_dst = c.inst.op == Op::VFmacF64;
+        if overlaps(range_of(Field::B)) || (reads_dst && overlaps(dst.clone())) {
+            return Err(illegal(self.pc, c));
+        }
+        let exec = self.exec();
+        let bound_ctrl = (w >> 19) & 1 != 0;
+        let bank_mask = (w >> 24) & 0xf;
+        let row_mask = (w >> 28) & 0xf;
+        let mut write = exec;
+        let mut saved = Vec::with_capacity(count);
+        let mut gathered = Vec::with_capacity(count);
+        for r in src0.clone() {
+            let raw = *self.v(r)?;
+            let (g, m) = lanes::dpp_gather(&raw, ctrl, exec, row_mask, bank_mask, bound_ctrl);
+            write &= m;
+            saved.push(raw);
+            gathered.push(g);
+        }
+        for (r, g) in src0.clone().zip(&gathered) {
+            *self.v_mut(r)? = *g;
+        }
+        self.set_exec(write);
+        self.in_dpp64 = true;
+        let result = self.valu(c);
+        self.in_dpp64 = false;
+        self.set_exec(exec);
+        for (r, old) in src0.zip(&saved) {
+            let written = dst.as_ref().is_some_and(|d| d.contains(&r));
+            let reg = self.v_mut(r)?;
+            for l in 0..WAVE_SIZE {
+                if !(written && (write >> l) & 1 != 0) {
+                    reg[l] = old[l];
+                }
+            }
+        }
         result
     }
 }

@@ -246,6 +246,8 @@ pub struct Wave {
     /// Scratch lanes of the fast path (splatted scalar sources and the result), kept here so
     /// no instruction zeroes or allocates temporaries.
     pub(crate) scratch: Box<[Lanes; 4]>,
+    /// A 64-bit DPP instruction is running on its permuted source (see `dpp64`).
+    pub(crate) in_dpp64: bool,
 }
 
 impl Wave {
@@ -269,6 +271,7 @@ impl Wave {
             priority: 0,
             sdwa_src: None,
             scratch: Box::new([[0; WAVE_SIZE]; 4]),
+            in_dpp64: false,
         };
         wave.set_exec(u64::MAX);
         wave

@@ -43,6 +43,50 @@ const MEM_LOOP: &[u8] = &[
 ];
 const MEM_LOOP_LEN: u64 = 9;
 
+/// The per-wave body of a grid-stride HIP vector add `c[i] = a[i] + b[i]` (10 instructions:
+/// index to byte offset, two global loads with SGPR bases, f32 add, global store, index
+/// step, loop control); then s_endpgm.
+const VADD_LOOP: &[u8] = &[
+    0x82, 0x00, 0x02, 0x24, // v_lshlrev_b32_e32 v1, 2, v0
+    0x00, 0x80, 0x50, 0xdc, 0x01, 0x00, 0x00, 0x02, // global_load_dword v2, v1, s[0:1]
+    0x00, 0x80, 0x50, 0xdc, 0x01, 0x00, 0x02, 0x03, // global_load_dword v3, v1, s[2:3]
+    0x70, 0x0f, 0x8c, 0xbf, // s_waitcnt vmcnt(0)
+    0x02, 0x07, 0x04, 0x02, // v_add_f32_e32 v2, v2, v3
+    0x00, 0x80, 0x70, 0xdc, 0x01, 0x02, 0x04, 0x00, // global_store_dword v1, v2, s[4:5]
+    0xc0, 0x00, 0x00, 0x68, // v_add_u32_e32 v0, 64, v0
+    0x06, 0x81, 0x06, 0x80, // s_add_u32 s6, s6, 1
+    0x06, 0x07, 0x07, 0xbf, // s_cmp_lg_u32 s6, s7
+    0xf3, 0xff, 0x85, 0xbf, // s_cbranch_scc1 -13
+    0x00, 0x00, 0x81, 0xbf, // s_endpgm
+];
+const VADD_LOOP_LEN: u64 = 10;
+
+/// The inner k-loop of an LDS-tiled sgemm (13 instructions: three LDS reads of the A and B
+/// tiles, two f32 fmas into accumulators, LDS pointer steps wrapped to the tile, loop
+/// control); then s_endpgm.
+const SGEMM_LOOP: &[u8] = &[
+    0x00, 0x00, 0x6c, 0xd8, 0x01, 0x00, 0x00, 0x03, // ds_read_b32 v3, v1
+    0x00, 0x00, 0x6c, 0xd8, 0x02, 0x00, 0x00, 0x04, // ds_read_b32 v4, v2
+    0x00, 0x01, 0x6c, 0xd8, 0x02, 0x00, 0x00, 0x05, // ds_read_b32 v5, v2 offset:256
+    0x7f, 0xc0, 0x8c, 0xbf, // s_waitcnt lgkmcnt(0)
+    0x0a, 0x00, 0xcb, 0xd1, 0x03, 0x09, 0x2a, 0x04, // v_fma_f32 v10, v3, v4, v10
+    0x0b, 0x00, 0xcb, 0xd1, 0x03, 0x0b, 0x2e, 0x04, // v_fma_f32 v11, v3, v5, v11
+    0x84, 0x02, 0x02, 0x68, // v_add_u32_e32 v1, 4, v1
+    0xff, 0x04, 0x04, 0x68, 0x00, 0x02, 0x00, 0x00, // v_add_u32_e32 v2, 0x200, v2
+    0xff, 0x02, 0x02, 0x26, 0xfc, 0x3f, 0x00, 0x00, // v_and_b32_e32 v1, 0x3ffc, v1
+    0xff, 0x04, 0x04, 0x26, 0xfc, 0x3f, 0x00, 0x00, // v_and_b32_e32 v2, 0x3ffc, v2
+    0x06, 0x81, 0x06, 0x80, // s_add_u32 s6, s6, 1
+    0x06, 0x07, 0x07, 0xbf, // s_cmp_lg_u32 s6, s7
+    0xeb, 0xff, 0x85, 0xbf, // s_cbranch_scc1 -21
+    0x00, 0x00, 0x81, 0xbf, // s_endpgm
+];
+const SGEMM_LOOP_LEN: u64 = 13;
+
+/// Where the vector add's arrays live (a, b, c), each `ITERATIONS * 256` bytes.
+const VADD_A: u64 = 0x100_0000;
+const VADD_B: u64 = 0x200_0000;
+const VADD_C: u64 = 0x300_0000;
+
 const BASE: u64 = 0x1000;
 const ITERATIONS: u32 = 1000;
 
@@ -62,6 +106,34 @@ fn wave(mem: bool) -> Wave {
     }
     w.set_sgpr64(4, 0x20_0000);
     w
+}
+
+/// A wave for the vector add and sgemm loops: f32 denormals on (HIP's default MODE),
+/// lane ids in v0, LDS pointers in v1/v2, array bases in s[0:5], the trip count in s7.
+fn kernel_wave() -> Wave {
+    let mut w = Wave::new(Target::Gfx900, 16, 0);
+    w.pc = BASE;
+    w.mode = Mode((3 << 4) | (3 << 6) | (1 << 8) | (1 << 9));
+    w.sgpr[7] = ITERATIONS;
+    w.set_sgpr64(0, VADD_A);
+    w.set_sgpr64(2, VADD_B);
+    w.set_sgpr64(4, VADD_C);
+    for l in 0..64 {
+        w.vgpr[0][l] = l as u32;
+        w.vgpr[1][l] = 4 * l as u32;
+        w.vgpr[2][l] = 4 * l as u32;
+    }
+    w
+}
+
+fn run_kernel(cache: &CodeCache, env: &mut HostEnv) {
+    let mut w = kernel_wave();
+    let stop = w.run(cache, env, u64::MAX);
+    assert_eq!(
+        stop,
+        Stop::EndOfProgram,
+        "bench program must run to its end"
+    );
 }
 
 fn run(cache: &CodeCache, env: &mut HostEnv, mem: bool) {
@@ -94,6 +166,43 @@ fn benches(c: &mut Criterion) {
     ));
     g.bench_function("memory_mix_wave_instructions", |b| {
         b.iter(|| run(&mem, &mut env, true))
+    });
+
+    let vadd = CodeCache::new(Target::Gfx900, BASE, VADD_LOOP);
+    let mut env = HostEnv::new(0);
+    let bytes = u64::from(ITERATIONS) * 256;
+    for base in [VADD_A, VADD_B, VADD_C] {
+        env.map(base, bytes);
+    }
+    // a[i] = i, b[i] = 2i as f32
+    for i in 0..bytes / 4 {
+        env.write(VADD_A + 4 * i, &(i as f32).to_le_bytes());
+        env.write(VADD_B + 4 * i, &(2.0 * i as f32).to_le_bytes());
+    }
+    g.throughput(Throughput::Elements(
+        VADD_LOOP_LEN * u64::from(ITERATIONS) + 1,
+    ));
+    g.bench_function("vadd_wave_instructions", |b| {
+        b.iter(|| run_kernel(&vadd, &mut env))
+    });
+    // the kernel computed c = a + b
+    for i in [0u64, 1, 12345, bytes / 4 - 1] {
+        let c = env.read(VADD_C + 4 * i, 4).expect("c is mapped");
+        let want = (i as f32) + 2.0 * i as f32;
+        assert_eq!(c, want.to_le_bytes(), "c[{i}]");
+    }
+
+    let sgemm = CodeCache::new(Target::Gfx900, BASE, SGEMM_LOOP);
+    let mut env = HostEnv::new(64 * 1024);
+    for (i, b) in env.lds.iter_mut().enumerate() {
+        // small floats (1.0 + i/2^20 patterns) so the sums stay finite
+        *b = if i % 4 == 3 { 0x3f } else { (i % 251) as u8 };
+    }
+    g.throughput(Throughput::Elements(
+        SGEMM_LOOP_LEN * u64::from(ITERATIONS) + 1,
+    ));
+    g.bench_function("sgemm_wave_instructions", |b| {
+        b.iter(|| run_kernel(&sgemm, &mut env))
     });
 
     // pre-decoding: every dword offset of 4 KiB of the ALU loop repeated

@@ -826,3 +826,155 @@ v_mov_b32_dpp v6, v0 row_mirror row_mask:0xf bank_mask:0x1",
         })
     );
 }
+
+// ------------------------------------------------------------------ SMEM clocks, caches, setreg
+
+#[test]
+fn memtime_is_monotonic_and_memrealtime_reads_the_reference_clock() {
+    // s_memtime reads WaveEnv::shader_clock (HostEnv: +1 per read), s_memrealtime
+    // WaveEnv::real_time (HostEnv: the same counter, not advanced)
+    let mut r = Run::gfx9(
+        "s_memtime s[4:5]\ns_waitcnt lgkmcnt(0)\ns_memtime s[6:7]\ns_memrealtime s[8:9]\ns_waitcnt lgkmcnt(0)",
+    );
+    r.env.clock = 0xffff_fffe; // the counter is 64 bits wide: crossing 2^32 carries
+    let r = r.ok();
+    assert_eq!(r.wave.sgpr64(4), 0xffff_ffff);
+    assert_eq!(r.wave.sgpr64(6), 0x1_0000_0000);
+    assert!(r.wave.sgpr64(6) > r.wave.sgpr64(4));
+    assert_eq!(r.wave.sgpr64(8), 0x1_0000_0000);
+}
+
+#[test]
+fn scalar_cache_maintenance_runs_as_a_no_op() {
+    let mut r = Run::gfx9("s_dcache_inv\ns_dcache_wb\ns_mov_b32 s0, 7");
+    r.wave.sgpr[1] = 0x1234;
+    let r = r.ok();
+    assert_eq!(r.wave.sgpr[0], 7, "execution continues past the cache ops");
+    assert_eq!(r.wave.sgpr[1], 0x1234);
+}
+
+#[test]
+fn setreg_imm32_writes_a_mode_field_from_its_literal() {
+    // FP_DENORM is MODE[7:4]: write 0b1010 there from the literal, leave the other bits
+    let r = Run::gfx9(
+        "s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 4), 0xa\ns_getreg_b32 s4, hwreg(HW_REG_MODE, 0, 32)",
+    )
+    .ok();
+    let before = (3 << 6) | (1 << 8) | (1 << 9);
+    let want = (before & !0xf0) | (0xa << 4);
+    assert_eq!(r.wave.mode.0, want);
+    assert_eq!(r.wave.sgpr[4], want);
+    // only the field's width is taken from the literal
+    let r = Run::gfx9("s_setreg_imm32_b32 hwreg(HW_REG_MODE, 0, 2), 0xffffffff").ok();
+    assert_eq!(r.wave.mode.0, before | 3);
+}
+
+// ------------------------------------------------------------------ VOPC with SDWA
+
+#[test]
+fn sdwa_compare_selects_bytes_and_writes_its_sdst() {
+    // SD=1: the mask goes to s[2:3]; VCC keeps its value
+    let mut r = Run::gfx9("v_cmp_eq_u32_sdwa s[2:3], v1, v2 src0_sel:BYTE_0 src1_sel:DWORD");
+    r.wave.vgpr[1] = lanes_of(|l| 0xab00 | l as u32); // byte 0 is the lane number
+    r.wave.vgpr[2] = lanes_of(|l| if l % 3 == 0 { l as u32 } else { 999 });
+    r.wave.set_vcc(0x5555);
+    let r = r.ok();
+    let want = (0..64).filter(|l| l % 3 == 0).fold(0u64, |m, l| m | 1 << l);
+    assert_eq!(r.wave.sgpr64(2), want);
+    assert_eq!(r.wave.vcc(), 0x5555);
+}
+
+#[test]
+fn sdwa_compare_sign_extends_only_when_asked() {
+    // byte 1 = 0x80: -128 sign-extended (not > 0), 128 zero-extended (> 0)
+    let mut r = Run::gfx9(
+        "v_cmp_gt_i32_sdwa s[4:5], sext(v1), v2 src0_sel:BYTE_1 src1_sel:DWORD\nv_cmp_gt_i32_sdwa vcc, v1, v2 src0_sel:BYTE_1 src1_sel:DWORD",
+    );
+    r.wave.vgpr[1] = [0x8000; 64];
+    r.wave.vgpr[2] = [0; 64];
+    r.wave.set_exec(0xffff_0000_ffff_0000);
+    let r = r.ok();
+    assert_eq!(r.wave.sgpr64(4), 0, "-128 > 0 is false");
+    assert_eq!(
+        r.wave.vcc(),
+        0xffff_0000_ffff_0000,
+        "128 > 0 in the active lanes"
+    );
+}
+
+#[test]
+fn sdwa_cmpx_applies_float_modifiers_and_writes_exec() {
+    // -v1 < |v2|: v1 = 1.0 in even lanes and -3.0 in odd ones, v2 = -2.0
+    let mut r = Run::gfx9("v_cmpx_lt_f32_sdwa vcc, -v1, |v2| src0_sel:DWORD src1_sel:DWORD");
+    r.wave.vgpr[1] = lanes_of(|l| if l % 2 == 0 { 0x3f80_0000 } else { 0xc040_0000 });
+    r.wave.vgpr[2] = [0xc000_0000; 64];
+    let r = r.ok();
+    // even: -1.0 < 2.0; odd: 3.0 < 2.0 is false
+    let even = 0x5555_5555_5555_5555u64;
+    assert_eq!(r.wave.vcc(), even);
+    assert_eq!(r.wave.exec(), even);
+}
+
+// ------------------------------------------------------------------ gfx90a 64-bit DPP
+
+fn f64_lanes(f: impl Fn(usize) -> f64) -> ([u32; 64], [u32; 64]) {
+    let (mut lo, mut hi) = ([0u32; 64], [0u32; 64]);
+    for l in 0..64 {
+        let b = f(l).to_bits();
+        lo[l] = b as u32;
+        hi[l] = (b >> 32) as u32;
+    }
+    (lo, hi)
+}
+
+fn f64_of(r: &Run, reg: usize, lane: usize) -> f64 {
+    f64::from_bits(u64::from(r.v(reg)[lane]) | (u64::from(r.v(reg + 1)[lane]) << 32))
+}
+
+#[test]
+fn dpp64_newbcast_broadcasts_lane_n_of_each_row() {
+    // v[0:1] += v[2:3] (lane 3 of the row) * v[4:5]; v[2:3] itself is not changed
+    let mut r = Run::new(
+        "v_fmac_f64_dpp v[0:1], v[2:3], v[4:5] row_newbcast:3 row_mask:0xf bank_mask:0xf",
+        Target::Gfx90a,
+    );
+    let (lo, hi) = f64_lanes(|l| l as f64);
+    r.wave.vgpr[2] = lo;
+    r.wave.vgpr[3] = hi;
+    (r.wave.vgpr[4], r.wave.vgpr[5]) = f64_lanes(|_| 2.0);
+    (r.wave.vgpr[0], r.wave.vgpr[1]) = f64_lanes(|_| 1.0);
+    let r = r.ok();
+    for l in 0..64 {
+        let src = (l & !15) + 3;
+        assert_eq!(f64_of(&r, 0, l), 1.0 + 2.0 * src as f64, "lane {l}");
+    }
+    assert_eq!(
+        (r.v(2), r.v(3)),
+        (lo, hi),
+        "the source registers are unchanged"
+    );
+}
+
+#[test]
+fn dpp64_row_mask_and_in_place_destination() {
+    // rows 0 and 2 convert lane 1 of their row; rows 1 and 3 keep v[6:7]
+    let mut r = Run::new(
+        "v_cvt_f64_f32_dpp v[6:7], v8 row_newbcast:1 row_mask:0x5 bank_mask:0xf\nv_rcp_f64_dpp v[10:11], v[10:11] row_newbcast:2 row_mask:0xf bank_mask:0xf",
+        Target::Gfx90a,
+    );
+    r.wave.vgpr[8] = lanes_of(|l| (l as f32 * 0.5).to_bits());
+    (r.wave.vgpr[6], r.wave.vgpr[7]) = f64_lanes(|_| -7.0);
+    (r.wave.vgpr[10], r.wave.vgpr[11]) = f64_lanes(|l| f64::from(1u32 << (l % 16)));
+    let r = r.ok();
+    for l in 0..64 {
+        let row = l / 16;
+        let want = if row % 2 == 0 {
+            ((l & !15) + 1) as f64 * 0.5
+        } else {
+            -7.0
+        };
+        assert_eq!(f64_of(&r, 6, l), want, "cvt lane {l}");
+        // lane 2 of each row holds 4.0: every lane gets 1/4 (the destination is the source)
+        assert_eq!(f64_of(&r, 10, l), 0.25, "rcp lane {l}");
+    }
+}

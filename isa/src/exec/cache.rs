@@ -75,6 +75,8 @@ pub struct Cached {
     pub cmp: Option<Cmp>,
     /// The operands of fields A, B, C, D and E (in that order), looked up once.
     pub fields: [Option<Operand>; 5],
+    /// The fast-path plan, for the common VALU instructions without modifiers.
+    pub(crate) fast: super::fast::Plan,
 }
 
 /// Operand type of a vector compare.
@@ -196,6 +198,24 @@ impl CodeCache {
         }
     }
 
+    /// The same code with the fast path switched off: every instruction runs through the
+    /// general interpreter. For differential tests of the fast path, and for debugging.
+    pub fn without_fast_path(mut self) -> Self {
+        for c in self.entries.iter_mut().flatten() {
+            c.fast = super::fast::Plan::None;
+        }
+        self
+    }
+
+    /// How many entries have a fast-path plan (a measure of the fast path's coverage).
+    pub fn fast_path_entries(&self) -> usize {
+        self.entries
+            .iter()
+            .flatten()
+            .filter(|c| c.fast != super::fast::Plan::None)
+            .count()
+    }
+
     /// The target the code was decoded for.
     pub fn target(&self) -> Target {
         self.target
@@ -250,12 +270,17 @@ fn classify(inst: Instruction) -> Cached {
             .find(|(s, _)| s.field == f)
             .map(|(_, o)| *o);
     }
+    let fast = match super::fast::plan(&inst, &fields, src_type, cmp) {
+        Some(f) => super::fast::Plan::Vector(f),
+        None => super::fast::plan_scalar(&inst, &fields),
+    };
     Cached {
         inst,
         src_type,
         mem,
         cmp,
         fields,
+        fast,
     }
 }
 

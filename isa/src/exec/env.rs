@@ -336,19 +336,41 @@ impl WaveEnv for HostEnv {
         bytes: u32,
         out: &mut [Lanes],
     ) -> Result<(), MemFault> {
-        for lane in 0..WAVE_SIZE {
-            if (exec >> lane) & 1 == 0 {
+        // the page of the previous lane: neighbouring lanes mostly share one
+        let mut last: Option<(u64, &[u8; PAGE as usize])> = None;
+        let mut mask = exec;
+        while mask != 0 {
+            let lane = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            let a = addresses[lane];
+            let off = (a % PAGE) as usize;
+            if off + bytes as usize <= PAGE as usize {
+                let number = a / PAGE;
+                let page = match last {
+                    Some((n, p)) if n == number => p,
+                    _ => {
+                        let p = self.pages.get(&number).ok_or(MemFault {
+                            address: a,
+                            access: Access::Read,
+                        })?;
+                        last = Some((number, p));
+                        p
+                    }
+                };
+                for (dword, reg) in out.iter_mut().enumerate().take(bytes.div_ceil(4) as usize) {
+                    let start = off + 4 * dword;
+                    let n = (bytes as usize - 4 * dword).min(4);
+                    let mut buf = [0u8; 4];
+                    buf[..n].copy_from_slice(&page[start..start + n]);
+                    reg[lane] = u32::from_le_bytes(buf);
+                }
                 continue;
             }
             let mut done = 0u32;
             let mut dword = 0usize;
             while done < bytes {
                 let chunk = (bytes - done).min(4);
-                let v = self.read_le(
-                    addresses[lane].wrapping_add(u64::from(done)),
-                    chunk,
-                    Access::Read,
-                )?;
+                let v = self.read_le(a.wrapping_add(u64::from(done)), chunk, Access::Read)?;
                 if let Some(reg) = out.get_mut(dword) {
                     reg[lane] = v as u32;
                 }
@@ -366,17 +388,41 @@ impl WaveEnv for HostEnv {
         bytes: u32,
         data: &[Lanes],
     ) -> Result<(), MemFault> {
-        for lane in 0..WAVE_SIZE {
-            if (exec >> lane) & 1 == 0 {
+        // the page of the previous lane, as in `load`
+        let mut last: Option<(u64, &mut Box<[u8; PAGE as usize]>)> = None;
+        let mut mask = exec;
+        while mask != 0 {
+            let lane = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            let a = addresses[lane];
+            let off = (a % PAGE) as usize;
+            if off + bytes as usize <= PAGE as usize {
+                let number = a / PAGE;
+                if !matches!(&last, Some((n, _)) if *n == number) {
+                    let p = self.pages.get_mut(&number).ok_or(MemFault {
+                        address: a,
+                        access: Access::Write,
+                    })?;
+                    last = Some((number, p));
+                }
+                if let Some((_, page)) = last.as_mut() {
+                    for dword in 0..bytes.div_ceil(4) as usize {
+                        let start = off + 4 * dword;
+                        let n = (bytes as usize - 4 * dword).min(4);
+                        let v = data.get(dword).map_or(0, |r| r[lane]);
+                        page[start..start + n].copy_from_slice(&v.to_le_bytes()[..n]);
+                    }
+                }
                 continue;
             }
+            last = None;
             let mut done = 0u32;
             let mut dword = 0usize;
             while done < bytes {
                 let chunk = (bytes - done).min(4);
                 let v = data.get(dword).map_or(0, |r| r[lane]);
                 self.write_le(
-                    addresses[lane].wrapping_add(u64::from(done)),
+                    a.wrapping_add(u64::from(done)),
                     chunk,
                     u64::from(v),
                     Access::Write,

@@ -240,6 +240,8 @@ pub fn round_to_f64(hi: f64, lo: f64, round: Round) -> f64 {
 // ---------------------------------------------------------------- f32 arithmetic
 
 /// `v_add_f32` under MODE (inputs and output flushed per FP_DENORM, rounding per FP_ROUND).
+// not inlined: the NaN it returns must not depend on how a caller's code is optimised
+#[inline(never)]
 pub fn add_f32(a: u32, b: u32, mode: Mode) -> u32 {
     let dn = mode.denorm_f32();
     let (x, y) = (f32_in(a, dn), f32_in(b, dn));
@@ -254,6 +256,8 @@ pub fn add_f32(a: u32, b: u32, mode: Mode) -> u32 {
 }
 
 /// `v_mul_f32` under MODE.
+// not inlined: the NaN it returns must not depend on how a caller's code is optimised
+#[inline(never)]
 pub fn mul_f32(a: u32, b: u32, mode: Mode) -> u32 {
     let dn = mode.denorm_f32();
     let (x, y) = (f32_in(a, dn), f32_in(b, dn));

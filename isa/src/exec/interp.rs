@@ -7,6 +7,7 @@ use crate::table::{Enc, Field, Op};
 
 use super::cache::{Cached, CmpType, CodeCache, MemKind, SrcType, D16};
 use super::env::{AtomicOp, AtomicRequest, WaveEnv};
+use super::fast::Plan;
 use super::fault::{Access, MemFault, Stop, WaveFault};
 use super::float as fp;
 use super::int;
@@ -54,7 +55,7 @@ fn illegal(pc: u64, c: &Cached) -> WaveFault {
 }
 
 /// Inline float constants (source codes 240–248) as f16, f32 and f64 bit patterns.
-fn float_const(code: u8, ty: SrcType, wide: bool) -> u64 {
+pub(crate) fn float_const(code: u8, ty: SrcType, wide: bool) -> u64 {
     let i = usize::from(code.saturating_sub(240)).min(8);
     const F32: [u32; 9] = [
         0x3f00_0000,
@@ -112,6 +113,31 @@ impl Wave {
                 }
             };
             let next = self.pc.wrapping_add(u64::from(cached.inst.len));
+            match &cached.fast {
+                Plan::None => {}
+                Plan::Vector(f) => {
+                    if self.run_fast(f) {
+                        self.pc = next;
+                        self.retired += 1;
+                        continue;
+                    }
+                }
+                Plan::Scalar(f) => {
+                    self.run_scalar(f);
+                    self.pc = next;
+                    self.retired += 1;
+                    continue;
+                }
+                Plan::Branch(cond, offset) => {
+                    self.pc = if self.branch_taken(*cond) {
+                        next.wrapping_add_signed(i64::from(*offset) * 4)
+                    } else {
+                        next
+                    };
+                    self.retired += 1;
+                    continue;
+                }
+            }
             let flow = self.execute(cached, next, env);
             if flow.is_ok() {
                 self.retired += 1;
@@ -550,6 +576,15 @@ impl Wave {
                 self.setreg(HwRegField::from_simm16(k as u16), d32)?;
                 return Ok(Flow::Next);
             }
+            Op::SSetregImm32B32 => {
+                // the value is the 32-bit literal that follows the instruction
+                let value = match opnd(c, Field::O) {
+                    Some(Operand::Literal(v)) => v,
+                    _ => return Err(illegal(self.pc, c)),
+                };
+                self.setreg(HwRegField::from_simm16(k as u16), value)?;
+                return Ok(Flow::Next);
+            }
             _ => return Err(illegal(self.pc, c)),
         };
         if let Some(d) = d_op {
@@ -628,10 +663,9 @@ impl Wave {
         let [w0, w1] = c.inst.words;
         let op = c.inst.op;
         let sdata = ((w0 >> 6) & 0x7f) as usize;
-        // named by mnemonic: rows the table may not have yet
-        match op.mnemonic() {
-            "s_memtime" | "s_memrealtime" => {
-                let t = if op.mnemonic() == "s_memtime" {
+        match op {
+            Op::SMemtime | Op::SMemrealtime => {
+                let t = if op == Op::SMemtime {
                     env.shader_clock()
                 } else {
                     env.real_time()
@@ -639,9 +673,8 @@ impl Wave {
                 self.set_sgpr64(sdata, t);
                 return Ok(());
             }
-            "s_dcache_inv" | "s_dcache_wb" | "s_dcache_inv_vol" | "s_dcache_wb_vol" => {
-                return Ok(())
-            }
+            // the functional model has no scalar data cache to invalidate or write back
+            Op::SDcacheInv | Op::SDcacheWb | Op::SDcacheInvVol | Op::SDcacheWbVol => return Ok(()),
             _ => {}
         }
         let dwords = match op {
@@ -817,7 +850,7 @@ impl Wave {
     }
 
     fn valu(&mut self, c: &Cached) -> R<()> {
-        if self.sdwa_src.is_none() {
+        if self.sdwa_src.is_none() && !self.in_dpp64 {
             match c.inst.ext {
                 crate::decode::Ext::None => {}
                 crate::decode::Ext::Sdwa => return self.sdwa(c),
@@ -1711,8 +1744,11 @@ impl Wave {
     /// placed at DST_SEL with the other bits padded, sign-extended or preserved
     /// (DST_UNUSED).
     fn sdwa(&mut self, c: &Cached) -> R<()> {
+        if let (Enc::Vopc, Some(cmp)) = (c.inst.enc, c.cmp) {
+            return self.sdwa_vopc(c, cmp);
+        }
         if !matches!(c.inst.enc, Enc::Vop1 | Enc::Vop2) {
-            return Err(illegal(self.pc, c)); // VOPC SDWA not modelled
+            return Err(illegal(self.pc, c));
         }
         let w = c.inst.words[1];
         let dst_sel = (w >> 8) & 7;
@@ -1770,6 +1806,61 @@ impl Wave {
 }
 
 impl Wave {
+    /// An SDWA-encoded VOPC: both sources are selected and extended (then abs/neg for float
+    /// compares) as for VOP1/VOP2; the result mask goes to VCC, or with SD (`[15]`) to the
+    /// scalar destination SDST (`[14:8]`). There is no destination select.
+    fn sdwa_vopc(&mut self, c: &Cached, cmp: super::cache::Cmp) -> R<()> {
+        let w = c.inst.words[1];
+        if (w >> 16) & 7 > 6 || (w >> 24) & 7 > 6 {
+            return Err(illegal(self.pc, c));
+        }
+        if matches!(cmp.ty, CmpType::F64 | CmpType::I64 | CmpType::U64) {
+            return Err(illegal(self.pc, c)); // not encodable: SDWA has 32-bit sources
+        }
+        let float = c.src_type != SrcType::Int;
+        let sign_bit = if c.src_type == SrcType::F16 {
+            0x8000
+        } else {
+            0x8000_0000
+        };
+        let mut srcs = Box::new([[0u32; WAVE_SIZE]; 2]);
+        for (i, field) in [Field::A, Field::B].into_iter().enumerate() {
+            let Some(op) = opnd(c, field) else { continue };
+            let raw = self.vread32(op, c.src_type)?;
+            let shift = 8 * i as u32;
+            let sel = (w >> (16 + shift)) & 7;
+            let sext = (w >> (19 + shift)) & 1 != 0;
+            let neg = (w >> (20 + shift)) & 1 != 0;
+            let abs = (w >> (21 + shift)) & 1 != 0;
+            for l in 0..WAVE_SIZE {
+                let mut v = sdwa_select(raw[l], sel, sext && !float);
+                if float {
+                    if abs {
+                        v &= !sign_bit;
+                    }
+                    if neg {
+                        v ^= sign_bit;
+                    }
+                }
+                srcs[i][l] = v;
+            }
+        }
+        let vcc_before = self.vcc();
+        self.sdwa_src = Some(srcs);
+        let result = self.vcmp(c, cmp);
+        self.sdwa_src = None;
+        result?;
+        if (w >> 15) & 1 != 0 {
+            // vcmp wrote the mask to VCC: move it to SDST
+            let mask = self.vcc();
+            self.set_vcc(vcc_before);
+            self.set_sgpr64(((w >> 8) & 0x7f) as usize, mask);
+        }
+        Ok(())
+    }
+}
+
+impl Wave {
     /// A VOP1/VOP2 with a DPP dword: source 0 is read from the lane its DPP control names
     /// (`dpp_gather`), both sources get the dword's float neg/abs, and only the lanes whose
     /// row and bank are enabled (and whose source lane is valid, unless `bound_ctrl`) write.
@@ -1781,9 +1872,12 @@ impl Wave {
         let wide = [Field::A, Field::B, Field::D]
             .into_iter()
             .any(|f| matches!(opnd(c, f), Some(Operand::Vgpr { count, .. }) if count > 1));
+        if wide {
+            return self.dpp64(c);
+        }
         let w = c.inst.words[1];
         let ctrl = (w >> 8) & 0x1FF;
-        if wide || !super::lanes::dpp_ctrl_is_valid(ctrl) {
+        if !super::lanes::dpp_ctrl_is_valid(ctrl) {
             return Err(illegal(self.pc, c));
         }
         let bound_ctrl = (w >> 19) & 1 != 0;
@@ -1830,6 +1924,74 @@ impl Wave {
         let result = self.valu(c);
         self.sdwa_src = None;
         self.set_exec(exec);
+        result
+    }
+}
+
+impl Wave {
+    /// gfx90a's 64-bit DPP (row_newbcast only): source 0 (one or two VGPRs) is read from lane
+    /// n of each row. The permuted source is put in place of source 0's registers while the
+    /// operation runs on the writing lanes, then those registers get their values back except
+    /// where the instruction wrote its own destination. Operand modifiers in the DPP dword and
+    /// other sources overlapping source 0 are not modelled (an illegal-instruction stop).
+    fn dpp64(&mut self, c: &Cached) -> R<()> {
+        let w = c.inst.words[1];
+        let ctrl = (w >> 8) & 0x1ff;
+        let newbcast = (0x150..=0x15f).contains(&ctrl);
+        if self.target != crate::Target::Gfx90a || !newbcast || (w >> 20) & 0xf != 0 {
+            return Err(illegal(self.pc, c));
+        }
+        let (first, count) = match opnd(c, Field::A) {
+            Some(Operand::Vgpr { first, count }) => (usize::from(first), usize::from(count)),
+            _ => return Err(illegal(self.pc, c)),
+        };
+        let src0 = first..first + count;
+        let range_of = |f: Field| match opnd(c, f) {
+            Some(Operand::Vgpr { first, count }) => {
+                Some(usize::from(first)..usize::from(first) + usize::from(count))
+            }
+            _ => None,
+        };
+        let overlaps = |r: Option<std::ops::Range<usize>>| {
+            r.is_some_and(|r| r.start < src0.end && src0.start < r.end)
+        };
+        let dst = range_of(Field::D);
+        // v_fmac_f64 also reads its destination
+        let reads_dst = c.inst.op == Op::VFmacF64;
+        if overlaps(range_of(Field::B)) || (reads_dst && overlaps(dst.clone())) {
+            return Err(illegal(self.pc, c));
+        }
+        let exec = self.exec();
+        let bound_ctrl = (w >> 19) & 1 != 0;
+        let bank_mask = (w >> 24) & 0xf;
+        let row_mask = (w >> 28) & 0xf;
+        let mut write = exec;
+        let mut saved = Vec::with_capacity(count);
+        let mut gathered = Vec::with_capacity(count);
+        for r in src0.clone() {
+            let raw = *self.v(r)?;
+            let (g, m) = lanes::dpp_gather(&raw, ctrl, exec, row_mask, bank_mask, bound_ctrl);
+            write &= m;
+            saved.push(raw);
+            gathered.push(g);
+        }
+        for (r, g) in src0.clone().zip(&gathered) {
+            *self.v_mut(r)? = *g;
+        }
+        self.set_exec(write);
+        self.in_dpp64 = true;
+        let result = self.valu(c);
+        self.in_dpp64 = false;
+        self.set_exec(exec);
+        for (r, old) in src0.zip(&saved) {
+            let written = dst.as_ref().is_some_and(|d| d.contains(&r));
+            let reg = self.v_mut(r)?;
+            for l in 0..WAVE_SIZE {
+                if !(written && (write >> l) & 1 != 0) {
+                    reg[l] = old[l];
+                }
+            }
+        }
         result
     }
 }
@@ -2226,7 +2388,8 @@ impl Wave {
             name.contains("2st64") || name.contains("read2") || name.contains("write2")
         };
         let name = op.mnemonic();
-        if two(name) {
+        // read2/write2 are the DS ops without a plain MemKind: skip the name tests otherwise
+        if matches!(c.mem, MemKind::Other) && two(name) {
             let size: u32 = if name.ends_with("b64") { 8 } else { 4 };
             let scale = if name.contains("st64") {
                 size * 64

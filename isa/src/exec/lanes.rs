@@ -9,7 +9,8 @@ use super::wave::{Lanes, WAVE_SIZE};
 /// gfx9 encodings: `0x000–0x0ff` quad_perm; `0x101–0x10f` row_shl; `0x111–0x11f` row_shr;
 /// `0x121–0x12f` row_ror; `0x130` wave_shl:1; `0x134` wave_rol:1; `0x138` wave_shr:1;
 /// `0x13c` wave_ror:1; `0x140` row_mirror; `0x141` row_half_mirror; `0x142` row_bcast:15;
-/// `0x143` row_bcast:31. Other values are reserved and read nothing.
+/// `0x143` row_bcast:31; gfx90a: `0x150–0x15f` row_newbcast (lane n of each row). Other
+/// values are reserved and read nothing.
 pub fn dpp_source_lane(ctrl: u32, lane: usize) -> Option<usize> {
     let row_base = lane & !15;
     let in_row = lane & 15;
@@ -39,6 +40,8 @@ pub fn dpp_source_lane(ctrl: u32, lane: usize) -> Option<usize> {
         0x141 => Some((lane & !7) + (7 - (lane & 7))),
         0x142 => (row_base >= 16).then(|| row_base - 1),
         0x143 => (row_base >= 32).then_some(31),
+        // gfx90a row_newbcast:n (the only control of 64-bit DPP): lane n of the row
+        0x150..=0x15f => Some(row_base + (ctrl & 15) as usize),
         _ => None,
     }
 }

@@ -7,9 +7,13 @@
 //! - [`int`], [`float`], [`half`], [`lanes`], [`mfma`]: the semantics as pure functions of operands,
 //!   each following the definitions of AMD's Vega and MI200 ISA guides.
 //! - [`fault`]: why a wave stops ([`Stop`]) and its typed faults ([`WaveFault`]).
+//! - `fast` (private): the fast path [`CodeCache`] plans once per code address for the
+//!   common VALU/SALU instructions and branches; everything else, and every case the plan
+//!   does not cover at run time, goes through the general interpreter with the same results.
 
 pub mod cache;
 pub mod env;
+mod fast;
 pub mod fault;
 pub mod float;
 pub mod half;

@@ -248,6 +248,11 @@ pub struct Wave {
     pub retired: u64,
     /// Sources of the SDWA instruction being executed, already selected and extended.
     pub(crate) sdwa_src: Option<Box<[Lanes; 2]>>,
+    /// Scratch lanes of the fast path (splatted scalar sources and the result), kept here so
+    /// no instruction zeroes or allocates temporaries.
+    pub(crate) scratch: Box<[Lanes; 4]>,
+    /// A 64-bit DPP instruction is running on its permuted source (see `dpp64`).
+    pub(crate) in_dpp64: bool,
 }
 
 impl Wave {
@@ -271,12 +276,15 @@ impl Wave {
             priority: 0,
             retired: 0,
             sdwa_src: None,
+            scratch: Box::new([[0; WAVE_SIZE]; 4]),
+            in_dpp64: false,
         };
         wave.set_exec(u64::MAX);
         wave
     }
 
     /// Reads a 64-bit scalar pair starting at operand number `index`.
+    #[inline]
     pub fn sgpr64(&self, index: usize) -> u64 {
         let lo = self.sgpr.get(index).copied().unwrap_or(0);
         let hi = self.sgpr.get(index + 1).copied().unwrap_or(0);
@@ -285,6 +293,7 @@ impl Wave {
 
     /// Writes a 64-bit scalar pair starting at operand number `index` (out-of-file halves are
     /// dropped; the decoder rejects such operands before execution).
+    #[inline]
     pub fn set_sgpr64(&mut self, index: usize, value: u64) {
         if let Some(r) = self.sgpr.get_mut(index) {
             *r = value as u32;
@@ -295,21 +304,25 @@ impl Wave {
     }
 
     /// EXEC as a 64-bit lane mask.
+    #[inline]
     pub fn exec(&self) -> u64 {
         self.sgpr64(sreg::EXEC_LO)
     }
 
     /// Sets EXEC.
+    #[inline]
     pub fn set_exec(&mut self, mask: u64) {
         self.set_sgpr64(sreg::EXEC_LO, mask);
     }
 
     /// VCC as a 64-bit lane mask.
+    #[inline]
     pub fn vcc(&self) -> u64 {
         self.sgpr64(sreg::VCC_LO)
     }
 
     /// Sets VCC.
+    #[inline]
     pub fn set_vcc(&mut self, mask: u64) {
         self.set_sgpr64(sreg::VCC_LO, mask);
     }

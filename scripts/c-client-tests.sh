@@ -87,6 +87,35 @@ run_rocminfo gfx900 1 64
 run_rocminfo gfx90a 2 104
 run_rocminfo gfx1030 1 80
 
+# --- 2b. fault injection (KFD_MODEL_FAULTS) ------------------------------------------------
+# A malformed list: the shim says so in one line and opening /dev/kfd fails with EINVAL, which
+# rocminfo reports; a valid one reaches the model: with the HIQ full, every queue creation
+# fails (README "Failure paths, on purpose") and nothing else does.
+log="$work/rocminfo-bad-faults"
+KFD_MODEL_FAULTS=garbage LD_PRELOAD=$shim timeout 120 rocminfo >"$log.out" 2>"$log.err"
+status=$?
+shim_lines=$(grep -c '^kfd-preload: ' "$log.err")
+if [ $status -ne 0 ] && [ "$shim_lines" -eq 1 ] \
+  && grep -q '^kfd-preload: KFD_MODEL_FAULTS="garbage": unknown fault .garbage.; choose from scheduler-hang, .*hiq-full, .*; opening /dev/kfd fails with EINVAL$' "$log.err" \
+  && grep -q 'Unable to open /dev/kfd read-write: Invalid argument' "$log.out"; then
+  pass "rocminfo with KFD_MODEL_FAULTS=garbage: one line from the shim, /dev/kfd EINVAL, exit $status"
+else
+  sed 's/^/    /' "$log.err" "$log.out" | tail -n 20
+  fail "rocminfo with KFD_MODEL_FAULTS=garbage (exit $status, $shim_lines shim lines)"
+fi
+log="$work/client-hiq-full.log"
+KFD_MODEL_FAULTS=hiq-full LD_PRELOAD=$shim timeout 120 "$work/hsakmt_client" >"$log" 2>&1
+status=$?
+fails=$(grep -c '^FAIL ' "$log")
+queue_fails=$(grep -c '^FAIL .*hsaKmtCreateQueue(\(PM4\|SDMA\)) = ' "$log")
+if [ $status -ne 0 ] && [ "$fails" -gt 0 ] && [ "$fails" -eq "$queue_fails" ] \
+  && grep -q '^FAIL queue_pm4_create_destroy: ' "$log" && grep -q 'HIQ: no space' "$log"; then
+  pass "libhsakmt client with KFD_MODEL_FAULTS=hiq-full: exactly the $fails queue creations fail"
+else
+  sed 's/^/    /' "$log" | tail -n 20
+  fail "libhsakmt client with KFD_MODEL_FAULTS=hiq-full (exit $status, $fails FAIL lines, $queue_fails of them queue creations)"
+fi
+
 # --- 3. the thunk's DevKfd path ------------------------------------------------------------
 # The thunk (issue #7) runs its integration tests on real syscalls when KFD_DEVICE is set:
 # build its integration-test binaries with cargo, then run the binaries themselves under the

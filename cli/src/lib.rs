@@ -135,7 +135,8 @@ pub enum Command {
     #[command(after_help = "Examples:
   kfd trace create-queue
   kfd trace oversubscribe --chrome-trace over.json   (open in ui.perfetto.dev)
-  kfd trace event-signal --queue-type sdma --preset gfx1030
+  kfd trace event-signal --queue-type sdma --model gfx1030
+  kfd trace create-queue --fault hiq-full     (or KFD_MODEL_FAULTS=hiq-full)
   kfd trace vm-fault --json")]
     Trace(trace::TraceArgs),
     /// Show the topology of the GPU (or of the model): agents, memory, caches, links.

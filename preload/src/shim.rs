@@ -17,7 +17,7 @@ use kfd_model::user::{SelfProcess, UserAccess};
 use kfd_model::{Errno, MapSource, Model, Process, RenderNode};
 use std::collections::{HashMap, HashSet};
 use std::os::unix::ffi::OsStrExt;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// `ENOENT`: what a path the shim cannot serve looks like.
@@ -167,6 +167,9 @@ struct Shim {
 
 static SHIM: Mutex<Option<Shim>> = Mutex::new(None);
 
+/// A malformed `KFD_MODEL_FAULTS` was reported (see [`Shim::model`]).
+static FAULTS_REPORTED: AtomicBool = AtomicBool::new(false);
+
 fn lock_shim() -> MutexGuard<'static, Option<Shim>> {
     SHIM.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -198,6 +201,18 @@ fn with_shim<R>(
 impl Shim {
     fn model(&mut self, cfg: &ShimConfig) -> Result<&Model, Errno> {
         if self.model.is_none() {
+            if let Err(e) = &cfg.faults {
+                // One line per process, at its first try (not in children that never open
+                // the device, such as rocminfo's `lsmod`).
+                if !FAULTS_REPORTED.swap(true, Ordering::Relaxed) {
+                    write_all(
+                        2,
+                        format!("kfd-preload: {e}; opening /dev/kfd fails with EINVAL\n")
+                            .as_bytes(),
+                    );
+                }
+                return Err(Errno::EINVAL);
+            }
             let model = Model::new(cfg.model_config()).inspect_err(|e| {
                 log::error!(target: "preload", "building the model ({} × {}) failed: {e}", cfg.gpus, cfg.preset);
             })?;

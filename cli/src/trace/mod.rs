@@ -16,9 +16,10 @@ pub mod session;
 
 use std::path::PathBuf;
 
-use kfd_model::Preset;
+use kfd_model::{ModelConfig, Preset};
 use serde::Serialize;
 
+use crate::device::KernelChoice;
 use crate::error::{CliError, CliResult};
 use crate::output::{Out, Style, Tone};
 use scenarios::{Scenario, ScenarioOptions};
@@ -42,8 +43,18 @@ pub struct TraceArgs {
     #[arg(value_enum)]
     pub scenario: Scenario,
     /// GPU part to model: gfx900, gfx90a, gfx942, gfx1030 (default: per scenario).
-    #[arg(long, value_parser = parse_preset)]
+    #[arg(long = "model", visible_alias = "preset", value_name = "PART", value_parser = parse_preset)]
     pub preset: Option<Preset>,
+    /// GPUs in the model (1 to 64); the scenario runs on the first.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=crate::device::MAX_MODEL_GPUS as i64))]
+    pub gpus: Option<u32>,
+    /// Kernel whose behaviour the model follows.
+    #[arg(long, value_enum, value_name = "VERSION")]
+    pub kernel: Option<KernelChoice>,
+    /// Make the model misbehave on purpose (the KFD_MODEL_FAULTS syntax, e.g. hiq-full);
+    /// repeatable, added to KFD_MODEL_FAULTS.
+    #[arg(long = "fault", value_name = "SPEC", value_parser = crate::device::parse_faults)]
+    pub faults: Vec<Vec<kfd_model::Fault>>,
     /// The queue the scenario makes: create-queue takes aql (default), pm4 or sdma;
     /// event-signal and vm-fault take pm4 (default) or sdma.
     #[arg(long, value_enum)]
@@ -125,7 +136,18 @@ pub fn run(args: &TraceArgs, style: Style) -> CliResult<()> {
         ring_size,
     };
     let preset = args.preset.unwrap_or(args.scenario.default_preset());
-    let mut session = Session::start(preset)?;
+    let faults = crate::device::model_faults(|k| std::env::var(k).ok(), &args.faults)?;
+    let config = faults.iter().fold(
+        ModelConfig::new(preset)
+            .with_gpus(args.gpus.unwrap_or(1))
+            .with_kernel(args.kernel.unwrap_or_default().version()),
+        |config, f| config.with_fault(*f),
+    );
+    let injected: String = faults
+        .iter()
+        .map(|f| format!(", injected fault {f}"))
+        .collect();
+    let mut session = Session::start(config)?;
     let outcome = scenarios::run(args.scenario, &mut session, options);
     let ioctls = session.ioctls();
     let steps = std::mem::take(&mut session.steps);
@@ -149,8 +171,9 @@ pub fn run(args: &TraceArgs, style: Style) -> CliResult<()> {
         out.line(&style.paint(
             Tone::Bold,
             &format!(
-                "kfd trace {} on the model ({preset}): {} steps",
+                "kfd trace {} on the model ({preset}{}): {} steps",
                 args.scenario.name(),
+                injected,
                 steps.len()
             ),
         ))?;

@@ -17,5 +17,38 @@ fn main() -> ExitCode {
             .unwrap_or_else(|| "panic".to_owned());
         eprintln!("kfd: internal error (a bug, please report it): {message}{location}");
     }));
+    remove_temporary_directories_on_signals();
     ExitCode::from(kfd_cli::run(std::env::args_os()))
+}
+
+/// SIGINT and SIGTERM end `kfd` through one thread that first removes the model's sysfs trees
+/// under $TMPDIR (a signal handler itself could not: removing files is not async-signal-safe),
+/// then dies of the same signal so that the shell sees what happened.
+fn remove_temporary_directories_on_signals() {
+    use nix::sys::signal::{raise, sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+    let mut set = SigSet::empty();
+    set.add(Signal::SIGINT);
+    set.add(Signal::SIGTERM);
+    // Blocked before any other thread exists, so every thread inherits the mask and only
+    // the waiting thread takes these signals.
+    if set.thread_block().is_err() {
+        return;
+    }
+    let waiter = std::thread::Builder::new()
+        .name("kfd-signals".into())
+        .spawn(move || {
+            let Ok(signal) = set.wait() else {
+                return;
+            };
+            kfd_model::tmpdirs::remove_registered();
+            let default = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
+            // SAFETY: restoring the default disposition installs no handler code.
+            let _ = unsafe { sigaction(signal, &default) };
+            let _ = set.thread_unblock();
+            let _ = raise(signal);
+            std::process::exit(128 + signal as i32);
+        });
+    if waiter.is_err() {
+        let _ = set.thread_unblock();
+    }
 }

@@ -258,7 +258,8 @@ const TREE_PREFIX: &str = "kfd-preload-";
 /// with a trailing NUL.
 fn make_tree(pid: u32, cfg: &ShimConfig) -> std::io::Result<Vec<u8>> {
     let base = std::env::temp_dir();
-    remove_stale_trees(&base);
+    // Trees of processes that died without running their exit handlers.
+    kfd_model::tmpdirs::sweep_dead(&base, TREE_PREFIX);
     let mut template = base
         .join(format!("{TREE_PREFIX}{pid}-XXXXXX"))
         .as_os_str()
@@ -280,33 +281,6 @@ fn make_tree(pid: u32, cfg: &ShimConfig) -> std::io::Result<Vec<u8>> {
     }
     log::debug!(target: "preload", "sysfs tree at {}", root.display());
     Ok(template)
-}
-
-/// Removes trees left by processes that died without running their exit handlers.
-fn remove_stale_trees(base: &std::path::Path) {
-    let Ok(entries) = std::fs::read_dir(base) else {
-        return;
-    };
-    // SAFETY: getuid has no preconditions.
-    let uid = unsafe { libc::getuid() };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(TREE_PREFIX))
-            .and_then(|n| n.split('-').next())
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let owned = std::os::unix::fs::MetadataExt::uid(&match entry.metadata() {
-            Ok(m) => m,
-            Err(_) => continue,
-        }) == uid;
-        if owned && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = std::fs::remove_dir_all(entry.path());
-        }
-    }
 }
 
 /// Removes this process's tree at exit (a forked child leaves its parent's alone).

@@ -37,7 +37,9 @@ gcc -O2 -Wall -Wextra -Werror -o "$work/hsakmt_client" tests/c/hsakmt_client.c -
 skip_args=()
 
 dev_before=$(ls -d /dev/kfd /dev/dri 2>/dev/null || true)
-trees_before=$(ls -d "${TMPDIR:-/tmp}"/kfd-preload-* 2>/dev/null | sort || true)
+# The shim writes its trees to $TMPDIR, else /dev/shm (kfd_model::tmpdirs::base_dir).
+trees() { ls -d "${TMPDIR:-/dev/shm}"/kfd-preload-* /tmp/kfd-preload-* 2>/dev/null | sort -u || true; }
+trees_before=$(trees)
 
 # --- 1. libhsakmt client -----------------------------------------------------------------
 run_client() { # preset gpus
@@ -86,6 +88,26 @@ run_rocminfo() { # preset gpus cus
 run_rocminfo gfx900 1 64
 run_rocminfo gfx90a 2 104
 run_rocminfo gfx1030 1 80
+
+# The GPU agent's marketing name, ISA name and caches (kfd_sys::gpu's per-ASIC rows, amdkfd's
+# cache tables): rocminfo reads them through libhsakmt from the served sysfs and render node.
+rocminfo_names() { # preset gpus marketing-name isa cache-lines...
+  local log="$work/rocminfo-$1x$2.log" want missing=()
+  for want in "Marketing Name: *$3 *\$" "Name: *amdgcn-amd-amdhsa--$4 *\$" "${@:5}"; do
+    grep -qE "^ +$want" "$log" || missing+=("$want")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    pass "rocminfo on $1: '$3', $4, caches ${*:5}"
+  else
+    fail "rocminfo on $1 lacks: ${missing[*]}"
+  fi
+}
+rocminfo_names gfx900 1 "AMD Radeon Instinct MI25" "gfx900:xnack-" \
+  "L1: +16\(0x10\) KB" "L2: +4096\(0x1000\) KB"
+rocminfo_names gfx90a 2 "AMD Instinct MI210" "gfx90a:sramecc-:xnack-" \
+  "L1: +16\(0x10\) KB" "L2: +8192\(0x2000\) KB"
+rocminfo_names gfx1030 1 "AMD Radeon RX 6900 XT" "gfx1030" \
+  "L1: +16\(0x10\) KB" "L2: +4096\(0x1000\) KB" "L3: +131072\(0x20000\) KB"
 
 # --- 2b. fault injection (KFD_MODEL_FAULTS) ------------------------------------------------
 # A malformed list: the shim says so in one line and opening /dev/kfd fails with EINVAL, which
@@ -193,7 +215,7 @@ if [ "$dev_before" = "$dev_after" ]; then
 else
   fail "/dev changed under the shim: before '$dev_before', after '$dev_after'"
 fi
-trees_after=$(ls -d "${TMPDIR:-/tmp}"/kfd-preload-* 2>/dev/null | sort || true)
+trees_after=$(trees)
 # Only trees that appeared during this run count: another program's may come and go meanwhile.
 left=$(comm -13 <(echo "$trees_before") <(echo "$trees_after") | grep . | tr '\n' ' ' || true)
 if [ -z "$left" ]; then

@@ -170,3 +170,75 @@ fn info_prints_sysfs_when_the_device_cannot_be_opened() {
         "{out}"
     );
 }
+
+/// The GPU block of `kfd info` output (from its `node 1` heading to the end).
+fn gpu_block(out: &str) -> &str {
+    &out[out.find("node 1").unwrap_or(0)..]
+}
+
+#[test]
+fn info_names_the_board_and_the_isa_as_rocminfo_does() {
+    // rocminfo 5.2.3 under the shim prints these Marketing Names and ISA names.
+    for (model, name) in [
+        (
+            "gfx900",
+            "AMD Radeon Instinct MI25 · ISA amdgcn-amd-amdhsa--gfx900:xnack-",
+        ),
+        (
+            "gfx90a",
+            "AMD Instinct MI210 · ISA amdgcn-amd-amdhsa--gfx90a:sramecc-:xnack-",
+        ),
+        (
+            "gfx1030",
+            "AMD Radeon RX 6900 XT · ISA amdgcn-amd-amdhsa--gfx1030",
+        ),
+    ] {
+        let out = ok(&["info", "--model", model]);
+        let line = field(gpu_block(&out), "name");
+        assert_eq!(
+            line.trim_start().trim_start_matches("name").trim(),
+            name,
+            "{out}"
+        );
+    }
+    let v = json(&ok(&["info", "--json"]));
+    let gpu = &v["nodes"][1]["gpu"];
+    assert_eq!(gpu["marketing_name"], "AMD Radeon Instinct MI25");
+    assert_eq!(gpu["isa"], "amdgcn-amd-amdhsa--gfx900:xnack-");
+}
+
+#[test]
+fn info_shows_the_per_asic_cache_table() {
+    // amdkfd's vega10 table: the vector L1 per CU, the scalar caches per 3 CUs (the last of
+    // each 16-CU array alone), the L2 across all 64 CUs.
+    let out = ok(&["info"]);
+    let gpu = gpu_block(&out);
+    let caches: Vec<&str> = gpu
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("caches"))
+        .take(4)
+        .map(|l| l.trim_start().trim_start_matches("caches").trim())
+        .collect();
+    assert_eq!(
+        caches,
+        [
+            "L1 16 KiB data+hsacu ×64, 64 B lines, shared by 1 CU(s)",
+            "L1 32 KiB instruction+hsacu ×24, 64 B lines, shared by 1–3 CU(s)",
+            "L1 16 KiB data+hsacu ×24, 64 B lines, shared by 1–3 CU(s)",
+            "L2 4 MiB data+hsacu, 64 B lines, shared by 64 CU(s)",
+        ],
+        "{gpu}"
+    );
+    let v = json(&ok(&["info", "--model", "gfx1030", "--json"]));
+    let caches = v["nodes"][1]["caches"].as_array().unwrap();
+    let gl1 = caches.iter().find(|c| c["size_kib"] == 128).expect("a GL1");
+    assert_eq!(
+        (gl1["instances"].as_u64(), gl1["shared_by"].as_u64()),
+        (Some(8), Some(10))
+    );
+    let l3 = caches.iter().find(|c| c["level"] == 3).expect("an L3");
+    assert_eq!(
+        (l3["size_kib"].as_u64(), l3["shared_by"].as_u64()),
+        (Some(131072), Some(80))
+    );
+}

@@ -9,6 +9,27 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+/// Where the trees go: `$TMPDIR` when it is set; otherwise `/dev/shm` when this user may
+/// write there (tmpfs: a tree stands in for sysfs, which lives in memory, and a GPU's few
+/// hundred cache directories then cost no disk I/O); otherwise the system's temporary
+/// directory.
+pub fn base_dir() -> PathBuf {
+    if std::env::var_os("TMPDIR").is_some_and(|t| !t.is_empty()) {
+        return std::env::temp_dir();
+    }
+    let shm = Path::new("/dev/shm");
+    let writable = nix::unistd::access(
+        shm,
+        nix::unistd::AccessFlags::W_OK | nix::unistd::AccessFlags::X_OK,
+    )
+    .is_ok();
+    if shm.is_dir() && writable {
+        shm.to_owned()
+    } else {
+        std::env::temp_dir()
+    }
+}
+
 /// Directories of this process that [`remove_registered`] removes.
 static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 

@@ -254,10 +254,10 @@ impl Shim {
 
 const TREE_PREFIX: &str = "kfd-preload-";
 
-/// Creates `$TMPDIR/kfd-preload-<pid>-XXXXXX` and writes the tree into it; returns its path
+/// Creates `kfd-preload-<pid>-XXXXXX` in `$TMPDIR` (else `/dev/shm`) and writes the tree into it; returns its path
 /// with a trailing NUL.
 fn make_tree(pid: u32, cfg: &ShimConfig) -> std::io::Result<Vec<u8>> {
-    let base = std::env::temp_dir();
+    let base = kfd_model::tmpdirs::base_dir();
     // Trees of processes that died without running their exit handlers.
     kfd_model::tmpdirs::sweep_dead(&base, TREE_PREFIX);
     let mut template = base

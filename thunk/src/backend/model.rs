@@ -8,7 +8,8 @@ use crate::error::Errno;
 use kfd_model::{tmpdirs, MapSource, Model, ModelConfig, Process};
 use std::path::Path;
 
-/// The model backend's sysfs trees are `$TMPDIR/kfd-model-topology-<pid>-XXXXXX`.
+/// The model backend's sysfs trees are `kfd-model-topology-<pid>-XXXXXX` in
+/// [`tmpdirs::base_dir`] (`$TMPDIR`, else `/dev/shm`).
 pub const TOPOLOGY_DIR_PREFIX: &str = "kfd-model-topology-";
 
 /// A process of the in-process model of amdkfd and the GPU.
@@ -33,11 +34,11 @@ impl ModelBackend {
         // Trees of processes that died without cleaning up (SIGKILL, a crash) go first.
         static SWEPT: std::sync::Once = std::sync::Once::new();
         SWEPT.call_once(|| {
-            tmpdirs::sweep_dead(&std::env::temp_dir(), TOPOLOGY_DIR_PREFIX);
+            tmpdirs::sweep_dead(&tmpdirs::base_dir(), TOPOLOGY_DIR_PREFIX);
         });
         let sysfs = tempfile::Builder::new()
             .prefix(&tmpdirs::own_prefix(TOPOLOGY_DIR_PREFIX))
-            .tempdir()
+            .tempdir_in(tmpdirs::base_dir())
             .map_err(|e| Errno(e.raw_os_error().unwrap_or(libc::EIO)))?;
         tmpdirs::register(sysfs.path());
         model

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # C-client checks of the kfd model through the LD_PRELOAD shim (issue #8):
 #   1. tests/c/hsakmt_client.c, built against Debian's unmodified libhsakmt, run on the model;
-#   2. Debian's rocminfo lists the CPU agent and every modelled GPU agent (gfx name, CUs);
+#   2. Debian's rocminfo lists the CPU agent and every modelled GPU agent (gfx name, CUs,
+#      marketing name, ISA, caches); rocm-smi prints its table and the VRAM of every GPU;
+#      KFD_MODEL_FAULTS reaches the model (a malformed one fails /dev/kfd with EINVAL);
 #   3. the thunk's DevKfd integration tests run their real-syscall path under the shim;
 #   4. processes that never touch /dev/kfd are unaffected, and nothing appears on /dev.
 # Prints one PASS/FAIL/SKIP line per check and ends with "c-clients: N passed, M failed".
@@ -109,7 +111,39 @@ rocminfo_names gfx90a 2 "AMD Instinct MI210" "gfx90a:sramecc-:xnack-" \
 rocminfo_names gfx1030 1 "AMD Radeon RX 6900 XT" "gfx1030" \
   "L1: +16\(0x10\) KB" "L2: +4096\(0x1000\) KB" "L3: +131072\(0x20000\) KB"
 
-# --- 2b. fault injection (KFD_MODEL_FAULTS) ------------------------------------------------
+# --- 2b. rocm-smi -------------------------------------------------------------------------
+# rocm-smi lists /sys/class/drm, then reads amdgpu's device files and hwmon (served by the
+# shim with the model's VRAM, clocks and idle sensor readings).
+run_rocm_smi() { # preset gpus sclk mclk vram-bytes
+  local log="$work/rocm-smi-$1x$2.log" status rows
+  KFD_MODEL_PRESET=$1 KFD_MODEL_GPUS=$2 LD_PRELOAD=$shim timeout 120 rocm-smi >"$log" 2>&1
+  status=$?
+  rows=$(grep -cE "^[0-9]+ +35\.0c +30\.0W +$3Mhz +$4Mhz +0% +auto +300\.0W +0% +0% *$" "$log")
+  if [ $status -eq 0 ] && [ "$rows" -eq "$2" ]; then
+    pass "rocm-smi on $2 x $1: $rows GPU row(s), ${3} MHz sclk, ${4} MHz mclk"
+  else
+    sed 's/^/    /' "$log" | tail -n 20
+    fail "rocm-smi on $2 x $1 (exit $status, $rows matching GPU rows of $2)"
+  fi
+  log="$work/rocm-smi-vram-$1x$2.log"
+  KFD_MODEL_PRESET=$1 KFD_MODEL_GPUS=$2 LD_PRELOAD=$shim timeout 120 rocm-smi --showmeminfo vram >"$log" 2>&1
+  status=$?
+  rows=$(grep -cE "^GPU\[[0-9]+\]"$'\t\t'": VRAM Total Memory \(B\): $5$" "$log")
+  if [ $status -eq 0 ] && [ "$rows" -eq "$2" ] && grep -q "VRAM Total Used Memory (B): 0" "$log"; then
+    pass "rocm-smi --showmeminfo vram on $2 x $1: $5 bytes per GPU"
+  else
+    sed 's/^/    /' "$log" | tail -n 20
+    fail "rocm-smi --showmeminfo vram on $2 x $1 (exit $status, $rows GPUs with $5 bytes)"
+  fi
+}
+if [ -x /usr/bin/rocm-smi ]; then
+  run_rocm_smi gfx900 1 1500 945 17179869184
+  run_rocm_smi gfx90a 2 1700 1600 68719476736
+else
+  fail "rocm-smi is missing: run scripts/ensure-deps.sh (as root)"
+fi
+
+# --- 2c. fault injection (KFD_MODEL_FAULTS) ------------------------------------------------
 # A malformed list: the shim says so in one line and opening /dev/kfd fails with EINVAL, which
 # rocminfo reports; a valid one reaches the model: with the HIQ full, every queue creation
 # fails (README "Failure paths, on purpose") and nothing else does.

@@ -336,6 +336,12 @@ pub fn describe(kfd: &Kfd, reason: &str) -> Source {
 fn open_error(choice: &Choice, e: &thunk::Error) -> CliError {
     match choice {
         Choice::Device { path, .. } => {
+            if let Some(what) = not_a_kfd_device(path, e) {
+                return CliError::failure(format!(
+                    "cannot open {}: not a KFD device ({what}); use --model gfx900 to run on the model",
+                    path.display()
+                ));
+            }
             let hint = match e.errno() {
                 thunk::Errno::EACCES | thunk::Errno::EPERM => {
                     "; add yourself to the 'render' and 'video' groups, or use --model gfx900"
@@ -354,6 +360,32 @@ fn open_error(choice: &Choice, e: &thunk::Error) -> CliError {
             CliError::failure(format!("cannot start the model of {gpus} × {preset}: {e}"))
         }
     }
+}
+
+/// Why `path` is no KFD device, when the failed open `e` shows it is not one: not a
+/// character device at all, or one that does not know GET_VERSION.
+fn not_a_kfd_device(path: &Path, e: &thunk::Error) -> Option<String> {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = std::fs::metadata(path).ok()?.file_type();
+    let what = if kind.is_dir() {
+        "a directory"
+    } else if kind.is_file() {
+        "a regular file"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_char_device() && e.errno() == thunk::Errno::ENOTTY {
+        return Some(format!(
+            "a character device that does not answer GET_VERSION: {}",
+            e.errno()
+        ));
+    } else {
+        return None;
+    };
+    Some(what.to_owned())
 }
 
 #[cfg(test)]

@@ -140,7 +140,7 @@ fn info_bad_arguments_are_one_line() {
 
 #[test]
 fn a_file_that_is_not_kfd_fails_with_one_line() {
-    // /dev/null exists but answers GET_VERSION with ENOTTY: a failure of the work (status 1).
+    // /dev/null exists but answers GET_VERSION with ENOTTY: not a KFD device (status 1).
     // (With a real KFD sysfs tree, `info` prints that topology instead; see below.)
     let real_sysfs = std::path::Path::new("/sys/devices/virtual/kfd/kfd/topology").exists();
     for sub in ["info", "demo", "drain", "bench"] {
@@ -152,7 +152,10 @@ fn a_file_that_is_not_kfd_fails_with_one_line() {
         assert_eq!(o.status.code(), Some(1), "{sub}: {err}");
         assert_eq!(err.lines().count(), 1, "{sub}: {err}");
         assert!(
-            err.starts_with("kfd: cannot open /dev/null: GET_VERSION"),
+            err.starts_with(
+                "kfd: cannot open /dev/null: not a KFD device (a character device that does \
+                 not answer GET_VERSION: ENOTTY (25))"
+            ),
             "{sub}: {err}"
         );
         assert!(o.stdout.is_empty(), "{sub}: {}", stdout(&o));
@@ -241,4 +244,29 @@ fn info_shows_the_per_asic_cache_table() {
         (l3["size_kib"].as_u64(), l3["shared_by"].as_u64()),
         (Some(131072), Some(80))
     );
+}
+
+#[test]
+fn a_path_that_is_no_device_says_so_and_names_its_errno() {
+    if std::path::Path::new("/sys/devices/virtual/kfd/kfd/topology").exists() {
+        return; // info then prints the real sysfs instead
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plain");
+    std::fs::write(&file, b"x").unwrap();
+    for (path, what) in [
+        (dir.path().to_str().unwrap(), "a directory"),
+        (file.to_str().unwrap(), "a regular file"),
+    ] {
+        let o = kfd(&["info", "--device", path]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert_eq!(
+            err.trim_end(),
+            format!(
+                "kfd: cannot open {path}: not a KFD device ({what}); use --model gfx900 to run on the model"
+            )
+        );
+        assert!(!err.contains("E?"), "{err}");
+    }
 }

@@ -77,6 +77,27 @@ fn parse_preset(s: &str) -> Result<Preset, String> {
     crate::device::parse_preset(s)
 }
 
+/// A `--ring-size` CREATE_QUEUE can carry: its `ring_size` is 32 bits, and the driver wants
+/// a power of two of at least 1 KiB.
+pub fn check_ring_size(bytes: u64) -> CliResult<u32> {
+    let size = u32::try_from(bytes).map_err(|_| {
+        CliError::usage(format!(
+            "--ring-size {bytes} does not fit 32 bits (CREATE_QUEUE's ring_size); the largest is 2G"
+        ))
+    })?;
+    if !size.is_power_of_two() {
+        return Err(CliError::usage(format!(
+            "--ring-size {bytes} is not a power of two"
+        )));
+    }
+    if size < 1024 {
+        return Err(CliError::usage(format!(
+            "--ring-size {bytes} is below the smallest ring, 1K"
+        )));
+    }
+    Ok(size)
+}
+
 /// The JSON form of a trace.
 #[derive(Serialize)]
 pub struct TraceReport<'a> {
@@ -92,15 +113,7 @@ pub struct TraceReport<'a> {
 
 /// Runs `kfd trace`.
 pub fn run(args: &TraceArgs, style: Style) -> CliResult<()> {
-    let ring_size = u32::try_from(args.ring_size)
-        .ok()
-        .filter(|r| r.is_power_of_two() && *r >= 1024)
-        .ok_or_else(|| {
-            CliError::usage(format!(
-                "--ring-size {} is not a power of two of at least 1024 bytes",
-                args.ring_size
-            ))
-        })?;
+    let ring_size = check_ring_size(args.ring_size)?;
     let allowed = scenarios::queue_types(args.scenario);
     let queue_type = match args.queue_type {
         None => allowed

@@ -85,3 +85,39 @@ fn ring_sizes_are_refused_for_the_right_reason() {
     let e = usage_error(&kfd(&["mqd", "build", "--ring-size", "4G"]));
     assert!(e.contains("does not fit in 32 bits"), "{e}");
 }
+
+#[test]
+fn a_long_demo_drain_shows_its_progress_on_a_terminal() {
+    // `script` gives kfd a terminal (util-linux); without it there is nothing to test.
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        return;
+    }
+    let cmd = format!(
+        "{} demo --quick --model gfx900 --drain-bytes 64M",
+        env!("CARGO_BIN_EXE_kfd")
+    );
+    let o = std::process::Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .env_remove("KFD_MODEL_FAULTS")
+        .env_remove("NO_COLOR")
+        .output()
+        .expect("script runs");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    // Redrawn in place: \r, clear line, the bar with the percentage, bytes and the rate.
+    let draws: Vec<&str> = text
+        .split('\r')
+        .filter(|l| l.contains("draining ["))
+        .collect();
+    assert!(!draws.is_empty(), "no progress line in:\n{text}");
+    assert!(
+        draws
+            .iter()
+            .all(|l| l.contains("% ") && l.contains(" / 64 MiB") && l.contains("GB/s")),
+        "{draws:?}"
+    );
+}

@@ -1,6 +1,7 @@
 //! `kfd` — the project's command line; see the `kfd_cli` library for the subcommands.
 
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 fn main() -> ExitCode {
     // A bug must still end in one line, not a backtrace.
@@ -18,8 +19,19 @@ fn main() -> ExitCode {
         eprintln!("kfd: internal error (a bug, please report it): {message}{location}");
     }));
     remove_temporary_directories_on_signals();
-    ExitCode::from(kfd_cli::run(std::env::args_os()))
+    let status = kfd_cli::run(std::env::args_os());
+    // A signal's cleanup may have pulled the tree from under the work: let that thread end
+    // the process by the signal rather than report the work's failure.
+    if TERMINATING.load(Ordering::Acquire) {
+        loop {
+            std::thread::park();
+        }
+    }
+    ExitCode::from(status)
 }
+
+/// Set once a SIGINT or SIGTERM is being handled.
+static TERMINATING: AtomicBool = AtomicBool::new(false);
 
 /// SIGINT and SIGTERM end `kfd` through one thread that first removes the model's sysfs trees
 /// under $TMPDIR (a signal handler itself could not: removing files is not async-signal-safe),
@@ -40,6 +52,7 @@ fn remove_temporary_directories_on_signals() {
             let Ok(signal) = set.wait() else {
                 return;
             };
+            TERMINATING.store(true, Ordering::Release);
             kfd_model::tmpdirs::remove_registered();
             let default = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
             // SAFETY: restoring the default disposition installs no handler code.

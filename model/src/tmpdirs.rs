@@ -68,10 +68,12 @@ pub fn sweep_dead(base: &Path, prefix: &str) -> usize {
             continue;
         };
         let owned = std::os::unix::fs::MetadataExt::uid(&meta) == uid;
-        if owned && meta.is_dir() && !process_is_alive(pid) {
-            if std::fs::remove_dir_all(entry.path()).is_ok() {
-                removed += 1;
-            }
+        if owned
+            && meta.is_dir()
+            && !process_is_alive(pid)
+            && std::fs::remove_dir_all(entry.path()).is_ok()
+        {
+            removed += 1;
         }
     }
     removed
@@ -84,6 +86,19 @@ fn live() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
 /// Records `path` as a directory of this process, to remove if a signal ends it.
 pub fn register(path: &Path) {
     live().push(path.to_owned());
+}
+
+/// Makes a directory with `create` (which may also fill it) and registers it as one step:
+/// [`remove_registered`] waits for both, so a signal can neither find the directory made but
+/// unregistered nor remove it while `create` is still writing into it.
+pub fn create_registered<T>(
+    create: impl FnOnce() -> std::io::Result<T>,
+    path: impl Fn(&T) -> &Path,
+) -> std::io::Result<T> {
+    let mut live = live();
+    let made = create()?;
+    live.push(path(&made).to_owned());
+    Ok(made)
 }
 
 /// Forgets `path` (its owner removes it).
@@ -151,9 +166,15 @@ mod tests {
             register(d);
         }
         unregister(&b);
+        let c = create_registered(
+            || std::fs::create_dir(base.path().join("c")).map(|()| base.path().join("c")),
+            |p| p.as_path(),
+        )
+        .unwrap();
+        assert!(c.is_dir());
         // Other tests of this binary may register too: count only ours.
         remove_registered();
-        assert!(!a.exists());
+        assert!(!a.exists() && !c.exists());
         assert!(b.exists());
     }
 }

@@ -36,14 +36,17 @@ impl ModelBackend {
         SWEPT.call_once(|| {
             tmpdirs::sweep_dead(&tmpdirs::base_dir(), TOPOLOGY_DIR_PREFIX);
         });
-        let sysfs = tempfile::Builder::new()
-            .prefix(&tmpdirs::own_prefix(TOPOLOGY_DIR_PREFIX))
-            .tempdir_in(tmpdirs::base_dir())
-            .map_err(|e| Errno(e.raw_os_error().unwrap_or(libc::EIO)))?;
-        tmpdirs::register(sysfs.path());
-        model
-            .write_sysfs(sysfs.path())
-            .map_err(|e| Errno(e.raw_os_error().unwrap_or(libc::EIO)))?;
+        let sysfs = tmpdirs::create_registered(
+            || {
+                let dir = tempfile::Builder::new()
+                    .prefix(&tmpdirs::own_prefix(TOPOLOGY_DIR_PREFIX))
+                    .tempdir_in(tmpdirs::base_dir())?;
+                model.write_sysfs(dir.path())?;
+                Ok(dir)
+            },
+            |dir| dir.path(),
+        )
+        .map_err(|e| Errno(e.raw_os_error().unwrap_or(libc::EIO)))?;
         let process = model.open()?;
         Ok(ModelBackend {
             process,

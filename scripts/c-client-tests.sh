@@ -3,7 +3,9 @@
 #   1. tests/c/hsakmt_client.c, built against Debian's unmodified libhsakmt, run on the model;
 #      tests/c/pm4_dispatch.c runs the hand-written shader tests/c/pm4_dispatch.s (assembled
 #      here by llvm-mc-15) through PM4 DISPATCH_DIRECT on gfx900 and gfx90a;
-#   2. Debian's rocminfo lists the CPU agent and every modelled GPU agent (gfx name, CUs);
+#   2. Debian's rocminfo lists the CPU agent and every modelled GPU agent (gfx name, CUs,
+#      marketing name, ISA, caches); rocm-smi prints its table and the VRAM of every GPU;
+#      KFD_MODEL_FAULTS reaches the model (a malformed one fails /dev/kfd with EINVAL);
 #   3. the thunk's DevKfd integration tests run their real-syscall path under the shim;
 #   4. processes that never touch /dev/kfd are unaffected, and nothing appears on /dev.
 # Prints one PASS/FAIL/SKIP line per check and ends with "c-clients: N passed, M failed".
@@ -39,7 +41,9 @@ gcc -O2 -Wall -Wextra -Werror -o "$work/hsakmt_client" tests/c/hsakmt_client.c -
 skip_args=()
 
 dev_before=$(ls -d /dev/kfd /dev/dri 2>/dev/null || true)
-trees_before=$(ls -d "${TMPDIR:-/tmp}"/kfd-preload-* 2>/dev/null | sort || true)
+# The shim writes its trees to $TMPDIR, else /dev/shm (kfd_model::tmpdirs::base_dir).
+trees() { ls -d "${TMPDIR:-/dev/shm}"/kfd-preload-* /tmp/kfd-preload-* 2>/dev/null | sort -u || true; }
+trees_before=$(trees)
 
 # --- 1. libhsakmt client -----------------------------------------------------------------
 run_client() { # preset gpus
@@ -115,6 +119,87 @@ run_rocminfo() { # preset gpus cus
 run_rocminfo gfx900 1 64
 run_rocminfo gfx90a 2 104
 run_rocminfo gfx1030 1 80
+
+# The GPU agent's marketing name, ISA name and caches (kfd_sys::gpu's per-ASIC rows, amdkfd's
+# cache tables): rocminfo reads them through libhsakmt from the served sysfs and render node.
+rocminfo_names() { # preset gpus marketing-name isa cache-lines...
+  local log="$work/rocminfo-$1x$2.log" want missing=()
+  for want in "Marketing Name: *$3 *\$" "Name: *amdgcn-amd-amdhsa--$4 *\$" "${@:5}"; do
+    grep -qE "^ +$want" "$log" || missing+=("$want")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    pass "rocminfo on $1: '$3', $4, caches ${*:5}"
+  else
+    fail "rocminfo on $1 lacks: ${missing[*]}"
+  fi
+}
+rocminfo_names gfx900 1 "AMD Radeon Instinct MI25" "gfx900:xnack-" \
+  "L1: +16\(0x10\) KB" "L2: +4096\(0x1000\) KB"
+rocminfo_names gfx90a 2 "AMD Instinct MI210" "gfx90a:sramecc-:xnack-" \
+  "L1: +16\(0x10\) KB" "L2: +8192\(0x2000\) KB"
+rocminfo_names gfx1030 1 "AMD Radeon RX 6900 XT" "gfx1030" \
+  "L1: +16\(0x10\) KB" "L2: +4096\(0x1000\) KB" "L3: +131072\(0x20000\) KB"
+
+# --- 2b. rocm-smi -------------------------------------------------------------------------
+# rocm-smi lists /sys/class/drm, then reads amdgpu's device files and hwmon (served by the
+# shim with the model's VRAM, clocks and idle sensor readings).
+run_rocm_smi() { # preset gpus sclk mclk vram-bytes
+  local log="$work/rocm-smi-$1x$2.log" status rows
+  KFD_MODEL_PRESET=$1 KFD_MODEL_GPUS=$2 LD_PRELOAD=$shim timeout 120 rocm-smi >"$log" 2>&1
+  status=$?
+  rows=$(grep -cE "^[0-9]+ +35\.0c +30\.0W +$3Mhz +$4Mhz +0% +auto +300\.0W +0% +0% *$" "$log")
+  if [ $status -eq 0 ] && [ "$rows" -eq "$2" ]; then
+    pass "rocm-smi on $2 x $1: $rows GPU row(s), ${3} MHz sclk, ${4} MHz mclk"
+  else
+    sed 's/^/    /' "$log" | tail -n 20
+    fail "rocm-smi on $2 x $1 (exit $status, $rows matching GPU rows of $2)"
+  fi
+  log="$work/rocm-smi-vram-$1x$2.log"
+  KFD_MODEL_PRESET=$1 KFD_MODEL_GPUS=$2 LD_PRELOAD=$shim timeout 120 rocm-smi --showmeminfo vram >"$log" 2>&1
+  status=$?
+  rows=$(grep -cE "^GPU\[[0-9]+\]"$'\t\t'": VRAM Total Memory \(B\): $5$" "$log")
+  if [ $status -eq 0 ] && [ "$rows" -eq "$2" ] && grep -q "VRAM Total Used Memory (B): 0" "$log"; then
+    pass "rocm-smi --showmeminfo vram on $2 x $1: $5 bytes per GPU"
+  else
+    sed 's/^/    /' "$log" | tail -n 20
+    fail "rocm-smi --showmeminfo vram on $2 x $1 (exit $status, $rows GPUs with $5 bytes)"
+  fi
+}
+if [ -x /usr/bin/rocm-smi ]; then
+  run_rocm_smi gfx900 1 1500 945 17179869184
+  run_rocm_smi gfx90a 2 1700 1600 68719476736
+else
+  fail "rocm-smi is missing: run scripts/ensure-deps.sh (as root)"
+fi
+
+# --- 2c. fault injection (KFD_MODEL_FAULTS) ------------------------------------------------
+# A malformed list: the shim says so in one line and opening /dev/kfd fails with EINVAL, which
+# rocminfo reports; a valid one reaches the model: with the HIQ full, every queue creation
+# fails (README "Failure paths, on purpose") and nothing else does.
+log="$work/rocminfo-bad-faults"
+KFD_MODEL_FAULTS=garbage LD_PRELOAD=$shim timeout 120 rocminfo >"$log.out" 2>"$log.err"
+status=$?
+shim_lines=$(grep -c '^kfd-preload: ' "$log.err")
+if [ $status -ne 0 ] && [ "$shim_lines" -eq 1 ] \
+  && grep -q '^kfd-preload: KFD_MODEL_FAULTS="garbage": unknown fault .garbage.; choose from scheduler-hang, .*hiq-full, .*; opening /dev/kfd fails with EINVAL$' "$log.err" \
+  && grep -q 'Unable to open /dev/kfd read-write: Invalid argument' "$log.out"; then
+  pass "rocminfo with KFD_MODEL_FAULTS=garbage: one line from the shim, /dev/kfd EINVAL, exit $status"
+else
+  sed 's/^/    /' "$log.err" "$log.out" | tail -n 20
+  fail "rocminfo with KFD_MODEL_FAULTS=garbage (exit $status, $shim_lines shim lines)"
+fi
+log="$work/client-hiq-full.log"
+KFD_MODEL_FAULTS=hiq-full LD_PRELOAD=$shim timeout 120 "$work/hsakmt_client" >"$log" 2>&1
+status=$?
+fails=$(grep -c '^FAIL ' "$log")
+queue_fails=$(grep -c '^FAIL .*hsaKmtCreateQueue(\(PM4\|SDMA\)) = ' "$log")
+if [ $status -ne 0 ] && [ "$fails" -gt 0 ] && [ "$fails" -eq "$queue_fails" ] \
+  && grep -q '^FAIL queue_pm4_create_destroy: ' "$log" && grep -q 'HIQ: no space' "$log"; then
+  pass "libhsakmt client with KFD_MODEL_FAULTS=hiq-full: exactly the $fails queue creations fail"
+else
+  sed 's/^/    /' "$log" | tail -n 20
+  fail "libhsakmt client with KFD_MODEL_FAULTS=hiq-full (exit $status, $fails FAIL lines, $queue_fails of them queue creations)"
+fi
 
 # --- 3. the thunk's DevKfd path ------------------------------------------------------------
 # The thunk (issue #7) runs its integration tests on real syscalls when KFD_DEVICE is set:
@@ -193,7 +278,7 @@ if [ "$dev_before" = "$dev_after" ]; then
 else
   fail "/dev changed under the shim: before '$dev_before', after '$dev_after'"
 fi
-trees_after=$(ls -d "${TMPDIR:-/tmp}"/kfd-preload-* 2>/dev/null | sort || true)
+trees_after=$(trees)
 # Only trees that appeared during this run count: another program's may come and go meanwhile.
 left=$(comm -13 <(echo "$trees_before") <(echo "$trees_after") | grep . | tr '\n' ' ' || true)
 if [ -z "$left" ]; then

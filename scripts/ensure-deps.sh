@@ -13,6 +13,8 @@ declare -A need=(
   [libhsakmt1]=/usr/lib/x86_64-linux-gnu/libhsakmt.so.1
   [libhsakmt-dev]=/usr/include/hsakmt.h
   [rocminfo]=/usr/bin/rocminfo
+  # rocm-smi reads /sys/class/drm and amdgpu's device files, which the shim serves.
+  [rocm-smi]=/usr/bin/rocm-smi
   # The same C clients under memcheck (scripts/c-clients-valgrind.sh).
   [valgrind]=/usr/bin/valgrind
   # The isa crate's differential tests (isa/tests/llvm_*.rs) against LLVM 15's disassembler and

@@ -23,7 +23,7 @@ use crate::error::{CliError, CliResult};
 use crate::kernels::{self, Axpy};
 use crate::measure::{self, Samples};
 use crate::output::{Out, Style, Tone};
-use crate::progress::{bar, ProgressLine};
+use crate::progress::{bar, percent, time_left, ProgressLine};
 use crate::target::Target;
 use crate::units;
 
@@ -379,9 +379,13 @@ pub fn run(args: &DemoArgs, style: Style) -> CliResult<()> {
     config.progress_every = Duration::from_millis(100);
     let mut line = ProgressLine::new(text);
     let report = drain::run(&gpu, &config, |p| {
+        let left = time_left(p.bytes, drain_bytes, p.gb_per_s * 1e9)
+            .map(|t| format!(", {t}"))
+            .unwrap_or_default();
         line.draw(&format!(
-            "      draining {} {} / {}  {:.2} GB/s",
+            "      draining {} {} {} / {}  {:.2} GB/s{left} (Ctrl-C stops)",
             bar(p.bytes, drain_bytes, 30),
+            percent(p.bytes, drain_bytes),
             units::bytes(p.bytes),
             units::bytes(drain_bytes),
             p.gb_per_s

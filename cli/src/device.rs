@@ -3,10 +3,14 @@
 //! (`KFD_DEVICE`, `KFD_MODEL_PRESET`, `KFD_MODEL_GPUS`), or — with none of them — `/dev/kfd`
 //! when it exists and a gfx900 model otherwise. Every subcommand that opens a device prints
 //! the [`Source`] it got, so nobody mistakes the model's numbers for a GPU's.
+//!
+//! A model gets the faults of `KFD_MODEL_FAULTS` and of every `--fault SPEC`
+//! ([`kfd_model::faults`]); a malformed one is a usage error that lists the accepted kinds.
 
 use std::path::{Path, PathBuf};
 
-use kfd_model::{KernelVersion, ModelConfig, Preset};
+use kfd_model::faults::FAULTS_ENV;
+use kfd_model::{Fault, KernelVersion, ModelConfig, Preset};
 use serde::Serialize;
 use thunk::model_access::{KfdModelExt, OpenOptionsModelExt};
 use thunk::{BackendKind, Kfd, OpenOptions};
@@ -26,7 +30,8 @@ pub enum KernelChoice {
 }
 
 impl KernelChoice {
-    fn version(self) -> KernelVersion {
+    /// The model's kernel behaviour of this choice.
+    pub fn version(self) -> KernelVersion {
         match self {
             KernelChoice::Linux6_1 => KernelVersion::Linux6_1,
             KernelChoice::Linux6_12 => KernelVersion::Linux6_12,
@@ -53,6 +58,34 @@ pub struct DeviceArgs {
     /// Open this KFD device file with real system calls (normally /dev/kfd).
     #[arg(long, value_name = "PATH")]
     pub device: Option<PathBuf>,
+    /// Make the model misbehave on purpose: a fault such as hiq-full, scheduler-hang,
+    /// slow-engine=100us or a comma-separated list (the KFD_MODEL_FAULTS syntax); repeatable.
+    #[arg(long = "fault", value_name = "SPEC", value_parser = parse_faults, conflicts_with = "device")]
+    pub faults: Vec<Vec<Fault>>,
+}
+
+/// `--fault` values: one fault or a comma-separated list.
+pub fn parse_faults(s: &str) -> Result<Vec<Fault>, String> {
+    let list = Fault::parse_list(s)?;
+    if list.is_empty() {
+        return Err("no fault named".into());
+    }
+    Ok(list)
+}
+
+/// The faults `KFD_MODEL_FAULTS` (read through `env`) and `--fault` name, in that order; a
+/// malformed environment value is a usage error naming the variable and the accepted kinds.
+pub fn model_faults(
+    env: impl Fn(&str) -> Option<String>,
+    flags: &[Vec<Fault>],
+) -> CliResult<Vec<Fault>> {
+    let mut faults = match env(FAULTS_ENV) {
+        Some(spec) => Fault::parse_list(&spec)
+            .map_err(|e| CliError::usage(format!("{FAULTS_ENV}={spec:?}: {e}")))?,
+        None => Vec::new(),
+    };
+    faults.extend(flags.iter().flatten().copied());
+    Ok(faults)
 }
 
 /// `--model` values.
@@ -107,6 +140,8 @@ pub enum Choice {
         gpus: u32,
         /// Kernel behaviour.
         kernel: KernelChoice,
+        /// Faults to inject (`KFD_MODEL_FAULTS`, `--fault`).
+        faults: Vec<Fault>,
         /// Why.
         reason: String,
     },
@@ -135,7 +170,10 @@ impl DeviceArgs {
                 reason: "--device".into(),
             });
         }
-        let asked = self.model.is_some() || self.gpus.is_some() || self.kernel.is_some();
+        let asked = self.model.is_some()
+            || self.gpus.is_some()
+            || self.kernel.is_some()
+            || !self.faults.is_empty();
         if !asked {
             if let Some(path) = set("KFD_DEVICE") {
                 return Ok(Choice::Device {
@@ -177,13 +215,16 @@ impl DeviceArgs {
                 "KFD_MODEL_PRESET/KFD_MODEL_GPUS"
             } else if self.model.is_some() {
                 "--model"
-            } else {
+            } else if self.gpus.is_some() || self.kernel.is_some() {
                 "--gpus/--kernel"
+            } else {
+                "--fault"
             };
             return Ok(Choice::Model {
                 preset,
                 gpus,
                 kernel: self.kernel.unwrap_or_default(),
+                faults: model_faults(&env, &self.faults)?,
                 reason: reason.into(),
             });
         }
@@ -198,6 +239,7 @@ impl DeviceArgs {
                 preset: Preset::Gfx900,
                 gpus: 1,
                 kernel: KernelChoice::default(),
+                faults: model_faults(&env, &self.faults)?,
                 reason: format!("no {} on this machine", dev.display()),
             })
         }
@@ -237,13 +279,16 @@ fn open_choice(
             preset,
             gpus,
             kernel,
+            faults,
             reason,
         } => {
-            let config = adjust(
+            let config = faults.iter().fold(
                 ModelConfig::new(*preset)
                     .with_gpus(*gpus)
                     .with_kernel(kernel.version()),
+                |config, f| config.with_fault(*f),
             );
+            let config = adjust(config);
             (OpenOptions::model_config(config), reason)
         }
     };
@@ -257,14 +302,19 @@ pub fn describe(kfd: &Kfd, reason: &str) -> Source {
     match (kfd.backend().kind(), kfd.model()) {
         (BackendKind::Model, Some(model)) => {
             let c = model.config();
+            let mut description = format!(
+                "model of {} × {} ({})",
+                c.gpus,
+                c.preset,
+                kernel_name(c.kernel)
+            );
+            if !c.faults.is_empty() {
+                let names: Vec<String> = c.faults.iter().map(Fault::to_string).collect();
+                description.push_str(&format!(" with injected faults: {}", names.join(", ")));
+            }
             Source {
                 kind: "model",
-                description: format!(
-                    "model of {} × {} ({})",
-                    c.gpus,
-                    c.preset,
-                    kernel_name(c.kernel)
-                ),
+                description,
                 reason: reason.to_owned(),
             }
         }
@@ -286,6 +336,12 @@ pub fn describe(kfd: &Kfd, reason: &str) -> Source {
 fn open_error(choice: &Choice, e: &thunk::Error) -> CliError {
     match choice {
         Choice::Device { path, .. } => {
+            if let Some(what) = not_a_kfd_device(path, e) {
+                return CliError::failure(format!(
+                    "cannot open {}: not a KFD device ({what}); use --model gfx900 to run on the model",
+                    path.display()
+                ));
+            }
             let hint = match e.errno() {
                 thunk::Errno::EACCES | thunk::Errno::EPERM => {
                     "; add yourself to the 'render' and 'video' groups, or use --model gfx900"
@@ -304,6 +360,32 @@ fn open_error(choice: &Choice, e: &thunk::Error) -> CliError {
             CliError::failure(format!("cannot start the model of {gpus} × {preset}: {e}"))
         }
     }
+}
+
+/// Why `path` is no KFD device, when the failed open `e` shows it is not one: not a
+/// character device at all, or one that does not know GET_VERSION.
+fn not_a_kfd_device(path: &Path, e: &thunk::Error) -> Option<String> {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = std::fs::metadata(path).ok()?.file_type();
+    let what = if kind.is_dir() {
+        "a directory"
+    } else if kind.is_file() {
+        "a regular file"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_char_device() && e.errno() == thunk::Errno::ENOTTY {
+        return Some(format!(
+            "a character device that does not answer GET_VERSION: {}",
+            e.errno()
+        ));
+    } else {
+        return None;
+    };
+    Some(what.to_owned())
 }
 
 #[cfg(test)]
@@ -326,6 +408,7 @@ mod tests {
             preset,
             gpus,
             kernel: KernelChoice::Linux6_12,
+            faults: Vec::new(),
             reason: reason.into(),
         };
         assert_eq!(
@@ -387,6 +470,7 @@ mod tests {
             gpus: Some(2),
             kernel: Some(KernelChoice::Linux6_1),
             device: None,
+            faults: Vec::new(),
         }
         .open()
         .unwrap();

@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use kfd_sys::gpu::PresetFacts;
 use kfd_sys::sysfs;
 use serde::Serialize;
 use thunk::topology::{Cache, HeapType, IoLink, MemBank, Node};
@@ -114,6 +115,12 @@ pub struct GpuInfo {
     pub gfx_target: Option<String>,
     /// `gfx_target_version`.
     pub gfx_target_version: u64,
+    /// The board's marketing name, for a part the model knows (matched by PCI device id
+    /// and gfx target version).
+    pub marketing_name: Option<String>,
+    /// The ISA as rocminfo prints it (`amdgcn-amd-amdhsa--gfx900:xnack-`), for a part the
+    /// model knows.
+    pub isa: Option<String>,
     /// Compute units.
     pub compute_units: u64,
     /// `simd_count`.
@@ -226,8 +233,11 @@ pub struct CacheInfo {
     pub associativity: u32,
     /// Latency, ns.
     pub latency_ns: u32,
-    /// Processors sharing each instance (ones in `sibling_map`).
+    /// Processors sharing each instance (ones in `sibling_map`; the most, when it varies).
     pub shared_by: usize,
+    /// The fewest processors sharing one instance (the last group of a shader array may be
+    /// smaller).
+    pub shared_by_min: usize,
     /// How many identical caches the node lists.
     pub instances: usize,
 }
@@ -350,10 +360,13 @@ fn node_info(n: &Node) -> NodeInfo {
         core_id_base: p.cpu_core_id_base,
         clock_mhz: p.max_engine_clk_ccompute,
     });
+    let part = known_part(p.device_id, p.gfx_target_version);
     let gpu = n.is_gpu().then(|| GpuInfo {
         gpu_id: n.gpu_id,
         gfx_target: n.gfx_target_name(),
         gfx_target_version: p.gfx_target_version,
+        marketing_name: part.map(|f| f.marketing_name.to_owned()),
+        isa: part.map(|f| format!("amdgcn-amd-amdhsa--{}", f.features.target_id(f.gfx_name))),
         compute_units: n.cu_count(),
         simds: p.simd_count,
         simds_per_cu: p.simd_per_cu,
@@ -407,6 +420,15 @@ fn node_info(n: &Node) -> NodeInfo {
         p2p_links: n.p2p_links.iter().map(link_info).collect(),
         other_properties: n.other_properties.clone(),
     }
+}
+
+/// The facts of the part with this PCI device id and `gfx_target_version`, if it is one of
+/// the model's presets.
+fn known_part(device_id: u64, gfx_target_version: u64) -> Option<&'static PresetFacts> {
+    kfd_sys::gpu::Preset::ALL
+        .iter()
+        .map(|p| p.facts())
+        .find(|f| f.device_id == device_id && f.gfx_target_version == gfx_target_version)
 }
 
 /// `location_id` is the PCI bus number and devfn (`bus << 8 | device << 3 | function`).
@@ -520,10 +542,14 @@ fn cache_kind(t: u32) -> String {
     }
 }
 
-/// Caches in level order, identical ones (same level, kind, size, geometry, sharing) folded.
+/// Caches in level order; a run of consecutive caches of the same level, kind, size and
+/// geometry folds into one entry (amdkfd lists a table row's instances together, so a run is
+/// one kind of cache: the vector L1s, the scalar instruction caches …), whose sharing may vary
+/// at the end of a shader array.
 fn fold_caches(caches: &[Cache]) -> Vec<CacheInfo> {
     let mut folded: Vec<CacheInfo> = Vec::new();
     for c in caches {
+        let shared_by = c.sibling_map.iter().filter(|&&b| b != 0).count();
         let info = CacheInfo {
             level: c.level,
             kind: cache_kind(c.cache_type),
@@ -531,31 +557,27 @@ fn fold_caches(caches: &[Cache]) -> Vec<CacheInfo> {
             line_bytes: c.cache_line_size,
             associativity: c.association,
             latency_ns: c.latency,
-            shared_by: c.sibling_map.iter().filter(|&&b| b != 0).count(),
+            shared_by,
+            shared_by_min: shared_by,
             instances: 1,
         };
-        let same = |f: &CacheInfo| {
+        let key = |f: &CacheInfo| {
             (
                 f.level,
-                &f.kind,
+                f.kind.clone(),
                 f.size_kib,
                 f.line_bytes,
                 f.associativity,
                 f.latency_ns,
-                f.shared_by,
-            ) == (
-                info.level,
-                &info.kind,
-                info.size_kib,
-                info.line_bytes,
-                info.associativity,
-                info.latency_ns,
-                info.shared_by,
             )
         };
-        match folded.iter_mut().find(|f| same(f)) {
-            Some(f) => f.instances += 1,
-            None => folded.push(info),
+        match folded.last_mut() {
+            Some(last) if key(last) == key(&info) => {
+                last.instances += 1;
+                last.shared_by = last.shared_by.max(shared_by);
+                last.shared_by_min = last.shared_by_min.min(shared_by);
+            }
+            _ => folded.push(info),
         }
     }
     folded.sort_by_key(|c| c.level);
@@ -655,6 +677,9 @@ fn render_node(n: &NodeInfo, style: Style, lines: &mut Vec<String>) {
                 g.vendor_id,
                 g.device_id
             ));
+            if let (Some(marketing), Some(isa)) = (&g.marketing_name, &g.isa) {
+                lines.push(field(style, "name", format!("{marketing} · ISA {isa}")));
+            }
             gpu_compute_lines(g, style, lines);
         }
         (None, Some(c)) => lines.push(format!(
@@ -805,14 +830,27 @@ fn memory_lines(n: &NodeInfo, style: Style, lines: &mut Vec<String>) {
             style,
             name,
             format!(
-                "L{} {} {}{count}, {} B lines, {}-way, {} ns, shared by {} {unit}",
+                "L{} {} {}{count}, {} B lines{}{}, shared by {} {unit}",
                 c.level,
                 units::kib(c.size_kib.into()),
                 c.kind,
                 c.line_bytes,
-                c.associativity,
-                c.latency_ns,
-                c.shared_by
+                // amdkfd leaves these 0 for a GPU's caches: unknown, not 0.
+                if c.associativity > 0 {
+                    format!(", {}-way", c.associativity)
+                } else {
+                    String::new()
+                },
+                if c.latency_ns > 0 {
+                    format!(", {} ns", c.latency_ns)
+                } else {
+                    String::new()
+                },
+                if c.shared_by_min < c.shared_by {
+                    format!("{}–{}", c.shared_by_min, c.shared_by)
+                } else {
+                    c.shared_by.to_string()
+                }
             ),
         ));
     }

@@ -141,7 +141,8 @@ pub enum Command {
     #[command(after_help = "Examples:
   kfd trace create-queue
   kfd trace oversubscribe --chrome-trace over.json   (open in ui.perfetto.dev)
-  kfd trace event-signal --queue-type sdma --preset gfx1030
+  kfd trace event-signal --queue-type sdma --model gfx1030
+  kfd trace create-queue --fault hiq-full     (or KFD_MODEL_FAULTS=hiq-full)
   kfd trace vm-fault --json
   kfd trace dispatch --wave 3 --chrome-trace waves.json")]
     Trace(trace::TraceArgs),
@@ -259,6 +260,28 @@ pub fn one_line_usage(rendered: &str) -> String {
         .lines()
         .map(str::trim)
         .find_map(|l| l.strip_prefix("Usage: "));
+    // A list under the first line (the missing arguments) belongs to it.
+    let first = if first.ends_with(':') {
+        let items: Vec<&str> = rendered
+            .lines()
+            .skip(1)
+            .take_while(|l| l.starts_with("  ") && !l.trim().is_empty())
+            .map(str::trim)
+            .collect();
+        format!("{first} {}", items.join(", "))
+    } else {
+        first
+    };
+    // An option with fixed choices: name them on the same line.
+    let first = match rendered
+        .lines()
+        .map(str::trim)
+        .find_map(|l| l.strip_prefix("[possible values: "))
+        .and_then(|l| l.strip_suffix(']'))
+    {
+        Some(choices) => format!("{first}; choose one of {choices}"),
+        None => first,
+    };
     let message = match usage {
         Some(u) => format!("{first} (usage: {u})"),
         None => first,
@@ -276,6 +299,24 @@ mod tests {
         assert_eq!(
             one_line_usage(rendered),
             "unexpected argument '--x' found (usage: kfd decode [OPTIONS] [FILE])"
+        );
+    }
+
+    #[test]
+    fn missing_arguments_are_named() {
+        let rendered = "error: the following required arguments were not provided:\n  <FILE>\n\nUsage: kfd disasm --kernel <NAME> <FILE>\n";
+        assert_eq!(
+            one_line_usage(rendered),
+            "the following required arguments were not provided: <FILE> (usage: kfd disasm --kernel <NAME> <FILE>)"
+        );
+    }
+
+    #[test]
+    fn fixed_choices_are_listed_in_the_error() {
+        let rendered = "error: invalid value '5.0' for '--kernel <VERSION>'\n  [possible values: 6.1, 6.12]\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            one_line_usage(rendered),
+            "invalid value '5.0' for '--kernel <VERSION>'; choose one of 6.1, 6.12"
         );
     }
 

@@ -65,6 +65,30 @@ pub fn bar(done: u64, total: u64, width: usize) -> String {
     format!("[{}{}]", "#".repeat(filled), "-".repeat(width - filled))
 }
 
+/// What remains of a run at `bytes_per_s`: `12 s left`, `3 min left`, `2 h 05 min left`;
+/// `None` before there is a rate to go by or once it is done.
+pub fn time_left(done: u64, total: u64, bytes_per_s: f64) -> Option<String> {
+    if done >= total || !(bytes_per_s.is_finite() && bytes_per_s > 0.0) {
+        return None;
+    }
+    let secs = ((total - done) as f64 / bytes_per_s).ceil();
+    // Beyond a year the number says nothing more.
+    let secs = secs.min(365.0 * 86_400.0) as u64;
+    Some(match secs {
+        0..=59 => format!("{secs} s left"),
+        60..=3599 => format!("{} min left", secs.div_ceil(60)),
+        _ => format!("{} h {:02} min left", secs / 3600, (secs % 3600) / 60),
+    })
+}
+
+/// `done` as a percentage of `total`, `100%` for an empty total.
+pub fn percent(done: u64, total: u64) -> String {
+    if total == 0 {
+        return "100%".into();
+    }
+    format!("{}%", u128::from(done.min(total)) * 100 / u128::from(total))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,8 +99,27 @@ mod tests {
         assert_eq!(bar(50, 100, 10), "[#####-----]");
         assert_eq!(bar(150, 100, 4), "[####]");
         assert_eq!(bar(0, 0, 3), "[###]");
+        assert_eq!(percent(1, 3), "33%");
+        assert_eq!(percent(5, 0), "100%");
         let mut p = ProgressLine::new(false);
         p.draw("x");
         assert!(!p.is_live() && !p.drawn);
+    }
+
+    #[test]
+    fn time_left_from_the_rate() {
+        assert_eq!(time_left(0, 100, 10.0).as_deref(), Some("10 s left"));
+        assert_eq!(time_left(0, 6_000, 10.0).as_deref(), Some("10 min left"));
+        assert_eq!(
+            time_left(0, 75_600, 10.0).as_deref(),
+            Some("2 h 06 min left")
+        );
+        assert_eq!(time_left(100, 100, 10.0), None);
+        assert_eq!(time_left(0, 100, 0.0), None);
+        assert_eq!(time_left(0, 100, f64::NAN), None);
+        assert_eq!(
+            time_left(0, u64::MAX, 1e-9).as_deref(),
+            Some("8760 h 00 min left")
+        );
     }
 }

@@ -277,7 +277,26 @@ pub fn run(args: &RunArgs, style: Style) -> CliResult<u8> {
             cmd.env("KFD_MODEL_LOG", "kfd=debug,hw=debug");
         }
     }
-    let status = cmd.status();
+    // `kfd` blocks SIGINT and SIGTERM in every thread (one thread waits for them to clean up)
+    // and a spawned program inherits its spawner's mask: start it from a thread that takes
+    // them again, so the program sees Ctrl-C and `kill` as it would without `kfd run`.
+    let status = std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                use nix::sys::signal::{SigSet, Signal};
+                let mut set = SigSet::empty();
+                set.add(Signal::SIGINT);
+                set.add(Signal::SIGTERM);
+                let _ = set.thread_unblock();
+                cmd.status()
+            })
+            .join()
+            .unwrap_or_else(|_| {
+                Err(std::io::Error::other(
+                    "the thread starting the program panicked",
+                ))
+            })
+    });
     let text = std::fs::read_to_string(&summary_path).unwrap_or_default();
     let _ = std::fs::remove_file(&summary_path);
     let status = status.map_err(|e| CliError::failure(format!("cannot start '{shown}': {e}")))?;

@@ -140,7 +140,7 @@ fn info_bad_arguments_are_one_line() {
 
 #[test]
 fn a_file_that_is_not_kfd_fails_with_one_line() {
-    // /dev/null exists but answers GET_VERSION with ENOTTY: a failure of the work (status 1).
+    // /dev/null exists but answers GET_VERSION with ENOTTY: not a KFD device (status 1).
     // (With a real KFD sysfs tree, `info` prints that topology instead; see below.)
     let real_sysfs = std::path::Path::new("/sys/devices/virtual/kfd/kfd/topology").exists();
     for sub in ["info", "demo", "drain", "bench"] {
@@ -152,7 +152,10 @@ fn a_file_that_is_not_kfd_fails_with_one_line() {
         assert_eq!(o.status.code(), Some(1), "{sub}: {err}");
         assert_eq!(err.lines().count(), 1, "{sub}: {err}");
         assert!(
-            err.starts_with("kfd: cannot open /dev/null: GET_VERSION"),
+            err.starts_with(
+                "kfd: cannot open /dev/null: not a KFD device (a character device that does \
+                 not answer GET_VERSION: ENOTTY (25))"
+            ),
             "{sub}: {err}"
         );
         assert!(o.stdout.is_empty(), "{sub}: {}", stdout(&o));
@@ -169,4 +172,101 @@ fn info_prints_sysfs_when_the_device_cannot_be_opened() {
         out.contains("KFD interface unknown (cannot open /dev/null"),
         "{out}"
     );
+}
+
+/// The GPU block of `kfd info` output (from its `node 1` heading to the end).
+fn gpu_block(out: &str) -> &str {
+    &out[out.find("node 1").unwrap_or(0)..]
+}
+
+#[test]
+fn info_names_the_board_and_the_isa_as_rocminfo_does() {
+    // rocminfo 5.2.3 under the shim prints these Marketing Names and ISA names.
+    for (model, name) in [
+        (
+            "gfx900",
+            "AMD Radeon Instinct MI25 · ISA amdgcn-amd-amdhsa--gfx900:xnack-",
+        ),
+        (
+            "gfx90a",
+            "AMD Instinct MI210 · ISA amdgcn-amd-amdhsa--gfx90a:sramecc-:xnack-",
+        ),
+        (
+            "gfx1030",
+            "AMD Radeon RX 6900 XT · ISA amdgcn-amd-amdhsa--gfx1030",
+        ),
+    ] {
+        let out = ok(&["info", "--model", model]);
+        let line = field(gpu_block(&out), "name");
+        assert_eq!(
+            line.trim_start().trim_start_matches("name").trim(),
+            name,
+            "{out}"
+        );
+    }
+    let v = json(&ok(&["info", "--json"]));
+    let gpu = &v["nodes"][1]["gpu"];
+    assert_eq!(gpu["marketing_name"], "AMD Radeon Instinct MI25");
+    assert_eq!(gpu["isa"], "amdgcn-amd-amdhsa--gfx900:xnack-");
+}
+
+#[test]
+fn info_shows_the_per_asic_cache_table() {
+    // amdkfd's vega10 table: the vector L1 per CU, the scalar caches per 3 CUs (the last of
+    // each 16-CU array alone), the L2 across all 64 CUs.
+    let out = ok(&["info"]);
+    let gpu = gpu_block(&out);
+    let caches: Vec<&str> = gpu
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("caches"))
+        .take(4)
+        .map(|l| l.trim_start().trim_start_matches("caches").trim())
+        .collect();
+    assert_eq!(
+        caches,
+        [
+            "L1 16 KiB data+hsacu ×64, 64 B lines, shared by 1 CU(s)",
+            "L1 32 KiB instruction+hsacu ×24, 64 B lines, shared by 1–3 CU(s)",
+            "L1 16 KiB data+hsacu ×24, 64 B lines, shared by 1–3 CU(s)",
+            "L2 4 MiB data+hsacu, 64 B lines, shared by 64 CU(s)",
+        ],
+        "{gpu}"
+    );
+    let v = json(&ok(&["info", "--model", "gfx1030", "--json"]));
+    let caches = v["nodes"][1]["caches"].as_array().unwrap();
+    let gl1 = caches.iter().find(|c| c["size_kib"] == 128).expect("a GL1");
+    assert_eq!(
+        (gl1["instances"].as_u64(), gl1["shared_by"].as_u64()),
+        (Some(8), Some(10))
+    );
+    let l3 = caches.iter().find(|c| c["level"] == 3).expect("an L3");
+    assert_eq!(
+        (l3["size_kib"].as_u64(), l3["shared_by"].as_u64()),
+        (Some(131072), Some(80))
+    );
+}
+
+#[test]
+fn a_path_that_is_no_device_says_so_and_names_its_errno() {
+    if std::path::Path::new("/sys/devices/virtual/kfd/kfd/topology").exists() {
+        return; // info then prints the real sysfs instead
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plain");
+    std::fs::write(&file, b"x").unwrap();
+    for (path, what) in [
+        (dir.path().to_str().unwrap(), "a directory"),
+        (file.to_str().unwrap(), "a regular file"),
+    ] {
+        let o = kfd(&["info", "--device", path]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert_eq!(
+            err.trim_end(),
+            format!(
+                "kfd: cannot open {path}: not a KFD device ({what}); use --model gfx900 to run on the model"
+            )
+        );
+        assert!(!err.contains("E?"), "{err}");
+    }
 }

@@ -63,7 +63,7 @@ impl Errno {
     /// Restart the system call (interrupted by a non-fatal signal).
     pub const ERESTARTSYS: Errno = Errno(ERESTARTSYS);
 
-    /// The symbolic name (`"EINVAL"`), or `"E?"` for numbers without one here.
+    /// The symbolic name (`"EINVAL"`), or `"E?"` for a number Linux does not define.
     pub fn name(self) -> &'static str {
         errno_name(self.0).unwrap_or("E?")
     }
@@ -83,33 +83,146 @@ impl fmt::Display for Errno {
 
 impl core::error::Error for Errno {}
 
+/// Every Linux error number of x86-64 (asm-generic/errno-base.h and errno.h; 41 and 58 are
+/// unused), then the two kernel-internal values amdkfd leaks.
 const NAMES: &[(i32, &str)] = &[
     (1, "EPERM"),
     (2, "ENOENT"),
     (3, "ESRCH"),
     (4, "EINTR"),
     (5, "EIO"),
+    (6, "ENXIO"),
+    (7, "E2BIG"),
+    (8, "ENOEXEC"),
     (9, "EBADF"),
+    (10, "ECHILD"),
     (11, "EAGAIN"),
     (12, "ENOMEM"),
     (13, "EACCES"),
     (14, "EFAULT"),
+    (15, "ENOTBLK"),
     (16, "EBUSY"),
     (17, "EEXIST"),
+    (18, "EXDEV"),
     (19, "ENODEV"),
+    (20, "ENOTDIR"),
+    (21, "EISDIR"),
     (22, "EINVAL"),
+    (23, "ENFILE"),
+    (24, "EMFILE"),
     (25, "ENOTTY"),
+    (26, "ETXTBSY"),
+    (27, "EFBIG"),
     (28, "ENOSPC"),
+    (29, "ESPIPE"),
+    (30, "EROFS"),
+    (31, "EMLINK"),
+    (32, "EPIPE"),
+    (33, "EDOM"),
     (34, "ERANGE"),
+    (35, "EDEADLK"),
+    (36, "ENAMETOOLONG"),
+    (37, "ENOLCK"),
+    (38, "ENOSYS"),
+    (39, "ENOTEMPTY"),
+    (40, "ELOOP"),
+    (42, "ENOMSG"),
+    (43, "EIDRM"),
+    (44, "ECHRNG"),
+    (45, "EL2NSYNC"),
+    (46, "EL3HLT"),
+    (47, "EL3RST"),
+    (48, "ELNRNG"),
+    (49, "EUNATCH"),
+    (50, "ENOCSI"),
+    (51, "EL2HLT"),
+    (52, "EBADE"),
+    (53, "EBADR"),
+    (54, "EXFULL"),
+    (55, "ENOANO"),
+    (56, "EBADRQC"),
+    (57, "EBADSLT"),
+    (59, "EBFONT"),
+    (60, "ENOSTR"),
+    (61, "ENODATA"),
     (62, "ETIME"),
+    (63, "ENOSR"),
+    (64, "ENONET"),
+    (65, "ENOPKG"),
+    (66, "EREMOTE"),
+    (67, "ENOLINK"),
+    (68, "EADV"),
+    (69, "ESRMNT"),
+    (70, "ECOMM"),
+    (71, "EPROTO"),
+    (72, "EMULTIHOP"),
+    (73, "EDOTDOT"),
+    (74, "EBADMSG"),
+    (75, "EOVERFLOW"),
+    (76, "ENOTUNIQ"),
+    (77, "EBADFD"),
+    (78, "EREMCHG"),
+    (79, "ELIBACC"),
+    (80, "ELIBBAD"),
+    (81, "ELIBSCN"),
+    (82, "ELIBMAX"),
+    (83, "ELIBEXEC"),
+    (84, "EILSEQ"),
+    (85, "ERESTART"),
+    (86, "ESTRPIPE"),
+    (87, "EUSERS"),
+    (88, "ENOTSOCK"),
+    (89, "EDESTADDRREQ"),
+    (90, "EMSGSIZE"),
+    (91, "EPROTOTYPE"),
+    (92, "ENOPROTOOPT"),
+    (93, "EPROTONOSUPPORT"),
+    (94, "ESOCKTNOSUPPORT"),
     (95, "EOPNOTSUPP"),
+    (96, "EPFNOSUPPORT"),
+    (97, "EAFNOSUPPORT"),
+    (98, "EADDRINUSE"),
+    (99, "EADDRNOTAVAIL"),
+    (100, "ENETDOWN"),
+    (101, "ENETUNREACH"),
+    (102, "ENETRESET"),
+    (103, "ECONNABORTED"),
+    (104, "ECONNRESET"),
+    (105, "ENOBUFS"),
+    (106, "EISCONN"),
+    (107, "ENOTCONN"),
+    (108, "ESHUTDOWN"),
+    (109, "ETOOMANYREFS"),
     (110, "ETIMEDOUT"),
+    (111, "ECONNREFUSED"),
+    (112, "EHOSTDOWN"),
+    (113, "EHOSTUNREACH"),
+    (114, "EALREADY"),
+    (115, "EINPROGRESS"),
+    (116, "ESTALE"),
+    (117, "EUCLEAN"),
+    (118, "ENOTNAM"),
+    (119, "ENAVAIL"),
+    (120, "EISNAM"),
+    (121, "EREMOTEIO"),
+    (122, "EDQUOT"),
+    (123, "ENOMEDIUM"),
+    (124, "EMEDIUMTYPE"),
+    (125, "ECANCELED"),
+    (126, "ENOKEY"),
+    (127, "EKEYEXPIRED"),
+    (128, "EKEYREVOKED"),
+    (129, "EKEYREJECTED"),
+    (130, "EOWNERDEAD"),
+    (131, "ENOTRECOVERABLE"),
+    (132, "ERFKILL"),
+    (133, "EHWPOISON"),
     (ERESTARTSYS, "ERESTARTSYS"),
     (ENOTSUPP, "ENOTSUPP"),
 ];
 
-/// The symbolic name of an error number amdkfd or a KFD client deals in (`"EINVAL"` for 22),
-/// `None` for others.
+/// The symbolic name of a Linux error number (`"EINVAL"` for 22) or of the kernel-internal
+/// ones amdkfd leaks (`ERESTARTSYS`, `ENOTSUPP`); `None` for other numbers.
 pub fn errno_name(errno: i32) -> Option<&'static str> {
     NAMES
         .iter()
@@ -127,7 +240,40 @@ mod tests {
         assert_eq!(errno_name(ENOTSUPP), Some("ENOTSUPP"));
         assert_eq!(errno_name(95), Some("EOPNOTSUPP"));
         assert_eq!(errno_name(62), Some("ETIME"));
-        assert_eq!(errno_name(7), None);
+        assert_eq!(errno_name(21), Some("EISDIR"));
+        assert_eq!(errno_name(41), None);
+        assert_eq!(errno_name(4000), None);
+    }
+
+    /// Every name agrees with the libc crate's value for it, and every libc value from 1 to
+    /// 133 has a name.
+    #[test]
+    fn every_linux_errno_is_named_as_libc_names_it() {
+        macro_rules! agree {
+            ($($name:ident)*) => {
+                $( assert_eq!(errno_name(libc::$name), Some(stringify!($name))); )*
+                let all = [$(libc::$name),*];
+                for n in 1..=133 {
+                    if n != 41 && n != 58 {
+                        assert!(all.contains(&n), "{n} has no libc constant here");
+                    }
+                }
+            };
+        }
+        agree!(EPERM ENOENT ESRCH EINTR EIO ENXIO E2BIG ENOEXEC EBADF ECHILD EAGAIN ENOMEM EACCES
+            EFAULT ENOTBLK EBUSY EEXIST EXDEV ENODEV ENOTDIR EISDIR EINVAL ENFILE EMFILE ENOTTY
+            ETXTBSY EFBIG ENOSPC ESPIPE EROFS EMLINK EPIPE EDOM ERANGE EDEADLK ENAMETOOLONG ENOLCK
+            ENOSYS ENOTEMPTY ELOOP ENOMSG EIDRM ECHRNG EL2NSYNC EL3HLT EL3RST ELNRNG EUNATCH ENOCSI
+            EL2HLT EBADE EBADR EXFULL ENOANO EBADRQC EBADSLT EBFONT ENOSTR ENODATA ETIME ENOSR
+            ENONET ENOPKG EREMOTE ENOLINK EADV ESRMNT ECOMM EPROTO EMULTIHOP EDOTDOT EBADMSG
+            EOVERFLOW ENOTUNIQ EBADFD EREMCHG ELIBACC ELIBBAD ELIBSCN ELIBMAX ELIBEXEC EILSEQ
+            ERESTART ESTRPIPE EUSERS ENOTSOCK EDESTADDRREQ EMSGSIZE EPROTOTYPE ENOPROTOOPT
+            EPROTONOSUPPORT ESOCKTNOSUPPORT EOPNOTSUPP EPFNOSUPPORT EAFNOSUPPORT EADDRINUSE
+            EADDRNOTAVAIL ENETDOWN ENETUNREACH ENETRESET ECONNABORTED ECONNRESET ENOBUFS EISCONN
+            ENOTCONN ESHUTDOWN ETOOMANYREFS ETIMEDOUT ECONNREFUSED EHOSTDOWN EHOSTUNREACH EALREADY
+            EINPROGRESS ESTALE EUCLEAN ENOTNAM ENAVAIL EISNAM EREMOTEIO EDQUOT ENOMEDIUM
+            EMEDIUMTYPE ECANCELED ENOKEY EKEYEXPIRED EKEYREVOKED EKEYREJECTED EOWNERDEAD
+            ENOTRECOVERABLE ERFKILL EHWPOISON);
     }
 
     #[test]
@@ -139,7 +285,8 @@ mod tests {
         assert_eq!(Errno::EOPNOTSUPP.0, 95);
         assert_eq!(format!("{}", Errno::EINVAL), "EINVAL (22)");
         assert_eq!(format!("{:?}", Errno::EFAULT), "EFAULT(14)");
-        assert_eq!(Errno(7).name(), "E?");
+        assert_eq!(Errno(7).name(), "E2BIG");
+        assert_eq!(Errno(4000).name(), "E?");
         // Every named constant has its name in the table.
         for e in [
             Errno::EPERM,

@@ -123,6 +123,102 @@ pub enum VramType {
     Gddr6,
 }
 
+/// What a GPU cache holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheContents {
+    /// Data (vector L1, scalar data, GL1, L2, L3).
+    Data,
+    /// Instructions (the SQC's instruction cache).
+    Instruction,
+}
+
+/// Which compute units one instance of a cache serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheSharing {
+    /// Each group of this many consecutive CUs of a shader array has its own instance (the
+    /// last group of an array may be smaller); amdkfd's `num_cu_shared` of a level-1 cache.
+    CusOfArray(u32),
+    /// One instance serves every CU of the GPU (L2, L3).
+    WholeGpu,
+}
+
+/// One kind of cache of a part: a row of amdkfd's per-ASIC cache table (`kfd_crat.c`), which
+/// the topology turns into one sysfs cache per instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheFacts {
+    /// Cache level (1, 2, 3).
+    pub level: u32,
+    /// What it holds.
+    pub contents: CacheContents,
+    /// Size of one instance, KiB.
+    pub size_kib: u32,
+    /// Line size, bytes.
+    pub line_bytes: u32,
+    /// Which CUs one instance serves.
+    pub sharing: CacheSharing,
+}
+
+impl CacheFacts {
+    const fn new(
+        level: u32,
+        contents: CacheContents,
+        size_kib: u32,
+        line_bytes: u32,
+        sharing: CacheSharing,
+    ) -> Self {
+        CacheFacts {
+            level,
+            contents,
+            size_kib,
+            line_bytes,
+            sharing,
+        }
+    }
+}
+
+/// The xnack and sramecc target features a part has (LLVM's target ID features), each `None`
+/// when the part does not support it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TargetFeatures {
+    /// Whether the part supports `sramecc` (and whether the modelled board has it on).
+    pub sramecc: Option<bool>,
+    /// Whether the part supports `xnack` (and whether it is on by default).
+    pub xnack: Option<bool>,
+}
+
+impl TargetFeatures {
+    /// The target ID as rocminfo prints it (`gfx90a:sramecc-:xnack-`, or the bare name for a
+    /// part without either feature), as a `Display`.
+    pub const fn target_id(self, gfx_name: &str) -> TargetId<'_> {
+        TargetId {
+            gfx_name,
+            features: self,
+        }
+    }
+}
+
+/// A target ID: a gfx name and its feature states (see [`TargetFeatures::target_id`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TargetId<'a> {
+    gfx_name: &'a str,
+    features: TargetFeatures,
+}
+
+impl fmt::Display for TargetId<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.gfx_name)?;
+        for (name, state) in [
+            ("sramecc", self.features.sramecc),
+            ("xnack", self.features.xnack),
+        ] {
+            if let Some(on) = state {
+                write!(f, ":{name}{}", if on { '+' } else { '-' })?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Everything fixed about one modelled part: identity, versions, and the numbers its
 /// topology node, DRM device information and queues are built from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,6 +229,12 @@ pub struct PresetFacts {
     pub chip: &'static str,
     /// The board the preset stands for.
     pub board: &'static str,
+    /// The marketing name libdrm's `amdgpu.ids` gives the board (what rocminfo prints).
+    pub marketing_name: &'static str,
+    /// The target ID features (`xnack`, `sramecc`) and their state on the modelled board.
+    pub features: TargetFeatures,
+    /// The caches, in amdkfd's table order (its per-ASIC `kfd_gpu_cache_info` rows).
+    pub caches: &'static [CacheFacts],
     /// The GC IP version (`KFD_GC_VERSION`).
     pub gc: GfxVersion,
     /// The generation of [`PresetFacts::gc`] (checked at compile time to agree with it).
@@ -237,10 +339,60 @@ presets! {
 
 const GIB: u64 = 1 << 30;
 
+use CacheContents::{Data, Instruction};
+use CacheSharing::{CusOfArray, WholeGpu};
+
+// The cache tables below follow amdkfd's per-ASIC tables (kfd_crat.c: vega10, aldebaran,
+// sienna_cichlid; GC 9.4.3 reads its sizes from IP discovery) and AMD's published cache sizes.
+
+/// Vega 10: a 16 KiB vector L1 per CU, scalar instruction (32 KiB) and data (16 KiB) caches per
+/// 3 CUs, a 4 MiB L2; 64-byte lines throughout.
+const VEGA10_CACHES: &[CacheFacts] = &[
+    CacheFacts::new(1, Data, 16, 64, CusOfArray(1)),
+    CacheFacts::new(1, Instruction, 32, 64, CusOfArray(3)),
+    CacheFacts::new(1, Data, 16, 64, CusOfArray(3)),
+    CacheFacts::new(2, Data, 4096, 64, WholeGpu),
+];
+
+/// Aldebaran: as Vega 10 with the scalar caches per 2 CUs and an 8 MiB L2 of 128-byte lines.
+const ALDEBARAN_CACHES: &[CacheFacts] = &[
+    CacheFacts::new(1, Data, 16, 64, CusOfArray(1)),
+    CacheFacts::new(1, Instruction, 32, 64, CusOfArray(2)),
+    CacheFacts::new(1, Data, 16, 64, CusOfArray(2)),
+    CacheFacts::new(2, Data, 8192, 128, WholeGpu),
+];
+
+/// Aqua Vanjaram (MI300X, CDNA3): a 32 KiB vector L1 per CU, a 64 KiB instruction and a 16 KiB
+/// scalar cache per 2 CUs, 4 MiB L2 (per XCC, as amdkfd reports it), 256 MiB Infinity Cache.
+const AQUA_VANJARAM_CACHES: &[CacheFacts] = &[
+    CacheFacts::new(1, Data, 32, 128, CusOfArray(1)),
+    CacheFacts::new(1, Instruction, 64, 64, CusOfArray(2)),
+    CacheFacts::new(1, Data, 16, 64, CusOfArray(2)),
+    CacheFacts::new(2, Data, 4096, 128, WholeGpu),
+    CacheFacts::new(3, Data, 262144, 64, WholeGpu),
+];
+
+/// Navi 21: a 16 KiB vector L0 per CU (level 1 to KFD), scalar caches per 2 CUs, a 128 KiB GL1
+/// per shader array (10 CUs), a 4 MiB L2 and a 128 MiB Infinity Cache.
+const SIENNA_CICHLID_CACHES: &[CacheFacts] = &[
+    CacheFacts::new(1, Data, 16, 128, CusOfArray(1)),
+    CacheFacts::new(1, Instruction, 32, 64, CusOfArray(2)),
+    CacheFacts::new(1, Data, 16, 64, CusOfArray(2)),
+    CacheFacts::new(1, Data, 128, 128, CusOfArray(10)),
+    CacheFacts::new(2, Data, 4096, 128, WholeGpu),
+    CacheFacts::new(3, Data, 131072, 64, WholeGpu),
+];
+
 const GFX900: PresetFacts = PresetFacts {
     gfx_name: "gfx900",
     chip: "vega10",
     board: "Radeon Instinct MI25",
+    marketing_name: "AMD Radeon Instinct MI25",
+    features: TargetFeatures {
+        sramecc: None,
+        xnack: Some(false),
+    },
+    caches: VEGA10_CACHES,
     gc: GfxVersion::new(9, 0, 1),
     generation: Generation::Gfx9,
     sdma: GfxVersion::new(4, 0, 0),
@@ -279,6 +431,12 @@ const GFX90A: PresetFacts = PresetFacts {
     gfx_name: "gfx90a",
     chip: "aldebaran",
     board: "Instinct MI210",
+    marketing_name: "AMD Instinct MI210",
+    features: TargetFeatures {
+        sramecc: Some(false),
+        xnack: Some(false),
+    },
+    caches: ALDEBARAN_CACHES,
     gc: GfxVersion::new(9, 4, 2),
     generation: Generation::Gfx9,
     sdma: GfxVersion::new(4, 4, 0),
@@ -317,6 +475,12 @@ const GFX942: PresetFacts = PresetFacts {
     gfx_name: "gfx942",
     chip: "aqua_vanjaram",
     board: "Instinct MI300X",
+    marketing_name: "AMD Instinct MI300X",
+    features: TargetFeatures {
+        sramecc: Some(false),
+        xnack: Some(false),
+    },
+    caches: AQUA_VANJARAM_CACHES,
     gc: GfxVersion::new(9, 4, 3),
     generation: Generation::Gfx9,
     sdma: GfxVersion::new(4, 4, 2),
@@ -355,6 +519,12 @@ const GFX1030: PresetFacts = PresetFacts {
     gfx_name: "gfx1030",
     chip: "sienna_cichlid",
     board: "Radeon RX 6900 XT",
+    marketing_name: "AMD Radeon RX 6900 XT",
+    features: TargetFeatures {
+        sramecc: None,
+        xnack: None,
+    },
+    caches: SIENNA_CICHLID_CACHES,
     gc: GfxVersion::new(10, 3, 0),
     generation: Generation::Gfx10,
     sdma: GfxVersion::new(5, 2, 0),
@@ -413,7 +583,8 @@ impl Preset {
     }
 }
 
-// Every row's generation is the one its GC version names.
+// Every row's generation is the one its GC version names, and its cache table agrees with its
+// L2 and L3 sizes.
 const _: () = {
     let mut i = 0;
     while i < Preset::ALL.len() {
@@ -421,6 +592,20 @@ const _: () = {
         assert!(
             f.generation.major() == f.gc.major,
             "generation disagrees with GC version"
+        );
+        let (mut l2, mut l3) = (0, 0);
+        let mut c = 0;
+        while c < f.caches.len() {
+            match f.caches[c].level {
+                2 => l2 += f.caches[c].size_kib,
+                3 => l3 += f.caches[c].size_kib,
+                _ => {}
+            }
+            c += 1;
+        }
+        assert!(
+            l2 == f.l2_kib && l3 == f.l3_kib,
+            "cache table disagrees with l2_kib/l3_kib"
         );
         i += 1;
     }
@@ -508,6 +693,62 @@ mod tests {
             GfxVersion::from_target_version(90010).generation(),
             Some(Generation::Gfx9)
         );
+    }
+
+    #[test]
+    fn target_ids_as_rocminfo_prints_them() {
+        let id = |p: Preset| format!("{}", p.facts().features.target_id(p.name()));
+        // rocminfo 5.2.3 under the shim: amdgcn-amd-amdhsa--gfx900:xnack-, --gfx90a:sramecc-:xnack-,
+        // --gfx1030.
+        assert_eq!(id(Preset::Gfx900), "gfx900:xnack-");
+        assert_eq!(id(Preset::Gfx90a), "gfx90a:sramecc-:xnack-");
+        assert_eq!(id(Preset::Gfx942), "gfx942:sramecc-:xnack-");
+        assert_eq!(id(Preset::Gfx1030), "gfx1030");
+        let on = TargetFeatures {
+            sramecc: Some(true),
+            xnack: Some(true),
+        };
+        assert_eq!(
+            format!("{}", on.target_id("gfx90a")),
+            "gfx90a:sramecc+:xnack+"
+        );
+    }
+
+    #[test]
+    fn cache_tables_follow_amdkfd() {
+        // vega10_cache_info: TCP per CU, SQC instruction and data per 3 CUs, L2 4 MiB.
+        let v = Preset::Gfx900.facts().caches;
+        assert_eq!(v.len(), 4);
+        assert_eq!(v[0], CacheFacts::new(1, Data, 16, 64, CusOfArray(1)));
+        assert_eq!(
+            (v[1].contents, v[1].size_kib, v[1].sharing),
+            (Instruction, 32, CusOfArray(3))
+        );
+        assert_eq!(
+            (v[3].level, v[3].size_kib, v[3].sharing),
+            (2, 4096, WholeGpu)
+        );
+        // aldebaran_cache_info: scalar caches per 2 CUs, 8 MiB L2 of 128-byte lines.
+        let a = Preset::Gfx90a.facts().caches;
+        assert_eq!(
+            (a[2].sharing, a[3].size_kib, a[3].line_bytes),
+            (CusOfArray(2), 8192, 128)
+        );
+        // sienna_cichlid_cache_info: a GL1 per shader array of 10 CUs and a 128 MiB L3.
+        let n = Preset::Gfx1030.facts().caches;
+        assert_eq!((n[3].size_kib, n[3].sharing), (128, CusOfArray(10)));
+        assert_eq!((n[5].level, n[5].size_kib), (3, 131072));
+        for &p in Preset::ALL {
+            let f = p.facts();
+            // Every level-1 group fits a shader array; every part has its L1 per CU.
+            assert_eq!(f.caches[0].sharing, CusOfArray(1), "{p}");
+            for c in f.caches {
+                if let CusOfArray(n) = c.sharing {
+                    assert!(n >= 1 && u64::from(n) <= f.cu_per_simd_array, "{p}");
+                }
+            }
+            assert!(f.marketing_name.starts_with("AMD "), "{p}");
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! the host), so the same preset always produces the same tree and the same `gpu_id`s.
 
 use crate::config::{ModelConfig, Preset};
-use kfd_sys::gpu::PresetFacts;
+use kfd_sys::gpu::{CacheContents, CacheSharing, PresetFacts};
 use kfd_sys::sysfs::{self, cache, io_link, mem_bank, node};
 use mqd::{topology_sizes, GfxVersion, TopologyInputs, TopologySizes};
 use std::fmt::Write as _;
@@ -404,39 +404,7 @@ fn gpu_node(spec: &PresetFacts, index: usize, gpus: usize, preset: Preset) -> No
         eop_buffer_size: u64::from(sizes.eop_buffer_size),
         ..Default::default()
     };
-    let hsacu = sysfs::HSA_CACHE_TYPE_DATA | sysfs::HSA_CACHE_TYPE_HSACU;
-    let mut caches = vec![
-        Cache {
-            processor_id_low: properties.simd_id_base as u32,
-            level: 1,
-            size_kib: 16,
-            cache_line_size: 64,
-            cache_lines_per_tag: 1,
-            association: 4,
-            latency: 120,
-            cache_type: hsacu,
-            sibling_map: vec![1; spec.cus as usize],
-        },
-        Cache {
-            processor_id_low: properties.simd_id_base as u32,
-            level: 2,
-            size_kib: spec.l2_kib,
-            cache_line_size: 128,
-            cache_lines_per_tag: 1,
-            association: 16,
-            latency: 500,
-            cache_type: hsacu,
-            sibling_map: vec![1; spec.cus as usize],
-        },
-    ];
-    if spec.l3_kib > 0 {
-        caches.push(Cache {
-            level: 3,
-            size_kib: spec.l3_kib,
-            latency: 800,
-            ..caches[1].clone()
-        });
-    }
+    let caches = gpu_caches(spec, properties.simd_id_base as u32);
     let mut io_links = vec![pcie_link(node_id, 0)];
     if properties.hive_id != 0 {
         for peer in (1..=gpus as u32).filter(|&p| p != node_id) {
@@ -463,6 +431,70 @@ fn gpu_node(spec: &PresetFacts, index: usize, gpus: usize, preset: Preset) -> No
         caches,
         io_links,
     }
+}
+
+/// Bits per shader array in a sibling map (amdkfd writes a 32-bit CU bitmap per array).
+const SIBLING_BITS_PER_ARRAY: usize = 32;
+
+/// Active CUs in each shader array: the part's CUs spread over its arrays, the first arrays
+/// taking one more when they do not divide evenly (a harvested part).
+fn active_cus_per_array(spec: &PresetFacts) -> Vec<usize> {
+    let arrays = spec.array_count.max(1) as usize;
+    let cus = spec.cus as usize;
+    (0..arrays)
+        .map(|a| (cus / arrays + usize::from(a < cus % arrays)).min(SIBLING_BITS_PER_ARRAY))
+        .collect()
+}
+
+/// The GPU's caches as amdkfd lists them from its per-ASIC table: for a level-1 row one
+/// cache per group of CUs in each shader array, for L2/L3 one cache across the GPU; each with
+/// the first CU it serves as `processor_id_low` and a sibling map relative to that CU.
+/// Associativity, latency and lines per tag stay 0, as the driver leaves them for GPUs.
+fn gpu_caches(spec: &PresetFacts, simd_id_base: u32) -> Vec<Cache> {
+    let active = active_cus_per_array(spec);
+    let mut caches = Vec::new();
+    for row in spec.caches {
+        let cache_type = sysfs::HSA_CACHE_TYPE_HSACU
+            | match row.contents {
+                CacheContents::Data => sysfs::HSA_CACHE_TYPE_DATA,
+                CacheContents::Instruction => sysfs::HSA_CACHE_TYPE_INSTRUCTION,
+            };
+        let cache = |first_cu: usize, sibling_map: Vec<u8>| Cache {
+            processor_id_low: simd_id_base + first_cu as u32,
+            level: row.level,
+            size_kib: row.size_kib,
+            cache_line_size: row.line_bytes,
+            cache_lines_per_tag: 0,
+            association: 0,
+            latency: 0,
+            cache_type,
+            sibling_map,
+        };
+        match row.sharing {
+            CacheSharing::CusOfArray(n) => {
+                let n = n.max(1) as usize;
+                let mut first_cu = 0;
+                for &in_array in &active {
+                    for k in (0..in_array).step_by(n) {
+                        let group = n.min(in_array - k);
+                        let mut map = vec![0u8; SIBLING_BITS_PER_ARRAY];
+                        map[..group].fill(1);
+                        caches.push(cache(first_cu + k, map));
+                    }
+                    first_cu += in_array;
+                }
+            }
+            CacheSharing::WholeGpu => {
+                let mut map = vec![0u8; SIBLING_BITS_PER_ARRAY * active.len()];
+                for (a, &in_array) in active.iter().enumerate() {
+                    let at = a * SIBLING_BITS_PER_ARRAY;
+                    map[at..at + in_array].fill(1);
+                }
+                caches.push(cache(0, map));
+            }
+        }
+    }
+    caches
 }
 
 #[cfg(test)]
@@ -553,7 +585,8 @@ mod tests {
             for c in 0..n.caches.len() {
                 let text =
                     std::fs::read_to_string(nd.join(format!("caches/{c}/properties"))).unwrap();
-                assert!(text.contains("sibling_map 1,1"));
+                // Relative to processor_id_low: its first entry is the first sharer.
+                assert!(text.contains("sibling_map 1,"), "{text}");
             }
             if n.is_gpu() {
                 assert_eq!(get("gfx_target_version"), Some(90010));
@@ -575,5 +608,90 @@ mod tests {
                 assert_eq!(n.io_links.len(), 2);
             }
         }
+    }
+
+    fn ones(map: &[u8]) -> usize {
+        map.iter().filter(|&&b| b == 1).count()
+    }
+
+    #[test]
+    fn vega10_caches_follow_the_kernel_table() {
+        // kfd_crat.c vega10_cache_info: TCP L1 16 KiB per CU, SQC instruction 32 KiB and
+        // scalar data 16 KiB per 3 CUs, L2 4 MiB across the GPU; 64-byte lines.
+        let t = Topology::from_config(&ModelConfig::new(Preset::Gfx900));
+        let gpu = t.gpus().next().unwrap();
+        let base = gpu.properties.simd_id_base as u32;
+        let c = &gpu.caches;
+        // 64 TCPs, then per shader array of 16 CUs six SQC groups (five of 3, one of 1) of
+        // each kind, then the L2.
+        assert_eq!(c.len(), 64 + 24 + 24 + 1);
+        for (i, tcp) in c[..64].iter().enumerate() {
+            assert_eq!((tcp.level, tcp.size_kib, tcp.cache_line_size), (1, 16, 64));
+            assert_eq!(tcp.processor_id_low, base + i as u32);
+            assert_eq!(tcp.sibling_map.len(), 32);
+            assert_eq!((tcp.sibling_map[0], ones(&tcp.sibling_map)), (1, 1));
+            assert_eq!(
+                tcp.cache_type,
+                sysfs::HSA_CACHE_TYPE_DATA | sysfs::HSA_CACHE_TYPE_HSACU
+            );
+        }
+        let sqc_i = &c[64..88];
+        assert!(sqc_i.iter().all(|s| s.size_kib == 32
+            && s.cache_type == sysfs::HSA_CACHE_TYPE_INSTRUCTION | sysfs::HSA_CACHE_TYPE_HSACU));
+        let sharing: Vec<usize> = sqc_i[..6].iter().map(|s| ones(&s.sibling_map)).collect();
+        assert_eq!(sharing, [3, 3, 3, 3, 3, 1]);
+        let firsts: Vec<u32> = sqc_i[..7]
+            .iter()
+            .map(|s| s.processor_id_low - base)
+            .collect();
+        assert_eq!(firsts, [0, 3, 6, 9, 12, 15, 16]);
+        assert!(c[88..112].iter().all(|s| s.size_kib == 16 && s.level == 1));
+        let l2 = &c[112];
+        assert_eq!((l2.level, l2.size_kib, l2.cache_line_size), (2, 4096, 64));
+        assert_eq!((l2.processor_id_low, ones(&l2.sibling_map)), (base, 64));
+        assert_eq!(l2.sibling_map.len(), 4 * 32);
+        // amdkfd leaves associativity and latency unset for a GPU's caches.
+        assert!(c.iter().all(|x| x.association == 0 && x.latency == 0));
+    }
+
+    #[test]
+    fn every_preset_has_one_l1_per_cu_and_its_l2_across_the_gpu() {
+        for &p in Preset::ALL {
+            let t = Topology::from_config(&ModelConfig::new(p));
+            let gpu = t.gpus().next().unwrap();
+            let f = p.facts();
+            let per_cu = gpu
+                .caches
+                .iter()
+                .filter(|c| {
+                    c.level == 1 && ones(&c.sibling_map) == 1 && c.size_kib == f.caches[0].size_kib
+                })
+                .count() as u64;
+            assert!(per_cu >= f.cus, "{p}: {per_cu} single-CU L1s");
+            let l2: Vec<_> = gpu.caches.iter().filter(|c| c.level == 2).collect();
+            assert_eq!(l2.len(), 1, "{p}");
+            assert_eq!(ones(&l2[0].sibling_map) as u64, f.cus, "{p}");
+            assert_eq!(l2[0].size_kib, f.l2_kib, "{p}");
+            let l3: Vec<_> = gpu.caches.iter().filter(|c| c.level == 3).collect();
+            assert_eq!(l3.len(), usize::from(f.l3_kib > 0), "{p}");
+            // Every level-1 instance serves CUs of one shader array.
+            for c in gpu.caches.iter().filter(|c| c.level == 1) {
+                assert!(
+                    (1..=f.cu_per_simd_array as usize).contains(&ones(&c.sibling_map)),
+                    "{p}"
+                );
+            }
+        }
+        // Navi 21's GL1: one per shader array of 10 CUs.
+        let t = Topology::from_config(&ModelConfig::new(Preset::Gfx1030));
+        let gl1 = t
+            .gpus()
+            .next()
+            .unwrap()
+            .caches
+            .iter()
+            .filter(|c| c.size_kib == 128)
+            .count();
+        assert_eq!(gl1, 8);
     }
 }

@@ -8,9 +8,11 @@
 //! | `KFD_MODEL_LOG` | log filter: `level` or `target=level`, comma separated | `warn` |
 //! | `KFD_MODEL_LOG_FILE` | append the log here instead of stderr | — |
 //! | `KFD_RUN_SUMMARY` | at exit, append the shader counters here as one JSON line ([`crate::summary`]; `kfd run` sets it) | — |
+//! | `KFD_MODEL_FAULTS` | faults to inject ([`kfd_model::faults`]); a malformed list makes every open of `/dev/kfd` fail with `EINVAL` | — |
 
 use core::fmt;
-use kfd_model::{KernelVersion, ModelConfig, Preset};
+use kfd_model::faults::FAULTS_ENV;
+use kfd_model::{Fault, KernelVersion, ModelConfig, Preset};
 use log::LevelFilter;
 
 /// Environment variable naming the GPU preset.
@@ -141,6 +143,9 @@ pub struct ShimConfig {
     pub log_file: Option<String>,
     /// Where the exit summary goes (none when `None`).
     pub summary_file: Option<String>,
+    /// Faults to inject into every GPU, or why `KFD_MODEL_FAULTS` could not be read (then
+    /// the model is not built: opening `/dev/kfd` fails, as a driver that refused to load).
+    pub faults: Result<Vec<Fault>, ConfigError>,
 }
 
 impl Default for ShimConfig {
@@ -152,6 +157,7 @@ impl Default for ShimConfig {
             log: LogFilter::default(),
             log_file: None,
             summary_file: None,
+            faults: Ok(Vec::new()),
         }
     }
 }
@@ -197,6 +203,9 @@ impl ShimConfig {
         }
         cfg.log_file = get(ENV_LOG_FILE);
         cfg.summary_file = get(ENV_RUN_SUMMARY);
+        if let Some(v) = get(FAULTS_ENV) {
+            cfg.faults = Fault::parse_list(&v).map_err(|e| err(FAULTS_ENV, &v, e));
+        }
         Ok(cfg)
     }
 
@@ -205,11 +214,15 @@ impl ShimConfig {
         ShimConfig::from_lookup(|name| std::env::var(name).ok())
     }
 
-    /// The model configuration this describes.
+    /// The model configuration this describes (without faults when they did not parse).
     pub fn model_config(&self) -> ModelConfig {
-        ModelConfig::new(self.preset)
-            .with_gpus(self.gpus)
-            .with_kernel(self.kernel)
+        let faults = self.faults.as_deref().unwrap_or_default();
+        faults.iter().fold(
+            ModelConfig::new(self.preset)
+                .with_gpus(self.gpus)
+                .with_kernel(self.kernel),
+            |config, f| config.with_fault(*f),
+        )
     }
 
     /// The render minors of the modelled GPUs (`128 + index`, as the model's topology).
@@ -264,6 +277,31 @@ mod tests {
         assert_eq!(c.summary_file.as_deref(), Some("/tmp/summary.jsonl"));
         assert_eq!(c.render_minors(), 128..132);
         assert_eq!(c.model_config().kernel, KernelVersion::Linux6_1);
+        let c = cfg(&[(FAULTS_ENV, "hiq-full, slow-engine=100us")]).unwrap();
+        let both = vec![
+            Fault::HiqFull,
+            Fault::SlowEngine(std::time::Duration::from_micros(100)),
+        ];
+        assert_eq!(c.faults, Ok(both.clone()));
+        assert_eq!(c.model_config().faults, both);
+    }
+
+    #[test]
+    fn malformed_faults_keep_the_rest_and_say_what_is_accepted() {
+        let c = cfg(&[(ENV_PRESET, "gfx90a"), (FAULTS_ENV, "garbage")]).unwrap();
+        assert_eq!(c.preset, Preset::Gfx90a);
+        let e = c.faults.clone().unwrap_err();
+        assert_eq!(e.variable, FAULTS_ENV);
+        let line = e.to_string();
+        assert!(
+            line.starts_with("KFD_MODEL_FAULTS=\"garbage\": unknown fault 'garbage'"),
+            "{line}"
+        );
+        assert!(
+            line.contains("hiq-full") && line.contains("vm-fault=VA+LEN"),
+            "{line}"
+        );
+        assert!(c.model_config().faults.is_empty());
     }
 
     #[test]

@@ -18,9 +18,10 @@
 //!   pages, VRAM/GTT buffers: the model's memory mapped at the address asked for), `fstat`,
 //!   `dup`/`fcntl(F_DUPFD)` and `close`. Nothing is ever created on the real `/dev`:
 //!   `mknod`, `mkdir`, `chown`, `chmod`, `unlink` of those nodes are answered by the shim.
-//! - the sysfs the clients read — the KFD topology, `/sys/class/drm/renderD*`,
+//! - the sysfs the clients read — the KFD topology, `/sys/class/drm` (`card<N>` and
+//!   `renderD<minor>` with amdgpu's device files and hwmon, for rocm-smi),
 //!   `/sys/dev/char/226:*`, `/sys/module/amdgpu` — redirected into a tree written once per
-//!   process (see [`tree`]), for `open`, `openat`, `fopen`, `opendir`, `stat`, `statx`,
+//!   process in `$TMPDIR`, else `/dev/shm` (see [`tree`]), for `open`, `openat`, `fopen`, `opendir`, `stat`, `statx`,
 //!   `access`, `readlink`, `realpath` and their `64`, `__x*` and fortified variants;
 //! - `/proc/modules` with an `amdgpu` line (for `lsmod | grep amdgpu` in `rocminfo`'s child,
 //!   without building a model there).

@@ -26,6 +26,8 @@ const REDIRECTS: &[(&[u8], &[u8])] = &[
         b"/sys/devices/virtual/kfd/kfd/topology",
     ),
     (b"/sys/module/amdgpu", b"/sys/module/amdgpu"),
+    // The DRM class as a whole (card<N>, renderD<minor>): rocm-smi lists it to find the GPUs.
+    (b"/sys/class/drm", b"/sys/class/drm"),
 ];
 
 /// What a path is to the shim.
@@ -250,15 +252,26 @@ mod tests {
             }
         );
         assert_eq!(classify(b"/sys/module/amdgpu_x", 1), PathClass::Other);
-        assert_eq!(
-            classify(b"/sys/class/drm/renderD128/device/vendor", 1),
-            PathClass::Redirect {
-                prefix: b"/sys/class/drm/",
-                rest: b"renderD128/device/vendor"
-            }
-        );
-        assert_eq!(classify(b"/sys/class/drm/renderD129", 1), PathClass::Other);
-        assert_eq!(classify(b"/sys/class/drm/card0", 1), PathClass::Other);
+        // The whole DRM class is the model's (rocm-smi lists it); a GPU the model lacks is
+        // absent from the tree (ENOENT).
+        for (path, rest) in [
+            (
+                &b"/sys/class/drm/renderD128/device/vendor"[..],
+                &b"/renderD128/device/vendor"[..],
+            ),
+            (b"/sys/class/drm/renderD129", b"/renderD129"),
+            (b"/sys/class/drm/card0", b"/card0"),
+            (b"/sys/class/drm", b""),
+        ] {
+            assert_eq!(
+                classify(path, 1),
+                PathClass::Redirect {
+                    prefix: b"/sys/class/drm",
+                    rest
+                }
+            );
+        }
+        assert_eq!(classify(b"/sys/class/drmx", 1), PathClass::Other);
         assert_eq!(
             classify(b"/sys/dev/char/226:129/device/drm", 2),
             PathClass::Redirect {

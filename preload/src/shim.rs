@@ -17,7 +17,7 @@ use kfd_model::user::{SelfProcess, UserAccess};
 use kfd_model::{Errno, MapSource, Model, Process, RenderNode};
 use std::collections::{HashMap, HashSet};
 use std::os::unix::ffi::OsStrExt;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// `ENOENT`: what a path the shim cannot serve looks like.
@@ -167,6 +167,9 @@ struct Shim {
 
 static SHIM: Mutex<Option<Shim>> = Mutex::new(None);
 
+/// A malformed `KFD_MODEL_FAULTS` was reported (see [`Shim::model`]).
+static FAULTS_REPORTED: AtomicBool = AtomicBool::new(false);
+
 fn lock_shim() -> MutexGuard<'static, Option<Shim>> {
     SHIM.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -198,6 +201,18 @@ fn with_shim<R>(
 impl Shim {
     fn model(&mut self, cfg: &ShimConfig) -> Result<&Model, Errno> {
         if self.model.is_none() {
+            if let Err(e) = &cfg.faults {
+                // One line per process, at its first try (not in children that never open
+                // the device, such as rocminfo's `lsmod`).
+                if !FAULTS_REPORTED.swap(true, Ordering::Relaxed) {
+                    write_all(
+                        2,
+                        format!("kfd-preload: {e}; opening /dev/kfd fails with EINVAL\n")
+                            .as_bytes(),
+                    );
+                }
+                return Err(Errno::EINVAL);
+            }
             let model = Model::new(cfg.model_config()).inspect_err(|e| {
                 log::error!(target: "preload", "building the model ({} × {}) failed: {e}", cfg.gpus, cfg.preset);
             })?;
@@ -239,11 +254,12 @@ impl Shim {
 
 const TREE_PREFIX: &str = "kfd-preload-";
 
-/// Creates `$TMPDIR/kfd-preload-<pid>-XXXXXX` and writes the tree into it; returns its path
+/// Creates `kfd-preload-<pid>-XXXXXX` in `$TMPDIR` (else `/dev/shm`) and writes the tree into it; returns its path
 /// with a trailing NUL.
 fn make_tree(pid: u32, cfg: &ShimConfig) -> std::io::Result<Vec<u8>> {
-    let base = std::env::temp_dir();
-    remove_stale_trees(&base);
+    let base = kfd_model::tmpdirs::base_dir();
+    // Trees of processes that died without running their exit handlers.
+    kfd_model::tmpdirs::sweep_dead(&base, TREE_PREFIX);
     let mut template = base
         .join(format!("{TREE_PREFIX}{pid}-XXXXXX"))
         .as_os_str()
@@ -265,33 +281,6 @@ fn make_tree(pid: u32, cfg: &ShimConfig) -> std::io::Result<Vec<u8>> {
     }
     log::debug!(target: "preload", "sysfs tree at {}", root.display());
     Ok(template)
-}
-
-/// Removes trees left by processes that died without running their exit handlers.
-fn remove_stale_trees(base: &std::path::Path) {
-    let Ok(entries) = std::fs::read_dir(base) else {
-        return;
-    };
-    // SAFETY: getuid has no preconditions.
-    let uid = unsafe { libc::getuid() };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(TREE_PREFIX))
-            .and_then(|n| n.split('-').next())
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let owned = std::os::unix::fs::MetadataExt::uid(&match entry.metadata() {
-            Ok(m) => m,
-            Err(_) => continue,
-        }) == uid;
-        if owned && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = std::fs::remove_dir_all(entry.path());
-        }
-    }
 }
 
 /// Removes this process's tree at exit (a forked child leaves its parent's alone).

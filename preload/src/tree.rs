@@ -123,7 +123,109 @@ pub fn write_tree(root: &Path, cfg: &ShimConfig, topology: &Topology) -> io::Res
             &root.join(format!("sys/dev/char/{DRM_MAJOR}:{minor}")),
         )?;
         symlink("../..", &drm_node.join("device"))?;
+        write_card(root, cfg, node, &slot, &pci)?;
     }
+    Ok(())
+}
+
+/// Readings the model gives rocm-smi for an idle GPU (it has no sensors): degrees Celsius and
+/// watts.
+pub const IDLE_TEMPERATURE_C: u64 = 35;
+/// See [`IDLE_TEMPERATURE_C`].
+pub const IDLE_POWER_W: u64 = 30;
+/// See [`IDLE_TEMPERATURE_C`]: the graphics core voltage, millivolts.
+pub const IDLE_VDDGFX_MV: u64 = 800;
+/// The power cap rocm-smi reports, watts.
+pub const POWER_CAP_W: u64 = 300;
+
+/// The primary DRM node `card<N>` of GPU `N` and the amdgpu device files rocm-smi reads
+/// (amdgpu's sysfs interface: `mem_info_*` in bytes, `gpu_busy_percent`, the `pp_dpm_*`
+/// clock tables with `*` at the current level, hwmon in millidegrees and microwatts).
+fn write_card(
+    root: &Path,
+    cfg: &ShimConfig,
+    node: &Node,
+    slot: &str,
+    pci: &Path,
+) -> io::Result<()> {
+    let p = &node.properties;
+    let index = p.drm_render_minor.saturating_sub(128);
+    let card = format!("card{index}");
+    let drm_card = pci.join("drm").join(&card);
+    write(&drm_card.join("dev"), format!("{DRM_MAJOR}:{index}\n"))?;
+    write(
+        &drm_card.join("uevent"),
+        format!("MAJOR={DRM_MAJOR}\nMINOR={index}\nDEVNAME=dri/{card}\n"),
+    )?;
+    symlink("../..", &drm_card.join("device"))?;
+    symlink(
+        &format!("../../devices/pci0000:00/{slot}/drm/{card}"),
+        &root.join("sys/class/drm").join(&card),
+    )?;
+    let facts = cfg.preset.facts();
+    let vram = node.vram_size();
+    for (name, value) in [
+        ("mem_info_vram_total", vram),
+        ("mem_info_vram_used", 0),
+        ("mem_info_vis_vram_total", vram),
+        ("mem_info_vis_vram_used", 0),
+        ("gpu_busy_percent", 0),
+        ("mem_busy_percent", 0),
+        ("pcie_replay_count", 0),
+    ] {
+        write(&pci.join(name), format!("{value}\n"))?;
+    }
+    write(&pci.join("unique_id"), format!("{:016x}\n", p.unique_id))?;
+    write(
+        &pci.join("vbios_version"),
+        format!("kfd-model-{}\n", facts.chip),
+    )?;
+    write(
+        &pci.join("product_name"),
+        format!("{}\n", facts.marketing_name),
+    )?;
+    write(&pci.join("power_dpm_force_performance_level"), "auto\n")?;
+    write(
+        &pci.join("pp_dpm_sclk"),
+        format!(
+            "0: {}Mhz\n1: {}Mhz *\n",
+            facts.clock_mhz / 2,
+            facts.clock_mhz
+        ),
+    )?;
+    write(
+        &pci.join("pp_dpm_mclk"),
+        format!("0: {}Mhz *\n", facts.vram_clk),
+    )?;
+    let hwmon = pci.join("hwmon").join(format!("hwmon{index}"));
+    for (name, value) in [
+        ("name", "amdgpu".to_owned()),
+        ("temp1_label", "edge".to_owned()),
+        ("temp1_input", (IDLE_TEMPERATURE_C * 1000).to_string()),
+        ("temp1_crit", "100000".to_owned()),
+        ("temp2_label", "junction".to_owned()),
+        ("temp2_input", (IDLE_TEMPERATURE_C * 1000).to_string()),
+        ("temp3_label", "mem".to_owned()),
+        ("temp3_input", (IDLE_TEMPERATURE_C * 1000).to_string()),
+        ("fan1_input", "0".to_owned()),
+        ("fan1_min", "0".to_owned()),
+        ("fan1_max", "3850".to_owned()),
+        ("pwm1", "0".to_owned()),
+        ("pwm1_min", "0".to_owned()),
+        ("pwm1_max", "255".to_owned()),
+        ("pwm1_enable", "2".to_owned()),
+        ("power1_average", (IDLE_POWER_W * 1_000_000).to_string()),
+        ("power1_cap", (POWER_CAP_W * 1_000_000).to_string()),
+        ("power1_cap_max", (POWER_CAP_W * 1_000_000).to_string()),
+        ("power1_cap_min", "0".to_owned()),
+        ("in0_label", "vddgfx".to_owned()),
+        ("in0_input", IDLE_VDDGFX_MV.to_string()),
+        ("freq1_label", "sclk".to_owned()),
+        ("freq1_input", (facts.clock_mhz * 1_000_000).to_string()),
+    ] {
+        write(&hwmon.join(name), format!("{value}\n"))?;
+    }
+    symlink("../..", &hwmon.join("device"))?;
     Ok(())
 }
 
@@ -189,6 +291,28 @@ mod tests {
             .unwrap();
             assert_eq!(sub.file_name().unwrap(), "pci");
             assert!(root.join(format!("dev/dri/renderD{minor}")).is_file());
+            // What rocm-smi reads: card<N> beside the render node, amdgpu's device files and
+            // hwmon (bytes, percent, millidegrees, microwatts, the current clock level).
+            let card = format!("sys/class/drm/card{i}");
+            assert_eq!(read(&format!("{card}/dev")), format!("226:{i}\n"));
+            assert_eq!(
+                read(&format!("{card}/device/mem_info_vram_total")),
+                format!("{}\n", 64u64 << 30)
+            );
+            assert_eq!(read(&format!("{card}/device/mem_info_vram_used")), "0\n");
+            assert_eq!(read(&format!("{card}/device/gpu_busy_percent")), "0\n");
+            assert_eq!(
+                read(&format!("{card}/device/pp_dpm_sclk")),
+                "0: 850Mhz\n1: 1700Mhz *\n"
+            );
+            assert_eq!(
+                read(&format!("{card}/device/pp_dpm_mclk")),
+                "0: 1600Mhz *\n"
+            );
+            let hwmon = format!("{card}/device/hwmon/hwmon{i}");
+            assert_eq!(read(&format!("{hwmon}/name")), "amdgpu\n");
+            assert_eq!(read(&format!("{hwmon}/temp1_input")), "35000\n");
+            assert_eq!(read(&format!("{hwmon}/power1_average")), "30000000\n");
         }
         std::fs::remove_dir_all(&root).unwrap();
     }

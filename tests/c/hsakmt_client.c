@@ -77,11 +77,14 @@ struct part {
     unsigned l1_kib, l2_kib;
 };
 
+/* Caches as amdkfd lists them, one per instance: gfx900 64 vector L1 + 24 + 24 scalar (per 3
+ * CUs of each 16-CU array) + L2; gfx90a 104 + 56 + 56 (per 2 CUs of 13) + L2; gfx942 304 +
+ * 160 + 160 + L2 + L3; gfx1030 80 + 40 + 40 + 8 GL1 + L2 + L3. l1_kib is the vector L1. */
 static const struct part parts[] = {
-    {"gfx900", 256, 4, 64, 9, 0, 0, 0x6860, 2, 16ULL << 30, 16, 4096},
-    {"gfx90a", 416, 4, 64, 9, 0, 10, 0x740f, 2, 64ULL << 30, 16, 8192},
-    {"gfx942", 1216, 4, 64, 9, 4, 2, 0x74a1, 3, 192ULL << 30, 16, 4096},
-    {"gfx1030", 160, 2, 32, 10, 3, 0, 0x73bf, 3, 16ULL << 30, 16, 4096},
+    {"gfx900", 256, 4, 64, 9, 0, 0, 0x6860, 113, 16ULL << 30, 16, 4096},
+    {"gfx90a", 416, 4, 64, 9, 0, 10, 0x740f, 217, 64ULL << 30, 16, 8192},
+    {"gfx942", 1216, 4, 64, 9, 4, 2, 0x74a1, 626, 192ULL << 30, 32, 4096},
+    {"gfx1030", 160, 2, 32, 10, 3, 0, 0x73bf, 170, 16ULL << 30, 16, 4096},
 };
 
 static const struct part *part;
@@ -196,7 +199,7 @@ static int t_topology_caches(void)
         int hsacu = 0, l1 = 0, l2 = 0;
         for (unsigned i = 0; i < p.NumCaches; i++) {
             hsacu |= c[i].CacheType.ui32.HSACU;
-            if (c[i].CacheLevel == 1) l1 = c[i].CacheSize;
+            if (c[i].CacheLevel == 1 && !l1) l1 = c[i].CacheSize; /* the first: vector L1 */
             if (c[i].CacheLevel == 2) l2 = c[i].CacheSize;
         }
         free(c);

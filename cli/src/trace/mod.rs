@@ -17,9 +17,10 @@ pub mod session;
 
 use std::path::PathBuf;
 
-use kfd_model::Preset;
+use kfd_model::{ModelConfig, Preset};
 use serde::Serialize;
 
+use crate::device::KernelChoice;
 use crate::error::{CliError, CliResult};
 use crate::output::{Out, Style, Tone};
 use scenarios::{Scenario, ScenarioOptions};
@@ -43,8 +44,18 @@ pub struct TraceArgs {
     #[arg(value_enum)]
     pub scenario: Scenario,
     /// GPU part to model: gfx900, gfx90a, gfx942, gfx1030 (default: per scenario).
-    #[arg(long, value_parser = parse_preset)]
+    #[arg(long = "model", visible_alias = "preset", value_name = "PART", value_parser = parse_preset)]
     pub preset: Option<Preset>,
+    /// GPUs in the model (1 to 64); the scenario runs on the first.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=crate::device::MAX_MODEL_GPUS as i64))]
+    pub gpus: Option<u32>,
+    /// Kernel whose behaviour the model follows.
+    #[arg(long, value_enum, value_name = "VERSION")]
+    pub kernel: Option<KernelChoice>,
+    /// Make the model misbehave on purpose (the KFD_MODEL_FAULTS syntax, e.g. hiq-full);
+    /// repeatable, added to KFD_MODEL_FAULTS.
+    #[arg(long = "fault", value_name = "SPEC", value_parser = crate::device::parse_faults)]
+    pub faults: Vec<Vec<kfd_model::Fault>>,
     /// The queue the scenario makes: create-queue takes aql (default), pm4 or sdma;
     /// event-signal and vm-fault take pm4 (default) or sdma.
     #[arg(long, value_enum)]
@@ -71,6 +82,27 @@ fn parse_preset(s: &str) -> Result<Preset, String> {
     crate::device::parse_preset(s)
 }
 
+/// A `--ring-size` CREATE_QUEUE can carry: its `ring_size` is 32 bits, and the driver wants
+/// a power of two of at least 1 KiB.
+pub fn check_ring_size(bytes: u64) -> CliResult<u32> {
+    let size = u32::try_from(bytes).map_err(|_| {
+        CliError::usage(format!(
+            "--ring-size {bytes} does not fit 32 bits (CREATE_QUEUE's ring_size); the largest is 2G"
+        ))
+    })?;
+    if !size.is_power_of_two() {
+        return Err(CliError::usage(format!(
+            "--ring-size {bytes} is not a power of two"
+        )));
+    }
+    if size < 1024 {
+        return Err(CliError::usage(format!(
+            "--ring-size {bytes} is below the smallest ring, 1K"
+        )));
+    }
+    Ok(size)
+}
+
 /// The JSON form of a trace.
 #[derive(Serialize)]
 pub struct TraceReport<'a> {
@@ -86,15 +118,7 @@ pub struct TraceReport<'a> {
 
 /// Runs `kfd trace`.
 pub fn run(args: &TraceArgs, style: Style) -> CliResult<()> {
-    let ring_size = u32::try_from(args.ring_size)
-        .ok()
-        .filter(|r| r.is_power_of_two() && *r >= 1024)
-        .ok_or_else(|| {
-            CliError::usage(format!(
-                "--ring-size {} is not a power of two of at least 1024 bytes",
-                args.ring_size
-            ))
-        })?;
+    let ring_size = check_ring_size(args.ring_size)?;
     let allowed = scenarios::queue_types(args.scenario);
     let queue_type = match args.queue_type {
         None => allowed
@@ -140,7 +164,18 @@ pub fn run(args: &TraceArgs, style: Style) -> CliResult<()> {
     if args.scenario == Scenario::Dispatch {
         dispatch::check(preset, options.wave)?;
     }
-    let mut session = Session::start(preset)?;
+    let faults = crate::device::model_faults(|k| std::env::var(k).ok(), &args.faults)?;
+    let config = faults.iter().fold(
+        ModelConfig::new(preset)
+            .with_gpus(args.gpus.unwrap_or(1))
+            .with_kernel(args.kernel.unwrap_or_default().version()),
+        |config, f| config.with_fault(*f),
+    );
+    let injected: String = faults
+        .iter()
+        .map(|f| format!(", injected fault {f}"))
+        .collect();
+    let mut session = Session::start(config)?;
     let outcome = scenarios::run(args.scenario, &mut session, options);
     let ioctls = session.ioctls();
     let steps = std::mem::take(&mut session.steps);
@@ -168,8 +203,9 @@ pub fn run(args: &TraceArgs, style: Style) -> CliResult<()> {
         out.line(&style.paint(
             Tone::Bold,
             &format!(
-                "kfd trace {} on the model ({preset}): {} steps",
+                "kfd trace {} on the model ({preset}{}): {} steps",
                 args.scenario.name(),
+                injected,
                 steps.len()
             ),
         ))?;

@@ -104,15 +104,16 @@ pub fn slot_name(slot: &Slot) -> String {
 }
 
 impl Session {
-    /// Brings up a model of `preset` with the capture attached, so the driver's bring-up is
-    /// the first step.
-    pub fn start(preset: Preset) -> CliResult<Session> {
+    /// Brings up a model of `config` with the capture attached, so the driver's bring-up is
+    /// the first step. The engines run only when a step asks, whatever `config` says.
+    pub fn start(config: ModelConfig) -> CliResult<Session> {
+        let preset = config.preset;
         let epoch = Instant::now();
         let capture = Arc::new(Capture::new(epoch));
         let guard = logging::attach(capture.clone());
         let start_us = 0.0;
         // The engines run only when a step asks (run_until_idle), so traces are repeatable.
-        let model = Model::new(ModelConfig::new(preset).with_engine_thread(false))
+        let model = Model::new(config.with_engine_thread(false))
             .map_err(|e| CliError::failure(format!("the model did not start: {e}")))?;
         let node = model
             .nodes()

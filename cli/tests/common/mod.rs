@@ -11,14 +11,21 @@ pub fn kfd(args: &[&str]) -> Output {
 
 /// `kfd args…` with `input` on stdin.
 pub fn kfd_with_stdin(args: &[&str], input: &[u8]) -> Output {
+    kfd_with_env(args, input, &[])
+}
+
+/// `kfd args…` with `input` on stdin and the variables `env` set.
+pub fn kfd_with_env(args: &[&str], input: &[u8], env: &[(&str, &str)]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_kfd"))
         .args(args)
+        .env_remove("KFD_MODEL_FAULTS")
         .env_remove("RUST_LOG")
         .env_remove("NO_COLOR")
         // The model unless a test asks otherwise, whatever the machine has.
         .env_remove("KFD_DEVICE")
         .env_remove("KFD_MODEL_PRESET")
         .env_remove("KFD_MODEL_GPUS")
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

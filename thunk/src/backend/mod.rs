@@ -24,7 +24,7 @@ mod model;
 
 pub use device::{DevKfd, KFD_DEVICE_PATH};
 #[cfg(feature = "model")]
-pub use model::ModelBackend;
+pub use model::{ModelBackend, TOPOLOGY_DIR_PREFIX};
 
 /// Where a mapping goes: a range of the caller's address space that it reserved itself.
 #[derive(Clone, Copy, Debug)]

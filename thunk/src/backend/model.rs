@@ -5,8 +5,12 @@
 
 use super::{Backend, BackendKind, MapTarget, RenderNode};
 use crate::error::Errno;
-use kfd_model::{MapSource, Model, ModelConfig, Process};
+use kfd_model::{tmpdirs, MapSource, Model, ModelConfig, Process};
 use std::path::Path;
+
+/// The model backend's sysfs trees are `kfd-model-topology-<pid>-XXXXXX` in
+/// [`tmpdirs::base_dir`] (`$TMPDIR`, else `/dev/shm`).
+pub const TOPOLOGY_DIR_PREFIX: &str = "kfd-model-topology-";
 
 /// A process of the in-process model of amdkfd and the GPU.
 #[derive(Debug)]
@@ -27,13 +31,22 @@ impl ModelBackend {
     /// Opens another process on an existing model (as a second program would), with its own
     /// copy of the sysfs tree.
     pub fn on(model: &Model) -> Result<ModelBackend, Errno> {
-        let sysfs = tempfile::Builder::new()
-            .prefix("kfd-model-topology-")
-            .tempdir()
-            .map_err(|e| Errno(e.raw_os_error().unwrap_or(libc::EIO)))?;
-        model
-            .write_sysfs(sysfs.path())
-            .map_err(|e| Errno(e.raw_os_error().unwrap_or(libc::EIO)))?;
+        // Trees of processes that died without cleaning up (SIGKILL, a crash) go first.
+        static SWEPT: std::sync::Once = std::sync::Once::new();
+        SWEPT.call_once(|| {
+            tmpdirs::sweep_dead(&tmpdirs::base_dir(), TOPOLOGY_DIR_PREFIX);
+        });
+        let sysfs = tmpdirs::create_registered(
+            || {
+                let dir = tempfile::Builder::new()
+                    .prefix(&tmpdirs::own_prefix(TOPOLOGY_DIR_PREFIX))
+                    .tempdir_in(tmpdirs::base_dir())?;
+                model.write_sysfs(dir.path())?;
+                Ok(dir)
+            },
+            |dir| dir.path(),
+        )
+        .map_err(|e| Errno(e.raw_os_error().unwrap_or(libc::EIO)))?;
         let process = model.open()?;
         Ok(ModelBackend {
             process,
@@ -50,6 +63,13 @@ impl ModelBackend {
     /// The model's process object behind this backend.
     pub fn process(&self) -> &Process {
         &self.process
+    }
+}
+
+impl Drop for ModelBackend {
+    fn drop(&mut self) {
+        // The TempDir removes the tree right after this.
+        tmpdirs::unregister(self.sysfs.path());
     }
 }
 

@@ -222,7 +222,7 @@ impl Model {
 
     /// Runs the engines until nothing moves: every mapped queue is idle, parked on a wait
     /// that is not met, or stopped. With an oversubscribed runlist the scheduler is also
-    /// rotated so that every process gets its turn. Returns the work done (packets and
+    /// rotated so that every queue gets its turn. Returns the work done (packets and
     /// interrupts in total; parked and halted queues as the last pass left them).
     pub fn run_until_idle(&self) -> EngineActivity {
         const MAX_PASSES: usize = 1_000_000;
@@ -247,8 +247,7 @@ impl Model {
                 .inner
                 .nodes
                 .iter()
-                .filter(|n| n.gpu.hws.oversubscribed())
-                .map(|n| n.gpu.hws.runlist().len())
+                .map(|n| n.gpu.hws.quanta_per_round())
                 .max()
                 .unwrap_or(0);
             if quiet_rotations < rotations {

@@ -64,6 +64,13 @@ pub struct ModelConfig {
     pub engine_thread: bool,
     /// Faults injected into every GPU when the model starts (see [`crate::faults`]).
     pub faults: Vec<crate::Fault>,
+    /// System memory the CPU node reports, in bytes (`None`: the host's RAM, at most
+    /// [`crate::topology::MAX_SYSTEM_MEMORY`], so the topology never promises more than the host
+    /// can back).
+    pub system_memory: Option<u64>,
+    /// `amdgpu.no_system_mem_limit`: KFD buffers are not held to the system-memory limit
+    /// (the TTM limit still holds GTT), as for registering more user memory than the host has.
+    pub no_system_mem_limit: bool,
 }
 
 impl ModelConfig {
@@ -80,6 +87,8 @@ impl ModelConfig {
             cwsr_enable: true,
             engine_thread: true,
             faults: Vec::new(),
+            system_memory: None,
+            no_system_mem_limit: false,
         }
     }
 
@@ -122,6 +131,19 @@ impl ModelConfig {
             self.faults.extend(list);
         }
         Ok(self)
+    }
+
+    /// The same with a CPU node of `bytes` of system memory, whatever the host has (the
+    /// driver's memory limits follow it; buffers are backed lazily).
+    pub fn with_system_memory(mut self, bytes: u64) -> Self {
+        self.system_memory = Some(bytes);
+        self
+    }
+
+    /// The same with `amdgpu.no_system_mem_limit` set or cleared.
+    pub fn with_no_system_mem_limit(mut self, on: bool) -> Self {
+        self.no_system_mem_limit = on;
+        self
     }
 
     /// Turns the background engine thread on or off (see [`ModelConfig::engine_thread`]).

@@ -26,6 +26,8 @@ pub struct KfdMemLimit {
     pub max_system: u64,
     /// `max_ttm_mem_limit`.
     pub max_ttm: u64,
+    /// `amdgpu.no_system_mem_limit`: `max_system` is not enforced.
+    pub no_system_mem_limit: bool,
     used: Mutex<(u64, u64)>,
 }
 
@@ -51,8 +53,15 @@ impl KfdMemLimit {
         KfdMemLimit {
             max_system,
             max_ttm,
+            no_system_mem_limit: false,
             used: Mutex::new((0, 0)),
         }
+    }
+
+    /// The same with `amdgpu.no_system_mem_limit` set or cleared.
+    pub fn with_no_system_mem_limit(mut self, on: bool) -> Self {
+        self.no_system_mem_limit = on;
+        self
     }
 
     /// The limits for the system memory a topology reports (the CPU nodes' memory banks).
@@ -86,7 +95,7 @@ impl KfdMemLimit {
         let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
         let sys_total = used.0.checked_add(system).ok_or(Errno::ENOMEM)?;
         let ttm_total = used.1.checked_add(ttm).ok_or(Errno::ENOMEM)?;
-        if sys_total > self.max_system || ttm_total > self.max_ttm {
+        if (sys_total > self.max_system && !self.no_system_mem_limit) || ttm_total > self.max_ttm {
             log::debug!(target: "kfd::memory", "system memory limit: {system:#x} more would make {sys_total:#x} (limit {:#x}), TTM {ttm_total:#x} (limit {:#x})", self.max_system, self.max_ttm);
             return Err(Errno::ENOMEM);
         }

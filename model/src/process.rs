@@ -185,10 +185,10 @@ impl Model {
             n.gpu.set_waker(engine.clone());
         }
         let inner = Arc::new(ModelInner {
-            mem_limit: Arc::new(crate::memory::KfdMemLimit::for_topology(
-                &topology,
-                config.kernel,
-            )),
+            mem_limit: Arc::new(
+                crate::memory::KfdMemLimit::for_topology(&topology, config.kernel)
+                    .with_no_system_mem_limit(config.no_system_mem_limit),
+            ),
             config,
             topology,
             nodes,

@@ -7,6 +7,7 @@
 //! | `KFD_MODEL_KERNEL` | driver behaviour: `6.1` or `6.12` | `6.12` |
 //! | `KFD_MODEL_LOG` | log filter: `level` or `target=level`, comma separated | `warn` |
 //! | `KFD_MODEL_LOG_FILE` | append the log here instead of stderr | — |
+//! | `KFD_MODEL_NO_SYSTEM_MEM_LIMIT` | `1`: the driver's `amdgpu.no_system_mem_limit=1` | `0` |
 
 use core::fmt;
 use kfd_model::{KernelVersion, ModelConfig, Preset};
@@ -22,6 +23,9 @@ pub const ENV_KERNEL: &str = "KFD_MODEL_KERNEL";
 pub const ENV_LOG: &str = "KFD_MODEL_LOG";
 /// Environment variable naming the log file.
 pub const ENV_LOG_FILE: &str = "KFD_MODEL_LOG_FILE";
+
+/// Environment variable setting `amdgpu.no_system_mem_limit`.
+pub const ENV_NO_SYSTEM_MEM_LIMIT: &str = "KFD_MODEL_NO_SYSTEM_MEM_LIMIT";
 
 /// Most GPUs one model instance holds (render minors 128–191).
 pub const MAX_GPUS: u32 = 64;
@@ -136,6 +140,8 @@ pub struct ShimConfig {
     pub log: LogFilter,
     /// Log file (stderr when `None`).
     pub log_file: Option<String>,
+    /// `amdgpu.no_system_mem_limit`.
+    pub no_system_mem_limit: bool,
 }
 
 impl Default for ShimConfig {
@@ -146,6 +152,7 @@ impl Default for ShimConfig {
             kernel: KernelVersion::Linux6_12,
             log: LogFilter::default(),
             log_file: None,
+            no_system_mem_limit: false,
         }
     }
 }
@@ -190,6 +197,19 @@ impl ShimConfig {
             cfg.log = LogFilter::parse(&v).map_err(|e| err(ENV_LOG, &v, e))?;
         }
         cfg.log_file = get(ENV_LOG_FILE);
+        if let Some(v) = get(ENV_NO_SYSTEM_MEM_LIMIT) {
+            cfg.no_system_mem_limit = match v.trim() {
+                "0" => false,
+                "1" => true,
+                _ => {
+                    return Err(err(
+                        ENV_NO_SYSTEM_MEM_LIMIT,
+                        &v,
+                        "expected 0 or 1".to_owned(),
+                    ))
+                }
+            };
+        }
         Ok(cfg)
     }
 
@@ -203,6 +223,7 @@ impl ShimConfig {
         ModelConfig::new(self.preset)
             .with_gpus(self.gpus)
             .with_kernel(self.kernel)
+            .with_no_system_mem_limit(self.no_system_mem_limit)
     }
 
     /// The render minors of the modelled GPUs (`128 + index`, as the model's topology).
@@ -232,6 +253,7 @@ mod tests {
         assert_eq!(c.kernel, KernelVersion::Linux6_12);
         assert_eq!(c.log.default, LevelFilter::Warn);
         assert_eq!(c.log_file, None);
+        assert!(!c.no_system_mem_limit);
         assert_eq!(c.render_minors(), 128..129);
         let m = c.model_config();
         assert_eq!((m.preset, m.gpus), (Preset::Gfx900, 1));
@@ -245,8 +267,10 @@ mod tests {
             (ENV_KERNEL, "6.1"),
             (ENV_LOG, "kfd::ioctl=trace,info"),
             (ENV_LOG_FILE, "/tmp/x.log"),
+            (ENV_NO_SYSTEM_MEM_LIMIT, "1"),
         ])
         .unwrap();
+        assert!(c.no_system_mem_limit && c.model_config().no_system_mem_limit);
         assert_eq!(c.preset, Preset::Gfx90a);
         assert_eq!(c.gpus, 4);
         assert_eq!(c.kernel, KernelVersion::Linux6_1);
@@ -275,6 +299,12 @@ mod tests {
             ENV_KERNEL
         );
         assert_eq!(cfg(&[(ENV_LOG, "kfd=loud")]).unwrap_err().variable, ENV_LOG);
+        assert_eq!(
+            cfg(&[(ENV_NO_SYSTEM_MEM_LIMIT, "yes")])
+                .unwrap_err()
+                .variable,
+            ENV_NO_SYSTEM_MEM_LIMIT
+        );
         // Empty counts as unset.
         assert_eq!(cfg(&[(ENV_PRESET, " ")]).unwrap().preset, Preset::Gfx900);
     }

@@ -13,6 +13,9 @@ declare -A need=(
   [libhsakmt1]=/usr/lib/x86_64-linux-gnu/libhsakmt.so.1
   [libhsakmt-dev]=/usr/include/hsakmt.h
   [rocminfo]=/usr/bin/rocminfo
+  # libdrm_amdgpu's headers: the amdgpu buffer-object client (tests/c/fidelity_client.c) and
+  # preload's layout test of the GEM uapi structs against amdgpu_drm.h.
+  [libdrm-dev]=/usr/include/libdrm/amdgpu_drm.h
   # The same C clients under memcheck (scripts/c-clients-valgrind.sh).
   [valgrind]=/usr/bin/valgrind
   # The isa crate's differential tests (isa/tests/llvm_*.rs) against LLVM 15's disassembler and

@@ -7,9 +7,12 @@
 #      marketing name, ISA, caches); rocm-smi prints its table and the VRAM of every GPU;
 #      KFD_MODEL_FAULTS reaches the model (a malformed one fails /dev/kfd with EINVAL);
 #   3. the thunk's DevKfd integration tests run their real-syscall path under the shim;
-#   4. processes that never touch /dev/kfd are unaffected, and nothing appears on /dev.
+#   4. fidelity at scale (issue #20, tests/c/fidelity_client.c): an oversubscribed runlist
+#      time-sliced queue by queue, 1 TiB of registered user memory, big zeroed GTT
+#      allocations, amdgpu buffer objects shared with KFD as a dma-buf — each timed;
+#   5. processes that never touch /dev/kfd are unaffected, and nothing appears on /dev.
 # Prints one PASS/FAIL/SKIP line per check and ends with "c-clients: N passed, M failed".
-# Needs libhsakmt-dev, libhsakmt1 and rocminfo (scripts/ensure-deps.sh installs them).
+# Needs libhsakmt-dev, libhsakmt1, rocminfo and libdrm-dev (scripts/ensure-deps.sh installs them).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,7 +28,7 @@ pass() { echo "PASS $1"; passed=$((passed + 1)); }
 fail() { echo "FAIL $1"; failed=$((failed + 1)); }
 die() { echo "c-clients: $*" >&2; echo "c-clients: $passed passed, $((failed + 1)) failed"; exit 1; }
 
-for f in /usr/include/hsakmt.h /usr/bin/rocminfo; do
+for f in /usr/include/hsakmt.h /usr/bin/rocminfo /usr/include/libdrm/amdgpu_drm.h; do
   [ -e "$f" ] || die "$f is missing: run scripts/ensure-deps.sh (as root) first"
 done
 
@@ -37,6 +40,9 @@ shim=$(realpath "$target_dir/$profile/libkfd_preload.so")
 [ -f "$shim" ] || die "no shim at $shim"
 gcc -O2 -Wall -Wextra -Werror -o "$work/hsakmt_client" tests/c/hsakmt_client.c -lhsakmt \
   || die "building tests/c/hsakmt_client.c against libhsakmt failed"
+gcc -O2 -Wall -Wextra -Werror -I/usr/include/libdrm -o "$work/fidelity_client" \
+  tests/c/fidelity_client.c -lhsakmt -ldrm_amdgpu -ldrm \
+  || die "building tests/c/fidelity_client.c against libhsakmt and libdrm_amdgpu failed"
 
 skip_args=()
 
@@ -249,7 +255,30 @@ else
   echo "SKIP thunk DevKfd tests: the thunk (issue #7) has no DevKfd integration tests in this tree yet"
 fi
 
-# --- 4. bystanders are unaffected ---------------------------------------------------------
+# --- 4. fidelity at scale ---------------------------------------------------------------
+# Each case runs in its own process; its PASS line carries the time it took.
+run_fidelity() { # case [VAR=value ...]
+  local case=$1 log="$work/fidelity-$1.log" status last
+  shift
+  env "$@" KFD_MODEL_PRESET=gfx900 LD_PRELOAD=$shim timeout 120 \
+    "$work/fidelity_client" "$case" >"$log" 2>&1
+  status=$?
+  sed 's/^/    /' "$log"
+  last=$(tail -n 1 "$log")
+  if [ $status -eq 0 ] && [[ "$last" == "PASS $case"* ]]; then
+    pass "fidelity: ${last#PASS }"
+  else
+    fail "fidelity: $case (exit $status; last line: $last)"
+  fi
+}
+run_fidelity oversubscribe
+# 1 TiB of user pages is over the kernel's system-memory limit for KFD on any ordinary host:
+# the driver then needs amdgpu.no_system_mem_limit=1, and so does the model.
+run_fidelity register_huge KFD_MODEL_NO_SYSTEM_MEM_LIMIT=1
+run_fidelity big_alloc
+run_fidelity amdgpu_bo
+
+# --- 5. bystanders are unaffected ---------------------------------------------------------
 same_output() { # description, command...
   local what=$1
   shift

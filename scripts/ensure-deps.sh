@@ -15,6 +15,9 @@ declare -A need=(
   [rocminfo]=/usr/bin/rocminfo
   # rocm-smi reads /sys/class/drm and amdgpu's device files, which the shim serves.
   [rocm-smi]=/usr/bin/rocm-smi
+  # libdrm_amdgpu's headers: the amdgpu buffer-object client (tests/c/fidelity_client.c) and
+  # preload's layout test of the GEM uapi structs against amdgpu_drm.h.
+  [libdrm-dev]=/usr/include/libdrm/amdgpu_drm.h
   # The same C clients under memcheck (scripts/c-clients-valgrind.sh).
   [valgrind]=/usr/bin/valgrind
   # The isa crate's differential tests (isa/tests/llvm_*.rs) against LLVM 15's disassembler and

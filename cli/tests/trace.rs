@@ -255,13 +255,25 @@ fn oversubscribe_chains_the_runlist_and_time_slices() {
             "mapped, chained (oversubscribed), HQDs 8/8 in use",
         ],
     );
+    // The firmware time-slices queue by queue: each quantum maps the queue the last one left
+    // out (A's oldest, doorbell 0x1000, first) in place of another of A's.
     let tick = find(
         &lines,
         state,
-        &["HWS time slice", "A has 8 queue(s) on HQDs, B has 0"],
+        &[
+            "HWS time slice",
+            "A has 7 queue(s) on HQDs, B has 1; doorbell(s) on: 0x1000; off: 0x1002",
+        ],
     );
     find(&lines, tick, &["cp_hqd_active", "0x00000001 → 0x00000000"]);
-    find(&lines, tick, &["B has 1 queue(s) on HQDs"]);
+    find(
+        &lines,
+        tick + 1,
+        &[
+            "HWS time slice again",
+            "A has 7 queue(s) on HQDs, B has 1; doorbell(s) on: 0x1002; off: 0x1004",
+        ],
+    );
     let timeline = json(&std::fs::read_to_string(&path).unwrap());
     let spans = timeline["traceEvents"]
         .as_array()

@@ -144,8 +144,8 @@ fn dispatch(p: &ProcessInner, nr: u32, kbuf: &mut [u8]) -> KResult<i32> {
         0x1B => with(kbuf, |a: &mut kfd_ioctl_get_queue_wave_state_args| {
             crate::pqm::get_wave_state(p, a)
         }),
-        0x1C => not_modelled(p, "AMDKFD_IOC_GET_DMABUF_INFO"),
-        0x1D => not_modelled(p, "AMDKFD_IOC_IMPORT_DMABUF"),
+        0x1C => with(kbuf, |a| get_dmabuf_info(p, a)),
+        0x1D => with(kbuf, |a| import_dmabuf(p, a)),
         0x1E => with(kbuf, |a: &mut kfd_ioctl_alloc_queue_gws_args| {
             crate::pqm::alloc_gws(p, a)
         }),
@@ -405,6 +405,57 @@ fn alloc_memory(p: &ProcessInner, a: &mut kfd_ioctl_alloc_memory_of_gpu_args) ->
     };
     a.handle = handle;
     a.mmap_offset = bo.mmap_offset;
+    st.bos.insert(
+        handle,
+        BoEntry {
+            bo,
+            mapped_on: Default::default(),
+        },
+    );
+    Ok(0)
+}
+
+/// `kfd_ioctl_get_dmabuf_info`: size, GPU and KFD memory flags of an amdgpu dma-buf. The
+/// model keeps no GEM metadata (`GEM_METADATA` is not modelled), so `metadata_size` is 0 and
+/// nothing is copied to `metadata_ptr`.
+fn get_dmabuf_info(p: &ProcessInner, a: &mut kfd_ioctl_get_dmabuf_info_args) -> KResult<i32> {
+    let gem = p.model.dmabufs.lookup(a.dmabuf_fd as i32)?;
+    let bo = &gem.bo;
+    a.size = bo.size;
+    a.gpu_id = bo.node.gpu_id;
+    // amdgpu_amdkfd_get_dmabuf_info: VRAM when that is the preferred domain, else GTT; PUBLIC
+    // when the CPU must reach it.
+    a.flags = if gem.domains & crate::gem::AMDGPU_GEM_DOMAIN_VRAM != 0 {
+        KFD_IOC_ALLOC_MEM_FLAGS_VRAM
+    } else {
+        KFD_IOC_ALLOC_MEM_FLAGS_GTT
+    };
+    if gem.flags & crate::gem::AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED != 0 {
+        a.flags |= KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC;
+    }
+    a.metadata_size = 0;
+    log::debug!(target: "kfd::memory", "pasid {:#x}: dma-buf fd {}: {:#x} bytes on gpu {:#x}, flags {:#x}", p.pasid, a.dmabuf_fd, a.size, a.gpu_id, a.flags);
+    Ok(0)
+}
+
+/// `kfd_ioctl_import_dmabuf`: a KFD buffer handle at `va_addr` for the GEM object behind an
+/// amdgpu dma-buf; MAP_MEMORY_TO_GPU then maps it like any buffer.
+fn import_dmabuf(p: &ProcessInner, a: &mut kfd_ioctl_import_dmabuf_args) -> KResult<i32> {
+    let mut st = p.lock();
+    let i = st.pdd_index(a.gpu_id)?;
+    let pdd = &mut st.pdds[i];
+    pdd.bind()?;
+    let gem = p.model.dmabufs.lookup(a.dmabuf_fd as i32)?;
+    let handle = pdd.alloc_handle();
+    let bo = match crate::memory::import_bo(&pdd.node, handle, a.va_addr, gem) {
+        Ok(bo) => bo,
+        Err(e) => {
+            pdd.free_handle(handle);
+            return Err(e);
+        }
+    };
+    log::debug!(target: "kfd::memory", "pasid {:#x}: dma-buf fd {} imported at va {:#x} ({:#x} bytes), handle {handle:#x}", p.pasid, a.dmabuf_fd, a.va_addr, bo.size);
+    a.handle = handle;
     st.bos.insert(
         handle,
         BoEntry {

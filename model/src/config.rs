@@ -67,6 +67,13 @@ pub struct ModelConfig {
     /// Host threads that run a dispatch's workgroups (the model's compute units). Default:
     /// `KFD_MODEL_CU_THREADS` when set, else the host's available cores.
     pub cu_threads: usize,
+    /// System memory the CPU node reports, in bytes (`None`: the host's RAM, at most
+    /// [`crate::topology::MAX_SYSTEM_MEMORY`], so the topology never promises more than the host
+    /// can back).
+    pub system_memory: Option<u64>,
+    /// `amdgpu.no_system_mem_limit`: KFD buffers are not held to the system-memory limit
+    /// (the TTM limit still holds GTT), as for registering more user memory than the host has.
+    pub no_system_mem_limit: bool,
 }
 
 /// The environment variable that sets [`ModelConfig::cu_threads`].
@@ -97,6 +104,8 @@ impl ModelConfig {
             engine_thread: true,
             faults: Vec::new(),
             cu_threads: default_cu_threads(),
+            system_memory: None,
+            no_system_mem_limit: false,
         }
     }
 
@@ -144,6 +153,19 @@ impl ModelConfig {
     /// The same with `threads` host threads running workgroups (at least 1).
     pub fn with_cu_threads(mut self, threads: usize) -> Self {
         self.cu_threads = threads.max(1);
+        self
+    }
+
+    /// The same with a CPU node of `bytes` of system memory, whatever the host has (the
+    /// driver's memory limits follow it; buffers are backed lazily).
+    pub fn with_system_memory(mut self, bytes: u64) -> Self {
+        self.system_memory = Some(bytes);
+        self
+    }
+
+    /// The same with `amdgpu.no_system_mem_limit` set or cleared.
+    pub fn with_no_system_mem_limit(mut self, on: bool) -> Self {
+        self.no_system_mem_limit = on;
         self
     }
 

@@ -109,7 +109,7 @@ impl KfdNode {
     }
 
     /// Lets the scheduler firmware's time quantum expire now: with an oversubscribed
-    /// runlist it maps the next processes (what the hardware does on its own timer).
+    /// runlist it maps the next queues (what the hardware does on its own timer).
     pub fn hws_time_slice(&self) {
         self.gpu.hws.tick(&self.gpu.gart);
     }

@@ -26,6 +26,8 @@ pub struct KfdMemLimit {
     pub max_system: u64,
     /// `max_ttm_mem_limit`.
     pub max_ttm: u64,
+    /// `amdgpu.no_system_mem_limit`: `max_system` is not enforced.
+    pub no_system_mem_limit: bool,
     used: Mutex<(u64, u64)>,
 }
 
@@ -51,8 +53,15 @@ impl KfdMemLimit {
         KfdMemLimit {
             max_system,
             max_ttm,
+            no_system_mem_limit: false,
             used: Mutex::new((0, 0)),
         }
+    }
+
+    /// The same with `amdgpu.no_system_mem_limit` set or cleared.
+    pub fn with_no_system_mem_limit(mut self, on: bool) -> Self {
+        self.no_system_mem_limit = on;
+        self
     }
 
     /// The limits for the system memory a topology reports (the CPU nodes' memory banks).
@@ -86,7 +95,7 @@ impl KfdMemLimit {
         let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
         let sys_total = used.0.checked_add(system).ok_or(Errno::ENOMEM)?;
         let ttm_total = used.1.checked_add(ttm).ok_or(Errno::ENOMEM)?;
-        if sys_total > self.max_system || ttm_total > self.max_ttm {
+        if (sys_total > self.max_system && !self.no_system_mem_limit) || ttm_total > self.max_ttm {
             log::debug!(target: "kfd::memory", "system memory limit: {system:#x} more would make {sys_total:#x} (limit {:#x}), TTM {ttm_total:#x} (limit {:#x})", self.max_system, self.max_ttm);
             return Err(Errno::ENOMEM);
         }
@@ -158,6 +167,9 @@ pub struct Bo {
     pub mmap_offset: u64,
     /// The system-memory table this buffer is charged to, and (system, TTM) bytes charged.
     mem_limit: Option<(Arc<KfdMemLimit>, u64, u64)>,
+    /// For a KFD buffer imported from a dma-buf: the GEM object it shares (which owns the
+    /// memory, its VRAM reservation and its render-node offset).
+    imported: Option<Arc<crate::gem::GemObject>>,
 }
 
 impl Bo {
@@ -184,6 +196,9 @@ impl Bo {
 
 impl Drop for Bo {
     fn drop(&mut self) {
+        if self.imported.is_some() {
+            return;
+        }
         if let Some((limit, system, ttm)) = &self.mem_limit {
             limit.unreserve(*system, *ttm);
         }
@@ -254,6 +269,7 @@ pub fn alloc_bo(
         backing,
         mmap_offset,
         mem_limit: ((system, ttm) != (0, 0)).then(|| (mem_limit.clone(), system, ttm)),
+        imported: None,
     });
     if matches!(kind, BoKind::Vram | BoKind::Gtt) {
         node.bo_offsets
@@ -263,6 +279,78 @@ pub fn alloc_bo(
     }
     log::debug!(target: "kfd::memory", "alloc {kind:?} va {:#x} size {size:#x} handle {handle:#x}", req.va);
     Ok(bo)
+}
+
+/// A graphics buffer (`amdgpu_gem_create`) of VRAM or GTT on `node`: backed and CPU-mappable
+/// through the render node as KFD buffers are, but not charged to KFD's system-memory limit
+/// (amdgpu accounts graphics buffers apart). Its handle is 0: GEM handles live in the file.
+pub fn alloc_graphics_bo(node: &Arc<KfdNode>, kind: BoKind, size: u64) -> KResult<Bo> {
+    if !matches!(kind, BoKind::Vram | BoKind::Gtt) {
+        return Err(Errno::EINVAL);
+    }
+    let req = AllocRequest {
+        va: 0,
+        size,
+        flags: 0,
+        user_addr: 0,
+    };
+    let (backing, mmap_offset) = backing_of(node, kind, size, req, None)?;
+    let bo = Bo {
+        handle: 0,
+        node: node.clone(),
+        va: 0,
+        size,
+        flags: KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE
+            | if kind == BoKind::Vram {
+                KFD_IOC_ALLOC_MEM_FLAGS_VRAM
+            } else {
+                KFD_IOC_ALLOC_MEM_FLAGS_GTT
+            },
+        kind,
+        backing,
+        mmap_offset,
+        mem_limit: None,
+        imported: None,
+    };
+    Ok(bo)
+}
+
+/// Registers a graphics buffer in the render node's offset table once it sits in its `Arc`
+/// (the table holds weak references).
+pub fn publish_graphics_bo(bo: &Arc<Bo>) {
+    bo.node
+        .bo_offsets
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(bo.mmap_offset, Arc::downgrade(bo));
+}
+
+/// `amdgpu_amdkfd_gpuvm_import_dmabuf_fd`: a KFD buffer with `handle` at GPU VA `va` on
+/// `node` that shares the memory of the GEM object `gem`. Writable, as the kernel makes
+/// imported buffers; VRAM or GTT as the object is.
+pub fn import_bo(
+    node: &Arc<KfdNode>,
+    handle: u64,
+    va: u64,
+    gem: Arc<crate::gem::GemObject>,
+) -> KResult<Arc<Bo>> {
+    let src = &gem.bo;
+    if !matches!(src.kind, BoKind::Vram | BoKind::Gtt) {
+        return Err(Errno::EINVAL);
+    }
+    va.checked_add(src.size).ok_or(Errno::EINVAL)?;
+    Ok(Arc::new(Bo {
+        handle,
+        node: node.clone(),
+        va,
+        size: src.size,
+        flags: src.flags | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+        kind: src.kind,
+        backing: src.backing.clone(),
+        mmap_offset: 0,
+        mem_limit: None,
+        imported: Some(gem.clone()),
+    }))
 }
 
 /// What backs a new buffer of `kind`, and its mmap offset.

@@ -55,6 +55,8 @@ pub struct RenderNode {
     pub file_id: u64,
     /// The file descriptor number `ACQUIRE_VM` will be given for it.
     pub fd: i32,
+    /// The file's GEM objects and GPU VA mappings.
+    gem: Mutex<crate::gem::GemFile>,
 }
 
 impl RenderNode {
@@ -90,6 +92,51 @@ impl RenderNode {
     }
 }
 
+impl RenderNode {
+    /// `DRM_IOCTL_AMDGPU_GEM_CREATE`: a buffer of `size` bytes in `domains`
+    /// (`AMDGPU_GEM_DOMAIN_*`) with `flags` (`AMDGPU_GEM_CREATE_*`); returns its GEM handle.
+    pub fn gem_create(&self, size: u64, domains: u64, flags: u64) -> KResult<u32> {
+        lock(&self.gem).create(&self.node, size, domains, flags)
+    }
+
+    /// `DRM_IOCTL_AMDGPU_GEM_MMAP`: the offset at which `mmap` of this render node reaches
+    /// the buffer.
+    pub fn gem_mmap_offset(&self, handle: u32) -> KResult<u64> {
+        lock(&self.gem).mmap_offset(handle)
+    }
+
+    /// `DRM_IOCTL_AMDGPU_GEM_VA`: maps, unmaps or clears ranges of the file's GPU VM.
+    pub fn gem_va(&self, request: crate::gem::GemVaRequest) -> KResult<()> {
+        lock(&self.gem).va(request)
+    }
+
+    /// `DRM_IOCTL_GEM_CLOSE`.
+    pub fn gem_close(&self, handle: u32) -> KResult<()> {
+        lock(&self.gem).close(handle)
+    }
+
+    /// `DRM_IOCTL_PRIME_HANDLE_TO_FD`: the buffer as a dma-buf descriptor. `flags` may hold
+    /// `O_CLOEXEC` and `O_RDWR` (`DRM_CLOEXEC`, `DRM_RDWR`); anything else is `EINVAL`.
+    pub fn prime_handle_to_fd(&self, handle: u32, flags: u32) -> KResult<i32> {
+        let allowed = (libc::O_CLOEXEC | libc::O_RDWR) as u32;
+        if flags & !allowed != 0 {
+            return Err(Errno::EINVAL);
+        }
+        let cloexec = flags & libc::O_CLOEXEC as u32 != 0;
+        lock(&self.gem).export(&self.model.dmabufs, handle, cloexec)
+    }
+
+    /// (handle, size) of each GEM object, for inspection.
+    pub fn gem_objects(&self) -> Vec<(u32, u64)> {
+        lock(&self.gem).handles()
+    }
+
+    /// How many `GEM_VA` mappings the file has.
+    pub fn gem_va_mappings(&self) -> usize {
+        lock(&self.gem).vm().len()
+    }
+}
+
 impl Drop for RenderNode {
     fn drop(&mut self) {
         lock(&self.model.render_files).remove(&self.fd);
@@ -113,6 +160,8 @@ pub(crate) struct ModelInner {
     render_files: Mutex<HashMap<i32, (u64, u32)>>,
     next_render_file: AtomicU64,
     next_fake_fd: AtomicI32,
+    /// dma-bufs exported from GEM objects, for KFD's import.
+    pub dmabufs: crate::gem::DmaBufTable,
     /// Wakes (and stops) the engine thread.
     engine: Arc<EngineWaker>,
 }
@@ -185,10 +234,10 @@ impl Model {
             n.gpu.set_waker(engine.clone());
         }
         let inner = Arc::new(ModelInner {
-            mem_limit: Arc::new(crate::memory::KfdMemLimit::for_topology(
-                &topology,
-                config.kernel,
-            )),
+            mem_limit: Arc::new(
+                crate::memory::KfdMemLimit::for_topology(&topology, config.kernel)
+                    .with_no_system_mem_limit(config.no_system_mem_limit),
+            ),
             config,
             topology,
             nodes,
@@ -197,6 +246,7 @@ impl Model {
             render_files: Mutex::new(HashMap::new()),
             next_render_file: AtomicU64::new(1),
             next_fake_fd: AtomicI32::new(0x4000_0000),
+            dmabufs: Default::default(),
             engine: engine.clone(),
         });
         if engine_thread {
@@ -222,7 +272,7 @@ impl Model {
 
     /// Runs the engines until nothing moves: every mapped queue is idle, parked on a wait
     /// that is not met, or stopped. With an oversubscribed runlist the scheduler is also
-    /// rotated so that every process gets its turn. Returns the work done (packets and
+    /// rotated so that every queue gets its turn. Returns the work done (packets and
     /// interrupts in total; parked and halted queues as the last pass left them).
     pub fn run_until_idle(&self) -> EngineActivity {
         const MAX_PASSES: usize = 1_000_000;
@@ -247,8 +297,7 @@ impl Model {
                 .inner
                 .nodes
                 .iter()
-                .filter(|n| n.gpu.hws.oversubscribed())
-                .map(|n| n.gpu.hws.runlist().len())
+                .map(|n| n.gpu.hws.quanta_per_round())
                 .max()
                 .unwrap_or(0);
             if quiet_rotations < rotations {
@@ -403,6 +452,7 @@ impl Model {
             node,
             file_id,
             fd,
+            gem: Mutex::new(Default::default()),
         })
     }
 

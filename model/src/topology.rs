@@ -115,7 +115,27 @@ const GPU_CAPABILITY: u32 = (sysfs::HSA_CAP_DOORBELL_TYPE_2_0
 /// Cores, clock and memory of the modelled host CPU.
 const CPU_CORES: u64 = 16;
 const CPU_CLOCK_MHZ: u64 = 3000;
-const SYSTEM_MEMORY: u64 = 64 << 30;
+/// The most system memory the CPU node reports unless configured otherwise.
+pub const MAX_SYSTEM_MEMORY: u64 = 64 << 30;
+
+/// The host's RAM (`sysinfo`'s total), page aligned, at most [`MAX_SYSTEM_MEMORY`]: what the
+/// CPU node reports by default, so allocations sized from the topology fit the host.
+pub fn host_system_memory() -> u64 {
+    let mut info = std::mem::MaybeUninit::<libc::sysinfo>::zeroed();
+    // SAFETY: sysinfo fills the struct it is given; it is zero-initialised, so it is valid
+    // whatever the call does.
+    let info = unsafe {
+        libc::sysinfo(info.as_mut_ptr());
+        info.assume_init()
+    };
+    let total = (info.totalram as u64).saturating_mul(u64::from(info.mem_unit.max(1)));
+    let total = total & !(crate::hw::mem::PAGE_SIZE as u64 - 1);
+    if total == 0 {
+        // No answer: a small machine's worth rather than a promise the host cannot keep.
+        return 4 << 30;
+    }
+    total.min(MAX_SYSTEM_MEMORY)
+}
 
 impl Topology {
     /// The topology of `config`: a CPU node followed by `config.gpus` GPU nodes.
@@ -123,7 +143,8 @@ impl Topology {
         let spec = part(config.preset);
         let gpus = config.gpus as usize;
         let mut nodes = Vec::with_capacity(gpus + 1);
-        nodes.push(cpu_node(gpus));
+        let system_memory = config.system_memory.unwrap_or_else(host_system_memory);
+        nodes.push(cpu_node(gpus, system_memory));
         for index in 0..gpus {
             nodes.push(gpu_node(spec, index, gpus, config.preset));
         }
@@ -326,7 +347,7 @@ fn pcie_link(from: u32, to: u32) -> IoLink {
     }
 }
 
-fn cpu_node(gpus: usize) -> Node {
+fn cpu_node(gpus: usize, system_memory: u64) -> Node {
     Node {
         gpu_id: 0,
         name: String::new(),
@@ -337,7 +358,7 @@ fn cpu_node(gpus: usize) -> Node {
         },
         mem_banks: vec![MemBank {
             heap_type: HeapType::System,
-            size_in_bytes: SYSTEM_MEMORY,
+            size_in_bytes: system_memory,
             flags: 0,
             width: 64,
             mem_clk_max: 3200,
@@ -508,6 +529,29 @@ mod tests {
                 Some((k.to_owned(), v.parse().ok()?))
             })
             .collect()
+    }
+
+    fn cpu_memory(config: &ModelConfig) -> u64 {
+        let t = Topology::from_config(config);
+        t.nodes[0].mem_banks.iter().map(|b| b.size_in_bytes).sum()
+    }
+
+    #[test]
+    fn system_memory_is_what_the_host_has_at_most() {
+        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+        let kib: u64 = meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.trim().strip_suffix("kB"))
+            .and_then(|v| v.trim().parse().ok())
+            .expect("MemTotal in /proc/meminfo");
+        let reported = cpu_memory(&ModelConfig::new(Preset::Gfx900));
+        assert_eq!(reported, (kib * 1024).min(MAX_SYSTEM_MEMORY) & !4095);
+        assert_eq!(
+            cpu_memory(&ModelConfig::new(Preset::Gfx900).with_system_memory(1 << 40)),
+            1 << 40,
+            "a configured size is reported as is"
+        );
     }
 
     #[test]

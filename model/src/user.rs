@@ -132,11 +132,80 @@ pub trait UserAccessExt: UserAccess {
 impl<U: UserAccess + ?Sized> UserAccessExt for U {}
 
 /// Whether `[addr, addr+len)` lies inside readable and writable mappings of this process,
-/// the check `USERPTR` registration does where the kernel pins the pages.
+/// the check `USERPTR` registration does where the kernel pins the pages. It costs one
+/// `PROCMAP_QUERY` per mapping the range spans (Linux 6.11+), not a read of the whole
+/// `/proc/self/maps` — which grows with every range a client reserves, so that registering
+/// many ranges would cost quadratic time; older kernels fall back to reading it.
 pub fn is_user_range_mapped_rw(addr: u64, len: u64) -> bool {
     let Some(end) = addr.checked_add(len).filter(|_| len > 0) else {
         return false;
     };
+    match query_range_rw(addr, end) {
+        Some(answer) => answer,
+        None => maps_range_rw(addr, end),
+    }
+}
+
+/// `struct procmap_query` of `linux/fs.h` (104 bytes).
+#[repr(C)]
+#[derive(Default)]
+struct ProcmapQuery {
+    size: u64,
+    query_flags: u64,
+    query_addr: u64,
+    vma_start: u64,
+    vma_end: u64,
+    vma_flags: u64,
+    vma_page_size: u64,
+    vma_offset: u64,
+    inode: u64,
+    dev_major: u32,
+    dev_minor: u32,
+    vma_name_size: u32,
+    build_id_size: u32,
+    vma_name_addr: u64,
+    build_id_addr: u64,
+}
+
+/// `PROCMAP_QUERY`: `_IOWR('f', 17, struct procmap_query)`.
+const PROCMAP_QUERY: u32 = 0xC068_6611;
+/// `PROCMAP_QUERY_VMA_READABLE`.
+const PROCMAP_QUERY_VMA_READABLE: u64 = 0x01;
+/// `PROCMAP_QUERY_VMA_WRITABLE`.
+const PROCMAP_QUERY_VMA_WRITABLE: u64 = 0x02;
+
+/// The range check through `PROCMAP_QUERY`; `None` when the kernel has no such ioctl.
+fn query_range_rw(addr: u64, end: u64) -> Option<bool> {
+    use std::os::fd::AsRawFd;
+    let maps = std::fs::File::open("/proc/self/maps").ok()?;
+    let mut covered = addr;
+    while covered < end {
+        let mut q = ProcmapQuery {
+            size: core::mem::size_of::<ProcmapQuery>() as u64,
+            query_addr: covered,
+            ..Default::default()
+        };
+        // SAFETY: PROCMAP_QUERY reads and writes exactly one `struct procmap_query`, which `q`
+        // is (its size field says so); no name or build-id buffers are passed (sizes 0).
+        let r = unsafe { libc::ioctl(maps.as_raw_fd(), PROCMAP_QUERY as _, &mut q) };
+        if r != 0 {
+            return match std::io::Error::last_os_error().raw_os_error() {
+                // Nothing mapped at `covered`.
+                Some(libc::ENOENT) => Some(false),
+                _ => None,
+            };
+        }
+        let rw = PROCMAP_QUERY_VMA_READABLE | PROCMAP_QUERY_VMA_WRITABLE;
+        if q.vma_flags & rw != rw || q.vma_start > covered || q.vma_end <= covered {
+            return Some(false);
+        }
+        covered = q.vma_end;
+    }
+    Some(true)
+}
+
+/// The range check by reading `/proc/self/maps` whole.
+fn maps_range_rw(addr: u64, end: u64) -> bool {
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
         return false;
     };
@@ -238,5 +307,52 @@ mod tests {
             is_user_range_mapped_rw as fn(u64, u64) -> bool as usize as u64,
             16
         ));
+    }
+
+    #[test]
+    fn procmap_query_and_the_maps_file_agree() {
+        const PAGE: usize = 4096;
+        // SAFETY: a fresh private anonymous mapping of 4 pages that this test owns; the middle
+        // page is made read-only and the last unmapped, leaving rw | r | rw | hole.
+        let base = unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                4 * PAGE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            assert_ne!(p, libc::MAP_FAILED);
+            assert_eq!(
+                libc::mprotect(p.cast::<u8>().add(PAGE).cast(), PAGE, libc::PROT_READ),
+                0
+            );
+            assert_eq!(libc::munmap(p.cast::<u8>().add(3 * PAGE).cast(), PAGE), 0);
+            p as u64
+        };
+        let page = PAGE as u64;
+        let cases = [
+            (base, page, true),
+            (base, 2 * page, false),
+            (base + page, page, false),
+            (base + 2 * page, page, true),
+            (base + 2 * page, 2 * page, false),
+            (base + 3 * page, page, false),
+        ];
+        for (addr, len, want) in cases {
+            let end = addr + len;
+            assert_eq!(
+                maps_range_rw(addr, end),
+                want,
+                "maps file, {addr:#x}+{len:#x}"
+            );
+            if let Some(q) = query_range_rw(addr, end) {
+                assert_eq!(q, want, "PROCMAP_QUERY, {addr:#x}+{len:#x}");
+            }
+            assert_eq!(is_user_range_mapped_rw(addr, len), want);
+        }
+        // SAFETY: unmaps the three pages still mapped above.
+        unsafe { libc::munmap(base as *mut libc::c_void, 3 * PAGE) };
     }
 }

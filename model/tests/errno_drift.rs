@@ -15,7 +15,9 @@ fn model_k(kernel: KernelVersion, gpus: u32) -> kfd_model::Model {
         ModelConfig::new(Preset::Gfx900)
             .with_gpus(gpus)
             .with_kernel(kernel)
-            .with_engine_thread(false),
+            .with_engine_thread(false)
+            // The limits below are worked out for 64 GiB, whatever the host has.
+            .with_system_memory(64 << 30),
     )
 }
 

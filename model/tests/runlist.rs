@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use kfd_model::hw::hws::{HqdSlot, MappedQueue};
-use kfd_model::Preset;
+use kfd_model::{ModelConfig, Preset};
 use kfd_sys::*;
 use mqd::ComputeDescriptor;
 use pm4::hws::{MapQueueSel, MapQueueType, QueueEngine};
@@ -241,7 +241,8 @@ fn more_compute_queues_than_hqds_chains_the_runlist() {
 
 #[test]
 fn more_processes_than_vmids_time_slice() {
-    let model = model(Preset::Gfx900, 1);
+    // No engine thread: its own time slices would race the one this test takes.
+    let model = model_with(ModelConfig::new(Preset::Gfx900).with_engine_thread(false));
     let clients: Vec<Client> = (0..9).map(|_| Client::new(&model)).collect();
     for c in &clients {
         c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE_AQL).unwrap();
@@ -430,4 +431,46 @@ fn doorbell_offsets_locate_the_queue_in_the_process_slice() {
         .unwrap();
     let (slice, id) = kfd_model::hw::doorbell::DoorbellBar::slice_and_id(d1).unwrap();
     assert_eq!(node.gpu.doorbells.read(slice, id), 0x40);
+}
+
+#[test]
+fn one_process_with_more_queues_than_hqds_time_slices_queue_by_queue() {
+    // gfx1030 gives KFD 8 HQDs; one process makes 12 PM4 queues, each with a WRITE_DATA.
+    let model = model_with(ModelConfig::new(Preset::Gfx1030).with_engine_thread(false));
+    let c = Client::new(&model);
+    let node = c.node();
+    let out = c.gtt(4096);
+    let queues: Vec<_> = (0..12u32)
+        .map(|i| {
+            let (_, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
+            let mut ring = RingWriter::pm4(&q);
+            ring.push(
+                &q,
+                &pm4::user::WriteData::memory(out.va + 4 * u64::from(i), &[0x100 + i]).unwrap(),
+            );
+            c.submit(&q, ring.wptr());
+            q
+        })
+        .collect();
+    assert!(node.gpu.hws.oversubscribed());
+    let doorbells = |m: Vec<MappedQueue>| -> std::collections::BTreeSet<u32> {
+        m.iter().map(|m| m.queue.doorbell_offset).collect()
+    };
+    let first = doorbells(node.gpu.hws.mapped_queues());
+    assert_eq!(first.len(), 8, "a quantum fills the 8 HQDs");
+    // The next quantum starts with the 4 queues left out, then 4 of the first 8.
+    node.gpu.hws.tick(&node.gpu.gart);
+    let second = doorbells(node.gpu.hws.mapped_queues());
+    assert_eq!(second.len(), 8);
+    assert_eq!(
+        second.difference(&first).count(),
+        4,
+        "every queue left out comes on"
+    );
+    assert_eq!(node.gpu.hws.quanta_per_round(), 12);
+    model.run_until_idle();
+    for i in 0..12u64 {
+        assert_eq!(out.read_u32(4 * i), 0x100 + i as u32, "queue {i} ran");
+    }
+    drop(queues);
 }

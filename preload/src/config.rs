@@ -9,6 +9,7 @@
 //! | `KFD_MODEL_LOG_FILE` | append the log here instead of stderr | — |
 //! | `KFD_RUN_SUMMARY` | at exit, append the shader counters here as one JSON line ([`crate::summary`]; `kfd run` sets it) | — |
 //! | `KFD_MODEL_FAULTS` | faults to inject ([`kfd_model::faults`]); a malformed list makes every open of `/dev/kfd` fail with `EINVAL` | — |
+//! | `KFD_MODEL_NO_SYSTEM_MEM_LIMIT` | `1`: the driver's `amdgpu.no_system_mem_limit=1` | `0` |
 
 use core::fmt;
 use kfd_model::faults::FAULTS_ENV;
@@ -27,6 +28,9 @@ pub const ENV_LOG: &str = "KFD_MODEL_LOG";
 pub const ENV_LOG_FILE: &str = "KFD_MODEL_LOG_FILE";
 /// Environment variable naming the file the exit summary is appended to.
 pub const ENV_RUN_SUMMARY: &str = "KFD_RUN_SUMMARY";
+
+/// Environment variable setting `amdgpu.no_system_mem_limit`.
+pub const ENV_NO_SYSTEM_MEM_LIMIT: &str = "KFD_MODEL_NO_SYSTEM_MEM_LIMIT";
 
 /// Most GPUs one model instance holds (render minors 128–191).
 pub const MAX_GPUS: u32 = 64;
@@ -146,6 +150,8 @@ pub struct ShimConfig {
     /// Faults to inject into every GPU, or why `KFD_MODEL_FAULTS` could not be read (then
     /// the model is not built: opening `/dev/kfd` fails, as a driver that refused to load).
     pub faults: Result<Vec<Fault>, ConfigError>,
+    /// `amdgpu.no_system_mem_limit`.
+    pub no_system_mem_limit: bool,
 }
 
 impl Default for ShimConfig {
@@ -158,6 +164,7 @@ impl Default for ShimConfig {
             log_file: None,
             summary_file: None,
             faults: Ok(Vec::new()),
+            no_system_mem_limit: false,
         }
     }
 }
@@ -206,6 +213,19 @@ impl ShimConfig {
         if let Some(v) = get(FAULTS_ENV) {
             cfg.faults = Fault::parse_list(&v).map_err(|e| err(FAULTS_ENV, &v, e));
         }
+        if let Some(v) = get(ENV_NO_SYSTEM_MEM_LIMIT) {
+            cfg.no_system_mem_limit = match v.trim() {
+                "0" => false,
+                "1" => true,
+                _ => {
+                    return Err(err(
+                        ENV_NO_SYSTEM_MEM_LIMIT,
+                        &v,
+                        "expected 0 or 1".to_owned(),
+                    ))
+                }
+            };
+        }
         Ok(cfg)
     }
 
@@ -220,7 +240,8 @@ impl ShimConfig {
         faults.iter().fold(
             ModelConfig::new(self.preset)
                 .with_gpus(self.gpus)
-                .with_kernel(self.kernel),
+                .with_kernel(self.kernel)
+                .with_no_system_mem_limit(self.no_system_mem_limit),
             |config, f| config.with_fault(*f),
         )
     }
@@ -253,6 +274,7 @@ mod tests {
         assert_eq!(c.log.default, LevelFilter::Warn);
         assert_eq!(c.log_file, None);
         assert_eq!(c.summary_file, None);
+        assert!(!c.no_system_mem_limit);
         assert_eq!(c.render_minors(), 128..129);
         let m = c.model_config();
         assert_eq!((m.preset, m.gpus), (Preset::Gfx900, 1));
@@ -267,8 +289,10 @@ mod tests {
             (ENV_LOG, "kfd::ioctl=trace,info"),
             (ENV_LOG_FILE, "/tmp/x.log"),
             (ENV_RUN_SUMMARY, "/tmp/summary.jsonl"),
+            (ENV_NO_SYSTEM_MEM_LIMIT, "1"),
         ])
         .unwrap();
+        assert!(c.no_system_mem_limit && c.model_config().no_system_mem_limit);
         assert_eq!(c.preset, Preset::Gfx90a);
         assert_eq!(c.gpus, 4);
         assert_eq!(c.kernel, KernelVersion::Linux6_1);
@@ -323,6 +347,12 @@ mod tests {
             ENV_KERNEL
         );
         assert_eq!(cfg(&[(ENV_LOG, "kfd=loud")]).unwrap_err().variable, ENV_LOG);
+        assert_eq!(
+            cfg(&[(ENV_NO_SYSTEM_MEM_LIMIT, "yes")])
+                .unwrap_err()
+                .variable,
+            ENV_NO_SYSTEM_MEM_LIMIT
+        );
         // Empty counts as unset.
         assert_eq!(cfg(&[(ENV_PRESET, " ")]).unwrap().preset, Preset::Gfx900);
     }

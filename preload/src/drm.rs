@@ -1,6 +1,8 @@
 //! The DRM ioctls libdrm and libdrm_amdgpu send to a render node, answered from the model's
 //! topology: `DRM_IOCTL_VERSION` (driver name `amdgpu`) and `DRM_IOCTL_AMDGPU_INFO` (device
-//! information, memory sizes, register reads).
+//! information, memory sizes, register reads); and the buffer-object ioctls, answered by the
+//! model's render-node file ([`gem_answer`]): `GEM_CREATE`, `GEM_MMAP`, `GEM_VA`, `GEM_CLOSE`
+//! and `PRIME_HANDLE_TO_FD`.
 //!
 //! The argument structs are spelled here (byte offsets as in `drm.h` / `amdgpu_drm.h` on
 //! x86-64) because only the shim needs them. Every answer is built into a byte buffer; the
@@ -17,6 +19,16 @@ pub const DRM_IOCTL_VERSION: u32 = 0xC040_6400;
 pub const DRM_IOCTL_AMDGPU_INFO: u32 = 0x4020_6445;
 /// The DRM ioctl type byte.
 pub const DRM_IOCTL_BASE: u32 = b'd' as u32;
+/// `DRM_IOCTL_GEM_CLOSE`: `_IOW('d', 0x09, struct drm_gem_close)`.
+pub const DRM_IOCTL_GEM_CLOSE: u32 = 0x4008_6409;
+/// `DRM_IOCTL_PRIME_HANDLE_TO_FD`: `_IOWR('d', 0x2d, struct drm_prime_handle)`.
+pub const DRM_IOCTL_PRIME_HANDLE_TO_FD: u32 = 0xC00C_642D;
+/// `DRM_IOCTL_AMDGPU_GEM_CREATE`: `_IOWR('d', 0x40 + 0x00, union drm_amdgpu_gem_create)`.
+pub const DRM_IOCTL_AMDGPU_GEM_CREATE: u32 = 0xC020_6440;
+/// `DRM_IOCTL_AMDGPU_GEM_MMAP`: `_IOWR('d', 0x40 + 0x01, union drm_amdgpu_gem_mmap)`.
+pub const DRM_IOCTL_AMDGPU_GEM_MMAP: u32 = 0xC008_6441;
+/// `DRM_IOCTL_AMDGPU_GEM_VA`: `_IOW('d', 0x40 + 0x08, struct drm_amdgpu_gem_va)`.
+pub const DRM_IOCTL_AMDGPU_GEM_VA: u32 = 0x4028_6448;
 
 /// `AMDGPU_INFO_ACCEL_WORKING`.
 pub const AMDGPU_INFO_ACCEL_WORKING: u32 = 0x00;
@@ -76,6 +88,96 @@ pub struct DrmVersion {
     pub desc_len: u64,
     /// User pointer for the description.
     pub desc: u64,
+}
+
+/// `struct drm_amdgpu_gem_create_in` (32 bytes), the input of `union drm_amdgpu_gem_create`;
+/// the output (`drm_amdgpu_gem_create_out`: handle, pad) overlays its first 8 bytes.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct DrmAmdgpuGemCreateIn {
+    /// Bytes.
+    pub bo_size: u64,
+    /// Physical alignment.
+    pub alignment: u64,
+    /// `AMDGPU_GEM_DOMAIN_*`.
+    pub domains: u64,
+    /// `AMDGPU_GEM_CREATE_*`.
+    pub domain_flags: u64,
+}
+
+/// `struct drm_amdgpu_gem_create_out` (8 bytes).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct DrmAmdgpuGemCreateOut {
+    /// The new GEM handle.
+    pub handle: u32,
+    /// Padding.
+    pub pad: u32,
+}
+
+/// `struct drm_amdgpu_gem_mmap_in` (8 bytes); the output (`drm_amdgpu_gem_mmap_out`:
+/// `addr_ptr`, a u64) overlays it.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct DrmAmdgpuGemMmapIn {
+    /// GEM handle.
+    pub handle: u32,
+    /// Padding.
+    pub pad: u32,
+}
+
+/// `struct drm_amdgpu_gem_va` (40 bytes).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct DrmAmdgpuGemVa {
+    /// GEM handle.
+    pub handle: u32,
+    /// Padding.
+    pub pad: u32,
+    /// `AMDGPU_VA_OP_*`.
+    pub operation: u32,
+    /// `AMDGPU_VM_PAGE_*`.
+    pub flags: u32,
+    /// GPU VA.
+    pub va_address: u64,
+    /// Offset inside the buffer.
+    pub offset_in_bo: u64,
+    /// Bytes.
+    pub map_size: u64,
+}
+
+/// `struct drm_gem_close` (8 bytes).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct DrmGemClose {
+    /// GEM handle.
+    pub handle: u32,
+    /// Padding.
+    pub pad: u32,
+}
+
+/// `struct drm_prime_handle` (12 bytes).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct DrmPrimeHandle {
+    /// GEM handle.
+    pub handle: u32,
+    /// `DRM_CLOEXEC` | `DRM_RDWR`.
+    pub flags: u32,
+    /// Out: the dma-buf descriptor.
+    pub fd: i32,
 }
 
 /// `struct drm_amdgpu_info` (32 bytes): the query header; the 16-byte union is kept as the
@@ -242,6 +344,76 @@ pub fn answer(info: &RenderInfo<'_>, request: u32, arg: &[u8]) -> Result<DrmAnsw
     match request {
         DRM_IOCTL_VERSION => version(info, arg),
         DRM_IOCTL_AMDGPU_INFO => amdgpu_info(info, arg),
+        _ => Err(Errno::ENOTTY),
+    }
+}
+
+/// The buffer-object ioctl [`gem_answer`] serves that `request` names, as the kernel's table
+/// spells it. `drm_ioctl` finds the handler by the command number alone (libdrm sends
+/// `GEM_VA` as read-write although the table declares it write-only) and copies
+/// `min(user size, table size)` bytes in, zero-filling the rest, and out only when both the
+/// user's and the table's codes say so.
+pub fn gem_request(request: u32) -> Option<u32> {
+    const TYPE_NR: u32 = 0xFFFF;
+    [
+        DRM_IOCTL_AMDGPU_GEM_CREATE,
+        DRM_IOCTL_AMDGPU_GEM_MMAP,
+        DRM_IOCTL_AMDGPU_GEM_VA,
+        DRM_IOCTL_GEM_CLOSE,
+        DRM_IOCTL_PRIME_HANDLE_TO_FD,
+    ]
+    .into_iter()
+    .find(|&c| c & TYPE_NR == request & TYPE_NR)
+}
+
+/// Answers a buffer-object ioctl on the render-node file `file`: the new argument bytes (a
+/// union's output overlays its input) or the kernel's errno.
+pub fn gem_answer(
+    file: &kfd_model::RenderNode,
+    request: u32,
+    arg: &[u8],
+) -> Result<DrmAnswer, Errno> {
+    let reply = |bytes: &[u8]| {
+        Ok(DrmAnswer {
+            arg: Some(bytes.to_vec()),
+            writes: Vec::new(),
+        })
+    };
+    match request {
+        DRM_IOCTL_AMDGPU_GEM_CREATE => {
+            let (a, _) = DrmAmdgpuGemCreateIn::read_from_prefix(arg).map_err(|_| Errno::EFAULT)?;
+            let handle = file.gem_create(a.bo_size, a.domains, a.domain_flags)?;
+            let mut out = [0u8; 32];
+            out[..8].copy_from_slice(DrmAmdgpuGemCreateOut { handle, pad: 0 }.as_bytes());
+            reply(&out)
+        }
+        DRM_IOCTL_AMDGPU_GEM_MMAP => {
+            let (a, _) = DrmAmdgpuGemMmapIn::read_from_prefix(arg).map_err(|_| Errno::EFAULT)?;
+            let offset = file.gem_mmap_offset(a.handle)?;
+            reply(offset.as_bytes())
+        }
+        DRM_IOCTL_AMDGPU_GEM_VA => {
+            let (a, _) = DrmAmdgpuGemVa::read_from_prefix(arg).map_err(|_| Errno::EFAULT)?;
+            file.gem_va(kfd_model::gem::GemVaRequest {
+                handle: a.handle,
+                operation: a.operation,
+                flags: a.flags,
+                va_address: a.va_address,
+                offset_in_bo: a.offset_in_bo,
+                map_size: a.map_size,
+            })?;
+            Ok(DrmAnswer::default())
+        }
+        DRM_IOCTL_GEM_CLOSE => {
+            let (a, _) = DrmGemClose::read_from_prefix(arg).map_err(|_| Errno::EFAULT)?;
+            file.gem_close(a.handle)?;
+            Ok(DrmAnswer::default())
+        }
+        DRM_IOCTL_PRIME_HANDLE_TO_FD => {
+            let (mut a, _) = DrmPrimeHandle::read_from_prefix(arg).map_err(|_| Errno::EFAULT)?;
+            a.fd = file.prime_handle_to_fd(a.handle, a.flags)?;
+            reply(a.as_bytes())
+        }
         _ => Err(Errno::ENOTTY),
     }
 }

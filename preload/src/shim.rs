@@ -569,10 +569,35 @@ pub(crate) unsafe fn kfd_ioctl(fd: c_int, request: u64, arg: *mut c_void) -> Res
     result.map_err(user_errno)
 }
 
-/// `ioctl` on a render node: the DRM queries libdrm sends.
-pub(crate) fn render_ioctl(minor: u32, request: u64, arg: *mut c_void) -> Result<c_int, Errno> {
+/// `ioctl` on a render node: the DRM queries libdrm sends, and the buffer-object ioctls of
+/// libdrm_amdgpu (answered by the model's render-node file behind `fd`).
+pub(crate) fn render_ioctl(
+    fd: c_int,
+    minor: u32,
+    request: u64,
+    arg: *mut c_void,
+) -> Result<c_int, Errno> {
     let cfg = config()?;
     let request = u32::try_from(request).map_err(|_| Errno::ENOTTY)?;
+    if let Some(table_cmd) = drm::gem_request(request) {
+        let file = with_shim(|s, _| s.renders.get(&fd).cloned().ok_or(Errno::EBADF))?;
+        let user_size = kfd_sys::ioc_size(request);
+        let size = kfd_sys::ioc_size(table_cmd);
+        let addr = arg as u64;
+        let mut buf = vec![0u8; size];
+        let n_in = user_size.min(size);
+        let both = kfd_sys::ioc_dir(request) & kfd_sys::ioc_dir(table_cmd);
+        if both & kfd_sys::IOC_WRITE != 0 {
+            SelfProcess.read(addr, &mut buf[..n_in])?;
+        }
+        let answer = drm::gem_answer(&file, table_cmd, &buf).inspect_err(|e| {
+            log::debug!(target: "preload", "renderD{minor}: GEM ioctl {request:#010x} = {e}");
+        })?;
+        if let (true, Some(new_arg)) = (both & kfd_sys::IOC_READ != 0, &answer.arg) {
+            SelfProcess.write(addr, &new_arg[..n_in.min(new_arg.len())])?;
+        }
+        return Ok(0);
+    }
     let node = topology(cfg)
         .gpus()
         .find(|n| n.properties.drm_render_minor == u64::from(minor))

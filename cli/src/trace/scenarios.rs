@@ -269,42 +269,63 @@ fn oversubscribe(session: &mut Session, options: ScenarioOptions) -> CliResult<(
         }
     }
     let node = session.node()?;
+    let (pasid_a, pasid_b) = (a.pasid(), b.pasid());
+    // What a time slice changed: queues per process on HQDs, and which queues (by doorbell
+    // offset) came on and went off.
+    let rotation = move |before: &Vec<u32>, s: &DeviceState| {
+        let count = |pasid: u32| {
+            s.mapped
+                .iter()
+                .filter(|m| u32::from(m.pasid) == pasid)
+                .count()
+        };
+        let now: Vec<u32> = s.mapped.iter().map(|m| m.doorbell).collect();
+        let list = |v: Vec<u32>| {
+            if v.is_empty() {
+                "none".to_owned()
+            } else {
+                v.iter()
+                    .map(|d| format!("{d:#x}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        };
+        let on = list(
+            now.iter()
+                .copied()
+                .filter(|d| !before.contains(d))
+                .collect(),
+        );
+        let off = list(
+            before
+                .iter()
+                .copied()
+                .filter(|d| !now.contains(d))
+                .collect(),
+        );
+        format!(
+            "A has {} queue(s) on HQDs, B has {}; doorbell(s) on: {on}; off: {off}",
+            count(pasid_a),
+            count(pasid_b)
+        )
+    };
+    let tick = move |s: &mut Session| {
+        let before: Vec<u32> = s.state().mapped.iter().map(|m| m.doorbell).collect();
+        node.hws_time_slice();
+        Ok(before)
+    };
     session.step(
-        "HWS time slice: the firmware rotates the processes it maps",
+        "HWS time slice: the quantum ends, every queue is preempted, mapping resumes at the \
+         first queue left out (queue by queue)",
         Detail::Full,
-        |_| {
-            node.hws_time_slice();
-            Ok(())
-        },
-        |_, s| {
-            let a_on = s
-                .mapped
-                .iter()
-                .filter(|m| u32::from(m.pasid) == a.pasid())
-                .count();
-            let b_on = s
-                .mapped
-                .iter()
-                .filter(|m| u32::from(m.pasid) == b.pasid())
-                .count();
-            format!("A has {a_on} queue(s) on HQDs, B has {b_on}")
-        },
+        tick.clone(),
+        rotation,
     )?;
     session.step(
-        "HWS time slice again: back to the first quantum",
+        "HWS time slice again: the next queue left out gets its turn",
         Detail::Summary,
-        |_| {
-            node.hws_time_slice();
-            Ok(())
-        },
-        |_, s| {
-            let b_on = s
-                .mapped
-                .iter()
-                .filter(|m| u32::from(m.pasid) == b.pasid())
-                .count();
-            format!("B has {b_on} queue(s) on HQDs")
-        },
+        tick,
+        rotation,
     )?;
     close(session, b, "process B")?;
     close(session, a, "process A")

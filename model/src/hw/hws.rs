@@ -5,8 +5,9 @@
 //!
 //! It knows the driver only through bytes: the HIQ MQD, ring, pointers, IBs and fences in GART,
 //! decoded with `pm4` and `mqd`. When the runlist is larger than the hardware (more queues
-//! than HQDs or more processes than VMIDs) it time-slices: [`Hws::tick`] rotates which
-//! processes are mapped.
+//! than HQDs or more processes than VMIDs) it time-slices: at each [`Hws::tick`] the quantum
+//! ends, every queue is preempted, and mapping resumes queue by queue with the first queue the
+//! last quantum left out, so every queue of the runlist gets its turn.
 
 use crate::device::Gpu;
 use crate::hw::cp::{CpQueue, ShRegisters};
@@ -178,7 +179,12 @@ struct State {
     runlist_ib: Option<(u64, u32)>,
     oversubscribed: bool,
     process_cnt: u8,
+    /// Where the next quantum starts, as a position in the runlist's queues (process by
+    /// process, each process's queues in runlist order).
     rotation: usize,
+    /// How far the next time slice moves [`State::rotation`]: to the first queue the current
+    /// quantum left out.
+    rotation_step: usize,
     mapped: Vec<MappedQueue>,
     registers: BTreeMap<u32, u32>,
     faults: HwsFaults,
@@ -245,6 +251,7 @@ impl Hws {
                 oversubscribed: false,
                 process_cnt: 0,
                 rotation: 0,
+                rotation_step: 1,
                 mapped: Vec::new(),
                 registers: BTreeMap::new(),
                 faults: HwsFaults::default(),
@@ -318,16 +325,30 @@ impl Hws {
         let _ = gart.store_u64(mqd.rptr_report_address(), s.hiq_rptr % ring_dwords);
     }
 
-    /// Time slice: when the runlist does not fit the hardware, maps the next processes.
+    /// Time slice: when the runlist does not fit the hardware, the quantum ends: every queue
+    /// is preempted and mapping starts again from the first queue the last quantum left out.
     pub fn tick(&self, gart: &Gart) {
         let mut s = self.lock();
-        if !s.oversubscribed || s.runlist.is_empty() {
+        let queues = s.runlist_queue_count();
+        if !s.oversubscribed || queues == 0 {
             return;
         }
         s.preempt_where(gart, |_| true);
-        s.rotation = (s.rotation + 1) % s.runlist.len();
+        s.rotation = (s.rotation + s.rotation_step) % queues;
         s.stats.rotations += 1;
         s.schedule(gart);
+    }
+
+    /// How many time slices give every queue of an oversubscribed runlist at least one
+    /// quantum on the hardware (0 when the runlist fits): each slice moves on by at least one
+    /// queue, so the runlist's queue count is enough.
+    pub fn quanta_per_round(&self) -> usize {
+        let s = self.lock();
+        if s.oversubscribed {
+            s.runlist_queue_count()
+        } else {
+            0
+        }
     }
 
     /// The queues mapped right now, in slot order.
@@ -830,69 +851,105 @@ impl State {
         self.schedule(gart);
     }
 
-    /// Maps processes from the rotation point: each gets a VMID while VMIDs and the
-    /// quantum's process count last, and its queues get free HQD / SDMA slots.
+    fn runlist_queue_count(&self) -> usize {
+        self.runlist.iter().map(|p| p.queues.len()).sum()
+    }
+
+    /// Maps queues from the rotation point, walking the runlist's queues in order (and
+    /// around): a queue is mapped when its process has or can still get a VMID (VMIDs and the
+    /// quantum's process count last) and a free HQD or SDMA slot is left for it. Records where
+    /// the next quantum starts: at the first queue left out.
     fn schedule(&mut self, gart: &Gart) {
         let vmids: Vec<u8> = (0..16u8)
             .filter(|v| self.vmid_mask & (1 << v) != 0)
             .collect();
         let max_procs = vmids.len().min(usize::from(self.process_cnt.max(1)));
-        let n = self.runlist.len();
+        let order: Vec<(usize, usize)> = self
+            .runlist
+            .iter()
+            .enumerate()
+            .flat_map(|(p, proc)| (0..proc.queues.len()).map(move |q| (p, q)))
+            .collect();
+        let n = order.len();
+        self.rotation_step = 1;
+        if n == 0 {
+            return;
+        }
         let mut free_hqds: Vec<HqdSlot> = self.hqd_slots.clone();
         free_hqds.retain(|s| !self.mapped.iter().any(|m| m.slot == *s));
-        let mut next_vmid = vmids.iter().copied();
-        for i in 0..n.min(max_procs) {
-            let p = self.runlist[(self.rotation + i) % n].clone();
-            let Some(vmid) = next_vmid.next() else { break };
-            for q in &p.queues {
-                let slot = match q.engine {
-                    QueueEngine::Compute => {
-                        if free_hqds.is_empty() {
-                            continue;
-                        }
-                        free_hqds.remove(0)
-                    }
-                    QueueEngine::SdmaLegacy(e) | QueueEngine::SdmaExtended(e) => {
-                        if e >= self.sdma_engines {
-                            continue;
-                        }
-                        let used = |k: u8| {
-                            self.mapped.iter().any(|m| {
-                                m.slot
-                                    == HqdSlot::Sdma {
-                                        engine: e,
-                                        queue: k,
-                                    }
-                            })
-                        };
-                        match (0..self.sdma_queues_per_engine).find(|&k| !used(k)) {
-                            Some(k) => HqdSlot::Sdma {
-                                engine: e,
-                                queue: k,
-                            },
-                            None => continue,
-                        }
-                    }
-                };
-                if let HqdSlot::Compute { .. } = slot {
-                    if let Some(mut mqd) = read_compute_mqd(gart, self.mqd_gen, q.mqd_addr) {
-                        mqd.set_active(true);
-                        mqd.set_vmid(u32::from(vmid));
-                        let _ = gart.write(q.mqd_addr, mqd.bytes());
-                    }
+        // VMIDs of processes with queues still mapped (none after a full preemption).
+        let mut vmid_of: Vec<Option<u8>> = self
+            .runlist
+            .iter()
+            .map(|p| {
+                self.mapped
+                    .iter()
+                    .find(|m| m.pasid == p.pasid)
+                    .map(|m| m.vmid)
+            })
+            .collect();
+        let mut first_left_out: Option<usize> = None;
+        for k in 0..n {
+            let (pi, qi) = order[(self.rotation + k) % n];
+            let q = self.runlist[pi].queues[qi];
+            let vmid = match vmid_of[pi] {
+                Some(v) => Some(v),
+                None if vmid_of.iter().flatten().count() < max_procs => {
+                    vmids.iter().copied().find(|v| !vmid_of.contains(&Some(*v)))
                 }
-                self.remapped.push(q.mqd_addr);
-                self.mapped.push(MappedQueue {
-                    slot,
-                    pasid: p.pasid,
-                    vmid,
-                    page_table_base: p.page_table_base,
-                    queue: *q,
-                });
-                self.stats.queue_maps += 1;
-                log::trace!(target: "hw::hws", "pasid {:#x} queue doorbell {:#x} -> {slot:?} vmid {vmid}", p.pasid, q.doorbell_offset);
+                None => None,
+            };
+            let slot = vmid.and_then(|_| match q.engine {
+                QueueEngine::Compute => (!free_hqds.is_empty()).then(|| free_hqds.remove(0)),
+                QueueEngine::SdmaLegacy(e) | QueueEngine::SdmaExtended(e) => {
+                    if e >= self.sdma_engines {
+                        return None;
+                    }
+                    let used = |k: u8| {
+                        self.mapped.iter().any(|m| {
+                            m.slot
+                                == HqdSlot::Sdma {
+                                    engine: e,
+                                    queue: k,
+                                }
+                        })
+                    };
+                    (0..self.sdma_queues_per_engine)
+                        .find(|&k| !used(k))
+                        .map(|k| HqdSlot::Sdma {
+                            engine: e,
+                            queue: k,
+                        })
+                }
+            });
+            let (Some(vmid), Some(slot)) = (vmid, slot) else {
+                first_left_out.get_or_insert(k);
+                continue;
+            };
+            vmid_of[pi] = Some(vmid);
+            let p = &self.runlist[pi];
+            let (pasid, page_table_base) = (p.pasid, p.page_table_base);
+            if let HqdSlot::Compute { .. } = slot {
+                if let Some(mut mqd) = read_compute_mqd(gart, self.mqd_gen, q.mqd_addr) {
+                    mqd.set_active(true);
+                    mqd.set_vmid(u32::from(vmid));
+                    let _ = gart.write(q.mqd_addr, mqd.bytes());
+                }
             }
+            self.remapped.push(q.mqd_addr);
+            self.mapped.push(MappedQueue {
+                slot,
+                pasid,
+                vmid,
+                page_table_base,
+                queue: q,
+            });
+            self.stats.queue_maps += 1;
+            log::trace!(target: "hw::hws", "pasid {pasid:#x} queue doorbell {:#x} -> {slot:?} vmid {vmid}", q.doorbell_offset);
         }
+        // A queue that cannot be mapped even first in line (no engine for it) must not hold
+        // the rotation still: move on by at least one.
+        self.rotation_step = first_left_out.unwrap_or(1).max(1);
     }
 
     /// Takes the matching queues off the hardware, saving their state in their MQDs.

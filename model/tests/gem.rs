@@ -1,0 +1,229 @@
+//! amdgpu buffer objects on the render node (issue #20): GEM_CREATE, GEM_MMAP, GEM_VA,
+//! GEM_CLOSE and PRIME_HANDLE_TO_FD with the kernel's errnos, and KFD's side of graphics
+//! interop: GET_DMABUF_INFO and IMPORT_DMABUF of the exported dma-buf, mapped to the GPU and
+//! written by a PM4 queue, read back through the render node's CPU map and the dma-buf.
+
+mod common;
+
+use common::*;
+use kfd_model::gem::*;
+use kfd_model::{Errno, ModelConfig, Preset, RenderNode};
+use kfd_sys::*;
+use pm4::user::WriteData;
+use std::os::fd::{FromRawFd, OwnedFd};
+
+const GTT: u64 = AMDGPU_GEM_DOMAIN_GTT;
+
+fn va_req(handle: u32, operation: u32, va: u64, offset: u64, size: u64) -> GemVaRequest {
+    GemVaRequest {
+        handle,
+        operation,
+        flags: AMDGPU_VM_PAGE_WRITEABLE,
+        va_address: va,
+        offset_in_bo: offset,
+        map_size: size,
+    }
+}
+
+fn render(c: &Client) -> &RenderNode {
+    &c.renders[0]
+}
+
+#[test]
+fn gem_ioctls_answer_with_the_kernels_errnos() {
+    let model = model(Preset::Gfx900, 1);
+    let c = Client::new(&model);
+    let r = render(&c);
+    assert_errno(r.gem_create(0, GTT, 0), Errno::EINVAL, "size 0");
+    assert_errno(r.gem_create(4096, 0x40, 0), Errno::EINVAL, "unknown domain");
+    assert_errno(
+        r.gem_create(4096, GTT, 1 << 40),
+        Errno::EINVAL,
+        "unknown flag",
+    );
+    assert_errno(
+        r.gem_create(4096, AMDGPU_GEM_DOMAIN_GDS, 0),
+        Errno::EINVAL,
+        "GDS",
+    );
+    let a = r.gem_create(5000, GTT, 0).unwrap();
+    let b = r.gem_create(4096, AMDGPU_GEM_DOMAIN_VRAM, 0).unwrap();
+    assert_eq!((a, b), (1, 2), "handles count from 1");
+    assert_eq!(
+        r.gem_objects(),
+        vec![(1, 8192), (2, 4096)],
+        "sizes are page aligned"
+    );
+    assert_errno(r.gem_mmap_offset(9), Errno::ENOENT, "mmap of no object");
+    let off = r.gem_mmap_offset(a).unwrap();
+    assert_eq!(
+        r.mmap(off, 8192).unwrap().len,
+        8192,
+        "the render node maps it"
+    );
+    assert_errno(r.mmap(off, 8193).map(|_| ()), Errno::EINVAL, "past the end");
+
+    // GEM_VA.
+    let va = 0x1_0000_0000;
+    let map = |h, v, o, s| r.gem_va(va_req(h, AMDGPU_VA_OP_MAP, v, o, s));
+    assert_errno(map(a, 0x8_0000, 0, 4096), Errno::EINVAL, "below 1 MiB");
+    assert_errno(map(a, va + 1, 0, 4096), Errno::EINVAL, "unaligned VA");
+    assert_errno(map(a, va, 0, 4095), Errno::EINVAL, "unaligned size");
+    assert_errno(map(a, va, 4096, 8192), Errno::EINVAL, "past the object");
+    assert_errno(map(7, va, 0, 4096), Errno::ENOENT, "no such object");
+    assert_errno(map(a, 1 << 47, 0, 4096), Errno::EINVAL, "in the VA hole");
+    assert_errno(
+        r.gem_va(va_req(a, 9, va, 0, 4096)),
+        Errno::EINVAL,
+        "unknown operation",
+    );
+    map(a, va, 0, 8192).unwrap();
+    assert_errno(map(b, va + 4096, 0, 4096), Errno::EINVAL, "overlap");
+    map(b, va + 8192, 0, 4096).unwrap();
+    assert_eq!(r.gem_va_mappings(), 2);
+    assert_errno(
+        r.gem_va(va_req(a, AMDGPU_VA_OP_UNMAP, va + 8192, 0, 4096)),
+        Errno::ENOENT,
+        "unmap of another object's mapping",
+    );
+    r.gem_va(va_req(b, AMDGPU_VA_OP_UNMAP, va + 8192, 0, 4096))
+        .unwrap();
+    // CLEAR removes what lies in the range, whatever object.
+    map(b, va + 8192, 0, 4096).unwrap();
+    r.gem_va(va_req(0, AMDGPU_VA_OP_CLEAR, va, 0, 3 * 4096))
+        .unwrap();
+    assert_eq!(r.gem_va_mappings(), 0);
+    // Closing an object drops its mappings.
+    map(a, va, 0, 8192).unwrap();
+    r.gem_close(a).unwrap();
+    assert_eq!(r.gem_va_mappings(), 0);
+    assert_errno(r.gem_close(a), Errno::EINVAL, "closed twice");
+    assert_errno(r.gem_mmap_offset(a), Errno::ENOENT, "closed");
+    assert_errno(
+        r.prime_handle_to_fd(b, 0x1000).map(|_| ()),
+        Errno::EINVAL,
+        "unknown prime flag",
+    );
+    assert_errno(
+        r.prime_handle_to_fd(a, 0).map(|_| ()),
+        Errno::ENOENT,
+        "export of a closed handle",
+    );
+    // A VRAM object holds VRAM until closed.
+    let before = c.node().vram_available();
+    r.gem_close(b).unwrap();
+    assert_eq!(c.node().vram_available(), before + 4096);
+}
+
+fn dmabuf_info(c: &Client, fd: i32) -> Result<kfd_ioctl_get_dmabuf_info_args, Errno> {
+    let mut a = kfd_ioctl_get_dmabuf_info_args {
+        dmabuf_fd: fd as u32,
+        ..Default::default()
+    };
+    ioctl(&c.p, AMDKFD_IOC_GET_DMABUF_INFO, &mut a).map(|_| a)
+}
+
+#[test]
+fn a_gem_buffer_exported_as_dma_buf_is_imported_mapped_and_written_by_the_gpu() {
+    let model = model_with(ModelConfig::new(Preset::Gfx900).with_engine_thread(false));
+    let c = Client::new(&model);
+    let r = render(&c);
+    let size = 64 << 10;
+    let h = r
+        .gem_create(size, GTT, AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED)
+        .unwrap();
+    let cpu = r.mmap(r.gem_mmap_offset(h).unwrap(), size).unwrap();
+    cpu.memory
+        .write(cpu.offset as usize + 4, &7u32.to_ne_bytes());
+    let fd = r
+        .prime_handle_to_fd(h, (libc::O_CLOEXEC | libc::O_RDWR) as u32)
+        .unwrap();
+    // SAFETY: the descriptor was just created for this test, which now owns it.
+    let dmabuf = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: F_GETFD on the descriptor this test owns.
+    let fd_flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+    assert_eq!(fd_flags & libc::FD_CLOEXEC, libc::FD_CLOEXEC, "DRM_CLOEXEC");
+
+    let info = dmabuf_info(&c, fd).unwrap();
+    assert_eq!(info.size, size);
+    assert_eq!(info.gpu_id, c.gpu());
+    assert_eq!(
+        info.flags,
+        KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC
+    );
+    assert_eq!(info.metadata_size, 0);
+    assert_errno(dmabuf_info(&c, 100_000), Errno::EBADF, "not a descriptor");
+    let (pipe_r, pipe_w) = nix::unistd::pipe().unwrap();
+    assert_errno(
+        dmabuf_info(&c, std::os::fd::AsRawFd::as_raw_fd(&pipe_r)),
+        Errno::EINVAL,
+        "not an amdgpu dma-buf",
+    );
+    drop((pipe_r, pipe_w));
+
+    let va = 0x7_0000_0000;
+    let mut imp = kfd_ioctl_import_dmabuf_args {
+        va_addr: va,
+        gpu_id: 0xdead,
+        dmabuf_fd: fd as u32,
+        ..Default::default()
+    };
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_IMPORT_DMABUF, &mut imp),
+        Errno::EINVAL,
+        "unknown gpu",
+    );
+    imp.gpu_id = c.gpu();
+    ioctl(&c.p, AMDKFD_IOC_IMPORT_DMABUF, &mut imp).unwrap();
+    assert_eq!(
+        imp.handle >> 32,
+        u64::from(c.gpu()),
+        "a KFD handle of that GPU"
+    );
+    let ids = [c.gpu()];
+    let mut m = kfd_ioctl_map_memory_to_gpu_args {
+        handle: imp.handle,
+        device_ids_array_ptr: ids.as_ptr() as u64,
+        n_devices: 1,
+        n_success: 0,
+    };
+    ioctl(&c.p, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut m).unwrap();
+
+    // The graphics handle goes; the import keeps the buffer.
+    r.gem_close(h).unwrap();
+    let (_, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
+    let mut ring = RingWriter::pm4(&q);
+    ring.push(&q, &WriteData::memory(va + 32, &[0xab0c_0de5]).unwrap());
+    c.submit(&q, ring.wptr());
+    model.run_until_idle();
+    let mut word = [0u8; 4];
+    cpu.memory
+        .read(cpu.offset as usize + 32, &mut word)
+        .unwrap();
+    assert_eq!(
+        u32::from_ne_bytes(word),
+        0xab0c_0de5,
+        "the CPU map sees the GPU's write"
+    );
+    cpu.memory.read(cpu.offset as usize + 4, &mut word).unwrap();
+    assert_eq!(u32::from_ne_bytes(word), 7);
+    // The dma-buf maps the same memory.
+    // SAFETY: a fresh read-only shared mapping of the dma-buf, unmapped below.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            size as usize,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        )
+    };
+    assert_ne!(p, libc::MAP_FAILED);
+    // SAFETY: `p` maps `size` bytes; offset 32 is inside.
+    let seen = unsafe { std::ptr::read_volatile(p.cast::<u8>().add(32).cast::<u32>()) };
+    // SAFETY: unmaps the mapping made above.
+    unsafe { libc::munmap(p, size as usize) };
+    assert_eq!(seen, 0xab0c_0de5);
+    drop(dmabuf);
+}

@@ -55,6 +55,8 @@ impl Errno {
     pub const ETIME: Errno = Errno(62);
     /// Operation not supported (the user-space value, 95).
     pub const EOPNOTSUPP: Errno = Errno(95);
+    /// Address already in use (98): an SVM range and a buffer may not share pages.
+    pub const EADDRINUSE: Errno = Errno(98);
     /// Timed out (a wait of the thunk's own).
     pub const ETIMEDOUT: Errno = Errno(110);
     /// The kernel-internal `ENOTSUPP` (524) that amdkfd leaks to user space for an unknown
@@ -103,6 +105,7 @@ const NAMES: &[(i32, &str)] = &[
     (34, "ERANGE"),
     (62, "ETIME"),
     (95, "EOPNOTSUPP"),
+    (98, "EADDRINUSE"),
     (110, "ETIMEDOUT"),
     (ERESTARTSYS, "ERESTARTSYS"),
     (ENOTSUPP, "ENOTSUPP"),
@@ -161,6 +164,7 @@ mod tests {
             Errno::ERANGE,
             Errno::ETIME,
             Errno::EOPNOTSUPP,
+            Errno::EADDRINUSE,
             Errno::ETIMEDOUT,
             Errno::ENOTSUPP,
             Errno::ERESTARTSYS,

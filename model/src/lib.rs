@@ -46,6 +46,7 @@ pub mod memory;
 pub mod packet_manager;
 pub mod pqm;
 pub mod process;
+pub mod svm;
 pub mod topology;
 pub mod user;
 

@@ -334,6 +334,7 @@ impl Model {
                 xnack_enabled: false,
                 runtime_enabled: false,
                 pqm: Pqm::default(),
+                svm: crate::svm::SvmRanges::default(),
             }),
             user,
         });
@@ -556,6 +557,8 @@ pub(crate) struct ProcessState {
     pub xnack_enabled: bool,
     pub runtime_enabled: bool,
     pub pqm: Pqm,
+    /// SVM ranges (`kfd_process.svms`).
+    pub svm: crate::svm::SvmRanges,
 }
 
 impl ProcessState {
@@ -594,6 +597,7 @@ impl ProcessInner {
     fn terminate(&self) {
         let mut st = self.lock();
         crate::pqm::terminate(self, &mut st);
+        crate::svm::teardown(&mut st);
         for pdd in &mut st.pdds {
             pdd.vm
                 .write()
@@ -690,6 +694,30 @@ impl Process {
             result = result.and(r);
         }
         result
+    }
+
+    /// The SVM ranges: start, end, where the bytes are (0: system memory, else a gpu_id) and
+    /// attributes, after dropping the pages the CPU unmapped.
+    pub fn svm_ranges(&self) -> Vec<(u64, u64, u32, crate::svm::SvmAttributes)> {
+        let mut st = self.inner.lock();
+        crate::svm::reap_cpu_unmapped(&mut st);
+        st.svm
+            .iter()
+            .map(|r| (r.start, r.end, r.actual_loc(), r.attrs))
+            .collect()
+    }
+
+    /// What the SVM code did so far (migrations, evictions, recovered faults, CPU unmaps).
+    pub fn svm_stats(&self) -> crate::svm::SvmStats {
+        self.inner.lock().svm.stats
+    }
+
+    /// The MMU notifier the model cannot get from the kernel: the CPU unmapped
+    /// `[addr, addr+len)`, so the SVM ranges there go and the GPUs stop mapping them (a shim
+    /// that sees `munmap` calls this; otherwise the next SVM ioctl or GPU fault notices).
+    pub fn svm_cpu_unmapped(&self, addr: u64, len: u64) {
+        let mut st = self.inner.lock();
+        crate::svm::cpu_unmapped(&mut st, addr, addr.saturating_add(len));
     }
 
     /// The event table (for the interrupt path and inspection).

@@ -12,7 +12,7 @@
 //! | `kfd abi` | [`abi`] | the `/dev/kfd` ioctl table of `kfd-sys`, and struct layouts |
 //! | `kfd decode` | [`decode`] | disassembles PM4 or SDMA streams (file, stdin, hex text, binary dump) with dword offsets; errors point at the offending dword |
 //! | `kfd mqd` | [`mqd_tool`] | builds the MQD the kernel writes for a queue, decodes MQD dumps, lists MQD fields, per generation |
-//! | `kfd trace` | [`trace`] | runs a scenario on the model (create-queue, oversubscribe, evict-restore, vm-fault, event-signal) and prints the path of each request layer by layer (ioctl → pqm → dqm → packet manager → HIQ → HWS → HQD → CP/SDMA → IH → events), with the PM4 of every packet, the MQD dwords that changed, and a Chrome/Perfetto timeline |
+//! | `kfd trace` | [`trace`] | runs a scenario on the model (create-queue, oversubscribe, evict-restore, vm-fault, event-signal, svm-fault) and prints the path of each request layer by layer (ioctl → pqm → dqm → packet manager → HIQ → HWS → HQD → CP/SDMA → IH → events), with the PM4 of every packet, the MQD dwords that changed, and a Chrome/Perfetto timeline |
 //!
 //! The subcommands that open a GPU share [`device`]: `--device PATH`, `--model PART`,
 //! `--gpus N`, `--kernel 6.1|6.12`, the thunk's `KFD_DEVICE` / `KFD_MODEL_PRESET` /

@@ -534,6 +534,7 @@ fn every_scenario_prints_json_that_parses() {
         "evict-restore",
         "vm-fault",
         "event-signal",
+        "svm-fault",
     ] {
         let v = json(&ok(&["trace", s, "--json"]));
         assert_eq!(v["scenario"], s);
@@ -553,5 +554,36 @@ fn every_scenario_prints_json_that_parses() {
                 .is_some_and(|o| o.starts_with("failed"))),
             "{s}"
         );
+    }
+}
+
+/// XNACK on: the write faults, the driver migrates one page to VRAM and maps it, the queue is
+/// remapped and the write lands — from SDMA and from the CP.
+#[test]
+fn svm_fault_is_recovered_and_the_write_retried() {
+    for queue_type in ["sdma", "pm4"] {
+        let out = ok(&["trace", "svm-fault", "--queue-type", queue_type]);
+        assert!(out.contains("(gfx90a)"), "{out}");
+        let fault = out
+            .find("recoverable GPU fault at")
+            .expect("the driver's fault path");
+        let migrated = out[fault..].find("to VRAM of gpu").expect("a migration");
+        let retried = out[fault + migrated..]
+            .find("the queue retries")
+            .expect("the retry");
+        let packet = if queue_type == "sdma" {
+            "SDMA_WRITE_LINEAR"
+        } else {
+            "WRITE_DATA"
+        };
+        assert!(
+            out[fault + migrated + retried..].contains(packet),
+            "{queue_type}: the packet runs again after the remap"
+        );
+        assert!(
+            out.contains("0x5eedf00d; 1 recovered fault(s), 1 migration(s) to VRAM"),
+            "{queue_type}: {out}"
+        );
+        assert!(!out.contains("queue stopped"), "{queue_type}: {out}");
     }
 }

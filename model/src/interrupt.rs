@@ -105,7 +105,7 @@ fn handle(model: &ModelInner, node: &KfdNode, e: &IhEntry) {
             };
             // XNACK on: a retry fault goes to the SVM code, which maps the page; the queue is
             // then unmapped and mapped again so that it retries the faulting packet.
-            let write = e.src_data[2] & VM_FAULT_WRITE != 0;
+            let write = e.src_data[1] & VM_FAULT_WRITE != 0;
             if e.src_data[2] & VM_FAULT_NOT_PRESENT != 0
                 && crate::svm::restore_pages(&p, node, data.va, write)
             {

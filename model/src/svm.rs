@@ -617,12 +617,29 @@ fn migrate(st: &mut ProcessState, key: u64, loc: u32) -> KResult<bool> {
         let i = st.pdd_index(loc)?;
         Some(st.pdds[i].node.clone())
     };
-    let Some(r) = st.svm.ranges.get_mut(&key) else {
+    let Some(r) = st.svm.ranges.get(&key) else {
         return Ok(false);
     };
     if r.actual_loc() == loc {
         return Ok(false);
     }
+    // The GPUs lose the range before its bytes move (the MMU notifier's invalidation), so a
+    // write the engines make meanwhile faults instead of landing in the old copy.
+    let (start, end) = (r.start, r.end);
+    for pdd in &st.pdds {
+        let mut vm = pdd.vm.write().unwrap_or_else(|e| e.into_inner());
+        let stale: Vec<u64> = vm
+            .mappings()
+            .filter(|m| m.handle == SVM_MAPPING_HANDLE && m.va < end && start < m.va + m.len)
+            .map(|m| m.va)
+            .collect();
+        for va in stale {
+            vm.unmap(va);
+        }
+    }
+    let Some(r) = st.svm.ranges.get_mut(&key) else {
+        return Ok(false);
+    };
     match node {
         Some(n) => {
             migrate_to_vram(r, &n)?;

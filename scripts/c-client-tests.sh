@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # C-client checks of the kfd model through the LD_PRELOAD shim (issue #8):
-#   1. tests/c/hsakmt_client.c, built against Debian's unmodified libhsakmt, run on the model;
+#   1. tests/c/hsakmt_client.c, built against Debian's unmodified libhsakmt, run on the model
+#      (and tests/c/hsakmt_svm.c: the SVM and XNACK calls);
 #   2. Debian's rocminfo lists the CPU agent and every modelled GPU agent (gfx name, CUs);
 #   3. the thunk's DevKfd integration tests run their real-syscall path under the shim;
 #   4. processes that never touch /dev/kfd are unaffected, and nothing appears on /dev.
@@ -33,6 +34,8 @@ shim=$(realpath "$target_dir/$profile/libkfd_preload.so")
 [ -f "$shim" ] || die "no shim at $shim"
 gcc -O2 -Wall -Wextra -Werror -o "$work/hsakmt_client" tests/c/hsakmt_client.c -lhsakmt \
   || die "building tests/c/hsakmt_client.c against libhsakmt failed"
+gcc -O2 -Wall -Wextra -Werror -o "$work/hsakmt_svm" tests/c/hsakmt_svm.c -lhsakmt \
+  || die "building tests/c/hsakmt_svm.c against libhsakmt failed"
 
 skip_args=()
 
@@ -57,6 +60,22 @@ run_client() { # preset gpus
 run_client gfx900 1
 run_client gfx90a 2
 run_client gfx1030 1
+
+# --- 1b. libhsakmt's SVM API (hsaKmtSVMSetAttr/GetAttr, XNACK mode) ------------------------
+run_svm_client() { # preset
+  local log="$work/svm-$1.log" status last
+  KFD_MODEL_PRESET=$1 KFD_MODEL_GPUS=1 LD_PRELOAD=$shim timeout 120 "$work/hsakmt_svm" >"$log" 2>&1
+  status=$?
+  sed 's/^/    /' "$log"
+  last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+  if [ $status -eq 0 ] && [[ "$last" =~ ^[0-9]+\ passed,\ 0\ failed ]]; then
+    pass "libhsakmt SVM client on $1 ($last)"
+  else
+    fail "libhsakmt SVM client on $1 (exit $status; summary: $last)"
+  fi
+}
+run_svm_client gfx90a
+run_svm_client gfx900
 
 # --- 2. rocminfo -------------------------------------------------------------------------
 # ROCr 5.2.3 knows gfx900, gfx90a and gfx1030 (not gfx942).

@@ -376,7 +376,7 @@ fn alloc_memory(p: &ProcessInner, a: &mut kfd_ioctl_alloc_memory_of_gpu_args) ->
     // A buffer may not take pages an SVM range holds (`EADDRINUSE`, before any other check
     // but the size).
     if a.size != 0 {
-        crate::svm::reap_cpu_unmapped(&mut st);
+        crate::svm::reap_cpu_unmapped(p, &mut st);
         let first = a.va_addr & !(PAGE_SIZE as u64 - 1);
         let end = a.va_addr.saturating_add(a.size);
         if st.svm.overlaps(first, end) {

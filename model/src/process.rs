@@ -337,6 +337,7 @@ impl Model {
                 svm: crate::svm::SvmRanges::default(),
             }),
             user,
+            svm_deferred: Mutex::new(Vec::new()),
         });
         lock(&self.inner.processes).insert(pasid, Arc::downgrade(&inner));
         log::debug!(target: "kfd::process", "open: pasid {pasid:#x}");
@@ -578,6 +579,8 @@ pub(crate) struct ProcessInner {
     pub events: EventTable,
     pub state: Mutex<ProcessState>,
     pub user: Arc<dyn UserAccess>,
+    /// CPU unmaps reported while the state was locked, for the next SVM entry.
+    pub svm_deferred: Mutex<Vec<(u64, u64)>>,
 }
 
 impl std::fmt::Debug for ProcessInner {
@@ -597,7 +600,7 @@ impl ProcessInner {
     fn terminate(&self) {
         let mut st = self.lock();
         crate::pqm::terminate(self, &mut st);
-        crate::svm::teardown(&mut st);
+        crate::svm::teardown(self, &mut st);
         for pdd in &mut st.pdds {
             pdd.vm
                 .write()
@@ -700,7 +703,7 @@ impl Process {
     /// attributes, after dropping the pages the CPU unmapped.
     pub fn svm_ranges(&self) -> Vec<(u64, u64, u32, crate::svm::SvmAttributes)> {
         let mut st = self.inner.lock();
-        crate::svm::reap_cpu_unmapped(&mut st);
+        crate::svm::reap_cpu_unmapped(&self.inner, &mut st);
         st.svm
             .iter()
             .map(|r| (r.start, r.end, r.actual_loc(), r.attrs))
@@ -712,12 +715,21 @@ impl Process {
         self.inner.lock().svm.stats
     }
 
-    /// The MMU notifier the model cannot get from the kernel: the CPU unmapped
+    /// The MMU notifier the model cannot get from the kernel: the CPU is unmapping
     /// `[addr, addr+len)`, so the SVM ranges there go and the GPUs stop mapping them (a shim
-    /// that sees `munmap` calls this; otherwise the next SVM ioctl or GPU fault notices).
+    /// that sees `munmap` calls this before the pages go; otherwise the next SVM ioctl or GPU
+    /// fault notices). It never blocks: when the process is busy (possibly on this very
+    /// thread, inside the driver) the unmap is queued and handled by the next SVM entry, as
+    /// the kernel defers its notifier work.
     pub fn svm_cpu_unmapped(&self, addr: u64, len: u64) {
-        let mut st = self.inner.lock();
-        crate::svm::cpu_unmapped(&mut st, addr, addr.saturating_add(len));
+        let end = addr.saturating_add(len);
+        match self.inner.state.try_lock() {
+            Ok(mut st) => {
+                crate::svm::reap_cpu_unmapped(&self.inner, &mut st);
+                crate::svm::cpu_unmapped(&mut st, addr, end);
+            }
+            Err(_) => lock(&self.inner.svm_deferred).push((addr, end)),
+        }
     }
 
     /// The event table (for the interrupt path and inspection).

@@ -516,8 +516,14 @@ pub(crate) fn cpu_unmapped(st: &mut ProcessState, start: u64, end: u64) {
     sync_gpu_mappings(st);
 }
 
-/// Drops the pages the CPU unmapped since the last look (the model's MMU notifier).
-pub(crate) fn reap_cpu_unmapped(st: &mut ProcessState) {
+/// Drops the pages the CPU unmapped since the last look (the model's MMU notifier): first
+/// the unmaps a shim reported while the process was busy (`svm_range_deferred_list_work`),
+/// then whatever `msync` finds unmapped.
+pub(crate) fn reap_cpu_unmapped(p: &ProcessInner, st: &mut ProcessState) {
+    let deferred = std::mem::take(&mut *crate::process::lock(&p.svm_deferred));
+    for (s, e) in deferred {
+        cpu_unmapped(st, s, e);
+    }
     let mut runs = Vec::new();
     for r in st.svm.iter() {
         unmapped_runs(r.start, r.end, &mut runs);
@@ -528,8 +534,8 @@ pub(crate) fn reap_cpu_unmapped(st: &mut ProcessState) {
 }
 
 /// Process teardown: ranges in VRAM go back to system memory so the CPU keeps its bytes.
-pub(crate) fn teardown(st: &mut ProcessState) {
-    reap_cpu_unmapped(st);
+pub(crate) fn teardown(p: &ProcessInner, st: &mut ProcessState) {
+    reap_cpu_unmapped(p, st);
     let all = std::mem::take(&mut st.svm.ranges);
     for (_, mut r) in all {
         if let Err(e) = migrate_to_ram(&mut r) {
@@ -864,7 +870,7 @@ pub(crate) fn ioctl(p: &ProcessInner, kbuf: &mut [u8]) -> KResult<i32> {
         .filter_map(|c| kfd_ioctl_svm_attribute::read_from_bytes(c).ok())
         .collect();
     let mut st = p.lock();
-    reap_cpu_unmapped(&mut st);
+    reap_cpu_unmapped(p, &mut st);
     match args.op {
         KFD_IOCTL_SVM_OP_SET_ATTR => set_attr(p, &mut st, args.start_addr, end, &attrs)?,
         KFD_IOCTL_SVM_OP_GET_ATTR => {
@@ -901,7 +907,7 @@ pub(crate) fn restore_pages(p: &ProcessInner, node: &KfdNode, va: u64, write: bo
     let Ok(gpuidx) = st.pdd_index(node.gpu_id) else {
         return false;
     };
-    reap_cpu_unmapped(&mut st);
+    reap_cpu_unmapped(p, &mut st);
     let page = va & !(PAGE - 1);
     if st.svm.find(page).is_none() {
         // An address the process never registered: with XNACK on the driver makes a range of

@@ -162,6 +162,26 @@ static int t_errors(void)
     return 1;
 }
 
+/* munmap is the MMU notifier's event: the range goes with the pages. Memory mapped again at
+ * the same address is not an SVM range (the shim tells the driver model before the pages go;
+ * without that the model could not tell the new pages from the old). */
+static int t_munmap_drops_the_range(void)
+{
+    uint32_t *m = map_pages(2);
+    CHECK(m != NULL, "mmap failed");
+    HSA_SVM_ATTRIBUTE set[] = {attr(HSA_SVM_ATTR_ACCESS, GPU_NODE), attr(HSA_SVM_ATTR_SET_FLAGS, HSA_SVM_FLAG_GPU_RO)};
+    CHECK_OK(hsaKmtSVMSetAttr(m, 2 * PAGE, 2, set));
+    munmap(m, 2 * PAGE);
+    void *again = mmap(m, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    CHECK(again == (void *)m, "could not map the same address again");
+    HSA_SVM_ATTRIBUTE get[] = {attr(HSA_SVM_ATTR_ACCESS, GPU_NODE), attr(HSA_SVM_ATTR_SET_FLAGS, 0)};
+    CHECK_OK(hsaKmtSVMGetAttr(m, 2 * PAGE, 2, get));
+    munmap(m, 2 * PAGE);
+    CHECK(get[0].type == HSA_SVM_ATTR_NO_ACCESS, "access type %u after munmap, want NO_ACCESS", get[0].type);
+    CHECK(get[1].value == (HSA_SVM_FLAG_HOST_ACCESS | HSA_SVM_FLAG_COHERENT), "flags %#x: the old range survived", get[1].value);
+    return 1;
+}
+
 /* --- SDMA ------------------------------------------------------------------------------- */
 
 #define SDMA_OP_FENCE 5
@@ -355,6 +375,7 @@ int main(void)
     run("xnack_mode", t_xnack_mode);
     run("svm_set_get_split_ranges", t_set_get_split_ranges);
     run("svm_errors", t_errors);
+    run("svm_munmap_drops_the_range", t_munmap_drops_the_range);
     run("svm_prefetch_both_ways_with_sdma", t_prefetch_both_ways_with_sdma);
     if (xnack_capable)
         run("svm_xnack_recoverable_fault", t_xnack_recoverable_fault);

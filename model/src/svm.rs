@@ -350,6 +350,39 @@ fn unmapped_runs(start: u64, end: u64, out: &mut Vec<(u64, u64)>) {
     unmapped_runs(mid, end, out);
 }
 
+/// Whether the CPU may read and write every page of `[start, end)`, from `/proc/self/maps`.
+/// The model refuses what it could not copy or hand to the GPU without faulting the host
+/// (where the kernel would map a read-only VMA read-only).
+fn cpu_read_write(start: u64, end: u64) -> bool {
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+        return false;
+    };
+    let mut cur = start;
+    for line in maps.lines() {
+        let mut fields = line.split_whitespace();
+        let (Some(range), Some(perms)) = (fields.next(), fields.next()) else {
+            continue;
+        };
+        let Some((a, b)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(a), Ok(b)) = (u64::from_str_radix(a, 16), u64::from_str_radix(b, 16)) else {
+            continue;
+        };
+        if b <= cur || a > cur {
+            continue;
+        }
+        if !perms.starts_with("rw") {
+            return false;
+        }
+        cur = b;
+        if cur >= end {
+            return true;
+        }
+    }
+    cur >= end
+}
+
 fn map_error(what: &str, e: nix::Error) -> Errno {
     log::warn!(target: "kfd::svm", "{what}: {e}");
     Errno::ENOMEM
@@ -703,6 +736,10 @@ fn set_attr(
 ) -> KResult<()> {
     check_attrs(st, attrs)?;
     check_span(st, start, end)?;
+    if !cpu_read_write(start, end) {
+        log::debug!(target: "kfd::svm", "[{start:#x}, {end:#x}) is not all readable and writable by the CPU");
+        return Err(Errno::EFAULT);
+    }
     let fresh = SvmAttributes::new_range(all_gpus(st), st.xnack_enabled);
     let keys = st.svm.carve(start, end, fresh);
     for &k in &keys {
@@ -913,7 +950,7 @@ pub(crate) fn restore_pages(p: &ProcessInner, node: &KfdNode, va: u64, write: bo
         // An address the process never registered: with XNACK on the driver makes a range of
         // default attributes for it (`svm_range_create_unregistered_range`), one granule
         // clipped to the neighbouring ranges and to what the CPU maps.
-        if !cpu_mapped(page, page + PAGE) || check_span(&st, page, page + PAGE).is_err() {
+        if !cpu_read_write(page, page + PAGE) || check_span(&st, page, page + PAGE).is_err() {
             return false;
         }
         let g = PAGE << DEFAULT_GRANULARITY;
@@ -924,7 +961,7 @@ pub(crate) fn restore_pages(p: &ProcessInner, node: &KfdNode, va: u64, write: bo
         if let Some(&next) = st.svm.ranges.range(page..).next().map(|(k, _)| k) {
             e = e.min(next);
         }
-        if !cpu_mapped(s, e) || check_span(&st, s, e).is_err() {
+        if !cpu_read_write(s, e) || check_span(&st, s, e).is_err() {
             (s, e) = (page, page + PAGE);
         }
         let fresh = SvmAttributes::new_range(all_gpus(&st), true);
@@ -957,9 +994,20 @@ pub(crate) fn restore_pages(p: &ProcessInner, node: &KfdNode, va: u64, write: bo
     if let Some(r) = st.svm.ranges.get_mut(&gs) {
         r.fault_mapped |= 1 << gpuidx;
     }
-    st.svm.stats.recoverable_faults += 1;
     st.svm.coalesce();
     sync_gpu_mappings(&st);
+    // A fault the mapping did not cure would only repeat: leave it to the VM-fault path.
+    let cured = st.pdds[gpuidx]
+        .vm
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .lookup(page)
+        .is_some_and(|m| m.handle == SVM_MAPPING_HANDLE);
+    if !cured {
+        log::warn!(target: "kfd::svm", "fault at {va:#x}: still not mapped on gpu {:#x}", node.gpu_id);
+        return false;
+    }
+    st.svm.stats.recoverable_faults += 1;
     log::info!(target: "kfd::svm", "pasid {:#x}: mapped on gpu {:#x}; the queue retries", p.pasid, node.gpu_id);
     true
 }

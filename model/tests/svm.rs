@@ -314,6 +314,22 @@ fn header_and_attribute_errnos() {
         Errno::EFAULT,
         "span with a hole",
     );
+    // Memory the CPU cannot write (here: PROT_READ) is refused rather than faulting the host.
+    let ro = Anon::new(1);
+    // SAFETY: the test's own page.
+    unsafe {
+        nix::sys::mman::mprotect(
+            NonNull::new(ro.base as *mut _).unwrap(),
+            PAGE as usize,
+            ProtFlags::PROT_READ,
+        )
+    }
+    .unwrap();
+    assert_errno(
+        set(&c, ro.base, PAGE, &ok),
+        Errno::EFAULT,
+        "read-only memory",
+    );
     // A span holding a KFD buffer: EADDRINUSE; and a buffer over an SVM range: EADDRINUSE.
     let buf = c.gtt(PAGE);
     // The CPU maps the buffer's VA too (as libhsakmt maps a BO at its GPU VA).

@@ -1119,6 +1119,61 @@ mod tests {
         assert_eq!((a.access, a.access_in_place), (0b10, 0));
     }
 
+    /// The notifier never blocks: an unmap reported while the process state is locked is
+    /// queued and applied by the next look, even though msync still sees the pages mapped.
+    #[test]
+    fn an_unmap_reported_while_the_process_is_busy_is_applied_later() {
+        use crate::{Model, ModelConfig, Preset};
+        use nix::sys::mman::{mmap_anonymous, munmap, MapFlags, ProtFlags};
+        let model = Model::new(ModelConfig::new(Preset::Gfx90a).with_engine_thread(false)).unwrap();
+        let p = model.open().unwrap();
+        let gpu = model.topology().gpus().next().unwrap().gpu_id;
+        let len = std::num::NonZeroUsize::new(2 * PAGE_SIZE).unwrap();
+        // SAFETY: a fresh private mapping, unmapped at the end; the GPU never runs here.
+        let base = unsafe {
+            mmap_anonymous(
+                None,
+                len,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_PRIVATE,
+            )
+        }
+        .unwrap();
+        let b = base.as_ptr() as u64;
+        let head = kfd_ioctl_svm_args {
+            start_addr: b,
+            size: 2 * PAGE,
+            op: KFD_IOCTL_SVM_OP_SET_ATTR,
+            nattr: 1,
+            attrs: [],
+        };
+        let mut bytes = head.as_bytes().to_vec();
+        bytes.extend_from_slice(
+            kfd_ioctl_svm_attribute {
+                r#type: KFD_IOCTL_SVM_ATTR_ACCESS,
+                value: gpu,
+            }
+            .as_bytes(),
+        );
+        // SAFETY: the range is the mapping above, alive until the end of the test.
+        unsafe { p.ioctl(AMDKFD_IOC_SVM + (8 << 16), &mut bytes) }.unwrap();
+        {
+            let _busy = p.inner.lock();
+            p.svm_cpu_unmapped(b, PAGE);
+            assert_eq!(crate::process::lock(&p.inner.svm_deferred).len(), 1);
+        }
+        let r = p.svm_ranges();
+        assert_eq!(
+            r.iter().map(|x| (x.0, x.1)).collect::<Vec<_>>(),
+            vec![(b + PAGE, b + 2 * PAGE)]
+        );
+        assert!(crate::process::lock(&p.inner.svm_deferred).is_empty());
+        assert_eq!(p.svm_stats().cpu_unmaps, 1);
+        drop(p);
+        // SAFETY: the mapping made above.
+        unsafe { munmap(base, 2 * PAGE_SIZE) }.unwrap();
+    }
+
     #[test]
     fn unmapped_runs_finds_holes() {
         use nix::sys::mman::{mmap_anonymous, munmap, MapFlags, ProtFlags};

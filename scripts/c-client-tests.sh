@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # C-client checks of the kfd model through the LD_PRELOAD shim (issue #8):
-#   1. tests/c/hsakmt_client.c, built against Debian's unmodified libhsakmt, run on the model;
+#   1. tests/c/hsakmt_client.c, built against Debian's unmodified libhsakmt, run on the model
+#      (and tests/c/hsakmt_svm.c: the SVM and XNACK calls);
 #      tests/c/pm4_dispatch.c runs the hand-written shader tests/c/pm4_dispatch.s (assembled
 #      here by llvm-mc-15) through PM4 DISPATCH_DIRECT on gfx900 and gfx90a;
 #   2. Debian's rocminfo lists the CPU agent and every modelled GPU agent (gfx name, CUs,
@@ -43,6 +44,8 @@ gcc -O2 -Wall -Wextra -Werror -o "$work/hsakmt_client" tests/c/hsakmt_client.c -
 gcc -O2 -Wall -Wextra -Werror -I/usr/include/libdrm -o "$work/fidelity_client" \
   tests/c/fidelity_client.c -lhsakmt -ldrm_amdgpu -ldrm \
   || die "building tests/c/fidelity_client.c against libhsakmt and libdrm_amdgpu failed"
+gcc -O2 -Wall -Wextra -Werror -o "$work/hsakmt_svm" tests/c/hsakmt_svm.c -lhsakmt \
+  || die "building tests/c/hsakmt_svm.c against libhsakmt failed"
 
 skip_args=()
 
@@ -96,6 +99,21 @@ if command -v llvm-mc-15 >/dev/null && command -v llvm-objcopy-15 >/dev/null; th
 else
   echo "SKIP PM4 DISPATCH_DIRECT: llvm-mc-15/llvm-objcopy-15 missing (scripts/ensure-deps.sh installs them)"
 fi
+# --- 1b. libhsakmt's SVM API (hsaKmtSVMSetAttr/GetAttr, XNACK mode) ------------------------
+run_svm_client() { # preset
+  local log="$work/svm-$1.log" status last
+  KFD_MODEL_PRESET=$1 KFD_MODEL_GPUS=1 LD_PRELOAD=$shim timeout 120 "$work/hsakmt_svm" >"$log" 2>&1
+  status=$?
+  sed 's/^/    /' "$log"
+  last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+  if [ $status -eq 0 ] && [[ "$last" =~ ^[0-9]+\ passed,\ 0\ failed ]]; then
+    pass "libhsakmt SVM client on $1 ($last)"
+  else
+    fail "libhsakmt SVM client on $1 (exit $status; summary: $last)"
+  fi
+}
+run_svm_client gfx90a
+run_svm_client gfx900
 
 # --- 2. rocminfo -------------------------------------------------------------------------
 # ROCr 5.2.3 knows gfx900, gfx90a and gfx1030 (not gfx942).

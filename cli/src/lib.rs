@@ -13,7 +13,7 @@
 //! | `kfd decode` | [`decode`] | disassembles PM4 or SDMA streams (file, stdin, hex text, binary dump) with dword offsets; errors point at the offending dword |
 //! | `kfd mqd` | [`mqd_tool`] | builds the MQD the kernel writes for a queue, decodes MQD dumps, lists MQD fields, per generation |
 //! | `kfd run` | [`run`](mod@run) | runs an unmodified ROCm program (HIP, libhsakmt, rocminfo) on the model under the LD_PRELOAD shim, passes its exit status through and prints what its kernels did: dispatches, workgroups, waves, instructions, faults |
-//! | `kfd trace` | [`trace`] | runs a scenario on the model (create-queue, oversubscribe, evict-restore, vm-fault, event-signal, dispatch) and prints the path of each request layer by layer (ioctl → pqm → dqm → packet manager → HIQ → HWS → HQD → CP/SDMA → SPI → waves → IH → events), with the PM4 of every packet, the MQD dwords that changed, a kernel's waves with their initial registers and one wave instruction by instruction, and a Chrome/Perfetto timeline |
+//! | `kfd trace` | [`trace`] | runs a scenario on the model (create-queue, oversubscribe, evict-restore, vm-fault, event-signal, dispatch, svm-fault) and prints the path of each request layer by layer (ioctl → pqm → dqm → packet manager → HIQ → HWS → HQD → CP/SDMA → SPI → waves → IH → events), with the PM4 of every packet, the MQD dwords that changed, a kernel's waves with their initial registers and one wave instruction by instruction, and a Chrome/Perfetto timeline |
 //!
 //! The subcommands that open a GPU share [`device`]: `--device PATH`, `--model PART`,
 //! `--gpus N`, `--kernel 6.1|6.12`, the thunk's `KFD_DEVICE` / `KFD_MODEL_PRESET` /

@@ -547,6 +547,7 @@ fn every_scenario_prints_json_that_parses() {
         "vm-fault",
         "event-signal",
         "dispatch",
+        "svm-fault",
     ] {
         let v = json(&ok(&["trace", s, "--json"]));
         assert_eq!(v["scenario"], s);
@@ -726,7 +727,8 @@ fn dispatch_traces_a_chosen_partial_wave_and_draws_waves_on_cus() {
         );
     }
     // Workgroup 0 on CU 0, workgroup 1 on CU 1, each wave on its own slot track.
-    let tids: Vec<u64> = waves.iter().map(|w| w["tid"].as_u64().unwrap()).collect();
+    let mut tids: Vec<u64> = waves.iter().map(|w| w["tid"].as_u64().unwrap()).collect();
+    tids.sort_unstable();
     assert_eq!(tids, [1, 2, 17, 18]);
     assert!(events
         .iter()
@@ -750,4 +752,35 @@ fn dispatch_bad_options_are_one_line() {
     );
     let e = usage_error(&kfd(&["trace", "dispatch", "--queue-type", "pm4"]));
     assert_eq!(e, "kfd: scenario 'dispatch' takes --queue-type aql");
+}
+
+/// XNACK on: the write faults, the driver migrates one page to VRAM and maps it, the queue is
+/// remapped and the write lands — from SDMA and from the CP.
+#[test]
+fn svm_fault_is_recovered_and_the_write_retried() {
+    for queue_type in ["sdma", "pm4"] {
+        let out = ok(&["trace", "svm-fault", "--queue-type", queue_type]);
+        assert!(out.contains("(gfx90a)"), "{out}");
+        let fault = out
+            .find("recoverable GPU fault at")
+            .expect("the driver's fault path");
+        let migrated = out[fault..].find("to VRAM of gpu").expect("a migration");
+        let retried = out[fault + migrated..]
+            .find("the queue retries")
+            .expect("the retry");
+        let packet = if queue_type == "sdma" {
+            "SDMA_WRITE_LINEAR"
+        } else {
+            "WRITE_DATA"
+        };
+        assert!(
+            out[fault + migrated + retried..].contains(packet),
+            "{queue_type}: the packet runs again after the remap"
+        );
+        assert!(
+            out.contains("0x5eedf00d; 1 recovered fault(s), 1 migration(s) to VRAM"),
+            "{queue_type}: {out}"
+        );
+        assert!(!out.contains("queue stopped"), "{queue_type}: {out}");
+    }
 }

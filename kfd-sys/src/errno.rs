@@ -55,6 +55,8 @@ impl Errno {
     pub const ETIME: Errno = Errno(62);
     /// Operation not supported (the user-space value, 95).
     pub const EOPNOTSUPP: Errno = Errno(95);
+    /// Address already in use (98): an SVM range and a buffer may not share pages.
+    pub const EADDRINUSE: Errno = Errno(98);
     /// Timed out (a wait of the thunk's own).
     pub const ETIMEDOUT: Errno = Errno(110);
     /// The kernel-internal `ENOTSUPP` (524) that amdkfd leaks to user space for an unknown
@@ -308,6 +310,7 @@ mod tests {
             Errno::ERANGE,
             Errno::ETIME,
             Errno::EOPNOTSUPP,
+            Errno::EADDRINUSE,
             Errno::ETIMEDOUT,
             Errno::ENOTSUPP,
             Errno::ERESTARTSYS,

@@ -150,7 +150,7 @@ fn dispatch(p: &ProcessInner, nr: u32, kbuf: &mut [u8]) -> KResult<i32> {
             crate::pqm::alloc_gws(p, a)
         }),
         0x1F => not_modelled(p, "AMDKFD_IOC_SMI_EVENTS"),
-        0x20 => not_modelled(p, "AMDKFD_IOC_SVM"),
+        0x20 => crate::svm::ioctl(p, kbuf),
         0x21 => with(kbuf, |a| set_xnack_mode(p, a)),
         0x22 => not_modelled(p, "AMDKFD_IOC_CRIU_OP"),
         0x23 => with(kbuf, |a: &mut kfd_ioctl_get_available_memory_args| {
@@ -381,6 +381,17 @@ fn acquire_vm(p: &ProcessInner, a: &mut kfd_ioctl_acquire_vm_args) -> KResult<i3
 
 fn alloc_memory(p: &ProcessInner, a: &mut kfd_ioctl_alloc_memory_of_gpu_args) -> KResult<i32> {
     let mut st = p.lock();
+    // A buffer may not take pages an SVM range holds (`EADDRINUSE`, before any other check
+    // but the size).
+    if a.size != 0 {
+        crate::svm::reap_cpu_unmapped(p, &mut st);
+        let first = a.va_addr & !(PAGE_SIZE as u64 - 1);
+        let end = a.va_addr.saturating_add(a.size);
+        if st.svm.overlaps(first, end) {
+            log::debug!(target: "kfd::memory", "va {:#x}+{:#x} is held by an SVM range", a.va_addr, a.size);
+            return Err(Errno::EADDRINUSE);
+        }
+    }
     let i = st.pdd_index(a.gpu_id)?;
     let pdd = &mut st.pdds[i];
     pdd.bind()?;
@@ -567,15 +578,18 @@ fn map_memory(
 fn set_xnack_mode(p: &ProcessInner, a: &mut kfd_ioctl_set_xnack_mode_args) -> KResult<i32> {
     let mut st = p.lock();
     if a.xnack_enabled >= 0 {
+        // The kernel refuses any set, even to the current mode, while queues exist.
+        if !st.pqm.is_empty() {
+            return Err(Errno::EBUSY);
+        }
         let want = a.xnack_enabled > 0;
         if want != st.xnack_enabled {
-            if !st.pqm.is_empty() {
-                return Err(Errno::EBUSY);
-            }
             if want && !st.pdds.iter().all(|d| d.node.supports_xnack()) {
                 return Err(Errno::EPERM);
             }
             st.xnack_enabled = want;
+            // The mapping policy differs per mode (XNACK on maps lazily).
+            crate::svm::sync_gpu_mappings(&st);
         }
     }
     a.xnack_enabled = i32::from(st.xnack_enabled);

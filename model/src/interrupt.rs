@@ -11,7 +11,9 @@
 //! * SDMA TRAP: signal events by `context_id0 & 0x0FFFFFFF`, 28 valid bits.
 //! * VM fault (VMC / UTCL2): every MEMORY event of the process gets the fault (page address,
 //!   GPU, not-present or read-only) and is set, and the process's queues are evicted
-//!   (`kfd_dqm_evict_pasid`), as amdkfd does.
+//!   (`kfd_dqm_evict_pasid`), as amdkfd does — unless the process runs with XNACK on and the
+//!   SVM code recovers the fault (`svm_range_restore_pages`): then the queues are remapped and
+//!   retry the faulting packet, and no event is signalled.
 //! * Queue error (CP bad opcode; the model also posts its other queue errors this way): the
 //!   process's QUEUE_EVENT events are set — a model extension, the kernel leaves those events
 //!   to the debugger path — and the error is logged; [`crate::Process::queue_error`] tells
@@ -23,7 +25,7 @@ use crate::hw::ih::{
     IhEntry, IH_CLIENT_GRBM_CP, IH_CLIENT_SDMA0, IH_CLIENT_UTCL2, IH_CLIENT_VMC, SQ_ENCODING_INST,
     SQ_WAVE_CTXID_ENCODING_SHIFT, SQ_WAVE_CTXID_PRIV, SRC_CP_BAD_OPCODE, SRC_CP_END_OF_PIPE,
     SRC_SDMA_TRAP, SRC_SDMA_TRAP_SOC21, SRC_SQ_INTERRUPT_MSG, SRC_VM_FAULT, VM_FAULT_NOT_PRESENT,
-    VM_FAULT_READ_ONLY,
+    VM_FAULT_READ_ONLY, VM_FAULT_WRITE,
 };
 use crate::process::ModelInner;
 use kfd_sys::{kfd_hsa_memory_exception_data, kfd_memory_exception_failure};
@@ -101,6 +103,27 @@ fn handle(model: &ModelInner, node: &KfdNode, e: &IhEntry) {
                 gpu_id: node.gpu_id,
                 ErrorType: 0,
             };
+            // XNACK on: a retry fault goes to the SVM code, which maps the page; the queue is
+            // then unmapped and mapped again so that it retries the faulting packet.
+            let write = e.src_data[1] & VM_FAULT_WRITE != 0;
+            if e.src_data[2] & VM_FAULT_NOT_PRESENT != 0
+                && crate::svm::restore_pages(&p, node, data.va, write)
+            {
+                let pd_base = p
+                    .lock()
+                    .pdds
+                    .iter()
+                    .find(|d| d.node.gpu_id == node.gpu_id)
+                    .map_or(0, |d| d.pd_base);
+                let mut dqm = node.dqm();
+                let retried = dqm
+                    .evict_process(&node.gpu, p.pasid)
+                    .and_then(|()| dqm.restore_process(&node.gpu, p.pasid, pd_base));
+                if let Err(err) = retried {
+                    log::warn!(target: "kfd::interrupt", "remapping the queues after a recovered fault failed: {err:?}");
+                }
+                return;
+            }
             log::warn!(
                 target: "kfd::interrupt",
                 "pasid {:#x}: GPU VM fault at page {:#x} on gpu {:#x}; evicting the process's queues",

@@ -125,7 +125,11 @@ fn buffer_get(pdd: &ProcessDevice, addr: u64, size: u64) -> KResult<u64> {
     let page_size = PAGE_SIZE as u64;
     let page = addr & !(page_size - 1);
     let pages = size / page_size;
-    match vm.lookup(addr) {
+    // SVM ranges are not buffers: the kernel looks only at buffer mappings here.
+    match vm
+        .lookup(addr)
+        .filter(|m| m.handle != crate::svm::SVM_MAPPING_HANDLE)
+    {
         Some(m) if m.va == page && (pages == 0 || m.len.div_ceil(page_size) == pages) => {
             Ok(m.handle)
         }
@@ -151,6 +155,7 @@ fn acquire_buffers(
     pdd: &ProcessDevice,
     props: &QueueProperties,
     cwsr_enable: bool,
+    svm_ok: impl Fn(u64, u64) -> bool,
 ) -> KResult<HeldBuffers> {
     let wptr = buffer_get(pdd, props.wptr_address, PAGE_SIZE as u64)?;
     let rptr = buffer_get(pdd, props.rptr_address, PAGE_SIZE as u64)?;
@@ -188,8 +193,11 @@ fn acquire_buffers(
     let xcc = pdd.node.topo.properties.num_xcc.max(1);
     let total = page_align((u64::from(sizes.cwsr_size) + u64::from(sizes.debug_memory_size)) * xcc)
         .ok_or(Errno::EINVAL)?;
-    held.others
-        .push(buffer_get(pdd, props.ctx_save_address, total)?);
+    // The CWSR area may be an SVM range mapped on this GPU with GPU_ALWAYS_MAPPED (1.11).
+    if !svm_ok(props.ctx_save_address, total) {
+        held.others
+            .push(buffer_get(pdd, props.ctx_save_address, total)?);
+    }
     Ok(held)
 }
 
@@ -206,16 +214,26 @@ pub(crate) fn create_queue(p: &ProcessInner, a: &mut kfd_ioctl_create_queue_args
     );
     let props = properties_from_user(a)?;
     let mut st = p.lock();
+    let dev = st
+        .pdds
+        .iter()
+        .position(|d| d.node.gpu_id == a.gpu_id)
+        .ok_or(Errno::EINVAL)?;
+    // Which CWSR spans SVM ranges cover, decided before the state is split into its parts.
+    let ctx_in_svm = {
+        let sizes = st.pdds[dev].node.queue_sizes;
+        let xcc = st.pdds[dev].node.topo.properties.num_xcc.max(1);
+        page_align((u64::from(sizes.cwsr_size) + u64::from(sizes.debug_memory_size)) * xcc)
+            .is_some_and(|total| {
+                crate::svm::queue_buffer_in_svm(&st, dev, props.ctx_save_address, total)
+            })
+    };
     let ProcessState {
         pdds,
         pqm,
         xnack_enabled,
         ..
     } = &mut *st;
-    let dev = pdds
-        .iter()
-        .position(|d| d.node.gpu_id == a.gpu_id)
-        .ok_or(Errno::EINVAL)?;
     let pdd = &mut pdds[dev];
     pdd.bind().map_err(|_| Errno::ESRCH)?;
     let node = pdd.node.clone();
@@ -228,7 +246,12 @@ pub(crate) fn create_queue(p: &ProcessInner, a: &mut kfd_ioctl_create_queue_args
     }
     pdd.doorbell_slice()?;
     let held = if p.model.config.kernel == KernelVersion::Linux6_12 {
-        Some(acquire_buffers(pdd, &props, p.model.config.cwsr_enable)?)
+        Some(acquire_buffers(
+            pdd,
+            &props,
+            p.model.config.cwsr_enable,
+            |_, _| ctx_in_svm,
+        )?)
     } else {
         None
     };

@@ -427,8 +427,10 @@ impl Model {
                 xnack_enabled: false,
                 runtime_enabled: false,
                 pqm: Pqm::default(),
+                svm: crate::svm::SvmRanges::default(),
             }),
             user,
+            svm_deferred: Mutex::new(Vec::new()),
         });
         lock(&self.inner.processes).insert(pasid, Arc::downgrade(&inner));
         log::debug!(target: "kfd::process", "open: pasid {pasid:#x}");
@@ -650,6 +652,8 @@ pub(crate) struct ProcessState {
     pub xnack_enabled: bool,
     pub runtime_enabled: bool,
     pub pqm: Pqm,
+    /// SVM ranges (`kfd_process.svms`).
+    pub svm: crate::svm::SvmRanges,
 }
 
 impl ProcessState {
@@ -669,6 +673,8 @@ pub(crate) struct ProcessInner {
     pub events: EventTable,
     pub state: Mutex<ProcessState>,
     pub user: Arc<dyn UserAccess>,
+    /// CPU unmaps reported while the state was locked, for the next SVM entry.
+    pub svm_deferred: Mutex<Vec<(u64, u64)>>,
 }
 
 impl std::fmt::Debug for ProcessInner {
@@ -688,6 +694,7 @@ impl ProcessInner {
     fn terminate(&self) {
         let mut st = self.lock();
         crate::pqm::terminate(self, &mut st);
+        crate::svm::teardown(self, &mut st);
         for pdd in &mut st.pdds {
             pdd.vm
                 .write()
@@ -784,6 +791,39 @@ impl Process {
             result = result.and(r);
         }
         result
+    }
+
+    /// The SVM ranges: start, end, where the bytes are (0: system memory, else a gpu_id) and
+    /// attributes, after dropping the pages the CPU unmapped.
+    pub fn svm_ranges(&self) -> Vec<(u64, u64, u32, crate::svm::SvmAttributes)> {
+        let mut st = self.inner.lock();
+        crate::svm::reap_cpu_unmapped(&self.inner, &mut st);
+        st.svm
+            .iter()
+            .map(|r| (r.start, r.end, r.actual_loc(), r.attrs))
+            .collect()
+    }
+
+    /// What the SVM code did so far (migrations, evictions, recovered faults, CPU unmaps).
+    pub fn svm_stats(&self) -> crate::svm::SvmStats {
+        self.inner.lock().svm.stats
+    }
+
+    /// The MMU notifier the model cannot get from the kernel: the CPU is unmapping
+    /// `[addr, addr+len)`, so the SVM ranges there go and the GPUs stop mapping them (a shim
+    /// that sees `munmap` calls this before the pages go; otherwise the next SVM ioctl or GPU
+    /// fault notices). It never blocks: when the process is busy (possibly on this very
+    /// thread, inside the driver) the unmap is queued and handled by the next SVM entry, as
+    /// the kernel defers its notifier work.
+    pub fn svm_cpu_unmapped(&self, addr: u64, len: u64) {
+        let end = addr.saturating_add(len);
+        match self.inner.state.try_lock() {
+            Ok(mut st) => {
+                crate::svm::reap_cpu_unmapped(&self.inner, &mut st);
+                crate::svm::cpu_unmapped(&mut st, addr, end);
+            }
+            Err(_) => lock(&self.inner.svm_deferred).push((addr, end)),
+        }
     }
 
     /// The event table (for the interrupt path and inspection).

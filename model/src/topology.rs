@@ -110,7 +110,9 @@ const GPU_CAPABILITY: u32 = (sysfs::HSA_CAP_DOORBELL_TYPE_2_0
     | sysfs::HSA_CAP_TRAP_DEBUG_SUPPORT
     | sysfs::HSA_CAP_TRAP_DEBUG_WAVE_LAUNCH_TRAP_OVERRIDE_SUPPORTED
     | sysfs::HSA_CAP_TRAP_DEBUG_WAVE_LAUNCH_MODE_SUPPORTED
-    | sysfs::HSA_CAP_TRAP_DEBUG_FIRMWARE_SUPPORTED;
+    | sysfs::HSA_CAP_TRAP_DEBUG_FIRMWARE_SUPPORTED
+    // Every modelled part is GC 9.0.1 or newer, where amdkfd supports the SVM API.
+    | sysfs::HSA_CAP_SVMAPI_SUPPORTED;
 
 /// Cores, clock and memory of the modelled host CPU.
 const CPU_CORES: u64 = 16;

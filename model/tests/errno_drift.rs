@@ -365,8 +365,8 @@ fn command_numbers_past_the_versions_table_are_enotty() {
     }
 }
 
-/// ALLOC_MEMORY_OF_GPU does not look at the VA (only at SVM ranges, which the model has
-/// none of); `amdgpu_vm_bo_map` at MAP time refuses VA 0, an unaligned VA, a range past the
+/// ALLOC_MEMORY_OF_GPU does not look at the VA (only at SVM ranges, which this test makes
+/// none of; see tests/svm.rs); `amdgpu_vm_bo_map` at MAP time refuses VA 0, an unaligned VA, a range past the
 /// 48-bit GPU address space, and a range overlapping another mapping, all EINVAL.
 #[test]
 fn bad_or_overlapping_vas_are_refused_at_map_not_at_alloc() {

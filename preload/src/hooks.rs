@@ -1050,6 +1050,17 @@ pub unsafe extern "C" fn mmap64(
     unsafe { mmap_impl(addr, len, prot, flags, fd, offset) }
 }
 
+/// Interposed `munmap`: the driver model hears of it first (its SVM ranges there go), as
+/// amdkfd hears of it through the MMU notifier; then libc unmaps.
+#[no_mangle]
+pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
+    if let Some(_guard) = Guard::enter() {
+        shim::notify_cpu_unmap(addr as u64, len as u64);
+    }
+    // SAFETY: libc's munmap with the caller's arguments.
+    or_enosys(unsafe { real::munmap(addr, len) }, -1)
+}
+
 /// Interposed `close`: the shim forgets its descriptors before libc may reuse the number.
 #[no_mangle]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {

@@ -98,6 +98,7 @@ real_fns! {
     fn llistxattr(path: *const c_char, list: *mut c_char, size: size_t) -> ssize_t;
     fn ioctl(fd: c_int, request: c_ulong, arg: *mut c_void) -> c_int;
     fn mmap(addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, fd: c_int, offset: off_t) -> *mut c_void;
+    fn munmap(addr: *mut c_void, len: size_t) -> c_int;
     fn close(fd: c_int) -> c_int;
     fn dup(fd: c_int) -> c_int;
     fn dup2(fd: c_int, newfd: c_int) -> c_int;

@@ -228,6 +228,7 @@ impl Shim {
         }
         let p = Arc::new(self.model(cfg)?.open()?);
         self.process = Some(p.clone());
+        KFD_PROCESS_OPENED.store(true, Ordering::Release);
         Ok(p)
     }
 
@@ -509,6 +510,32 @@ pub(crate) fn track_dup(old: c_int, new: c_int) {
         Ok(())
     });
     set_fd_kind(new, Some(kind));
+}
+
+/// Set once this OS process opened the model's `/dev/kfd`: until then `munmap` has nothing to
+/// tell the driver, and costs one load.
+static KFD_PROCESS_OPENED: AtomicBool = AtomicBool::new(false);
+
+/// The MMU notifier a real kernel gives amdkfd: the client is about to unmap
+/// `[addr, addr+len)`, so its SVM ranges there go and no GPU maps them any more. Called
+/// before the pages go; never blocks on the driver (a busy process defers the work).
+pub(crate) fn notify_cpu_unmap(addr: u64, len: u64) {
+    if !KFD_PROCESS_OPENED.load(Ordering::Acquire) {
+        return;
+    }
+    // Never wait for the shim's lock here: its holder may be waiting for this thread (an
+    // engine thread being joined). A missed notice is found by the driver's next look.
+    let pid = kfd_model::user::current_pid();
+    let process = match SHIM.try_lock() {
+        Ok(guard) => guard
+            .as_ref()
+            .filter(|s| s.pid == pid)
+            .and_then(|s| s.process.clone()),
+        Err(_) => None,
+    };
+    if let Some(p) = process {
+        p.svm_cpu_unmapped(addr, len);
+    }
 }
 
 /// The `kfd_process` a descriptor reaches; `EBADF` for a descriptor inherited from a parent

@@ -89,6 +89,7 @@
 //! | `memory` | [`Memory`] and [`AllocOptions`] |
 //! | `queue` | the three queue kinds, [`QueueOptions`] |
 //! | `event` | [`Event`], waits, [`SignalTarget`] |
+//! | `svm` | [`SvmMemory`]: shared virtual memory ranges, their attributes, prefetch |
 //! | [`packets`] | RELEASE_MEM per generation, AQL headers |
 //! | `executable`, `dispatch` | [`Executable`], [`Kernel`], [`KernelArgs`], [`AqlQueue::dispatch`], [`Completion`] |
 //!
@@ -116,6 +117,7 @@ pub mod model_access;
 pub mod packets;
 mod poll;
 mod queue;
+mod svm;
 pub mod topology;
 mod va;
 
@@ -136,6 +138,7 @@ pub use queue::{
     Aql, AqlQueue, Pm4, Pm4Queue, Queue, QueueKind, QueueOptions, QueuePriority, Sdma, SdmaEngine,
     SdmaQueue, DEFAULT_RING_SIZE, ERROR_PAYLOAD_OFFSET, READ_POINTER_OFFSET, WRITE_POINTER_OFFSET,
 };
+pub use svm::{SvmAccess, SvmAttribute, SvmAttributes, SvmLocation, SvmMemory};
 pub use topology::{Node, QueueSizes, Topology};
 pub use va::{Access, PAGE_SIZE};
 
@@ -148,6 +151,7 @@ const _: () = {
     send_sync::<Kfd>();
     send_sync::<Gpu>();
     send_sync::<Memory>();
+    send_sync::<SvmMemory>();
     send_sync::<Event>();
     send_sync::<Pm4Queue>();
     send_sync::<SdmaQueue>();

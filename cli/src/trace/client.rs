@@ -1,8 +1,8 @@
 //! A client of the model that speaks only ioctl bytes, as a C program on `/dev/kfd` does:
 //! ACQUIRE_VM with a render node, ALLOC/MAP buffers, CREATE/DESTROY_QUEUE with the buffers
 //! Linux 6.12 validates. Every ioctl is timed for the timeline.
-// ALLOC_MEMORY_OF_GPU and WAIT_EVENTS are `unsafe` to issue (a USERPTR buffer or an output
-// array); the two calls here uphold their contract.
+// ALLOC_MEMORY_OF_GPU, WAIT_EVENTS and SVM are `unsafe` to issue (a USERPTR buffer, an output
+// array, a range given to the GPU); the calls here uphold their contract.
 #![allow(unsafe_code)]
 
 use std::cell::{Cell, RefCell};
@@ -158,6 +158,61 @@ impl Client {
             },
         });
         result.map_err(|e| CliError::failure(format!("{name} failed: {e}")))
+    }
+
+    /// Page-aligned host memory of `pages` pages for an SVM range, kept for the life of the
+    /// process (the GPU may reach it at any time once it is a range). Only its address is kept:
+    /// no Rust reference points into memory the GPU writes.
+    pub fn svm_memory(pages: u64) -> u64 {
+        let page = 4096u64;
+        let raw = Box::into_raw(vec![0u8; ((pages + 1) * page) as usize].into_boxed_slice());
+        (raw as *mut u8 as u64).next_multiple_of(page)
+    }
+
+    /// AMDKFD_IOC_SVM as libhsakmt issues it: the attributes follow the header and their size
+    /// is added to the request's size field. Returns the attributes as the driver left them.
+    pub fn svm(
+        &self,
+        op: u32,
+        start: u64,
+        size: u64,
+        attrs: &[kfd_ioctl_svm_attribute],
+    ) -> CliResult<Vec<kfd_ioctl_svm_attribute>> {
+        let head = kfd_ioctl_svm_args {
+            start_addr: start,
+            size,
+            op,
+            nattr: attrs.len() as u32,
+            attrs: [],
+        };
+        let mut bytes = head.as_bytes().to_vec();
+        for a in attrs {
+            bytes.extend_from_slice(a.as_bytes());
+        }
+        const IOC_SIZESHIFT: u32 = 16;
+        let request = AMDKFD_IOC_SVM + ((attrs.len() as u32 * 8) << IOC_SIZESHIFT);
+        let start_t = self.epoch.elapsed();
+        // SAFETY: the scenarios pass ranges of `svm_memory`, which lives as long as the
+        // process and is touched by the CPU only through copies, never references.
+        let result = unsafe { self.process.ioctl(request, &mut bytes) };
+        let end_t = self.epoch.elapsed();
+        self.spans.borrow_mut().push(IoctlSpan {
+            name: "AMDKFD_IOC_SVM",
+            pasid: self.pasid(),
+            start_us: start_t.as_secs_f64() * 1e6,
+            end_us: end_t.as_secs_f64() * 1e6,
+            result: match &result {
+                Ok(r) => r.to_string(),
+                Err(e) => format!("{e:?}"),
+            },
+        });
+        result.map_err(|e| CliError::failure(format!("AMDKFD_IOC_SVM failed: {e}")))?;
+        Ok(bytes
+            .get(core::mem::size_of::<kfd_ioctl_svm_args>()..)
+            .unwrap_or_default()
+            .chunks_exact(8)
+            .filter_map(|c| kfd_ioctl_svm_attribute::read_from_bytes(c).ok())
+            .collect())
     }
 
     /// ALLOC_MEMORY_OF_GPU (GTT, writable) + MAP_MEMORY_TO_GPU, then the CPU mapping through

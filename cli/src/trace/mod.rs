@@ -175,6 +175,12 @@ pub fn run(args: &TraceArgs, style: Style) -> CliResult<()> {
         .iter()
         .map(|f| format!(", injected fault {f}"))
         .collect();
+    // One host thread for the compute units: the waves' story then reads the same every run.
+    let config = if args.scenario == Scenario::Dispatch {
+        config.with_cu_threads(1)
+    } else {
+        config
+    };
     let mut session = Session::start(config)?;
     let outcome = scenarios::run(args.scenario, &mut session, options);
     let ioctls = session.ioctls();

@@ -26,6 +26,7 @@ pub fn layer_of(target: &str, message: &str) -> Layer {
         "kfd::memory" => ("memory", 1),
         "kfd::events" => ("events", 1),
         "kfd::interrupt" => ("irq", 1),
+        "kfd::svm" => ("svm", 1),
         "kfd::pqm" => ("pqm", 1),
         "kfd::dqm" => ("dqm", 2),
         "kfd::pm" => ("pm", 3),

@@ -34,6 +34,9 @@ pub enum Scenario {
     /// A kernel from the AQL packet through the CP and the SPI to its waves, one of them
     /// instruction by instruction, to the completion signal and the interrupt.
     Dispatch,
+    /// XNACK on: a GPU write to an SVM range not yet mapped faults, the driver migrates and maps
+    /// it, and the queue retries the write.
+    SvmFault,
 }
 
 impl Scenario {
@@ -46,6 +49,7 @@ impl Scenario {
             Scenario::VmFault => "vm-fault",
             Scenario::EventSignal => "event-signal",
             Scenario::Dispatch => "dispatch",
+            Scenario::SvmFault => "svm-fault",
         }
     }
 
@@ -54,6 +58,8 @@ impl Scenario {
         match self {
             // Navi 21 gives KFD 8 HQDs: a ninth queue oversubscribes.
             Scenario::Oversubscribe => kfd_model::Preset::Gfx1030,
+            // Per-process XNACK needs GC 9.4.2 (MI200).
+            Scenario::SvmFault => kfd_model::Preset::Gfx90a,
             _ => kfd_model::Preset::Gfx900,
         }
     }
@@ -82,6 +88,7 @@ pub fn queue_types(scenario: Scenario) -> &'static [u32] {
         Scenario::VmFault | Scenario::EventSignal => {
             &[KFD_IOC_QUEUE_TYPE_COMPUTE, KFD_IOC_QUEUE_TYPE_SDMA]
         }
+        Scenario::SvmFault => &[KFD_IOC_QUEUE_TYPE_SDMA, KFD_IOC_QUEUE_TYPE_COMPUTE],
         Scenario::Oversubscribe | Scenario::EvictRestore | Scenario::Dispatch => {
             &[KFD_IOC_QUEUE_TYPE_COMPUTE_AQL]
         }
@@ -97,6 +104,7 @@ pub fn run(scenario: Scenario, session: &mut Session, options: ScenarioOptions) 
         Scenario::VmFault => vm_fault(session, options),
         Scenario::EventSignal => event_signal(session, options),
         Scenario::Dispatch => super::dispatch::dispatch(session, options),
+        Scenario::SvmFault => svm_fault(session, options),
     }
 }
 
@@ -678,5 +686,100 @@ fn vm_fault(session: &mut Session, options: ScenarioOptions) -> CliResult<()> {
     submit(session, &client, &queue, &memory, &words, &what)?;
     run_engines(session, &client, &queue, sdma)?;
     wait(session, &client, event.event_id, true)?;
+    close(session, client, "process")
+}
+
+fn svm_fault(session: &mut Session, options: ScenarioOptions) -> CliResult<()> {
+    let queue_type = queue_type_for(Scenario::SvmFault, options);
+    let sdma = queue_type == KFD_IOC_QUEUE_TYPE_SDMA;
+    let client = open(session, "process")?;
+    let gpu = session.gpu_id;
+    session.step(
+        "SET_XNACK_MODE 1 (GPU page faults become recoverable)",
+        Detail::Summary,
+        |_| {
+            let mut a = kfd_ioctl_set_xnack_mode_args { xnack_enabled: 1 };
+            client.ioctl::<SetXnackMode>(&mut a)?;
+            Ok(a.xnack_enabled)
+        },
+        |on, _| format!("XNACK {}", if *on > 0 { "on" } else { "off" }),
+    )?;
+    let pages = 2;
+    let range = Client::svm_memory(pages);
+    let attr = |r#type, value| kfd_ioctl_svm_attribute { r#type, value };
+    session.step(
+        format!("SVM SET_ATTR [{range:#x}, +{:#x}): ACCESS and PREFERRED_LOC gpu {gpu:#x}, GRANULARITY 0 (one page)", pages * 4096),
+        Detail::Full,
+        |_| {
+            client.svm(
+                KFD_IOCTL_SVM_OP_SET_ATTR,
+                range,
+                pages * 4096,
+                &[
+                    attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu),
+                    attr(KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, gpu),
+                    attr(KFD_IOCTL_SVM_ATTR_GRANULARITY, 0),
+                ],
+            )
+        },
+        |_, _| "a range in system memory; with XNACK on nothing is mapped on the GPU yet".to_owned(),
+    )?;
+    let (queue, memory) = create(
+        session,
+        &client,
+        queue_type,
+        options.ring_size,
+        Detail::Summary,
+        format!("CREATE_QUEUE ({})", queue_type_name(queue_type)),
+    )?;
+    let target = range + 0x10;
+    let data = [0x5EED_F00D_u32];
+    let (words, what) = if sdma {
+        (
+            encode(&SdmaWrite::new(target, &data).map_err(build_error)?)?,
+            format!("an SDMA WRITE to {target:#x}, inside the range"),
+        )
+    } else {
+        (
+            encode(&WriteData::memory(target, &data).map_err(build_error)?)?,
+            format!("a WRITE_DATA to {target:#x}, inside the range"),
+        )
+    };
+    submit(session, &client, &queue, &memory, &words, &what)?;
+    run_engines(session, &client, &queue, sdma)?;
+    let process = &client.process;
+    session.step(
+        "the CPU reads the word; where the range lives now",
+        Detail::Summary,
+        |_| {
+            let mut word = [0u8; 4];
+            kfd_model::user::UserAccess::read(&kfd_model::user::SelfProcess, target, &mut word)
+                .map_err(|e| CliError::failure(format!("reading {target:#x}: {e}")))?;
+            Ok((
+                u32::from_le_bytes(word),
+                process.svm_ranges(),
+                process.svm_stats(),
+            ))
+        },
+        |(word, ranges, stats), _| {
+            let places: Vec<String> = ranges
+                .iter()
+                .map(|(s, e, loc, _)| {
+                    let at = if *loc == 0 {
+                        "system memory".to_owned()
+                    } else {
+                        format!("VRAM of gpu {loc:#x}")
+                    };
+                    format!("[{s:#x}, {e:#x}) in {at}")
+                })
+                .collect();
+            format!(
+                "{word:#x}; {} recovered fault(s), {} migration(s) to VRAM; {}",
+                stats.recoverable_faults,
+                stats.migrations_to_vram,
+                places.join(", ")
+            )
+        },
+    )?;
     close(session, client, "process")
 }

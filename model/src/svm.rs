@@ -1,0 +1,1215 @@
+//! `kfd_svm` and `kfd_migrate`: shared virtual memory ranges of a process.
+//!
+//! `AMDKFD_IOC_SVM` gives any page range of the process's address space to the GPUs with
+//! attributes. The driver keeps the attributes in an interval structure of ranges that split
+//! where a SET_ATTR span starts or ends inside one; the model also joins neighbours whose
+//! attributes and placement became equal again (the kernel leaves them split: nothing a client
+//! can query tells the two apart). A range lives in system memory or in one GPU's VRAM;
+//! prefetching moves its bytes and the GPU mappings follow.
+//!
+//! What the model does differently, and why:
+//! * VRAM placement: the bytes are copied into a piece of the GPU's device memory and that
+//!   memory is mapped over the CPU range (`MAP_FIXED`), so the CPU keeps reading and writing the
+//!   same bytes at the same address — a coherent large-BAR view. The kernel instead installs
+//!   device-private entries that fault back to system memory on a CPU touch. Moving back maps
+//!   fresh anonymous memory and copies the bytes into it.
+//! * MMU notifiers: a user-space model is not told about `munmap`. It looks instead: every SVM
+//!   ioctl and every GPU fault first drops the pages of its ranges that are no longer mapped
+//!   (found with `msync`, which fails with `ENOMEM` on an unmapped page), and
+//!   [`crate::Process::svm_cpu_unmapped`] is the notifier a shim that sees `munmap` can call.
+//!   Between a `munmap` and the next look, a GPU access to that system memory is the caller's
+//!   responsibility, as for USERPTR memory.
+//! * Recoverable faults (XNACK on): the hardware model stops the queue at the faulting packet
+//!   and posts the fault; the driver model maps (migrating if the preferred location says so)
+//!   and remaps the queue, which retries that packet. The hardware would stall the access
+//!   instead; what the driver does is the same. A shader's fault is not retried (a dispatch
+//!   cannot be restarted half-way in the model); it stays a VM fault.
+
+use crate::device::KfdNode;
+use crate::errno::{Errno, KResult};
+use crate::hw::mem::{DeviceMemory, PAGE_SIZE};
+use crate::hw::vm::{Backing, UserMemory, VmMapping};
+use crate::process::{ProcessInner, ProcessState};
+use kfd_sys::*;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The buffer handle SVM mappings carry in a GPU VM. KFD handles are `gpu_id << 32 | idr` with
+/// a small idr, so no buffer has this one.
+pub const SVM_MAPPING_HANDLE: u64 = u64::MAX;
+
+/// Default migration granularity: 2^9 pages (2 MiB).
+pub const DEFAULT_GRANULARITY: u8 = 9;
+
+/// Largest granularity SET_ATTR stores (larger values are clamped to it).
+pub const MAX_GRANULARITY: u8 = 0x3F;
+
+/// Flags a new range starts with.
+pub const DEFAULT_FLAGS: u32 = KFD_IOCTL_SVM_FLAG_HOST_ACCESS | KFD_IOCTL_SVM_FLAG_COHERENT;
+
+const PAGE: u64 = PAGE_SIZE as u64;
+
+/// The attributes of one range. GPUs are named by their index in the process (`gpuidx`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SvmAttributes {
+    /// `KFD_IOCTL_SVM_ATTR_PREFERRED_LOC`: 0 (system), a gpu_id, or UNDEFINED.
+    pub preferred_loc: u32,
+    /// `KFD_IOCTL_SVM_ATTR_PREFETCH_LOC`: 0 (system), a gpu_id, or UNDEFINED.
+    pub prefetch_loc: u32,
+    /// GPUs that may access the range, with migration allowed (bit = gpuidx).
+    pub access: u64,
+    /// GPUs that access the range where it is, without migration.
+    pub access_in_place: u64,
+    /// `KFD_IOCTL_SVM_FLAG_*`.
+    pub flags: u32,
+    /// Migration granularity: log2 of the page count.
+    pub granularity: u8,
+}
+
+impl SvmAttributes {
+    /// The attributes of a new range (`svm_range_set_default_attributes`); with XNACK on every
+    /// GPU may access it.
+    pub fn new_range(all_gpus: u64, xnack: bool) -> Self {
+        SvmAttributes {
+            preferred_loc: KFD_IOCTL_SVM_LOCATION_UNDEFINED,
+            prefetch_loc: KFD_IOCTL_SVM_LOCATION_UNDEFINED,
+            access: if xnack { all_gpus } else { 0 },
+            access_in_place: 0,
+            flags: DEFAULT_FLAGS,
+            granularity: DEFAULT_GRANULARITY,
+        }
+    }
+
+    fn apply(&mut self, attr: &kfd_ioctl_svm_attribute, gpuidx: impl Fn(u32) -> Option<usize>) {
+        let bit = |v| gpuidx(v).map_or(0, |i| 1u64 << i);
+        match attr.r#type {
+            KFD_IOCTL_SVM_ATTR_PREFERRED_LOC => self.preferred_loc = attr.value,
+            KFD_IOCTL_SVM_ATTR_PREFETCH_LOC => self.prefetch_loc = attr.value,
+            KFD_IOCTL_SVM_ATTR_ACCESS => {
+                self.access |= bit(attr.value);
+                self.access_in_place &= !bit(attr.value);
+            }
+            KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE => {
+                self.access &= !bit(attr.value);
+                self.access_in_place |= bit(attr.value);
+            }
+            KFD_IOCTL_SVM_ATTR_NO_ACCESS => {
+                self.access &= !bit(attr.value);
+                self.access_in_place &= !bit(attr.value);
+            }
+            KFD_IOCTL_SVM_ATTR_SET_FLAGS => self.flags |= attr.value,
+            KFD_IOCTL_SVM_ATTR_CLR_FLAGS => self.flags &= !attr.value,
+            KFD_IOCTL_SVM_ATTR_GRANULARITY => {
+                self.granularity = attr.value.min(u32::from(MAX_GRANULARITY)) as u8;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A range's bytes in one GPU's VRAM: a piece of device memory, shared by the pieces of a
+/// range that was split after it moved.
+#[derive(Clone)]
+struct Vram {
+    node: Arc<KfdNode>,
+    mem: Arc<DeviceMemory>,
+    offset: usize,
+}
+
+impl std::fmt::Debug for Vram {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "gpu {:#x} +{:#x}", self.node.gpu_id, self.offset)
+    }
+}
+
+/// One SVM range: `[start, end)` in bytes, page aligned.
+#[derive(Debug, Clone)]
+pub struct SvmRange {
+    /// First byte.
+    pub start: u64,
+    /// One past the last byte.
+    pub end: u64,
+    /// Its attributes.
+    pub attrs: SvmAttributes,
+    vram: Option<Vram>,
+    /// GPUs a recoverable fault mapped it on (XNACK on maps lazily).
+    fault_mapped: u64,
+}
+
+impl SvmRange {
+    fn new(start: u64, end: u64, attrs: SvmAttributes) -> Self {
+        SvmRange {
+            start,
+            end,
+            attrs,
+            vram: None,
+            fault_mapped: 0,
+        }
+    }
+
+    fn len(&self) -> u64 {
+        self.end - self.start
+    }
+
+    /// Where the bytes are: 0 for system memory, else the gpu_id whose VRAM holds them.
+    pub fn actual_loc(&self) -> u32 {
+        self.vram.as_ref().map_or(0, |v| v.node.gpu_id)
+    }
+
+    /// The part from `at` on, leaving `[start, at)` in `self`.
+    fn split_off(&mut self, at: u64) -> SvmRange {
+        let mut tail = self.clone();
+        tail.start = at;
+        if let Some(v) = &mut tail.vram {
+            v.offset += (at - self.start) as usize;
+        }
+        self.end = at;
+        tail
+    }
+
+    /// Whether `next` (starting at `self.end`) can join this range.
+    fn joins(&self, next: &SvmRange) -> bool {
+        self.end == next.start
+            && self.attrs == next.attrs
+            && self.fault_mapped == next.fault_mapped
+            && match (&self.vram, &next.vram) {
+                (None, None) => true,
+                (Some(a), Some(b)) => {
+                    Arc::ptr_eq(&a.mem, &b.mem) && a.offset + self.len() as usize == b.offset
+                }
+                _ => false,
+            }
+    }
+}
+
+/// What the SVM code of one process did, for tests and tools.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SvmStats {
+    /// Ranges moved from system memory to VRAM.
+    pub migrations_to_vram: u64,
+    /// Ranges moved from VRAM to system memory.
+    pub migrations_to_ram: u64,
+    /// Times the process's queues were evicted around a migration (XNACK off).
+    pub queue_evictions: u64,
+    /// Times they were restored after one.
+    pub queue_restores: u64,
+    /// GPU faults recovered (XNACK on).
+    pub recoverable_faults: u64,
+    /// Page runs dropped because the CPU unmapped them.
+    pub cpu_unmaps: u64,
+}
+
+/// The SVM ranges of one process (`svm_range_list`).
+#[derive(Debug, Default)]
+pub struct SvmRanges {
+    ranges: BTreeMap<u64, SvmRange>,
+    /// Counters.
+    pub stats: SvmStats,
+}
+
+impl SvmRanges {
+    /// The ranges in address order.
+    pub fn iter(&self) -> impl Iterator<Item = &SvmRange> {
+        self.ranges.values()
+    }
+
+    /// Number of ranges.
+    pub fn len(&self) -> usize {
+        self.ranges.len()
+    }
+
+    /// No ranges.
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
+    /// The range holding `addr`.
+    pub fn find(&self, addr: u64) -> Option<&SvmRange> {
+        self.ranges
+            .range(..=addr)
+            .next_back()
+            .map(|(_, r)| r)
+            .filter(|r| addr < r.end)
+    }
+
+    /// Whether any range overlaps `[start, end)`.
+    pub fn overlaps(&self, start: u64, end: u64) -> bool {
+        self.keys_in(start, end).next().is_some()
+    }
+
+    /// Start addresses of the ranges overlapping `[start, end)`.
+    fn keys_in(&self, start: u64, end: u64) -> impl Iterator<Item = u64> + '_ {
+        let first = self
+            .ranges
+            .range(..=start)
+            .next_back()
+            .filter(|(_, r)| r.end > start)
+            .map(|(&k, _)| k)
+            .unwrap_or(start);
+        self.ranges.range(first..end).map(|(&k, _)| k)
+    }
+
+    /// Splits the range holding `at` so that one starts there.
+    fn split_at(&mut self, at: u64) {
+        let Some((&k, r)) = self.ranges.range_mut(..at).next_back() else {
+            return;
+        };
+        if r.end > at {
+            let tail = r.split_off(at);
+            log::trace!(target: "kfd::svm", "split [{k:#x}, {:#x}) at {at:#x}", tail.end);
+            self.ranges.insert(at, tail);
+        }
+    }
+
+    /// Splits at both ends of `[start, end)` and fills its holes with new ranges of `fresh`
+    /// attributes; returns the start addresses of the ranges that now tile the span.
+    fn carve(&mut self, start: u64, end: u64, fresh: SvmAttributes) -> Vec<u64> {
+        self.split_at(start);
+        self.split_at(end);
+        let mut cur = start;
+        let mut keys = Vec::new();
+        let existing: Vec<(u64, u64)> = self
+            .ranges
+            .range(start..end)
+            .map(|(&k, r)| (k, r.end))
+            .collect();
+        for (k, e) in existing {
+            if k > cur {
+                self.ranges.insert(cur, SvmRange::new(cur, k, fresh));
+                keys.push(cur);
+            }
+            keys.push(k);
+            cur = e;
+        }
+        if cur < end {
+            self.ranges.insert(cur, SvmRange::new(cur, end, fresh));
+            keys.push(cur);
+        }
+        keys
+    }
+
+    /// Joins neighbours that became equal.
+    fn coalesce(&mut self) {
+        let keys: Vec<u64> = self.ranges.keys().copied().collect();
+        let mut prev: Option<u64> = None;
+        for k in keys {
+            if let Some(p) = prev {
+                let joins = self.ranges[&p].joins(&self.ranges[&k]);
+                if joins {
+                    if let Some(r) = self.ranges.remove(&k) {
+                        if let Some(head) = self.ranges.get_mut(&p) {
+                            head.end = r.end;
+                        }
+                    }
+                    continue;
+                }
+            }
+            prev = Some(k);
+        }
+    }
+
+    /// Removes `[start, end)` from the ranges, returning what was there.
+    fn remove(&mut self, start: u64, end: u64) -> Vec<SvmRange> {
+        self.split_at(start);
+        self.split_at(end);
+        let keys: Vec<u64> = self.ranges.range(start..end).map(|(&k, _)| k).collect();
+        keys.into_iter()
+            .filter_map(|k| self.ranges.remove(&k))
+            .collect()
+    }
+}
+
+/// Whether every page of `[start, end)` is mapped in this process. `msync(MS_ASYNC)` does not
+/// write anything back for private memory and fails with `ENOMEM` on an unmapped page.
+fn cpu_mapped(start: u64, end: u64) -> bool {
+    if start >= end {
+        return true;
+    }
+    let Ok(len) = usize::try_from(end - start) else {
+        return false;
+    };
+    // SAFETY: msync only inspects the mappings of the range (MS_ASYNC schedules no write-back
+    // of private pages and never changes memory); an unmapped or bad range is an error return.
+    unsafe { libc::msync(start as *mut libc::c_void, len, libc::MS_ASYNC) == 0 }
+}
+
+/// The unmapped page runs inside `[start, end)` (bisecting with [`cpu_mapped`]).
+fn unmapped_runs(start: u64, end: u64, out: &mut Vec<(u64, u64)>) {
+    if cpu_mapped(start, end) {
+        return;
+    }
+    if end - start <= PAGE {
+        match out.last_mut() {
+            Some(last) if last.1 == start => last.1 = end,
+            _ => out.push((start, end)),
+        }
+        return;
+    }
+    let mid = start + ((end - start) / PAGE / 2) * PAGE;
+    unmapped_runs(start, mid, out);
+    unmapped_runs(mid, end, out);
+}
+
+/// Whether the CPU may read and write every page of `[start, end)`, from `/proc/self/maps`.
+/// The model refuses what it could not copy or hand to the GPU without faulting the host
+/// (where the kernel would map a read-only VMA read-only).
+fn cpu_read_write(start: u64, end: u64) -> bool {
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+        return false;
+    };
+    let mut cur = start;
+    for line in maps.lines() {
+        let mut fields = line.split_whitespace();
+        let (Some(range), Some(perms)) = (fields.next(), fields.next()) else {
+            continue;
+        };
+        let Some((a, b)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(a), Ok(b)) = (u64::from_str_radix(a, 16), u64::from_str_radix(b, 16)) else {
+            continue;
+        };
+        if b <= cur || a > cur {
+            continue;
+        }
+        if !perms.starts_with("rw") {
+            return false;
+        }
+        cur = b;
+        if cur >= end {
+            return true;
+        }
+    }
+    cur >= end
+}
+
+fn map_error(what: &str, e: nix::Error) -> Errno {
+    log::warn!(target: "kfd::svm", "{what}: {e}");
+    Errno::ENOMEM
+}
+
+/// `svm_migrate_ram_to_vram`: the bytes move into `node`'s VRAM, which then backs the CPU range.
+fn migrate_to_vram(r: &mut SvmRange, node: &Arc<KfdNode>) -> KResult<()> {
+    if r.vram.as_ref().is_some_and(|v| Arc::ptr_eq(&v.node, node)) {
+        return Ok(());
+    }
+    if r.vram.is_some() {
+        migrate_to_ram(r)?;
+    }
+    let len = usize::try_from(r.len()).map_err(|_| Errno::ENOMEM)?;
+    node.reserve_vram(r.len())?;
+    let mem = match DeviceMemory::new(&format!("svm-{:#x}", r.start), r.len()) {
+        Ok(m) => Arc::new(m),
+        Err(e) => {
+            node.release_vram(r.len());
+            return Err(e);
+        }
+    };
+    // SAFETY: the range was checked mapped and is the GPU's by the SVM contract (the client
+    // gave it to the device and touches it only through the CPU mapping, which stays valid
+    // below); the device memory is a distinct mapping of the same length.
+    unsafe {
+        std::ptr::copy_nonoverlapping(r.start as *const u8, mem.host_base() as *mut u8, len);
+    }
+    let at = std::num::NonZeroUsize::new(r.start as usize).ok_or(Errno::EINVAL)?;
+    let size = std::num::NonZeroUsize::new(len).ok_or(Errno::EINVAL)?;
+    use nix::sys::mman::{mmap, MapFlags, ProtFlags};
+    // SAFETY: replaces the client's pages of this SVM range, which the client handed to the GPU,
+    // with the device memory holding the same bytes: the CPU view keeps its content.
+    let mapped = unsafe {
+        mmap(
+            Some(at),
+            size,
+            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+            MapFlags::MAP_SHARED | MapFlags::MAP_FIXED,
+            mem.fd(),
+            0,
+        )
+    };
+    if let Err(e) = mapped {
+        node.release_vram(r.len());
+        return Err(map_error("mapping VRAM over the range", e));
+    }
+    log::debug!(target: "kfd::svm", "migrated [{:#x}, {:#x}) to VRAM of gpu {:#x}", r.start, r.end, node.gpu_id);
+    r.vram = Some(Vram {
+        node: node.clone(),
+        mem,
+        offset: 0,
+    });
+    Ok(())
+}
+
+/// `svm_migrate_vram_to_ram`: fresh anonymous memory backs the CPU range and gets the bytes.
+fn migrate_to_ram(r: &mut SvmRange) -> KResult<()> {
+    let Some(v) = r.vram.take() else {
+        return Ok(());
+    };
+    let len = r.len();
+    let at = std::num::NonZeroUsize::new(r.start as usize).ok_or(Errno::EINVAL)?;
+    let size = std::num::NonZeroUsize::new(len as usize).ok_or(Errno::EINVAL)?;
+    use nix::sys::mman::{mmap_anonymous, MapFlags, ProtFlags};
+    // SAFETY: the range is this SVM range's own VRAM view, mapped by `migrate_to_vram`; it is
+    // replaced by zeroed private memory that receives the same bytes right below.
+    let mapped = unsafe {
+        mmap_anonymous(
+            Some(at),
+            size,
+            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+            MapFlags::MAP_PRIVATE | MapFlags::MAP_FIXED,
+        )
+    };
+    if let Err(e) = mapped {
+        r.vram = Some(v);
+        return Err(map_error("mapping system memory over the range", e));
+    }
+    // SAFETY: `offset..offset+len` lies inside the device memory (the range was carved from it)
+    // and the fresh anonymous mapping of `len` bytes is distinct from it.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            (v.mem.host_base() + v.offset as u64) as *const u8,
+            r.start as *mut u8,
+            len as usize,
+        );
+    }
+    v.node.release_vram(len);
+    log::debug!(target: "kfd::svm", "migrated [{:#x}, {:#x}) from VRAM of gpu {:#x} to system memory", r.start, r.end, v.node.gpu_id);
+    Ok(())
+}
+
+/// Which GPUs (by index) must map range `r` now (`svm_range_validate_and_map`): with XNACK off
+/// every GPU with access; with XNACK on the in-place ones, the GPU whose VRAM holds it, every
+/// accessing GPU when GPU_ALWAYS_MAPPED, and those a fault mapped it on.
+fn mapped_gpus(r: &SvmRange, xnack: bool, gpu_index: impl Fn(u32) -> Option<usize>) -> u64 {
+    let any = r.attrs.access | r.attrs.access_in_place;
+    if !xnack {
+        return any;
+    }
+    let mut m = r.attrs.access_in_place;
+    if let Some(i) = gpu_index(r.actual_loc()) {
+        m |= r.attrs.access & (1 << i);
+    }
+    if r.attrs.flags & KFD_IOCTL_SVM_FLAG_GPU_ALWAYS_MAPPED != 0 {
+        m |= r.attrs.access;
+    }
+    m | (r.fault_mapped & any)
+}
+
+fn gpu_index_of(st: &ProcessState) -> impl Fn(u32) -> Option<usize> + '_ {
+    |gpu_id| st.pdds.iter().position(|d| d.node.gpu_id == gpu_id)
+}
+
+/// Rebuilds every GPU VM's SVM mappings from the ranges (the model's page-table update).
+pub(crate) fn sync_gpu_mappings(st: &ProcessState) {
+    let idx = gpu_index_of(st);
+    for (d, pdd) in st.pdds.iter().enumerate() {
+        let mut vm = pdd.vm.write().unwrap_or_else(|e| e.into_inner());
+        vm.unmap_handle(SVM_MAPPING_HANDLE);
+        for r in st.svm.iter() {
+            if mapped_gpus(r, st.xnack_enabled, &idx) & (1 << d) == 0 {
+                continue;
+            }
+            let backing = match &r.vram {
+                Some(v) => Backing::Device {
+                    mem: v.mem.clone(),
+                    offset: v.offset,
+                },
+                // SAFETY: the client gave this range to the GPU through AMDKFD_IOC_SVM, the
+                // promise `Process::ioctl` takes for every address handed to the device; pages
+                // the CPU unmapped are dropped from the ranges before they are mapped again.
+                None => Backing::User(unsafe { UserMemory::new(r.start) }),
+            };
+            let ok = vm.map(VmMapping {
+                va: r.start,
+                len: r.len(),
+                backing,
+                writable: r.attrs.flags & KFD_IOCTL_SVM_FLAG_GPU_RO == 0,
+                handle: SVM_MAPPING_HANDLE,
+            });
+            if !ok {
+                log::warn!(target: "kfd::svm", "[{:#x}, {:#x}) overlaps a buffer on gpu {:#x}", r.start, r.end, pdd.node.gpu_id);
+            }
+        }
+    }
+}
+
+/// `svm_range_unmap_from_cpu`: the CPU no longer maps `[start, end)`; the ranges there go and
+/// the GPUs stop mapping them.
+pub(crate) fn cpu_unmapped(st: &mut ProcessState, start: u64, end: u64) {
+    let removed = st.svm.remove(start, end);
+    if removed.is_empty() {
+        return;
+    }
+    for r in &removed {
+        if let Some(v) = &r.vram {
+            v.node.release_vram(r.len());
+        }
+        log::debug!(target: "kfd::svm", "CPU unmapped [{:#x}, {:#x}): range dropped, GPU mappings removed", r.start, r.end);
+    }
+    st.svm.stats.cpu_unmaps += 1;
+    sync_gpu_mappings(st);
+}
+
+/// Drops the pages the CPU unmapped since the last look (the model's MMU notifier): first
+/// the unmaps a shim reported while the process was busy (`svm_range_deferred_list_work`),
+/// then whatever `msync` finds unmapped.
+pub(crate) fn reap_cpu_unmapped(p: &ProcessInner, st: &mut ProcessState) {
+    let deferred = std::mem::take(&mut *crate::process::lock(&p.svm_deferred));
+    for (s, e) in deferred {
+        cpu_unmapped(st, s, e);
+    }
+    let mut runs = Vec::new();
+    for r in st.svm.iter() {
+        unmapped_runs(r.start, r.end, &mut runs);
+    }
+    for (s, e) in runs {
+        cpu_unmapped(st, s, e);
+    }
+}
+
+/// Process teardown: ranges in VRAM go back to system memory so the CPU keeps its bytes.
+pub(crate) fn teardown(p: &ProcessInner, st: &mut ProcessState) {
+    reap_cpu_unmapped(p, st);
+    let all = std::mem::take(&mut st.svm.ranges);
+    for (_, mut r) in all {
+        if let Err(e) = migrate_to_ram(&mut r) {
+            log::warn!(target: "kfd::svm", "[{:#x}, {:#x}) left in VRAM at teardown: {e}", r.start, r.end);
+        }
+    }
+}
+
+/// `svm_range_check_attr`: every attribute type known, every gpu_id one of the process's.
+fn check_attrs(st: &ProcessState, attrs: &[kfd_ioctl_svm_attribute]) -> KResult<()> {
+    let known = |gpu_id: u32| st.pdds.iter().any(|d| d.node.gpu_id == gpu_id);
+    for a in attrs {
+        let ok = match a.r#type {
+            KFD_IOCTL_SVM_ATTR_PREFERRED_LOC => {
+                a.value == KFD_IOCTL_SVM_LOCATION_SYSMEM
+                    || a.value == KFD_IOCTL_SVM_LOCATION_UNDEFINED
+                    || known(a.value)
+            }
+            KFD_IOCTL_SVM_ATTR_PREFETCH_LOC => {
+                a.value == KFD_IOCTL_SVM_LOCATION_SYSMEM || known(a.value)
+            }
+            KFD_IOCTL_SVM_ATTR_ACCESS
+            | KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE
+            | KFD_IOCTL_SVM_ATTR_NO_ACCESS => known(a.value),
+            KFD_IOCTL_SVM_ATTR_SET_FLAGS
+            | KFD_IOCTL_SVM_ATTR_CLR_FLAGS
+            | KFD_IOCTL_SVM_ATTR_GRANULARITY => true,
+            _ => false,
+        };
+        if !ok {
+            log::debug!(target: "kfd::svm", "bad attribute type {:#x} value {:#x}", a.r#type, a.value);
+            return Err(Errno::EINVAL);
+        }
+    }
+    Ok(())
+}
+
+/// `svm_range_is_valid`: every page mapped by the CPU (else `EFAULT`) and no KFD buffer mapped
+/// in the span on any GPU (else `EADDRINUSE`).
+fn check_span(st: &ProcessState, start: u64, end: u64) -> KResult<()> {
+    if !cpu_mapped(start, end) {
+        log::debug!(target: "kfd::svm", "[{start:#x}, {end:#x}) is not all mapped by the CPU");
+        return Err(Errno::EFAULT);
+    }
+    for pdd in &st.pdds {
+        let vm = pdd.vm.read().unwrap_or_else(|e| e.into_inner());
+        if vm
+            .mappings()
+            .any(|m| m.handle != SVM_MAPPING_HANDLE && m.va < end && start < m.va + m.len)
+        {
+            log::debug!(target: "kfd::svm", "[{start:#x}, {end:#x}) overlaps a buffer on gpu {:#x}", pdd.node.gpu_id);
+            return Err(Errno::EADDRINUSE);
+        }
+    }
+    Ok(())
+}
+
+/// `svm_range_best_prefetch_location`: the prefetch location, unless other GPUs must reach the
+/// range in place — the model's GPUs share no XGMI hive, so that means system memory.
+fn best_prefetch_location(r: &SvmRange, xnack: bool, idx: impl Fn(u32) -> Option<usize>) -> u32 {
+    let best = r.attrs.prefetch_loc;
+    if best == KFD_IOCTL_SVM_LOCATION_SYSMEM || best == KFD_IOCTL_SVM_LOCATION_UNDEFINED {
+        return best;
+    }
+    let Some(home) = idx(best) else {
+        return KFD_IOCTL_SVM_LOCATION_SYSMEM;
+    };
+    let others = if xnack {
+        r.attrs.access_in_place
+    } else {
+        r.attrs.access | r.attrs.access_in_place
+    } & !(1 << home);
+    if others != 0 {
+        KFD_IOCTL_SVM_LOCATION_SYSMEM
+    } else {
+        best
+    }
+}
+
+/// Moves range `key` to `loc` (0: system memory, else a gpu_id). Returns whether bytes moved.
+fn migrate(st: &mut ProcessState, key: u64, loc: u32) -> KResult<bool> {
+    let node = if loc == KFD_IOCTL_SVM_LOCATION_SYSMEM {
+        None
+    } else {
+        let i = st.pdd_index(loc)?;
+        Some(st.pdds[i].node.clone())
+    };
+    let Some(r) = st.svm.ranges.get(&key) else {
+        return Ok(false);
+    };
+    if r.actual_loc() == loc {
+        return Ok(false);
+    }
+    // The GPUs lose the range before its bytes move (the MMU notifier's invalidation), so a
+    // write the engines make meanwhile faults instead of landing in the old copy.
+    let (start, end) = (r.start, r.end);
+    for pdd in &st.pdds {
+        let mut vm = pdd.vm.write().unwrap_or_else(|e| e.into_inner());
+        let stale: Vec<u64> = vm
+            .mappings()
+            .filter(|m| m.handle == SVM_MAPPING_HANDLE && m.va < end && start < m.va + m.len)
+            .map(|m| m.va)
+            .collect();
+        for va in stale {
+            vm.unmap(va);
+        }
+    }
+    let Some(r) = st.svm.ranges.get_mut(&key) else {
+        return Ok(false);
+    };
+    match node {
+        Some(n) => {
+            migrate_to_vram(r, &n)?;
+            st.svm.stats.migrations_to_vram += 1;
+        }
+        None => {
+            migrate_to_ram(r)?;
+            st.svm.stats.migrations_to_ram += 1;
+        }
+    }
+    Ok(true)
+}
+
+/// With XNACK off a migration goes through the MMU notifier, which evicts the process's queues
+/// until the restore work has the new mappings in place; with XNACK on the GPU simply faults.
+fn evict_for_migration(p: &ProcessInner, st: &mut ProcessState) -> bool {
+    if st.xnack_enabled || st.pqm.is_empty() {
+        return false;
+    }
+    for pdd in &st.pdds {
+        if let Err(e) = pdd.node.dqm().evict_process(&pdd.node.gpu, p.pasid) {
+            log::debug!(target: "kfd::svm", "evicting for a migration on gpu {:#x}: {e}", pdd.node.gpu_id);
+        }
+    }
+    st.svm.stats.queue_evictions += 1;
+    log::debug!(target: "kfd::svm", "pasid {:#x}: queues evicted for a migration", p.pasid);
+    true
+}
+
+fn restore_after_migration(p: &ProcessInner, st: &mut ProcessState) {
+    for pdd in &st.pdds {
+        if let Err(e) = pdd
+            .node
+            .dqm()
+            .restore_process(&pdd.node.gpu, p.pasid, pdd.pd_base)
+        {
+            log::debug!(target: "kfd::svm", "restoring after a migration on gpu {:#x}: {e}", pdd.node.gpu_id);
+        }
+    }
+    st.svm.stats.queue_restores += 1;
+    log::debug!(target: "kfd::svm", "pasid {:#x}: queues restored after a migration", p.pasid);
+}
+
+fn all_gpus(st: &ProcessState) -> u64 {
+    (0..st.pdds.len()).fold(0, |m, i| m | 1 << i)
+}
+
+/// `svm_range_set_attr`.
+fn set_attr(
+    p: &ProcessInner,
+    st: &mut ProcessState,
+    start: u64,
+    end: u64,
+    attrs: &[kfd_ioctl_svm_attribute],
+) -> KResult<()> {
+    check_attrs(st, attrs)?;
+    check_span(st, start, end)?;
+    if !cpu_read_write(start, end) {
+        log::debug!(target: "kfd::svm", "[{start:#x}, {end:#x}) is not all readable and writable by the CPU");
+        return Err(Errno::EFAULT);
+    }
+    let fresh = SvmAttributes::new_range(all_gpus(st), st.xnack_enabled);
+    let keys = st.svm.carve(start, end, fresh);
+    for &k in &keys {
+        let gpu_ids: Vec<u32> = st.pdds.iter().map(|d| d.node.gpu_id).collect();
+        let idx = |g: u32| gpu_ids.iter().position(|&x| x == g);
+        if let Some(r) = st.svm.ranges.get_mut(&k) {
+            for a in attrs {
+                r.attrs.apply(a, idx);
+            }
+        }
+    }
+    let mut evicted = false;
+    let mut result = Ok(());
+    for &k in &keys {
+        let Some(r) = st.svm.ranges.get(&k) else {
+            continue;
+        };
+        let best = best_prefetch_location(r, st.xnack_enabled, gpu_index_of(st));
+        if best == KFD_IOCTL_SVM_LOCATION_UNDEFINED
+            || (best == KFD_IOCTL_SVM_LOCATION_SYSMEM && r.vram.is_none())
+            || best == r.actual_loc()
+        {
+            continue;
+        }
+        if !evicted {
+            evicted = evict_for_migration(p, st);
+        }
+        if let Err(e) = migrate(st, k, best) {
+            result = Err(e);
+            break;
+        }
+    }
+    st.svm.coalesce();
+    sync_gpu_mappings(st);
+    if evicted {
+        restore_after_migration(p, st);
+    }
+    result
+}
+
+/// `svm_range_get_attr`: over a span holding several ranges, a location is reported only when
+/// every range agrees (else UNDEFINED), access is what every range grants, SET_FLAGS is the
+/// flags all ranges have, CLR_FLAGS the flags no range has, granularity the smallest. A span
+/// without ranges reports the defaults.
+fn get_attr(
+    st: &ProcessState,
+    start: u64,
+    end: u64,
+    attrs: &mut [kfd_ioctl_svm_attribute],
+) -> KResult<()> {
+    check_span(st, start, end)?;
+    let (mut get_pref, mut get_prefetch, mut get_access, mut get_flags, mut get_gran) =
+        (false, false, false, false, false);
+    for a in attrs.iter() {
+        match a.r#type {
+            KFD_IOCTL_SVM_ATTR_PREFERRED_LOC => get_pref = true,
+            KFD_IOCTL_SVM_ATTR_PREFETCH_LOC => get_prefetch = true,
+            KFD_IOCTL_SVM_ATTR_ACCESS => get_access = true,
+            KFD_IOCTL_SVM_ATTR_SET_FLAGS | KFD_IOCTL_SVM_ATTR_CLR_FLAGS => get_flags = true,
+            KFD_IOCTL_SVM_ATTR_GRANULARITY => get_gran = true,
+            other => {
+                log::debug!(target: "kfd::svm", "GET_ATTR of type {other:#x}");
+                return Err(Errno::EINVAL);
+            }
+        }
+    }
+    let supported = all_gpus(st);
+    let mut location = KFD_IOCTL_SVM_LOCATION_UNDEFINED;
+    let mut prefetch = KFD_IOCTL_SVM_LOCATION_UNDEFINED;
+    let mut granularity = u8::MAX;
+    let mut flags_and = u32::MAX;
+    let mut flags_or = 0u32;
+    let (mut access, mut in_place) = (supported, supported);
+    let keys: Vec<u64> = st.svm.keys_in(start, end).collect();
+    if keys.is_empty() {
+        let d = SvmAttributes::new_range(supported, st.xnack_enabled);
+        location = d.preferred_loc;
+        prefetch = d.prefetch_loc;
+        granularity = d.granularity;
+        flags_and = d.flags;
+        flags_or = d.flags;
+        access = d.access;
+        in_place = 0;
+    }
+    let agree = |acc: &mut u32, get: &mut bool, v: u32| {
+        if !*get {
+            return;
+        }
+        if v == KFD_IOCTL_SVM_LOCATION_UNDEFINED
+            || (*acc != KFD_IOCTL_SVM_LOCATION_UNDEFINED && *acc != v)
+        {
+            *acc = KFD_IOCTL_SVM_LOCATION_UNDEFINED;
+            *get = false;
+        } else {
+            *acc = v;
+        }
+    };
+    for k in keys {
+        let r = &st.svm.ranges[&k];
+        agree(&mut location, &mut get_pref, r.attrs.preferred_loc);
+        agree(&mut prefetch, &mut get_prefetch, r.attrs.prefetch_loc);
+        if get_access {
+            access &= r.attrs.access;
+            in_place &= r.attrs.access_in_place;
+        }
+        if get_flags {
+            flags_and &= r.attrs.flags;
+            flags_or |= r.attrs.flags;
+        }
+        if get_gran {
+            granularity = granularity.min(r.attrs.granularity);
+        }
+    }
+    for a in attrs.iter_mut() {
+        match a.r#type {
+            KFD_IOCTL_SVM_ATTR_PREFERRED_LOC => a.value = location,
+            KFD_IOCTL_SVM_ATTR_PREFETCH_LOC => a.value = prefetch,
+            KFD_IOCTL_SVM_ATTR_ACCESS => {
+                let i = st.pdd_index(a.value)?;
+                a.r#type = if access & (1 << i) != 0 {
+                    KFD_IOCTL_SVM_ATTR_ACCESS
+                } else if in_place & (1 << i) != 0 {
+                    KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE
+                } else {
+                    KFD_IOCTL_SVM_ATTR_NO_ACCESS
+                };
+            }
+            KFD_IOCTL_SVM_ATTR_SET_FLAGS => a.value = flags_and,
+            KFD_IOCTL_SVM_ATTR_CLR_FLAGS => a.value = !flags_or,
+            KFD_IOCTL_SVM_ATTR_GRANULARITY => a.value = u32::from(granularity),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// `AMDKFD_IOC_SVM`: `kbuf` holds the 24-byte header and, after it, the `nattr` attributes the
+/// caller's request size covered (libhsakmt adds them to the size field of the request code).
+pub(crate) fn ioctl(p: &ProcessInner, kbuf: &mut [u8]) -> KResult<i32> {
+    let header_len = core::mem::size_of::<kfd_ioctl_svm_args>();
+    let (args, _) = kfd_ioctl_svm_args::read_from_prefix(kbuf).map_err(|_| Errno::EFAULT)?;
+    log::debug!(target: "kfd::svm", "pasid {:#x}: SVM op {} [{:#x} +{:#x}] nattr {}", p.pasid, args.op, args.start_addr, args.size, args.nattr);
+    if args.start_addr % PAGE != 0
+        || args.size % PAGE != 0
+        || args.start_addr == 0
+        || args.size == 0
+    {
+        return Err(Errno::EINVAL);
+    }
+    let end = args
+        .start_addr
+        .checked_add(args.size)
+        .ok_or(Errno::EINVAL)?;
+    let attr_len = core::mem::size_of::<kfd_ioctl_svm_attribute>();
+    let n = args.nattr as usize;
+    let attr_bytes = n.checked_mul(attr_len).ok_or(Errno::EINVAL)?;
+    let body = kbuf
+        .get_mut(header_len..header_len + attr_bytes)
+        .ok_or_else(|| {
+            log::debug!(target: "kfd::svm", "{n} attributes do not fit the request's size");
+            Errno::EINVAL
+        })?;
+    let mut attrs: Vec<kfd_ioctl_svm_attribute> = body
+        .chunks_exact(attr_len)
+        .filter_map(|c| kfd_ioctl_svm_attribute::read_from_bytes(c).ok())
+        .collect();
+    let mut st = p.lock();
+    reap_cpu_unmapped(p, &mut st);
+    match args.op {
+        KFD_IOCTL_SVM_OP_SET_ATTR => set_attr(p, &mut st, args.start_addr, end, &attrs)?,
+        KFD_IOCTL_SVM_OP_GET_ATTR => {
+            get_attr(&st, args.start_addr, end, &mut attrs)?;
+            for (c, a) in body.chunks_exact_mut(attr_len).zip(&attrs) {
+                c.copy_from_slice(a.as_bytes());
+            }
+        }
+        _ => return Err(Errno::EINVAL),
+    }
+    Ok(0)
+}
+
+/// `svm_range_best_restore_location`: where a range faulted by GPU `gpuidx` should live.
+fn best_restore_location(r: &SvmRange, gpu_id: u32, gpuidx: usize) -> u32 {
+    if r.attrs.access_in_place & (1 << gpuidx) != 0 {
+        return r.actual_loc();
+    }
+    match r.attrs.preferred_loc {
+        KFD_IOCTL_SVM_LOCATION_UNDEFINED => r.actual_loc(),
+        loc if loc == gpu_id => gpu_id,
+        _ => KFD_IOCTL_SVM_LOCATION_SYSMEM,
+    }
+}
+
+/// `svm_range_restore_pages`: a GPU page fault of a process with XNACK on. Maps the faulting
+/// granule (migrating it where it belongs) and returns whether the fault was recovered; `false`
+/// leaves it to the ordinary VM-fault path.
+pub(crate) fn restore_pages(p: &ProcessInner, node: &KfdNode, va: u64, write: bool) -> bool {
+    let mut st = p.lock();
+    if !st.xnack_enabled {
+        return false;
+    }
+    let Ok(gpuidx) = st.pdd_index(node.gpu_id) else {
+        return false;
+    };
+    reap_cpu_unmapped(p, &mut st);
+    let page = va & !(PAGE - 1);
+    if st.svm.find(page).is_none() {
+        // An address the process never registered: with XNACK on the driver makes a range of
+        // default attributes for it (`svm_range_create_unregistered_range`), one granule
+        // clipped to the neighbouring ranges and to what the CPU maps.
+        if !cpu_read_write(page, page + PAGE) || check_span(&st, page, page + PAGE).is_err() {
+            return false;
+        }
+        let g = PAGE << DEFAULT_GRANULARITY;
+        let (mut s, mut e) = (page & !(g - 1), (page & !(g - 1)) + g);
+        if let Some(prev) = st.svm.ranges.range(..page).next_back().map(|(_, r)| r.end) {
+            s = s.max(prev);
+        }
+        if let Some(&next) = st.svm.ranges.range(page..).next().map(|(k, _)| k) {
+            e = e.min(next);
+        }
+        if !cpu_read_write(s, e) || check_span(&st, s, e).is_err() {
+            (s, e) = (page, page + PAGE);
+        }
+        let fresh = SvmAttributes::new_range(all_gpus(&st), true);
+        st.svm.carve(s, e, fresh);
+        log::debug!(target: "kfd::svm", "fault at {va:#x}: new range [{s:#x}, {e:#x}) for an unregistered address");
+    }
+    let Some(r) = st.svm.find(page) else {
+        return false;
+    };
+    if (r.attrs.access | r.attrs.access_in_place) & (1 << gpuidx) == 0 {
+        log::debug!(target: "kfd::svm", "fault at {va:#x}: gpu {:#x} has no access", node.gpu_id);
+        return false;
+    }
+    if write && r.attrs.flags & KFD_IOCTL_SVM_FLAG_GPU_RO != 0 {
+        return false;
+    }
+    // Migrate and map one granule around the fault.
+    let g = PAGE << r.attrs.granularity.min(40);
+    let (gs, ge) = (
+        (page & !(g - 1)).max(r.start),
+        (page & !(g - 1)).saturating_add(g).min(r.end),
+    );
+    let best = best_restore_location(r, node.gpu_id, gpuidx);
+    st.svm.split_at(gs);
+    st.svm.split_at(ge);
+    log::info!(target: "kfd::svm", "pasid {:#x}: recoverable GPU fault at {va:#x} on gpu {:#x} ({}): range [{gs:#x}, {ge:#x}) -> {}", p.pasid, node.gpu_id, if write { "write" } else { "read" }, if best == 0 { "system memory".to_owned() } else { format!("VRAM of gpu {best:#x}") });
+    if let Err(e) = migrate(&mut st, gs, best) {
+        log::warn!(target: "kfd::svm", "migration for the fault at {va:#x} failed: {e}; mapping in place");
+    }
+    if let Some(r) = st.svm.ranges.get_mut(&gs) {
+        r.fault_mapped |= 1 << gpuidx;
+    }
+    st.svm.coalesce();
+    sync_gpu_mappings(&st);
+    // A fault the mapping did not cure would only repeat: leave it to the VM-fault path.
+    let cured = st.pdds[gpuidx]
+        .vm
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .lookup(page)
+        .is_some_and(|m| m.handle == SVM_MAPPING_HANDLE);
+    if !cured {
+        log::warn!(target: "kfd::svm", "fault at {va:#x}: still not mapped on gpu {:#x}", node.gpu_id);
+        return false;
+    }
+    st.svm.stats.recoverable_faults += 1;
+    log::info!(target: "kfd::svm", "pasid {:#x}: mapped on gpu {:#x}; the queue retries", p.pasid, node.gpu_id);
+    true
+}
+
+/// `kfd_queue_buffer_svm_get`: whether `[addr, addr+size)` is covered by SVM ranges mapped on
+/// GPU `gpuidx` with GPU_ALWAYS_MAPPED (a queue's CWSR area may live there).
+pub(crate) fn queue_buffer_in_svm(st: &ProcessState, gpuidx: usize, addr: u64, size: u64) -> bool {
+    let page = addr & !(PAGE - 1);
+    let Some(end) = page.checked_add(size) else {
+        return false;
+    };
+    let idx = gpu_index_of(st);
+    let mut cur = page;
+    while cur < end {
+        let Some(r) = st.svm.find(cur) else {
+            return false;
+        };
+        let ok = mapped_gpus(r, st.xnack_enabled, &idx) & (1 << gpuidx) != 0
+            && (r.attrs.access | r.attrs.access_in_place) & (1 << gpuidx) != 0
+            && r.attrs.flags & KFD_IOCTL_SVM_FLAG_GPU_ALWAYS_MAPPED != 0;
+        if !ok {
+            return false;
+        }
+        cur = r.end;
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attrs(flags: u32) -> SvmAttributes {
+        SvmAttributes {
+            flags,
+            ..SvmAttributes::new_range(1, false)
+        }
+    }
+
+    #[test]
+    fn carve_splits_at_both_ends_and_fills_holes() {
+        let mut s = SvmRanges::default();
+        s.carve(0x10000, 0x20000, attrs(1));
+        assert_eq!(s.len(), 1);
+        let keys = s.carve(0x18000, 0x30000, attrs(1));
+        // [0x10000,0x18000) [0x18000,0x20000) [0x20000,0x30000)
+        assert_eq!(keys, vec![0x18000, 0x20000]);
+        assert_eq!(s.len(), 3);
+        let bounds: Vec<(u64, u64)> = s.iter().map(|r| (r.start, r.end)).collect();
+        assert_eq!(
+            bounds,
+            vec![(0x10000, 0x18000), (0x18000, 0x20000), (0x20000, 0x30000)]
+        );
+        s.coalesce();
+        assert_eq!(s.len(), 1, "equal neighbours join");
+        assert_eq!(
+            s.find(0x2ffff).map(|r| (r.start, r.end)),
+            Some((0x10000, 0x30000))
+        );
+        assert!(s.find(0x30000).is_none());
+    }
+
+    #[test]
+    fn different_attributes_stay_split_and_remove_cuts() {
+        let mut s = SvmRanges::default();
+        s.carve(0x10000, 0x40000, attrs(1));
+        for k in s.carve(0x20000, 0x30000, attrs(1)) {
+            s.ranges.get_mut(&k).unwrap().attrs.flags = 2;
+        }
+        s.coalesce();
+        assert_eq!(s.len(), 3);
+        let removed = s.remove(0x1f000, 0x21000);
+        assert_eq!(removed.len(), 2);
+        assert_eq!(
+            s.iter().map(|r| (r.start, r.end)).collect::<Vec<_>>(),
+            vec![(0x10000, 0x1f000), (0x21000, 0x30000), (0x30000, 0x40000)]
+        );
+        assert!(s.overlaps(0x1e000, 0x1f001));
+        assert!(!s.overlaps(0x1f000, 0x21000));
+    }
+
+    #[test]
+    fn granularity_is_clamped_and_access_bits_exclusive() {
+        let mut a = SvmAttributes::new_range(0b11, false);
+        let idx = |g: u32| (g == 7).then_some(1usize);
+        a.apply(
+            &kfd_ioctl_svm_attribute {
+                r#type: KFD_IOCTL_SVM_ATTR_GRANULARITY,
+                value: 200,
+            },
+            idx,
+        );
+        assert_eq!(a.granularity, MAX_GRANULARITY);
+        a.apply(
+            &kfd_ioctl_svm_attribute {
+                r#type: KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE,
+                value: 7,
+            },
+            idx,
+        );
+        assert_eq!((a.access, a.access_in_place), (0, 0b10));
+        a.apply(
+            &kfd_ioctl_svm_attribute {
+                r#type: KFD_IOCTL_SVM_ATTR_ACCESS,
+                value: 7,
+            },
+            idx,
+        );
+        assert_eq!((a.access, a.access_in_place), (0b10, 0));
+    }
+
+    /// The notifier never blocks: an unmap reported while the process state is locked is
+    /// queued and applied by the next look, even though msync still sees the pages mapped.
+    #[test]
+    fn an_unmap_reported_while_the_process_is_busy_is_applied_later() {
+        use crate::{Model, ModelConfig, Preset};
+        use nix::sys::mman::{mmap_anonymous, munmap, MapFlags, ProtFlags};
+        let model = Model::new(ModelConfig::new(Preset::Gfx90a).with_engine_thread(false)).unwrap();
+        let p = model.open().unwrap();
+        let gpu = model.topology().gpus().next().unwrap().gpu_id;
+        let len = std::num::NonZeroUsize::new(2 * PAGE_SIZE).unwrap();
+        // SAFETY: a fresh private mapping, unmapped at the end; the GPU never runs here.
+        let base = unsafe {
+            mmap_anonymous(
+                None,
+                len,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_PRIVATE,
+            )
+        }
+        .unwrap();
+        let b = base.as_ptr() as u64;
+        let head = kfd_ioctl_svm_args {
+            start_addr: b,
+            size: 2 * PAGE,
+            op: KFD_IOCTL_SVM_OP_SET_ATTR,
+            nattr: 1,
+            attrs: [],
+        };
+        let mut bytes = head.as_bytes().to_vec();
+        bytes.extend_from_slice(
+            kfd_ioctl_svm_attribute {
+                r#type: KFD_IOCTL_SVM_ATTR_ACCESS,
+                value: gpu,
+            }
+            .as_bytes(),
+        );
+        // SAFETY: the range is the mapping above, alive until the end of the test.
+        unsafe { p.ioctl(AMDKFD_IOC_SVM + (8 << 16), &mut bytes) }.unwrap();
+        {
+            let _busy = p.inner.lock();
+            p.svm_cpu_unmapped(b, PAGE);
+            assert_eq!(crate::process::lock(&p.inner.svm_deferred).len(), 1);
+        }
+        let r = p.svm_ranges();
+        assert_eq!(
+            r.iter().map(|x| (x.0, x.1)).collect::<Vec<_>>(),
+            vec![(b + PAGE, b + 2 * PAGE)]
+        );
+        assert!(crate::process::lock(&p.inner.svm_deferred).is_empty());
+        assert_eq!(p.svm_stats().cpu_unmaps, 1);
+        drop(p);
+        // SAFETY: the mapping made above.
+        unsafe { munmap(base, 2 * PAGE_SIZE) }.unwrap();
+    }
+
+    #[test]
+    fn unmapped_runs_finds_holes() {
+        use nix::sys::mman::{mmap_anonymous, munmap, MapFlags, ProtFlags};
+        let len = std::num::NonZeroUsize::new(8 * PAGE_SIZE).unwrap();
+        // SAFETY: a fresh private mapping, unmapped in parts below; nothing else refers to it.
+        let base = unsafe {
+            mmap_anonymous(
+                None,
+                len,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_PRIVATE,
+            )
+        }
+        .unwrap();
+        let b = base.as_ptr() as u64;
+        // SAFETY: pages 2..4 of the mapping made above.
+        unsafe {
+            munmap(
+                std::ptr::NonNull::new((b + 2 * PAGE) as *mut _).unwrap(),
+                2 * PAGE_SIZE,
+            )
+        }
+        .unwrap();
+        let mut runs = Vec::new();
+        unmapped_runs(b, b + 8 * PAGE, &mut runs);
+        assert_eq!(runs, vec![(b + 2 * PAGE, b + 4 * PAGE)]);
+        assert!(cpu_mapped(b, b + 2 * PAGE));
+        assert!(!cpu_mapped(b, b + 3 * PAGE));
+        // SAFETY: the rest of the mapping made above.
+        unsafe {
+            munmap(base, 2 * PAGE_SIZE).unwrap();
+            munmap(
+                std::ptr::NonNull::new((b + 4 * PAGE) as *mut _).unwrap(),
+                4 * PAGE_SIZE,
+            )
+            .unwrap();
+        }
+    }
+}

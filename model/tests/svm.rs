@@ -1,0 +1,826 @@
+//! The SVM API (`AMDKFD_IOC_SVM`, `SET_XNACK_MODE`): ranges that split and join, every
+//! attribute and errno, GET_ATTR over several ranges, migration with the bytes intact, queues
+//! evicted around a migration, CPU unmap, and XNACK-on recoverable faults from SDMA.
+
+mod common;
+
+use common::*;
+use kfd_model::svm::{SvmAttributes, DEFAULT_FLAGS};
+use kfd_model::{Errno, KResult, Model, ModelConfig, Preset, QueueError};
+use kfd_sys::*;
+use nix::sys::mman::{mmap_anonymous, munmap, MapFlags, ProtFlags};
+use pm4::sdma::SdmaWrite;
+use std::ptr::NonNull;
+
+const PAGE: u64 = 4096;
+/// Where the argument size sits in an ioctl request code (`_IOC_SIZESHIFT`).
+const IOC_SIZESHIFT: u32 = 16;
+
+fn stepped(preset: Preset, gpus: u32) -> Model {
+    model_with(
+        ModelConfig::new(preset)
+            .with_gpus(gpus)
+            .with_engine_thread(false),
+    )
+}
+
+/// Anonymous memory of `pages` pages, unmapped on drop (unless already unmapped).
+struct Anon {
+    base: u64,
+    len: u64,
+}
+
+impl Anon {
+    fn new(pages: u64) -> Anon {
+        let len = std::num::NonZeroUsize::new((pages * PAGE) as usize).unwrap();
+        // SAFETY: a fresh private mapping the test owns.
+        let p = unsafe {
+            mmap_anonymous(
+                None,
+                len,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_PRIVATE,
+            )
+        }
+        .unwrap();
+        Anon {
+            base: p.as_ptr() as u64,
+            len: pages * PAGE,
+        }
+    }
+    fn at(&self, page: u64) -> u64 {
+        self.base + page * PAGE
+    }
+    fn read_u32(&self, off: u64) -> u32 {
+        // SAFETY: inside the mapping; the GPU model is idle while the test reads.
+        unsafe { std::ptr::read_volatile((self.base + off) as *const u32) }
+    }
+    fn write_u32(&self, off: u64, v: u32) {
+        // SAFETY: as above.
+        unsafe { std::ptr::write_volatile((self.base + off) as *mut u32, v) }
+    }
+    fn unmap(&mut self) {
+        if self.len != 0 {
+            // SAFETY: the mapping made in `new`.
+            unsafe {
+                munmap(
+                    NonNull::new(self.base as *mut _).unwrap(),
+                    self.len as usize,
+                )
+            }
+            .unwrap();
+            self.len = 0;
+        }
+    }
+}
+
+impl Drop for Anon {
+    fn drop(&mut self) {
+        self.unmap();
+    }
+}
+
+fn attr(r#type: u32, value: u32) -> kfd_ioctl_svm_attribute {
+    kfd_ioctl_svm_attribute { r#type, value }
+}
+
+/// AMDKFD_IOC_SVM the way libhsakmt issues it: the attributes follow the header and their
+/// size is added to the request's size field. Returns the attributes as the model left them.
+fn svm_raw(
+    c: &Client,
+    op: u32,
+    start: u64,
+    size: u64,
+    nattr: u32,
+    attrs: &[kfd_ioctl_svm_attribute],
+) -> (KResult<i32>, Vec<kfd_ioctl_svm_attribute>) {
+    let head = kfd_ioctl_svm_args {
+        start_addr: start,
+        size,
+        op,
+        nattr,
+        attrs: [],
+    };
+    let mut bytes = head.as_bytes().to_vec();
+    for a in attrs {
+        bytes.extend_from_slice(a.as_bytes());
+    }
+    let request = AMDKFD_IOC_SVM + ((attrs.len() as u32 * 8) << IOC_SIZESHIFT);
+    // SAFETY: the ranges passed are the test's own anonymous memory (or addresses the model
+    // must refuse); they outlive the GPU's use of them.
+    let r = unsafe { c.p.ioctl(request, &mut bytes) };
+    let out = bytes[24..]
+        .chunks_exact(8)
+        .map(|ch| kfd_ioctl_svm_attribute::read_from_bytes(ch).unwrap())
+        .collect();
+    (r, out)
+}
+
+fn set(c: &Client, start: u64, size: u64, attrs: &[kfd_ioctl_svm_attribute]) -> KResult<i32> {
+    svm_raw(
+        c,
+        KFD_IOCTL_SVM_OP_SET_ATTR,
+        start,
+        size,
+        attrs.len() as u32,
+        attrs,
+    )
+    .0
+}
+
+fn get(
+    c: &Client,
+    start: u64,
+    size: u64,
+    attrs: &[kfd_ioctl_svm_attribute],
+) -> KResult<Vec<kfd_ioctl_svm_attribute>> {
+    let (r, out) = svm_raw(
+        c,
+        KFD_IOCTL_SVM_OP_GET_ATTR,
+        start,
+        size,
+        attrs.len() as u32,
+        attrs,
+    );
+    r.map(|_| out)
+}
+
+fn get_one(c: &Client, start: u64, size: u64, r#type: u32, value: u32) -> (u32, u32) {
+    let a = get(c, start, size, &[attr(r#type, value)]).unwrap()[0];
+    (a.r#type, a.value)
+}
+
+fn xnack(c: &Client, mode: i32) -> KResult<i32> {
+    let mut a = kfd_ioctl_set_xnack_mode_args {
+        xnack_enabled: mode,
+    };
+    let r = ioctl(&c.p, AMDKFD_IOC_SET_XNACK_MODE, &mut a);
+    r.map(|_| a.xnack_enabled)
+}
+
+fn ranges(c: &Client) -> Vec<(u64, u64, u32, SvmAttributes)> {
+    c.p.svm_ranges()
+}
+
+/// One SDMA WRITE of `data` at `va`, run to idle.
+fn sdma_write(c: &Client, q: &QueueBufs, ring: &mut RingWriter, va: u64, data: &[u32]) {
+    ring.push(q, &SdmaWrite::new(va, data).unwrap());
+    c.submit(q, ring.wptr());
+    c.model.run_until_idle();
+}
+
+#[test]
+fn the_topology_advertises_the_svm_api_on_every_preset() {
+    for preset in [Preset::Gfx900, Preset::Gfx90a] {
+        let m = stepped(preset, 1);
+        let gpu = m.topology().gpus().next().unwrap();
+        assert_ne!(
+            gpu.properties.capability & u64::from(sysfs::HSA_CAP_SVMAPI_SUPPORTED),
+            0,
+            "{preset:?}"
+        );
+    }
+}
+
+#[test]
+fn header_and_attribute_errnos() {
+    let m = stepped(Preset::Gfx90a, 2);
+    let c = Client::new(&m);
+    let mem = Anon::new(8);
+    let (a, b) = (c.gpus[0], c.gpus[1]);
+    let ok = [attr(KFD_IOCTL_SVM_ATTR_ACCESS, a)];
+    // The header: page-aligned, non-zero start and size, a known op.
+    assert_errno(
+        set(&c, mem.base + 8, PAGE, &ok),
+        Errno::EINVAL,
+        "unaligned start",
+    );
+    assert_errno(set(&c, mem.base, 100, &ok), Errno::EINVAL, "unaligned size");
+    assert_errno(set(&c, 0, PAGE, &ok), Errno::EINVAL, "start 0");
+    assert_errno(set(&c, mem.base, 0, &ok), Errno::EINVAL, "size 0");
+    assert_errno(
+        svm_raw(&c, 2, mem.base, PAGE, 1, &ok).0,
+        Errno::EINVAL,
+        "op 2",
+    );
+    assert_errno(
+        svm_raw(&c, KFD_IOCTL_SVM_OP_SET_ATTR, mem.base, PAGE, 3, &ok).0,
+        Errno::EINVAL,
+        "more attributes than the request carries",
+    );
+    // SET_ATTR's attribute checks.
+    for (bad, what) in [
+        (attr(8, 0), "unknown type 8"),
+        (
+            attr(KFD_IOCTL_SVM_ATTR_ACCESS, 0x1234),
+            "ACCESS to an unknown GPU",
+        ),
+        (
+            attr(KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE, 0x1234),
+            "ACCESS_IN_PLACE to an unknown GPU",
+        ),
+        (
+            attr(KFD_IOCTL_SVM_ATTR_NO_ACCESS, 0x1234),
+            "NO_ACCESS to an unknown GPU",
+        ),
+        (
+            attr(KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, 0x1234),
+            "preferred location unknown GPU",
+        ),
+        (
+            attr(KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, 0x1234),
+            "prefetch location unknown GPU",
+        ),
+        (
+            attr(
+                KFD_IOCTL_SVM_ATTR_PREFETCH_LOC,
+                KFD_IOCTL_SVM_LOCATION_UNDEFINED,
+            ),
+            "prefetch to UNDEFINED",
+        ),
+    ] {
+        assert_errno(set(&c, mem.base, PAGE, &[bad]), Errno::EINVAL, what);
+    }
+    assert!(ranges(&c).is_empty(), "a refused SET_ATTR leaves no range");
+    // Accepted: preferred UNDEFINED or system memory, any flags, any granularity.
+    set(
+        &c,
+        mem.base,
+        PAGE,
+        &[
+            attr(
+                KFD_IOCTL_SVM_ATTR_PREFERRED_LOC,
+                KFD_IOCTL_SVM_LOCATION_UNDEFINED,
+            ),
+            attr(
+                KFD_IOCTL_SVM_ATTR_PREFERRED_LOC,
+                KFD_IOCTL_SVM_LOCATION_SYSMEM,
+            ),
+            attr(KFD_IOCTL_SVM_ATTR_SET_FLAGS, 0xFFFF_FF00),
+            attr(KFD_IOCTL_SVM_ATTR_CLR_FLAGS, 0xFFFF_FF00),
+            attr(KFD_IOCTL_SVM_ATTR_GRANULARITY, 1000),
+            attr(KFD_IOCTL_SVM_ATTR_NO_ACCESS, b),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        get_one(&c, mem.base, PAGE, KFD_IOCTL_SVM_ATTR_GRANULARITY, 0).1,
+        0x3F,
+        "granularity clamped to 0x3F"
+    );
+    // GET_ATTR refuses the two access types it writes, and unknown GPUs.
+    for t in [
+        KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE,
+        KFD_IOCTL_SVM_ATTR_NO_ACCESS,
+        9,
+    ] {
+        assert_errno(
+            get(&c, mem.base, PAGE, &[attr(t, a)]),
+            Errno::EINVAL,
+            "GET type",
+        );
+    }
+    assert_errno(
+        get(
+            &c,
+            mem.base,
+            PAGE,
+            &[attr(KFD_IOCTL_SVM_ATTR_ACCESS, 0x1234)],
+        ),
+        Errno::EINVAL,
+        "GET ACCESS of an unknown GPU",
+    );
+    // A span the CPU does not map: EFAULT, for SET and GET.
+    let mut gone = Anon::new(2);
+    let gone_at = gone.base;
+    gone.unmap();
+    assert_errno(set(&c, gone_at, PAGE, &ok), Errno::EFAULT, "SET unmapped");
+    assert_errno(
+        get(
+            &c,
+            gone_at,
+            PAGE,
+            &[attr(KFD_IOCTL_SVM_ATTR_GRANULARITY, 0)],
+        ),
+        Errno::EFAULT,
+        "GET unmapped",
+    );
+    let holed = Anon::new(3);
+    // SAFETY: the middle page of the test's own mapping; `holed` unmaps the rest (munmap of
+    // an already unmapped page is not an error).
+    unsafe { munmap(NonNull::new(holed.at(1) as *mut _).unwrap(), PAGE as usize) }.unwrap();
+    assert_errno(
+        set(&c, holed.base, 3 * PAGE, &ok),
+        Errno::EFAULT,
+        "span with a hole",
+    );
+    // Memory the CPU cannot write (here: PROT_READ) is refused rather than faulting the host.
+    let ro = Anon::new(1);
+    // SAFETY: the test's own page.
+    unsafe {
+        nix::sys::mman::mprotect(
+            NonNull::new(ro.base as *mut _).unwrap(),
+            PAGE as usize,
+            ProtFlags::PROT_READ,
+        )
+    }
+    .unwrap();
+    assert_errno(
+        set(&c, ro.base, PAGE, &ok),
+        Errno::EFAULT,
+        "read-only memory",
+    );
+    // A span holding a KFD buffer: EADDRINUSE; and a buffer over an SVM range: EADDRINUSE.
+    let buf = c.gtt(PAGE);
+    // The CPU maps the buffer's VA too (as libhsakmt maps a BO at its GPU VA).
+    // SAFETY: a fresh mapping at an address nothing of this process uses (NOREPLACE).
+    let cpu_view = unsafe {
+        mmap_anonymous(
+            std::num::NonZeroUsize::new(buf.va as usize),
+            std::num::NonZeroUsize::new(PAGE as usize).unwrap(),
+            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+            MapFlags::MAP_PRIVATE | MapFlags::MAP_FIXED_NOREPLACE,
+        )
+    }
+    .unwrap();
+    assert_errno(
+        set(&c, buf.va, PAGE, &ok),
+        Errno::EADDRINUSE,
+        "SVM over a buffer",
+    );
+    assert_errno(
+        get(&c, buf.va, PAGE, &[attr(KFD_IOCTL_SVM_ATTR_GRANULARITY, 0)]),
+        Errno::EADDRINUSE,
+        "GET over a buffer",
+    );
+    // SAFETY: the mapping just made.
+    unsafe { munmap(cpu_view, PAGE as usize) }.unwrap();
+    let mut alloc = kfd_ioctl_alloc_memory_of_gpu_args {
+        va_addr: mem.base,
+        size: PAGE,
+        gpu_id: a,
+        flags: KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+        ..Default::default()
+    };
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut alloc),
+        Errno::EADDRINUSE,
+        "buffer over an SVM range",
+    );
+}
+
+#[test]
+fn ranges_split_and_join_and_get_attr_combines_them() {
+    let m = stepped(Preset::Gfx90a, 2);
+    let c = Client::new(&m);
+    let mem = Anon::new(16);
+    let (a, b) = (c.gpus[0], c.gpus[1]);
+    let all = [
+        attr(KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, 0),
+        attr(KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, 0),
+        attr(KFD_IOCTL_SVM_ATTR_SET_FLAGS, 0),
+        attr(KFD_IOCTL_SVM_ATTR_CLR_FLAGS, 0),
+        attr(KFD_IOCTL_SVM_ATTR_GRANULARITY, 0),
+        attr(KFD_IOCTL_SVM_ATTR_ACCESS, a),
+        attr(KFD_IOCTL_SVM_ATTR_ACCESS, b),
+    ];
+    // No range yet: the defaults (XNACK off: no GPU has access).
+    let d = get(&c, mem.base, 16 * PAGE, &all).unwrap();
+    assert_eq!(d[0].value, KFD_IOCTL_SVM_LOCATION_UNDEFINED);
+    assert_eq!(d[1].value, KFD_IOCTL_SVM_LOCATION_UNDEFINED);
+    assert_eq!(d[2].value, DEFAULT_FLAGS);
+    assert_eq!(d[3].value, !DEFAULT_FLAGS);
+    assert_eq!(d[4].value, 9);
+    assert_eq!(d[5].r#type, KFD_IOCTL_SVM_ATTR_NO_ACCESS);
+    assert_eq!(d[6].r#type, KFD_IOCTL_SVM_ATTR_NO_ACCESS);
+
+    set(
+        &c,
+        mem.base,
+        16 * PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_ACCESS, a)],
+    )
+    .unwrap();
+    assert_eq!(ranges(&c).len(), 1);
+    // Pages 4..8 read-only with granularity 3, preferred on GPU a: three ranges.
+    set(
+        &c,
+        mem.at(4),
+        4 * PAGE,
+        &[
+            attr(KFD_IOCTL_SVM_ATTR_SET_FLAGS, KFD_IOCTL_SVM_FLAG_GPU_RO),
+            attr(KFD_IOCTL_SVM_ATTR_GRANULARITY, 3),
+            attr(KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, a),
+            attr(KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE, b),
+        ],
+    )
+    .unwrap();
+    let r = ranges(&c);
+    assert_eq!(
+        r.iter()
+            .map(|x| (x.0 - mem.base, x.1 - mem.base))
+            .collect::<Vec<_>>(),
+        vec![(0, 4 * PAGE), (4 * PAGE, 8 * PAGE), (8 * PAGE, 16 * PAGE)]
+    );
+    assert_eq!(r[1].3.flags, DEFAULT_FLAGS | KFD_IOCTL_SVM_FLAG_GPU_RO);
+    assert_eq!(r[0].3.flags, DEFAULT_FLAGS);
+
+    // Over all three: the flags all have / none has, the smallest granularity, locations that
+    // disagree are UNDEFINED, access only what every range grants.
+    let g = get(&c, mem.base, 16 * PAGE, &all).unwrap();
+    assert_eq!(
+        g[0].value, KFD_IOCTL_SVM_LOCATION_UNDEFINED,
+        "preferred disagrees"
+    );
+    assert_eq!(g[2].value, DEFAULT_FLAGS);
+    assert_eq!(g[3].value, !(DEFAULT_FLAGS | KFD_IOCTL_SVM_FLAG_GPU_RO));
+    assert_eq!(g[4].value, 3);
+    assert_eq!(
+        g[5].r#type, KFD_IOCTL_SVM_ATTR_ACCESS,
+        "a has access everywhere"
+    );
+    assert_eq!(
+        g[6].r#type, KFD_IOCTL_SVM_ATTR_NO_ACCESS,
+        "b only in the middle"
+    );
+    // Over the middle only.
+    let g = get(&c, mem.at(4), 4 * PAGE, &all).unwrap();
+    assert_eq!(g[0].value, a);
+    assert_eq!(g[4].value, 3);
+    assert_eq!(g[5].r#type, KFD_IOCTL_SVM_ATTR_ACCESS);
+    assert_eq!(g[6].r#type, KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE);
+    // Undo the middle's differences: the three ranges join again.
+    set(
+        &c,
+        mem.at(4),
+        4 * PAGE,
+        &[
+            attr(KFD_IOCTL_SVM_ATTR_CLR_FLAGS, KFD_IOCTL_SVM_FLAG_GPU_RO),
+            attr(KFD_IOCTL_SVM_ATTR_GRANULARITY, 9),
+            attr(
+                KFD_IOCTL_SVM_ATTR_PREFERRED_LOC,
+                KFD_IOCTL_SVM_LOCATION_UNDEFINED,
+            ),
+            attr(KFD_IOCTL_SVM_ATTR_NO_ACCESS, b),
+        ],
+    )
+    .unwrap();
+    assert_eq!(ranges(&c).len(), 1);
+    assert_eq!(
+        (ranges(&c)[0].0, ranges(&c)[0].1),
+        (mem.base, mem.base + 16 * PAGE)
+    );
+}
+
+#[test]
+fn xnack_mode_is_per_process_and_refused_while_queues_exist() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let c = Client::new(&m);
+    assert_eq!(xnack(&c, -1), Ok(0));
+    assert_eq!(xnack(&c, 1), Ok(1));
+    assert_eq!(xnack(&c, -1), Ok(1));
+    let other = Client::new(&m);
+    assert_eq!(
+        xnack(&other, -1),
+        Ok(0),
+        "another process keeps its own mode"
+    );
+    // XNACK on: a new range is accessible by every GPU.
+    let mem = Anon::new(1);
+    assert_eq!(
+        get_one(&c, mem.base, PAGE, KFD_IOCTL_SVM_ATTR_ACCESS, c.gpu()).0,
+        KFD_IOCTL_SVM_ATTR_ACCESS
+    );
+    let (_q, _) = c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+    assert_errno(xnack(&c, 0), Errno::EBUSY, "queues exist");
+    assert_errno(xnack(&c, 1), Errno::EBUSY, "even for the current mode");
+    assert_eq!(xnack(&c, -1), Ok(1), "querying still works");
+}
+
+#[test]
+fn migration_both_ways_keeps_the_bytes_and_the_gpu_mapping_follows() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let c = Client::new(&m);
+    let gpu = c.gpu();
+    let node = c.node();
+    let mem = Anon::new(4);
+    for i in 0..(4 * PAGE / 4) {
+        mem.write_u32(i * 4, 0x5000_0000 + i as u32);
+    }
+    let (qid, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+    let mut ring = RingWriter::sdma(&q);
+    let vram_before = node.vram_available();
+    set(
+        &c,
+        mem.base,
+        4 * PAGE,
+        &[
+            attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu),
+            attr(KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, gpu),
+        ],
+    )
+    .unwrap();
+    assert_eq!(ranges(&c)[0].2, gpu, "in VRAM");
+    assert_eq!(node.vram_available(), vram_before - 4 * PAGE);
+    for i in 0..(4 * PAGE / 4) {
+        assert_eq!(
+            mem.read_u32(i * 4),
+            0x5000_0000 + i as u32,
+            "CPU view intact at {i}"
+        );
+    }
+    // The GPU writes into the VRAM copy; the CPU sees it.
+    sdma_write(&c, &q, &mut ring, mem.base + 0x10, &[0xAB, 0xCD]);
+    assert_eq!(c.p.queue_error(qid), None);
+    assert_eq!((mem.read_u32(0x10), mem.read_u32(0x14)), (0xAB, 0xCD));
+    // Back to system memory.
+    set(
+        &c,
+        mem.base,
+        4 * PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, 0)],
+    )
+    .unwrap();
+    assert_eq!(ranges(&c)[0].2, 0);
+    assert_eq!(node.vram_available(), vram_before);
+    assert_eq!((mem.read_u32(0x10), mem.read_u32(0x14)), (0xAB, 0xCD));
+    assert_eq!(mem.read_u32(4 * PAGE - 4), 0x5000_0000 + (PAGE - 1) as u32);
+    sdma_write(&c, &q, &mut ring, mem.base + 0x20, &[0xEF]);
+    assert_eq!(mem.read_u32(0x20), 0xEF, "mapped to system memory again");
+    let s = c.p.svm_stats();
+    assert_eq!((s.migrations_to_vram, s.migrations_to_ram), (1, 1));
+    // Half of it to VRAM: the range splits; the halves live apart.
+    set(
+        &c,
+        mem.at(2),
+        2 * PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, gpu)],
+    )
+    .unwrap();
+    let r = ranges(&c);
+    assert_eq!(r.len(), 2);
+    assert_eq!((r[0].2, r[1].2), (0, gpu));
+    assert_eq!(mem.read_u32(2 * PAGE), 0x5000_0000 + (2 * PAGE / 4) as u32);
+    sdma_write(&c, &q, &mut ring, mem.at(2) + 8, &[0x77]);
+    assert_eq!(mem.read_u32(2 * PAGE + 8), 0x77);
+}
+
+#[test]
+fn queues_are_evicted_and_restored_around_a_migration() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let c = Client::new(&m);
+    let gpu = c.gpu();
+    let mem = Anon::new(2);
+    let (qid, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+    let mut ring = RingWriter::sdma(&q);
+    set(
+        &c,
+        mem.base,
+        2 * PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu)],
+    )
+    .unwrap();
+    assert_eq!(
+        c.p.svm_stats().queue_evictions,
+        0,
+        "no migration, no eviction"
+    );
+    let active = c.node().counters().active_queue_count;
+    set(
+        &c,
+        mem.base,
+        2 * PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, gpu)],
+    )
+    .unwrap();
+    let s = c.p.svm_stats();
+    assert_eq!((s.queue_evictions, s.queue_restores), (1, 1));
+    assert_eq!(c.node().counters().active_queue_count, active, "restored");
+    sdma_write(&c, &q, &mut ring, mem.base, &[42]);
+    assert_eq!(mem.read_u32(0), 42);
+    // Evictions nest: a process evicted by someone else stays evicted after a migration.
+    c.p.evict_queues().unwrap();
+    set(
+        &c,
+        mem.base,
+        2 * PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, 0)],
+    )
+    .unwrap();
+    assert_eq!(c.node().counters().active_queue_count, active - 1);
+    c.p.restore_queues().unwrap();
+    assert_eq!(c.node().counters().active_queue_count, active);
+    sdma_write(&c, &q, &mut ring, mem.base + 4, &[43]);
+    assert_eq!(mem.read_u32(4), 43);
+    assert_eq!(c.p.queue_error(qid), None);
+}
+
+#[test]
+fn a_cpu_unmap_drops_the_range_and_the_gpu_mapping() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let c = Client::new(&m);
+    let gpu = c.gpu();
+    let mut mem = Anon::new(4);
+    let (qid, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+    let mut ring = RingWriter::sdma(&q);
+    set(
+        &c,
+        mem.base,
+        4 * PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu)],
+    )
+    .unwrap();
+    sdma_write(&c, &q, &mut ring, mem.base, &[1]);
+    assert_eq!(mem.read_u32(0), 1);
+    let at = mem.base;
+    mem.unmap();
+    // The next SVM ioctl notices; the span is no longer valid.
+    assert_errno(
+        get(&c, at, 4 * PAGE, &[attr(KFD_IOCTL_SVM_ATTR_GRANULARITY, 0)]),
+        Errno::EFAULT,
+        "GET after munmap",
+    );
+    assert!(ranges(&c).is_empty());
+    assert_eq!(c.p.svm_stats().cpu_unmaps, 1);
+    // The GPU no longer maps it: the access is a VM fault, not a crash of the host.
+    sdma_write(&c, &q, &mut ring, at, &[2]);
+    assert!(
+        matches!(c.p.queue_error(qid), Some(QueueError::VmFault(f)) if f.va == at),
+        "{:?}",
+        c.p.queue_error(qid)
+    );
+}
+
+#[test]
+fn the_notifier_entry_drops_part_of_a_range() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let c = Client::new(&m);
+    let mem = Anon::new(4);
+    set(
+        &c,
+        mem.base,
+        4 * PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_ACCESS, c.gpu())],
+    )
+    .unwrap();
+    c.p.svm_cpu_unmapped(mem.at(1), PAGE);
+    let r = ranges(&c);
+    assert_eq!(
+        r.iter()
+            .map(|x| (x.0 - mem.base, x.1 - mem.base))
+            .collect::<Vec<_>>(),
+        vec![(0, PAGE), (2 * PAGE, 4 * PAGE)]
+    );
+}
+
+#[test]
+fn with_xnack_off_an_unmapped_gpu_access_is_a_vm_fault() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let c = Client::new(&m);
+    let mem = Anon::new(1);
+    // A range without access for the GPU.
+    set(
+        &c,
+        mem.base,
+        PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_GRANULARITY, 0)],
+    )
+    .unwrap();
+    let (qid, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+    let mut ring = RingWriter::sdma(&q);
+    sdma_write(&c, &q, &mut ring, mem.base, &[5]);
+    assert!(matches!(c.p.queue_error(qid), Some(QueueError::VmFault(_))));
+    assert_eq!(mem.read_u32(0), 0);
+    assert_eq!(c.p.svm_stats().recoverable_faults, 0);
+}
+
+#[test]
+fn with_xnack_on_a_gpu_fault_is_recovered_and_the_access_retried() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let c = Client::new(&m);
+    let gpu = c.gpu();
+    assert_eq!(xnack(&c, 1), Ok(1));
+    let mem = Anon::new(4);
+    mem.write_u32(0x104, 0x1234);
+    // Accessible, preferred in VRAM, but XNACK on maps lazily: nothing is mapped yet.
+    set(
+        &c,
+        mem.base,
+        4 * PAGE,
+        &[
+            attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu),
+            attr(KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, gpu),
+            attr(KFD_IOCTL_SVM_ATTR_GRANULARITY, 1),
+        ],
+    )
+    .unwrap();
+    assert_eq!(ranges(&c)[0].2, 0);
+    let (qid, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+    let mut ring = RingWriter::sdma(&q);
+    // fault -> driver -> migrate (one granule: 2 pages) -> map -> retry.
+    sdma_write(&c, &q, &mut ring, mem.base + 0x100, &[0xBEEF]);
+    assert_eq!(c.p.queue_error(qid), None, "the retry succeeded");
+    assert_eq!(mem.read_u32(0x100), 0xBEEF);
+    assert_eq!(mem.read_u32(0x104), 0x1234, "migrated bytes intact");
+    let s = c.p.svm_stats();
+    assert_eq!((s.recoverable_faults, s.migrations_to_vram), (1, 1));
+    // The granule is 2 pages at a 2-page-aligned address, clipped to the range.
+    let fault = mem.base + 0x100;
+    let gs = (fault & !(2 * PAGE - 1)).max(mem.base);
+    let ge = ((fault & !(2 * PAGE - 1)) + 2 * PAGE).min(mem.base + 4 * PAGE);
+    let mut want = vec![(gs, ge, gpu), (ge, mem.base + 4 * PAGE, 0)];
+    if gs > mem.base {
+        want.insert(0, (mem.base, gs, 0));
+    }
+    let r = ranges(&c);
+    assert_eq!(
+        r.iter().map(|x| (x.0, x.1, x.2)).collect::<Vec<_>>(),
+        want,
+        "only the faulting granule moved"
+    );
+    // An address never registered: a range is made for it, in system memory.
+    let plain = Anon::new(1);
+    sdma_write(&c, &q, &mut ring, plain.base + 8, &[0x99]);
+    assert_eq!(c.p.queue_error(qid), None);
+    assert_eq!(plain.read_u32(8), 0x99);
+    assert_eq!(c.p.svm_stats().recoverable_faults, 2);
+    // No access for the GPU: not recoverable.
+    set(
+        &c,
+        mem.at(2),
+        2 * PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_NO_ACCESS, gpu)],
+    )
+    .unwrap();
+    sdma_write(&c, &q, &mut ring, mem.at(3), &[1]);
+    assert!(matches!(c.p.queue_error(qid), Some(QueueError::VmFault(_))));
+}
+
+/// Linux 6.12 checks a compute queue's CWSR area: a mapping of the exact size, or SVM ranges
+/// mapped on the queue's GPU with GPU_ALWAYS_MAPPED (interface 1.11).
+#[test]
+fn a_queue_cwsr_area_may_be_an_always_mapped_svm_range() {
+    let m = model_with(
+        ModelConfig::new(Preset::Gfx90a)
+            .with_kernel(kfd_model::KernelVersion::Linux6_12)
+            .with_engine_thread(false),
+    );
+    let c = Client::new(&m);
+    let gpu = c.gpu();
+    let bufs = c.queue_buffers(gpu, 4096, true);
+    let (ctx_buf, sizes) = bufs.ctx.clone().unwrap();
+    let pages = ctx_buf.size / PAGE;
+    let area = Anon::new(pages);
+    let mut a = c.queue_args(gpu, KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, &bufs);
+    a.ctx_save_restore_address = area.base;
+    a.ctx_save_restore_size = sizes.cwsr_size;
+    // Not an SVM range yet: refused.
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_CREATE_QUEUE, &mut a.clone()),
+        Errno::EINVAL,
+        "CWSR area neither a buffer nor an SVM range",
+    );
+    // Accessible but without GPU_ALWAYS_MAPPED: still refused.
+    set(
+        &c,
+        area.base,
+        pages * PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu)],
+    )
+    .unwrap();
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_CREATE_QUEUE, &mut a.clone()),
+        Errno::EINVAL,
+        "SVM range without GPU_ALWAYS_MAPPED",
+    );
+    // Only part of the area always-mapped: refused.
+    set(
+        &c,
+        area.base,
+        PAGE,
+        &[attr(
+            KFD_IOCTL_SVM_ATTR_SET_FLAGS,
+            KFD_IOCTL_SVM_FLAG_GPU_ALWAYS_MAPPED,
+        )],
+    )
+    .unwrap();
+    if pages > 1 {
+        assert_errno(
+            ioctl(&c.p, AMDKFD_IOC_CREATE_QUEUE, &mut a.clone()),
+            Errno::EINVAL,
+            "only the first page always mapped",
+        );
+    }
+    set(
+        &c,
+        area.base,
+        pages * PAGE,
+        &[attr(
+            KFD_IOCTL_SVM_ATTR_SET_FLAGS,
+            KFD_IOCTL_SVM_FLAG_GPU_ALWAYS_MAPPED,
+        )],
+    )
+    .unwrap();
+    ioctl(&c.p, AMDKFD_IOC_CREATE_QUEUE, &mut a).unwrap();
+    c.destroy_queue(a.queue_id).unwrap();
+}

@@ -123,7 +123,8 @@ mod va;
 
 pub use backend::{Backend, BackendKind, DevKfd, MapTarget, RenderNode};
 pub use dispatch::{
-    Completion, KernelArgs, MAX_GROUP_SEGMENT_SIZE, MAX_KERNARG_SIZE, MAX_WORKGROUP_SIZE,
+    Completion, KernelArgs, COMPLETION_POOL_SLOTS, MAX_GROUP_SEGMENT_SIZE, MAX_KERNARG_SIZE,
+    MAX_WORKGROUP_SIZE,
 };
 pub use error::{Errno, Error, Result};
 pub use event::{

@@ -5,8 +5,9 @@
 //! lane as the scratch buffer descriptor interleaves it: byte `p` of lane `l` at
 //! `FLAT_SCRATCH + (p / 4) * 256 + l * 4 + p % 4`.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+mod assemble;
+
+use assemble::asm;
 
 use isa::exec::wave::sreg;
 use isa::exec::{CodeCache, HostEnv, Mode, Stop, Wave};
@@ -19,37 +20,6 @@ const GLOBAL: u64 = 0x20_0000;
 const SH_MEM_BASES: u32 = (2 << 16) | 1;
 const SHARED_APERTURE: u64 = 2 << 48;
 const PRIVATE_APERTURE: u64 = 1 << 48;
-
-fn asm(src: &str, mcpu: &str) -> Vec<u8> {
-    let mut child = Command::new("llvm-mc-15")
-        .args(["-arch=amdgcn", &format!("-mcpu={mcpu}"), "-show-encoding"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("llvm-mc-15 must be installed");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(src.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "llvm-mc-15: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut bytes = Vec::new();
-    for line in String::from_utf8(out.stdout).unwrap().lines() {
-        if let Some(enc) = line.split("encoding: [").nth(1) {
-            for b in enc.trim_end_matches(']').split(',') {
-                bytes.push(u8::from_str_radix(b.trim().trim_start_matches("0x"), 16).unwrap());
-            }
-        }
-    }
-    bytes
-}
 
 struct Run {
     wave: Wave,

@@ -3,44 +3,14 @@
 //! compared with values the Vega / MI200 ISA guides define (f16 bit patterns worked out by
 //! hand: 1.0 = 0x3c00, 1.5 = 0x3e00, 2.0 = 0x4000, 2.25 = 0x4080, …).
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+mod assemble;
+
+use assemble::asm;
 
 use isa::exec::{CodeCache, HostEnv, Mode, Stop, Wave};
 use isa::Target;
 
 const BASE: u64 = 0x1000;
-
-fn asm(src: &str, mcpu: &str) -> Vec<u8> {
-    let mut child = Command::new("llvm-mc-15")
-        .args(["-arch=amdgcn", &format!("-mcpu={mcpu}"), "-show-encoding"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("llvm-mc-15 must be installed");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(src.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "llvm-mc-15: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut bytes = Vec::new();
-    for line in String::from_utf8(out.stdout).unwrap().lines() {
-        if let Some(enc) = line.split("encoding: [").nth(1) {
-            for b in enc.trim_end_matches(']').split(',') {
-                bytes.push(u8::from_str_radix(b.trim().trim_start_matches("0x"), 16).unwrap());
-            }
-        }
-    }
-    bytes
-}
 
 /// Runs `src` on one wave whose VGPRs `init` gives, and returns the wave.
 fn run(src: &str, target: Target, init: &[(usize, u32)]) -> Wave {

@@ -1,8 +1,9 @@
 //! Per-family semantic tests: each program is assembled by llvm-mc-15, run on one wave, and
 //! the registers compared with the values the Vega / MI200 ISA guides define.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+mod assemble;
+
+use assemble::asm;
 
 use isa::exec::fault::WaveFault;
 use isa::exec::wave::{hwreg, sreg, HwRegField};
@@ -12,37 +13,6 @@ use isa::Target;
 const BASE: u64 = 0x1000;
 
 /// Assembles `src` (one instruction per line) with llvm-mc-15 for `mcpu`.
-fn asm(src: &str, mcpu: &str) -> Vec<u8> {
-    let mut child = Command::new("llvm-mc-15")
-        .args(["-arch=amdgcn", &format!("-mcpu={mcpu}"), "-show-encoding"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("llvm-mc-15 must be installed");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(src.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "llvm-mc-15: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
-    let mut bytes = Vec::new();
-    for line in text.lines() {
-        if let Some(enc) = line.split("encoding: [").nth(1) {
-            for b in enc.trim_end_matches(']').split(',') {
-                bytes.push(u8::from_str_radix(b.trim().trim_start_matches("0x"), 16).unwrap());
-            }
-        }
-    }
-    bytes
-}
 
 struct Run {
     wave: Wave,

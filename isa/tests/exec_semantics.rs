@@ -12,8 +12,6 @@ use isa::Target;
 
 const BASE: u64 = 0x1000;
 
-/// Assembles `src` (one instruction per line) with llvm-mc-15 for `mcpu`.
-
 struct Run {
     wave: Wave,
     env: HostEnv,

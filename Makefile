@@ -1,7 +1,7 @@
 # The two commands a newcomer needs: `make run` and `make test`.
 CARGO ?= cargo
 
-.PHONY: run test deps fmt fmt-check lint doc unit c-clients hip valgrind abi bench fuzz miri clean
+.PHONY: run test deps fmt fmt-check lint doc unit c-clients hip valgrind abi bench bench-hip fuzz miri clean
 
 ## run: the main job — `kfd demo`: the whole stack end to end on the GPU, or on the model when
 ## there is no /dev/kfd (optimised: the demo prints measured numbers)
@@ -49,6 +49,10 @@ abi:
 
 bench:
 	$(CARGO) bench --workspace
+
+## bench-hip: an empty HIP kernel's launch -> hipDeviceSynchronize latency on the model (release)
+bench-hip:
+	./scripts/hip-bench.sh
 
 ## fuzz: every cargo-fuzz target (fuzz/, pm4/fuzz) for FUZZ_SECONDS (default 30) each
 fuzz:

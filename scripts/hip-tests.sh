@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Unmodified HIP programs on the kfd model (issue #17): tests/hip/*.hip are compiled once per
+# Unmodified HIP programs on the kfd model (issue #17): the tests/hip programs listed below are compiled once per
 # run with Debian's hipcc for gfx900 and gfx90a and run under the LD_PRELOAD shim with the
 # matching preset (HIP 5.2 -> ROCr -> Debian's libhsakmt -> shim -> model), the way
 # scripts/c-client-tests.sh runs C clients:

@@ -21,68 +21,21 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[path = "../tests/opencl/mod.rs"]
+mod opencl;
 
-use codeobj::{CodeObject, Executable, LoadedKernel, SegmentMemory, TargetId};
+use codeobj::{CodeObject, Executable, LoadedKernel, TargetId};
 use common::*;
 use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 use kfd_model::{Model, ModelConfig, Preset};
 use kfd_sys::*;
+use opencl::BufMemory;
 use std::hint::black_box;
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
 /// hsa_packet_header: KERNEL_DISPATCH (2), barrier bit, system-scope acquire and release.
 const KERNEL_DISPATCH: u16 = 2 | 1 << 8 | 2 << 9 | 2 << 11;
-
-fn compile(mcpu: &str) -> Vec<u8> {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/kernels/bench.cl");
-    let out = std::env::temp_dir().join(format!(
-        "kfd-model-bench-{}-{mcpu}.hsaco",
-        std::process::id()
-    ));
-    let status = Command::new("clang-15")
-        .args([
-            "-x",
-            "cl",
-            "-cl-std=CL2.0",
-            "-target",
-            "amdgcn-amd-amdhsa",
-            "-nogpulib",
-            "-O2",
-        ])
-        .arg(format!("-mcpu={mcpu}"))
-        .arg(&src)
-        .arg("-o")
-        .arg(&out)
-        .status()
-        .expect("clang-15 must be installed (scripts/ensure-deps.sh)");
-    assert!(status.success(), "clang-15 failed");
-    let elf = std::fs::read(&out).expect("code object");
-    let _ = std::fs::remove_file(&out);
-    elf
-}
-
-struct BufMemory<'a> {
-    buf: &'a Buf,
-    used: u64,
-}
-
-impl SegmentMemory for BufMemory<'_> {
-    fn allocate(&mut self, size: u64, align: u64) -> codeobj::Result<u64> {
-        let start = (self.buf.va + self.used).next_multiple_of(align.max(1));
-        if start + size > self.buf.va + self.buf.size {
-            return Err(codeobj::Error::Memory("code buffer full".into()));
-        }
-        self.used = start + size - self.buf.va;
-        Ok(start)
-    }
-
-    fn write(&mut self, address: u64, bytes: &[u8]) -> codeobj::Result<()> {
-        self.buf.write_bytes(address - self.buf.va, bytes);
-        Ok(())
-    }
-}
 
 /// A process with the bench kernels loaded and an AQL queue.
 struct Rig {
@@ -108,8 +61,11 @@ impl Rig {
             buf: &code,
             used: 0,
         };
-        exe.load(CodeObject::parse(&compile("gfx900")).unwrap(), &mut mem)
-            .unwrap();
+        exe.load(
+            CodeObject::parse(&compile_kernels("gfx900")).unwrap(),
+            &mut mem,
+        )
+        .unwrap();
         exe.freeze(&mut mem).unwrap();
         let (_, queue) = c
             .create_queue_sized(c.gpu(), KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, 100, 4096)
@@ -403,4 +359,12 @@ fn main() {
     doorbell_after_idle(true);
     doorbell_after_idle(false);
     Criterion::default().configure_from_args().final_summary();
+}
+
+/// Compiles `benches/kernels/bench.cl` for `mcpu`.
+fn compile_kernels(mcpu: &str) -> Vec<u8> {
+    opencl::compile(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/kernels/bench.cl"),
+        mcpu,
+    )
 }

@@ -3,71 +3,19 @@
 //! checked against host references — on gfx900 and gfx90a.
 
 mod common;
+mod opencl;
 
-use codeobj::{CodeObject, Executable, LoadedKernel, SegmentMemory, TargetId};
+use codeobj::{CodeObject, Executable, LoadedKernel, TargetId};
 use common::*;
 use kfd_model::{Model, ModelConfig, Preset, QueueError};
 use kfd_sys::*;
+use opencl::BufMemory;
 use std::path::PathBuf;
 use std::process::Command;
 
 const COMPLETE: u32 = KFD_IOC_WAIT_RESULT_COMPLETE;
 /// hsa_packet_header: KERNEL_DISPATCH (2), barrier bit, system-scope acquire and release.
 const KERNEL_DISPATCH: u16 = 2 | 1 << 8 | 2 << 9 | 2 << 11;
-
-/// Compiles tests/kernels/dispatch.cl for `mcpu`.
-fn compile(mcpu: &str) -> Vec<u8> {
-    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/dispatch.cl");
-    // Tests run in parallel: one output file per compile.
-    static SERIAL: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let out = std::env::temp_dir().join(format!(
-        "kfd-model-dispatch-{}-{mcpu}-{n}.hsaco",
-        std::process::id()
-    ));
-    let status = Command::new("clang-15")
-        .args([
-            "-x",
-            "cl",
-            "-cl-std=CL2.0",
-            "-target",
-            "amdgcn-amd-amdhsa",
-            "-nogpulib",
-            "-O2",
-        ])
-        .arg(format!("-mcpu={mcpu}"))
-        .arg(&src)
-        .arg("-o")
-        .arg(&out)
-        .status()
-        .expect("clang-15 must be installed (scripts/ensure-deps.sh)");
-    assert!(status.success(), "clang-15 failed for {mcpu}");
-    let elf = std::fs::read(&out).expect("code object");
-    let _ = std::fs::remove_file(&out);
-    elf
-}
-
-/// [`SegmentMemory`] inside one GPU buffer of the model.
-struct BufMemory<'a> {
-    buf: &'a Buf,
-    used: u64,
-}
-
-impl SegmentMemory for BufMemory<'_> {
-    fn allocate(&mut self, size: u64, align: u64) -> codeobj::Result<u64> {
-        let start = (self.buf.va + self.used).next_multiple_of(align.max(1));
-        if start + size > self.buf.va + self.buf.size {
-            return Err(codeobj::Error::Memory("code buffer full".into()));
-        }
-        self.used = start + size - self.buf.va;
-        Ok(start)
-    }
-
-    fn write(&mut self, address: u64, bytes: &[u8]) -> codeobj::Result<()> {
-        self.buf.write_bytes(address - self.buf.va, bytes);
-        Ok(())
-    }
-}
 
 /// A process with a loaded program, an AQL queue and a heap.
 struct Gpu {
@@ -99,7 +47,7 @@ impl Gpu {
             buf: &code,
             used: 0,
         };
-        exe.load(CodeObject::parse(&compile(mcpu)).unwrap(), &mut mem)
+        exe.load(CodeObject::parse(&compile_kernels(mcpu)).unwrap(), &mut mem)
             .unwrap();
         exe.freeze(&mut mem).unwrap();
         let heap = c.alloc_on(c.gpu(), 4 << 20, flags).unwrap();
@@ -1402,4 +1350,12 @@ fn profiling_queues_get_start_and_end_timestamps_in_the_completion_signal() {
             "{mcpu}: GPU clock {before} <= start {start} <= end {end} <= {after}"
         );
     }
+}
+
+/// Compiles `tests/kernels/dispatch.cl` for `mcpu`.
+fn compile_kernels(mcpu: &str) -> Vec<u8> {
+    opencl::compile(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/dispatch.cl"),
+        mcpu,
+    )
 }

@@ -346,7 +346,7 @@ pub(crate) fn field_value(enc: Enc, field: Field, w0: u32, w1: u32) -> u32 {
 }
 
 /// Whether a 9-bit (or 8-bit scalar) source value is a valid scalar operand of `dwords`.
-fn scalar_operand(
+pub(crate) fn scalar_operand(
     v: u32,
     dwords: u8,
     literal: &mut Option<u32>,

@@ -2586,54 +2586,8 @@ impl Wave {
     }
 }
 
-/// A scalar operand from an 8-bit SOFFSET-style field (SGPRs, specials and inline integers).
+/// A scalar operand from an 8-bit SOFFSET-style field (SGPRs, specials and inline integers),
+/// read with the decoder's own operand rules; a value no scalar source may hold reads as 0.
 fn scalar_operand_at(v: u32) -> Operand {
-    match v {
-        0..=101 => Operand::Sgpr {
-            first: v as u8,
-            count: 1,
-        },
-        102 => Operand::Special {
-            reg: SpecialReg::FlatScratch,
-            count: 1,
-            hi: false,
-        },
-        103 => Operand::Special {
-            reg: SpecialReg::FlatScratch,
-            count: 1,
-            hi: true,
-        },
-        106 => Operand::Special {
-            reg: SpecialReg::Vcc,
-            count: 1,
-            hi: false,
-        },
-        107 => Operand::Special {
-            reg: SpecialReg::Vcc,
-            count: 1,
-            hi: true,
-        },
-        108..=123 => Operand::Ttmp {
-            first: (v - 108) as u8,
-            count: 1,
-        },
-        124 => Operand::Special {
-            reg: SpecialReg::M0,
-            count: 1,
-            hi: false,
-        },
-        126 => Operand::Special {
-            reg: SpecialReg::Exec,
-            count: 1,
-            hi: false,
-        },
-        127 => Operand::Special {
-            reg: SpecialReg::Exec,
-            count: 1,
-            hi: true,
-        },
-        128..=192 => Operand::IntConst((v - 128) as i8),
-        193..=208 => Operand::IntConst(-((v - 192) as i8)),
-        _ => Operand::IntConst(0),
-    }
+    crate::decode::scalar_operand(v, 1, &mut None, None).unwrap_or(Operand::IntConst(0))
 }

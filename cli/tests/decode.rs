@@ -345,3 +345,31 @@ fn long_hex_lines_are_read_in_blocks() {
     let e = usage_error(&kfd_with_stdin(&["decode", "-"], text.as_bytes()));
     assert_eq!(e, "kfd: line 1, column 180001: 'zz' is not a hex dword");
 }
+
+#[test]
+fn register_writes_show_register_names() {
+    // SET_CONTEXT_REG DB_RENDER_CONTROL (0xA000) and PA_SC_WINDOW_SCISSOR_TL/BR (0xA081),
+    // then SET_SH_REG COMPUTE_PGM_LO/HI (0x2E0C).
+    let out = ok(&[
+        "decode",
+        "--hex",
+        "c0016900 00000000 00000000 c0026900 00000081 80000000 40004000 \
+         c0027600 0000020c 00001000 0000007f",
+    ]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[1].ends_with("SET_CONTEXT_REG DB_RENDER_CONTROL=0x0"),
+        "{out}"
+    );
+    assert!(
+        lines[2].ends_with(
+            "SET_CONTEXT_REG PA_SC_WINDOW_SCISSOR_TL=0x80000000 PA_SC_WINDOW_SCISSOR_BR=0x40004000"
+        ),
+        "{out}"
+    );
+    assert!(
+        lines[3].ends_with("SET_SH_REG COMPUTE_PGM_LO=0x1000 COMPUTE_PGM_HI=0x7f"),
+        "{out}"
+    );
+    assert_eq!(lines[4], "; 3 packet(s), 0 error(s)");
+}

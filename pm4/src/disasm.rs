@@ -631,6 +631,24 @@ impl Display for SetShReg<'_> {
     }
 }
 
+impl Display for SetContextReg<'_> {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        // As SET_SH_REG: one `NAME=value` per register, unknown registers by address.
+        const SHOWN: usize = 16;
+        f.write_str("SET_CONTEXT_REG")?;
+        for (reg, value) in self.registers().take(SHOWN) {
+            match reg.name() {
+                Some(name) => write!(f, " {name}={value:#x}")?,
+                None => write!(f, " {:#x}={value:#x}", reg.0)?,
+            }
+        }
+        if self.values.len() > SHOWN {
+            write!(f, " … {} more", self.values.len() - SHOWN)?;
+        }
+        Ok(())
+    }
+}
+
 impl Display for DispatchDirect {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         let i = self.initiator;
@@ -995,5 +1013,27 @@ mod tests {
             .as_str()
             .starts_with("SET_SH_REG COMPUTE_USER_DATA_0=0x0 "));
         assert!(t.as_str().ends_with(" COMPUTE_USER_DATA_15=0x0 … 2 more"));
+    }
+
+    #[test]
+    fn set_context_reg_names_the_registers_it_writes() {
+        // A gfx9 ring's viewport setup as dwords: header (opcode 0x69, count 3), offset
+        // 0x10f (PA_CL_VPORT_XSCALE), then XSCALE=64.0, XOFFSET=64.0, YSCALE=-1.0 as floats.
+        let words = [
+            0xC003_6900,
+            0x0000_010F,
+            0x4280_0000,
+            0x4280_0000,
+            0xBF80_0000,
+        ];
+        let (p, len) = crate::decode::decode_pm4_packet(&words, crate::GfxGen::Gfx9).unwrap();
+        assert_eq!(len, 5);
+        assert_eq!(
+            text(&p).as_str(),
+            "SET_CONTEXT_REG PA_CL_VPORT_XSCALE=0x42800000 PA_CL_VPORT_XOFFSET=0x42800000 PA_CL_VPORT_YSCALE=0xbf800000"
+        );
+        // Unknown context registers show by address.
+        let p = SetContextReg::new(0xA3FF, &[7]).unwrap();
+        assert_eq!(text(&p).as_str(), "SET_CONTEXT_REG 0xa3ff=0x7");
     }
 }

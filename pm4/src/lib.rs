@@ -15,11 +15,13 @@
 //!   MAP_QUEUES, UNMAP_QUEUES, QUERY_STATUS, RUN_LIST, the WRITE_DATA register form;
 //! * [`user`] — user compute-queue packets: NOP, WRITE_DATA, RELEASE_MEM and ACQUIRE_MEM
 //!   (gfx9 and gfx10+ layouts as separate types), WAIT_REG_MEM(64), INDIRECT_BUFFER,
-//!   COPY_DATA, DMA_DATA, EVENT_WRITE, SET_SH_REG, DISPATCH_DIRECT;
+//!   COPY_DATA, DMA_DATA, EVENT_WRITE, SET_SH_REG, DISPATCH_DIRECT, and the graphics
+//!   ring's SET_CONTEXT_REG (decoded and disassembled; compute queues ignore it);
 //! * [`sdma`] — SDMA 4/5/6 packets: NOP, COPY_LINEAR, WRITE, FENCE, TRAP, POLL_REGMEM,
 //!   CONSTANT_FILL, TIMESTAMP, INDIRECT;
 //! * [`regs`] — the gfx9 SH compute registers by name (`COMPUTE_PGM_LO`, …) that
-//!   SET_SH_REG writes and its disassembly names;
+//!   SET_SH_REG writes, and the common gfx9 context registers (`DB_RENDER_CONTROL`,
+//!   `PA_SC_*`, `SPI_*`, `CB_*`, …) that SET_CONTEXT_REG writes, as disassembly names;
 //! * [`aql`] — AQL packets (kernel dispatch, barrier-AND/OR, AMD BARRIER_VALUE and PM4-IB)
 //!   as zerocopy structs with a decoder and `Display`;
 //! * [`fields`] — the shared field enums (cache policy, event type, compare function);

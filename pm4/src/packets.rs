@@ -251,6 +251,8 @@ pm4_packets! {
     INDIRECT_BUFFER_PASID = 0x5C,
     /// Set config registers.
     SET_CONFIG_REG = 0x68,
+    /// Set context (graphics state) registers.
+    SET_CONTEXT_REG = 0x69 => { SetContextReg(SetContextReg<'a>) },
     /// Set SH (shader) registers.
     SET_SH_REG = 0x76 => { SetShReg(SetShReg<'a>) },
     /// Set user-config registers.

@@ -2272,6 +2272,133 @@ impl Encode for SetShReg<'_> {
 }
 
 // ---------------------------------------------------------------------------------------
+// SET_CONTEXT_REG
+// ---------------------------------------------------------------------------------------
+
+/// First context register dword address; SET_CONTEXT_REG offsets are relative to it.
+pub const CONTEXT_REG_BASE: u32 = 0xA000;
+
+zc_packet! {
+    /// The fixed part of SET_CONTEXT_REG (dw0–dw1). dw1 has the layout of SET_SH_REG's:
+    /// `[15:0]` the register offset, the rest reserved.
+    pub struct SetContextRegHead {
+        /// dw0 (`count = N`).
+        pub header: Type3Header,
+        /// dw1: first register, as a dword offset from [`CONTEXT_REG_BASE`].
+        pub offset: ShRegOffset,
+    }
+}
+
+/// SET_CONTEXT_REG (0x69): 2 + N dwords writing N consecutive context (graphics state)
+/// registers. A graphics-ring packet; compute queues have no context registers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SetContextReg<'a> {
+    /// dw0–dw1.
+    pub head: SetContextRegHead,
+    /// The register values (N ≥ 1).
+    pub values: &'a [u32],
+}
+
+impl<'a> SetContextReg<'a> {
+    /// The packet name.
+    pub const NAME: &'static str = "SET_CONTEXT_REG";
+
+    /// Writes `values` to consecutive context registers starting at dword address `reg`
+    /// (≥ [`CONTEXT_REG_BASE`]).
+    pub fn new(reg: u32, values: &'a [u32]) -> Result<Self, BuildError> {
+        const P: &str = "SET_CONTEXT_REG";
+        let offset = reg
+            .checked_sub(CONTEXT_REG_BASE)
+            .ok_or(BuildError::FieldOutOfRange {
+                packet: P,
+                field: "reg",
+                value: reg.into(),
+                max: (CONTEXT_REG_BASE + 0xFFFF).into(),
+            })?;
+        check_bits(P, "reg_offset", offset.into(), 16)?;
+        let total = values.len() + 2;
+        if values.is_empty() || total > MAX_PACKET_DWORDS {
+            return Err(BuildError::Length {
+                packet: P,
+                dwords: total,
+                min: 3,
+                max: MAX_PACKET_DWORDS,
+            });
+        }
+        Ok(SetContextReg {
+            head: SetContextRegHead {
+                header: Type3Header::for_packet(Opcode::SET_CONTEXT_REG, total)?,
+                offset: ShRegOffset::new().with_reg_offset(offset as u16),
+            },
+            values,
+        })
+    }
+
+    /// Dword address of the first register written.
+    pub const fn first_register(&self) -> u32 {
+        CONTEXT_REG_BASE + self.head.offset.reg_offset() as u32
+    }
+
+    /// Total length in dwords.
+    pub fn total_dwords(&self) -> usize {
+        2 + self.values.len()
+    }
+
+    /// The registers written, in order, with their values.
+    pub fn registers(&self) -> impl Iterator<Item = (crate::regs::ContextReg, u32)> + 'a {
+        let first = self.first_register();
+        let values = self.values;
+        (first..)
+            .zip(values.iter().copied())
+            .map(|(r, v)| (crate::regs::ContextReg(r), v))
+    }
+
+    /// Checks reserved bits as the decoder does.
+    pub fn validate(&self) -> Result<(), DecodeErrorKind> {
+        check_reserved(Self::NAME, 1, self.head.offset.into_bits(), 0xFFFF_0000)
+    }
+}
+
+impl<'a> crate::packets::Pm4Body<'a> for SetContextReg<'a> {
+    const MIN_DWORDS: usize = 3;
+    const MAX_DWORDS: usize = MAX_PACKET_DWORDS;
+
+    #[inline(always)]
+    fn decode_body(_: Type3Header, words: &'a [u32], _: GfxGen) -> Result<Self, DecodeErrorKind> {
+        let wrong = || DecodeErrorKind::WrongLength {
+            packet: Self::NAME,
+            dwords: words.len(),
+            min: 3,
+            max: MAX_PACKET_DWORDS,
+        };
+        let (Some(head), Some(values)) = (words.get(..2), words.get(2..)) else {
+            return Err(wrong());
+        };
+        if values.is_empty() {
+            return Err(wrong());
+        }
+        let head = SetContextRegHead::read_from_bytes(head.as_bytes()).map_err(|_| wrong())?;
+        let p = SetContextReg { head, values };
+        p.validate()?;
+        Ok(p)
+    }
+}
+
+impl Encode for SetContextReg<'_> {
+    fn dwords(&self) -> usize {
+        self.total_dwords()
+    }
+    fn encode_into(&self, out: &mut [u32]) -> Result<usize, WriteError> {
+        let n = self.total_dwords();
+        let dst = space(out, n)?;
+        let (head, body) = dst.split_at_mut(2);
+        head.as_mut_bytes().copy_from_slice(self.head.as_bytes());
+        body.copy_from_slice(self.values);
+        Ok(n)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // DISPATCH_DIRECT
 // ---------------------------------------------------------------------------------------
 

@@ -596,6 +596,11 @@ fn wait_reg_mem_copy_data_dma_data_ib_dispatch() {
     let sh = SetShReg::new(0x2E40, &[0x1000, 0x7f]).unwrap();
     assert_eq!(enc(&sh), [0xC002_7600, 0x240, 0x1000, 0x7f]);
     assert!(SetShReg::new(0x2BFC, &[1]).is_err());
+    // SET_CONTEXT_REG is opcode 0x69 with offsets from 0xA000 (DB_RENDER_CONTROL).
+    let ctx = SetContextReg::new(0xA000, &[0x0]).unwrap();
+    assert_eq!(enc(&ctx), [0xC001_6900, 0x0, 0x0]);
+    assert!(SetContextReg::new(0x9FFF, &[1]).is_err());
+    assert!(SetContextReg::new(0xA000, &[]).is_err());
 }
 
 #[test]

@@ -27,6 +27,7 @@ enum Owned {
     Nop(Vec<u32>),
     WriteData(WriteDataTarget, WriteDataMemSel, WriteDataControl, Vec<u32>),
     SetShReg(u32, Vec<u32>),
+    SetContextReg(u32, Vec<u32>),
 }
 
 impl Owned {
@@ -47,6 +48,9 @@ impl Owned {
                 f(Packet::WriteData(WriteData::new(*t, *s, *c, d).unwrap()))
             }
             Owned::SetShReg(reg, v) => f(Packet::SetShReg(SetShReg::new(*reg, v).unwrap())),
+            Owned::SetContextReg(reg, v) => {
+                f(Packet::SetContextReg(SetContextReg::new(*reg, v).unwrap()))
+            }
         }
     }
 }
@@ -575,6 +579,11 @@ fn arb_misc(gen: GfxGen) -> impl Strategy<Value = Owned> {
         proptest::collection::vec(any::<u32>(), 1..20),
     )
         .prop_map(|(r, v)| Owned::SetShReg(r, v));
+    let ctx = (
+        CONTEXT_REG_BASE..CONTEXT_REG_BASE + 0x10000,
+        proptest::collection::vec(any::<u32>(), 1..20),
+    )
+        .prop_map(|(r, v)| Owned::SetContextReg(r, v));
     let dispatch = (any::<[u32; 3]>(), any::<u32>()).prop_map(|(d, i)| {
         Owned::Fixed(Packet::DispatchDirect(DispatchDirect::new(
             d,
@@ -588,6 +597,7 @@ fn arb_misc(gen: GfxGen) -> impl Strategy<Value = Owned> {
         dma,
         event,
         sh,
+        ctx,
         dispatch,
         nop,
         Just(Owned::Fixed(Packet::Type2Filler))

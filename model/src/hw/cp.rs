@@ -1226,6 +1226,8 @@ pub fn exec_pm4(
             }
             Ok(Flow::Next)
         }
+        // Context registers are graphics state: a compute queue has none to write.
+        Packet::SetContextReg(_) => Ok(Flow::Next),
         Packet::WriteData(w) => write_data(w, addr, env),
         Packet::ReleaseMemGfx9(r) => release_mem(&r.tail, addr, env),
         Packet::ReleaseMemGfx10(r) => release_mem(&r.tail, addr, env),

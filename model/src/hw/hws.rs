@@ -765,6 +765,7 @@ impl State {
             | Packet::EventWrite(_)
             | Packet::EventWriteAddr(_)
             | Packet::SetShReg(_)
+            | Packet::SetContextReg(_)
             | Packet::DispatchDirect(_) => {
                 log::warn!(target: "hw::hws", "unexpected packet on the HIQ: {}", packet.name())
             }
@@ -827,6 +828,7 @@ impl State {
                 | Packet::EventWrite(_)
                 | Packet::EventWriteAddr(_)
                 | Packet::SetShReg(_)
+                | Packet::SetContextReg(_)
                 | Packet::DispatchDirect(_) => {
                     self.fail(&format!("unexpected {} in the runlist IB", packet.name()));
                     return;

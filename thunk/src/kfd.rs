@@ -267,6 +267,8 @@ pub(crate) struct GpuState {
     pub doorbells: OnceLock<DoorbellPage>,
     pub doorbell_init: Mutex<()>,
     pub render: Box<dyn RenderNode>,
+    /// Buffers of destroyed queues kept for the next queue (see `pool`).
+    pub buffer_pool: Mutex<crate::pool::BufferPool>,
 }
 
 impl std::fmt::Debug for GpuState {
@@ -348,6 +350,13 @@ impl Drop for Session {
         for g in &mut self.gpus {
             if let Some(page) = g.doorbells.take() {
                 page.release(self.backend.as_ref(), g.gpu_id);
+            }
+        }
+        // Pooled queue buffers too: the model keeps no process after close, and on a device
+        // a re-open in this process shares the kernel's process, which would keep them.
+        for g in &self.gpus {
+            for entry in lock(&g.buffer_pool).drain() {
+                entry.buf.free(self, &entry.mapped_on);
             }
         }
         let page = lock(&self.event_page).take();
@@ -449,6 +458,7 @@ impl Kfd {
                 doorbells: OnceLock::new(),
                 doorbell_init: Mutex::new(()),
                 render,
+                buffer_pool: Mutex::new(crate::pool::BufferPool::default()),
             });
         }
         let user_pages = match page_path {

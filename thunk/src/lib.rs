@@ -116,6 +116,7 @@ mod memory;
 pub mod model_access;
 pub mod packets;
 mod poll;
+mod pool;
 mod queue;
 mod svm;
 pub mod topology;

@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::kfd::{lock, Session};
 use crate::poll::poll_until;
+use crate::pool::PooledBuffer;
 use crate::va::{align_up, map_kfd_over, map_render_over, Access, VaRange, PAGE_SIZE};
 use kfd_sys::*;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -165,6 +166,29 @@ pub(crate) struct RawBuffer {
     pub range: VaRange,
     pub gpu_id: u32,
     pub flags: u32,
+}
+
+impl RawBuffer {
+    /// A buffer that owns nothing: what a [`Memory`] keeps after giving its buffer to a pool.
+    fn empty() -> RawBuffer {
+        RawBuffer {
+            handle: 0,
+            range: VaRange::empty(),
+            gpu_id: 0,
+            flags: 0,
+        }
+    }
+
+    /// `UNMAP_MEMORY_FROM_GPU` on `mapped_on` and `FREE_MEMORY_OF_GPU`; the CPU range is
+    /// unmapped when `self` drops.
+    pub(crate) fn free(self, session: &Session, mapped_on: &[u32]) {
+        if let Err(e) = map_raw(session, self.handle, mapped_on, false) {
+            log::warn!(target: "thunk::memory", "pool: {e}");
+        }
+        if let Err(e) = free_raw(session, self.handle) {
+            log::warn!(target: "thunk::memory", "pool: {e}");
+        }
+    }
 }
 
 /// Alignment of the reserved address range: 2 MiB for buffers of 2 MiB or more (so the GPU can
@@ -361,6 +385,8 @@ pub struct Memory {
     kind: MemoryKind,
     buf: RawBuffer,
     mapped_on: Mutex<Vec<u32>>,
+    /// On drop, keep the buffer in its GPU's [`BufferPool`] instead of freeing it.
+    recycle: bool,
 }
 
 impl std::fmt::Debug for Memory {
@@ -401,10 +427,48 @@ impl Memory {
             kind: options.kind,
             buf,
             mapped_on: Mutex::new(Vec::new()),
+            recycle: false,
         };
         let ids: Vec<u32> = targets.iter().map(Gpu::id).collect();
         memory.map_to_ids(&ids)?;
         Ok(memory)
+    }
+
+    /// A buffer as [`Memory::allocate`] would make it, taken from `gpu`'s [`BufferPool`] when
+    /// one that matches `options` exactly (kind, page-rounded size, flags, mapped on `gpu`
+    /// only) is there, and zeroed; otherwise a new one. Only for CPU-mapped GTT buffers.
+    pub(crate) fn reuse_or_allocate(gpu: &Gpu, options: &AllocOptions) -> Result<Memory> {
+        let poolable = options.kind == MemoryKind::Gtt && options.cpu_access && options.writable;
+        let size = align_up(options.size, PAGE_SIZE);
+        let (true, None, Some(size), Some(state)) = (
+            poolable,
+            &options.map_to,
+            size,
+            gpu.session.gpus.get(gpu.index),
+        ) else {
+            return Memory::allocate(gpu, options);
+        };
+        let taken = lock(&state.buffer_pool).take(options.kind, size, options.raw_flags(), state.gpu_id);
+        let Some(entry) = taken else {
+            return Memory::allocate(gpu, options);
+        };
+        let memory = Memory {
+            session: gpu.session.clone(),
+            kind: entry.kind,
+            buf: entry.buf,
+            mapped_on: Mutex::new(entry.mapped_on),
+            recycle: false,
+        };
+        // A new owner sees what a new buffer has: zeros (the driver clears fresh GTT pages).
+        memory.fill(0, size, 0)?;
+        log::debug!(target: "thunk::memory", "reused {:?} buffer {:#x} ({size:#x} bytes) from the pool", memory.kind, memory.buf.handle);
+        Ok(memory)
+    }
+
+    /// On drop, put the buffer in its GPU's pool (if it has room) instead of freeing it: for
+    /// buffers nothing refers to any more, such as the ring of a destroyed queue.
+    pub(crate) fn recycle_on_drop(&mut self) {
+        self.recycle = true;
     }
 
     fn map_to_ids(&self, ids: &[u32]) -> Result<()> {
@@ -618,6 +682,30 @@ impl Memory {
 impl Drop for Memory {
     fn drop(&mut self) {
         let mapped = std::mem::take(&mut *lock(&self.mapped_on));
+        let pool = self
+            .session
+            .gpus
+            .iter()
+            .find(|g| g.gpu_id == self.buf.gpu_id)
+            .map(|g| &g.buffer_pool);
+        let mapped = match (self.recycle, pool) {
+            (true, Some(pool)) => {
+                let entry = PooledBuffer {
+                    kind: self.kind,
+                    buf: std::mem::replace(&mut self.buf, RawBuffer::empty()),
+                    mapped_on: mapped,
+                };
+                match lock(pool).put(entry) {
+                    // What is left in `self` owns nothing.
+                    Ok(()) => return,
+                    Err(back) => {
+                        self.buf = back.buf;
+                        back.mapped_on
+                    }
+                }
+            }
+            _ => mapped,
+        };
         if let Err(e) = map_raw(&self.session, self.buf.handle, &mapped, false) {
             log::warn!(target: "thunk::memory", "drop: {e}");
         }
@@ -630,6 +718,30 @@ impl Drop for Memory {
 }
 
 impl Gpu {
+    /// How many buffers of destroyed queues (rings, pointer pages) this GPU keeps for the next
+    /// queues it creates (at most [`Gpu::QUEUE_BUFFER_POOL_MAX`]).
+    pub fn pooled_queue_buffers(&self) -> usize {
+        self.session
+            .gpus
+            .get(self.index)
+            .map_or(0, |g| lock(&g.buffer_pool).len())
+    }
+
+    /// The most buffers of destroyed queues one GPU keeps (and at most 1 MiB of them).
+    pub const QUEUE_BUFFER_POOL_MAX: usize = crate::pool::MAX_BUFFERS;
+
+    /// Frees the buffers of destroyed queues kept for reuse now, rather than when the process
+    /// closes the device.
+    pub fn release_pooled_queue_buffers(&self) {
+        let Some(state) = self.session.gpus.get(self.index) else {
+            return;
+        };
+        let entries = lock(&state.buffer_pool).drain();
+        for entry in entries {
+            entry.buf.free(&self.session, &entry.mapped_on);
+        }
+    }
+
     /// Allocates `size` bytes of `kind` with the default options (GPU-writable, CPU-mapped,
     /// mapped on this GPU).
     pub fn alloc(&self, kind: MemoryKind, size: u64) -> Result<Memory> {

@@ -426,7 +426,17 @@ impl RawQueue {
                     KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE | KFD_IOC_ALLOC_MEM_FLAGS_COHERENT,
                 ))
             };
-        let ring = gtt(u64::from(opts.ring_size))?;
+        // The ring and the pointer page come from the pool of destroyed queues' buffers
+        // when it has them (zeroed), as `gtt` would make them otherwise.
+        let pooled_gtt = |size: u64| {
+            Memory::reuse_or_allocate(
+                gpu,
+                &AllocOptions::new(MemoryKind::Gtt, size).flags(
+                    KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE | KFD_IOC_ALLOC_MEM_FLAGS_COHERENT,
+                ),
+            )
+        };
+        let ring = pooled_gtt(u64::from(opts.ring_size))?;
         if kind == Kind::Aql {
             // Every slot starts INVALID so the packet processor never takes a stale packet.
             let invalid = u32::from(
@@ -442,7 +452,7 @@ impl RawQueue {
                 ring.store_u32(slot * AQL_PACKET_BYTES, invalid)?;
             }
         }
-        let pointers = gtt(4096)?;
+        let pointers = pooled_gtt(4096)?;
         let mut args = kfd_ioctl_create_queue_args {
             ring_base_address: ring.gpu_va(),
             write_pointer_address: pointers.gpu_addr(WRITE_POINTER_OFFSET),
@@ -663,7 +673,12 @@ impl Drop for RawQueue {
             pad: 0,
         };
         match self.session.ioctl::<DestroyQueue>(&mut a) {
-            Ok(_) => log::debug!(target: "thunk::queue", "destroyed queue {}", self.queue_id),
+            Ok(_) => {
+                log::debug!(target: "thunk::queue", "destroyed queue {}", self.queue_id);
+                // No queue reads them any more: keep them for the next queue.
+                self.ring.recycle_on_drop();
+                self.pointers.recycle_on_drop();
+            }
             Err(e) => {
                 log::warn!(target: "thunk::queue", "{}", Error::ioctl("DESTROY_QUEUE", e, format_args!("queue {}", self.queue_id)))
             }

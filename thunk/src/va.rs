@@ -71,6 +71,15 @@ impl VaRange {
         Self::anonymous(len, align, Access::None)
     }
 
+    /// A range of no bytes that owns nothing (what a recycled buffer leaves behind).
+    pub(crate) const fn empty() -> VaRange {
+        VaRange {
+            base: NonNull::dangling(),
+            len: 0,
+            access: Access::None,
+        }
+    }
+
     /// Allocates `len` bytes (rounded up to pages) of zeroed, readable and writable anonymous
     /// memory aligned to `align`: the pages a USERPTR buffer registers.
     pub fn anonymous_rw(len: u64, align: u64) -> Result<VaRange> {
@@ -329,6 +338,9 @@ pub(crate) fn map_render_over(
 
 impl Drop for VaRange {
     fn drop(&mut self) {
+        if self.len == 0 {
+            return; // `VaRange::empty`: nothing reserved.
+        }
         // SAFETY: `base..base+len` is the range this value owns (reservation and whatever was
         // mapped over it); no reference into it outlives `self`.
         if let Err(e) = unsafe { munmap(self.base.cast(), self.len) } {

@@ -104,8 +104,13 @@ fn a_doorbell_of_another_gpu_is_refused_and_the_queue_destroyed() {
         e.to_string().contains("is not a doorbell of gpu 0x4f3a"),
         "{e}"
     );
-    // The queue the driver made was destroyed and its buffers freed.
+    // The queue the driver made was destroyed and its buffers freed, but for the ring and
+    // pointer page, which wait in the pool for the next queue until released.
     assert_eq!(backend.process().queue_count(), 0);
+    assert_eq!(gpu.pooled_queue_buffers(), 2);
+    assert_eq!(backend.process().buffer_count(), buffers + 2);
+    gpu.release_pooled_queue_buffers();
+    assert_eq!(gpu.pooled_queue_buffers(), 0);
     assert_eq!(backend.process().buffer_count(), buffers);
 }
 

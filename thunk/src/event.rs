@@ -437,31 +437,7 @@ impl Kfd {
                 ..Default::default()
             })
             .collect();
-        let mut a = kfd_ioctl_wait_events_args {
-            events_ptr: data.as_mut_ptr() as u64,
-            num_events: u32::try_from(events.len())
-                .map_err(|_| Error::invalid(OP, "too many events"))?,
-            wait_for_all: u32::from(mode == WaitMode::All),
-            timeout: timeout_ms(timeout),
-            // What libhsakmt sends: the kernel always writes the result, and an argument the
-            // driver leaves unchanged costs a shim or a tracer nothing to copy back.
-            wait_result: KFD_IOC_WAIT_RESULT_COMPLETE,
-        };
-        // SAFETY: `events_ptr` points at `data`, `num_events` entries, alive and not otherwise
-        // borrowed until the call returns; the kernel writes only inside it.
-        let r = unsafe { self.session.ioctl_unchecked::<WaitEvents>(&mut a) };
-        let ids = || events.iter().map(|e| e.id).collect::<Vec<u32>>();
-        r.map_err(|e| Error::ioctl(OP, e, format_args!("events {:?}", ids())))?;
-        let status = match a.wait_result {
-            KFD_IOC_WAIT_RESULT_COMPLETE => WaitStatus::Signaled,
-            KFD_IOC_WAIT_RESULT_TIMEOUT => WaitStatus::TimedOut,
-            other => {
-                return Err(Error::bad_answer(
-                    OP,
-                    format!("events {:?}: wait result {other}", ids()),
-                ))
-            }
-        };
+        let status = raw_wait(&self.session, &mut data, mode, timeout)?;
         let data = events
             .iter()
             .zip(&data)
@@ -478,6 +454,39 @@ impl Kfd {
     /// Waits until all of `events` are signalled.
     pub fn wait_all(&self, events: &[&Event], timeout: Option<Duration>) -> Result<WaitStatus> {
         Ok(self.wait_events(events, WaitMode::All, timeout)?.status)
+    }
+}
+
+/// `WAIT_EVENTS` on `data` (one entry per event, `event_id` set); the driver fills in each
+/// entry's event data. Allocates nothing: [`Event::wait`] passes one entry on the stack.
+fn raw_wait(
+    session: &Session,
+    data: &mut [kfd_event_data],
+    mode: WaitMode,
+    timeout: Option<Duration>,
+) -> Result<WaitStatus> {
+    const OP: &str = "WAIT_EVENTS";
+    let mut a = kfd_ioctl_wait_events_args {
+        events_ptr: data.as_mut_ptr() as u64,
+        num_events: u32::try_from(data.len()).map_err(|_| Error::invalid(OP, "too many events"))?,
+        wait_for_all: u32::from(mode == WaitMode::All),
+        timeout: timeout_ms(timeout),
+        // What libhsakmt sends: the kernel always writes the result, and an argument the
+        // driver leaves unchanged costs a shim or a tracer nothing to copy back.
+        wait_result: KFD_IOC_WAIT_RESULT_COMPLETE,
+    };
+    // SAFETY: `events_ptr` points at `data`, `num_events` entries, alive and not otherwise
+    // borrowed until the call returns; the kernel writes only inside it.
+    let r = unsafe { session.ioctl_unchecked::<WaitEvents>(&mut a) };
+    let ids = || data.iter().map(|d| d.event_id).collect::<Vec<u32>>();
+    r.map_err(|e| Error::ioctl(OP, e, format_args!("events {:?}", ids())))?;
+    match a.wait_result {
+        KFD_IOC_WAIT_RESULT_COMPLETE => Ok(WaitStatus::Signaled),
+        KFD_IOC_WAIT_RESULT_TIMEOUT => Ok(WaitStatus::TimedOut),
+        other => Err(Error::bad_answer(
+            OP,
+            format!("events {:?}: wait result {other}", ids()),
+        )),
     }
 }
 
@@ -570,7 +579,12 @@ impl Event {
 
     /// Waits for this event; `None` waits forever.
     pub fn wait(&self, timeout: Option<Duration>) -> Result<WaitStatus> {
-        self.kfd().wait_any(&[self], timeout)
+        // The common case, without the general path's allocations.
+        let mut data = [kfd_event_data {
+            event_id: self.id,
+            ..Default::default()
+        }];
+        raw_wait(&self.session, &mut data, WaitMode::Any, timeout)
     }
 
     /// Waits for this event and returns what the driver reported with it (the fault of a

@@ -448,7 +448,8 @@ impl Memory {
         ) else {
             return Memory::allocate(gpu, options);
         };
-        let taken = lock(&state.buffer_pool).take(options.kind, size, options.raw_flags(), state.gpu_id);
+        let taken =
+            lock(&state.buffer_pool).take(options.kind, size, options.raw_flags(), state.gpu_id);
         let Some(entry) = taken else {
             return Memory::allocate(gpu, options);
         };

@@ -31,7 +31,11 @@ fn a_destroyed_queues_ring_and_pointers_are_reused_zeroed() {
     gpu.release_pooled_queue_buffers();
     let mut q = gpu.create_pm4_queue(&opts()).unwrap();
     fence_round_trip(&gpu, &mut q);
-    assert_ne!(q.pointers().load_u64(0).unwrap(), 0, "the read pointer moved");
+    assert_ne!(
+        q.pointers().load_u64(0).unwrap(),
+        0,
+        "the read pointer moved"
+    );
     let (ring_va, pointers_va) = (q.ring().gpu_va(), q.pointers().gpu_va());
     // Dirty every byte, as a queue that ran for long would.
     q.ring().fill(0, 4096, 0xA5).unwrap();
@@ -48,7 +52,12 @@ fn a_destroyed_queues_ring_and_pointers_are_reused_zeroed() {
     new.sort_unstable();
     assert_eq!(new, old, "the ring and pointer page were reused");
     assert!(q.ring().read_vec(0, 4096).unwrap().iter().all(|&b| b == 0));
-    assert!(q.pointers().read_vec(0, 4096).unwrap().iter().all(|&b| b == 0));
+    assert!(q
+        .pointers()
+        .read_vec(0, 4096)
+        .unwrap()
+        .iter()
+        .all(|&b| b == 0));
     assert_eq!(q.error_payload(), 0);
     fence_round_trip(&gpu, &mut q);
 }
@@ -69,8 +78,16 @@ fn a_reused_ring_of_an_aql_queue_starts_with_invalid_packets() {
     new.sort_unstable();
     assert_eq!(new, old, "the ring and pointer page were reused");
     for slot in 0..64 {
-        assert_eq!(aql.ring().load_u32(slot * 64).unwrap(), 1, "slot {slot}: INVALID");
-        assert_eq!(aql.ring().load_u32(slot * 64 + 4).unwrap(), 0, "slot {slot}");
+        assert_eq!(
+            aql.ring().load_u32(slot * 64).unwrap(),
+            1,
+            "slot {slot}: INVALID"
+        );
+        assert_eq!(
+            aql.ring().load_u32(slot * 64 + 4).unwrap(),
+            0,
+            "slot {slot}"
+        );
     }
 }
 
@@ -115,7 +132,11 @@ fn pooled_buffers_are_driver_buffers_and_are_freed_on_release() {
     // The ring and the pointer page stay allocated (and mapped) for the next queue …
     assert_eq!(count(), before + 2);
     let q = gpu.create_pm4_queue(&opts()).unwrap();
-    assert_eq!(count(), before + 4, "+ EOP and CWSR area, no new ring or pointer page");
+    assert_eq!(
+        count(),
+        before + 4,
+        "+ EOP and CWSR area, no new ring or pointer page"
+    );
     drop(q);
     assert_eq!(count(), before + 2);
     // … until released.

@@ -313,9 +313,11 @@ pub fn thunk_overhead(rounds: usize, blocks: usize) -> CliResult<Samples> {
     Ok(Samples::new(values))
 }
 
-/// Waits until `done()`, spinning and yielding every 256 checks — the criterion benches'
-/// wait: on a machine with more runnable threads than cores, a waiter that only spins can
-/// keep the engine thread it waits for off the CPU.
+/// Waits until `done()`, checking and yielding every 256 checks — the criterion benches' wait
+/// and `tests/c/hsakmt_bench.c`'s, check for check (no pause between checks: 256 paused
+/// checks take microseconds, so the waiter would give the CPU back far later than the C
+/// harness does): on a machine with more runnable threads than cores, a waiter that only
+/// spins can keep the engine thread it waits for off the CPU.
 pub(crate) fn spin_until(what: &str, mut done: impl FnMut() -> bool) -> CliResult<()> {
     let start = Instant::now();
     let mut spins = 0u32;
@@ -328,8 +330,6 @@ pub(crate) fn spin_until(what: &str, mut done: impl FnMut() -> bool) -> CliResul
                     "{what} did not land within {WAIT:?}"
                 )));
             }
-        } else {
-            std::hint::spin_loop();
         }
     }
     Ok(())

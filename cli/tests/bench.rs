@@ -160,10 +160,14 @@ fn bench_ops_prints_the_c_sides_line_format() {
         .zip([("event_set_wait", 100), ("aql_barrier_round_trip", 25)])
     {
         let f: Vec<&str> = line.split(' ').collect();
-        assert_eq!(f.len(), 3, "{line}");
+        assert_eq!(f.len(), 4, "{line}");
         assert_eq!(f[0], name);
-        assert!(f[1].parse::<f64>().is_ok_and(|ns| ns > 0.0), "{line}");
+        let median = f[1].parse::<f64>().unwrap();
+        assert!(median > 0.0, "{line}");
         assert_eq!(f[2], format!("3x{iters}"));
+        // The fastest batch, no slower than the median one.
+        let fastest = f[3].parse::<f64>().unwrap();
+        assert!(fastest > 0.0 && fastest <= median, "{line}");
     }
     let e = usage_error(&kfd(&["bench", "--ops", "event_set_wait,nope"]));
     assert!(

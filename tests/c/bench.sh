@@ -3,9 +3,10 @@
 # so that the verdict holds on a shared machine (issue #22): the two sides run alternately in
 # short rounds — A B, then B A, … — each round a fresh process per side and operation, and the
 # ratio thunk/libhsakmt is taken per round; the table gives the median ratio and its spread.
-# Each side times several batches per round; the ratio compares the fastest batches (on a
-# shared machine a batch another task interrupted measures the scheduler, not the operation),
-# and the ratio of the median batches is printed beside it.
+# Each side times several batches per round; the ratio compares the median batches, and the
+# ratio of the fastest batches is printed beside it (on a shared machine a batch another task
+# interrupted measures the scheduler; but where one side is bimodal — ROCr's dispatch wait
+# swings between microseconds and milliseconds per operation — its fastest batch flatters it).
 #
 #   libhsakmt side  tests/c/hsakmt_bench.c (Debian's libhsakmt) and, for the dispatch row,
 #                   tests/c/hsa_dispatch_bench.c (ROCr's hsa_queue path)
@@ -82,15 +83,14 @@ for line in open(path):
     med.setdefault(name, {}).setdefault(r, {})[side] = float(f[3])
     fast.setdefault(name, {}).setdefault(r, {})[side] = float(f[5]) if len(f) > 5 else float(f[3])
 print(f"1 x {preset}, shim + model, release; {cpus} CPU(s), load average {before} before, {after} after")
-print("alternated rounds (A B, B A, …); per round, ratio = thunk / libhsakmt (ROCr for the dispatch)")
-print("of the fastest batch (what an operation costs when no other task takes the CPU mid-batch);")
-print("the median batch's ratio is shown too (on a loaded machine it measures time-slicing as well)")
-print(f"{'operation':26} {'libhsakmt':>11} {'thunk':>11}  {'median ratio':>12}  spread (min–max)  {'median-batch ratio':>18}  rounds")
-worse = 0
+print("alternated rounds (A B, B A, …); ratio = thunk / libhsakmt (ROCr for the dispatch) per round,")
+print("of each side's median batch (the verdict) and, beside it, of each side's fastest batch")
+print(f"{'operation':26} {'libhsakmt':>11} {'thunk':>11}  {'median ratio':>12}  spread (min–max)  {'fastest-batch ratio':>22}  rounds")
+worse = worse_fast = 0
 def pairs_of(table, name):
     return [(v["c"], v["rust"]) for v in table.get(name, {}).values() if "c" in v and "rust" in v and v["c"] > 0]
 for name in ops.split():
-    pairs = pairs_of(fast, name)
+    pairs = pairs_of(med, name)
     if not pairs:
         print(f"{name:26} no complete round")
         worse += 1
@@ -101,9 +101,12 @@ for name in ops.split():
         worse += 1
     c_med = statistics.median(a for a, _ in pairs) / 1e3
     r_med = statistics.median(b for _, b in pairs) / 1e3
-    mpairs = pairs_of(med, name)
-    mratios = [b / a for a, b in mpairs]
-    mtext = f"{statistics.median(mratios):.2f} ({min(mratios):.2f}–{max(mratios):.2f})"
-    print(f"{name:26} {c_med:8.2f} µs {r_med:8.2f} µs  {ratio:12.2f}  {min(ratios):.2f}–{max(ratios):.2f}  {mtext:>22}  {len(pairs)}")
-print(f"target (median ratio ≤ 1.00 on every row): {'met' if worse == 0 else f'missed on {worse} row(s)'}")
+    fratios = [b / a for a, b in pairs_of(fast, name)]
+    fratio = statistics.median(fratios)
+    if fratio > 1.0:
+        worse_fast += 1
+    ftext = f"{fratio:.2f} ({min(fratios):.2f}–{max(fratios):.2f})"
+    print(f"{name:26} {c_med:8.2f} µs {r_med:8.2f} µs  {ratio:12.2f}  {min(ratios):.2f}–{max(ratios):.2f}  {ftext:>26}  {len(pairs)}")
+print(f"target (median ratio ≤ 1.00 on every row): {'met' if worse == 0 else f'missed on {worse} row(s)'}"
+      f"; on the fastest batches: {'met' if worse_fast == 0 else f'missed on {worse_fast} row(s)'}")
 PY

@@ -72,7 +72,7 @@
 //! | [`Kfd`] | the process's open `/dev/kfd` | [`Kfd::open`], [`OpenOptions`] | closes when nothing uses it |
 //! | [`Gpu`] | a GPU whose address space the process acquired | [`Kfd::gpus`] | — |
 //! | [`Memory`] | a buffer (VRAM, GTT, USERPTR, doorbell, MMIO) | [`Gpu::alloc`] | GPU unmap, free, CPU unmap |
-//! | [`Pm4Queue`], [`AqlQueue`], [`SdmaQueue`] | a user-mode queue | [`Gpu::create_pm4_queue`] … | destroy, then free its buffers |
+//! | [`Pm4Queue`], [`AqlQueue`], [`SdmaQueue`] | a user-mode queue | [`Gpu::create_pm4_queue`] … | destroy, then free its buffers (the ring and pointer page go to a small per-GPU pool the next queue reuses, zeroed: [`Gpu::pooled_queue_buffers`]) |
 //! | [`Event`] | an event | [`Kfd::create_event`] | destroy |
 //! | [`Executable`] | code objects loaded into GPU memory | [`Executable::load`] | frees the code |
 //! | [`Completion`] | a kernel dispatch in flight | [`AqlQueue::dispatch`] | frees its signal and kernargs |

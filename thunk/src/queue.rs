@@ -341,7 +341,8 @@ fn ensure_doorbells(session: &Session, index: usize, doorbell_offset: u64) -> Re
 }
 
 /// What every queue kind has: its id, doorbell and buffers. Dropping it destroys the queue
-/// (`DESTROY_QUEUE`), then frees the buffers.
+/// (`DESTROY_QUEUE`), then frees the buffers; the ring and the pointer page go to the GPU's
+/// pool of queue buffers when it has room (`crate::pool`).
 pub struct RawQueue {
     session: Arc<Session>,
     gpu: Gpu,

@@ -22,8 +22,10 @@
 //! * Recoverable faults (XNACK on): the hardware model stops the queue at the faulting packet
 //!   and posts the fault; the driver model maps (migrating if the preferred location says so)
 //!   and remaps the queue, which retries that packet. The hardware would stall the access
-//!   instead; what the driver does is the same. A shader's fault is not retried (a dispatch
-//!   cannot be restarted half-way in the model); it stays a VM fault.
+//!   instead; what the driver does is the same. A shader's fault (XNACK replay on: the
+//!   process's `SH_MEM_CONFIG` has RETRY_DISABLE clear) stops the dispatch with the faulting
+//!   wave at the faulting instruction and the rest of the dispatch suspended; once the queue
+//!   is mapped again the dispatch resumes and the wave retries that instruction.
 
 use crate::device::KfdNode;
 use crate::errno::{Errno, KResult};

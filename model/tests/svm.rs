@@ -1,8 +1,10 @@
 //! The SVM API (`AMDKFD_IOC_SVM`, `SET_XNACK_MODE`): ranges that split and join, every
 //! attribute and errno, GET_ATTR over several ranges, migration with the bytes intact, queues
-//! evicted around a migration, CPU unmap, and XNACK-on recoverable faults from SDMA.
+//! evicted around a migration, CPU unmap, and XNACK-on recoverable faults from SDMA and from
+//! a kernel's loads, stores and atomics.
 
 mod common;
+mod opencl;
 
 use common::*;
 use kfd_model::svm::{SvmAttributes, DEFAULT_FLAGS};
@@ -823,4 +825,242 @@ fn a_queue_cwsr_area_may_be_an_always_mapped_svm_range() {
     .unwrap();
     ioctl(&c.p, AMDKFD_IOC_CREATE_QUEUE, &mut a).unwrap();
     c.destroy_queue(a.queue_id).unwrap();
+}
+
+/// hsa_packet_header: KERNEL_DISPATCH (2), barrier bit, system-scope acquire and release.
+const KERNEL_DISPATCH: u16 = 2 | 1 << 8 | 2 << 9 | 2 << 11;
+
+/// A process with `tests/kernels/svm.cl` loaded and an AQL queue.
+struct Shader {
+    c: Client,
+    exe: codeobj::Executable,
+    queue: (u32, QueueBufs),
+    kernarg: Buf,
+    signal: Buf,
+    _code: Buf,
+}
+
+impl Shader {
+    /// Sets XNACK mode `xnack` first (it cannot change once queues exist).
+    fn new(m: &Model, mcpu: &str, xnack_on: bool) -> Shader {
+        let c = Client::new(m);
+        assert_eq!(xnack(&c, i32::from(xnack_on)), Ok(i32::from(xnack_on)));
+        let flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
+        let code = c
+            .alloc_on(c.gpu(), 1 << 20, flags | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE)
+            .unwrap();
+        let agent: codeobj::TargetId = format!("amdgcn-amd-amdhsa--{mcpu}").parse().unwrap();
+        let mut exe = codeobj::Executable::new(agent);
+        let mut mem = opencl::BufMemory {
+            buf: &code,
+            used: 0,
+        };
+        let elf = opencl::compile(
+            &std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/svm.cl"),
+            mcpu,
+        );
+        exe.load(codeobj::CodeObject::parse(&elf).unwrap(), &mut mem)
+            .unwrap();
+        exe.freeze(&mut mem).unwrap();
+        let kernarg = c.alloc_on(c.gpu(), 4096, flags).unwrap();
+        let signal = c.gtt(4096);
+        let queue = c
+            .create_queue_sized(c.gpu(), KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, 100, 4096)
+            .unwrap();
+        Shader {
+            c,
+            exe,
+            queue,
+            kernarg,
+            signal,
+            _code: code,
+        }
+    }
+
+    /// Dispatches `name` over `grid` work-items in workgroups of 64 with pointer arguments
+    /// `args`, runs the model until idle and returns the completion signal's value (0: done).
+    fn run(&self, m: &Model, name: &str, args: &[u64], grid: u32) -> u64 {
+        let k = self.exe.kernel(name).unwrap();
+        let bytes: Vec<u8> = args.iter().flat_map(|a| a.to_le_bytes()).collect();
+        self.kernarg.write_bytes(0, &bytes);
+        self.signal.write_u64(0, 1);
+        self.signal.write_u64(8, 1);
+        let mut p = [0u8; 64];
+        p[2..4].copy_from_slice(&1u16.to_le_bytes());
+        p[4..6].copy_from_slice(&64u16.to_le_bytes());
+        p[6..8].copy_from_slice(&1u16.to_le_bytes());
+        p[8..10].copy_from_slice(&1u16.to_le_bytes());
+        p[12..16].copy_from_slice(&grid.to_le_bytes());
+        p[16..20].copy_from_slice(&1u32.to_le_bytes());
+        p[20..24].copy_from_slice(&1u32.to_le_bytes());
+        p[24..28].copy_from_slice(&k.descriptor.private_segment_fixed_size.to_le_bytes());
+        p[28..32].copy_from_slice(&k.descriptor.group_segment_fixed_size.to_le_bytes());
+        p[32..40].copy_from_slice(&k.descriptor_address.to_le_bytes());
+        p[40..48].copy_from_slice(&self.kernarg.va.to_le_bytes());
+        p[56..64].copy_from_slice(&self.signal.va.to_le_bytes());
+        let q = &self.queue.1;
+        q.ring.write_bytes(2, &p[2..]);
+        q.ring.write_bytes(0, &KERNEL_DISPATCH.to_le_bytes());
+        self.c.submit(q, 1);
+        m.run_until_idle();
+        self.signal.read_u64(8)
+    }
+}
+
+/// Host memory for `svm_scale`: `in` (64 ints), `out` and `count` (two counters a page
+/// apart, so one atomic instruction spans two pages).
+fn scale_buffers() -> (Anon, Anon, Anon) {
+    let input = Anon::new(1);
+    for i in 0..64 {
+        input.write_u32(4 * i, (i as u32).wrapping_mul(0x9E37_79B9) >> 7);
+    }
+    (input, Anon::new(1), Anon::new(2))
+}
+
+fn check_scaled(input: &Anon, out: &Anon, grid: u64) {
+    for i in 0..grid {
+        let x = input.read_u32(4 * (i % 64)) as i32;
+        assert_eq!(
+            out.read_u32(4 * i) as i32,
+            x.wrapping_mul(3).wrapping_add(1),
+            "out[{i}]"
+        );
+    }
+}
+
+/// XNACK on (gfx90a): a kernel's first atomic, load and store on each page of host memory the
+/// GPU does not map yet fault; the driver maps (or migrates) the page and the wave retries
+/// that instruction — the dispatch resumes, it does not start over — so the kernel completes
+/// with the right data and every atomic applied once, even the instruction whose lanes
+/// faulted on their second page only.
+#[test]
+fn with_xnack_on_a_kernel_faults_on_svm_memory_and_its_waves_retry() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let s = Shader::new(&m, "gfx90a", true);
+    let gpu = s.c.gpu();
+    let (input, out, count) = scale_buffers();
+    // `in` stays in system memory, `out` prefers the GPU's VRAM, `count` is mapped page by
+    // page (granularity 0). With XNACK on nothing is mapped before the GPU touches it.
+    set(
+        &s.c,
+        input.base,
+        PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu)],
+    )
+    .unwrap();
+    set(
+        &s.c,
+        out.base,
+        PAGE,
+        &[
+            attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu),
+            attr(KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, gpu),
+        ],
+    )
+    .unwrap();
+    set(
+        &s.c,
+        count.base,
+        2 * PAGE,
+        &[
+            attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu),
+            attr(KFD_IOCTL_SVM_ATTR_GRANULARITY, 0),
+        ],
+    )
+    .unwrap();
+    // svm_scale's atomic targets count[0] for lanes 0-31 and count[1024] for lanes 32-63.
+    let grid = 256u32;
+    let done = s.run(&m, "svm_scale", &[input.base, out.base, count.base], grid);
+    assert_eq!(s.c.p.queue_error(s.queue.0), None);
+    assert_eq!(done, 0, "the dispatch completed");
+    // Every work-item's element of `out`: in[i % 64] * 3 + 1.
+    check_scaled(&input, &out, u64::from(grid));
+    assert_eq!(count.read_u32(0), grid / 2, "lanes 0-31 counted once each");
+    assert_eq!(
+        count.read_u32(PAGE),
+        grid / 2,
+        "lanes 32-63 counted once each"
+    );
+    let st = s.c.p.svm_stats();
+    // in, out, and the two pages of count: one recovered fault each.
+    assert_eq!(st.recoverable_faults, 4);
+    assert_eq!(
+        st.migrations_to_vram, 1,
+        "out moved to its preferred location"
+    );
+    let loc = |a: u64| ranges(&s.c).iter().find(|r| r.0 <= a && a < r.1).unwrap().2;
+    assert_eq!((loc(input.base), loc(out.base)), (0, gpu));
+}
+
+/// XNACK off: the same kernel's access to host memory the GPU has no mapping for is a VM
+/// fault: the queue stops, a memory-exception event carries the page, the dispatch never
+/// completes and nothing is retried.
+#[test]
+fn with_xnack_off_a_kernel_access_to_unmapped_svm_memory_is_a_vm_fault() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let s = Shader::new(&m, "gfx90a", false);
+    let gpu = s.c.gpu();
+    let mem_ev = create_event(&s.c, KFD_IOC_EVENT_MEMORY, false, 0).unwrap();
+    let (input, out, count) = scale_buffers();
+    // in and out are mapped (XNACK off maps every accessible range at once); count is a range
+    // the GPU may not access.
+    for b in [&input, &out] {
+        set(&s.c, b.base, PAGE, &[attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu)]).unwrap();
+    }
+    set(
+        &s.c,
+        count.base,
+        2 * PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_NO_ACCESS, gpu)],
+    )
+    .unwrap();
+    let done = s.run(&m, "svm_scale", &[input.base, out.base, count.base], 64);
+    assert_eq!(done, 1, "never a silent success");
+    assert!(
+        matches!(s.c.p.queue_error(s.queue.0), Some(QueueError::VmFault(f)) if f.va == count.base && f.write),
+        "{:?}",
+        s.c.p.queue_error(s.queue.0)
+    );
+    let (r, result, data) = wait_events_data(&s.c, &[mem_ev.event_id], true, 0);
+    assert_eq!((r, result), (Ok(0), KFD_IOC_WAIT_RESULT_COMPLETE));
+    let e = data[0].data.memory_exception_data();
+    assert_eq!((e.va, e.gpu_id, e.failure.NotPresent), (count.base, gpu, 1));
+    assert_eq!(out.read_u32(0), 0, "the first instruction faulted");
+    assert_eq!(s.c.p.svm_stats().recoverable_faults, 0);
+}
+
+/// XNACK on, but the GPU has no access to the range: the driver cannot recover the fault, and
+/// the kernel's access stays a VM fault.
+#[test]
+fn with_xnack_on_a_kernel_fault_without_access_is_still_a_vm_fault() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let s = Shader::new(&m, "gfx90a", true);
+    let gpu = s.c.gpu();
+    let (input, out, count) = scale_buffers();
+    set(
+        &s.c,
+        input.base,
+        PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_NO_ACCESS, gpu)],
+    )
+    .unwrap();
+    set(
+        &s.c,
+        count.base,
+        2 * PAGE,
+        &[
+            attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu),
+            attr(KFD_IOCTL_SVM_ATTR_GRANULARITY, 0),
+        ],
+    )
+    .unwrap();
+    let done = s.run(&m, "svm_scale", &[input.base, out.base, count.base], 64);
+    assert_eq!(done, 1);
+    assert!(
+        matches!(s.c.p.queue_error(s.queue.0), Some(QueueError::VmFault(f)) if f.va == input.base && !f.write)
+    );
+    // count's two pages were mapped (two recovered faults), then the load of `in` failed.
+    assert_eq!(s.c.p.svm_stats().recoverable_faults, 2);
+    assert_eq!((count.read_u32(0), count.read_u32(PAGE)), (32, 32));
+    assert_eq!(out.read_u32(0), 0);
 }

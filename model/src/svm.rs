@@ -32,6 +32,7 @@ use crate::errno::{Errno, KResult};
 use crate::hw::mem::{DeviceMemory, PAGE_SIZE};
 use crate::hw::vm::{Backing, UserMemory, VmMapping};
 use crate::process::{ProcessInner, ProcessState};
+use crate::smi::{self, MigrateTrigger, UnmapTrigger};
 use kfd_sys::*;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -536,11 +537,12 @@ pub(crate) fn sync_gpu_mappings(st: &ProcessState) {
 
 /// `svm_range_unmap_from_cpu`: the CPU no longer maps `[start, end)`; the ranges there go and
 /// the GPUs stop mapping them.
-pub(crate) fn cpu_unmapped(st: &mut ProcessState, start: u64, end: u64) {
+pub(crate) fn cpu_unmapped(st: &mut ProcessState, pid: u32, start: u64, end: u64) {
     let removed = st.svm.remove(start, end);
     if removed.is_empty() {
         return;
     }
+    unmap_from_gpus(st, pid, start, end, UnmapTrigger::UnmapFromCpu);
     for r in &removed {
         if let Some(v) = &r.vram {
             v.node.release_vram(r.len());
@@ -557,14 +559,14 @@ pub(crate) fn cpu_unmapped(st: &mut ProcessState, start: u64, end: u64) {
 pub(crate) fn reap_cpu_unmapped(p: &ProcessInner, st: &mut ProcessState) {
     let deferred = std::mem::take(&mut *crate::process::lock(&p.svm_deferred));
     for (s, e) in deferred {
-        cpu_unmapped(st, s, e);
+        cpu_unmapped(st, p.owner_pid, s, e);
     }
     let mut runs = Vec::new();
     for r in st.svm.iter() {
         unmapped_runs(r.start, r.end, &mut runs);
     }
     for (s, e) in runs {
-        cpu_unmapped(st, s, e);
+        cpu_unmapped(st, p.owner_pid, s, e);
     }
 }
 
@@ -650,8 +652,34 @@ fn best_prefetch_location(r: &SvmRange, xnack: bool, idx: impl Fn(u32) -> Option
     }
 }
 
+/// `svm_range_unmap_from_gpus`: the GPUs that map part of `[start, end)` as SVM memory stop
+/// mapping it (and SMI clients hear of it).
+fn unmap_from_gpus(st: &ProcessState, pid: u32, start: u64, end: u64, trigger: UnmapTrigger) {
+    for pdd in &st.pdds {
+        let mut vm = pdd.vm.write().unwrap_or_else(|e| e.into_inner());
+        let stale: Vec<u64> = vm
+            .mappings()
+            .filter(|m| m.handle == SVM_MAPPING_HANDLE && m.va < end && start < m.va + m.len)
+            .map(|m| m.va)
+            .collect();
+        if stale.is_empty() {
+            continue;
+        }
+        for va in stale {
+            vm.unmap(va);
+        }
+        smi::unmap_from_gpu(&pdd.node, pid, start, end, trigger);
+    }
+}
+
 /// Moves range `key` to `loc` (0: system memory, else a gpu_id). Returns whether bytes moved.
-fn migrate(st: &mut ProcessState, key: u64, loc: u32) -> KResult<bool> {
+fn migrate(
+    st: &mut ProcessState,
+    pid: u32,
+    key: u64,
+    loc: u32,
+    trigger: MigrateTrigger,
+) -> KResult<bool> {
     let node = if loc == KFD_IOCTL_SVM_LOCATION_SYSMEM {
         None
     } else {
@@ -667,29 +695,34 @@ fn migrate(st: &mut ProcessState, key: u64, loc: u32) -> KResult<bool> {
     // The GPUs lose the range before its bytes move (the MMU notifier's invalidation), so a
     // write the engines make meanwhile faults instead of landing in the old copy.
     let (start, end) = (r.start, r.end);
-    for pdd in &st.pdds {
-        let mut vm = pdd.vm.write().unwrap_or_else(|e| e.into_inner());
-        let stale: Vec<u64> = vm
-            .mappings()
-            .filter(|m| m.handle == SVM_MAPPING_HANDLE && m.va < end && start < m.va + m.len)
-            .map(|m| m.va)
-            .collect();
-        for va in stale {
-            vm.unmap(va);
-        }
-    }
+    let mut m = smi::Migration {
+        start,
+        end,
+        from: r.actual_loc(),
+        to: loc,
+        prefetch_loc: r.attrs.prefetch_loc,
+        preferred_loc: r.attrs.preferred_loc,
+        trigger,
+    };
+    unmap_from_gpus(st, pid, start, end, UnmapTrigger::MmuNotifyMigrate);
     let Some(r) = st.svm.ranges.get_mut(&key) else {
         return Ok(false);
     };
-    match node {
-        Some(n) => {
-            migrate_to_vram(r, &n)?;
-            st.svm.stats.migrations_to_vram += 1;
-        }
-        None => {
-            migrate_to_ram(r)?;
-            st.svm.stats.migrations_to_ram += 1;
-        }
+    // VRAM to another GPU's VRAM goes through system memory.
+    if let Some(v) = r.vram.clone() {
+        m.to = KFD_IOCTL_SVM_LOCATION_SYSMEM;
+        smi::migration_start(&v.node, pid, &m);
+        migrate_to_ram(r)?;
+        smi::migration_end(&v.node, pid, &m);
+        st.svm.stats.migrations_to_ram += 1;
+    }
+    if let Some(n) = node {
+        m.from = KFD_IOCTL_SVM_LOCATION_SYSMEM;
+        m.to = loc;
+        smi::migration_start(&n, pid, &m);
+        migrate_to_vram(r, &n)?;
+        smi::migration_end(&n, pid, &m);
+        st.svm.stats.migrations_to_vram += 1;
     }
     Ok(true)
 }
@@ -701,6 +734,7 @@ fn evict_for_migration(p: &ProcessInner, st: &mut ProcessState) -> bool {
         return false;
     }
     for pdd in &st.pdds {
+        smi::queue_eviction(&pdd.node, p.owner_pid, smi::EvictionTrigger::Svm);
         if let Err(e) = pdd.node.dqm().evict_process(&pdd.node.gpu, p.pasid) {
             log::debug!(target: "kfd::svm", "evicting for a migration on gpu {:#x}: {e}", pdd.node.gpu_id);
         }
@@ -719,6 +753,7 @@ fn restore_after_migration(p: &ProcessInner, st: &mut ProcessState) {
         {
             log::debug!(target: "kfd::svm", "restoring after a migration on gpu {:#x}: {e}", pdd.node.gpu_id);
         }
+        smi::queue_restore(&pdd.node, p.owner_pid, p.model.config.kernel);
     }
     st.svm.stats.queue_restores += 1;
     log::debug!(target: "kfd::svm", "pasid {:#x}: queues restored after a migration", p.pasid);
@@ -769,7 +804,7 @@ fn set_attr(
         if !evicted {
             evicted = evict_for_migration(p, st);
         }
-        if let Err(e) = migrate(st, k, best) {
+        if let Err(e) = migrate(st, p.owner_pid, k, best, MigrateTrigger::Prefetch) {
             result = Err(e);
             break;
         }
@@ -973,6 +1008,7 @@ pub(crate) fn restore_pages(p: &ProcessInner, node: &KfdNode, va: u64, write: bo
     let Some(r) = st.svm.find(page) else {
         return false;
     };
+    smi::page_fault_start(node, p.owner_pid, va, write);
     if (r.attrs.access | r.attrs.access_in_place) & (1 << gpuidx) == 0 {
         log::debug!(target: "kfd::svm", "fault at {va:#x}: gpu {:#x} has no access", node.gpu_id);
         return false;
@@ -990,9 +1026,13 @@ pub(crate) fn restore_pages(p: &ProcessInner, node: &KfdNode, va: u64, write: bo
     st.svm.split_at(gs);
     st.svm.split_at(ge);
     log::info!(target: "kfd::svm", "pasid {:#x}: recoverable GPU fault at {va:#x} on gpu {:#x} ({}): range [{gs:#x}, {ge:#x}) -> {}", p.pasid, node.gpu_id, if write { "write" } else { "read" }, if best == 0 { "system memory".to_owned() } else { format!("VRAM of gpu {best:#x}") });
-    if let Err(e) = migrate(&mut st, gs, best) {
-        log::warn!(target: "kfd::svm", "migration for the fault at {va:#x} failed: {e}; mapping in place");
-    }
+    let migrated = match migrate(&mut st, p.owner_pid, gs, best, MigrateTrigger::PagefaultGpu) {
+        Ok(moved) => moved,
+        Err(e) => {
+            log::warn!(target: "kfd::svm", "migration for the fault at {va:#x} failed: {e}; mapping in place");
+            false
+        }
+    };
     if let Some(r) = st.svm.ranges.get_mut(&gs) {
         r.fault_mapped |= 1 << gpuidx;
     }
@@ -1010,6 +1050,7 @@ pub(crate) fn restore_pages(p: &ProcessInner, node: &KfdNode, va: u64, write: bo
         return false;
     }
     st.svm.stats.recoverable_faults += 1;
+    smi::page_fault_end(node, p.owner_pid, va, migrated);
     log::info!(target: "kfd::svm", "pasid {:#x}: mapped on gpu {:#x}; the queue retries", p.pasid, node.gpu_id);
     true
 }

@@ -1064,3 +1064,297 @@ fn with_xnack_on_a_kernel_fault_without_access_is_still_a_vm_fault() {
     assert_eq!((count.read_u32(0), count.read_u32(PAGE)), (32, 32));
     assert_eq!(out.read_u32(0), 0);
 }
+
+/// An SMI event file of `gpu` (AMDKFD_IOC_SMI_EVENTS).
+struct Smi(std::os::fd::OwnedFd);
+
+impl Smi {
+    fn open(c: &Client, gpu: u32) -> KResult<Smi> {
+        use std::os::fd::FromRawFd;
+        let mut a = kfd_ioctl_smi_events_args {
+            gpuid: gpu,
+            anon_fd: u32::MAX,
+        };
+        ioctl(&c.p, AMDKFD_IOC_SMI_EVENTS, &mut a)?;
+        // SAFETY: the ioctl handed this descriptor to the caller.
+        Ok(Smi(unsafe {
+            std::os::fd::OwnedFd::from_raw_fd(a.anon_fd as i32)
+        }))
+    }
+
+    /// Enables the events `ids`.
+    fn enable(&self, ids: &[u32]) {
+        let mask = ids
+            .iter()
+            .fold(0u64, |m, &i| m | KFD_SMI_EVENT_MASK_FROM_INDEX(i));
+        assert_eq!(nix::unistd::write(&self.0, &mask.to_ne_bytes()), Ok(8));
+    }
+
+    /// Everything queued, as lines; an empty queue reads EAGAIN.
+    fn lines(&self) -> Vec<String> {
+        use std::os::fd::AsRawFd;
+        let mut text = Vec::new();
+        let mut buf = [0u8; 256];
+        loop {
+            match nix::unistd::read(self.0.as_raw_fd(), &mut buf) {
+                Ok(0) => break,
+                Ok(n) => text.extend_from_slice(&buf[..n]),
+                Err(nix::errno::Errno::EAGAIN) => break,
+                Err(e) => panic!("read: {e}"),
+            }
+        }
+        let text = String::from_utf8(text).unwrap();
+        assert!(text.is_empty() || text.ends_with('\n'), "{text:?}");
+        text.lines().map(str::to_owned).collect()
+    }
+}
+
+fn boottime_ns() -> i64 {
+    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_BOOTTIME).unwrap();
+    t.tv_sec() * 1_000_000_000 + t.tv_nsec()
+}
+
+/// Checks the SMI lines against `want` (event id and the text after the timestamp and pid,
+/// `"{id:x} {ns} -{pid} {rest}"`) and the timestamps against `[from, to]`, in order.
+fn check_smi(lines: &[String], want: &[(u32, String)], from: i64, to: i64) {
+    let pid = std::process::id();
+    let got: Vec<(u32, String)> = lines
+        .iter()
+        .map(|l| {
+            let mut f = l.splitn(4, ' ');
+            let id = u32::from_str_radix(f.next().unwrap(), 16).unwrap();
+            let ns: i64 = f.next().unwrap().parse().unwrap();
+            assert!(
+                from <= ns && ns <= to,
+                "{l}: time {ns} outside [{from}, {to}]"
+            );
+            assert_eq!(f.next(), Some(format!("-{pid}").as_str()), "{l}");
+            (id, f.next().unwrap_or("").to_owned())
+        })
+        .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn smi_events_file_mask_and_errnos() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let c = Client::new(&m);
+    assert_errno(
+        Smi::open(&c, 0x1234).map(|_| 0),
+        Errno::EINVAL,
+        "unknown gpu",
+    );
+    let smi = Smi::open(&c, c.gpu()).unwrap();
+    assert_eq!(
+        nix::unistd::read(std::os::fd::AsRawFd::as_raw_fd(&smi.0), &mut [0u8; 8]),
+        Err(nix::errno::Errno::EAGAIN),
+        "nothing queued"
+    );
+    // The file survives exec (the kernel's anon file has no O_CLOEXEC).
+    let flags =
+        nix::fcntl::fcntl(std::os::fd::AsRawFd::as_raw_fd(&smi.0), nix::fcntl::F_GETFD).unwrap();
+    assert_eq!(flags & libc::FD_CLOEXEC, 0);
+    assert_eq!(m.node(c.gpu()).unwrap().smi.len(), 1);
+    // A client that closed its file is gone.
+    drop(smi);
+    assert_eq!(m.node(c.gpu()).unwrap().smi.len(), 0);
+    // Without a mask nothing is queued; a mask write takes effect for the next event.
+    let smi = Smi::open(&c, c.gpu()).unwrap();
+    let (_qid, _q) = c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+    let mem = Anon::new(1);
+    set(
+        &c,
+        mem.base,
+        PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_ACCESS, c.gpu())],
+    )
+    .unwrap();
+    set(
+        &c,
+        mem.base,
+        PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, c.gpu())],
+    )
+    .unwrap();
+    assert!(smi.lines().is_empty());
+    smi.enable(&[KFD_SMI_EVENT_MIGRATE_START]);
+    set(
+        &c,
+        mem.base,
+        PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, 0)],
+    )
+    .unwrap();
+    let lines = smi.lines();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].starts_with("5 "), "{lines:?}");
+}
+
+/// XNACK off: a prefetch to VRAM evicts the queues, unmaps the range from the GPU, migrates
+/// it and restores the queues; a CPU munmap unmaps it from the GPU. Each client sees what
+/// its mask enables, in the kernel's text format.
+#[test]
+fn smi_events_of_a_migration_and_a_cpu_unmap() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let c = Client::new(&m);
+    let gpu = c.gpu();
+    let all = Smi::open(&c, gpu).unwrap();
+    all.enable(&[
+        KFD_SMI_EVENT_MIGRATE_START,
+        KFD_SMI_EVENT_MIGRATE_END,
+        KFD_SMI_EVENT_QUEUE_EVICTION,
+        KFD_SMI_EVENT_QUEUE_RESTORE,
+        KFD_SMI_EVENT_UNMAP_FROM_GPU,
+    ]);
+    let migrations = Smi::open(&c, gpu).unwrap();
+    migrations.enable(&[KFD_SMI_EVENT_MIGRATE_END]);
+    let (_qid, _q) = c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+    let mut mem = Anon::new(2);
+    let t0 = boottime_ns();
+    set(
+        &c,
+        mem.base,
+        2 * PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu)],
+    )
+    .unwrap();
+    set(
+        &c,
+        mem.base,
+        2 * PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, gpu)],
+    )
+    .unwrap();
+    let page = mem.base >> 12;
+    let undef = KFD_IOCTL_SVM_LOCATION_UNDEFINED;
+    let t1 = boottime_ns();
+    check_smi(
+        &all.lines(),
+        &[
+            (KFD_SMI_EVENT_QUEUE_EVICTION, format!("{gpu:x} 0")),
+            (
+                KFD_SMI_EVENT_UNMAP_FROM_GPU,
+                format!("@{page:x}(2) {gpu:x} 1"),
+            ),
+            (
+                KFD_SMI_EVENT_MIGRATE_START,
+                format!("@{page:x}(2) 0->{gpu:x} {gpu:x}:{undef:x} 0"),
+            ),
+            (
+                KFD_SMI_EVENT_MIGRATE_END,
+                format!("@{page:x}(2) 0->{gpu:x} 0"),
+            ),
+            (KFD_SMI_EVENT_QUEUE_RESTORE, format!("{gpu:x} 0")),
+        ],
+        t0,
+        t1,
+    );
+    check_smi(
+        &migrations.lines(),
+        &[(
+            KFD_SMI_EVENT_MIGRATE_END,
+            format!("@{page:x}(2) 0->{gpu:x} 0"),
+        )],
+        t0,
+        t1,
+    );
+    // The CPU unmaps the range: the GPU stops mapping it (trigger UNMAP_FROM_CPU).
+    mem.unmap();
+    assert!(ranges(&c).is_empty());
+    check_smi(
+        &all.lines(),
+        &[(
+            KFD_SMI_EVENT_UNMAP_FROM_GPU,
+            format!("@{page:x}(2) {gpu:x} 2"),
+        )],
+        t1,
+        boottime_ns(),
+    );
+    assert!(migrations.lines().is_empty());
+}
+
+/// XNACK on: a recoverable fault is reported from start (`W` write) to end (`M` migrated),
+/// with the migration it caused (trigger PAGEFAULT_GPU) between; a fault the driver cannot
+/// recover is a device-wide VM_FAULT event naming the process.
+#[test]
+fn smi_events_of_a_recoverable_fault_and_a_vm_fault() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let c = Client::new(&m);
+    let gpu = c.gpu();
+    assert_eq!(xnack(&c, 1), Ok(1));
+    let smi = Smi::open(&c, gpu).unwrap();
+    smi.enable(&[
+        KFD_SMI_EVENT_VMFAULT,
+        KFD_SMI_EVENT_PAGE_FAULT_START,
+        KFD_SMI_EVENT_PAGE_FAULT_END,
+        KFD_SMI_EVENT_MIGRATE_START,
+        KFD_SMI_EVENT_MIGRATE_END,
+        KFD_SMI_EVENT_UNMAP_FROM_GPU,
+    ]);
+    let mem = Anon::new(2);
+    set(
+        &c,
+        mem.base,
+        2 * PAGE,
+        &[
+            attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu),
+            attr(KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, gpu),
+            attr(KFD_IOCTL_SVM_ATTR_GRANULARITY, 0),
+        ],
+    )
+    .unwrap();
+    let (qid, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+    let mut ring = RingWriter::sdma(&q);
+    let t0 = boottime_ns();
+    sdma_write(&c, &q, &mut ring, mem.at(1) + 8, &[7]);
+    assert_eq!(mem.read_u32(PAGE + 8), 7);
+    let p1 = mem.at(1) >> 12;
+    let undef = KFD_IOCTL_SVM_LOCATION_UNDEFINED;
+    check_smi(
+        &smi.lines(),
+        &[
+            (
+                KFD_SMI_EVENT_PAGE_FAULT_START,
+                format!("@{p1:x}({gpu:x}) W"),
+            ),
+            (
+                KFD_SMI_EVENT_MIGRATE_START,
+                format!("@{p1:x}(1) 0->{gpu:x} {undef:x}:{gpu:x} 1"),
+            ),
+            (
+                KFD_SMI_EVENT_MIGRATE_END,
+                format!("@{p1:x}(1) 0->{gpu:x} 1"),
+            ),
+            (KFD_SMI_EVENT_PAGE_FAULT_END, format!("@{p1:x}({gpu:x}) M")),
+        ],
+        t0,
+        boottime_ns(),
+    );
+    // No access: the fault is not recovered; a VM_FAULT line "pid:task" for every client.
+    set(
+        &c,
+        mem.base,
+        PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_NO_ACCESS, gpu)],
+    )
+    .unwrap();
+    let t1 = boottime_ns();
+    sdma_write(&c, &q, &mut ring, mem.base, &[1]);
+    assert!(matches!(c.p.queue_error(qid), Some(QueueError::VmFault(_))));
+    let lines = smi.lines();
+    let p0 = mem.base >> 12;
+    check_smi(
+        &lines[..1],
+        &[(
+            KFD_SMI_EVENT_PAGE_FAULT_START,
+            format!("@{p0:x}({gpu:x}) W"),
+        )],
+        t1,
+        boottime_ns(),
+    );
+    let comm = std::fs::read_to_string("/proc/self/comm").unwrap();
+    assert_eq!(
+        lines[1..],
+        [format!("1 {:x}:{}", std::process::id(), comm.trim_end())]
+    );
+}

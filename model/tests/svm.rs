@@ -1358,3 +1358,206 @@ fn smi_events_of_a_recoverable_fault_and_a_vm_fault() {
         [format!("1 {:x}:{}", std::process::id(), comm.trim_end())]
     );
 }
+
+fn protect(addr: u64, len: u64, prot: ProtFlags) {
+    // SAFETY: pages of the test's own anonymous mappings.
+    unsafe { nix::sys::mman::mprotect(NonNull::new(addr as *mut _).unwrap(), len as usize, prot) }
+        .unwrap();
+}
+
+/// One SDMA linear copy, run to idle.
+fn sdma_copy(c: &Client, q: &QueueBufs, ring: &mut RingWriter, src: u64, dst: u64, n: u64) {
+    use pm4::sdma::SdmaCopyLinear;
+    use pm4::SdmaGen;
+    ring.push(
+        q,
+        &SdmaCopyLinear::new(SdmaGen::Sdma4, src, dst, n).unwrap(),
+    );
+    c.submit(q, ring.wptr());
+    c.model.run_until_idle();
+}
+
+/// XNACK off: `mprotect` read-only is an MMU-notifier event: the queues are evicted, the GPU
+/// mapping is rebuilt read-only (the GPU reads but a write faults), and the queues restored.
+#[test]
+fn mprotect_read_only_makes_the_gpu_mapping_read_only() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let c = Client::new(&m);
+    let gpu = c.gpu();
+    let mem = Anon::new(2);
+    set(
+        &c,
+        mem.base,
+        2 * PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu)],
+    )
+    .unwrap();
+    let (qid, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+    let mut ring = RingWriter::sdma(&q);
+    sdma_write(&c, &q, &mut ring, mem.base, &[0x11]);
+    assert_eq!(mem.read_u32(0), 0x11);
+    let smi = Smi::open(&c, gpu).unwrap();
+    smi.enable(&[
+        KFD_SMI_EVENT_QUEUE_EVICTION,
+        KFD_SMI_EVENT_QUEUE_RESTORE,
+        KFD_SMI_EVENT_UNMAP_FROM_GPU,
+    ]);
+    let t0 = boottime_ns();
+    protect(mem.base, PAGE, ProtFlags::PROT_READ);
+    c.p.svm_cpu_protection_changed(mem.base, PAGE);
+    check_smi(
+        &smi.lines(),
+        &[
+            (KFD_SMI_EVENT_QUEUE_EVICTION, format!("{gpu:x} 0")),
+            (KFD_SMI_EVENT_QUEUE_RESTORE, format!("{gpu:x} 0")),
+        ],
+        t0,
+        boottime_ns(),
+    );
+    let s = c.p.svm_stats();
+    assert_eq!(
+        (
+            s.cpu_protection_changes,
+            s.queue_evictions,
+            s.queue_restores
+        ),
+        (1, 1, 1)
+    );
+    let r = ranges(&c);
+    assert_eq!(
+        r.iter().map(|x| (x.0, x.1)).collect::<Vec<_>>(),
+        vec![(mem.base, mem.at(1)), (mem.at(1), mem.at(2))],
+        "the range split where the protection changed"
+    );
+    // The GPU still reads the read-only page and writes the other one.
+    sdma_copy(&c, &q, &mut ring, mem.base, mem.at(1) + 16, 4);
+    assert_eq!(mem.read_u32(PAGE + 16), 0x11);
+    assert_eq!(c.p.queue_error(qid), None);
+    // A write to the read-only page is a VM fault on a present page.
+    sdma_write(&c, &q, &mut ring, mem.base + 4, &[0x22]);
+    assert!(
+        matches!(c.p.queue_error(qid), Some(QueueError::VmFault(f)) if f.va == mem.base + 4 && f.write && !f.not_present),
+        "{:?}",
+        c.p.queue_error(qid)
+    );
+    assert_eq!(mem.read_u32(4), 0);
+    protect(mem.base, PAGE, ProtFlags::PROT_READ | ProtFlags::PROT_WRITE);
+}
+
+/// XNACK on: a protection change takes the pages from the GPU (UNMAP_FROM_GPU, trigger
+/// MMU_NOTIFY); the next access faults them in again if the CPU mapping allows it, and a
+/// write to a page the CPU may only read is not recovered.
+#[test]
+fn mprotect_with_xnack_on_unmaps_and_the_fault_checks_the_cpu_protection() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let c = Client::new(&m);
+    let gpu = c.gpu();
+    assert_eq!(xnack(&c, 1), Ok(1));
+    let mem = Anon::new(1);
+    set(&c, mem.base, PAGE, &[attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu)]).unwrap();
+    let (qid, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+    let mut ring = RingWriter::sdma(&q);
+    sdma_write(&c, &q, &mut ring, mem.base, &[1]);
+    assert_eq!(c.p.svm_stats().recoverable_faults, 1);
+    let smi = Smi::open(&c, gpu).unwrap();
+    smi.enable(&[KFD_SMI_EVENT_UNMAP_FROM_GPU, KFD_SMI_EVENT_QUEUE_EVICTION]);
+    let t0 = boottime_ns();
+    protect(mem.base, PAGE, ProtFlags::PROT_READ);
+    c.p.svm_cpu_protection_changed(mem.base, PAGE);
+    let page = mem.base >> 12;
+    check_smi(
+        &smi.lines(),
+        &[(
+            KFD_SMI_EVENT_UNMAP_FROM_GPU,
+            format!("@{page:x}(1) {gpu:x} 0"),
+        )],
+        t0,
+        boottime_ns(),
+    );
+    // Writable again: the next write faults and is recovered.
+    protect(mem.base, PAGE, ProtFlags::PROT_READ | ProtFlags::PROT_WRITE);
+    c.p.svm_cpu_protection_changed(mem.base, PAGE);
+    sdma_write(&c, &q, &mut ring, mem.base, &[2]);
+    assert_eq!(
+        (mem.read_u32(0), c.p.svm_stats().recoverable_faults),
+        (2, 2)
+    );
+    // Read-only: a write faults and the driver refuses it.
+    protect(mem.base, PAGE, ProtFlags::PROT_READ);
+    c.p.svm_cpu_protection_changed(mem.base, PAGE);
+    sdma_write(&c, &q, &mut ring, mem.base, &[3]);
+    assert!(matches!(c.p.queue_error(qid), Some(QueueError::VmFault(f)) if f.write));
+    assert_eq!(
+        (mem.read_u32(0), c.p.svm_stats().recoverable_faults),
+        (2, 2)
+    );
+    protect(mem.base, PAGE, ProtFlags::PROT_READ | ProtFlags::PROT_WRITE);
+}
+
+/// fork: the parent's ranges are invalidated (XNACK off: queues evicted and restored) and the
+/// GPU keeps working on the parent's pages; the child gets its own copy of a range that
+/// lives in VRAM — its writes do not reach the parent, and it reads the parent's bytes.
+#[test]
+fn fork_gives_the_child_a_private_copy_and_the_parent_keeps_its_gpu_mapping() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let c = Client::new(&m);
+    let gpu = c.gpu();
+    let mem = Anon::new(2);
+    mem.write_u32(0, 0xAAAA);
+    set(
+        &c,
+        mem.base,
+        2 * PAGE,
+        &[
+            attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu),
+            attr(KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, gpu),
+        ],
+    )
+    .unwrap();
+    assert_eq!(ranges(&c)[0].2, gpu, "in VRAM");
+    let (qid, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+    let mut ring = RingWriter::sdma(&q);
+    let smi = Smi::open(&c, gpu).unwrap();
+    smi.enable(&[KFD_SMI_EVENT_QUEUE_EVICTION, KFD_SMI_EVENT_QUEUE_RESTORE]);
+    let base = mem.base;
+    // SAFETY: the child only reads and writes the test's memory and leaves with _exit.
+    match unsafe { nix::unistd::fork() }.unwrap() {
+        nix::unistd::ForkResult::Child => {
+            // SAFETY: the range, private to this child now.
+            let ok = unsafe {
+                let seen = std::ptr::read_volatile(base as *const u32);
+                std::ptr::write_volatile(base as *mut u32, 0xC0DE);
+                seen == 0xAAAA && std::ptr::read_volatile(base as *const u32) == 0xC0DE
+            };
+            // SAFETY: leaves the child without running the parent's destructors.
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) }
+        }
+        nix::unistd::ForkResult::Parent { child } => {
+            let t0 = boottime_ns();
+            c.p.svm_forked();
+            let status = nix::sys::wait::waitpid(child, None).unwrap();
+            assert_eq!(
+                status,
+                nix::sys::wait::WaitStatus::Exited(child, 0),
+                "the child read the parent's bytes from its own copy"
+            );
+            check_smi(
+                &smi.lines(),
+                &[
+                    (KFD_SMI_EVENT_QUEUE_EVICTION, format!("{gpu:x} 0")),
+                    (KFD_SMI_EVENT_QUEUE_RESTORE, format!("{gpu:x} 0")),
+                ],
+                t0,
+                boottime_ns(),
+            );
+        }
+    }
+    assert_eq!(
+        mem.read_u32(0),
+        0xAAAA,
+        "the child's write stayed in the child"
+    );
+    sdma_write(&c, &q, &mut ring, mem.base + 8, &[0xBB]);
+    assert_eq!(mem.read_u32(8), 0xBB);
+    assert_eq!(c.p.queue_error(qid), None);
+}

@@ -587,7 +587,8 @@ fn set_xnack_mode(p: &ProcessInner, a: &mut kfd_ioctl_set_xnack_mode_args) -> KR
             if want && !st.pdds.iter().all(|d| d.node.supports_xnack()) {
                 return Err(Errno::EPERM);
             }
-            st.xnack_enabled = want;
+            // SVM memory counts against the system-memory limit only with XNACK off.
+            crate::svm::switch_xnack_reserve_mem(p, &mut st, want)?;
             // The mapping policy differs per mode (XNACK on maps lazily).
             crate::svm::sync_gpu_mappings(&st);
         }

@@ -820,7 +820,7 @@ impl Process {
         match self.inner.state.try_lock() {
             Ok(mut st) => {
                 crate::svm::reap_cpu_unmapped(&self.inner, &mut st);
-                crate::svm::cpu_unmapped(&mut st, self.inner.owner_pid, addr, end);
+                crate::svm::cpu_unmapped(&self.inner, &mut st, addr, end);
             }
             Err(_) => lock(&self.inner.svm_deferred).push(crate::svm::CpuChange::Unmap(addr, end)),
         }

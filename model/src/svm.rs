@@ -245,6 +245,8 @@ pub struct SvmStats {
     pub cpu_unmaps: u64,
     /// Notifier calls for a CPU protection change (`mprotect`, fork) that hit ranges.
     pub cpu_protection_changes: u64,
+    /// Bytes of the ranges held against the system-memory limit (XNACK off only).
+    pub reserved_bytes: u64,
 }
 
 /// The SVM ranges of one process (`svm_range_list`).
@@ -612,12 +614,16 @@ pub(crate) fn sync_gpu_mappings(st: &ProcessState) {
 
 /// `svm_range_unmap_from_cpu`: the CPU no longer maps `[start, end)`; the ranges there go and
 /// the GPUs stop mapping them.
-pub(crate) fn cpu_unmapped(st: &mut ProcessState, pid: u32, start: u64, end: u64) {
+pub(crate) fn cpu_unmapped(p: &ProcessInner, st: &mut ProcessState, start: u64, end: u64) {
     let removed = st.svm.remove(start, end);
     if removed.is_empty() {
         return;
     }
-    unmap_from_gpus(st, pid, start, end, UnmapTrigger::UnmapFromCpu);
+    unmap_from_gpus(st, p.owner_pid, start, end, UnmapTrigger::UnmapFromCpu);
+    if !st.xnack_enabled {
+        let bytes = removed.iter().map(SvmRange::len).sum();
+        unreserve(p, st, bytes);
+    }
     for r in &removed {
         if let Some(v) = &r.vram {
             v.node.release_vram(r.len());
@@ -686,7 +692,7 @@ pub(crate) fn reap_cpu_unmapped(p: &ProcessInner, st: &mut ProcessState) {
     let deferred = std::mem::take(&mut *crate::process::lock(&p.svm_deferred));
     for change in deferred {
         match change {
-            CpuChange::Unmap(s, e) => cpu_unmapped(st, p.owner_pid, s, e),
+            CpuChange::Unmap(s, e) => cpu_unmapped(p, st, s, e),
             CpuChange::Protect(s, e) => cpu_protection_changed(p, st, s, e),
         }
     }
@@ -695,7 +701,7 @@ pub(crate) fn reap_cpu_unmapped(p: &ProcessInner, st: &mut ProcessState) {
         unmapped_runs(r.start, r.end, &mut runs);
     }
     for (s, e) in runs {
-        cpu_unmapped(st, p.owner_pid, s, e);
+        cpu_unmapped(p, st, s, e);
     }
 }
 
@@ -876,10 +882,43 @@ mod fork_views {
     }
 }
 
+/// `amdgpu_amdkfd_unreserve_mem_limit` of SVM bytes (charged as USERPTR: system memory).
+fn unreserve(p: &ProcessInner, st: &mut ProcessState, bytes: u64) {
+    p.model.mem_limit.unreserve(bytes, 0);
+    st.svm.stats.reserved_bytes = st.svm.stats.reserved_bytes.saturating_sub(bytes);
+}
+
+/// `svm_range_switch_xnack_reserve_mem`: with XNACK off every page of every range counts
+/// against the system-memory limit as USERPTR memory does; with XNACK on none does (pages
+/// are only mapped when faulted, and can be evicted). Turning XNACK off reserves them all,
+/// or nothing and `ENOMEM` (the mode stays on); turning it on gives them back. Sets the mode.
+pub(crate) fn switch_xnack_reserve_mem(
+    p: &ProcessInner,
+    st: &mut ProcessState,
+    xnack: bool,
+) -> KResult<()> {
+    reap_cpu_unmapped(p, st);
+    let bytes: u64 = st.svm.iter().map(SvmRange::len).sum();
+    if xnack {
+        unreserve(p, st, bytes);
+    } else if bytes != 0 {
+        p.model.mem_limit.reserve(bytes, 0).inspect_err(|_| {
+            log::debug!(target: "kfd::svm", "pasid {:#x}: XNACK off would hold {bytes:#x} bytes of SVM memory over the limit", p.pasid);
+        })?;
+        st.svm.stats.reserved_bytes += bytes;
+    }
+    st.xnack_enabled = xnack;
+    Ok(())
+}
+
 /// Process teardown: ranges in VRAM go back to system memory so the CPU keeps its bytes.
 pub(crate) fn teardown(p: &ProcessInner, st: &mut ProcessState) {
     reap_cpu_unmapped(p, st);
     let all = std::mem::take(&mut st.svm.ranges);
+    if !st.xnack_enabled {
+        let bytes = all.values().map(SvmRange::len).sum();
+        unreserve(p, st, bytes);
+    }
     for (_, mut r) in all {
         if let Err(e) = migrate_to_ram(&mut r) {
             log::warn!(target: "kfd::svm", "[{:#x}, {:#x}) left in VRAM at teardown: {e}", r.start, r.end);
@@ -1088,6 +1127,25 @@ fn set_attr(
     if !cpu_read_write(start, end) {
         log::debug!(target: "kfd::svm", "[{start:#x}, {end:#x}) is not all readable and writable by the CPU");
         return Err(Errno::EFAULT);
+    }
+    // `svm_range_new`: with XNACK off the pages no range held yet count against the
+    // system-memory limit (as USERPTR memory).
+    if !st.xnack_enabled {
+        let covered: u64 = st
+            .svm
+            .keys_in(start, end)
+            .map(|k| {
+                let r = &st.svm.ranges[&k];
+                r.end.min(end) - r.start.max(start)
+            })
+            .sum();
+        let new = (end - start) - covered;
+        if new != 0 {
+            p.model.mem_limit.reserve(new, 0).inspect_err(|_| {
+                log::info!(target: "kfd::svm", "SVM mapping failed, exceeds resident system memory limit");
+            })?;
+            st.svm.stats.reserved_bytes += new;
+        }
     }
     let fresh = SvmAttributes::new_range(all_gpus(st), st.xnack_enabled);
     let keys = st.svm.carve(start, end, fresh);

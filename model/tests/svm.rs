@@ -53,6 +53,9 @@ impl Anon {
     fn at(&self, page: u64) -> u64 {
         self.base + page * PAGE
     }
+    fn end(&self) -> u64 {
+        self.base + self.len
+    }
     fn read_u32(&self, off: u64) -> u32 {
         // SAFETY: inside the mapping; the GPU model is idle while the test reads.
         unsafe { std::ptr::read_volatile((self.base + off) as *const u32) }
@@ -1560,4 +1563,83 @@ fn fork_gives_the_child_a_private_copy_and_the_parent_keeps_its_gpu_mapping() {
     sdma_write(&c, &q, &mut ring, mem.base + 8, &[0xBB]);
     assert_eq!(mem.read_u32(8), 0xBB);
     assert_eq!(c.p.queue_error(qid), None);
+}
+
+/// A private anonymous mapping of `bytes` that reserves no swap and is never touched.
+fn lazy(bytes: u64) -> Anon {
+    let len = std::num::NonZeroUsize::new(bytes as usize).unwrap();
+    // SAFETY: a fresh private mapping the test owns (unmapped by Anon's drop).
+    let p = unsafe {
+        mmap_anonymous(
+            None,
+            len,
+            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+            MapFlags::MAP_PRIVATE | MapFlags::MAP_NORESERVE,
+        )
+    }
+    .unwrap();
+    Anon {
+        base: p.as_ptr() as u64,
+        len: bytes,
+    }
+}
+
+/// `svm_range_new` / `svm_range_switch_xnack_reserve_mem`: with XNACK off every SVM page
+/// counts against the machine's system-memory limit (as USERPTR memory); with XNACK on none
+/// does. With 1 GiB of system memory, Linux 6.12's limit is (1 GiB − 1/64) / 2 = 504 MiB.
+#[test]
+fn svm_memory_counts_against_the_system_limit_only_with_xnack_off() {
+    const MIB: u64 = 1 << 20;
+    let m = model_with(
+        ModelConfig::new(Preset::Gfx90a)
+            .with_engine_thread(false)
+            .with_system_memory(1 << 30),
+    );
+    let c = Client::new(&m);
+    let gpu = c.gpu();
+    let acc = [attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu)];
+    let mut a = lazy(300 * MIB);
+    let mut b = lazy(300 * MIB);
+    set(&c, a.base, a.len, &acc).unwrap();
+    assert_eq!(c.p.svm_stats().reserved_bytes, 300 * MIB);
+    // Setting attributes again on held pages reserves nothing more.
+    set(
+        &c,
+        a.base,
+        a.len,
+        &[attr(KFD_IOCTL_SVM_ATTR_GRANULARITY, 4)],
+    )
+    .unwrap();
+    assert_eq!(c.p.svm_stats().reserved_bytes, 300 * MIB);
+    assert_errno(
+        set(&c, b.base, b.len, &acc),
+        Errno::ENOMEM,
+        "600 MiB > 504 MiB",
+    );
+    assert!(ranges(&c).iter().all(|r| r.1 <= b.base || r.0 >= b.end()));
+    // XNACK on: nothing is held, so b fits.
+    assert_eq!(xnack(&c, 1), Ok(1));
+    assert_eq!(c.p.svm_stats().reserved_bytes, 0);
+    set(&c, b.base, b.len, &acc).unwrap();
+    assert_eq!(c.p.svm_stats().reserved_bytes, 0);
+    // XNACK off must hold both: over the limit, refused, and the mode stays on.
+    assert_errno(xnack(&c, 0), Errno::ENOMEM, "600 MiB of ranges");
+    assert_eq!(xnack(&c, -1), Ok(1));
+    // The CPU unmaps b: its range goes, and XNACK off holds a again.
+    b.unmap();
+    assert_eq!(xnack(&c, 0), Ok(0));
+    assert_eq!(c.p.svm_stats().reserved_bytes, 300 * MIB);
+    let d = lazy(204 * MIB);
+    let e = lazy(4096);
+    set(&c, d.base, d.len, &acc).unwrap();
+    assert_eq!(
+        c.p.svm_stats().reserved_bytes,
+        504 * MIB,
+        "exactly at the limit"
+    );
+    assert_errno(set(&c, e.base, e.len, &acc), Errno::ENOMEM, "one page over");
+    // Unmapping a gives its 300 MiB back.
+    a.unmap();
+    set(&c, e.base, e.len, &acc).unwrap();
+    assert_eq!(c.p.svm_stats().reserved_bytes, 204 * MIB + 4096);
 }

@@ -1261,7 +1261,9 @@ fn smi_events_of_a_migration_and_a_cpu_unmap() {
         t0,
         t1,
     );
-    // The CPU unmaps the range: the GPU stops mapping it (trigger UNMAP_FROM_CPU).
+    // The CPU unmaps the range (the shim's notifier first): the GPU stops mapping it
+    // (trigger UNMAP_FROM_CPU).
+    c.p.svm_cpu_unmapped(mem.base, mem.len);
     mem.unmap();
     assert!(ranges(&c).is_empty());
     check_smi(
@@ -1625,7 +1627,9 @@ fn svm_memory_counts_against_the_system_limit_only_with_xnack_off() {
     // XNACK off must hold both: over the limit, refused, and the mode stays on.
     assert_errno(xnack(&c, 0), Errno::ENOMEM, "600 MiB of ranges");
     assert_eq!(xnack(&c, -1), Ok(1));
-    // The CPU unmaps b: its range goes, and XNACK off holds a again.
+    // The CPU unmaps b (telling the driver first, as the shim does: a parallel test may map
+    // the address again before the driver looks): its range goes, and XNACK off holds a.
+    c.p.svm_cpu_unmapped(b.base, b.len);
     b.unmap();
     assert_eq!(xnack(&c, 0), Ok(0));
     assert_eq!(c.p.svm_stats().reserved_bytes, 300 * MIB);
@@ -1639,6 +1643,7 @@ fn svm_memory_counts_against_the_system_limit_only_with_xnack_off() {
     );
     assert_errno(set(&c, e.base, e.len, &acc), Errno::ENOMEM, "one page over");
     // Unmapping a gives its 300 MiB back.
+    c.p.svm_cpu_unmapped(a.base, a.len);
     a.unmap();
     set(&c, e.base, e.len, &acc).unwrap();
     assert_eq!(c.p.svm_stats().reserved_bytes, 204 * MIB + 4096);

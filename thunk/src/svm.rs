@@ -362,9 +362,8 @@ impl Kfd {
             .filter(|&fd| fd >= 0)
             .ok_or_else(|| Error::bad_answer("SMI_EVENTS", "no file descriptor"))?;
         // SAFETY: the driver handed this new descriptor to the caller, which owns it now.
-        Ok(SmiEvents {
-            fd: unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) },
-        })
+        let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+        Ok(SmiEvents { fd })
     }
 }
 

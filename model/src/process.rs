@@ -834,10 +834,12 @@ impl Process {
     pub fn svm_cpu_protection_changed(&self, addr: u64, len: u64) {
         let end = addr.saturating_add(len);
         match self.inner.state.try_lock() {
-            Ok(mut st) => {
+            // Most protection changes touch no SVM range: nothing to look at then.
+            Ok(mut st) if st.svm.overlaps(addr, end) => {
                 crate::svm::reap_cpu_unmapped(&self.inner, &mut st);
                 crate::svm::cpu_protection_changed(&self.inner, &mut st, addr, end);
             }
+            Ok(_) => {}
             Err(_) => {
                 lock(&self.inner.svm_deferred).push(crate::svm::CpuChange::Protect(addr, end))
             }

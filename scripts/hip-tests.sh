@@ -31,7 +31,10 @@
 #   scratch_fs, apertures_fs  scratch and apertures built with flat scratch (scratch_*
 #                instructions, FLAT_SCRATCH from the flat scratch init SGPRs);
 #   mfma         (gfx90a only) v_mfma_f32_16x16x4f32, _4x4x1f32 and _32x32x2f32 with
-#                operands laid out as AMD documents, against a host matrix product.
+#                operands laid out as AMD documents, against a host matrix product;
+#   managed      hipMallocManaged memory written by the CPU, used by a kernel (loads, stores,
+#                atomics) and read back without copies; on gfx90a also with HSA_XNACK=1, where
+#                the kernel's first touches are recoverable GPU page faults (SVM).
 # Prints one PASS/FAIL/SKIP line per check and ends with "hip: N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -56,7 +59,7 @@ $CARGO build -q -p kfd-preload || { echo "hip: cargo build -p kfd-preload failed
 shim=$(realpath "$target_dir/debug/libkfd_preload.so")
 
 programs=(vadd lds_atomics scratch wild_pointer trap printf shuffle grid3d memcpy math illegal forever
-  apertures)
+  apertures managed)
 # Built a second time with flat scratch (the host compile ignores the device feature).
 flat_scratch_programs=(scratch apertures)
 archs=(gfx900 gfx90a)
@@ -85,7 +88,7 @@ run() { # program arch -> status in $status, output in $work/<program>-<arch>.lo
 }
 
 for arch in "${archs[@]}"; do
-  for p in vadd lds_atomics scratch shuffle grid3d memcpy math apertures scratch_fs apertures_fs mfma; do
+  for p in vadd lds_atomics scratch shuffle grid3d memcpy math apertures scratch_fs apertures_fs mfma managed; do
     [ -x "$work/$p-$arch" ] || continue
     run "$p" "$arch"
     name=${p%_fs} # the flat-scratch builds print their source's name
@@ -136,6 +139,22 @@ for arch in "${archs[@]}"; do
     else
       fail "illegal on $arch (exit $status)"
       tail -n 20 "$work/illegal-$arch.log" | sed 's/^/    /'
+    fi
+  fi
+  if [ "$arch" = gfx90a ] && [ -x "$work/managed-$arch" ]; then
+    # XNACK on: ROCr hands managed memory to the GPU as SVM ranges mapped on first touch.
+    exec 3>&2 2>/dev/null
+    HSA_XNACK=1 KFD_MODEL_PRESET=$arch LD_PRELOAD=$shim timeout 60 "$work/managed-$arch" \
+      >"$work/managed-xnack.log" 2>&1
+    status=$?
+    exec 2>&3 3>&-
+    last=$(grep "^managed:" "$work/managed-xnack.log" | tail -n 1)
+    faults=$(grep -c "GPU VM fault" "$work/managed-xnack.log")
+    if [ $status -eq 0 ] && [ "${last%% (*}" = "managed: ok" ] && [ "$faults" -gt 0 ]; then
+      pass "managed on $arch with HSA_XNACK=1 ($last; $faults recovered GPU faults)"
+    else
+      fail "managed on $arch with HSA_XNACK=1 (exit $status, $faults GPU faults; last line: ${last:-none})"
+      tail -n 20 "$work/managed-xnack.log" | sed 's/^/    /'
     fi
   fi
   if [ -x "$work/forever-$arch" ]; then

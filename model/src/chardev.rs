@@ -149,7 +149,7 @@ fn dispatch(p: &ProcessInner, nr: u32, kbuf: &mut [u8]) -> KResult<i32> {
         0x1E => with(kbuf, |a: &mut kfd_ioctl_alloc_queue_gws_args| {
             crate::pqm::alloc_gws(p, a)
         }),
-        0x1F => not_modelled(p, "AMDKFD_IOC_SMI_EVENTS"),
+        0x1F => with(kbuf, |a| crate::smi::open(p, a)),
         0x20 => crate::svm::ioctl(p, kbuf),
         0x21 => with(kbuf, |a| set_xnack_mode(p, a)),
         0x22 => not_modelled(p, "AMDKFD_IOC_CRIU_OP"),
@@ -587,7 +587,8 @@ fn set_xnack_mode(p: &ProcessInner, a: &mut kfd_ioctl_set_xnack_mode_args) -> KR
             if want && !st.pdds.iter().all(|d| d.node.supports_xnack()) {
                 return Err(Errno::EPERM);
             }
-            st.xnack_enabled = want;
+            // SVM memory counts against the system-memory limit only with XNACK off.
+            crate::svm::switch_xnack_reserve_mem(p, &mut st, want)?;
             // The mapping policy differs per mode (XNACK on maps lazily).
             crate::svm::sync_gpu_mappings(&st);
         }

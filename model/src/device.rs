@@ -210,6 +210,8 @@ pub struct KfdNode {
     pub(crate) bo_offsets: Mutex<HashMap<u64, std::sync::Weak<crate::memory::Bo>>>,
     next_bo_offset: AtomicU64,
     dqm: Mutex<Dqm>,
+    /// Readers of the GPU's SMI events (`AMDKFD_IOC_SMI_EVENTS`).
+    pub smi: crate::smi::SmiClients,
 }
 
 /// First render-node mmap offset handed out (DRM's `DRM_FILE_PAGE_OFFSET_START` in bytes).
@@ -237,6 +239,7 @@ impl KfdNode {
             bo_offsets: Mutex::new(HashMap::new()),
             next_bo_offset: AtomicU64::new(DRM_FILE_OFFSET_START),
             dqm: Mutex::new(Dqm::new(cfg, pm)),
+            smi: crate::smi::SmiClients::default(),
         })
     }
 

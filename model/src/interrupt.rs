@@ -131,6 +131,7 @@ fn handle(model: &ModelInner, node: &KfdNode, e: &IhEntry) {
                 data.va,
                 node.gpu_id
             );
+            crate::smi::vm_fault(node, p.owner_pid);
             if let Err(err) = node.dqm().evict_process(&node.gpu, p.pasid) {
                 log::warn!(target: "kfd::interrupt", "evicting after the VM fault failed: {err:?}");
             }

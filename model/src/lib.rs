@@ -47,6 +47,7 @@ pub mod memory;
 pub mod packet_manager;
 pub mod pqm;
 pub mod process;
+pub mod smi;
 pub mod svm;
 pub mod tmpdirs;
 pub mod topology;

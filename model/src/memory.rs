@@ -91,7 +91,7 @@ impl KfdMemLimit {
     }
 
     /// `amdgpu_amdkfd_reserve_mem_limit`.
-    fn reserve(&self, system: u64, ttm: u64) -> KResult<()> {
+    pub(crate) fn reserve(&self, system: u64, ttm: u64) -> KResult<()> {
         let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
         let sys_total = used.0.checked_add(system).ok_or(Errno::ENOMEM)?;
         let ttm_total = used.1.checked_add(ttm).ok_or(Errno::ENOMEM)?;
@@ -104,7 +104,7 @@ impl KfdMemLimit {
     }
 
     /// `amdgpu_amdkfd_unreserve_mem_limit`.
-    fn unreserve(&self, system: u64, ttm: u64) {
+    pub(crate) fn unreserve(&self, system: u64, ttm: u64) {
         let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
         used.0 = used.0.saturating_sub(system);
         used.1 = used.1.saturating_sub(ttm);

@@ -674,7 +674,7 @@ pub(crate) struct ProcessInner {
     pub state: Mutex<ProcessState>,
     pub user: Arc<dyn UserAccess>,
     /// CPU unmaps reported while the state was locked, for the next SVM entry.
-    pub svm_deferred: Mutex<Vec<(u64, u64)>>,
+    pub svm_deferred: Mutex<Vec<crate::svm::CpuChange>>,
 }
 
 impl std::fmt::Debug for ProcessInner {
@@ -820,10 +820,38 @@ impl Process {
         match self.inner.state.try_lock() {
             Ok(mut st) => {
                 crate::svm::reap_cpu_unmapped(&self.inner, &mut st);
-                crate::svm::cpu_unmapped(&mut st, addr, end);
+                crate::svm::cpu_unmapped(&self.inner, &mut st, addr, end);
             }
-            Err(_) => lock(&self.inner.svm_deferred).push((addr, end)),
+            Err(_) => lock(&self.inner.svm_deferred).push(crate::svm::CpuChange::Unmap(addr, end)),
         }
+    }
+
+    /// The MMU notifier for a protection change: the CPU changed what it may do with
+    /// `[addr, addr+len)` (`mprotect`; called after the change). SVM ranges there follow the
+    /// new protection on the GPUs: with XNACK off the queues are evicted while the GPU
+    /// mappings are rebuilt (read-only, or none), with XNACK on the GPUs lose the pages and
+    /// fault them in again. Never blocks, as [`Process::svm_cpu_unmapped`].
+    pub fn svm_cpu_protection_changed(&self, addr: u64, len: u64) {
+        let end = addr.saturating_add(len);
+        match self.inner.state.try_lock() {
+            // Most protection changes touch no SVM range: nothing to look at then.
+            Ok(mut st) if st.svm.overlaps(addr, end) => {
+                crate::svm::reap_cpu_unmapped(&self.inner, &mut st);
+                crate::svm::cpu_protection_changed(&self.inner, &mut st, addr, end);
+            }
+            Ok(_) => {}
+            Err(_) => {
+                lock(&self.inner.svm_deferred).push(crate::svm::CpuChange::Protect(addr, end))
+            }
+        }
+    }
+
+    /// The MMU notifier at `fork`: the process's private pages became copy-on-write, so
+    /// every SVM range is invalidated as for a protection change (the GPUs keep reaching the
+    /// parent's pages once they are mapped again). The child's copies of ranges in VRAM are
+    /// made private to it by the model's fork handler.
+    pub fn svm_forked(&self) {
+        self.svm_cpu_protection_changed(0, u64::MAX);
     }
 
     /// The event table (for the interrupt path and inspection).

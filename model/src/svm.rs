@@ -18,18 +18,27 @@
 //!   (found with `msync`, which fails with `ENOMEM` on an unmapped page), and
 //!   [`crate::Process::svm_cpu_unmapped`] is the notifier a shim that sees `munmap` can call.
 //!   Between a `munmap` and the next look, a GPU access to that system memory is the caller's
-//!   responsibility, as for USERPTR memory.
+//!   responsibility, as for USERPTR memory. A protection change (`mprotect`, and fork's
+//!   copy-on-write protection) comes through [`crate::Process::svm_cpu_protection_changed`]
+//!   and [`crate::Process::svm_forked`]: ranges take the CPU's protection on the GPUs
+//!   (read-only, or unmapped), with the queues evicted meanwhile (XNACK off) or the pages
+//!   unmapped from the GPUs to be faulted in again (XNACK on). A range in VRAM is device
+//!   memory mapped shared over the range, so a fork handler gives a forked child a private
+//!   copy of it.
 //! * Recoverable faults (XNACK on): the hardware model stops the queue at the faulting packet
 //!   and posts the fault; the driver model maps (migrating if the preferred location says so)
 //!   and remaps the queue, which retries that packet. The hardware would stall the access
-//!   instead; what the driver does is the same. A shader's fault is not retried (a dispatch
-//!   cannot be restarted half-way in the model); it stays a VM fault.
+//!   instead; what the driver does is the same. A shader's fault (XNACK replay on: the
+//!   process's `SH_MEM_CONFIG` has RETRY_DISABLE clear) stops the dispatch with the faulting
+//!   wave at the faulting instruction and the rest of the dispatch suspended; once the queue
+//!   is mapped again the dispatch resumes and the wave retries that instruction.
 
 use crate::device::KfdNode;
 use crate::errno::{Errno, KResult};
 use crate::hw::mem::{DeviceMemory, PAGE_SIZE};
 use crate::hw::vm::{Backing, UserMemory, VmMapping};
 use crate::process::{ProcessInner, ProcessState};
+use crate::smi::{self, MigrateTrigger, UnmapTrigger};
 use kfd_sys::*;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -48,6 +57,38 @@ pub const MAX_GRANULARITY: u8 = 0x3F;
 pub const DEFAULT_FLAGS: u32 = KFD_IOCTL_SVM_FLAG_HOST_ACCESS | KFD_IOCTL_SVM_FLAG_COHERENT;
 
 const PAGE: u64 = PAGE_SIZE as u64;
+
+/// A change of the CPU's mappings a shim reported while the process was busy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpuChange {
+    /// `munmap` of `[start, end)`.
+    Unmap(u64, u64),
+    /// `mprotect` (or fork's copy-on-write protection) of `[start, end)`.
+    Protect(u64, u64),
+}
+
+/// What the CPU may do with a range's pages (the VMA flags the SVM code checks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CpuAccess {
+    /// Read and write.
+    #[default]
+    ReadWrite,
+    /// Read only: the GPUs map it read-only.
+    ReadOnly,
+    /// Neither (or unmapped): the GPUs do not map it.
+    None,
+}
+
+impl CpuAccess {
+    fn prot(self) -> nix::sys::mman::ProtFlags {
+        use nix::sys::mman::ProtFlags;
+        match self {
+            CpuAccess::ReadWrite => ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+            CpuAccess::ReadOnly => ProtFlags::PROT_READ,
+            CpuAccess::None => ProtFlags::PROT_NONE,
+        }
+    }
+}
 
 /// The attributes of one range. GPUs are named by their index in the process (`gpuidx`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,6 +175,9 @@ pub struct SvmRange {
     vram: Option<Vram>,
     /// GPUs a recoverable fault mapped it on (XNACK on maps lazily).
     fault_mapped: u64,
+    /// What the CPU may do with its pages (SET_ATTR requires read-write; `mprotect` changes
+    /// it).
+    pub cpu: CpuAccess,
 }
 
 impl SvmRange {
@@ -144,6 +188,7 @@ impl SvmRange {
             attrs,
             vram: None,
             fault_mapped: 0,
+            cpu: CpuAccess::ReadWrite,
         }
     }
 
@@ -172,6 +217,7 @@ impl SvmRange {
         self.end == next.start
             && self.attrs == next.attrs
             && self.fault_mapped == next.fault_mapped
+            && self.cpu == next.cpu
             && match (&self.vram, &next.vram) {
                 (None, None) => true,
                 (Some(a), Some(b)) => {
@@ -197,6 +243,10 @@ pub struct SvmStats {
     pub recoverable_faults: u64,
     /// Page runs dropped because the CPU unmapped them.
     pub cpu_unmaps: u64,
+    /// Notifier calls for a CPU protection change (`mprotect`, fork) that hit ranges.
+    pub cpu_protection_changes: u64,
+    /// Bytes of the ranges held against the system-memory limit (XNACK off only).
+    pub reserved_bytes: u64,
 }
 
 /// The SVM ranges of one process (`svm_range_list`).
@@ -350,13 +400,19 @@ fn unmapped_runs(start: u64, end: u64, out: &mut Vec<(u64, u64)>) {
     unmapped_runs(mid, end, out);
 }
 
-/// Whether the CPU may read and write every page of `[start, end)`, from `/proc/self/maps`.
-/// The model refuses what it could not copy or hand to the GPU without faulting the host
-/// (where the kernel would map a read-only VMA read-only).
+/// Whether the CPU may read and write every page of `[start, end)`. SET_ATTR refuses what it
+/// could not copy or hand to the GPU without faulting the host (where the kernel would map a
+/// read-only VMA read-only).
 fn cpu_read_write(start: u64, end: u64) -> bool {
+    cpu_access(start, end) == CpuAccess::ReadWrite
+}
+
+/// What the CPU may do with every page of `[start, end)`, from `/proc/self/maps`.
+fn cpu_access(start: u64, end: u64) -> CpuAccess {
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
-        return false;
+        return CpuAccess::None;
     };
+    let mut access = CpuAccess::ReadWrite;
     let mut cur = start;
     for line in maps.lines() {
         let mut fields = line.split_whitespace();
@@ -372,15 +428,22 @@ fn cpu_read_write(start: u64, end: u64) -> bool {
         if b <= cur || a > cur {
             continue;
         }
+        if !perms.starts_with('r') {
+            return CpuAccess::None;
+        }
         if !perms.starts_with("rw") {
-            return false;
+            access = CpuAccess::ReadOnly;
         }
         cur = b;
         if cur >= end {
-            return true;
+            return access;
         }
     }
-    cur >= end
+    if cur >= end {
+        access
+    } else {
+        CpuAccess::None
+    }
 }
 
 fn map_error(what: &str, e: nix::Error) -> Errno {
@@ -395,6 +458,10 @@ fn migrate_to_vram(r: &mut SvmRange, node: &Arc<KfdNode>) -> KResult<()> {
     }
     if r.vram.is_some() {
         migrate_to_ram(r)?;
+    }
+    if r.cpu == CpuAccess::None {
+        // Its bytes cannot be read through the CPU mapping.
+        return Err(Errno::EFAULT);
     }
     let len = usize::try_from(r.len()).map_err(|_| Errno::ENOMEM)?;
     node.reserve_vram(r.len())?;
@@ -413,14 +480,14 @@ fn migrate_to_vram(r: &mut SvmRange, node: &Arc<KfdNode>) -> KResult<()> {
     }
     let at = std::num::NonZeroUsize::new(r.start as usize).ok_or(Errno::EINVAL)?;
     let size = std::num::NonZeroUsize::new(len).ok_or(Errno::EINVAL)?;
-    use nix::sys::mman::{mmap, MapFlags, ProtFlags};
+    use nix::sys::mman::{mmap, MapFlags};
     // SAFETY: replaces the client's pages of this SVM range, which the client handed to the GPU,
     // with the device memory holding the same bytes: the CPU view keeps its content.
     let mapped = unsafe {
         mmap(
             Some(at),
             size,
-            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+            r.cpu.prot(),
             MapFlags::MAP_SHARED | MapFlags::MAP_FIXED,
             mem.fd(),
             0,
@@ -430,6 +497,7 @@ fn migrate_to_vram(r: &mut SvmRange, node: &Arc<KfdNode>) -> KResult<()> {
         node.release_vram(r.len());
         return Err(map_error("mapping VRAM over the range", e));
     }
+    fork_views::add(r.start, r.end, &mem, 0, r.cpu);
     log::debug!(target: "kfd::svm", "migrated [{:#x}, {:#x}) to VRAM of gpu {:#x}", r.start, r.end, node.gpu_id);
     r.vram = Some(Vram {
         node: node.clone(),
@@ -471,6 +539,14 @@ fn migrate_to_ram(r: &mut SvmRange) -> KResult<()> {
             len as usize,
         );
     }
+    fork_views::remove(r.start, r.end);
+    if r.cpu != CpuAccess::ReadWrite {
+        if let Some(at) = std::ptr::NonNull::new(r.start as *mut libc::c_void) {
+            // SAFETY: the fresh mapping made above; only its protection changes back to
+            // what the client had set.
+            let _ = unsafe { nix::sys::mman::mprotect(at, len as usize, r.cpu.prot()) };
+        }
+    }
     v.node.release_vram(len);
     log::debug!(target: "kfd::svm", "migrated [{:#x}, {:#x}) from VRAM of gpu {:#x} to system memory", r.start, r.end, v.node.gpu_id);
     Ok(())
@@ -481,6 +557,9 @@ fn migrate_to_ram(r: &mut SvmRange) -> KResult<()> {
 /// accessing GPU when GPU_ALWAYS_MAPPED, and those a fault mapped it on.
 fn mapped_gpus(r: &SvmRange, xnack: bool, gpu_index: impl Fn(u32) -> Option<usize>) -> u64 {
     let any = r.attrs.access | r.attrs.access_in_place;
+    if r.cpu == CpuAccess::None {
+        return 0;
+    }
     if !xnack {
         return any;
     }
@@ -522,7 +601,8 @@ pub(crate) fn sync_gpu_mappings(st: &ProcessState) {
                 va: r.start,
                 len: r.len(),
                 backing,
-                writable: r.attrs.flags & KFD_IOCTL_SVM_FLAG_GPU_RO == 0,
+                writable: r.attrs.flags & KFD_IOCTL_SVM_FLAG_GPU_RO == 0
+                    && r.cpu == CpuAccess::ReadWrite,
                 handle: SVM_MAPPING_HANDLE,
             });
             if !ok {
@@ -534,14 +614,20 @@ pub(crate) fn sync_gpu_mappings(st: &ProcessState) {
 
 /// `svm_range_unmap_from_cpu`: the CPU no longer maps `[start, end)`; the ranges there go and
 /// the GPUs stop mapping them.
-pub(crate) fn cpu_unmapped(st: &mut ProcessState, start: u64, end: u64) {
+pub(crate) fn cpu_unmapped(p: &ProcessInner, st: &mut ProcessState, start: u64, end: u64) {
     let removed = st.svm.remove(start, end);
     if removed.is_empty() {
         return;
     }
+    unmap_from_gpus(st, p.owner_pid, start, end, UnmapTrigger::UnmapFromCpu);
+    if !st.xnack_enabled {
+        let bytes = removed.iter().map(SvmRange::len).sum();
+        unreserve(p, st, bytes);
+    }
     for r in &removed {
         if let Some(v) = &r.vram {
             v.node.release_vram(r.len());
+            fork_views::remove(r.start, r.end);
         }
         log::debug!(target: "kfd::svm", "CPU unmapped [{:#x}, {:#x}): range dropped, GPU mappings removed", r.start, r.end);
     }
@@ -549,27 +635,290 @@ pub(crate) fn cpu_unmapped(st: &mut ProcessState, start: u64, end: u64) {
     sync_gpu_mappings(st);
 }
 
+/// `svm_range_evict` from the MMU notifier: the CPU changed the protection of
+/// `[start, end)` (or fork made it copy-on-write). The ranges there take the new protection;
+/// with XNACK off (or GPU_ALWAYS_MAPPED) the queues are evicted while the GPU mappings are
+/// rebuilt and then restored, with XNACK on the GPUs lose the pages (they fault them in
+/// again, if the CPU allows the access).
+pub(crate) fn cpu_protection_changed(
+    p: &ProcessInner,
+    st: &mut ProcessState,
+    start: u64,
+    end: u64,
+) {
+    let start = start & !(PAGE - 1);
+    let end = end.saturating_add(PAGE - 1) & !(PAGE - 1);
+    if !st.svm.overlaps(start, end) {
+        return;
+    }
+    st.svm.split_at(start);
+    st.svm.split_at(end);
+    let keys: Vec<u64> = st.svm.keys_in(start, end).collect();
+    let always = keys
+        .iter()
+        .any(|k| st.svm.ranges[k].attrs.flags & KFD_IOCTL_SVM_FLAG_GPU_ALWAYS_MAPPED != 0);
+    let evicted = (!st.xnack_enabled || always) && evict_queues(p, st);
+    let mut unmap = Vec::new();
+    for k in &keys {
+        let Some(r) = st.svm.ranges.get_mut(k) else {
+            continue;
+        };
+        let before = r.cpu;
+        r.cpu = cpu_access(r.start, r.end);
+        if r.vram.is_some() {
+            fork_views::set_access(r.start, r.end, r.cpu);
+        }
+        if st.xnack_enabled && r.attrs.flags & KFD_IOCTL_SVM_FLAG_GPU_ALWAYS_MAPPED == 0 {
+            r.fault_mapped = 0;
+            unmap.push((r.start, r.end));
+        }
+        log::debug!(target: "kfd::svm", "CPU protection of [{:#x}, {:#x}): {before:?} -> {:?}", r.start, r.end, r.cpu);
+    }
+    for (s, e) in unmap {
+        unmap_from_gpus(st, p.owner_pid, s, e, UnmapTrigger::MmuNotify);
+    }
+    st.svm.stats.cpu_protection_changes += 1;
+    st.svm.coalesce();
+    sync_gpu_mappings(st);
+    if evicted {
+        restore_after_migration(p, st);
+    }
+}
+
 /// Drops the pages the CPU unmapped since the last look (the model's MMU notifier): first
 /// the unmaps a shim reported while the process was busy (`svm_range_deferred_list_work`),
 /// then whatever `msync` finds unmapped.
 pub(crate) fn reap_cpu_unmapped(p: &ProcessInner, st: &mut ProcessState) {
     let deferred = std::mem::take(&mut *crate::process::lock(&p.svm_deferred));
-    for (s, e) in deferred {
-        cpu_unmapped(st, s, e);
+    for change in deferred {
+        match change {
+            CpuChange::Unmap(s, e) => cpu_unmapped(p, st, s, e),
+            CpuChange::Protect(s, e) => cpu_protection_changed(p, st, s, e),
+        }
     }
     let mut runs = Vec::new();
     for r in st.svm.iter() {
         unmapped_runs(r.start, r.end, &mut runs);
     }
     for (s, e) in runs {
-        cpu_unmapped(st, s, e);
+        cpu_unmapped(p, st, s, e);
     }
+}
+
+/// The CPU views of ranges in VRAM (device memory mapped shared over the range), for the
+/// fork handler: a forked child must not share them with its parent, so it gets private
+/// copies (in the kernel the child's pages are its own copy-on-write pages).
+mod fork_views {
+    use super::CpuAccess;
+    use crate::hw::mem::DeviceMemory;
+    use std::sync::{Arc, Mutex, Once};
+
+    struct View {
+        start: u64,
+        end: u64,
+        mem: Arc<DeviceMemory>,
+        offset: u64,
+        access: CpuAccess,
+    }
+
+    static VIEWS: Mutex<Vec<View>> = Mutex::new(Vec::new());
+    static AT_FORK: Once = Once::new();
+
+    /// Held around every change of [`VIEWS`] and across `fork` (taken by the prepare
+    /// handler, released in parent and child), so the child finds the list consistent and
+    /// unlocked. A pthread mutex: it is locked and unlocked in different callbacks.
+    struct ForkLock(std::cell::UnsafeCell<libc::pthread_mutex_t>);
+    // SAFETY: a pthread mutex is made to be shared between threads; it is only used through
+    // pthread_mutex_lock/unlock.
+    unsafe impl Sync for ForkLock {}
+    static FORK_LOCK: ForkLock =
+        ForkLock(std::cell::UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER));
+
+    fn fork_lock() {
+        // SAFETY: a statically initialised mutex, never moved.
+        unsafe { libc::pthread_mutex_lock(FORK_LOCK.0.get()) };
+    }
+
+    extern "C" fn fork_unlock() {
+        // SAFETY: called by the thread that locked it (or its copy in the child).
+        unsafe { libc::pthread_mutex_unlock(FORK_LOCK.0.get()) };
+    }
+
+    extern "C" fn fork_prepare() {
+        fork_lock();
+    }
+
+    /// Runs `f` on the views with the fork lock held.
+    fn with_views<R>(f: impl FnOnce(&mut Vec<View>) -> R) -> R {
+        fork_lock();
+        let r = f(&mut VIEWS.lock().unwrap_or_else(|e| e.into_inner()));
+        fork_unlock();
+        r
+    }
+
+    /// `[start, end)` now shows `mem` from `offset` on.
+    pub(super) fn add(
+        start: u64,
+        end: u64,
+        mem: &Arc<DeviceMemory>,
+        offset: u64,
+        access: CpuAccess,
+    ) {
+        AT_FORK.call_once(|| {
+            // SAFETY: registers handlers that only take and release a mutex, map memory and
+            // copy bytes.
+            let _ = unsafe {
+                libc::pthread_atfork(
+                    Some(fork_prepare),
+                    Some(fork_unlock),
+                    Some(privatize_in_child),
+                )
+            };
+        });
+        remove(start, end);
+        with_views(|v| {
+            v.push(View {
+                start,
+                end,
+                mem: mem.clone(),
+                offset,
+                access,
+            })
+        });
+    }
+
+    /// `[start, end)` no longer shows device memory (its pieces outside stay).
+    pub(super) fn remove(start: u64, end: u64) {
+        with_views(|v| remove_locked(v, start, end));
+    }
+
+    fn remove_locked(v: &mut Vec<View>, start: u64, end: u64) {
+        let mut kept = Vec::with_capacity(v.len());
+        for w in v.drain(..) {
+            if w.end <= start || end <= w.start {
+                kept.push(w);
+                continue;
+            }
+            if w.start < start {
+                kept.push(View {
+                    end: start,
+                    mem: w.mem.clone(),
+                    ..w
+                });
+            }
+            if end < w.end {
+                kept.push(View {
+                    start: end,
+                    offset: w.offset + (end - w.start),
+                    mem: w.mem.clone(),
+                    ..w
+                });
+            }
+        }
+        *v = kept;
+    }
+
+    /// The CPU protection of `[start, end)` changed.
+    pub(super) fn set_access(start: u64, end: u64, access: CpuAccess) {
+        let pieces: Vec<(u64, u64, Arc<DeviceMemory>, u64)> = with_views(|v| {
+            v.iter()
+                .filter(|w| w.start < end && start < w.end)
+                .map(|w| {
+                    let (s, e) = (w.start.max(start), w.end.min(end));
+                    (s, e, w.mem.clone(), w.offset + (s - w.start))
+                })
+                .collect()
+        });
+        for (s, e, mem, offset) in pieces {
+            add(s, e, &mem, offset, access);
+        }
+    }
+
+    /// The fork handler in the child: every view becomes private memory with the same bytes.
+    extern "C" fn privatize_in_child() {
+        privatize_views();
+        fork_unlock();
+    }
+
+    fn privatize_views() {
+        // The fork lock (held since the prepare handler) kept every other thread out.
+        let Ok(v) = VIEWS.try_lock() else {
+            return;
+        };
+        use nix::sys::mman::{mmap_anonymous, mprotect, MapFlags, ProtFlags};
+        for w in v.iter() {
+            let (Some(at), Some(len)) = (
+                std::num::NonZeroUsize::new(w.start as usize),
+                std::num::NonZeroUsize::new((w.end - w.start) as usize),
+            ) else {
+                continue;
+            };
+            // SAFETY: the range is a VRAM view of the parent's SVM range, copied into this
+            // child by fork; it is replaced by private memory that receives the same bytes
+            // from the device memory's own mapping (distinct from the range).
+            unsafe {
+                if mmap_anonymous(
+                    Some(at),
+                    len,
+                    ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                    MapFlags::MAP_PRIVATE | MapFlags::MAP_FIXED,
+                )
+                .is_err()
+                {
+                    continue;
+                }
+                std::ptr::copy_nonoverlapping(
+                    (w.mem.host_base() + w.offset) as *const u8,
+                    w.start as *mut u8,
+                    len.get(),
+                );
+                if w.access != CpuAccess::ReadWrite {
+                    if let Some(p) = std::ptr::NonNull::new(w.start as *mut libc::c_void) {
+                        let _ = mprotect(p, len.get(), w.access.prot());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `amdgpu_amdkfd_unreserve_mem_limit` of SVM bytes (charged as USERPTR: system memory).
+fn unreserve(p: &ProcessInner, st: &mut ProcessState, bytes: u64) {
+    p.model.mem_limit.unreserve(bytes, 0);
+    st.svm.stats.reserved_bytes = st.svm.stats.reserved_bytes.saturating_sub(bytes);
+}
+
+/// `svm_range_switch_xnack_reserve_mem`: with XNACK off every page of every range counts
+/// against the system-memory limit as USERPTR memory does; with XNACK on none does (pages
+/// are only mapped when faulted, and can be evicted). Turning XNACK off reserves them all,
+/// or nothing and `ENOMEM` (the mode stays on); turning it on gives them back. Sets the mode.
+pub(crate) fn switch_xnack_reserve_mem(
+    p: &ProcessInner,
+    st: &mut ProcessState,
+    xnack: bool,
+) -> KResult<()> {
+    reap_cpu_unmapped(p, st);
+    let bytes: u64 = st.svm.iter().map(SvmRange::len).sum();
+    if xnack {
+        unreserve(p, st, bytes);
+    } else if bytes != 0 {
+        p.model.mem_limit.reserve(bytes, 0).inspect_err(|_| {
+            log::debug!(target: "kfd::svm", "pasid {:#x}: XNACK off would hold {bytes:#x} bytes of SVM memory over the limit", p.pasid);
+        })?;
+        st.svm.stats.reserved_bytes += bytes;
+    }
+    st.xnack_enabled = xnack;
+    Ok(())
 }
 
 /// Process teardown: ranges in VRAM go back to system memory so the CPU keeps its bytes.
 pub(crate) fn teardown(p: &ProcessInner, st: &mut ProcessState) {
     reap_cpu_unmapped(p, st);
     let all = std::mem::take(&mut st.svm.ranges);
+    if !st.xnack_enabled {
+        let bytes = all.values().map(SvmRange::len).sum();
+        unreserve(p, st, bytes);
+    }
     for (_, mut r) in all {
         if let Err(e) = migrate_to_ram(&mut r) {
             log::warn!(target: "kfd::svm", "[{:#x}, {:#x}) left in VRAM at teardown: {e}", r.start, r.end);
@@ -648,8 +997,34 @@ fn best_prefetch_location(r: &SvmRange, xnack: bool, idx: impl Fn(u32) -> Option
     }
 }
 
+/// `svm_range_unmap_from_gpus`: the GPUs that map part of `[start, end)` as SVM memory stop
+/// mapping it (and SMI clients hear of it).
+fn unmap_from_gpus(st: &ProcessState, pid: u32, start: u64, end: u64, trigger: UnmapTrigger) {
+    for pdd in &st.pdds {
+        let mut vm = pdd.vm.write().unwrap_or_else(|e| e.into_inner());
+        let stale: Vec<u64> = vm
+            .mappings()
+            .filter(|m| m.handle == SVM_MAPPING_HANDLE && m.va < end && start < m.va + m.len)
+            .map(|m| m.va)
+            .collect();
+        if stale.is_empty() {
+            continue;
+        }
+        for va in stale {
+            vm.unmap(va);
+        }
+        smi::unmap_from_gpu(&pdd.node, pid, start, end, trigger);
+    }
+}
+
 /// Moves range `key` to `loc` (0: system memory, else a gpu_id). Returns whether bytes moved.
-fn migrate(st: &mut ProcessState, key: u64, loc: u32) -> KResult<bool> {
+fn migrate(
+    st: &mut ProcessState,
+    pid: u32,
+    key: u64,
+    loc: u32,
+    trigger: MigrateTrigger,
+) -> KResult<bool> {
     let node = if loc == KFD_IOCTL_SVM_LOCATION_SYSMEM {
         None
     } else {
@@ -665,29 +1040,34 @@ fn migrate(st: &mut ProcessState, key: u64, loc: u32) -> KResult<bool> {
     // The GPUs lose the range before its bytes move (the MMU notifier's invalidation), so a
     // write the engines make meanwhile faults instead of landing in the old copy.
     let (start, end) = (r.start, r.end);
-    for pdd in &st.pdds {
-        let mut vm = pdd.vm.write().unwrap_or_else(|e| e.into_inner());
-        let stale: Vec<u64> = vm
-            .mappings()
-            .filter(|m| m.handle == SVM_MAPPING_HANDLE && m.va < end && start < m.va + m.len)
-            .map(|m| m.va)
-            .collect();
-        for va in stale {
-            vm.unmap(va);
-        }
-    }
+    let mut m = smi::Migration {
+        start,
+        end,
+        from: r.actual_loc(),
+        to: loc,
+        prefetch_loc: r.attrs.prefetch_loc,
+        preferred_loc: r.attrs.preferred_loc,
+        trigger,
+    };
+    unmap_from_gpus(st, pid, start, end, UnmapTrigger::MmuNotifyMigrate);
     let Some(r) = st.svm.ranges.get_mut(&key) else {
         return Ok(false);
     };
-    match node {
-        Some(n) => {
-            migrate_to_vram(r, &n)?;
-            st.svm.stats.migrations_to_vram += 1;
-        }
-        None => {
-            migrate_to_ram(r)?;
-            st.svm.stats.migrations_to_ram += 1;
-        }
+    // VRAM to another GPU's VRAM goes through system memory.
+    if let Some(v) = r.vram.clone() {
+        m.to = KFD_IOCTL_SVM_LOCATION_SYSMEM;
+        smi::migration_start(&v.node, pid, &m);
+        migrate_to_ram(r)?;
+        smi::migration_end(&v.node, pid, &m);
+        st.svm.stats.migrations_to_ram += 1;
+    }
+    if let Some(n) = node {
+        m.from = KFD_IOCTL_SVM_LOCATION_SYSMEM;
+        m.to = loc;
+        smi::migration_start(&n, pid, &m);
+        migrate_to_vram(r, &n)?;
+        smi::migration_end(&n, pid, &m);
+        st.svm.stats.migrations_to_vram += 1;
     }
     Ok(true)
 }
@@ -695,10 +1075,17 @@ fn migrate(st: &mut ProcessState, key: u64, loc: u32) -> KResult<bool> {
 /// With XNACK off a migration goes through the MMU notifier, which evicts the process's queues
 /// until the restore work has the new mappings in place; with XNACK on the GPU simply faults.
 fn evict_for_migration(p: &ProcessInner, st: &mut ProcessState) -> bool {
-    if st.xnack_enabled || st.pqm.is_empty() {
+    !st.xnack_enabled && evict_queues(p, st)
+}
+
+/// `kgd2kfd_quiesce_mm` for the SVM code (trigger SVM): the process's queues stop until
+/// [`restore_after_migration`]. `false` when it has none.
+fn evict_queues(p: &ProcessInner, st: &mut ProcessState) -> bool {
+    if st.pqm.is_empty() {
         return false;
     }
     for pdd in &st.pdds {
+        smi::queue_eviction(&pdd.node, p.owner_pid, smi::EvictionTrigger::Svm);
         if let Err(e) = pdd.node.dqm().evict_process(&pdd.node.gpu, p.pasid) {
             log::debug!(target: "kfd::svm", "evicting for a migration on gpu {:#x}: {e}", pdd.node.gpu_id);
         }
@@ -717,6 +1104,7 @@ fn restore_after_migration(p: &ProcessInner, st: &mut ProcessState) {
         {
             log::debug!(target: "kfd::svm", "restoring after a migration on gpu {:#x}: {e}", pdd.node.gpu_id);
         }
+        smi::queue_restore(&pdd.node, p.owner_pid, p.model.config.kernel);
     }
     st.svm.stats.queue_restores += 1;
     log::debug!(target: "kfd::svm", "pasid {:#x}: queues restored after a migration", p.pasid);
@@ -739,6 +1127,25 @@ fn set_attr(
     if !cpu_read_write(start, end) {
         log::debug!(target: "kfd::svm", "[{start:#x}, {end:#x}) is not all readable and writable by the CPU");
         return Err(Errno::EFAULT);
+    }
+    // `svm_range_new`: with XNACK off the pages no range held yet count against the
+    // system-memory limit (as USERPTR memory).
+    if !st.xnack_enabled {
+        let covered: u64 = st
+            .svm
+            .keys_in(start, end)
+            .map(|k| {
+                let r = &st.svm.ranges[&k];
+                r.end.min(end) - r.start.max(start)
+            })
+            .sum();
+        let new = (end - start) - covered;
+        if new != 0 {
+            p.model.mem_limit.reserve(new, 0).inspect_err(|_| {
+                log::info!(target: "kfd::svm", "SVM mapping failed, exceeds resident system memory limit");
+            })?;
+            st.svm.stats.reserved_bytes += new;
+        }
     }
     let fresh = SvmAttributes::new_range(all_gpus(st), st.xnack_enabled);
     let keys = st.svm.carve(start, end, fresh);
@@ -767,7 +1174,7 @@ fn set_attr(
         if !evicted {
             evicted = evict_for_migration(p, st);
         }
-        if let Err(e) = migrate(st, k, best) {
+        if let Err(e) = migrate(st, p.owner_pid, k, best, MigrateTrigger::Prefetch) {
             result = Err(e);
             break;
         }
@@ -971,11 +1378,17 @@ pub(crate) fn restore_pages(p: &ProcessInner, node: &KfdNode, va: u64, write: bo
     let Some(r) = st.svm.find(page) else {
         return false;
     };
+    smi::page_fault_start(node, p.owner_pid, va, write);
     if (r.attrs.access | r.attrs.access_in_place) & (1 << gpuidx) == 0 {
         log::debug!(target: "kfd::svm", "fault at {va:#x}: gpu {:#x} has no access", node.gpu_id);
         return false;
     }
     if write && r.attrs.flags & KFD_IOCTL_SVM_FLAG_GPU_RO != 0 {
+        return false;
+    }
+    // `svm_fault_allowed`: the CPU's VMA must allow the access.
+    if r.cpu == CpuAccess::None || (write && r.cpu == CpuAccess::ReadOnly) {
+        log::debug!(target: "kfd::svm", "fault at {va:#x}: the CPU mapping is {:?}", r.cpu);
         return false;
     }
     // Migrate and map one granule around the fault.
@@ -988,9 +1401,13 @@ pub(crate) fn restore_pages(p: &ProcessInner, node: &KfdNode, va: u64, write: bo
     st.svm.split_at(gs);
     st.svm.split_at(ge);
     log::info!(target: "kfd::svm", "pasid {:#x}: recoverable GPU fault at {va:#x} on gpu {:#x} ({}): range [{gs:#x}, {ge:#x}) -> {}", p.pasid, node.gpu_id, if write { "write" } else { "read" }, if best == 0 { "system memory".to_owned() } else { format!("VRAM of gpu {best:#x}") });
-    if let Err(e) = migrate(&mut st, gs, best) {
-        log::warn!(target: "kfd::svm", "migration for the fault at {va:#x} failed: {e}; mapping in place");
-    }
+    let migrated = match migrate(&mut st, p.owner_pid, gs, best, MigrateTrigger::PagefaultGpu) {
+        Ok(moved) => moved,
+        Err(e) => {
+            log::warn!(target: "kfd::svm", "migration for the fault at {va:#x} failed: {e}; mapping in place");
+            false
+        }
+    };
     if let Some(r) = st.svm.ranges.get_mut(&gs) {
         r.fault_mapped |= 1 << gpuidx;
     }
@@ -1008,6 +1425,7 @@ pub(crate) fn restore_pages(p: &ProcessInner, node: &KfdNode, va: u64, write: bo
         return false;
     }
     st.svm.stats.recoverable_faults += 1;
+    smi::page_fault_end(node, p.owner_pid, va, migrated);
     log::info!(target: "kfd::svm", "pasid {:#x}: mapped on gpu {:#x}; the queue retries", p.pasid, node.gpu_id);
     true
 }

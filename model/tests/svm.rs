@@ -1,8 +1,10 @@
 //! The SVM API (`AMDKFD_IOC_SVM`, `SET_XNACK_MODE`): ranges that split and join, every
 //! attribute and errno, GET_ATTR over several ranges, migration with the bytes intact, queues
-//! evicted around a migration, CPU unmap, and XNACK-on recoverable faults from SDMA.
+//! evicted around a migration, CPU unmap, and XNACK-on recoverable faults from SDMA and from
+//! a kernel's loads, stores and atomics.
 
 mod common;
+mod opencl;
 
 use common::*;
 use kfd_model::svm::{SvmAttributes, DEFAULT_FLAGS};
@@ -50,6 +52,9 @@ impl Anon {
     }
     fn at(&self, page: u64) -> u64 {
         self.base + page * PAGE
+    }
+    fn end(&self) -> u64 {
+        self.base + self.len
     }
     fn read_u32(&self, off: u64) -> u32 {
         // SAFETY: inside the mapping; the GPU model is idle while the test reads.
@@ -823,4 +828,823 @@ fn a_queue_cwsr_area_may_be_an_always_mapped_svm_range() {
     .unwrap();
     ioctl(&c.p, AMDKFD_IOC_CREATE_QUEUE, &mut a).unwrap();
     c.destroy_queue(a.queue_id).unwrap();
+}
+
+/// hsa_packet_header: KERNEL_DISPATCH (2), barrier bit, system-scope acquire and release.
+const KERNEL_DISPATCH: u16 = 2 | 1 << 8 | 2 << 9 | 2 << 11;
+
+/// A process with `tests/kernels/svm.cl` loaded and an AQL queue.
+struct Shader {
+    c: Client,
+    exe: codeobj::Executable,
+    queue: (u32, QueueBufs),
+    kernarg: Buf,
+    signal: Buf,
+    _code: Buf,
+}
+
+impl Shader {
+    /// Sets XNACK mode `xnack` first (it cannot change once queues exist).
+    fn new(m: &Model, mcpu: &str, xnack_on: bool) -> Shader {
+        let c = Client::new(m);
+        assert_eq!(xnack(&c, i32::from(xnack_on)), Ok(i32::from(xnack_on)));
+        let flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
+        let code = c
+            .alloc_on(c.gpu(), 1 << 20, flags | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE)
+            .unwrap();
+        let agent: codeobj::TargetId = format!("amdgcn-amd-amdhsa--{mcpu}").parse().unwrap();
+        let mut exe = codeobj::Executable::new(agent);
+        let mut mem = opencl::BufMemory {
+            buf: &code,
+            used: 0,
+        };
+        let elf = opencl::compile(
+            &std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/svm.cl"),
+            mcpu,
+        );
+        exe.load(codeobj::CodeObject::parse(&elf).unwrap(), &mut mem)
+            .unwrap();
+        exe.freeze(&mut mem).unwrap();
+        let kernarg = c.alloc_on(c.gpu(), 4096, flags).unwrap();
+        let signal = c.gtt(4096);
+        let queue = c
+            .create_queue_sized(c.gpu(), KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, 100, 4096)
+            .unwrap();
+        Shader {
+            c,
+            exe,
+            queue,
+            kernarg,
+            signal,
+            _code: code,
+        }
+    }
+
+    /// Dispatches `name` over `grid` work-items in workgroups of 64 with pointer arguments
+    /// `args`, runs the model until idle and returns the completion signal's value (0: done).
+    fn run(&self, m: &Model, name: &str, args: &[u64], grid: u32) -> u64 {
+        let k = self.exe.kernel(name).unwrap();
+        let bytes: Vec<u8> = args.iter().flat_map(|a| a.to_le_bytes()).collect();
+        self.kernarg.write_bytes(0, &bytes);
+        self.signal.write_u64(0, 1);
+        self.signal.write_u64(8, 1);
+        let mut p = [0u8; 64];
+        p[2..4].copy_from_slice(&1u16.to_le_bytes());
+        p[4..6].copy_from_slice(&64u16.to_le_bytes());
+        p[6..8].copy_from_slice(&1u16.to_le_bytes());
+        p[8..10].copy_from_slice(&1u16.to_le_bytes());
+        p[12..16].copy_from_slice(&grid.to_le_bytes());
+        p[16..20].copy_from_slice(&1u32.to_le_bytes());
+        p[20..24].copy_from_slice(&1u32.to_le_bytes());
+        p[24..28].copy_from_slice(&k.descriptor.private_segment_fixed_size.to_le_bytes());
+        p[28..32].copy_from_slice(&k.descriptor.group_segment_fixed_size.to_le_bytes());
+        p[32..40].copy_from_slice(&k.descriptor_address.to_le_bytes());
+        p[40..48].copy_from_slice(&self.kernarg.va.to_le_bytes());
+        p[56..64].copy_from_slice(&self.signal.va.to_le_bytes());
+        let q = &self.queue.1;
+        q.ring.write_bytes(2, &p[2..]);
+        q.ring.write_bytes(0, &KERNEL_DISPATCH.to_le_bytes());
+        self.c.submit(q, 1);
+        m.run_until_idle();
+        self.signal.read_u64(8)
+    }
+}
+
+/// Host memory for `svm_scale`: `in` (64 ints), `out` and `count` (two counters a page
+/// apart, so one atomic instruction spans two pages).
+fn scale_buffers() -> (Anon, Anon, Anon) {
+    let input = Anon::new(1);
+    for i in 0..64 {
+        input.write_u32(4 * i, (i as u32).wrapping_mul(0x9E37_79B9) >> 7);
+    }
+    (input, Anon::new(1), Anon::new(2))
+}
+
+fn check_scaled(input: &Anon, out: &Anon, grid: u64) {
+    for i in 0..grid {
+        let x = input.read_u32(4 * (i % 64)) as i32;
+        assert_eq!(
+            out.read_u32(4 * i) as i32,
+            x.wrapping_mul(3).wrapping_add(1),
+            "out[{i}]"
+        );
+    }
+}
+
+/// XNACK on (gfx90a): a kernel's first atomic, load and store on each page of host memory the
+/// GPU does not map yet fault; the driver maps (or migrates) the page and the wave retries
+/// that instruction — the dispatch resumes, it does not start over — so the kernel completes
+/// with the right data and every atomic applied once, even the instruction whose lanes
+/// faulted on their second page only.
+#[test]
+fn with_xnack_on_a_kernel_faults_on_svm_memory_and_its_waves_retry() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let s = Shader::new(&m, "gfx90a", true);
+    let gpu = s.c.gpu();
+    let (input, out, count) = scale_buffers();
+    // `in` stays in system memory, `out` prefers the GPU's VRAM, `count` is mapped page by
+    // page (granularity 0). With XNACK on nothing is mapped before the GPU touches it.
+    set(
+        &s.c,
+        input.base,
+        PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu)],
+    )
+    .unwrap();
+    set(
+        &s.c,
+        out.base,
+        PAGE,
+        &[
+            attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu),
+            attr(KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, gpu),
+        ],
+    )
+    .unwrap();
+    set(
+        &s.c,
+        count.base,
+        2 * PAGE,
+        &[
+            attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu),
+            attr(KFD_IOCTL_SVM_ATTR_GRANULARITY, 0),
+        ],
+    )
+    .unwrap();
+    // svm_scale's atomic targets count[0] for lanes 0-31 and count[1024] for lanes 32-63.
+    let grid = 256u32;
+    let done = s.run(&m, "svm_scale", &[input.base, out.base, count.base], grid);
+    assert_eq!(s.c.p.queue_error(s.queue.0), None);
+    assert_eq!(done, 0, "the dispatch completed");
+    // Every work-item's element of `out`: in[i % 64] * 3 + 1.
+    check_scaled(&input, &out, u64::from(grid));
+    assert_eq!(count.read_u32(0), grid / 2, "lanes 0-31 counted once each");
+    assert_eq!(
+        count.read_u32(PAGE),
+        grid / 2,
+        "lanes 32-63 counted once each"
+    );
+    let st = s.c.p.svm_stats();
+    // in, out, and the two pages of count: one recovered fault each.
+    assert_eq!(st.recoverable_faults, 4);
+    assert_eq!(
+        st.migrations_to_vram, 1,
+        "out moved to its preferred location"
+    );
+    let loc = |a: u64| ranges(&s.c).iter().find(|r| r.0 <= a && a < r.1).unwrap().2;
+    assert_eq!((loc(input.base), loc(out.base)), (0, gpu));
+}
+
+/// XNACK off: the same kernel's access to host memory the GPU has no mapping for is a VM
+/// fault: the queue stops, a memory-exception event carries the page, the dispatch never
+/// completes and nothing is retried.
+#[test]
+fn with_xnack_off_a_kernel_access_to_unmapped_svm_memory_is_a_vm_fault() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let s = Shader::new(&m, "gfx90a", false);
+    let gpu = s.c.gpu();
+    let mem_ev = create_event(&s.c, KFD_IOC_EVENT_MEMORY, false, 0).unwrap();
+    let (input, out, count) = scale_buffers();
+    // in and out are mapped (XNACK off maps every accessible range at once); count is a range
+    // the GPU may not access.
+    for b in [&input, &out] {
+        set(&s.c, b.base, PAGE, &[attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu)]).unwrap();
+    }
+    set(
+        &s.c,
+        count.base,
+        2 * PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_NO_ACCESS, gpu)],
+    )
+    .unwrap();
+    let done = s.run(&m, "svm_scale", &[input.base, out.base, count.base], 64);
+    assert_eq!(done, 1, "never a silent success");
+    assert!(
+        matches!(s.c.p.queue_error(s.queue.0), Some(QueueError::VmFault(f)) if f.va == count.base && f.write),
+        "{:?}",
+        s.c.p.queue_error(s.queue.0)
+    );
+    let (r, result, data) = wait_events_data(&s.c, &[mem_ev.event_id], true, 0);
+    assert_eq!((r, result), (Ok(0), KFD_IOC_WAIT_RESULT_COMPLETE));
+    let e = data[0].data.memory_exception_data();
+    assert_eq!((e.va, e.gpu_id, e.failure.NotPresent), (count.base, gpu, 1));
+    assert_eq!(out.read_u32(0), 0, "the first instruction faulted");
+    assert_eq!(s.c.p.svm_stats().recoverable_faults, 0);
+}
+
+/// XNACK on, but the GPU has no access to the range: the driver cannot recover the fault, and
+/// the kernel's access stays a VM fault.
+#[test]
+fn with_xnack_on_a_kernel_fault_without_access_is_still_a_vm_fault() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let s = Shader::new(&m, "gfx90a", true);
+    let gpu = s.c.gpu();
+    let (input, out, count) = scale_buffers();
+    set(
+        &s.c,
+        input.base,
+        PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_NO_ACCESS, gpu)],
+    )
+    .unwrap();
+    set(
+        &s.c,
+        count.base,
+        2 * PAGE,
+        &[
+            attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu),
+            attr(KFD_IOCTL_SVM_ATTR_GRANULARITY, 0),
+        ],
+    )
+    .unwrap();
+    let done = s.run(&m, "svm_scale", &[input.base, out.base, count.base], 64);
+    assert_eq!(done, 1);
+    assert!(
+        matches!(s.c.p.queue_error(s.queue.0), Some(QueueError::VmFault(f)) if f.va == input.base && !f.write)
+    );
+    // count's two pages were mapped (two recovered faults), then the load of `in` failed.
+    assert_eq!(s.c.p.svm_stats().recoverable_faults, 2);
+    assert_eq!((count.read_u32(0), count.read_u32(PAGE)), (32, 32));
+    assert_eq!(out.read_u32(0), 0);
+}
+
+/// An SMI event file of `gpu` (AMDKFD_IOC_SMI_EVENTS).
+struct Smi(std::os::fd::OwnedFd);
+
+impl Smi {
+    fn open(c: &Client, gpu: u32) -> KResult<Smi> {
+        use std::os::fd::FromRawFd;
+        let mut a = kfd_ioctl_smi_events_args {
+            gpuid: gpu,
+            anon_fd: u32::MAX,
+        };
+        ioctl(&c.p, AMDKFD_IOC_SMI_EVENTS, &mut a)?;
+        // SAFETY: the ioctl handed this descriptor to the caller.
+        Ok(Smi(unsafe {
+            std::os::fd::OwnedFd::from_raw_fd(a.anon_fd as i32)
+        }))
+    }
+
+    /// Enables the events `ids`.
+    fn enable(&self, ids: &[u32]) {
+        let mask = ids
+            .iter()
+            .fold(0u64, |m, &i| m | KFD_SMI_EVENT_MASK_FROM_INDEX(i));
+        assert_eq!(nix::unistd::write(&self.0, &mask.to_ne_bytes()), Ok(8));
+    }
+
+    /// Everything queued, as lines; an empty queue reads EAGAIN.
+    fn lines(&self) -> Vec<String> {
+        use std::os::fd::AsRawFd;
+        let mut text = Vec::new();
+        let mut buf = [0u8; 256];
+        loop {
+            match nix::unistd::read(self.0.as_raw_fd(), &mut buf) {
+                Ok(0) => break,
+                Ok(n) => text.extend_from_slice(&buf[..n]),
+                Err(nix::errno::Errno::EAGAIN) => break,
+                Err(e) => panic!("read: {e}"),
+            }
+        }
+        let text = String::from_utf8(text).unwrap();
+        assert!(text.is_empty() || text.ends_with('\n'), "{text:?}");
+        text.lines().map(str::to_owned).collect()
+    }
+}
+
+fn boottime_ns() -> i64 {
+    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_BOOTTIME).unwrap();
+    t.tv_sec() * 1_000_000_000 + t.tv_nsec()
+}
+
+/// Checks the SMI lines against `want` (event id and the text after the timestamp and pid,
+/// `"{id:x} {ns} -{pid} {rest}"`) and the timestamps against `[from, to]`, in order.
+fn check_smi(lines: &[String], want: &[(u32, String)], from: i64, to: i64) {
+    let pid = std::process::id();
+    let got: Vec<(u32, String)> = lines
+        .iter()
+        .map(|l| {
+            let mut f = l.splitn(4, ' ');
+            let id = u32::from_str_radix(f.next().unwrap(), 16).unwrap();
+            let ns: i64 = f.next().unwrap().parse().unwrap();
+            assert!(
+                from <= ns && ns <= to,
+                "{l}: time {ns} outside [{from}, {to}]"
+            );
+            assert_eq!(f.next(), Some(format!("-{pid}").as_str()), "{l}");
+            (id, f.next().unwrap_or("").to_owned())
+        })
+        .collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn smi_events_file_mask_and_errnos() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let c = Client::new(&m);
+    assert_errno(
+        Smi::open(&c, 0x1234).map(|_| 0),
+        Errno::EINVAL,
+        "unknown gpu",
+    );
+    let smi = Smi::open(&c, c.gpu()).unwrap();
+    assert_eq!(
+        nix::unistd::read(std::os::fd::AsRawFd::as_raw_fd(&smi.0), &mut [0u8; 8]),
+        Err(nix::errno::Errno::EAGAIN),
+        "nothing queued"
+    );
+    // The file survives exec (the kernel's anon file has no O_CLOEXEC).
+    let flags =
+        nix::fcntl::fcntl(std::os::fd::AsRawFd::as_raw_fd(&smi.0), nix::fcntl::F_GETFD).unwrap();
+    assert_eq!(flags & libc::FD_CLOEXEC, 0);
+    assert_eq!(m.node(c.gpu()).unwrap().smi.len(), 1);
+    // A client that closed its file is gone.
+    drop(smi);
+    assert_eq!(m.node(c.gpu()).unwrap().smi.len(), 0);
+    // Without a mask nothing is queued; a mask write takes effect for the next event.
+    let smi = Smi::open(&c, c.gpu()).unwrap();
+    let (_qid, _q) = c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+    let mem = Anon::new(1);
+    set(
+        &c,
+        mem.base,
+        PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_ACCESS, c.gpu())],
+    )
+    .unwrap();
+    set(
+        &c,
+        mem.base,
+        PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, c.gpu())],
+    )
+    .unwrap();
+    assert!(smi.lines().is_empty());
+    smi.enable(&[KFD_SMI_EVENT_MIGRATE_START]);
+    set(
+        &c,
+        mem.base,
+        PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, 0)],
+    )
+    .unwrap();
+    let lines = smi.lines();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].starts_with("5 "), "{lines:?}");
+}
+
+/// XNACK off: a prefetch to VRAM evicts the queues, unmaps the range from the GPU, migrates
+/// it and restores the queues; a CPU munmap unmaps it from the GPU. Each client sees what
+/// its mask enables, in the kernel's text format.
+#[test]
+fn smi_events_of_a_migration_and_a_cpu_unmap() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let c = Client::new(&m);
+    let gpu = c.gpu();
+    let all = Smi::open(&c, gpu).unwrap();
+    all.enable(&[
+        KFD_SMI_EVENT_MIGRATE_START,
+        KFD_SMI_EVENT_MIGRATE_END,
+        KFD_SMI_EVENT_QUEUE_EVICTION,
+        KFD_SMI_EVENT_QUEUE_RESTORE,
+        KFD_SMI_EVENT_UNMAP_FROM_GPU,
+    ]);
+    let migrations = Smi::open(&c, gpu).unwrap();
+    migrations.enable(&[KFD_SMI_EVENT_MIGRATE_END]);
+    let (_qid, _q) = c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+    let mut mem = Anon::new(2);
+    let t0 = boottime_ns();
+    set(
+        &c,
+        mem.base,
+        2 * PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu)],
+    )
+    .unwrap();
+    set(
+        &c,
+        mem.base,
+        2 * PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, gpu)],
+    )
+    .unwrap();
+    let page = mem.base >> 12;
+    let undef = KFD_IOCTL_SVM_LOCATION_UNDEFINED;
+    let t1 = boottime_ns();
+    check_smi(
+        &all.lines(),
+        &[
+            (KFD_SMI_EVENT_QUEUE_EVICTION, format!("{gpu:x} 0")),
+            (
+                KFD_SMI_EVENT_UNMAP_FROM_GPU,
+                format!("@{page:x}(2) {gpu:x} 1"),
+            ),
+            (
+                KFD_SMI_EVENT_MIGRATE_START,
+                format!("@{page:x}(2) 0->{gpu:x} {gpu:x}:{undef:x} 0"),
+            ),
+            (
+                KFD_SMI_EVENT_MIGRATE_END,
+                format!("@{page:x}(2) 0->{gpu:x} 0"),
+            ),
+            (KFD_SMI_EVENT_QUEUE_RESTORE, format!("{gpu:x} 0")),
+        ],
+        t0,
+        t1,
+    );
+    check_smi(
+        &migrations.lines(),
+        &[(
+            KFD_SMI_EVENT_MIGRATE_END,
+            format!("@{page:x}(2) 0->{gpu:x} 0"),
+        )],
+        t0,
+        t1,
+    );
+    // The CPU unmaps the range (the shim's notifier first): the GPU stops mapping it
+    // (trigger UNMAP_FROM_CPU).
+    c.p.svm_cpu_unmapped(mem.base, mem.len);
+    mem.unmap();
+    assert!(ranges(&c).is_empty());
+    check_smi(
+        &all.lines(),
+        &[(
+            KFD_SMI_EVENT_UNMAP_FROM_GPU,
+            format!("@{page:x}(2) {gpu:x} 2"),
+        )],
+        t1,
+        boottime_ns(),
+    );
+    assert!(migrations.lines().is_empty());
+}
+
+/// XNACK on: a recoverable fault is reported from start (`W` write) to end (`M` migrated),
+/// with the migration it caused (trigger PAGEFAULT_GPU) between; a fault the driver cannot
+/// recover is a device-wide VM_FAULT event naming the process.
+#[test]
+fn smi_events_of_a_recoverable_fault_and_a_vm_fault() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let c = Client::new(&m);
+    let gpu = c.gpu();
+    assert_eq!(xnack(&c, 1), Ok(1));
+    let smi = Smi::open(&c, gpu).unwrap();
+    smi.enable(&[
+        KFD_SMI_EVENT_VMFAULT,
+        KFD_SMI_EVENT_PAGE_FAULT_START,
+        KFD_SMI_EVENT_PAGE_FAULT_END,
+        KFD_SMI_EVENT_MIGRATE_START,
+        KFD_SMI_EVENT_MIGRATE_END,
+        KFD_SMI_EVENT_UNMAP_FROM_GPU,
+    ]);
+    let mem = Anon::new(2);
+    set(
+        &c,
+        mem.base,
+        2 * PAGE,
+        &[
+            attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu),
+            attr(KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, gpu),
+            attr(KFD_IOCTL_SVM_ATTR_GRANULARITY, 0),
+        ],
+    )
+    .unwrap();
+    let (qid, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+    let mut ring = RingWriter::sdma(&q);
+    let t0 = boottime_ns();
+    sdma_write(&c, &q, &mut ring, mem.at(1) + 8, &[7]);
+    assert_eq!(mem.read_u32(PAGE + 8), 7);
+    let p1 = mem.at(1) >> 12;
+    let undef = KFD_IOCTL_SVM_LOCATION_UNDEFINED;
+    check_smi(
+        &smi.lines(),
+        &[
+            (
+                KFD_SMI_EVENT_PAGE_FAULT_START,
+                format!("@{p1:x}({gpu:x}) W"),
+            ),
+            (
+                KFD_SMI_EVENT_MIGRATE_START,
+                format!("@{p1:x}(1) 0->{gpu:x} {undef:x}:{gpu:x} 1"),
+            ),
+            (
+                KFD_SMI_EVENT_MIGRATE_END,
+                format!("@{p1:x}(1) 0->{gpu:x} 1"),
+            ),
+            (KFD_SMI_EVENT_PAGE_FAULT_END, format!("@{p1:x}({gpu:x}) M")),
+        ],
+        t0,
+        boottime_ns(),
+    );
+    // No access: the fault is not recovered; a VM_FAULT line "pid:task" for every client.
+    set(
+        &c,
+        mem.base,
+        PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_NO_ACCESS, gpu)],
+    )
+    .unwrap();
+    let t1 = boottime_ns();
+    sdma_write(&c, &q, &mut ring, mem.base, &[1]);
+    assert!(matches!(c.p.queue_error(qid), Some(QueueError::VmFault(_))));
+    let lines = smi.lines();
+    let p0 = mem.base >> 12;
+    check_smi(
+        &lines[..1],
+        &[(
+            KFD_SMI_EVENT_PAGE_FAULT_START,
+            format!("@{p0:x}({gpu:x}) W"),
+        )],
+        t1,
+        boottime_ns(),
+    );
+    let comm = std::fs::read_to_string("/proc/self/comm").unwrap();
+    assert_eq!(
+        lines[1..],
+        [format!("1 {:x}:{}", std::process::id(), comm.trim_end())]
+    );
+}
+
+fn protect(addr: u64, len: u64, prot: ProtFlags) {
+    // SAFETY: pages of the test's own anonymous mappings.
+    unsafe { nix::sys::mman::mprotect(NonNull::new(addr as *mut _).unwrap(), len as usize, prot) }
+        .unwrap();
+}
+
+/// One SDMA linear copy, run to idle.
+fn sdma_copy(c: &Client, q: &QueueBufs, ring: &mut RingWriter, src: u64, dst: u64, n: u64) {
+    use pm4::sdma::SdmaCopyLinear;
+    use pm4::SdmaGen;
+    ring.push(
+        q,
+        &SdmaCopyLinear::new(SdmaGen::Sdma4, src, dst, n).unwrap(),
+    );
+    c.submit(q, ring.wptr());
+    c.model.run_until_idle();
+}
+
+/// XNACK off: `mprotect` read-only is an MMU-notifier event: the queues are evicted, the GPU
+/// mapping is rebuilt read-only (the GPU reads but a write faults), and the queues restored.
+#[test]
+fn mprotect_read_only_makes_the_gpu_mapping_read_only() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let c = Client::new(&m);
+    let gpu = c.gpu();
+    let mem = Anon::new(2);
+    set(
+        &c,
+        mem.base,
+        2 * PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu)],
+    )
+    .unwrap();
+    let (qid, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+    let mut ring = RingWriter::sdma(&q);
+    sdma_write(&c, &q, &mut ring, mem.base, &[0x11]);
+    assert_eq!(mem.read_u32(0), 0x11);
+    let smi = Smi::open(&c, gpu).unwrap();
+    smi.enable(&[
+        KFD_SMI_EVENT_QUEUE_EVICTION,
+        KFD_SMI_EVENT_QUEUE_RESTORE,
+        KFD_SMI_EVENT_UNMAP_FROM_GPU,
+    ]);
+    let t0 = boottime_ns();
+    protect(mem.base, PAGE, ProtFlags::PROT_READ);
+    c.p.svm_cpu_protection_changed(mem.base, PAGE);
+    check_smi(
+        &smi.lines(),
+        &[
+            (KFD_SMI_EVENT_QUEUE_EVICTION, format!("{gpu:x} 0")),
+            (KFD_SMI_EVENT_QUEUE_RESTORE, format!("{gpu:x} 0")),
+        ],
+        t0,
+        boottime_ns(),
+    );
+    let s = c.p.svm_stats();
+    assert_eq!(
+        (
+            s.cpu_protection_changes,
+            s.queue_evictions,
+            s.queue_restores
+        ),
+        (1, 1, 1)
+    );
+    let r = ranges(&c);
+    assert_eq!(
+        r.iter().map(|x| (x.0, x.1)).collect::<Vec<_>>(),
+        vec![(mem.base, mem.at(1)), (mem.at(1), mem.at(2))],
+        "the range split where the protection changed"
+    );
+    // The GPU still reads the read-only page and writes the other one.
+    sdma_copy(&c, &q, &mut ring, mem.base, mem.at(1) + 16, 4);
+    assert_eq!(mem.read_u32(PAGE + 16), 0x11);
+    assert_eq!(c.p.queue_error(qid), None);
+    // A write to the read-only page is a VM fault on a present page.
+    sdma_write(&c, &q, &mut ring, mem.base + 4, &[0x22]);
+    assert!(
+        matches!(c.p.queue_error(qid), Some(QueueError::VmFault(f)) if f.va == mem.base + 4 && f.write && !f.not_present),
+        "{:?}",
+        c.p.queue_error(qid)
+    );
+    assert_eq!(mem.read_u32(4), 0);
+    protect(mem.base, PAGE, ProtFlags::PROT_READ | ProtFlags::PROT_WRITE);
+}
+
+/// XNACK on: a protection change takes the pages from the GPU (UNMAP_FROM_GPU, trigger
+/// MMU_NOTIFY); the next access faults them in again if the CPU mapping allows it, and a
+/// write to a page the CPU may only read is not recovered.
+#[test]
+fn mprotect_with_xnack_on_unmaps_and_the_fault_checks_the_cpu_protection() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let c = Client::new(&m);
+    let gpu = c.gpu();
+    assert_eq!(xnack(&c, 1), Ok(1));
+    let mem = Anon::new(1);
+    set(&c, mem.base, PAGE, &[attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu)]).unwrap();
+    let (qid, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+    let mut ring = RingWriter::sdma(&q);
+    sdma_write(&c, &q, &mut ring, mem.base, &[1]);
+    assert_eq!(c.p.svm_stats().recoverable_faults, 1);
+    let smi = Smi::open(&c, gpu).unwrap();
+    smi.enable(&[KFD_SMI_EVENT_UNMAP_FROM_GPU, KFD_SMI_EVENT_QUEUE_EVICTION]);
+    let t0 = boottime_ns();
+    protect(mem.base, PAGE, ProtFlags::PROT_READ);
+    c.p.svm_cpu_protection_changed(mem.base, PAGE);
+    let page = mem.base >> 12;
+    check_smi(
+        &smi.lines(),
+        &[(
+            KFD_SMI_EVENT_UNMAP_FROM_GPU,
+            format!("@{page:x}(1) {gpu:x} 0"),
+        )],
+        t0,
+        boottime_ns(),
+    );
+    // Writable again: the next write faults and is recovered.
+    protect(mem.base, PAGE, ProtFlags::PROT_READ | ProtFlags::PROT_WRITE);
+    c.p.svm_cpu_protection_changed(mem.base, PAGE);
+    sdma_write(&c, &q, &mut ring, mem.base, &[2]);
+    assert_eq!(
+        (mem.read_u32(0), c.p.svm_stats().recoverable_faults),
+        (2, 2)
+    );
+    // Read-only: a write faults and the driver refuses it.
+    protect(mem.base, PAGE, ProtFlags::PROT_READ);
+    c.p.svm_cpu_protection_changed(mem.base, PAGE);
+    sdma_write(&c, &q, &mut ring, mem.base, &[3]);
+    assert!(matches!(c.p.queue_error(qid), Some(QueueError::VmFault(f)) if f.write));
+    assert_eq!(
+        (mem.read_u32(0), c.p.svm_stats().recoverable_faults),
+        (2, 2)
+    );
+    protect(mem.base, PAGE, ProtFlags::PROT_READ | ProtFlags::PROT_WRITE);
+}
+
+/// fork: the parent's ranges are invalidated (XNACK off: queues evicted and restored) and the
+/// GPU keeps working on the parent's pages; the child gets its own copy of a range that
+/// lives in VRAM — its writes do not reach the parent, and it reads the parent's bytes.
+#[test]
+fn fork_gives_the_child_a_private_copy_and_the_parent_keeps_its_gpu_mapping() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let c = Client::new(&m);
+    let gpu = c.gpu();
+    let mem = Anon::new(2);
+    mem.write_u32(0, 0xAAAA);
+    set(
+        &c,
+        mem.base,
+        2 * PAGE,
+        &[
+            attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu),
+            attr(KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, gpu),
+        ],
+    )
+    .unwrap();
+    assert_eq!(ranges(&c)[0].2, gpu, "in VRAM");
+    let (qid, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+    let mut ring = RingWriter::sdma(&q);
+    let smi = Smi::open(&c, gpu).unwrap();
+    smi.enable(&[KFD_SMI_EVENT_QUEUE_EVICTION, KFD_SMI_EVENT_QUEUE_RESTORE]);
+    let base = mem.base;
+    // SAFETY: the child only reads and writes the test's memory and leaves with _exit.
+    match unsafe { nix::unistd::fork() }.unwrap() {
+        nix::unistd::ForkResult::Child => {
+            // SAFETY: the range, private to this child now.
+            let ok = unsafe {
+                let seen = std::ptr::read_volatile(base as *const u32);
+                std::ptr::write_volatile(base as *mut u32, 0xC0DE);
+                seen == 0xAAAA && std::ptr::read_volatile(base as *const u32) == 0xC0DE
+            };
+            // SAFETY: leaves the child without running the parent's destructors.
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) }
+        }
+        nix::unistd::ForkResult::Parent { child } => {
+            let t0 = boottime_ns();
+            c.p.svm_forked();
+            let status = nix::sys::wait::waitpid(child, None).unwrap();
+            assert_eq!(
+                status,
+                nix::sys::wait::WaitStatus::Exited(child, 0),
+                "the child read the parent's bytes from its own copy"
+            );
+            check_smi(
+                &smi.lines(),
+                &[
+                    (KFD_SMI_EVENT_QUEUE_EVICTION, format!("{gpu:x} 0")),
+                    (KFD_SMI_EVENT_QUEUE_RESTORE, format!("{gpu:x} 0")),
+                ],
+                t0,
+                boottime_ns(),
+            );
+        }
+    }
+    assert_eq!(
+        mem.read_u32(0),
+        0xAAAA,
+        "the child's write stayed in the child"
+    );
+    sdma_write(&c, &q, &mut ring, mem.base + 8, &[0xBB]);
+    assert_eq!(mem.read_u32(8), 0xBB);
+    assert_eq!(c.p.queue_error(qid), None);
+}
+
+/// A private anonymous mapping of `bytes` that reserves no swap and is never touched.
+fn lazy(bytes: u64) -> Anon {
+    let len = std::num::NonZeroUsize::new(bytes as usize).unwrap();
+    // SAFETY: a fresh private mapping the test owns (unmapped by Anon's drop).
+    let p = unsafe {
+        mmap_anonymous(
+            None,
+            len,
+            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+            MapFlags::MAP_PRIVATE | MapFlags::MAP_NORESERVE,
+        )
+    }
+    .unwrap();
+    Anon {
+        base: p.as_ptr() as u64,
+        len: bytes,
+    }
+}
+
+/// `svm_range_new` / `svm_range_switch_xnack_reserve_mem`: with XNACK off every SVM page
+/// counts against the machine's system-memory limit (as USERPTR memory); with XNACK on none
+/// does. With 1 GiB of system memory, Linux 6.12's limit is (1 GiB − 1/64) / 2 = 504 MiB.
+#[test]
+fn svm_memory_counts_against_the_system_limit_only_with_xnack_off() {
+    const MIB: u64 = 1 << 20;
+    let m = model_with(
+        ModelConfig::new(Preset::Gfx90a)
+            .with_engine_thread(false)
+            .with_system_memory(1 << 30),
+    );
+    let c = Client::new(&m);
+    let gpu = c.gpu();
+    let acc = [attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu)];
+    let mut a = lazy(300 * MIB);
+    let mut b = lazy(300 * MIB);
+    set(&c, a.base, a.len, &acc).unwrap();
+    assert_eq!(c.p.svm_stats().reserved_bytes, 300 * MIB);
+    // Setting attributes again on held pages reserves nothing more.
+    set(
+        &c,
+        a.base,
+        a.len,
+        &[attr(KFD_IOCTL_SVM_ATTR_GRANULARITY, 4)],
+    )
+    .unwrap();
+    assert_eq!(c.p.svm_stats().reserved_bytes, 300 * MIB);
+    assert_errno(
+        set(&c, b.base, b.len, &acc),
+        Errno::ENOMEM,
+        "600 MiB > 504 MiB",
+    );
+    assert!(ranges(&c).iter().all(|r| r.1 <= b.base || r.0 >= b.end()));
+    // XNACK on: nothing is held, so b fits.
+    assert_eq!(xnack(&c, 1), Ok(1));
+    assert_eq!(c.p.svm_stats().reserved_bytes, 0);
+    set(&c, b.base, b.len, &acc).unwrap();
+    assert_eq!(c.p.svm_stats().reserved_bytes, 0);
+    // XNACK off must hold both: over the limit, refused, and the mode stays on.
+    assert_errno(xnack(&c, 0), Errno::ENOMEM, "600 MiB of ranges");
+    assert_eq!(xnack(&c, -1), Ok(1));
+    // The CPU unmaps b (telling the driver first, as the shim does: a parallel test may map
+    // the address again before the driver looks): its range goes, and XNACK off holds a.
+    c.p.svm_cpu_unmapped(b.base, b.len);
+    b.unmap();
+    assert_eq!(xnack(&c, 0), Ok(0));
+    assert_eq!(c.p.svm_stats().reserved_bytes, 300 * MIB);
+    let d = lazy(204 * MIB);
+    let e = lazy(4096);
+    set(&c, d.base, d.len, &acc).unwrap();
+    assert_eq!(
+        c.p.svm_stats().reserved_bytes,
+        504 * MIB,
+        "exactly at the limit"
+    );
+    assert_errno(set(&c, e.base, e.len, &acc), Errno::ENOMEM, "one page over");
+    // Unmapping a gives its 300 MiB back.
+    c.p.svm_cpu_unmapped(a.base, a.len);
+    a.unmap();
+    set(&c, e.base, e.len, &acc).unwrap();
+    assert_eq!(c.p.svm_stats().reserved_bytes, 204 * MIB + 4096);
 }

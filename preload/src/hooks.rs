@@ -1061,6 +1061,35 @@ pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
     or_enosys(unsafe { real::munmap(addr, len) }, -1)
 }
 
+/// Interposed `mprotect`: libc changes the protection, then the driver model hears of it
+/// (its SVM ranges there take the new protection on the GPUs), as amdkfd does through the
+/// MMU notifier.
+#[no_mangle]
+pub unsafe extern "C" fn mprotect(addr: *mut c_void, len: size_t, prot: c_int) -> c_int {
+    // SAFETY: libc's mprotect with the caller's arguments.
+    let r = or_enosys(unsafe { real::mprotect(addr, len, prot) }, -1);
+    if r == 0 {
+        if let Some(_guard) = Guard::enter() {
+            shim::notify_cpu_protect(addr as u64, len as u64);
+        }
+    }
+    r
+}
+
+/// Interposed `fork`: in the parent, the driver model hears of the copy-on-write protection
+/// fork gave its private pages (an MMU-notifier event for every SVM range).
+#[no_mangle]
+pub unsafe extern "C" fn fork() -> libc::pid_t {
+    // SAFETY: libc's fork.
+    let pid = or_enosys(unsafe { real::fork() }, -1);
+    if pid > 0 {
+        if let Some(_guard) = Guard::enter() {
+            shim::notify_fork();
+        }
+    }
+    pid
+}
+
 /// Interposed `close`: the shim forgets its descriptors before libc may reuse the number.
 #[no_mangle]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {

@@ -99,6 +99,8 @@ real_fns! {
     fn ioctl(fd: c_int, request: c_ulong, arg: *mut c_void) -> c_int;
     fn mmap(addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, fd: c_int, offset: off_t) -> *mut c_void;
     fn munmap(addr: *mut c_void, len: size_t) -> c_int;
+    fn mprotect(addr: *mut c_void, len: size_t, prot: c_int) -> c_int;
+    fn fork() -> libc::pid_t;
     fn close(fd: c_int) -> c_int;
     fn dup(fd: c_int) -> c_int;
     fn dup2(fd: c_int, newfd: c_int) -> c_int;

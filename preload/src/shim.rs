@@ -520,21 +520,41 @@ static KFD_PROCESS_OPENED: AtomicBool = AtomicBool::new(false);
 /// `[addr, addr+len)`, so its SVM ranges there go and no GPU maps them any more. Called
 /// before the pages go; never blocks on the driver (a busy process defers the work).
 pub(crate) fn notify_cpu_unmap(addr: u64, len: u64) {
+    if let Some(p) = notified_process() {
+        p.svm_cpu_unmapped(addr, len);
+    }
+}
+
+/// The MMU notifier for `mprotect`: called after the protection of `[addr, addr+len)`
+/// changed; never blocks on the driver.
+pub(crate) fn notify_cpu_protect(addr: u64, len: u64) {
+    if let Some(p) = notified_process() {
+        p.svm_cpu_protection_changed(addr, len);
+    }
+}
+
+/// The MMU notifier for `fork`, in the parent: its private pages became copy-on-write.
+pub(crate) fn notify_fork() {
+    if let Some(p) = notified_process() {
+        p.svm_forked();
+    }
+}
+
+/// This OS process's `kfd_process`, if it opened `/dev/kfd` and the shim is not busy.
+fn notified_process() -> Option<Arc<Process>> {
     if !KFD_PROCESS_OPENED.load(Ordering::Acquire) {
-        return;
+        return None;
     }
     // Never wait for the shim's lock here: its holder may be waiting for this thread (an
-    // engine thread being joined). A missed notice is found by the driver's next look.
+    // engine thread being joined). A missed unmap is found by the driver's next look.
+    // (A missed protection change is not found later: the GPUs keep the old protection.)
     let pid = kfd_model::user::current_pid();
-    let process = match SHIM.try_lock() {
+    match SHIM.try_lock() {
         Ok(guard) => guard
             .as_ref()
             .filter(|s| s.pid == pid)
             .and_then(|s| s.process.clone()),
         Err(_) => None,
-    };
-    if let Some(p) = process {
-        p.svm_cpu_unmapped(addr, len);
     }
 }
 

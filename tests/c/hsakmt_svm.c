@@ -3,7 +3,9 @@
  * LD_PRELOAD shim: hsaKmtSVMSetAttr / hsaKmtSVMGetAttr / hsaKmtSetXNACKMode /
  * hsaKmtGetXNACKMode, the SVMAPISupported capability, prefetch to VRAM and back with the
  * bytes intact, an SDMA write into an SVM range, and (on parts with per-process XNACK) a
- * recoverable GPU fault.
+ * recoverable GPU fault; SMI events of a migration read from the AMDKFD_IOC_SMI_EVENTS file;
+ * fork (the child's copy of a VRAM-resident range is its own) and mprotect read-only (the
+ * GPU still writes the other page, not the protected one).
  *
  * Build: gcc -O2 -Wall -Wextra -o hsakmt_svm hsakmt_svm.c -lhsakmt
  * Run:   KFD_MODEL_PRESET=gfx90a LD_PRELOAD=.../libkfd_preload.so ./hsakmt_svm
@@ -18,8 +20,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 static int passed, failed;
 static char why[512];
@@ -53,6 +60,16 @@ static void run(const char *name, int (*fn)(void))
     }
     fflush(stdout);
 }
+
+/* From linux/kfd_ioctl.h (which needs the kernel's drm/drm.h, not installed here). */
+struct kfd_ioctl_smi_events_args {
+    uint32_t gpuid;
+    uint32_t anon_fd;
+};
+#define AMDKFD_IOC_SMI_EVENTS _IOWR('K', 0x1F, struct kfd_ioctl_smi_events_args)
+#define KFD_SMI_EVENT_MIGRATE_START 5
+#define KFD_SMI_EVENT_MIGRATE_END 6
+#define KFD_SMI_EVENT_MASK_FROM_INDEX(i) (1ULL << ((i) - 1))
 
 #define PAGE 4096u
 #define GPU_NODE 1u
@@ -357,6 +374,147 @@ static int t_xnack_recoverable_fault(void)
     return ok;
 }
 
+/* AMDKFD_IOC_SMI_EVENTS on our own /dev/kfd descriptor (the same kfd_process as
+ * libhsakmt's): a migration to VRAM and back is reported as MIGRATE_START/END lines,
+ * "<id> <ns> -<pid> @<page>(<pages>) <from>-><to> ...", gpu ids in hex, 0 = system memory. */
+static int t_smi_migration_events(void)
+{
+    /* The gpu_id of node 1, from the topology in sysfs (the shim serves it). */
+    unsigned gpu = 0;
+    FILE *f = fopen("/sys/devices/virtual/kfd/kfd/topology/nodes/1/gpu_id", "r");
+    CHECK(f != NULL, "gpu_id of node 1: %s", strerror(errno));
+    int got_id = fscanf(f, "%u", &gpu);
+    fclose(f);
+    CHECK(got_id == 1 && gpu != 0, "gpu_id of node 1 unreadable");
+    int kfd = open("/dev/kfd", O_RDWR | O_CLOEXEC);
+    CHECK(kfd >= 0, "open /dev/kfd: %s", strerror(errno));
+    struct kfd_ioctl_smi_events_args a = {.gpuid = gpu};
+    int r = ioctl(kfd, AMDKFD_IOC_SMI_EVENTS, &a);
+    close(kfd);
+    CHECK(r == 0, "AMDKFD_IOC_SMI_EVENTS: %s", strerror(errno));
+    int fd = (int)a.anon_fd;
+    char buf[1024];
+    CHECK(read(fd, buf, sizeof buf) == -1 && errno == EAGAIN, "an empty SMI file reads EAGAIN");
+    uint64_t mask = KFD_SMI_EVENT_MASK_FROM_INDEX(KFD_SMI_EVENT_MIGRATE_START) |
+                    KFD_SMI_EVENT_MASK_FROM_INDEX(KFD_SMI_EVENT_MIGRATE_END);
+    CHECK(write(fd, &mask, sizeof mask) == (ssize_t)sizeof mask, "mask write");
+    uint32_t *m = map_pages(2);
+    CHECK(m != NULL, "mmap failed");
+    HSA_SVM_ATTRIBUTE to_gpu[] = {attr(HSA_SVM_ATTR_ACCESS, GPU_NODE), attr(HSA_SVM_ATTR_PREFETCH_LOC, GPU_NODE)};
+    HSA_SVM_ATTRIBUTE back = attr(HSA_SVM_ATTR_PREFETCH_LOC, 0);
+    int ok = hsaKmtSVMSetAttr(m, 2 * PAGE, 2, to_gpu) == HSAKMT_STATUS_SUCCESS &&
+             hsaKmtSVMSetAttr(m, 2 * PAGE, 1, &back) == HSAKMT_STATUS_SUCCESS;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    munmap(m, 2 * PAGE);
+    CHECK(ok, "prefetch to the GPU and back failed");
+    CHECK(n > 0, "no SMI events (read %zd, errno %d)", n, errno);
+    buf[n] = '\0';
+    unsigned long page = (unsigned long)(uintptr_t)m >> 12;
+    char want[4][96];
+    snprintf(want[0], sizeof want[0], "5 @%lx(2) 0->%x", page, gpu);
+    snprintf(want[1], sizeof want[1], "6 @%lx(2) 0->%x 0", page, gpu);
+    snprintf(want[2], sizeof want[2], "5 @%lx(2) %x->0", page, gpu);
+    snprintf(want[3], sizeof want[3], "6 @%lx(2) %x->0 0", page, gpu);
+    char *line = buf;
+    for (int i = 0; i < 4; i++) {
+        char *nl = strchr(line, '\n');
+        CHECK(nl != NULL, "line %d missing in %.200s", i, buf);
+        *nl = '\0';
+        /* "<id> <ns> -<pid> <rest>": drop the timestamp and pid */
+        unsigned id = 0;
+        long long ns = 0;
+        int pid = 0, used = 0;
+        CHECK(sscanf(line, "%x %lld -%d %n", &id, &ns, &pid, &used) == 3 && ns > 0 && pid == getpid(),
+              "line %d: %.200s", i, line);
+        char got[128];
+        snprintf(got, sizeof got, "%x %s", id, line + used);
+        CHECK(strncmp(got, want[i], strlen(want[i])) == 0, "line %d: %.120s, want %.96s...", i, got, want[i]);
+        line = nl + 1;
+    }
+    CHECK(*line == '\0', "more events than the migrations: %.200s", line);
+    return 1;
+}
+
+/* fork: the child's copy of a range in VRAM is its own (its write stays in the child, it
+ * reads the parent's bytes), and the parent's GPU keeps writing the parent's pages. */
+static int t_fork_keeps_the_parent_mapping(void)
+{
+    uint32_t *m = map_pages(2);
+    CHECK(m != NULL, "mmap failed");
+    m[0] = 0xaaaa;
+    struct queue q;
+    int ok = sdma_create(&q);
+    HSA_SVM_ATTRIBUTE to_gpu[] = {attr(HSA_SVM_ATTR_ACCESS, GPU_NODE), attr(HSA_SVM_ATTR_PREFETCH_LOC, GPU_NODE)};
+    if (ok && hsaKmtSVMSetAttr(m, 2 * PAGE, 2, to_gpu) != HSAKMT_STATUS_SUCCESS) {
+        snprintf(why, sizeof why, "prefetch to the GPU failed");
+        ok = 0;
+    }
+    if (ok) {
+        pid_t child = fork();
+        if (child == 0) {
+            int seen = m[0] == 0xaaaa;
+            m[0] = 0xc0de;
+            _exit(seen && m[0] == 0xc0de ? 0 : 1);
+        }
+        int status = -1;
+        if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            snprintf(why, sizeof why, "the child did not read the parent's bytes (status %#x)", status);
+            ok = 0;
+        } else if (m[0] != 0xaaaa) {
+            snprintf(why, sizeof why, "the child's write reached the parent: %#x", m[0]);
+            ok = 0;
+        }
+    }
+    if (ok) {
+        sdma_fence(&q, &m[2], 0xf0f0);
+        if (!wait_u32(&m[2], 0xf0f0, 2000)) {
+            snprintf(why, sizeof why, "SDMA FENCE after fork: %#x", m[2]);
+            ok = 0;
+        }
+    }
+    sdma_destroy(&q);
+    munmap(m, 2 * PAGE);
+    return ok;
+}
+
+/* mprotect read-only (XNACK off): the GPU mapping follows; the GPU writes the page that stayed
+ * writable and not the protected one (its write is a VM fault, so this case runs last). */
+static int t_mprotect_read_only(void)
+{
+    uint32_t *m = map_pages(2);
+    CHECK(m != NULL, "mmap failed");
+    struct queue q;
+    int ok = sdma_create(&q);
+    HSA_SVM_ATTRIBUTE acc = attr(HSA_SVM_ATTR_ACCESS, GPU_NODE);
+    if (ok && hsaKmtSVMSetAttr(m, 2 * PAGE, 1, &acc) != HSAKMT_STATUS_SUCCESS) {
+        snprintf(why, sizeof why, "SVMSetAttr failed");
+        ok = 0;
+    }
+    if (ok && mprotect(m, PAGE, PROT_READ) != 0) {
+        snprintf(why, sizeof why, "mprotect: %s", strerror(errno));
+        ok = 0;
+    }
+    if (ok) {
+        sdma_fence(&q, &m[PAGE / 4], 0x600d);
+        if (!wait_u32(&m[PAGE / 4], 0x600d, 2000)) {
+            snprintf(why, sizeof why, "SDMA FENCE into the writable page: %#x", m[PAGE / 4]);
+            ok = 0;
+        }
+    }
+    if (ok) {
+        sdma_fence(&q, &m[0], 0xbad);
+        if (wait_u32(&m[0], 0xbad, 300)) {
+            snprintf(why, sizeof why, "the GPU wrote a page the CPU made read-only");
+            ok = 0;
+        }
+    }
+    sdma_destroy(&q);
+    mprotect(m, PAGE, PROT_READ | PROT_WRITE);
+    munmap(m, 2 * PAGE);
+    return ok;
+}
+
 int main(void)
 {
     const char *preset = getenv("KFD_MODEL_PRESET");
@@ -379,6 +537,9 @@ int main(void)
     run("svm_prefetch_both_ways_with_sdma", t_prefetch_both_ways_with_sdma);
     if (xnack_capable)
         run("svm_xnack_recoverable_fault", t_xnack_recoverable_fault);
+    run("svm_smi_migration_events", t_smi_migration_events);
+    run("svm_fork_keeps_the_parent_mapping", t_fork_keeps_the_parent_mapping);
+    run("svm_mprotect_read_only", t_mprotect_read_only); /* last: ends in a VM fault */
     hsaKmtReleaseSystemProperties();
     hsaKmtCloseKFD();
     printf("%d passed, %d failed\n", passed, failed);

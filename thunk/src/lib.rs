@@ -140,7 +140,7 @@ pub use queue::{
     Aql, AqlQueue, Pm4, Pm4Queue, Queue, QueueKind, QueueOptions, QueuePriority, Sdma, SdmaEngine,
     SdmaQueue, DEFAULT_RING_SIZE, ERROR_PAYLOAD_OFFSET, READ_POINTER_OFFSET, WRITE_POINTER_OFFSET,
 };
-pub use svm::{SvmAccess, SvmAttribute, SvmAttributes, SvmLocation, SvmMemory};
+pub use svm::{SmiEvents, SvmAccess, SvmAttribute, SvmAttributes, SvmLocation, SvmMemory};
 pub use topology::{Node, QueueSizes, Topology};
 pub use va::{Access, PAGE_SIZE};
 

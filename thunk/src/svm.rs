@@ -6,7 +6,8 @@
 //! safe: nothing else in the program holds a reference into memory the GPU writes, and the CPU
 //! reads and writes it through bounds-checked copies. Dropping it takes every GPU's access away
 //! before the pages are unmapped. [`Kfd::svm_set_attributes_unchecked`] is the raw form for
-//! memory the caller owns.
+//! memory the caller owns. [`Kfd::smi_events`] opens a GPU's SMI event file, where the driver
+//! reports page faults, migrations, queue evictions and unmaps as text lines.
 #![allow(unsafe_code)]
 
 use crate::error::{Errno, Error, Result};
@@ -336,5 +337,74 @@ impl Drop for SvmMemory {
         if let Err(e) = self.set_attributes(&none) {
             log::warn!(target: "thunk::memory", "taking GPU access from SVM memory {:#x}: {e}", self.addr());
         }
+    }
+}
+
+/// A GPU's SMI event file (`AMDKFD_IOC_SMI_EVENTS`): the driver queues a text line per event
+/// the mask enables — `"<id in hex> <text>"`, the text in the kernel's format for that event
+/// (`KFD_SMI_EVENT_*`).
+#[derive(Debug)]
+pub struct SmiEvents {
+    fd: std::os::fd::OwnedFd,
+}
+
+impl Kfd {
+    /// Opens the SMI event file of GPU `gpu_id`; no event is enabled yet.
+    pub fn smi_events(&self, gpu_id: u32) -> Result<SmiEvents> {
+        use std::os::fd::FromRawFd;
+        let mut a = kfd_ioctl_smi_events_args {
+            gpuid: gpu_id,
+            anon_fd: 0,
+        };
+        self.ioctl::<SmiEvents_>(&mut a)?;
+        let fd = i32::try_from(a.anon_fd)
+            .ok()
+            .filter(|&fd| fd >= 0)
+            .ok_or_else(|| Error::bad_answer("SMI_EVENTS", "no file descriptor"))?;
+        // SAFETY: the driver handed this new descriptor to the caller, which owns it now.
+        let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+        Ok(SmiEvents { fd })
+    }
+}
+
+use kfd_sys::SmiEvents as SmiEvents_;
+
+impl SmiEvents {
+    /// Enables exactly the events `ids` (`KFD_SMI_EVENT_*`, 1-based).
+    pub fn enable(&self, ids: &[u32]) -> Result<()> {
+        let mask = ids
+            .iter()
+            .filter(|&&i| (1..=64).contains(&i))
+            .fold(0u64, |m, &i| m | KFD_SMI_EVENT_MASK_FROM_INDEX(i));
+        match nix::unistd::write(&self.fd, &mask.to_ne_bytes()) {
+            Ok(8) => Ok(()),
+            Ok(n) => Err(Error::bad_answer(
+                "SMI mask write",
+                format!("{n} of 8 bytes taken"),
+            )),
+            Err(e) => Err(Error::new(
+                "SMI mask write",
+                crate::error::from_nix(e),
+                "write",
+            )),
+        }
+    }
+
+    /// The lines queued since the last call (none: empty), oldest first.
+    pub fn read_lines(&self) -> Result<Vec<String>> {
+        use std::os::fd::AsRawFd;
+        let mut text = Vec::new();
+        let mut buf = [0u8; 1024];
+        loop {
+            match nix::unistd::read(self.fd.as_raw_fd(), &mut buf) {
+                Ok(0) | Err(nix::errno::Errno::EAGAIN) => break,
+                Ok(n) => text.extend_from_slice(&buf[..n]),
+                Err(e) => return Err(Error::new("SMI read", crate::error::from_nix(e), "read")),
+            }
+        }
+        Ok(String::from_utf8_lossy(&text)
+            .lines()
+            .map(str::to_owned)
+            .collect())
     }
 }

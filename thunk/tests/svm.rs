@@ -163,3 +163,42 @@ fn xnack_on_a_fault_is_recovered_and_the_write_lands() {
         "the faulting write was retried"
     );
 }
+
+/// SMI events: a prefetch to VRAM and back is reported as MIGRATE_START/END lines on the
+/// GPU's SMI file (`@page(pages) from->to`, gpu ids in hex, 0 = system memory, trigger 0 =
+/// prefetch); events the mask leaves out are not queued.
+#[test]
+fn smi_events_report_a_prefetch_both_ways() {
+    let Some(kfd) = gfx90a("gfx90a") else { return };
+    let gpu = kfd.gpu(0).unwrap().id();
+    let smi = kfd.smi_events(gpu).unwrap();
+    assert!(kfd.smi_events(0xdead).is_err(), "unknown gpu");
+    smi.enable(&[kfd_sys::KFD_SMI_EVENT_MIGRATE_END]).unwrap();
+    let mem = kfd.svm_alloc(2 * PAGE_SIZE).unwrap();
+    mem.set_attributes(&[SvmAttribute::Access(gpu, SvmAccess::Access)])
+        .unwrap();
+    mem.prefetch(SvmLocation::Gpu(gpu)).unwrap();
+    mem.prefetch(SvmLocation::System).unwrap();
+    let page = mem.addr() >> 12;
+    let pid = std::process::id();
+    let rest: Vec<String> = smi
+        .read_lines()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            let f: Vec<&str> = l.splitn(4, ' ').collect();
+            assert_eq!(f[0], "6", "{l}");
+            assert!(f[1].parse::<i64>().unwrap() > 0, "{l}");
+            assert_eq!(f[2], format!("-{pid}"), "{l}");
+            f[3].to_owned()
+        })
+        .collect();
+    assert_eq!(
+        rest,
+        vec![
+            format!("@{page:x}(2) 0->{gpu:x} 0"),
+            format!("@{page:x}(2) {gpu:x}->0 0")
+        ]
+    );
+    assert!(smi.read_lines().unwrap().is_empty());
+}

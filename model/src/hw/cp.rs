@@ -127,6 +127,9 @@ pub struct CpState {
     pub cu_threads: usize,
     /// The owning process's trap handler (from its MAP_PROCESS), if it installed one.
     pub trap_handler: Option<TrapHandler>,
+    /// XNACK replay for the owning process (its MAP_PROCESS `SH_MEM_CONFIG` has
+    /// RETRY_DISABLE clear): a wave's memory fault is retried after the driver handled it.
+    pub retry_faults: bool,
     /// Code the queue's last dispatches decoded (reused while memory still holds it).
     pub code: Vec<DecodedCode>,
 }
@@ -325,6 +328,11 @@ impl CpQueue {
     /// now on enter it on `s_trap` and exceptions.
     pub fn set_trap_handler(&mut self, handler: Option<TrapHandler>) {
         self.state.trap_handler = handler;
+    }
+
+    /// Sets whether the owning process's shader memory faults are retried (XNACK replay).
+    pub fn set_retry_faults(&mut self, retry: bool) {
+        self.state.retry_faults = retry;
     }
 
     /// Runs the queue's dispatches on `threads` host threads.
@@ -630,6 +638,7 @@ impl CpQueue {
                         self.scratch_wait = false;
                         let setup = DispatchSetup {
                             trap_handler: self.state.trap_handler,
+                            retry_faults: self.state.retry_faults,
                             ..DispatchSetup::from_aql(
                                 target,
                                 pkt,
@@ -669,7 +678,8 @@ impl CpQueue {
                     if let Some(ex) = halted {
                         return self.wave_exception(env, pkt, ex);
                     }
-                    if !matches!(finished, Ok(false)) {
+                    let retry = run.awaits_retry();
+                    if !matches!(finished, Ok(false)) && !retry {
                         run.watch_end(finished.is_err());
                     }
                     match finished {
@@ -682,7 +692,10 @@ impl CpQueue {
                             *done += 1;
                         }
                         Err(e) => {
-                            self.kernel = None;
+                            // A retry fault keeps the dispatch: it resumes once remapped.
+                            if !retry {
+                                self.kernel = None;
+                            }
                             return Err(e);
                         }
                     }
@@ -970,6 +983,7 @@ fn dispatch_direct(
             scratch,
             user_data: Some(user_data),
             trap_handler: state.trap_handler,
+            retry_faults: state.retry_faults,
         };
         let kept = std::mem::take(&mut state.code);
         let mut run = KernelRun::from_registers(setup, pgm, reg(ShReg::COMPUTE_PGM_RSRC1), rsrc2)?
@@ -984,7 +998,8 @@ fn dispatch_direct(
         return Ok(Flow::Next);
     };
     let finished = run.step(env.vm);
-    if !matches!(finished, Ok(false)) {
+    let retry = run.awaits_retry();
+    if !matches!(finished, Ok(false)) && !retry {
         run.watch_end(finished.is_err());
     }
     if let Some(ex) = run.exception().cloned() {
@@ -1003,7 +1018,9 @@ fn dispatch_direct(
             Ok(Flow::Next)
         }
         Err(e) => {
-            state.kernel = None;
+            if !retry {
+                state.kernel = None;
+            }
             Err(e)
         }
     }

@@ -56,6 +56,8 @@ pub struct RunlistProcess {
     pub tba_addr: u64,
     /// Trap handler memory address.
     pub tma_addr: u64,
+    /// `SH_MEM_CONFIG` (its RETRY_DISABLE bit says whether XNACK replay is off).
+    pub sh_mem_config: u32,
     /// The queues the runlist maps for it (active queues only).
     pub queues: Vec<RunlistQueue>,
 }
@@ -608,6 +610,11 @@ impl Hws {
                             }
                         });
                     q.set_trap_handler(handler);
+                    let retry = runlist.iter().any(|p| {
+                        p.pasid == m.pasid
+                            && p.sh_mem_config & crate::dqm::SH_MEM_RETRY_DISABLE == 0
+                    });
+                    q.set_retry_faults(retry);
                     q.run(&mut env, doorbell, budget)
                 }
                 QueueContext::Sdma(q) => q.run(&mut env, doorbell, budget),
@@ -1003,6 +1010,7 @@ fn process_of(m: &MapProcessCommon) -> RunlistProcess {
         num_queues: m.dw13.num_queues(),
         tba_addr: m.tba_addr(),
         tma_addr: m.tma_addr(),
+        sh_mem_config: m.sh_mem_config,
         queues: Vec::new(),
     }
 }

@@ -128,6 +128,12 @@ pub struct DispatchSetup {
     pub user_data: Option<[u32; 16]>,
     /// The process's trap handler, if it installed one.
     pub trap_handler: Option<TrapHandler>,
+    /// XNACK replay is on for the process (`SH_MEM_CONFIG.RETRY_DISABLE` clear): a wave's
+    /// memory fault stalls it at the faulting instruction, the dispatch stops with the fault
+    /// (the queue posts it to the driver) and resumes, retrying that instruction, when the
+    /// driver has handled the fault and mapped the queue again. Off: the fault ends the
+    /// dispatch.
+    pub retry_faults: bool,
 }
 
 impl DispatchSetup {
@@ -165,6 +171,7 @@ impl DispatchSetup {
             scratch,
             user_data: None,
             trap_handler: None,
+            retry_faults: false,
         }
     }
 }
@@ -220,6 +227,9 @@ enum GroupEnd {
     Unfinished(Workgroup),
     /// A wave faulted on memory.
     Fault(QueueError),
+    /// A wave faulted on memory with XNACK replay on: the workgroup waits, the faulting wave
+    /// at the faulting instruction, until the driver has handled the fault.
+    Retry(Box<Workgroup>, QueueError),
     /// A wave halted on a trap or an exception.
     Halt(WaveException),
 }
@@ -238,6 +248,8 @@ struct Pending {
 struct SliceOutcome {
     messages: Vec<(u16, u32)>,
     fault: Option<QueueError>,
+    /// The fault is a retry fault: the dispatch resumes after it.
+    retry: bool,
     halt: Option<WaveException>,
 }
 
@@ -270,6 +282,8 @@ pub struct KernelRun {
     cu_threads: usize,
     /// Scratch slots no workgroup holds (`None`: the dispatch has no scratch).
     free_slots: Option<Vec<u32>>,
+    /// The last step stopped on a retry fault ([`DispatchSetup::retry_faults`]).
+    awaiting_retry: bool,
 }
 
 impl KernelRun {
@@ -450,6 +464,7 @@ impl KernelRun {
             watch: None,
             cu_threads: 1,
             free_slots,
+            awaiting_retry: false,
         })
     }
 
@@ -493,6 +508,12 @@ impl KernelRun {
         self.groups.iter().map(|&g| u64::from(g)).product()
     }
 
+    /// Whether the last [`KernelRun::step`] stopped on a retry fault: the dispatch is not
+    /// over and the next step retries the faulting instruction.
+    pub fn awaits_retry(&self) -> bool {
+        self.awaiting_retry
+    }
+
     /// The trap or exception that halted a wave, if one did.
     pub fn exception(&self) -> Option<&WaveException> {
         self.exception.as_ref()
@@ -509,6 +530,7 @@ impl KernelRun {
     /// halted ([`KernelRun::exception`]). Waves stop at an instruction boundary when the slice
     /// is over, so the queue can be preempted between two calls.
     pub fn step(&mut self, vm: &GpuVm) -> Result<bool, QueueError> {
+        self.awaiting_retry = false;
         if self.exception.is_some() {
             return Ok(false);
         }
@@ -555,6 +577,7 @@ impl KernelRun {
         let outcome = outcome.into_inner().unwrap_or_else(|e| e.into_inner());
         self.messages.extend(outcome.messages);
         if let Some(e) = outcome.fault {
+            self.awaiting_retry = outcome.retry;
             return Err(e);
         }
         if let Some(h) = outcome.halt {
@@ -635,6 +658,15 @@ impl KernelRun {
                 GroupEnd::Fault(e) => {
                     stop.store(true, Ordering::Release);
                     locked(outcome).fault.get_or_insert(e);
+                }
+                GroupEnd::Retry(g, e) => {
+                    stop.store(true, Ordering::Release);
+                    locked(pending).active.push_front(*g);
+                    let mut o = locked(outcome);
+                    if o.fault.is_none() {
+                        o.fault = Some(e);
+                        o.retry = true;
+                    }
                 }
                 GroupEnd::Halt(h) => {
                     stop.store(true, Ordering::Release);
@@ -725,9 +757,10 @@ impl KernelRun {
                 }
                 if let Some(watch) = &self.watch {
                     // A trap or an illegal instruction an installed handler takes is no end.
-                    let handled = self.setup.trap_handler.is_some()
-                        && !privileged
-                        && !matches!(stop_reason, Stop::Fault(WaveFault::Memory(_)));
+                    let memory = matches!(stop_reason, Stop::Fault(WaveFault::Memory(_)));
+                    let handled = !privileged
+                        && ((self.setup.trap_handler.is_some() && !memory)
+                            || (self.setup.retry_faults && memory));
                     let why = match &stop_reason {
                         Stop::EndOfProgram => Some(None),
                         Stop::Trap { id } if !handled => Some(Some(format!("s_trap {id}"))),
@@ -753,6 +786,13 @@ impl KernelRun {
                         error: QUEUE_ERROR_TRAP,
                         what: format!("s_trap {id} in workgroup {:?} wave {i}", group.id),
                     },
+                    // XNACK replay: the wave stays at the instruction, which runs again once
+                    // the driver has handled the fault (`crate::svm::restore_pages`).
+                    Stop::Fault(WaveFault::Memory(m)) if !privileged && self.setup.retry_faults => {
+                        log::debug!(target: "hw::spi", "workgroup {:?} wave {i}: retry fault {m:?}", group.id);
+                        let fault = retry_fault(m);
+                        return GroupEnd::Retry(Box::new(group), fault);
+                    }
                     Stop::Fault(WaveFault::Memory(m)) if !privileged => {
                         log::debug!(target: "hw::spi", "workgroup {:?} wave {i}: {m:?}", group.id);
                         return GroupEnd::Fault(QueueError::VmFault(VmFault {
@@ -1013,6 +1053,15 @@ struct VmEnv<'a> {
     messages: &'a mut Vec<(u16, u32)>,
 }
 
+/// The VM fault a wave's retry fault posts.
+fn retry_fault(m: MemFault) -> QueueError {
+    QueueError::VmFault(VmFault {
+        va: m.address,
+        write: matches!(m.access, Access::Write | Access::Atomic),
+        not_present: true,
+    })
+}
+
 fn mem_fault(f: VmFault, access: Access) -> MemFault {
     MemFault {
         address: f.va,
@@ -1075,6 +1124,13 @@ impl WaveEnv for VmEnv<'_> {
         r: &AtomicRequest<'_>,
         old: &mut [u64; WAVE_SIZE],
     ) -> Result<(), MemFault> {
+        // A fault leaves memory untouched, so a retried instruction applies each lane once.
+        let size = if r.wide { 8 } else { 4 };
+        for lane in (0..WAVE_SIZE).filter(|l| r.exec >> l & 1 != 0) {
+            self.vm
+                .probe(r.addresses[lane], size, true)
+                .map_err(|f| mem_fault(f, Access::Atomic))?;
+        }
         for lane in (0..WAVE_SIZE).filter(|l| r.exec >> l & 1 != 0) {
             let (src, cmp) = (r.src[lane], r.cmp[lane]);
             let op = r.op;

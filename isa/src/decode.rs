@@ -128,7 +128,7 @@ pub enum DecodeError {
         /// What is wrong.
         reason: &'static str,
     },
-    /// An encoding this crate recognises but does not decode (MTBUF, MIMG, EXP, VINTRP,
+    /// An encoding this crate recognises but does not decode (MIMG, VINTRP,
     /// GLOBAL/SCRATCH loads to LDS), or no GFX9 encoding at all.
     Unsupported {
         /// Address of the instruction.
@@ -286,9 +286,9 @@ fn classify(w: u32) -> Result<(Enc, usize), &'static str> {
             2 => Ok((Enc::Global, 8)),
             _ => Err("FLAT"),
         },
-        0b111010 => Err("MTBUF"),
+        0b111010 => Ok((Enc::Mtbuf, 8)),
         0b111100 => Err("MIMG"),
-        0b110001 => Err("EXP"),
+        0b110001 => Ok((Enc::Exp, 8)),
         0b110101 => Err("VINTRP"),
         _ => Err("unknown"),
     }
@@ -307,6 +307,8 @@ fn opcode_of(enc: Enc, w: u32) -> u16 {
         Enc::Vop3 => (w >> 16) & 0x3FF,
         Enc::Ds => (w >> 17) & 0xFF,
         Enc::Mubuf | Enc::Flat | Enc::Global | Enc::Scratch => (w >> 18) & 0x7F,
+        Enc::Mtbuf => (w >> 15) & 0xF,
+        Enc::Exp => 0,
     }) as u16
 }
 
@@ -333,10 +335,15 @@ pub(crate) fn field_value(enc: Enc, field: Field, w0: u32, w1: u32) -> u32 {
         (Enc::Ds, Field::B) => (w1 >> 8) & 0xFF,
         (Enc::Ds, Field::C) => (w1 >> 16) & 0xFF,
         (Enc::Ds, Field::D) => w1 >> 24,
-        (Enc::Mubuf, Field::A) => w1 & 0xFF,
-        (Enc::Mubuf, Field::B) => (w1 >> 8) & 0xFF,
-        (Enc::Mubuf, Field::R) => ((w1 >> 16) & 0x1F) << 2,
-        (Enc::Mubuf, Field::O) => w1 >> 24,
+        (Enc::Mubuf | Enc::Mtbuf, Field::A) => w1 & 0xFF,
+        (Enc::Mubuf | Enc::Mtbuf, Field::B) => (w1 >> 8) & 0xFF,
+        (Enc::Mubuf | Enc::Mtbuf, Field::R) => ((w1 >> 16) & 0x1F) << 2,
+        (Enc::Mubuf | Enc::Mtbuf, Field::O) => w1 >> 24,
+        (Enc::Exp, Field::K) => (w0 >> 4) & 0x3F,
+        (Enc::Exp, Field::A) => w1 & 0xFF,
+        (Enc::Exp, Field::B) => (w1 >> 8) & 0xFF,
+        (Enc::Exp, Field::C) => (w1 >> 16) & 0xFF,
+        (Enc::Exp, Field::D) => w1 >> 24,
         (Enc::Flat | Enc::Global | Enc::Scratch, Field::A) => w1 & 0xFF,
         (Enc::Flat | Enc::Global | Enc::Scratch, Field::B) => (w1 >> 8) & 0xFF,
         (Enc::Flat | Enc::Global | Enc::Scratch, Field::S) => (w1 >> 16) & 0x7F,
@@ -557,7 +564,7 @@ pub fn decode(
     let mem_acc = gfx90a
         && match enc {
             Enc::Ds => (w0 >> 25) & 1 == 1,
-            Enc::Mubuf | Enc::Flat | Enc::Global | Enc::Scratch => (w1 >> 23) & 1 == 1,
+            Enc::Mubuf | Enc::Mtbuf | Enc::Flat | Enc::Global | Enc::Scratch => (w1 >> 23) & 1 == 1,
             _ => false,
         };
     for slot in row.slots {
@@ -566,7 +573,7 @@ pub fn decode(
         }
         let v = field_value(enc, slot.field, w0, w1);
         let mut slot = *slot;
-        if enc == Enc::Mubuf && slot.field == Field::A && (w0 >> 12) & 3 == 3 {
+        if matches!(enc, Enc::Mubuf | Enc::Mtbuf) && slot.field == Field::A && (w0 >> 12) & 3 == 3 {
             slot.dwords = 2;
         }
         if enc == Enc::Global && slot.field == Field::A && (w1 >> 16) & 0x7F != 0x7F {
@@ -652,7 +659,7 @@ pub fn decode(
             }
             (f, Class::V) => {
                 let data = match enc {
-                    Enc::Mubuf => f == Field::B,
+                    Enc::Mubuf | Enc::Mtbuf => f == Field::B,
                     Enc::Flat | Enc::Global | Enc::Scratch => matches!(f, Field::B | Field::D),
                     Enc::Ds => f != Field::A,
                     _ => false,

@@ -39,6 +39,10 @@ pub enum Enc {
     Global,
     /// Scratch memory (the FLAT encoding, segment 1).
     Scratch,
+    /// Typed buffer memory (format from the instruction's DFMT/NFMT fields).
+    Mtbuf,
+    /// Export (graphics: decode and disassembly only).
+    Exp,
 }
 
 impl Enc {
@@ -58,6 +62,8 @@ impl Enc {
             Enc::Ds => 256,
             Enc::Mubuf => 128,
             Enc::Flat | Enc::Global | Enc::Scratch => 128,
+            Enc::Mtbuf => 16,
+            Enc::Exp => 1,
         }
     }
 
@@ -78,6 +84,8 @@ impl Enc {
             Enc::Flat => 2912,
             Enc::Global => 3040,
             Enc::Scratch => 3168,
+            Enc::Mtbuf => 3296,
+            Enc::Exp => 3312,
         }
     }
 
@@ -99,11 +107,13 @@ impl Enc {
             Enc::Flat => "FLAT",
             Enc::Global => "GLOBAL",
             Enc::Scratch => "SCRATCH",
+            Enc::Mtbuf => "MTBUF",
+            Enc::Exp => "EXP",
         }
     }
 }
 
-const LOOKUP_LEN: usize = 3296;
+const LOOKUP_LEN: usize = 3313;
 
 /// Which bit-field of the encoding an operand comes from. The bit positions per
 /// encoding are in the decoder (`decode.rs`), the only place that knows them.

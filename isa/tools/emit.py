@@ -2,7 +2,7 @@
 import json, re, sys
 d=json.load(open('gen.json')); d['flat']=json.load(open('genflat.json'))['flat']; caps=json.load(open('caps.json'))
 CPUS=['gfx900','gfx906','gfx908','gfx90a']
-ENC={'sop2':'Sop2','sop1':'Sop1','sopc':'Sopc','sopk':'Sopk','sopp':'Sopp','smem':'Smem','vop2':'Vop2','vop1':'Vop1','vopc':'Vopc','vop3':'Vop3','ds':'Ds','mubuf':'Mubuf','flat':'Flat','global':'Global','scratch':'Scratch'}
+ENC={'sop2':'Sop2','sop1':'Sop1','sopc':'Sopc','sopk':'Sopk','sopp':'Sopp','smem':'Smem','vop2':'Vop2','vop1':'Vop1','vopc':'Vopc','vop3':'Vop3','ds':'Ds','mubuf':'Mubuf','mtbuf':'Mtbuf','flat':'Flat','global':'Global','scratch':'Scratch'}
 VALID={'sop2':range(0,96),'sopk':range(0,28),'sop1':range(256),'sopc':range(128),'sopp':range(128)}
 def camel(n): return ''.join(p[:1].upper()+p[1:] for p in n.split('_'))
 def split_ops(s):
@@ -12,9 +12,9 @@ def field_of(fam,cls,num,keep,tok):
     vals={'sop2':{'D':4,'A':2,'B':8},'sop1':{'D':4,'A':2},'sopc':{'A':2,'B':8},'sopk':{'D':4},
           'smem':{'D':4},'vop2':{'D':4,'A':2,'B':8},'vop1':{'D':4,'A':2},'vopc':{'A':2,'B':8},
           'vop3':{'D':4,'E':6,'A':2,'B':8,'C':12},'ds':{'D':4,'A':2,'B':8,'C':12},
-          'mubuf':{'B':4,'A':2,'O':1},'flat':{'D':4,'A':2,'B':8},'global':{'D':4,'A':2,'B':8},'scratch':{'D':4,'A':2,'B':8}}[fam]
+          'mubuf':{'B':4,'A':2,'O':1},'mtbuf':{'B':4,'A':2,'O':1},'flat':{'D':4,'A':2,'B':8},'global':{'D':4,'A':2,'B':8},'scratch':{'D':4,'A':2,'B':8}}[fam]
     if fam=='smem' and num in (0,2) and cls=='s': return 'S'
-    if fam=='mubuf' and num==8: return 'R'
+    if fam in ('mubuf','mtbuf') and num==8: return 'R'
     for f,v in vals.items():
         if v==num and f in keep: return f
     return None
@@ -77,6 +77,10 @@ for op,name,slots in [(0x20,'s_dcache_inv',[]),(0x21,'s_dcache_wb',[]),(0x22,'s_
 # MUBUF cache controls: no operands (probed with all fields 0).
 for op,name,tg in [(62,'buffer_wbinvl1',ALL),(63,'buffer_wbinvl1_vol',ALL),(113,'buffer_wbinvl1',ALL),(40,'buffer_wbl2','T_90A'),(41,'buffer_invl2','T_90A')]:
     rows.append(dict(fam='mubuf',op=op,name=name,suffix='',targets=tg,slots=[],mods='',extra='',txt=''))
+# EXP (probed by hand: `exp mrt0 v1, v2, v3, v4` and every target/EN/COMPR value): the target,
+# then VSRC0..3 (printed as `off` or, with COMPR, as VSRC0, VSRC0, VSRC1, VSRC1).
+rows.append(dict(fam='exp',op=0,name='exp',suffix='',targets='T_900|T_906|T_908',slots=[('K','tgt',0),('A','v',1),('B','v',1),('C','v',1),('D','v',1)],mods='',extra='',txt=''))
+ENC['exp']='Exp'
 rows.append(dict(fam='sopk',op=0x14,name='s_setreg_imm32_b32',suffix='',targets=ALL,slots=[('K','hwreg',0),('O','lit',0)],mods='',extra='',txt=''))
 print('problems',problems[:20],len(problems),file=sys.stderr)
 # unique Op variants, stable order

@@ -16,6 +16,7 @@ use super::mfma::MfmaF32;
 use super::wave::{sreg, write_masked, HwRegField, Lanes, Wave, WAVE_SIZE};
 
 mod aperture;
+mod format;
 mod packed;
 
 type R<T> = Result<T, WaveFault>;
@@ -162,6 +163,9 @@ impl Wave {
             Enc::Mubuf => self.mubuf(c, env).map(|()| Flow::Next),
             Enc::Global | Enc::Flat => self.flat(c, env).map(|()| Flow::Next),
             Enc::Scratch => self.scratch(c, env).map(|()| Flow::Next),
+            Enc::Mtbuf => self.mtbuf(c, env).map(|()| Flow::Next),
+            // exports go to the graphics pipeline, which a compute model does not have
+            Enc::Exp => Err(illegal(self.pc, c)),
         }
     }
 
@@ -2139,6 +2143,9 @@ impl Wave {
             Op::BufferWbinvl1 | Op::BufferWbinvl1Vol | Op::BufferWbl2 | Op::BufferInvl2
         ) {
             return Ok(());
+        }
+        if format::is_format(c.inst.op) {
+            return self.mubuf_format(c, env);
         }
         let [w0, w1] = c.inst.words;
         if (w0 >> 16) & 1 != 0 {

@@ -2350,9 +2350,8 @@ impl Wave {
         if (w0 >> 16) & 1 != 0 {
             return Err(illegal(self.pc, c)); // GDS
         }
-        if self.target == crate::Target::Gfx90a && (w0 >> 25) & 1 != 0 {
-            return Err(illegal(self.pc, c)); // AGPR data (ACC bit) not modelled for DS
-        }
+        // gfx90a ACC bit: DATA0/DATA1 and VDST are AGPRs (ADDR stays a VGPR)
+        let acc = self.target == crate::Target::Gfx90a && (w0 >> 25) & 1 != 0;
         let offset0 = w0 & 0xff;
         let offset1 = (w0 >> 8) & 0xff;
         let offset = w0 & 0xffff;
@@ -2367,17 +2366,17 @@ impl Wave {
                 // ds_swizzle_b32 vdst, vaddr: the data comes from ADDR
                 let a = *self.v(addr_r)?;
                 let r = lanes::swizzle(&a, offset as u16, exec);
-                return self.write_v(vdst, &r, exec);
+                return self.write_d(acc, vdst, &r, exec);
             }
             Op::DsBpermuteB32 | Op::DsPermuteB32 => {
                 let a = *self.v(addr_r)?;
-                let d = *self.v(data0)?;
+                let d = *self.data_reg(acc, data0)?;
                 let r = if op == Op::DsBpermuteB32 {
                     lanes::bpermute(&a, &d, offset, exec)
                 } else {
                     lanes::permute(&a, &d, offset, exec)
                 };
-                return self.write_v(vdst, &r, exec);
+                return self.write_d(acc, vdst, &r, exec);
             }
             _ => {}
         }
@@ -2410,9 +2409,9 @@ impl Wave {
                 [[0u32; WAVE_SIZE]; 2]
             } else {
                 [
-                    *self.v(data0)?,
+                    *self.data_reg(acc, data0)?,
                     if dw == 2 {
-                        *self.v(data0 + 1)?
+                        *self.data_reg(acc, data0 + 1)?
                     } else {
                         [0; WAVE_SIZE]
                     },
@@ -2422,9 +2421,9 @@ impl Wave {
                 [[0u32; WAVE_SIZE]; 2]
             } else {
                 [
-                    *self.v(data1)?,
+                    *self.data_reg(acc, data1)?,
                     if dw == 2 {
-                        *self.v(data1 + 1)?
+                        *self.data_reg(acc, data1 + 1)?
                     } else {
                         [0; WAVE_SIZE]
                     },
@@ -2452,7 +2451,7 @@ impl Wave {
             }
             if load {
                 for (i, r) in out[..2 * dw].iter().enumerate() {
-                    self.write_v(vdst + i, r, exec)?;
+                    self.write_d(acc, vdst + i, r, exec)?;
                 }
             }
             return Ok(());
@@ -2486,7 +2485,7 @@ impl Wave {
                 }
                 if half != D16::Full {
                     // d16 reads write one half of VDST and keep the other
-                    let old = *self.v(vdst)?;
+                    let old = *self.data_reg(acc, vdst)?;
                     for l in 0..WAVE_SIZE {
                         out[0][l] = match half {
                             D16::Lo => (old[l] & 0xffff_0000) | (out[0][l] & 0xffff),
@@ -2495,7 +2494,7 @@ impl Wave {
                     }
                 }
                 for (i, r) in out[..dwords].iter().enumerate() {
-                    self.write_v(vdst + i, r, exec)?;
+                    self.write_d(acc, vdst + i, r, exec)?;
                 }
                 Ok(())
             }
@@ -2503,7 +2502,7 @@ impl Wave {
                 let dwords = bytes.div_ceil(4) as usize;
                 let mut data = [[0u32; WAVE_SIZE]; 4];
                 for (i, d) in data[..dwords].iter_mut().enumerate() {
-                    *d = *self.v(data0 + i)?;
+                    *d = *self.data_reg(acc, data0 + i)?;
                 }
                 if half == D16::Hi {
                     data[0].iter_mut().for_each(|v| *v >>= 16);
@@ -2527,8 +2526,12 @@ impl Wave {
                 let cmpst = aop == AtomicOp::CmpSwap;
                 let src_reg = if cmpst { data1 } else { data0 };
                 let pair = |w: &Wave, r: usize| -> R<(Lanes, Lanes)> {
-                    let hi = if wide { *w.v(r + 1)? } else { [0; WAVE_SIZE] };
-                    Ok((*w.v(r)?, hi))
+                    let hi = if wide {
+                        *w.data_reg(acc, r + 1)?
+                    } else {
+                        [0; WAVE_SIZE]
+                    };
+                    Ok((*w.data_reg(acc, r)?, hi))
                 };
                 let (src_lo, src_hi) = pair(self, src_reg)?;
                 let (cmp_lo, cmp_hi) = if cmpst {
@@ -2559,9 +2562,9 @@ impl Wave {
                     old_hi[l] = (old >> 32) as u32;
                 }
                 if name.contains("_rtn_") {
-                    self.write_v(vdst, &old_lo, exec)?;
+                    self.write_d(acc, vdst, &old_lo, exec)?;
                     if wide {
-                        self.write_v(vdst + 1, &old_hi, exec)?;
+                        self.write_d(acc, vdst + 1, &old_hi, exec)?;
                     }
                 }
                 Ok(())
@@ -2570,8 +2573,9 @@ impl Wave {
         }
     }
 
-    fn write_v(&mut self, index: usize, value: &Lanes, mask: u64) -> R<()> {
-        write_masked(self.v_mut(index)?, value, mask);
+    /// Writes a data register (VGPR, or AGPR with the gfx90a ACC bit) in the lanes of `mask`.
+    fn write_d(&mut self, acc: bool, index: usize, value: &Lanes, mask: u64) -> R<()> {
+        write_masked(self.data_reg_mut(acc, index)?, value, mask);
         Ok(())
     }
 

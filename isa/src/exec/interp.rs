@@ -17,6 +17,7 @@ use super::wave::{sreg, write_masked, HwRegField, Lanes, Wave, WAVE_SIZE};
 
 mod aperture;
 mod format;
+mod mfma_packed;
 mod packed;
 
 type R<T> = Result<T, WaveFault>;
@@ -1349,6 +1350,7 @@ impl Wave {
             | Op::VMfmaF3216x16x1f32
             | Op::VMfmaF3216x16x4f32
             | Op::VMfmaF324x4x1f32 => self.mfma(c, op),
+            op if mfma_packed::is_packed_mfma(op) => self.mfma_packed(c, op),
             Op::VFmaF16
             | Op::VMadF16
             | Op::VMacF16

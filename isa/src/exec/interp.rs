@@ -1883,7 +1883,9 @@ impl Wave {
         }
         let w = c.inst.words[1];
         let ctrl = (w >> 8) & 0x1FF;
-        if !super::lanes::dpp_ctrl_is_valid(ctrl) {
+        // gfx90a adds row_newbcast:n (0x150 + n) for 32-bit DPP too
+        let newbcast = self.target == crate::Target::Gfx90a && (0x150..=0x15f).contains(&ctrl);
+        if !super::lanes::dpp_ctrl_is_valid(ctrl) && !newbcast {
             return Err(illegal(self.pc, c));
         }
         let bound_ctrl = (w >> 19) & 1 != 0;

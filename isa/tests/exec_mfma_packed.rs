@@ -237,3 +237,57 @@ fn gfx908_packed_mfmas() {
         check(name, m, n, k, blocks, ty, pack, Target::Gfx908, false);
     }
 }
+
+/// `v_mfma_f64_16x16x4f64`: A's `(i, k)` in lane `i + 16k`, B's `(k, j)` in lane `j + 16k`,
+/// D's `(i, j)` in register pair `2·(i/4)` of lane `j + 16·(i mod 4)` (rows spread over the
+/// four lane groups); D = C + Σk A·B with one fused multiply-add per k, in k order.
+#[test]
+fn gfx90a_f64_16x16x4_mfma() {
+    for vgpr_cd in [false, true] {
+        let cd = if vgpr_cd { "v[8:15]" } else { "a[0:7]" };
+        let text = format!("v_mfma_f64_16x16x4f64 {cd}, v[0:1], v[2:3], {cd}");
+        let code = asm(&format!("{text}\ns_endpgm\n"), "gfx90a");
+        let mut w = Wave::new(Target::Gfx90a, 32, 16);
+        w.pc = BASE;
+        let mut rng = Rng(0xf64);
+        let mut val = || (rng.next() as i32 as f64) / 1e6 * 1.000_000_1;
+        let am: Vec<Vec<f64>> = (0..16).map(|_| (0..4).map(|_| val()).collect()).collect();
+        let bm: Vec<Vec<f64>> = (0..4).map(|_| (0..16).map(|_| val()).collect()).collect();
+        let cm: Vec<Vec<f64>> = (0..16).map(|_| (0..16).map(|_| val()).collect()).collect();
+        let put = |w: &mut Wave, reg: usize, lane: usize, x: f64, acc: bool| {
+            let b = x.to_bits();
+            let file = if acc { &mut w.agpr } else { &mut w.vgpr };
+            file[reg][lane] = b as u32;
+            file[reg + 1][lane] = (b >> 32) as u32;
+        };
+        for k in 0..4 {
+            for i in 0..16 {
+                put(&mut w, 0, i + 16 * k, am[i][k], false);
+            }
+            for j in 0..16 {
+                put(&mut w, 2, j + 16 * k, bm[k][j], false);
+            }
+        }
+        let (base, acc) = if vgpr_cd { (8, false) } else { (0, true) };
+        for i in 0..16 {
+            for j in 0..16 {
+                put(&mut w, base + 2 * (i / 4), j + 16 * (i % 4), cm[i][j], acc);
+            }
+        }
+        let cache = CodeCache::new(Target::Gfx90a, BASE, &code);
+        let mut env = HostEnv::new(0);
+        assert_eq!(w.run(&cache, &mut env, 10), Stop::EndOfProgram, "{text}");
+        for i in 0..16 {
+            for j in 0..16 {
+                let mut want = cm[i][j];
+                for k in 0..4 {
+                    want = am[i][k].mul_add(bm[k][j], want);
+                }
+                let (reg, lane) = (base + 2 * (i / 4), j + 16 * (i % 4));
+                let file = if acc { &w.agpr } else { &w.vgpr };
+                let got = u64::from(file[reg][lane]) | (u64::from(file[reg + 1][lane]) << 32);
+                assert_eq!(f64::from_bits(got), want, "{text}: D[{i}][{j}]");
+            }
+        }
+    }
+}

@@ -50,9 +50,9 @@ fn shape(op: Op) -> Option<(usize, usize, usize, usize, In, usize)> {
     })
 }
 
-/// Whether `op` is one of the packed-input MFMAs this module executes.
+/// Whether `op` is one of the MFMAs this module executes.
 pub(super) fn is_packed_mfma(op: Op) -> bool {
-    shape(op).is_some()
+    shape(op).is_some() || op == Op::VMfmaF6416x16x4f64
 }
 
 /// (register, lane) of D's element `(i, j)` of block `b` (the f32 MFMAs' layout).
@@ -99,6 +99,9 @@ impl Wave {
     }
 
     pub(super) fn mfma_packed(&mut self, c: &Cached, op: Op) -> R<()> {
+        if op == Op::VMfmaF6416x16x4f64 {
+            return self.mfma_f64_16x16x4(c);
+        }
         let Some((m, n, k, blocks, ty, pack)) = shape(op) else {
             return Err(illegal(self.pc, c));
         };
@@ -161,6 +164,66 @@ impl Wave {
         }
         for (i, r) in d.iter().enumerate() {
             // MFMA ignores EXEC (all lanes take part)
+            if acc_cd {
+                *self.a_mut(vdst + i)? = *r;
+            } else {
+                *self.v_mut(vdst + i)? = *r;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Wave {
+    /// `v_mfma_f64_16x16x4f64` (gfx90a): one 16×16 block, K = 4, f64 in register pairs.
+    /// A's `(i, k)` is lane `i + 16k`, B's `(k, j)` lane `j + 16k`; D's `(i, j)` is the f64 in
+    /// registers `2·(i / 4)`, `+1` of lane `j + 16·(i mod 4)` (one row per lane group, not the
+    /// f32 forms' groups of four). Products accumulate in K order with fused multiply-adds.
+    fn mfma_f64_16x16x4(&mut self, c: &Cached) -> R<()> {
+        let [w0, w1] = c.inst.words;
+        // cbsz/abid/blgp (neg on later chips) are not modelled
+        if (w0 >> 8) & 0x3f != 0 || (w1 >> 29) != 0 || self.target != crate::Target::Gfx90a {
+            return Err(illegal(self.pc, c));
+        }
+        let pair =
+            |r: &[Lanes], l: usize| f64::from_bits(u64::from(r[0][l]) | (u64::from(r[1][l]) << 32));
+        let a = self.mfma_source(c, Field::A, 2)?;
+        let b = self.mfma_source(c, Field::B, 2)?;
+        let acc_cd = (w0 >> 15) & 1 != 0;
+        let src2 = ((w1 >> 18) & 0x1ff) as usize;
+        let vdst = (w0 & 0xff) as usize;
+        let mut cin = Vec::with_capacity(8);
+        for i in 0..8 {
+            cin.push(if src2 >= 256 {
+                if acc_cd {
+                    *self.a(src2 - 256 + i)?
+                } else {
+                    *self.v(src2 - 256 + i)?
+                }
+            } else {
+                // an inline constant as every element of C
+                let o = opnd(c, Field::C).unwrap_or(Operand::IntConst(0));
+                let v = self.sread(o, SrcType::F64, true);
+                [if i % 2 == 0 {
+                    v as u32
+                } else {
+                    (v >> 32) as u32
+                }; WAVE_SIZE]
+            });
+        }
+        let mut d = vec![[0u32; WAVE_SIZE]; 8];
+        for i in 0..16 {
+            for j in 0..16 {
+                let (v, lane) = (i / 4, j + 16 * (i % 4));
+                let mut acc = pair(&cin[2 * v..2 * v + 2], lane);
+                for k in 0..4 {
+                    acc = pair(&a, i + 16 * k).mul_add(pair(&b, j + 16 * k), acc);
+                }
+                d[2 * v][lane] = acc.to_bits() as u32;
+                d[2 * v + 1][lane] = (acc.to_bits() >> 32) as u32;
+            }
+        }
+        for (i, r) in d.iter().enumerate() {
             if acc_cd {
                 *self.a_mut(vdst + i)? = *r;
             } else {

@@ -128,7 +128,7 @@ pub enum DecodeError {
         /// What is wrong.
         reason: &'static str,
     },
-    /// An encoding this crate recognises but does not decode (MIMG, VINTRP,
+    /// An encoding this crate recognises but does not decode (VINTRP,
     /// GLOBAL/SCRATCH loads to LDS), or no GFX9 encoding at all.
     Unsupported {
         /// Address of the instruction.
@@ -287,7 +287,7 @@ fn classify(w: u32) -> Result<(Enc, usize), &'static str> {
             _ => Err("FLAT"),
         },
         0b111010 => Ok((Enc::Mtbuf, 8)),
-        0b111100 => Err("MIMG"),
+        0b111100 => Ok((Enc::Mimg, 8)),
         0b110001 => Ok((Enc::Exp, 8)),
         0b110101 => Err("VINTRP"),
         _ => Err("unknown"),
@@ -309,6 +309,7 @@ fn opcode_of(enc: Enc, w: u32) -> u16 {
         Enc::Mubuf | Enc::Flat | Enc::Global | Enc::Scratch => (w >> 18) & 0x7F,
         Enc::Mtbuf => (w >> 15) & 0xF,
         Enc::Exp => 0,
+        Enc::Mimg => (w >> 18) & 0x7F,
     }) as u16
 }
 
@@ -340,6 +341,10 @@ pub(crate) fn field_value(enc: Enc, field: Field, w0: u32, w1: u32) -> u32 {
         (Enc::Mubuf | Enc::Mtbuf, Field::R) => ((w1 >> 16) & 0x1F) << 2,
         (Enc::Mubuf | Enc::Mtbuf, Field::O) => w1 >> 24,
         (Enc::Exp, Field::K) => (w0 >> 4) & 0x3F,
+        (Enc::Mimg, Field::A) => w1 & 0xFF,
+        (Enc::Mimg, Field::B) => (w1 >> 8) & 0xFF,
+        (Enc::Mimg, Field::R) => ((w1 >> 16) & 0x1F) << 2,
+        (Enc::Mimg, Field::S) => ((w1 >> 21) & 0x1F) << 2,
         (Enc::Exp, Field::A) => w1 & 0xFF,
         (Enc::Exp, Field::B) => (w1 >> 8) & 0xFF,
         (Enc::Exp, Field::C) => (w1 >> 16) & 0xFF,
@@ -564,6 +569,7 @@ pub fn decode(
     let mem_acc = gfx90a
         && match enc {
             Enc::Ds => (w0 >> 25) & 1 == 1,
+            Enc::Mimg => (w0 >> 16) & 1 == 1,
             Enc::Mubuf | Enc::Mtbuf | Enc::Flat | Enc::Global | Enc::Scratch => (w1 >> 23) & 1 == 1,
             _ => false,
         };
@@ -575,6 +581,9 @@ pub fn decode(
         let mut slot = *slot;
         if matches!(enc, Enc::Mubuf | Enc::Mtbuf) && slot.field == Field::A && (w0 >> 12) & 3 == 3 {
             slot.dwords = 2;
+        }
+        if enc == Enc::Mimg && slot.field == Field::B {
+            slot.dwords = mimg_vdata_dwords(row, w0, w1, gfx90a);
         }
         if enc == Enc::Global && slot.field == Field::A && (w1 >> 16) & 0x7F != 0x7F {
             // With SADDR, VADDR is a 32-bit offset.
@@ -659,7 +668,7 @@ pub fn decode(
             }
             (f, Class::V) => {
                 let data = match enc {
-                    Enc::Mubuf | Enc::Mtbuf => f == Field::B,
+                    Enc::Mubuf | Enc::Mtbuf | Enc::Mimg => f == Field::B,
                     Enc::Flat | Enc::Global | Enc::Scratch => matches!(f, Field::B | Field::D),
                     Enc::Ds => f != Field::A,
                     _ => false,
@@ -980,6 +989,42 @@ fn decode_dpp(
     ))
 }
 
+/// The VDATA width of a MIMG instruction as llvm-mc-15 reads it: one dword per DMASK bit
+/// (DMASK 0 as one; gather4 always four), halved by D16, plus one for TFE (not on gfx90a,
+/// where the bit is ACC). A width the instruction has no form for reads as its base form:
+/// atomics exist with 1 or 2 dwords (cmpswap 2 or 4), gathers with 2, 4 or 5, the rest
+/// with 1 to 5.
+fn mimg_vdata_dwords(row: &Row, w0: u32, w1: u32, gfx90a: bool) -> u8 {
+    let name = row.op.mnemonic();
+    let dmask = (w0 >> 8) & 0xF;
+    let mut n = if name.starts_with("image_gather4") {
+        4
+    } else {
+        dmask.count_ones().max(1)
+    };
+    if w1 >> 31 == 1 {
+        n = n.div_ceil(2);
+    }
+    if !gfx90a && (w0 >> 16) & 1 == 1 {
+        n += 1;
+    }
+    let (forms, base): (&[u32], u32) = if name.starts_with("image_gather4") {
+        (&[2, 4, 5], 4)
+    } else if name.ends_with("_cmpswap") {
+        (&[2, 4], 2)
+    } else if name.starts_with("image_atomic") {
+        (&[1, 2], 1)
+    } else {
+        (&[1, 2, 3, 4, 5], 4)
+    };
+    let vdata = (w1 >> 8) & 0xFF;
+    (if forms.contains(&n) && vdata + n <= 256 {
+        n
+    } else {
+        base
+    }) as u8
+}
+
 /// Fields an instruction does not use must be zero in the encodings where llvm-mc-15
 /// rejects them otherwise (VOP1 `v_nop`/`v_clrexcp`, VOP3, DS).
 fn strict_checks(enc: Enc, row: &Row, w0: u32, w1: u32) -> Result<(), &'static str> {
@@ -1031,6 +1076,21 @@ fn strict_checks(enc: Enc, row: &Row, w0: u32, w1: u32) -> Result<(), &'static s
                     )) =>
         {
             return Err("LDS is for global/scratch loads only")
+        }
+        Enc::Mimg if w0 & 1 == 1 => return Err("MIMG bit 0 must be 0"),
+        Enc::Mimg if (102..108).contains(&field_value(enc, Field::R, w0, w1)) => {
+            return Err("the image resource is an SGPR octet")
+        }
+        Enc::Mimg if !uses(Field::S) && (w1 >> 21) & 0x1F != 0 => {
+            return Err("SSAMP must be 0 without a sampler")
+        }
+        Enc::Mimg
+            if w1 >> 31 == 1
+                && ["image_atomic", "_pck", "image_get_"]
+                    .iter()
+                    .any(|p| row.op.mnemonic().contains(p)) =>
+        {
+            return Err("D16 is for loads, stores, samples and gathers of unpacked data")
         }
         Enc::Smem if !uses(Field::O) && (w0 >> 17) & 1 == 1 => {
             return Err("IMM must be 0 without an offset")

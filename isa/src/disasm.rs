@@ -677,6 +677,34 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
                 f.write_str(" tfe")?;
             }
         }
+        Enc::Mimg => {
+            let dmask = (w0 >> 8) & 0xF;
+            if dmask != 0 {
+                write!(f, " dmask:0x{dmask:x}")?;
+            }
+            for (bit, text) in [(12, " unorm"), (13, " glc"), (25, " slc")] {
+                if (w0 >> bit) & 1 == 1 {
+                    f.write_str(text)?;
+                }
+            }
+            if gfx90a && (w0 >> 7) & 1 == 1 {
+                f.write_str(" scc")?;
+            }
+            if (w0 >> 15) & 1 == 1 {
+                f.write_str(" a16")?;
+            }
+            if !gfx90a && (w0 >> 16) & 1 == 1 {
+                f.write_str(" tfe")?;
+            }
+            for (bit, text) in [(17, " lwe"), (14, " da")] {
+                if (w0 >> bit) & 1 == 1 {
+                    f.write_str(text)?;
+                }
+            }
+            if w1 >> 31 == 1 {
+                f.write_str(" d16")?;
+            }
+        }
         Enc::Mtbuf => {
             let (dfmt, nfmt) = ((w0 >> 19) & 0xF, (w0 >> 23) & 7);
             if dfmt != 1 || nfmt != 0 {

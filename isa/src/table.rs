@@ -43,6 +43,8 @@ pub enum Enc {
     Mtbuf,
     /// Export (graphics: decode and disassembly only).
     Exp,
+    /// Image memory (decode and disassembly only).
+    Mimg,
 }
 
 impl Enc {
@@ -64,6 +66,7 @@ impl Enc {
             Enc::Flat | Enc::Global | Enc::Scratch => 128,
             Enc::Mtbuf => 16,
             Enc::Exp => 1,
+            Enc::Mimg => 128,
         }
     }
 
@@ -86,6 +89,7 @@ impl Enc {
             Enc::Scratch => 3168,
             Enc::Mtbuf => 3296,
             Enc::Exp => 3312,
+            Enc::Mimg => 3313,
         }
     }
 
@@ -109,11 +113,12 @@ impl Enc {
             Enc::Scratch => "SCRATCH",
             Enc::Mtbuf => "MTBUF",
             Enc::Exp => "EXP",
+            Enc::Mimg => "MIMG",
         }
     }
 }
 
-const LOOKUP_LEN: usize = 3313;
+const LOOKUP_LEN: usize = 3441;
 
 /// Which bit-field of the encoding an operand comes from. The bit positions per
 /// encoding are in the decoder (`decode.rs`), the only place that knows them.
@@ -131,7 +136,7 @@ pub enum Field {
     C,
     /// An immediate field (SIMM16, SMEM offset…).
     K,
-    /// SMEM base, FLAT SADDR.
+    /// SMEM base, FLAT SADDR, MIMG SSAMP.
     S,
     /// Buffer resource (SRSRC).
     R,

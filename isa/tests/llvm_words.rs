@@ -42,6 +42,7 @@ fn prefix(enc: Enc, opcode: u32) -> (u32, u32) {
         Enc::Global => (0xDC00_8000 | opcode << 18, 0x007F_0000),
         Enc::Mtbuf => (0xE800_0000 | opcode << 15, 0),
         Enc::Exp => (0xC400_0000, 0),
+        Enc::Mimg => (0xF000_0000 | opcode << 18, 0),
     }
 }
 
@@ -78,9 +79,10 @@ fn set(w: &mut (u32, u32), enc: Enc, field: Field, v: u32) {
         (Enc::Ds, Field::B) => *w1 |= (v & 0xFF) << 8,
         (Enc::Ds, Field::C) => *w1 |= (v & 0xFF) << 16,
         (Enc::Ds, Field::D) => *w1 |= v << 24,
-        (Enc::Mubuf | Enc::Mtbuf, Field::A) => *w1 |= v & 0xFF,
-        (Enc::Mubuf | Enc::Mtbuf, Field::B) => *w1 |= (v & 0xFF) << 8,
-        (Enc::Mubuf | Enc::Mtbuf, Field::R) => *w1 |= ((v >> 2) & 0x1F) << 16,
+        (Enc::Mubuf | Enc::Mtbuf | Enc::Mimg, Field::A) => *w1 |= v & 0xFF,
+        (Enc::Mubuf | Enc::Mtbuf | Enc::Mimg, Field::B) => *w1 |= (v & 0xFF) << 8,
+        (Enc::Mubuf | Enc::Mtbuf | Enc::Mimg, Field::R) => *w1 |= ((v >> 2) & 0x1F) << 16,
+        (Enc::Mimg, Field::S) => *w1 |= ((v >> 2) & 0x1F) << 21,
         (Enc::Mubuf | Enc::Mtbuf, Field::O) => *w1 |= v << 24,
         (Enc::Exp, Field::A) => *w1 |= v & 0xFF,
         (Enc::Exp, Field::B) => *w1 |= (v & 0xFF) << 8,
@@ -125,6 +127,7 @@ fn make_case(r: &mut Rng, row: &isa::Row) -> Vec<u8> {
             (_, _, Class::V | Class::A) => vgpr(r),
             (Enc::Smem, Field::S, _) => r.below(50) * 2,
             (Enc::Mubuf | Enc::Mtbuf, Field::R, _) => r.below(24) * 4,
+            (Enc::Mimg, Field::R | Field::S, _) => r.below(24) * 4,
             (Enc::Vop3, Field::D | Field::E, Class::S) => r.below(50) * 2,
             (_, Field::D, Class::S) => {
                 if s.dwords > 1 {
@@ -208,6 +211,20 @@ fn make_case(r: &mut Rng, row: &isa::Row) -> Vec<u8> {
                 w1 |= 1 << 23;
             }
         }
+        Enc::Mimg => {
+            w0 |= r.below(16) << 8;
+            for bit in [7, 12, 13, 14, 15, 16, 17, 25] {
+                if r.chance(25) {
+                    w0 |= 1 << bit;
+                }
+            }
+            if r.chance(25) {
+                w1 |= 1 << 31;
+            }
+            if r.chance(5) {
+                w0 |= r.below(128);
+            }
+        }
         Enc::Exp => {
             w0 |= r.below(64) << 4 | r.below(16);
             for bit in [10, 11, 12] {
@@ -245,6 +262,7 @@ fn make_case(r: &mut Rng, row: &isa::Row) -> Vec<u8> {
             | Enc::Mubuf
             | Enc::Mtbuf
             | Enc::Exp
+            | Enc::Mimg
             | Enc::Flat
             | Enc::Global
             | Enc::Scratch
@@ -380,7 +398,7 @@ fn generated_words_match_llvm_mc() {
             .and_then(|s| s.parse().ok())
             .unwrap_or(RAW_WORDS);
         for i in 0..raw {
-            let prefixes: [(u32, u32); 18] = [
+            let prefixes: [(u32, u32); 19] = [
                 (0x8000_0000, 0xC000_0000),
                 (0xB000_0000, 0xF000_0000),
                 (0xBE80_0000, 0xFF80_0000),
@@ -399,6 +417,7 @@ fn generated_words_match_llvm_mc() {
                 (0xD3D8_0000, 0xFFFE_0000),
                 (0xE800_0000, 0xFC00_0000),
                 (0xC400_0000, 0xFC00_0000),
+                (0xF000_0000, 0xFC00_0000),
             ];
             let (p, m) = prefixes[i % prefixes.len()];
             let mut w0 = p | (r.next() & !m);

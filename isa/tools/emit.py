@@ -2,7 +2,7 @@
 import json, re, sys
 d=json.load(open('gen.json')); d['flat']=json.load(open('genflat.json'))['flat']; caps=json.load(open('caps.json'))
 CPUS=['gfx900','gfx906','gfx908','gfx90a']
-ENC={'sop2':'Sop2','sop1':'Sop1','sopc':'Sopc','sopk':'Sopk','sopp':'Sopp','smem':'Smem','vop2':'Vop2','vop1':'Vop1','vopc':'Vopc','vop3':'Vop3','ds':'Ds','mubuf':'Mubuf','mtbuf':'Mtbuf','flat':'Flat','global':'Global','scratch':'Scratch'}
+ENC={'sop2':'Sop2','sop1':'Sop1','sopc':'Sopc','sopk':'Sopk','sopp':'Sopp','smem':'Smem','vop2':'Vop2','vop1':'Vop1','vopc':'Vopc','vop3':'Vop3','ds':'Ds','mubuf':'Mubuf','mtbuf':'Mtbuf','mimg':'Mimg','flat':'Flat','global':'Global','scratch':'Scratch'}
 VALID={'sop2':range(0,96),'sopk':range(0,28),'sop1':range(256),'sopc':range(128),'sopp':range(128)}
 def camel(n): return ''.join(p[:1].upper()+p[1:] for p in n.split('_'))
 def split_ops(s):
@@ -12,9 +12,10 @@ def field_of(fam,cls,num,keep,tok):
     vals={'sop2':{'D':4,'A':2,'B':8},'sop1':{'D':4,'A':2},'sopc':{'A':2,'B':8},'sopk':{'D':4},
           'smem':{'D':4},'vop2':{'D':4,'A':2,'B':8},'vop1':{'D':4,'A':2},'vopc':{'A':2,'B':8},
           'vop3':{'D':4,'E':6,'A':2,'B':8,'C':12},'ds':{'D':4,'A':2,'B':8,'C':12},
-          'mubuf':{'B':4,'A':2,'O':1},'mtbuf':{'B':4,'A':2,'O':1},'flat':{'D':4,'A':2,'B':8},'global':{'D':4,'A':2,'B':8},'scratch':{'D':4,'A':2,'B':8}}[fam]
+          'mubuf':{'B':4,'A':2,'O':1},'mtbuf':{'B':4,'A':2,'O':1},'mimg':{'A':1,'B':2},'flat':{'D':4,'A':2,'B':8},'global':{'D':4,'A':2,'B':8},'scratch':{'D':4,'A':2,'B':8}}[fam]
     if fam=='smem' and num in (0,2) and cls=='s': return 'S'
     if fam in ('mubuf','mtbuf') and num==8: return 'R'
+    if fam=='mimg' and cls=='s': return {12:'R',8:'S'}.get(num)
     for f,v in vals.items():
         if v==num and f in keep: return f
     return None

@@ -16,6 +16,8 @@ F={
  'ds':(lambda f:[0xd8000000|f['op']<<17|0x10,f['D']<<24|f['C']<<16|f['B']<<8|f['A']],{'D':4,'A':2,'B':8,'C':12},256),
  'mubuf':(lambda f:[0xe0000000|f['op']<<18|1<<12|0x10,f['O']<<24|f['R']<<16|f['B']<<8|f['A']],{'A':2,'B':4,'R':2,'O':1},128),
  # MTBUF: DFMT = 1, NFMT = 0 (the default format, printed as nothing)
+ # MIMG: DMASK = 0xf; SSAMP is SGPR 4*S (llvm rejects a nonzero SSAMP on the ops without one)
+ 'mimg':(lambda f:[0xf0000000|f['op']<<18|0xf<<8,f['S']<<21|f['R']<<16|f['B']<<8|f['A']],{'A':1,'B':2,'R':3,'S':2},128),
  'mtbuf':(lambda f:[0xe8000000|1<<19|f['op']<<15|1<<12|0x10,f['O']<<24|f['R']<<16|f['B']<<8|f['A']],{'A':2,'B':4,'R':2,'O':1},16),
 }
 for seg,name in [(0,'flat'),(1,'scratch'),(2,'global')]:

@@ -166,7 +166,9 @@ impl Wave {
             Enc::Scratch => self.scratch(c, env).map(|()| Flow::Next),
             Enc::Mtbuf => self.mtbuf(c, env).map(|()| Flow::Next),
             // exports go to the graphics pipeline, which a compute model does not have
-            Enc::Exp => Err(illegal(self.pc, c)),
+            // exports and images go to the graphics pipeline / texture units, which a
+            // compute model does not have
+            Enc::Exp | Enc::Mimg => Err(illegal(self.pc, c)),
         }
     }
 

@@ -1,7 +1,7 @@
 //! Bytes to [`Instruction`]: encoding detection, table lookup, operand decoding and the
 //! validity checks llvm-mc-15 applies.
 
-use crate::table::{lookup, Class, Enc, Field, ModRule, Mods, Op, Row, ROWS};
+use crate::table::{flag, lookup, Class, Enc, Field, ModRule, Mods, Op, Row, ROWS};
 use crate::Target;
 use core::fmt;
 
@@ -456,16 +456,7 @@ fn vector_range(v: u32, dwords: u8, agpr: bool) -> Result<Operand, &'static str>
 
 /// Instructions whose 9-bit SRC0 names a VGPR/AGPR by its low 8 bits only.
 fn eight_bit_vector_src(row: &Row) -> bool {
-    let candidate = match row.enc {
-        Enc::Vop1 => true,
-        Enc::Vop3 => row.opcode >= 0x3C0 || (0x140..0x1C0).contains(&row.opcode),
-        _ => false,
-    };
-    candidate
-        && matches!(
-            row.op.mnemonic(),
-            "v_swap_b32" | "v_accvgpr_read_b32" | "v_accvgpr_mov_b32"
-        )
+    matches!(row.enc, Enc::Vop1 | Enc::Vop3) && row.flags & flag::SRC0_VREG8 != 0
 }
 
 /// Whether a 9-bit VOP source field reads a VGPR/AGPR.
@@ -693,25 +684,15 @@ pub fn decode(
             encoding: "GLOBAL/SCRATCH LDS load",
         });
     }
+    let float_atomic = row.flags & flag::FLOAT_ATOMIC != 0;
     if target == Target::Gfx90a
-        && matches!(enc, Enc::Mubuf | Enc::Global | Enc::Flat)
+        && float_atomic
         && (w0 >> if enc == Enc::Mubuf { 15 } else { 25 }) & 1 == 1
-        && [
-            "atomic_add_f32",
-            "atomic_pk_add_f16",
-            "atomic_add_f64",
-            "atomic_min_f64",
-            "atomic_max_f64",
-        ]
-        .iter()
-        .any(|s| row.op.mnemonic().ends_with(s))
     {
         return Err(illegal("float atomics take no SCC"));
     }
     if target == Target::Gfx908
-        && matches!(enc, Enc::Mubuf | Enc::Global)
-        && (row.op.mnemonic().ends_with("atomic_add_f32")
-            || row.op.mnemonic().ends_with("atomic_pk_add_f16"))
+        && float_atomic
         && (w0 >> if enc == Enc::Mubuf { 14 } else { 16 }) & 1 == 1
     {
         return Err(illegal(
@@ -820,33 +801,17 @@ fn decode_sdwa(
         }
     }
     // Float operands take neg/abs, integer operands sext (as the instruction's VOP3 form).
-    let m = row.op.mnemonic();
-    if matches!(
-        m,
-        "v_mac_f32"
-            | "v_mac_f16"
-            | "v_fmac_f32"
-            | "v_pk_fmac_f16"
-            | "v_swap_b32"
-            | "v_nop"
-            | "v_clrexcp"
-            | "v_dot2c_f32_f16"
-            | "v_dot2c_i32_i16"
-            | "v_dot4c_i32_i8"
-            | "v_dot8c_i32_i4"
-            | "v_accvgpr_mov_b32"
-    ) {
+    if row.flags & flag::NO_SDWA != 0 {
         return Err(illegal("no SDWA form"));
     }
     if enc == Enc::Vop1 && sd >> 24 != 0 {
         return Err(illegal("SRC1 SDWA bits of a VOP1 must be 0"));
     }
-    let float_mods = m != "v_cndmask_b32"
+    let float_mods = row.flags & flag::SDWA_INT_MODS == 0
         && ROWS
             .iter()
             .any(|r| r.op == row.op && r.enc == Enc::Vop3 && r.mods.abs(0) == ModRule::Print);
-    let int_src1 =
-        m.starts_with("v_cmp_class") || m.starts_with("v_cmpx_class") || m.starts_with("v_ldexp");
+    let int_src1 = row.flags & flag::SDWA_INT_SRC1 != 0;
     let nsrc = if enc == Enc::Vop1 { 1 } else { 2 };
     for i in 0..nsrc {
         let float_mods = float_mods && !(i == 1 && int_src1);
@@ -923,28 +888,20 @@ fn decode_dpp(
     if wide && target != Target::Gfx90a {
         return Err(illegal("64-bit DPP is gfx90a only"));
     }
-    let m = row.op.mnemonic();
-    if matches!(
-        m,
-        "v_clrexcp" | "v_swap_b32" | "v_accvgpr_mov_b32" | "v_pk_fmac_f16"
-    ) || row.slots.iter().any(|s| s.class == Class::Lit)
-    {
+    if row.flags & flag::NO_DPP != 0 {
         return Err(illegal("no DPP form"));
     }
-    let float_mods = m == "v_dot2c_f32_f16"
+    let float_mods = row.flags & flag::DPP_FLOAT_MODS != 0
         || ROWS
             .iter()
             .any(|r| r.op == row.op && r.enc == Enc::Vop3 && r.mods.abs(0) == ModRule::Print);
     if enc == Enc::Vop1 && (dpp >> 22) & 3 != 0 {
         return Err(illegal("SRC1 modifiers of a VOP1 DPP"));
     }
-    if m == "v_nop" && ((w0 >> 17) & 0xFF != 0 || dpp & 0xFF != 0) {
+    if row.op == Op::VNop && ((w0 >> 17) & 0xFF != 0 || dpp & 0xFF != 0) {
         return Err(illegal("v_nop DPP takes no operands"));
     }
-    let mods_ignored = matches!(
-        m,
-        "v_cndmask_b32" | "v_dot2c_i32_i16" | "v_dot4c_i32_i8" | "v_dot8c_i32_i4"
-    );
+    let mods_ignored = row.flags & flag::DPP_MODS_IGNORED != 0;
     if !float_mods && !mods_ignored && (dpp >> 20) & 0xF != 0 {
         return Err(illegal("neg/abs on an integer DPP instruction"));
     }
@@ -1047,33 +1004,11 @@ fn strict_checks(enc: Enc, row: &Row, w0: u32, w1: u32) -> Result<(), &'static s
             }
             vop3_mod_checks(row, w0, w1)?;
         }
-        Enc::Mubuf
-            if (w0 >> 16) & 1 == 1
-                && !matches!(
-                    row.op.mnemonic(),
-                    "buffer_load_format_x"
-                        | "buffer_load_ubyte"
-                        | "buffer_load_sbyte"
-                        | "buffer_load_ushort"
-                        | "buffer_load_sshort"
-                        | "buffer_load_dword"
-                ) =>
-        {
+        Enc::Mubuf if (w0 >> 16) & 1 == 1 && row.flags & flag::LDS_LOAD == 0 => {
             return Err("LDS is for 1-, 2- and 4-byte loads only");
         }
         Enc::Flat | Enc::Global | Enc::Scratch
-            if (w0 >> 13) & 1 == 1
-                && (enc == Enc::Flat
-                    || !matches!(
-                        row.op.mnemonic().split_once('_').map(|(_, rest)| rest),
-                        Some(
-                            "load_ubyte"
-                                | "load_sbyte"
-                                | "load_ushort"
-                                | "load_sshort"
-                                | "load_dword"
-                        )
-                    )) =>
+            if (w0 >> 13) & 1 == 1 && (enc == Enc::Flat || row.flags & flag::LDS_LOAD == 0) =>
         {
             return Err("LDS is for global/scratch loads only")
         }
@@ -1084,12 +1019,7 @@ fn strict_checks(enc: Enc, row: &Row, w0: u32, w1: u32) -> Result<(), &'static s
         Enc::Mimg if !uses(Field::S) && (w1 >> 21) & 0x1F != 0 => {
             return Err("SSAMP must be 0 without a sampler")
         }
-        Enc::Mimg
-            if w1 >> 31 == 1
-                && ["image_atomic", "_pck", "image_get_"]
-                    .iter()
-                    .any(|p| row.op.mnemonic().contains(p)) =>
-        {
+        Enc::Mimg if w1 >> 31 == 1 && row.flags & flag::NO_D16 != 0 => {
             return Err("D16 is for loads, stores, samples and gathers of unpacked data")
         }
         Enc::Smem if !uses(Field::O) && (w0 >> 17) & 1 == 1 => {
@@ -1101,20 +1031,17 @@ fn strict_checks(enc: Enc, row: &Row, w0: u32, w1: u32) -> Result<(), &'static s
         Enc::Mubuf
             if row.slots.is_empty()
                 && ((w0 >> 12) & 3 != 0
-                    || ((w0 >> 15) & 1 == 1
-                        && !matches!(row.op.mnemonic(), "buffer_wbl2" | "buffer_invl2"))) =>
+                    || ((w0 >> 15) & 1 == 1 && row.flags & flag::CACHE_SC1 == 0)) =>
         {
             return Err("cache controls take no OFFEN/IDXEN/bit 15")
         }
         Enc::Mubuf
-            if row.slots.is_empty()
-                && (w0 >> 14) & 1 == 1
-                && row.op.mnemonic() != "buffer_wbl2" =>
+            if row.slots.is_empty() && (w0 >> 14) & 1 == 1 && row.flags & flag::CACHE_GLC == 0 =>
         {
             return Err("cache controls take no GLC")
         }
         Enc::Ds => {
-            if (w0 >> 16) & 1 == 1 && row.op.mnemonic().contains("permute") {
+            if (w0 >> 16) & 1 == 1 && row.flags & flag::NO_GDS != 0 {
                 return Err("ds_permute/ds_bpermute cannot use GDS");
             }
             for (f, name) in [

@@ -6,6 +6,9 @@
 //! `j + N·(g mod (64/N))`) — and the result is read back the same way. Values are small
 //! integers so every float sum is exact, and i8 products use the full range.
 
+// Matrix code indexes rows, columns and k together; index loops read as the definition.
+#![allow(clippy::needless_range_loop)]
+
 mod assemble;
 
 use assemble::asm;

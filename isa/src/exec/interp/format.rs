@@ -249,8 +249,8 @@ impl Wave {
             }
             return Ok(());
         }
-        for k in 0..a.comps {
-            comp[k] = if a.d16 {
+        for (k, slot) in comp[..a.comps].iter_mut().enumerate() {
+            *slot = if a.d16 {
                 let reg = self.data_reg(acc, vdata + k / 2)?;
                 let mut v = [0u32; WAVE_SIZE];
                 for l in 0..WAVE_SIZE {

@@ -1,7 +1,7 @@
 //! Bytes to [`Instruction`]: encoding detection, table lookup, operand decoding and the
 //! validity checks llvm-mc-15 applies.
 
-use crate::table::{lookup, Class, Enc, Field, ModRule, Mods, Op, Row, ROWS};
+use crate::table::{flag, lookup, Class, Enc, Field, ModRule, Mods, Op, Row, ROWS};
 use crate::Target;
 use core::fmt;
 
@@ -128,7 +128,7 @@ pub enum DecodeError {
         /// What is wrong.
         reason: &'static str,
     },
-    /// An encoding this crate recognises but does not decode (MTBUF, MIMG, EXP, VINTRP,
+    /// An encoding this crate recognises but does not decode (VINTRP,
     /// GLOBAL/SCRATCH loads to LDS), or no GFX9 encoding at all.
     Unsupported {
         /// Address of the instruction.
@@ -286,9 +286,9 @@ fn classify(w: u32) -> Result<(Enc, usize), &'static str> {
             2 => Ok((Enc::Global, 8)),
             _ => Err("FLAT"),
         },
-        0b111010 => Err("MTBUF"),
-        0b111100 => Err("MIMG"),
-        0b110001 => Err("EXP"),
+        0b111010 => Ok((Enc::Mtbuf, 8)),
+        0b111100 => Ok((Enc::Mimg, 8)),
+        0b110001 => Ok((Enc::Exp, 8)),
         0b110101 => Err("VINTRP"),
         _ => Err("unknown"),
     }
@@ -307,6 +307,9 @@ fn opcode_of(enc: Enc, w: u32) -> u16 {
         Enc::Vop3 => (w >> 16) & 0x3FF,
         Enc::Ds => (w >> 17) & 0xFF,
         Enc::Mubuf | Enc::Flat | Enc::Global | Enc::Scratch => (w >> 18) & 0x7F,
+        Enc::Mtbuf => (w >> 15) & 0xF,
+        Enc::Exp => 0,
+        Enc::Mimg => (w >> 18) & 0x7F,
     }) as u16
 }
 
@@ -333,10 +336,19 @@ pub(crate) fn field_value(enc: Enc, field: Field, w0: u32, w1: u32) -> u32 {
         (Enc::Ds, Field::B) => (w1 >> 8) & 0xFF,
         (Enc::Ds, Field::C) => (w1 >> 16) & 0xFF,
         (Enc::Ds, Field::D) => w1 >> 24,
-        (Enc::Mubuf, Field::A) => w1 & 0xFF,
-        (Enc::Mubuf, Field::B) => (w1 >> 8) & 0xFF,
-        (Enc::Mubuf, Field::R) => ((w1 >> 16) & 0x1F) << 2,
-        (Enc::Mubuf, Field::O) => w1 >> 24,
+        (Enc::Mubuf | Enc::Mtbuf, Field::A) => w1 & 0xFF,
+        (Enc::Mubuf | Enc::Mtbuf, Field::B) => (w1 >> 8) & 0xFF,
+        (Enc::Mubuf | Enc::Mtbuf, Field::R) => ((w1 >> 16) & 0x1F) << 2,
+        (Enc::Mubuf | Enc::Mtbuf, Field::O) => w1 >> 24,
+        (Enc::Exp, Field::K) => (w0 >> 4) & 0x3F,
+        (Enc::Mimg, Field::A) => w1 & 0xFF,
+        (Enc::Mimg, Field::B) => (w1 >> 8) & 0xFF,
+        (Enc::Mimg, Field::R) => ((w1 >> 16) & 0x1F) << 2,
+        (Enc::Mimg, Field::S) => ((w1 >> 21) & 0x1F) << 2,
+        (Enc::Exp, Field::A) => w1 & 0xFF,
+        (Enc::Exp, Field::B) => (w1 >> 8) & 0xFF,
+        (Enc::Exp, Field::C) => (w1 >> 16) & 0xFF,
+        (Enc::Exp, Field::D) => w1 >> 24,
         (Enc::Flat | Enc::Global | Enc::Scratch, Field::A) => w1 & 0xFF,
         (Enc::Flat | Enc::Global | Enc::Scratch, Field::B) => (w1 >> 8) & 0xFF,
         (Enc::Flat | Enc::Global | Enc::Scratch, Field::S) => (w1 >> 16) & 0x7F,
@@ -444,16 +456,7 @@ fn vector_range(v: u32, dwords: u8, agpr: bool) -> Result<Operand, &'static str>
 
 /// Instructions whose 9-bit SRC0 names a VGPR/AGPR by its low 8 bits only.
 fn eight_bit_vector_src(row: &Row) -> bool {
-    let candidate = match row.enc {
-        Enc::Vop1 => true,
-        Enc::Vop3 => row.opcode >= 0x3C0 || (0x140..0x1C0).contains(&row.opcode),
-        _ => false,
-    };
-    candidate
-        && matches!(
-            row.op.mnemonic(),
-            "v_swap_b32" | "v_accvgpr_read_b32" | "v_accvgpr_mov_b32"
-        )
+    matches!(row.enc, Enc::Vop1 | Enc::Vop3) && row.flags & flag::SRC0_VREG8 != 0
 }
 
 /// Whether a 9-bit VOP source field reads a VGPR/AGPR.
@@ -557,7 +560,8 @@ pub fn decode(
     let mem_acc = gfx90a
         && match enc {
             Enc::Ds => (w0 >> 25) & 1 == 1,
-            Enc::Mubuf | Enc::Flat | Enc::Global | Enc::Scratch => (w1 >> 23) & 1 == 1,
+            Enc::Mimg => (w0 >> 16) & 1 == 1,
+            Enc::Mubuf | Enc::Mtbuf | Enc::Flat | Enc::Global | Enc::Scratch => (w1 >> 23) & 1 == 1,
             _ => false,
         };
     for slot in row.slots {
@@ -566,8 +570,11 @@ pub fn decode(
         }
         let v = field_value(enc, slot.field, w0, w1);
         let mut slot = *slot;
-        if enc == Enc::Mubuf && slot.field == Field::A && (w0 >> 12) & 3 == 3 {
+        if matches!(enc, Enc::Mubuf | Enc::Mtbuf) && slot.field == Field::A && (w0 >> 12) & 3 == 3 {
             slot.dwords = 2;
+        }
+        if enc == Enc::Mimg && slot.field == Field::B {
+            slot.dwords = mimg_vdata_dwords(row, w0, w1, gfx90a);
         }
         if enc == Enc::Global && slot.field == Field::A && (w1 >> 16) & 0x7F != 0x7F {
             // With SADDR, VADDR is a 32-bit offset.
@@ -652,7 +659,7 @@ pub fn decode(
             }
             (f, Class::V) => {
                 let data = match enc {
-                    Enc::Mubuf => f == Field::B,
+                    Enc::Mubuf | Enc::Mtbuf | Enc::Mimg => f == Field::B,
                     Enc::Flat | Enc::Global | Enc::Scratch => matches!(f, Field::B | Field::D),
                     Enc::Ds => f != Field::A,
                     _ => false,
@@ -677,25 +684,15 @@ pub fn decode(
             encoding: "GLOBAL/SCRATCH LDS load",
         });
     }
+    let float_atomic = row.flags & flag::FLOAT_ATOMIC != 0;
     if target == Target::Gfx90a
-        && matches!(enc, Enc::Mubuf | Enc::Global | Enc::Flat)
+        && float_atomic
         && (w0 >> if enc == Enc::Mubuf { 15 } else { 25 }) & 1 == 1
-        && [
-            "atomic_add_f32",
-            "atomic_pk_add_f16",
-            "atomic_add_f64",
-            "atomic_min_f64",
-            "atomic_max_f64",
-        ]
-        .iter()
-        .any(|s| row.op.mnemonic().ends_with(s))
     {
         return Err(illegal("float atomics take no SCC"));
     }
     if target == Target::Gfx908
-        && matches!(enc, Enc::Mubuf | Enc::Global)
-        && (row.op.mnemonic().ends_with("atomic_add_f32")
-            || row.op.mnemonic().ends_with("atomic_pk_add_f16"))
+        && float_atomic
         && (w0 >> if enc == Enc::Mubuf { 14 } else { 16 }) & 1 == 1
     {
         return Err(illegal(
@@ -804,33 +801,17 @@ fn decode_sdwa(
         }
     }
     // Float operands take neg/abs, integer operands sext (as the instruction's VOP3 form).
-    let m = row.op.mnemonic();
-    if matches!(
-        m,
-        "v_mac_f32"
-            | "v_mac_f16"
-            | "v_fmac_f32"
-            | "v_pk_fmac_f16"
-            | "v_swap_b32"
-            | "v_nop"
-            | "v_clrexcp"
-            | "v_dot2c_f32_f16"
-            | "v_dot2c_i32_i16"
-            | "v_dot4c_i32_i8"
-            | "v_dot8c_i32_i4"
-            | "v_accvgpr_mov_b32"
-    ) {
+    if row.flags & flag::NO_SDWA != 0 {
         return Err(illegal("no SDWA form"));
     }
     if enc == Enc::Vop1 && sd >> 24 != 0 {
         return Err(illegal("SRC1 SDWA bits of a VOP1 must be 0"));
     }
-    let float_mods = m != "v_cndmask_b32"
+    let float_mods = row.flags & flag::SDWA_INT_MODS == 0
         && ROWS
             .iter()
             .any(|r| r.op == row.op && r.enc == Enc::Vop3 && r.mods.abs(0) == ModRule::Print);
-    let int_src1 =
-        m.starts_with("v_cmp_class") || m.starts_with("v_cmpx_class") || m.starts_with("v_ldexp");
+    let int_src1 = row.flags & flag::SDWA_INT_SRC1 != 0;
     let nsrc = if enc == Enc::Vop1 { 1 } else { 2 };
     for i in 0..nsrc {
         let float_mods = float_mods && !(i == 1 && int_src1);
@@ -907,28 +888,20 @@ fn decode_dpp(
     if wide && target != Target::Gfx90a {
         return Err(illegal("64-bit DPP is gfx90a only"));
     }
-    let m = row.op.mnemonic();
-    if matches!(
-        m,
-        "v_clrexcp" | "v_swap_b32" | "v_accvgpr_mov_b32" | "v_pk_fmac_f16"
-    ) || row.slots.iter().any(|s| s.class == Class::Lit)
-    {
+    if row.flags & flag::NO_DPP != 0 {
         return Err(illegal("no DPP form"));
     }
-    let float_mods = m == "v_dot2c_f32_f16"
+    let float_mods = row.flags & flag::DPP_FLOAT_MODS != 0
         || ROWS
             .iter()
             .any(|r| r.op == row.op && r.enc == Enc::Vop3 && r.mods.abs(0) == ModRule::Print);
     if enc == Enc::Vop1 && (dpp >> 22) & 3 != 0 {
         return Err(illegal("SRC1 modifiers of a VOP1 DPP"));
     }
-    if m == "v_nop" && ((w0 >> 17) & 0xFF != 0 || dpp & 0xFF != 0) {
+    if row.op == Op::VNop && ((w0 >> 17) & 0xFF != 0 || dpp & 0xFF != 0) {
         return Err(illegal("v_nop DPP takes no operands"));
     }
-    let mods_ignored = matches!(
-        m,
-        "v_cndmask_b32" | "v_dot2c_i32_i16" | "v_dot4c_i32_i8" | "v_dot8c_i32_i4"
-    );
+    let mods_ignored = row.flags & flag::DPP_MODS_IGNORED != 0;
     if !float_mods && !mods_ignored && (dpp >> 20) & 0xF != 0 {
         return Err(illegal("neg/abs on an integer DPP instruction"));
     }
@@ -973,6 +946,42 @@ fn decode_dpp(
     ))
 }
 
+/// The VDATA width of a MIMG instruction as llvm-mc-15 reads it: one dword per DMASK bit
+/// (DMASK 0 as one; gather4 always four), halved by D16, plus one for TFE (not on gfx90a,
+/// where the bit is ACC). A width the instruction has no form for reads as its base form:
+/// atomics exist with 1 or 2 dwords (cmpswap 2 or 4), gathers with 2, 4 or 5, the rest
+/// with 1 to 5.
+fn mimg_vdata_dwords(row: &Row, w0: u32, w1: u32, gfx90a: bool) -> u8 {
+    let name = row.op.mnemonic();
+    let dmask = (w0 >> 8) & 0xF;
+    let mut n = if name.starts_with("image_gather4") {
+        4
+    } else {
+        dmask.count_ones().max(1)
+    };
+    if w1 >> 31 == 1 {
+        n = n.div_ceil(2);
+    }
+    if !gfx90a && (w0 >> 16) & 1 == 1 {
+        n += 1;
+    }
+    let (forms, base): (&[u32], u32) = if name.starts_with("image_gather4") {
+        (&[2, 4, 5], 4)
+    } else if name.ends_with("_cmpswap") {
+        (&[2, 4], 2)
+    } else if name.starts_with("image_atomic") {
+        (&[1, 2], 1)
+    } else {
+        (&[1, 2, 3, 4, 5], 4)
+    };
+    let vdata = (w1 >> 8) & 0xFF;
+    (if forms.contains(&n) && vdata + n <= 256 {
+        n
+    } else {
+        base
+    }) as u8
+}
+
 /// Fields an instruction does not use must be zero in the encodings where llvm-mc-15
 /// rejects them otherwise (VOP1 `v_nop`/`v_clrexcp`, VOP3, DS).
 fn strict_checks(enc: Enc, row: &Row, w0: u32, w1: u32) -> Result<(), &'static str> {
@@ -995,35 +1004,23 @@ fn strict_checks(enc: Enc, row: &Row, w0: u32, w1: u32) -> Result<(), &'static s
             }
             vop3_mod_checks(row, w0, w1)?;
         }
-        Enc::Mubuf
-            if (w0 >> 16) & 1 == 1
-                && !matches!(
-                    row.op.mnemonic(),
-                    "buffer_load_format_x"
-                        | "buffer_load_ubyte"
-                        | "buffer_load_sbyte"
-                        | "buffer_load_ushort"
-                        | "buffer_load_sshort"
-                        | "buffer_load_dword"
-                ) =>
-        {
+        Enc::Mubuf if (w0 >> 16) & 1 == 1 && row.flags & flag::LDS_LOAD == 0 => {
             return Err("LDS is for 1-, 2- and 4-byte loads only");
         }
         Enc::Flat | Enc::Global | Enc::Scratch
-            if (w0 >> 13) & 1 == 1
-                && (enc == Enc::Flat
-                    || !matches!(
-                        row.op.mnemonic().split_once('_').map(|(_, rest)| rest),
-                        Some(
-                            "load_ubyte"
-                                | "load_sbyte"
-                                | "load_ushort"
-                                | "load_sshort"
-                                | "load_dword"
-                        )
-                    )) =>
+            if (w0 >> 13) & 1 == 1 && (enc == Enc::Flat || row.flags & flag::LDS_LOAD == 0) =>
         {
             return Err("LDS is for global/scratch loads only")
+        }
+        Enc::Mimg if w0 & 1 == 1 => return Err("MIMG bit 0 must be 0"),
+        Enc::Mimg if (102..108).contains(&field_value(enc, Field::R, w0, w1)) => {
+            return Err("the image resource is an SGPR octet")
+        }
+        Enc::Mimg if !uses(Field::S) && (w1 >> 21) & 0x1F != 0 => {
+            return Err("SSAMP must be 0 without a sampler")
+        }
+        Enc::Mimg if w1 >> 31 == 1 && row.flags & flag::NO_D16 != 0 => {
+            return Err("D16 is for loads, stores, samples and gathers of unpacked data")
         }
         Enc::Smem if !uses(Field::O) && (w0 >> 17) & 1 == 1 => {
             return Err("IMM must be 0 without an offset")
@@ -1034,20 +1031,17 @@ fn strict_checks(enc: Enc, row: &Row, w0: u32, w1: u32) -> Result<(), &'static s
         Enc::Mubuf
             if row.slots.is_empty()
                 && ((w0 >> 12) & 3 != 0
-                    || ((w0 >> 15) & 1 == 1
-                        && !matches!(row.op.mnemonic(), "buffer_wbl2" | "buffer_invl2"))) =>
+                    || ((w0 >> 15) & 1 == 1 && row.flags & flag::CACHE_SC1 == 0)) =>
         {
             return Err("cache controls take no OFFEN/IDXEN/bit 15")
         }
         Enc::Mubuf
-            if row.slots.is_empty()
-                && (w0 >> 14) & 1 == 1
-                && row.op.mnemonic() != "buffer_wbl2" =>
+            if row.slots.is_empty() && (w0 >> 14) & 1 == 1 && row.flags & flag::CACHE_GLC == 0 =>
         {
             return Err("cache controls take no GLC")
         }
         Enc::Ds => {
-            if (w0 >> 16) & 1 == 1 && row.op.mnemonic().contains("permute") {
+            if (w0 >> 16) & 1 == 1 && row.flags & flag::NO_GDS != 0 {
                 return Err("ds_permute/ds_bpermute cannot use GDS");
             }
             for (f, name) in [

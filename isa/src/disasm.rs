@@ -390,6 +390,9 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
     if inst.ext == Ext::Dpp {
         return write_dpp(f, inst);
     }
+    if inst.enc == Enc::Exp {
+        return write_exp(f, inst);
+    }
     let row = inst.row();
     let name = row.op.mnemonic();
     f.write_str(name)?;
@@ -449,7 +452,10 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
         if inst.enc == Enc::Mubuf && slot.field == Field::B && (w0 >> 16) & 1 == 1 {
             continue;
         }
-        if inst.enc == Enc::Mubuf && slot.field == Field::A && (w0 >> 12) & 3 == 0 {
+        if matches!(inst.enc, Enc::Mubuf | Enc::Mtbuf)
+            && slot.field == Field::A
+            && (w0 >> 12) & 3 == 0
+        {
             f.write_str(sep)?;
             f.write_str("off")?;
             sep = ", ";
@@ -668,6 +674,71 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
                 && !name.starts_with("buffer_atomic")
                 && (w0 >> 16) & 1 == 0
             {
+                f.write_str(" tfe")?;
+            }
+        }
+        Enc::Mimg => {
+            let dmask = (w0 >> 8) & 0xF;
+            if dmask != 0 {
+                write!(f, " dmask:0x{dmask:x}")?;
+            }
+            for (bit, text) in [(12, " unorm"), (13, " glc"), (25, " slc")] {
+                if (w0 >> bit) & 1 == 1 {
+                    f.write_str(text)?;
+                }
+            }
+            if gfx90a && (w0 >> 7) & 1 == 1 {
+                f.write_str(" scc")?;
+            }
+            if (w0 >> 15) & 1 == 1 {
+                f.write_str(" a16")?;
+            }
+            if !gfx90a && (w0 >> 16) & 1 == 1 {
+                f.write_str(" tfe")?;
+            }
+            for (bit, text) in [(17, " lwe"), (14, " da")] {
+                if (w0 >> bit) & 1 == 1 {
+                    f.write_str(text)?;
+                }
+            }
+            if w1 >> 31 == 1 {
+                f.write_str(" d16")?;
+            }
+        }
+        Enc::Mtbuf => {
+            let (dfmt, nfmt) = ((w0 >> 19) & 0xF, (w0 >> 23) & 7);
+            if dfmt != 1 || nfmt != 0 {
+                f.write_str(" format:[")?;
+                if dfmt != 1 {
+                    write!(f, "BUF_DATA_FORMAT_{}", DATA_FORMATS[dfmt as usize])?;
+                }
+                if nfmt != 0 {
+                    if dfmt != 1 {
+                        f.write_str(",")?;
+                    }
+                    write!(f, "BUF_NUM_FORMAT_{}", NUM_FORMATS[nfmt as usize])?;
+                }
+                f.write_str("]")?;
+            }
+            if (w0 >> 13) & 1 == 1 {
+                f.write_str(" idxen")?;
+            }
+            if (w0 >> 12) & 1 == 1 {
+                f.write_str(" offen")?;
+            }
+            if w0 & 0xFFF != 0 {
+                write!(f, " offset:{}", w0 & 0xFFF)?;
+            }
+            if (w0 >> 14) & 1 == 1 {
+                f.write_str(" glc")?;
+            }
+            if (w1 >> 22) & 1 == 1 {
+                f.write_str(" slc")?;
+            }
+            if gfx90a && (w1 >> 21) & 1 == 1 {
+                f.write_str(" scc")?;
+            }
+            if !gfx90a && (w1 >> 23) & 1 == 1 {
                 f.write_str(" tfe")?;
             }
         }
@@ -1065,4 +1136,76 @@ pub fn disasm(inst: &Instruction) -> String {
     let mut s = String::with_capacity(48);
     let _ = write_instruction(&mut s, inst);
     s
+}
+
+/// MTBUF DFMT names (`BUF_DATA_FORMAT_*`), by field value.
+const DATA_FORMATS: [&str; 16] = [
+    "INVALID",
+    "8",
+    "16",
+    "8_8",
+    "32",
+    "16_16",
+    "10_11_11",
+    "11_11_10",
+    "10_10_10_2",
+    "2_10_10_10",
+    "8_8_8_8",
+    "32_32",
+    "16_16_16_16",
+    "32_32_32",
+    "32_32_32_32",
+    "RESERVED_15",
+];
+
+/// MTBUF NFMT names (`BUF_NUM_FORMAT_*`), by field value.
+const NUM_FORMATS: [&str; 8] = [
+    "UNORM",
+    "SNORM",
+    "USCALED",
+    "SSCALED",
+    "UINT",
+    "SINT",
+    "RESERVED_6",
+    "FLOAT",
+];
+
+/// `exp <target> <vsrc0..3>` with `done`, `compr`, `vm`: a disabled source (EN bit clear)
+/// prints `off`; with COMPR the four slots name VSRC0, VSRC0, VSRC1, VSRC1.
+fn write_exp(f: &mut impl Write, inst: &Instruction) -> fmt::Result {
+    let [w0, _] = inst.words;
+    f.write_str(inst.row().op.mnemonic())?;
+    let target = (w0 >> 4) & 0x3F;
+    match target {
+        0..=7 => write!(f, " mrt{target}")?,
+        8 => f.write_str(" mrtz")?,
+        9 => f.write_str(" null")?,
+        12..=15 => write!(f, " pos{}", target - 12)?,
+        32..=63 => write!(f, " param{}", target - 32)?,
+        _ => write!(f, " invalid_target_{target}")?,
+    }
+    let compr = (w0 >> 10) & 1 == 1;
+    let ops = inst.operands();
+    for i in 0..4 {
+        f.write_str(if i == 0 { " " } else { ", " })?;
+        if (w0 >> i) & 1 == 0 {
+            f.write_str("off")?;
+            continue;
+        }
+        let src = if compr { [0, 0, 1, 1][i] } else { i };
+        match ops.get(1 + src) {
+            Some(o) => operand(f, o, 1, Half::No)?,
+            None => f.write_str("off")?,
+        }
+    }
+    if (w0 >> 11) & 1 == 1 {
+        f.write_str(" done")?;
+    }
+    if compr {
+        f.write_str(" compr")?;
+    }
+    if (w0 >> 12) & 1 == 1 {
+        f.write_str(" vm")?;
+    }
+    Ok(())
 }

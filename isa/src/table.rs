@@ -39,6 +39,12 @@ pub enum Enc {
     Global,
     /// Scratch memory (the FLAT encoding, segment 1).
     Scratch,
+    /// Typed buffer memory (format from the instruction's DFMT/NFMT fields).
+    Mtbuf,
+    /// Export (graphics: decode and disassembly only).
+    Exp,
+    /// Image memory (decode and disassembly only).
+    Mimg,
 }
 
 impl Enc {
@@ -58,6 +64,9 @@ impl Enc {
             Enc::Ds => 256,
             Enc::Mubuf => 128,
             Enc::Flat | Enc::Global | Enc::Scratch => 128,
+            Enc::Mtbuf => 16,
+            Enc::Exp => 1,
+            Enc::Mimg => 128,
         }
     }
 
@@ -78,6 +87,9 @@ impl Enc {
             Enc::Flat => 2912,
             Enc::Global => 3040,
             Enc::Scratch => 3168,
+            Enc::Mtbuf => 3296,
+            Enc::Exp => 3312,
+            Enc::Mimg => 3313,
         }
     }
 
@@ -99,11 +111,14 @@ impl Enc {
             Enc::Flat => "FLAT",
             Enc::Global => "GLOBAL",
             Enc::Scratch => "SCRATCH",
+            Enc::Mtbuf => "MTBUF",
+            Enc::Exp => "EXP",
+            Enc::Mimg => "MIMG",
         }
     }
 }
 
-const LOOKUP_LEN: usize = 3296;
+const LOOKUP_LEN: usize = 3441;
 
 /// Which bit-field of the encoding an operand comes from. The bit positions per
 /// encoding are in the decoder (`decode.rs`), the only place that knows them.
@@ -121,7 +136,7 @@ pub enum Field {
     C,
     /// An immediate field (SIMM16, SMEM offset…).
     K,
-    /// SMEM base, FLAT SADDR.
+    /// SMEM base, FLAT SADDR, MIMG SSAMP.
     S,
     /// Buffer resource (SRSRC).
     R,
@@ -239,6 +254,38 @@ impl Mods {
     }
 }
 
+/// Operand and encoding rules of a row that llvm-mc-15 applies per instruction (probed by
+/// hand; see the end of `isa/tools/emit.py`), as bits of [`Row::flags`].
+pub mod flag {
+    /// SRC0 of the VOP1/VOP3 form names a VGPR/AGPR by its low 8 bits only (and SRC0 = 249 /
+    /// 250 are plain registers, not SDWA/DPP).
+    pub const SRC0_VREG8: u16 = 1 << 0;
+    /// No SDWA form.
+    pub const NO_SDWA: u16 = 1 << 1;
+    /// No DPP form.
+    pub const NO_DPP: u16 = 1 << 2;
+    /// DPP takes neg/abs bits without printing or rejecting them (integer ops that accept them).
+    pub const DPP_MODS_IGNORED: u16 = 1 << 3;
+    /// DPP neg/abs are float modifiers even though the VOP3 form prints none.
+    pub const DPP_FLOAT_MODS: u16 = 1 << 4;
+    /// SDWA source 1 is an integer (sext, no neg/abs) of a float instruction.
+    pub const SDWA_INT_SRC1: u16 = 1 << 5;
+    /// SDWA source modifiers are integer ones although the VOP3 form prints abs.
+    pub const SDWA_INT_MODS: u16 = 1 << 6;
+    /// MUBUF/GLOBAL/SCRATCH: the load may target LDS (the `lds` bit).
+    pub const LDS_LOAD: u16 = 1 << 7;
+    /// A float atomic: gfx90a rejects its SCC bit, gfx908 its GLC (no returning form there).
+    pub const FLOAT_ATOMIC: u16 = 1 << 8;
+    /// MIMG: no D16 form.
+    pub const NO_D16: u16 = 1 << 9;
+    /// gfx90a cache control that takes SC1 (bit 15).
+    pub const CACHE_SC1: u16 = 1 << 10;
+    /// Cache control that takes GLC (SC0).
+    pub const CACHE_GLC: u16 = 1 << 11;
+    /// DS: no GDS form.
+    pub const NO_GDS: u16 = 1 << 12;
+}
+
 /// Target mask bit of gfx900.
 pub const T_900: u8 = 1;
 /// Target mask bit of gfx906.
@@ -265,13 +312,15 @@ pub struct Row {
     pub slots: &'static [Slot],
     /// VOP3 modifier rules.
     pub mods: Mods,
+    /// Per-instruction operand rules ([`flag`] bits).
+    pub flags: u16,
 }
 
 macro_rules! isa_table {
     (
         ops { $($v:ident = $name:literal,)* }
         rows { $(($enc:ident, $opc:expr, $op:ident, $suf:literal, $tg:expr,
-                  [$(($f:ident, $c:ident, $w:expr)),*], $mods:literal),)* }
+                  [$(($f:ident, $c:ident, $w:expr)),*], $mods:literal, $fl:expr),)* }
     ) => {
         /// One variant per instruction (the same variant for the 32- and 64-bit encodings
         /// of one VOP1/VOP2/VOPC instruction).
@@ -296,6 +345,7 @@ macro_rules! isa_table {
                 targets: $tg,
                 slots: &[$(Slot { field: Field::$f, class: Class::$c, dwords: $w }),*],
                 mods: Mods::parse($mods),
+                flags: $fl,
             },)*
         ];
     };

@@ -82,6 +82,7 @@ fn kernels_match_llvm_objdump() {
         ("compute.cl", &[Target::Gfx900, Target::Gfx90a][..]),
         ("mfma.cl", &[Target::Gfx90a][..]),
         ("asm_gfx9.s", &[Target::Gfx900, Target::Gfx90a][..]),
+        ("asm_exp.s", &[Target::Gfx900][..]),
     ];
     let (mut compared, mut mismatches, mut objects) = (0usize, 0usize, 0usize);
     let mut report = String::new();

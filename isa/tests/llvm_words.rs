@@ -40,6 +40,9 @@ fn prefix(enc: Enc, opcode: u32) -> (u32, u32) {
         Enc::Flat => (0xDC00_0000 | opcode << 18, 0),
         Enc::Scratch => (0xDC00_4000 | opcode << 18, 0x007F_0000),
         Enc::Global => (0xDC00_8000 | opcode << 18, 0x007F_0000),
+        Enc::Mtbuf => (0xE800_0000 | opcode << 15, 0),
+        Enc::Exp => (0xC400_0000, 0),
+        Enc::Mimg => (0xF000_0000 | opcode << 18, 0),
     }
 }
 
@@ -76,10 +79,15 @@ fn set(w: &mut (u32, u32), enc: Enc, field: Field, v: u32) {
         (Enc::Ds, Field::B) => *w1 |= (v & 0xFF) << 8,
         (Enc::Ds, Field::C) => *w1 |= (v & 0xFF) << 16,
         (Enc::Ds, Field::D) => *w1 |= v << 24,
-        (Enc::Mubuf, Field::A) => *w1 |= v & 0xFF,
-        (Enc::Mubuf, Field::B) => *w1 |= (v & 0xFF) << 8,
-        (Enc::Mubuf, Field::R) => *w1 |= ((v >> 2) & 0x1F) << 16,
-        (Enc::Mubuf, Field::O) => *w1 |= v << 24,
+        (Enc::Mubuf | Enc::Mtbuf | Enc::Mimg, Field::A) => *w1 |= v & 0xFF,
+        (Enc::Mubuf | Enc::Mtbuf | Enc::Mimg, Field::B) => *w1 |= (v & 0xFF) << 8,
+        (Enc::Mubuf | Enc::Mtbuf | Enc::Mimg, Field::R) => *w1 |= ((v >> 2) & 0x1F) << 16,
+        (Enc::Mimg, Field::S) => *w1 |= ((v >> 2) & 0x1F) << 21,
+        (Enc::Mubuf | Enc::Mtbuf, Field::O) => *w1 |= v << 24,
+        (Enc::Exp, Field::A) => *w1 |= v & 0xFF,
+        (Enc::Exp, Field::B) => *w1 |= (v & 0xFF) << 8,
+        (Enc::Exp, Field::C) => *w1 |= (v & 0xFF) << 16,
+        (Enc::Exp, Field::D) => *w1 |= v << 24,
         (Enc::Flat | Enc::Global | Enc::Scratch, Field::A) => *w1 |= v & 0xFF,
         (Enc::Flat | Enc::Global | Enc::Scratch, Field::B) => *w1 |= (v & 0xFF) << 8,
         (Enc::Flat | Enc::Global | Enc::Scratch, Field::S) => {
@@ -118,7 +126,8 @@ fn make_case(r: &mut Rng, row: &isa::Row) -> Vec<u8> {
             }
             (_, _, Class::V | Class::A) => vgpr(r),
             (Enc::Smem, Field::S, _) => r.below(50) * 2,
-            (Enc::Mubuf, Field::R, _) => r.below(24) * 4,
+            (Enc::Mubuf | Enc::Mtbuf, Field::R, _) => r.below(24) * 4,
+            (Enc::Mimg, Field::R | Field::S, _) => r.below(24) * 4,
             (Enc::Vop3, Field::D | Field::E, Class::S) => r.below(50) * 2,
             (_, Field::D, Class::S) => {
                 if s.dwords > 1 {
@@ -180,6 +189,53 @@ fn make_case(r: &mut Rng, row: &isa::Row) -> Vec<u8> {
                 w0 |= 1 << 17;
             }
         }
+        Enc::Mtbuf => {
+            w0 |= r.below(0x1000) & if r.chance(30) { 0 } else { 0xFFF };
+            w0 |= r.below(4) << 12;
+            // DFMT/NFMT: the default (1, 0) often, any value otherwise
+            if r.chance(70) {
+                w0 |= r.below(16) << 19 | r.below(8) << 23;
+            } else {
+                w0 |= 1 << 19;
+            }
+            if r.chance(30) {
+                w0 |= 1 << 14;
+            }
+            if r.chance(30) {
+                w1 |= 1 << 22;
+            }
+            if r.chance(20) {
+                w1 |= 1 << 21;
+            }
+            if r.chance(30) {
+                w1 |= 1 << 23;
+            }
+        }
+        Enc::Mimg => {
+            w0 |= r.below(16) << 8;
+            for bit in [7, 12, 13, 14, 15, 16, 17, 25] {
+                if r.chance(25) {
+                    w0 |= 1 << bit;
+                }
+            }
+            if r.chance(25) {
+                w1 |= 1 << 31;
+            }
+            if r.chance(5) {
+                w0 |= r.below(128);
+            }
+        }
+        Enc::Exp => {
+            w0 |= r.below(64) << 4 | r.below(16);
+            for bit in [10, 11, 12] {
+                if r.chance(40) {
+                    w0 |= 1 << bit;
+                }
+            }
+            if r.chance(10) {
+                w0 |= r.below(0x2000) << 13;
+            }
+        }
         Enc::Flat | Enc::Global | Enc::Scratch => {
             if row.enc != Enc::Flat && r.chance(30) {
                 w1 = (w1 & !0x007F_0000) | (r.below(50) * 2) << 16;
@@ -200,7 +256,16 @@ fn make_case(r: &mut Rng, row: &isa::Row) -> Vec<u8> {
     let mut bytes = w0.to_le_bytes().to_vec();
     if matches!(
         row.enc,
-        Enc::Smem | Enc::Vop3 | Enc::Ds | Enc::Mubuf | Enc::Flat | Enc::Global | Enc::Scratch
+        Enc::Smem
+            | Enc::Vop3
+            | Enc::Ds
+            | Enc::Mubuf
+            | Enc::Mtbuf
+            | Enc::Exp
+            | Enc::Mimg
+            | Enc::Flat
+            | Enc::Global
+            | Enc::Scratch
     ) {
         bytes.extend_from_slice(&w1.to_le_bytes());
     }
@@ -333,7 +398,7 @@ fn generated_words_match_llvm_mc() {
             .and_then(|s| s.parse().ok())
             .unwrap_or(RAW_WORDS);
         for i in 0..raw {
-            let prefixes: [(u32, u32); 16] = [
+            let prefixes: [(u32, u32); 19] = [
                 (0x8000_0000, 0xC000_0000),
                 (0xB000_0000, 0xF000_0000),
                 (0xBE80_0000, 0xFF80_0000),
@@ -350,6 +415,9 @@ fn generated_words_match_llvm_mc() {
                 (0xDC00_0000, 0xFC00_0000),
                 (0xD3C0_0000, 0xFFC0_0000),
                 (0xD3D8_0000, 0xFFFE_0000),
+                (0xE800_0000, 0xFC00_0000),
+                (0xC400_0000, 0xFC00_0000),
+                (0xF000_0000, 0xFC00_0000),
             ];
             let (p, m) = prefixes[i % prefixes.len()];
             let mut w0 = p | (r.next() & !m);

@@ -76,19 +76,33 @@ fn rdna_targets_are_refused() {
 
 #[test]
 fn errors_name_word_and_address() {
-    // MIMG is recognised and refused, with the word and the address in the message.
-    let e = decode(&0xF000_0000u32.to_le_bytes(), 0x1234, Target::Gfx900).unwrap_err();
+    // VINTRP is recognised and refused, with the word and the address in the message.
+    let e = decode(&0xD400_0000u32.to_le_bytes(), 0x1234, Target::Gfx900).unwrap_err();
     assert_eq!(
         e,
         DecodeError::Unsupported {
             addr: 0x1234,
-            word: 0xF000_0000,
-            encoding: "MIMG"
+            word: 0xD400_0000,
+            encoding: "VINTRP"
         }
     );
     assert_eq!(
         e.to_string(),
-        "0x1234: word 0xf0000000: MIMG encoding is not decoded"
+        "0x1234: word 0xd4000000: VINTRP encoding is not decoded"
+    );
+    // A MIMG instruction cut after its first dword.
+    let e = decode(&0xF000_0000u32.to_le_bytes(), 0x1234, Target::Gfx900).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            DecodeError::Truncated {
+                addr: 0x1234,
+                word: 0xF000_0000,
+                needed: 8,
+                available: 4
+            }
+        ),
+        "{e:?}"
     );
     // A VOP3 instruction cut after its first dword.
     let e = decode(&0xD1FD_0000u32.to_le_bytes(), 8, Target::Gfx900).unwrap_err();

@@ -2,7 +2,7 @@
 import json, re, sys
 d=json.load(open('gen.json')); d['flat']=json.load(open('genflat.json'))['flat']; caps=json.load(open('caps.json'))
 CPUS=['gfx900','gfx906','gfx908','gfx90a']
-ENC={'sop2':'Sop2','sop1':'Sop1','sopc':'Sopc','sopk':'Sopk','sopp':'Sopp','smem':'Smem','vop2':'Vop2','vop1':'Vop1','vopc':'Vopc','vop3':'Vop3','ds':'Ds','mubuf':'Mubuf','flat':'Flat','global':'Global','scratch':'Scratch'}
+ENC={'sop2':'Sop2','sop1':'Sop1','sopc':'Sopc','sopk':'Sopk','sopp':'Sopp','smem':'Smem','vop2':'Vop2','vop1':'Vop1','vopc':'Vopc','vop3':'Vop3','ds':'Ds','mubuf':'Mubuf','mtbuf':'Mtbuf','mimg':'Mimg','flat':'Flat','global':'Global','scratch':'Scratch'}
 VALID={'sop2':range(0,96),'sopk':range(0,28),'sop1':range(256),'sopc':range(128),'sopp':range(128)}
 def camel(n): return ''.join(p[:1].upper()+p[1:] for p in n.split('_'))
 def split_ops(s):
@@ -12,9 +12,10 @@ def field_of(fam,cls,num,keep,tok):
     vals={'sop2':{'D':4,'A':2,'B':8},'sop1':{'D':4,'A':2},'sopc':{'A':2,'B':8},'sopk':{'D':4},
           'smem':{'D':4},'vop2':{'D':4,'A':2,'B':8},'vop1':{'D':4,'A':2},'vopc':{'A':2,'B':8},
           'vop3':{'D':4,'E':6,'A':2,'B':8,'C':12},'ds':{'D':4,'A':2,'B':8,'C':12},
-          'mubuf':{'B':4,'A':2,'O':1},'flat':{'D':4,'A':2,'B':8},'global':{'D':4,'A':2,'B':8},'scratch':{'D':4,'A':2,'B':8}}[fam]
+          'mubuf':{'B':4,'A':2,'O':1},'mtbuf':{'B':4,'A':2,'O':1},'mimg':{'A':1,'B':2},'flat':{'D':4,'A':2,'B':8},'global':{'D':4,'A':2,'B':8},'scratch':{'D':4,'A':2,'B':8}}[fam]
     if fam=='smem' and num in (0,2) and cls=='s': return 'S'
-    if fam=='mubuf' and num==8: return 'R'
+    if fam in ('mubuf','mtbuf') and num==8: return 'R'
+    if fam=='mimg' and cls=='s': return {12:'R',8:'S'}.get(num)
     for f,v in vals.items():
         if v==num and f in keep: return f
     return None
@@ -77,7 +78,31 @@ for op,name,slots in [(0x20,'s_dcache_inv',[]),(0x21,'s_dcache_wb',[]),(0x22,'s_
 # MUBUF cache controls: no operands (probed with all fields 0).
 for op,name,tg in [(62,'buffer_wbinvl1',ALL),(63,'buffer_wbinvl1_vol',ALL),(113,'buffer_wbinvl1',ALL),(40,'buffer_wbl2','T_90A'),(41,'buffer_invl2','T_90A')]:
     rows.append(dict(fam='mubuf',op=op,name=name,suffix='',targets=tg,slots=[],mods='',extra='',txt=''))
+# EXP (probed by hand: `exp mrt0 v1, v2, v3, v4` and every target/EN/COMPR value): the target,
+# then VSRC0..3 (printed as `off` or, with COMPR, as VSRC0, VSRC0, VSRC1, VSRC1).
+rows.append(dict(fam='exp',op=0,name='exp',suffix='',targets='T_900|T_906|T_908',slots=[('K','tgt',0),('A','v',1),('B','v',1),('C','v',1),('D','v',1)],mods='',extra='',txt=''))
+ENC['exp']='Exp'
 rows.append(dict(fam='sopk',op=0x14,name='s_setreg_imm32_b32',suffix='',targets=ALL,slots=[('K','hwreg',0),('O','lit',0)],mods='',extra='',txt=''))
+# Per-instruction operand rules (probed by hand with llvm-mc-15 --disassemble: which forms
+# each instruction rejects or reads differently); emitted as Row::flags.
+FLAGS={
+ 'SRC0_VREG8':{'v_swap_b32','v_accvgpr_read_b32','v_accvgpr_mov_b32'},
+ 'NO_SDWA':{'v_mac_f32','v_mac_f16','v_fmac_f32','v_pk_fmac_f16','v_swap_b32','v_nop','v_clrexcp','v_dot2c_f32_f16','v_dot2c_i32_i16','v_dot4c_i32_i8','v_dot8c_i32_i4','v_accvgpr_mov_b32'},
+ 'NO_DPP':{'v_clrexcp','v_swap_b32','v_accvgpr_mov_b32','v_pk_fmac_f16','v_madmk_f32','v_madak_f32','v_madmk_f16','v_madak_f16'},
+ 'DPP_MODS_IGNORED':{'v_cndmask_b32','v_dot2c_i32_i16','v_dot4c_i32_i8','v_dot8c_i32_i4'},
+ 'DPP_FLOAT_MODS':{'v_dot2c_f32_f16'},
+ 'SDWA_INT_MODS':{'v_cndmask_b32'},
+ 'LDS_LOAD':{p+n for p in ('buffer_','global_','scratch_') for n in ('load_ubyte','load_sbyte','load_ushort','load_sshort','load_dword')}|{'buffer_load_format_x'},
+ 'FLOAT_ATOMIC':{p+'_atomic_'+n for p in ('buffer','global','flat') for n in ('add_f32','pk_add_f16','add_f64','min_f64','max_f64')},
+ 'CACHE_SC1':{'buffer_wbl2','buffer_invl2'},
+ 'CACHE_GLC':{'buffer_wbl2'},
+ 'NO_GDS':{'ds_permute_b32','ds_bpermute_b32'},
+}
+def flags_of(r):
+    n=r['name']; f=[k for k,v in FLAGS.items() if n in v]
+    if n.startswith('v_cmp_class') or n.startswith('v_cmpx_class') or n.startswith('v_ldexp'): f.append('SDWA_INT_SRC1')
+    if r['fam']=='mimg' and any(x in n for x in ('image_atomic','_pck','image_get_')): f.append('NO_D16')
+    return '|'.join('flag::'+x for x in f) or '0'
 print('problems',problems[:20],len(problems),file=sys.stderr)
 # unique Op variants, stable order
 variants={}
@@ -100,7 +125,7 @@ for r in rows:
         elif cls=='lit': sl.append(f'(O, Lit, 0)')
         elif cls=='imm': sl.append(f'(O, Imm, 0)')
         else: sl.append(f'({f}, Imm, 0)')
-    out.append(f'        ({ENC[r["fam"]]}, {r["op"]:#05x}, {r["variant"]}, "{r["suffix"]}", {r["targets"]}, [{", ".join(sl)}], "{r["mods"]}"),\n')
+    out.append(f'        ({ENC[r["fam"]]}, {r["op"]:#05x}, {r["variant"]}, "{r["suffix"]}", {r["targets"]}, [{", ".join(sl)}], "{r["mods"]}", {flags_of(r)}),\n')
 out.append('    }\n}\n')
 open('table_rows.rs','w').write(''.join(out))
 print(len(rows),'rows',len(variants),'ops',file=sys.stderr)

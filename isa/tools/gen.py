@@ -15,11 +15,19 @@ F={
  'vop3':(lambda f:[0xd0000000|f['op']<<16|f['E']<<8|f['D'],f['C']<<18|f['B']<<9|f['A']],{'D':4,'E':6,'A':0x102,'B':0x108,'C':12},1024),
  'ds':(lambda f:[0xd8000000|f['op']<<17|0x10,f['D']<<24|f['C']<<16|f['B']<<8|f['A']],{'D':4,'A':2,'B':8,'C':12},256),
  'mubuf':(lambda f:[0xe0000000|f['op']<<18|1<<12|0x10,f['O']<<24|f['R']<<16|f['B']<<8|f['A']],{'A':2,'B':4,'R':2,'O':1},128),
+ # MTBUF: DFMT = 1, NFMT = 0 (the default format, printed as nothing)
+ # MIMG: DMASK = 0xf; SSAMP is SGPR 4*S (llvm rejects a nonzero SSAMP on the ops without one)
+ 'mimg':(lambda f:[0xf0000000|f['op']<<18|0xf<<8,f['S']<<21|f['R']<<16|f['B']<<8|f['A']],{'A':1,'B':2,'R':3,'S':2},128),
+ 'mtbuf':(lambda f:[0xe8000000|1<<19|f['op']<<15|1<<12|0x10,f['O']<<24|f['R']<<16|f['B']<<8|f['A']],{'A':2,'B':4,'R':2,'O':1},16),
 }
 for seg,name in [(0,'flat'),(1,'scratch'),(2,'global')]:
     F[name]=((lambda seg: (lambda f:[0xdc000000|f['op']<<18|seg<<14|0x10,f['D']<<24|f['S']<<16|f['B']<<8|f['A']]))(seg),{'D':4,'A':2,'B':8,'S':0x7f},128)
-out={}
+# `python3 gen.py mtbuf` re-probes only the named families and merges them into gen.json.
+import sys
+ONLY=sys.argv[1:]
+out=json.load(open('gen.json')) if ONLY else {}
 for fam,(build,fields,nops) in F.items():
+    if ONLY and fam not in ONLY: continue
     names=list(fields)
     # variants: all subsets of fields zeroed, ordered by number of fields kept (desc)
     variants=[]

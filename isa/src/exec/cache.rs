@@ -286,7 +286,7 @@ fn classify(inst: Instruction) -> Cached {
 
 fn mem_kind(op: Op, name: &str) -> MemKind {
     let _ = op;
-    if name.contains("format") || name.contains("pk_add") {
+    if name.contains("format") {
         return MemKind::Other;
     }
     let (name, half) = if let Some(n) = name.strip_suffix("_d16_hi") {
@@ -316,6 +316,7 @@ fn mem_kind(op: Op, name: &str) -> MemKind {
             "dec" => AtomicOp::Dec,
             "add_f32" | "add_f64" => AtomicOp::FAdd,
             "min_f64" => AtomicOp::FMin,
+            "pk_add_f16" => AtomicOp::PkAddF16,
             "max_f64" => AtomicOp::FMax,
             _ => return MemKind::Other,
         };

@@ -42,6 +42,9 @@ pub enum AtomicOp {
     FMin,
     /// `max_f64` (gfx90a).
     FMax,
+    /// `pk_add_f16` (gfx908/gfx90a): two f16 adds, one per half, each rounded to nearest
+    /// even with denormals kept.
+    PkAddF16,
 }
 
 impl AtomicOp {
@@ -92,6 +95,7 @@ impl AtomicOp {
             AtomicOp::FAdd => (f32::from_bits(old) + f32::from_bits(src)).to_bits(),
             AtomicOp::FMin => f32::from_bits(old).min(f32::from_bits(src)).to_bits(),
             AtomicOp::FMax => f32::from_bits(old).max(f32::from_bits(src)).to_bits(),
+            AtomicOp::PkAddF16 => pk_add_f16(old, src),
         }
     }
 
@@ -131,8 +135,23 @@ impl AtomicOp {
             AtomicOp::FAdd => (f64::from_bits(old) + f64::from_bits(src)).to_bits(),
             AtomicOp::FMin => f64::from_bits(old).min(f64::from_bits(src)).to_bits(),
             AtomicOp::FMax => f64::from_bits(old).max(f64::from_bits(src)).to_bits(),
+            // a 32-bit operation: the high dword is kept
+            AtomicOp::PkAddF16 => {
+                (old & !0xffff_ffff) | u64::from(pk_add_f16(old as u32, src as u32))
+            }
         }
     }
+}
+
+/// Both f16 halves added; the f64 sum of two f16 values is exact, so one rounding to f16.
+fn pk_add_f16(old: u32, src: u32) -> u32 {
+    use super::float::{f16_to_f32, f64_to_f16};
+    use super::wave::Round;
+    let half = |a: u32, b: u32| {
+        let s = f64::from(f16_to_f32(a as u16)) + f64::from(f16_to_f32(b as u16));
+        u32::from(f64_to_f16(s, Round::NearestEven))
+    };
+    half(old & 0xffff, src & 0xffff) | (half(old >> 16, src >> 16) << 16)
 }
 
 /// One atomic instruction's work: per lane an address, a source and a compare value.

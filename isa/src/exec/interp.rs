@@ -16,6 +16,8 @@ use super::mfma::MfmaF32;
 use super::wave::{sreg, write_masked, HwRegField, Lanes, Wave, WAVE_SIZE};
 
 mod aperture;
+mod format;
+mod mfma_packed;
 mod packed;
 
 type R<T> = Result<T, WaveFault>;
@@ -162,6 +164,11 @@ impl Wave {
             Enc::Mubuf => self.mubuf(c, env).map(|()| Flow::Next),
             Enc::Global | Enc::Flat => self.flat(c, env).map(|()| Flow::Next),
             Enc::Scratch => self.scratch(c, env).map(|()| Flow::Next),
+            Enc::Mtbuf => self.mtbuf(c, env).map(|()| Flow::Next),
+            // exports go to the graphics pipeline, which a compute model does not have
+            // exports and images go to the graphics pipeline / texture units, which a
+            // compute model does not have
+            Enc::Exp | Enc::Mimg => Err(illegal(self.pc, c)),
         }
     }
 
@@ -1345,6 +1352,7 @@ impl Wave {
             | Op::VMfmaF3216x16x1f32
             | Op::VMfmaF3216x16x4f32
             | Op::VMfmaF324x4x1f32 => self.mfma(c, op),
+            op if mfma_packed::is_packed_mfma(op) => self.mfma_packed(c, op),
             Op::VFmaF16
             | Op::VMadF16
             | Op::VMacF16
@@ -1877,7 +1885,9 @@ impl Wave {
         }
         let w = c.inst.words[1];
         let ctrl = (w >> 8) & 0x1FF;
-        if !super::lanes::dpp_ctrl_is_valid(ctrl) {
+        // gfx90a adds row_newbcast:n (0x150 + n) for 32-bit DPP too
+        let newbcast = self.target == crate::Target::Gfx90a && (0x150..=0x15f).contains(&ctrl);
+        if !super::lanes::dpp_ctrl_is_valid(ctrl) && !newbcast {
             return Err(illegal(self.pc, c));
         }
         let bound_ctrl = (w >> 19) & 1 != 0;
@@ -2140,6 +2150,9 @@ impl Wave {
         ) {
             return Ok(());
         }
+        if format::is_format(c.inst.op) {
+            return self.mubuf_format(c, env);
+        }
         let [w0, w1] = c.inst.words;
         if (w0 >> 16) & 1 != 0 {
             // lds bit: loads into LDS are not modelled
@@ -2343,9 +2356,8 @@ impl Wave {
         if (w0 >> 16) & 1 != 0 {
             return Err(illegal(self.pc, c)); // GDS
         }
-        if self.target == crate::Target::Gfx90a && (w0 >> 25) & 1 != 0 {
-            return Err(illegal(self.pc, c)); // AGPR data (ACC bit) not modelled for DS
-        }
+        // gfx90a ACC bit: DATA0/DATA1 and VDST are AGPRs (ADDR stays a VGPR)
+        let acc = self.target == crate::Target::Gfx90a && (w0 >> 25) & 1 != 0;
         let offset0 = w0 & 0xff;
         let offset1 = (w0 >> 8) & 0xff;
         let offset = w0 & 0xffff;
@@ -2360,17 +2372,17 @@ impl Wave {
                 // ds_swizzle_b32 vdst, vaddr: the data comes from ADDR
                 let a = *self.v(addr_r)?;
                 let r = lanes::swizzle(&a, offset as u16, exec);
-                return self.write_v(vdst, &r, exec);
+                return self.write_d(acc, vdst, &r, exec);
             }
             Op::DsBpermuteB32 | Op::DsPermuteB32 => {
                 let a = *self.v(addr_r)?;
-                let d = *self.v(data0)?;
+                let d = *self.data_reg(acc, data0)?;
                 let r = if op == Op::DsBpermuteB32 {
                     lanes::bpermute(&a, &d, offset, exec)
                 } else {
                     lanes::permute(&a, &d, offset, exec)
                 };
-                return self.write_v(vdst, &r, exec);
+                return self.write_d(acc, vdst, &r, exec);
             }
             _ => {}
         }
@@ -2403,9 +2415,9 @@ impl Wave {
                 [[0u32; WAVE_SIZE]; 2]
             } else {
                 [
-                    *self.v(data0)?,
+                    *self.data_reg(acc, data0)?,
                     if dw == 2 {
-                        *self.v(data0 + 1)?
+                        *self.data_reg(acc, data0 + 1)?
                     } else {
                         [0; WAVE_SIZE]
                     },
@@ -2415,9 +2427,9 @@ impl Wave {
                 [[0u32; WAVE_SIZE]; 2]
             } else {
                 [
-                    *self.v(data1)?,
+                    *self.data_reg(acc, data1)?,
                     if dw == 2 {
-                        *self.v(data1 + 1)?
+                        *self.data_reg(acc, data1 + 1)?
                     } else {
                         [0; WAVE_SIZE]
                     },
@@ -2445,7 +2457,7 @@ impl Wave {
             }
             if load {
                 for (i, r) in out[..2 * dw].iter().enumerate() {
-                    self.write_v(vdst + i, r, exec)?;
+                    self.write_d(acc, vdst + i, r, exec)?;
                 }
             }
             return Ok(());
@@ -2479,7 +2491,7 @@ impl Wave {
                 }
                 if half != D16::Full {
                     // d16 reads write one half of VDST and keep the other
-                    let old = *self.v(vdst)?;
+                    let old = *self.data_reg(acc, vdst)?;
                     for l in 0..WAVE_SIZE {
                         out[0][l] = match half {
                             D16::Lo => (old[l] & 0xffff_0000) | (out[0][l] & 0xffff),
@@ -2488,7 +2500,7 @@ impl Wave {
                     }
                 }
                 for (i, r) in out[..dwords].iter().enumerate() {
-                    self.write_v(vdst + i, r, exec)?;
+                    self.write_d(acc, vdst + i, r, exec)?;
                 }
                 Ok(())
             }
@@ -2496,7 +2508,7 @@ impl Wave {
                 let dwords = bytes.div_ceil(4) as usize;
                 let mut data = [[0u32; WAVE_SIZE]; 4];
                 for (i, d) in data[..dwords].iter_mut().enumerate() {
-                    *d = *self.v(data0 + i)?;
+                    *d = *self.data_reg(acc, data0 + i)?;
                 }
                 if half == D16::Hi {
                     data[0].iter_mut().for_each(|v| *v >>= 16);
@@ -2520,8 +2532,12 @@ impl Wave {
                 let cmpst = aop == AtomicOp::CmpSwap;
                 let src_reg = if cmpst { data1 } else { data0 };
                 let pair = |w: &Wave, r: usize| -> R<(Lanes, Lanes)> {
-                    let hi = if wide { *w.v(r + 1)? } else { [0; WAVE_SIZE] };
-                    Ok((*w.v(r)?, hi))
+                    let hi = if wide {
+                        *w.data_reg(acc, r + 1)?
+                    } else {
+                        [0; WAVE_SIZE]
+                    };
+                    Ok((*w.data_reg(acc, r)?, hi))
                 };
                 let (src_lo, src_hi) = pair(self, src_reg)?;
                 let (cmp_lo, cmp_hi) = if cmpst {
@@ -2552,9 +2568,9 @@ impl Wave {
                     old_hi[l] = (old >> 32) as u32;
                 }
                 if name.contains("_rtn_") {
-                    self.write_v(vdst, &old_lo, exec)?;
+                    self.write_d(acc, vdst, &old_lo, exec)?;
                     if wide {
-                        self.write_v(vdst + 1, &old_hi, exec)?;
+                        self.write_d(acc, vdst + 1, &old_hi, exec)?;
                     }
                 }
                 Ok(())
@@ -2563,8 +2579,9 @@ impl Wave {
         }
     }
 
-    fn write_v(&mut self, index: usize, value: &Lanes, mask: u64) -> R<()> {
-        write_masked(self.v_mut(index)?, value, mask);
+    /// Writes a data register (VGPR, or AGPR with the gfx90a ACC bit) in the lanes of `mask`.
+    fn write_d(&mut self, acc: bool, index: usize, value: &Lanes, mask: u64) -> R<()> {
+        write_masked(self.data_reg_mut(acc, index)?, value, mask);
         Ok(())
     }
 

@@ -333,21 +333,44 @@ impl Wave {
     }
 
     /// A VGPR by number, or an operand fault if the kernel did not allocate it.
+    ///
+    /// On gfx90a VGPRs and AGPRs are one unified file: the AGPRs start at the kernel's
+    /// ACC_OFFSET, which is where `vgpr` ends, so `v[n]` past the VGPRs is `a[n - ACC_OFFSET]`.
     pub fn v(&self, index: usize) -> Result<&Lanes, WaveFault> {
-        self.vgpr.get(index).ok_or(WaveFault::RegisterOutOfRange {
-            file: 'v',
-            index: index as u32,
-        })
+        match self.vgpr.get(index) {
+            Some(r) => Ok(r),
+            None => self
+                .unified_agpr(index)
+                .ok_or(WaveFault::RegisterOutOfRange {
+                    file: 'v',
+                    index: index as u32,
+                }),
+        }
     }
 
-    /// A VGPR by number for writing, or an operand fault if the kernel did not allocate it.
+    /// A VGPR by number for writing, or an operand fault if the kernel did not allocate it
+    /// (on gfx90a, past the VGPRs, the AGPR at the same place of the unified file).
     pub fn v_mut(&mut self, index: usize) -> Result<&mut Lanes, WaveFault> {
-        self.vgpr
-            .get_mut(index)
-            .ok_or(WaveFault::RegisterOutOfRange {
+        let n = self.vgpr.len();
+        if index < n {
+            return Ok(&mut self.vgpr[index]);
+        }
+        let unified = self.target == Target::Gfx90a;
+        match self.agpr.get_mut(index - n) {
+            Some(r) if unified => Ok(r),
+            _ => Err(WaveFault::RegisterOutOfRange {
                 file: 'v',
                 index: index as u32,
-            })
+            }),
+        }
+    }
+
+    /// gfx90a's unified file seen through a VGPR number at or past ACC_OFFSET.
+    fn unified_agpr(&self, index: usize) -> Option<&Lanes> {
+        if self.target != Target::Gfx90a {
+            return None;
+        }
+        self.agpr.get(index.checked_sub(self.vgpr.len())?)
     }
 
     /// An AGPR by number, or an operand fault.

@@ -24,5 +24,11 @@ asm_mix:
   global_atomic_add v11, v[4:5], v12, off glc
   flat_load_dwordx4 v[12:15], v[4:5]
   scratch_store_dword v1, v2, off offset:-16
+  tbuffer_load_format_xyzw v[16:19], v1, s[12:15], 0 format:[BUF_DATA_FORMAT_32_32_32_32,BUF_NUM_FORMAT_FLOAT] offen offset:16
+  tbuffer_store_format_x v2, v1, s[12:15], s3 format:[BUF_DATA_FORMAT_8] idxen glc slc
+  tbuffer_load_format_d16_xy v20, off, s[12:15], 0 format:[BUF_NUM_FORMAT_UINT]
+  image_load v[20:23], v1, s[16:23] dmask:0xf unorm
+  image_sample v[24:26], v[2:3], s[16:23], s[28:31] dmask:0x7 glc da
+  image_atomic_add v2, v1, s[16:23] dmask:0x1 glc
   s_cbranch_vccnz asm_mix
   s_endpgm

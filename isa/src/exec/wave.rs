@@ -448,8 +448,9 @@ pub fn write_masked(dst: &mut Lanes, value: &Lanes, mask: u64) {
         return;
     }
     for lane in 0..WAVE_SIZE {
-        let on = (mask >> lane) & 1 != 0;
-        dst[lane] = if on { value[lane] } else { dst[lane] };
+        // all-ones in enabled lanes: a select without branches, which vectorises
+        let on = 0u32.wrapping_sub(((mask >> lane) & 1) as u32);
+        dst[lane] = (value[lane] & on) | (dst[lane] & !on);
     }
 }
 

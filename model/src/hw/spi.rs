@@ -929,18 +929,27 @@ impl KernelRun {
         let mut ids = [[0u32; WAVE_SIZE]; 3];
         let mut exec = 0u64;
         let [xs, ys, zs] = &mut ids;
+        // The first lane's id by division, the others by counting (no division per lane).
+        let flat = w * WAVE_SIZE as u32;
+        let (mut cx, mut cy, mut cz) =
+            (flat % wg[0], (flat / wg[0]) % wg[1], flat / (wg[0] * wg[1]));
         for (l, ((x, y), z)) in xs
             .iter_mut()
             .zip(ys.iter_mut())
             .zip(zs.iter_mut())
             .enumerate()
         {
-            let flat = w * WAVE_SIZE as u32 + l as u32;
-            *x = flat % wg[0];
-            *y = (flat / wg[0]) % wg[1];
-            *z = flat / (wg[0] * wg[1]);
-            if *z < wg[2] && *x < extent[0] && *y < extent[1] && *z < extent[2] {
-                exec |= 1 << l;
+            (*x, *y, *z) = (cx, cy, cz);
+            let inside = cz < wg[2] && cx < extent[0] && cy < extent[1] && cz < extent[2];
+            exec |= u64::from(inside) << l;
+            cx += 1;
+            if cx == wg[0] {
+                cx = 0;
+                cy += 1;
+                if cy == wg[1] {
+                    cy = 0;
+                    cz += 1;
+                }
             }
         }
         wave.set_exec(exec);
@@ -1029,15 +1038,7 @@ impl WaveEnv for VmEnv<'_> {
         out: &mut [Lanes],
     ) -> Result<(), MemFault> {
         self.vm
-            .gather(addresses, exec, bytes as usize, |lane, b| {
-                // Zero-extended to whole dwords (a byte or short load).
-                let mut buf = [0u8; 16];
-                buf[..b.len()].copy_from_slice(b);
-                for (d, reg) in out.iter_mut().enumerate().take(4) {
-                    let w = &buf[4 * d..4 * d + 4];
-                    reg[lane] = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
-                }
-            })
+            .load_lanes(addresses, exec, bytes as usize, out)
             .map_err(|f| mem_fault(f, Access::Read))
     }
 
@@ -1049,20 +1050,23 @@ impl WaveEnv for VmEnv<'_> {
         data: &[Lanes],
     ) -> Result<(), MemFault> {
         self.vm
-            .scatter(addresses, exec, bytes as usize, |lane| {
-                let mut buf = [0u8; 16];
-                for (d, reg) in data.iter().enumerate().take(4) {
-                    buf[4 * d..4 * d + 4].copy_from_slice(&reg[lane].to_le_bytes());
-                }
-                buf
-            })
+            .store_lanes(addresses, exec, bytes as usize, data)
             .map_err(|f| mem_fault(f, Access::Write))
     }
 
     fn load_scalar(&mut self, address: u64, out: &mut [u32]) -> Result<(), MemFault> {
-        let mut buf = vec![0u8; out.len() * 4];
+        // s_load_dwordx16 at most: no allocation for the common sizes
+        let mut small = [0u8; 64];
+        let mut large = Vec::new();
+        let buf = match small.get_mut(..out.len() * 4) {
+            Some(b) => b,
+            None => {
+                large.resize(out.len() * 4, 0);
+                &mut large[..]
+            }
+        };
         self.vm
-            .read(address, &mut buf)
+            .read(address, buf)
             .map_err(|f| mem_fault(f, Access::Read))?;
         for (d, c) in out.iter_mut().zip(buf.chunks_exact(4)) {
             *d = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);

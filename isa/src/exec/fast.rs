@@ -17,7 +17,7 @@ use crate::table::{Enc, Op};
 use super::cache::{Cmp, CmpType, SrcType};
 use super::float as fp;
 use super::int;
-use super::wave::{sreg, Lanes, Round, Wave, WAVE_SIZE};
+use super::wave::{sreg, write_masked, Lanes, Round, Wave, WAVE_SIZE};
 
 /// A source operand resolved at cache-build time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +45,8 @@ pub enum Kind {
     Carry(CarryOp),
     /// `v_cndmask_b32`.
     Cndmask,
+    /// A 64-bit shift of a VGPR pair (source 1) by source 0, into a VGPR pair.
+    Shift64(Shift64),
     /// A 32-bit vector compare (truth table over less/equal/greater/unordered).
     Cmp {
         /// Outcome truth table (see [`Cmp::truth`]).
@@ -133,6 +135,15 @@ pub enum FloatOp {
     Mad,
     Min,
     Max,
+}
+
+/// 64-bit shifts (`v_lshlrev_b64`, `v_lshrrev_b64`, `v_ashrrev_i64`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(missing_docs)] // named after the instructions
+pub enum Shift64 {
+    Lshlrev,
+    Lshrrev,
+    Ashrrev,
 }
 
 /// Ops with a carry or borrow.
@@ -260,6 +271,26 @@ pub(crate) fn plan(
         if vop3 {
             f.sdst = pair_index(d)?;
         }
+        return Some(f);
+    }
+    let shift64 = match inst.op {
+        Op::VLshlrevB64 => Some(Shift64::Lshlrev),
+        Op::VLshrrevB64 => Some(Shift64::Lshrrev),
+        Op::VAshrrevI64 => Some(Shift64::Ashrrev),
+        _ => None,
+    };
+    if let Some(k) = shift64 {
+        // VGPR pairs only (a scalar or constant 64-bit source takes the general path)
+        let (
+            Some(Operand::Vgpr { first: b, count: 2 }),
+            Some(Operand::Vgpr { first: d, count: 2 }),
+        ) = (b, d)
+        else {
+            return None;
+        };
+        f.kind = Kind::Shift64(k);
+        f.src = [s0?, Src::V(u16::from(b)), Src::K(0)];
+        f.dst = u16::from(d);
         return Some(f);
     }
     let un = |k: Un| Some((Kind::Un(k), 1));
@@ -395,16 +426,25 @@ fn ftz(bits: u32, on: bool) -> u32 {
 /// rounded result unless `s` sits exactly on an f32 rounding midpoint (or in the f32
 /// denormal range, whose midpoints lie elsewhere, or is a NaN whose payload choice the host
 /// fma defines). Returns the result and whether it must be recomputed with the host fma.
-#[inline(always)]
+/// (The f32 kernel computes the same in passes over a chunk of lanes.)
+#[cfg(test)]
 fn fma_via_f64(x: f32, y: f32, z: f32) -> (f32, bool) {
     let s = f64::from(x) * f64::from(y) + f64::from(z);
     let bits = s.to_bits();
-    let (hi, lo) = ((bits >> 32) as u32, bits as u32);
+    (s as f32, fma_redo((bits >> 32) as u32, bits as u32))
+}
+
+/// Whether the f64 sum of [`fma_via_f64`], given as its high and low dwords, must be
+/// recomputed with the host fma: it is an f32 rounding midpoint (its low 29 bits are
+/// `1 << 28`), nonzero below 2^-126 (no f64 denormal can occur: |x*y| >= 2^-298), or an
+/// infinity or NaN. 32-bit operations only, so a chunk of lanes vectorises.
+#[inline(always)]
+fn fma_redo(hi: u32, lo: u32) -> bool {
     let midpoint = lo & 0x1fff_ffff == 0x1000_0000;
-    let exp = (hi >> 20) & 0x7ff;
-    // nonzero below 2^-126 (no f64 denormal can occur: |x*y| >= 2^-298), or inf/NaN
-    let special = exp.wrapping_sub(1) < 1023 - 126 - 1 || exp == 0x7ff;
-    (s as f32, midpoint || special)
+    // the biased exponent in place: small ones are 1..=896 (below 2^-126), 0x7ff is inf/NaN
+    let e = hi & 0x7ff0_0000;
+    let special = (e != 0 && e < (1023 - 126) << 20) || e == 0x7ff0_0000;
+    midpoint || special
 }
 
 /// Lanes per chunk: the engine loads 8 lanes of every source, computes, then stores, so a
@@ -436,6 +476,9 @@ impl Wave {
             }
             return true;
         }
+        if let Kind::Shift64(k) = f.kind {
+            return self.shift64(f, k, exec);
+        }
         if matches!(f.kind, Kind::Float(_)) && self.mode.round_f32() != Round::NearestEven {
             return false;
         }
@@ -451,7 +494,7 @@ impl Wave {
             scratch,
             ..
         } = self;
-        let [ta, tb, tc, _] = &mut **scratch;
+        let [ta, tb, tc, _] = &mut **scratch.get_or_insert_with(new_scratch);
         let rows = Cell::from_mut(vgpr.as_mut_slice()).as_slice_of_cells();
         // a uniform source 0 (constant or SGPR, the common VOP1/VOP2 case) is broadcast per
         // chunk instead of filling a scratch row
@@ -503,6 +546,43 @@ impl Wave {
         true
     }
 
+    /// A planned 64-bit shift; `false` (nothing written) when a register of a pair is
+    /// outside the file.
+    #[inline(always)]
+    fn shift64(&mut self, f: &Fast, k: Shift64, exec: u64) -> bool {
+        let n = self.vgpr.len();
+        let (Src::V(b), d) = (f.src[1], usize::from(f.dst)) else {
+            return false;
+        };
+        let b = usize::from(b);
+        if b + 1 >= n || d + 1 >= n {
+            return false;
+        }
+        let amount = match f.src[0] {
+            Src::V(i) => self.vgpr[usize::from(i)],
+            Src::S(i) => [self.sgpr[usize::from(i)]; WAVE_SIZE],
+            Src::K(c) => [c; WAVE_SIZE],
+        };
+        let (lo, hi) = (&self.vgpr[b], &self.vgpr[b + 1]);
+        let (mut rlo, mut rhi) = ([0u32; WAVE_SIZE], [0u32; WAVE_SIZE]);
+        macro_rules! each {
+            ($op:path) => {
+                for l in 0..WAVE_SIZE {
+                    let r = $op(u64::from(lo[l]) | u64::from(hi[l]) << 32, amount[l]);
+                    (rlo[l], rhi[l]) = (r as u32, (r >> 32) as u32);
+                }
+            };
+        }
+        match k {
+            Shift64::Lshlrev => each!(int::shl64),
+            Shift64::Lshrrev => each!(int::lshr64),
+            Shift64::Ashrrev => each!(int::ashr64),
+        }
+        write_masked(&mut self.vgpr[d], &rlo, exec);
+        write_masked(&mut self.vgpr[d + 1], &rhi, exec);
+        true
+    }
+
     /// A planned 32-bit compare: the result mask before EXEC.
     #[inline(always)]
     fn compare(&mut self, f: &Fast, truth: u8, ty: CmpType) -> u64 {
@@ -512,7 +592,7 @@ impl Wave {
             scratch,
             ..
         } = self;
-        let [ta, tb, _, _] = &mut **scratch;
+        let [ta, tb, _, _] = &mut **scratch.get_or_insert_with(new_scratch);
         let a = lanes(vgpr, sgpr, f.src[0], ta);
         let b = lanes(vgpr, sgpr, f.src[1], tb);
         let mut bits = [0u8; WAVE_SIZE];
@@ -566,6 +646,12 @@ impl Wave {
         }
         pack(&bits)
     }
+}
+
+/// The fast path's scratch lanes of a wave (see [`Wave::scratch`]).
+#[cold]
+fn new_scratch() -> Box<[Lanes; 4]> {
+    Box::new([[0; WAVE_SIZE]; 4])
 }
 
 /// How many sources a kind reads.
@@ -869,7 +955,7 @@ fn dispatch<const FULL: bool, const U0: bool>(
                 (true, true) => float::<FULL, U0, true, true>(k, mode, d, s, exec, cin, k0),
             }
         }
-        Kind::Cmp { .. } => 0,
+        Kind::Cmp { .. } | Kind::Shift64(_) => 0,
     }
 }
 
@@ -920,16 +1006,24 @@ fn float<const FULL: bool, const U0: bool, const FI: bool, const FO: bool>(
         FloatOp::Min => run!(|x, y, _, _| e2(x, y, |a, b| fp::min_f32(a, b, mode))),
         FloatOp::Max => run!(|x, y, _, _| e2(x, y, |a, b| fp::max_f32(a, b, mode))),
         FloatOp::Fma => run!(|x, y, z, _| {
-            let mut out = [0u32; CH];
-            let mut slow = 0u32;
+            // fma_via_f64 in passes over the chunk (products and sums, then the checks on
+            // the dword halves of the sums), so each pass vectorises
+            let mut s = [0f64; CH];
             for j in 0..CH {
-                let (v, redo) = fma_via_f64(fin(x[j]), fin(y[j]), fin(z[j]));
-                out[j] = fout(v);
-                slow |= u32::from(redo);
+                s[j] = f64::from(fin(x[j])) * f64::from(fin(y[j])) + f64::from(fin(z[j]));
             }
-            if slow != 0 {
+            let mut out = [0u32; CH];
+            let mut redo = [0u32; CH];
+            for j in 0..CH {
+                let bits = s[j].to_bits();
+                redo[j] = u32::from(fma_redo((bits >> 32) as u32, bits as u32));
+                out[j] = fout(s[j] as f32);
+            }
+            if (redo[0] | redo[1] | redo[2] | redo[3]) | (redo[4] | redo[5] | redo[6] | redo[7])
+                != 0
+            {
                 for j in 0..CH {
-                    if fma_via_f64(fin(x[j]), fin(y[j]), fin(z[j])).1 {
+                    if redo[j] != 0 {
                         out[j] = fp::fma_f32(x[j], y[j], z[j], mode);
                     }
                 }
@@ -1200,6 +1294,56 @@ mod tests {
         // the generator reaches the planned instructions often enough to mean something
         eprintln!("{planned} planned, {} ops: {kinds:?}", kinds.len());
         assert!(planned > 2_000, "only {planned} planned instructions");
+    }
+
+    #[test]
+    fn shifts_of_vgpr_pairs_match_the_general_interpreter() {
+        // (encoding from llvm-mc-15 -mcpu=gfx900, planned)
+        let cases: [([u8; 8], bool); 6] = [
+            // v_lshlrev_b64 v[0:1], 2, v[0:1]
+            ([0x00, 0x00, 0x8f, 0xd2, 0x82, 0x00, 0x02, 0x00], true),
+            // v_lshrrev_b64 v[2:3], v4, v[6:7]
+            ([0x02, 0x00, 0x90, 0xd2, 0x04, 0x0d, 0x02, 0x00], true),
+            // v_ashrrev_i64 v[4:5], s3, v[4:5]
+            ([0x04, 0x00, 0x91, 0xd2, 0x03, 0x08, 0x02, 0x00], true),
+            // v_ashrrev_i64 v[0:1], v7, v[6:7]
+            ([0x00, 0x00, 0x91, 0xd2, 0x07, 0x0d, 0x02, 0x00], true),
+            // v_lshlrev_b64 v[6:7], v0, v[7:8]: v8 is outside an 8-VGPR wave
+            ([0x06, 0x00, 0x8f, 0xd2, 0x00, 0x0f, 0x02, 0x00], true),
+            // v_lshlrev_b64 v[0:1], 1, s[2:3]: a scalar pair takes the general path
+            ([0x00, 0x00, 0x8f, 0xd2, 0x81, 0x04, 0x00, 0x00], false),
+        ];
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for (code, planned) in cases {
+            let fast = crate::exec::CodeCache::new(Target::Gfx900, 0, &code);
+            let Some(Ok(c)) = fast.get(0) else {
+                panic!("decodes")
+            };
+            assert_eq!(c.fast != Plan::None, planned, "{:?}", c.inst.op);
+            let general = fast.clone().without_fast_path();
+            for round in 0..64 {
+                let mut w = Wave::new(Target::Gfx900, 8, 0);
+                for v in 0..8 {
+                    for l in 0..WAVE_SIZE {
+                        w.vgpr[v][l] = rng.next() as u32;
+                    }
+                }
+                // shift amounts beyond 63 (only bits 5:0 count) and around 32
+                w.vgpr[4][0] = 32;
+                w.vgpr[7][1] = 95;
+                for i in 0..8 {
+                    w.sgpr[i] = rng.below(130) as u32;
+                }
+                w.set_exec(if round % 2 == 0 { u64::MAX } else { rng.next() });
+                let (mut a, mut b) = (w.clone(), w);
+                let mut env = crate::exec::HostEnv::new(0);
+                let sa = a.run(&fast, &mut env, 1);
+                let sb = b.run(&general, &mut env, 1);
+                assert_eq!(sa, sb, "{:?}", c.inst.op);
+                assert_eq!(a.vgpr, b.vgpr, "{:?}", c.inst.op);
+                assert_eq!(a.pc, b.pc);
+            }
+        }
     }
 
     #[test]

@@ -940,7 +940,7 @@ impl KernelRun {
             .enumerate()
         {
             (*x, *y, *z) = (cx, cy, cz);
-            let inside = cz < wg[2] && cx < extent[0] && cy < extent[1] && cz < extent[2];
+            let inside = (cz < wg[2]) & (cx < extent[0]) & (cy < extent[1]) & (cz < extent[2]);
             exec |= u64::from(inside) << l;
             cx += 1;
             if cx == wg[0] {

@@ -802,13 +802,13 @@ fn for_lanes(exec: u64, mut f: impl FnMut(usize)) {
 #[inline(always)]
 fn contiguous(addrs: &[u64; LANES], step: u64) -> bool {
     let base = addrs[0];
-    let mut off = 0u64;
-    let mut same = true;
-    for &a in addrs {
-        same &= a.wrapping_sub(base) == off;
-        off += step;
+    // differences of whole 64-bit addresses, compared as dword halves so the loop vectorises
+    let mut diff = 0u32;
+    for (l, &a) in addrs.iter().enumerate() {
+        let d = a.wrapping_sub(base).wrapping_sub(step * l as u64);
+        diff |= d as u32 | (d >> 32) as u32;
     }
-    same
+    diff == 0
 }
 
 /// Puts one lane's loaded bytes (at most 16) into `out[d][lane]`, zero-extended to whole

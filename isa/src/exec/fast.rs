@@ -488,16 +488,10 @@ impl Wave {
         }
         let mode = self.mode;
         let cin = self.sgpr64(usize::from(f.cin));
-        let Wave {
-            vgpr,
-            sgpr,
-            scratch,
-            ..
-        } = self;
-        let [ta, tb, tc, _] = &mut **scratch.get_or_insert_with(new_scratch);
+        let Wave { vgpr, sgpr, .. } = self;
         let rows = Cell::from_mut(vgpr.as_mut_slice()).as_slice_of_cells();
         // a uniform source 0 (constant or SGPR, the common VOP1/VOP2 case) is broadcast per
-        // chunk instead of filling a scratch row
+        // chunk instead of filling a row
         let k0 = match f.src[0] {
             Src::V(_) => None,
             Src::S(i) => Some(sgpr[usize::from(i)]),
@@ -508,24 +502,30 @@ impl Wave {
         let Some(d) = cells(&rows[dst]) else {
             return false;
         };
-        let srcs = [
-            if k0.is_some() {
-                Some(d)
-            } else {
-                row(rows, sgpr, f.src[0], ta)
-            },
-            if n >= 2 {
-                row(rows, sgpr, f.src[1], tb)
-            } else {
-                Some(d)
-            },
-            if n >= 3 {
-                row(rows, sgpr, f.src[2], tc)
-            } else {
-                Some(d)
-            },
-        ];
-        let [Some(s0), Some(s1), Some(s2)] = srcs else {
+        // a uniform source 1 or 2 is splatted into a row on the stack (only when there is one)
+        let (mut tb, mut tc): (Lanes, Lanes);
+        macro_rules! row {
+            ($s:expr, $tmp:ident) => {
+                match $s {
+                    Src::V(i) => cells(&rows[usize::from(i)]),
+                    Src::S(i) => {
+                        $tmp = [sgpr[usize::from(i)]; WAVE_SIZE];
+                        cells(Cell::from_mut(&mut $tmp))
+                    }
+                    Src::K(k) => {
+                        $tmp = [k; WAVE_SIZE];
+                        cells(Cell::from_mut(&mut $tmp))
+                    }
+                }
+            };
+        }
+        let s0 = match f.src[0] {
+            Src::V(i) if k0.is_none() => cells(&rows[usize::from(i)]),
+            _ => Some(d),
+        };
+        let s1 = if n >= 2 { row!(f.src[1], tb) } else { Some(d) };
+        let s2 = if n >= 3 { row!(f.src[2], tc) } else { Some(d) };
+        let (Some(s0), Some(s1), Some(s2)) = (s0, s1, s2) else {
             return false;
         };
         let srcs = [s0, s1, s2];
@@ -586,15 +586,26 @@ impl Wave {
     /// A planned 32-bit compare: the result mask before EXEC.
     #[inline(always)]
     fn compare(&mut self, f: &Fast, truth: u8, ty: CmpType) -> u64 {
-        let Wave {
-            vgpr,
-            sgpr,
-            scratch,
-            ..
-        } = self;
-        let [ta, tb, _, _] = &mut **scratch.get_or_insert_with(new_scratch);
-        let a = lanes(vgpr, sgpr, f.src[0], ta);
-        let b = lanes(vgpr, sgpr, f.src[1], tb);
+        let Wave { vgpr, sgpr, .. } = self;
+        // uniform sources splatted into rows on the stack (only when there is one)
+        let (ta, tb): (Lanes, Lanes);
+        macro_rules! lanes {
+            ($s:expr, $tmp:ident) => {
+                match $s {
+                    Src::V(i) => &vgpr[usize::from(i)],
+                    Src::S(i) => {
+                        $tmp = [sgpr[usize::from(i)]; WAVE_SIZE];
+                        &$tmp
+                    }
+                    Src::K(k) => {
+                        $tmp = [k; WAVE_SIZE];
+                        &$tmp
+                    }
+                }
+            };
+        }
+        let a = lanes!(f.src[0], ta);
+        let b = lanes!(f.src[1], tb);
         let mut bits = [0u8; WAVE_SIZE];
         // one loop per condition, so each vectorises to a single compare
         macro_rules! by_truth {
@@ -648,12 +659,6 @@ impl Wave {
     }
 }
 
-/// The fast path's scratch lanes of a wave (see [`Wave::scratch`]).
-#[cold]
-fn new_scratch() -> Box<[Lanes; 4]> {
-    Box::new([[0; WAVE_SIZE]; 4])
-}
-
 /// How many sources a kind reads.
 fn arity(kind: Kind) -> usize {
     match kind {
@@ -663,56 +668,12 @@ fn arity(kind: Kind) -> usize {
     }
 }
 
-/// A source as lanes: the register itself, or `tmp` filled with a scalar or constant.
-/// Callers have checked VGPR indices against the file; scalar indices are below
-/// [`sreg::FILE_SIZE`] by construction.
-#[inline(always)]
-fn lanes<'a>(
-    vgpr: &'a [Lanes],
-    sgpr: &[u32; sreg::FILE_SIZE],
-    s: Src,
-    tmp: &'a mut Lanes,
-) -> &'a Lanes {
-    match s {
-        Src::V(i) => &vgpr[usize::from(i)],
-        Src::S(i) => {
-            tmp.fill(sgpr[usize::from(i)]);
-            tmp
-        }
-        Src::K(k) => {
-            tmp.fill(k);
-            tmp
-        }
-    }
-}
-
 /// A register as 64 cells (`Cell::as_array_of_cells` is newer than the crate's MSRV; the
 /// slice form converts back to the array, which cannot fail for a `Lanes`).
 #[inline(always)]
 fn cells(r: &Cell<Lanes>) -> Option<&Row> {
     let unsized_row: &Cell<[u32]> = r;
     unsized_row.as_slice_of_cells().try_into().ok()
-}
-
-/// [`lanes`] as cells of the register file, so a source may also be the destination.
-#[inline(always)]
-fn row<'a>(
-    rows: &'a [Cell<Lanes>],
-    sgpr: &[u32; sreg::FILE_SIZE],
-    s: Src,
-    tmp: &'a mut Lanes,
-) -> Option<&'a Row> {
-    match s {
-        Src::V(i) => cells(&rows[usize::from(i)]),
-        Src::S(i) => {
-            tmp.fill(sgpr[usize::from(i)]);
-            cells(Cell::from_mut(tmp))
-        }
-        Src::K(k) => {
-            tmp.fill(k);
-            cells(Cell::from_mut(tmp))
-        }
-    }
 }
 
 /// Runs `$op` chunk by chunk: the chunk of every source is loaded, `$op` computes the

@@ -248,10 +248,6 @@ pub struct Wave {
     pub retired: u64,
     /// Sources of the SDWA instruction being executed, already selected and extended.
     pub(crate) sdwa_src: Option<Box<[Lanes; 2]>>,
-    /// Scratch lanes of the fast path (splatted scalar sources and the result), kept here so
-    /// no instruction zeroes or allocates temporaries; allocated by the first instruction
-    /// that needs them, so a new wave costs no allocation for them.
-    pub(crate) scratch: Option<Box<[Lanes; 4]>>,
     /// A 64-bit DPP instruction is running on its permuted source (see `dpp64`).
     pub(crate) in_dpp64: bool,
 }
@@ -277,7 +273,6 @@ impl Wave {
             priority: 0,
             retired: 0,
             sdwa_src: None,
-            scratch: None,
             in_dpp64: false,
         };
         wave.set_exec(u64::MAX);

@@ -874,12 +874,13 @@ impl KernelRun {
             .saturating_add(s.dynamic_lds);
         let wave_scratch = u64::from(s.scratch.lane_bytes) * WAVE_SIZE as u64;
         let wave_offset = scratch_wave * wave_scratch;
-        let mut sgprs: Vec<u32> = Vec::with_capacity(24);
+        // The initial SGPRs, built on the stack (a new wave allocates nothing for them).
+        let mut sgprs = SgprList::default();
         if let Some(user) = &s.user_data {
             // PM4: COMPUTE_USER_DATA_* are the user SGPRs.
             sgprs.extend(user.iter().take(usize::from(rsrc2.user_sgpr_count())));
         }
-        let push64 = |v: &mut Vec<u32>, x: u64| v.extend([x as u32, (x >> 32) as u32]);
+        let push64 = |v: &mut SgprList, x: u64| v.extend([x as u32, (x >> 32) as u32]);
         if s.user_data.is_some() {
         } else if props.enable_sgpr_private_segment_buffer() {
             sgprs.extend(s.scratch.resource);
@@ -921,7 +922,7 @@ impl KernelRun {
         if rsrc2.enable_private_segment() {
             sgprs.push(wave_offset as u32);
         }
-        for (r, v) in wave.sgpr.iter_mut().zip(&sgprs) {
+        for (r, v) in wave.sgpr.iter_mut().zip(sgprs.as_slice()) {
             *r = *v;
         }
         // Work-item ids: lane l of wave w is flat id w*64+l in x-major order.
@@ -929,27 +930,42 @@ impl KernelRun {
         let mut ids = [[0u32; WAVE_SIZE]; 3];
         let mut exec = 0u64;
         let [xs, ys, zs] = &mut ids;
-        // The first lane's id by division, the others by counting (no division per lane).
         let flat = w * WAVE_SIZE as u32;
-        let (mut cx, mut cy, mut cz) =
-            (flat % wg[0], (flat / wg[0]) % wg[1], flat / (wg[0] * wg[1]));
-        for (l, ((x, y), z)) in xs
-            .iter_mut()
-            .zip(ys.iter_mut())
-            .zip(zs.iter_mut())
-            .enumerate()
-        {
-            (*x, *y, *z) = (cx, cy, cz);
-            let inside = (cz < wg[2]) & (cx < extent[0]) & (cy < extent[1]) & (cz < extent[2]);
-            exec |= u64::from(inside) << l;
-            cx += 1;
-            if cx == wg[0] {
-                cx = 0;
-                cy += 1;
-                if cy == wg[1] {
-                    cy = 0;
-                    cz += 1;
+        if wg[1] == 1 && wg[2] == 1 && flat + WAVE_SIZE as u32 <= wg[0] {
+            // A 1-D workgroup and a wave inside it: x counts up, y and z are 0.
+            for (l, x) in xs.iter_mut().enumerate() {
+                *x = flat + l as u32;
+            }
+        } else {
+            // The first lane's id by division, the others by counting (no division per lane).
+            let (mut cx, mut cy, mut cz) =
+                (flat % wg[0], (flat / wg[0]) % wg[1], flat / (wg[0] * wg[1]));
+            for ((x, y), z) in xs.iter_mut().zip(ys.iter_mut()).zip(zs.iter_mut()) {
+                (*x, *y, *z) = (cx, cy, cz);
+                cx += 1;
+                if cx == wg[0] {
+                    cx = 0;
+                    cy += 1;
+                    if cy == wg[1] {
+                        cy = 0;
+                        cz += 1;
+                    }
                 }
+            }
+        }
+        let items = wg[0] * wg[1] * wg[2];
+        if extent == wg {
+            // A whole workgroup: the lanes below its work-item count.
+            exec = match items.checked_sub(flat) {
+                Some(n) if n >= WAVE_SIZE as u32 => u64::MAX,
+                Some(n) => (1u64 << n) - 1,
+                None => 0,
+            };
+        } else {
+            for l in 0..WAVE_SIZE {
+                let (x, y, z) = (xs[l], ys[l], zs[l]);
+                let inside = (z < wg[2]) & (x < extent[0]) & (y < extent[1]) & (z < extent[2]);
+                exec |= u64::from(inside) << l;
             }
         }
         wave.set_exec(exec);
@@ -970,6 +986,50 @@ impl KernelRun {
             }
         }
         wave
+    }
+}
+
+/// A wave's initial SGPRs in order: the user SGPRs (RSRC2 counts at most 31) and the
+/// system SGPRs after them (at most 5), so 48 always has room.
+struct SgprList {
+    regs: [u32; 48],
+    len: usize,
+}
+
+impl Default for SgprList {
+    fn default() -> Self {
+        SgprList {
+            regs: [0; 48],
+            len: 0,
+        }
+    }
+}
+
+impl SgprList {
+    fn push(&mut self, v: u32) {
+        if let Some(r) = self.regs.get_mut(self.len) {
+            *r = v;
+            self.len += 1;
+        }
+    }
+
+    fn extend(&mut self, vs: impl IntoIterator<Item = impl std::borrow::Borrow<u32>>) {
+        for v in vs {
+            self.push(*v.borrow());
+        }
+    }
+
+    /// Truncates or pads with zeros to `len` registers.
+    fn resize(&mut self, len: usize, fill: u32) {
+        let len = len.min(self.regs.len());
+        for r in self.regs.iter_mut().take(len).skip(self.len) {
+            *r = fill;
+        }
+        self.len = len;
+    }
+
+    fn as_slice(&self) -> &[u32] {
+        &self.regs[..self.len]
     }
 }
 

@@ -499,12 +499,15 @@ impl GpuVm {
         exec: u64,
         bytes: u64,
         write: bool,
-    ) -> Option<(u64, u64)> {
+    ) -> Option<Window> {
         if exec == 0 || !self.injected.is_empty() {
             return None;
         }
+        let run = exec == u64::MAX && contiguous(addrs, bytes);
         let (mut lo, mut hi) = (u64::MAX, 0u64);
-        if exec == u64::MAX {
+        if run {
+            (lo, hi) = (addrs[0], addrs[LANES - 1]);
+        } else if exec == u64::MAX {
             for &a in addrs {
                 lo = lo.min(a);
                 hi = hi.max(a);
@@ -519,7 +522,11 @@ impl GpuVm {
         }
         let end = hi.checked_add(bytes)?;
         let t = self.translate(lo, end)?;
-        (!write || t.writable).then(|| (t.host + (lo - t.va), lo))
+        (!write || t.writable).then(|| Window {
+            host: t.host + (lo - t.va),
+            lo,
+            run,
+        })
     }
 
     /// A wave's load: for each lane set in `exec`, `bytes` (1, 2, 4, 8, 12 or 16) from
@@ -534,7 +541,7 @@ impl GpuVm {
         out: &mut [[u32; LANES]],
     ) -> Result<(), VmFault> {
         let n = bytes.min(16);
-        let Some((host, lo)) = self.wave_window(addrs, exec, n as u64, false) else {
+        let Some(Window { host, lo, run }) = self.wave_window(addrs, exec, n as u64, false) else {
             return self.gather(addrs, exec, n, |lane, b| put_lane(out, lane, b));
         };
         // SAFETY (every read below): `wave_window` found one mapping of this VM holding every
@@ -546,7 +553,7 @@ impl GpuVm {
         match (n, dwords) {
             (4, 1) => {
                 let [d0] = out else { unreachable!() };
-                if exec == u64::MAX && contiguous(addrs, 4) {
+                if run {
                     let mut raw = [0u8; 4 * LANES];
                     // SAFETY: as above: the 64 lanes' dwords are the 256 bytes from lane 0's.
                     unsafe { std::ptr::copy(at(0), raw.as_mut_ptr(), raw.len()) };
@@ -598,7 +605,7 @@ impl GpuVm {
             }
             buf
         };
-        let Some((host, lo)) = self.wave_window(addrs, exec, n as u64, true) else {
+        let Some(Window { host, lo, run }) = self.wave_window(addrs, exec, n as u64, true) else {
             return self.scatter(addrs, exec, n, lane_bytes);
         };
         // SAFETY (every write below): `wave_window` found one writable mapping of this VM
@@ -607,7 +614,7 @@ impl GpuVm {
         let at = |lane: usize| (host + (addrs[lane] - lo)) as *mut u8;
         match (n, data) {
             (4, [d0, ..]) => {
-                if exec == u64::MAX && contiguous(addrs, 4) {
+                if run {
                     let mut raw = [0u8; 4 * LANES];
                     for (c, d) in raw.chunks_exact_mut(4).zip(d0) {
                         c.copy_from_slice(&d.to_le_bytes());
@@ -797,16 +804,29 @@ fn for_lanes(exec: u64, mut f: impl FnMut(usize)) {
     }
 }
 
-/// Whether lane `l` addresses `addrs[0] + l * step` for every lane (a wave reading or writing
-/// one run of memory).
+/// Where one mapping holds a wave's accesses: the host address of the lowest lane address
+/// `lo`, and whether the wave accesses one run of memory (every lane `l` at `lo + l * bytes`).
+struct Window {
+    host: u64,
+    lo: u64,
+    run: bool,
+}
+
+/// Whether lane `l` addresses `addrs[0] + l * step` for every lane, ascending without
+/// crossing a 4 GiB boundary (a wave reading or writing one run of memory; a run across a
+/// boundary is reported as not one, which only costs speed).
 #[inline(always)]
 fn contiguous(addrs: &[u64; LANES], step: u64) -> bool {
-    let base = addrs[0];
-    // differences of whole 64-bit addresses, compared as dword halves so the loop vectorises
+    let (base_lo, base_hi) = (addrs[0] as u32, (addrs[0] >> 32) as u32);
+    if u64::from(base_lo) + step * (LANES as u64 - 1) > u64::from(u32::MAX) {
+        return false;
+    }
+    // dword halves compared separately, so the loop vectorises
+    let step = step as u32;
     let mut diff = 0u32;
     for (l, &a) in addrs.iter().enumerate() {
-        let d = a.wrapping_sub(base).wrapping_sub(step * l as u64);
-        diff |= d as u32 | (d >> 32) as u32;
+        let want_lo = base_lo.wrapping_add(step.wrapping_mul(l as u32));
+        diff |= (a as u32 ^ want_lo) | ((a >> 32) as u32 ^ base_hi);
     }
     diff == 0
 }

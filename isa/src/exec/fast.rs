@@ -426,8 +426,7 @@ fn ftz(bits: u32, on: bool) -> u32 {
 /// rounded result unless `s` sits exactly on an f32 rounding midpoint (or in the f32
 /// denormal range, whose midpoints lie elsewhere, or is a NaN whose payload choice the host
 /// fma defines). Returns the result and whether it must be recomputed with the host fma.
-/// (The f32 kernel computes the same in passes over a chunk of lanes.)
-#[cfg(test)]
+#[inline(always)]
 fn fma_via_f64(x: f32, y: f32, z: f32) -> (f32, bool) {
     let s = f64::from(x) * f64::from(y) + f64::from(z);
     let bits = s.to_bits();
@@ -967,24 +966,16 @@ fn float<const FULL: bool, const U0: bool, const FI: bool, const FO: bool>(
         FloatOp::Min => run!(|x, y, _, _| e2(x, y, |a, b| fp::min_f32(a, b, mode))),
         FloatOp::Max => run!(|x, y, _, _| e2(x, y, |a, b| fp::max_f32(a, b, mode))),
         FloatOp::Fma => run!(|x, y, z, _| {
-            // fma_via_f64 in passes over the chunk (products and sums, then the checks on
-            // the dword halves of the sums), so each pass vectorises
-            let mut s = [0f64; CH];
-            for j in 0..CH {
-                s[j] = f64::from(fin(x[j])) * f64::from(fin(y[j])) + f64::from(fin(z[j]));
-            }
             let mut out = [0u32; CH];
-            let mut redo = [0u32; CH];
+            let mut slow = 0u32;
             for j in 0..CH {
-                let bits = s[j].to_bits();
-                redo[j] = u32::from(fma_redo((bits >> 32) as u32, bits as u32));
-                out[j] = fout(s[j] as f32);
+                let (v, redo) = fma_via_f64(fin(x[j]), fin(y[j]), fin(z[j]));
+                out[j] = fout(v);
+                slow |= u32::from(redo);
             }
-            if (redo[0] | redo[1] | redo[2] | redo[3]) | (redo[4] | redo[5] | redo[6] | redo[7])
-                != 0
-            {
+            if slow != 0 {
                 for j in 0..CH {
-                    if redo[j] != 0 {
+                    if fma_via_f64(fin(x[j]), fin(y[j]), fin(z[j])).1 {
                         out[j] = fp::fma_f32(x[j], y[j], z[j], mode);
                     }
                 }

@@ -1176,7 +1176,7 @@ mod tests {
             0 => vec![0b10 << 30 | (rng.below(0x30) as u32) << 23 | d << 16 | b << 8 | a],
             1 => vec![0x17d << 23 | d << 16 | (rng.below(0x40) as u32) << 8 | a],
             2 => vec![0x17e << 23 | (rng.below(0x14) as u32) << 16 | b << 8 | a],
-            _ => vec![0x17f << 23 | (rng.below(12) as u32) << 16 | rng.below(0x10000) as u32],
+            _ => vec![0x17f << 23 | (rng.below(13) as u32) << 16 | rng.below(0x10000) as u32],
         };
         if words[0] >> 30 != 0b11 && (a == 255 || b == 255) {
             words.push(VALUES[rng.below(16) as usize]);
@@ -1414,6 +1414,7 @@ pub const NO_DST: u8 = u8::MAX;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[allow(missing_docs)] // named after the instructions
 pub enum Cond {
+    Never,
     Always,
     Scc0,
     Scc1,
@@ -1468,6 +1469,8 @@ fn plan_scalar_inner(inst: &Instruction, fields: &[Option<Operand>; 5]) -> Optio
             Op::SCbranchVccnz => Cond::Vccnz,
             Op::SCbranchExecz => Cond::Execz,
             Op::SCbranchExecnz => Cond::Execnz,
+            // no effect in the interpreter: a branch never taken
+            Op::SNop | Op::SWaitcnt => Cond::Never,
             _ => return None,
         };
         return Some(Plan::Branch(cond, (inst.words[0] & 0xffff) as u16 as i16));
@@ -1640,6 +1643,7 @@ impl Wave {
     #[inline(always)]
     pub(crate) fn branch_taken(&self, c: Cond) -> bool {
         match c {
+            Cond::Never => false,
             Cond::Always => true,
             Cond::Scc0 => !self.scc,
             Cond::Scc1 => self.scc,

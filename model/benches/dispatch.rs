@@ -1,7 +1,9 @@
 //! Kernel dispatch benchmarks (issue #17), OpenCL kernels compiled with clang-15 at bench
 //! time (`benches/kernels/bench.cl`) and run on the model's compute units:
-//! * `vadd_2^24/{native_1_core,model}`: c = a + b over 2^24 floats. Target: model ≤ 10×
-//!   the native loop on one core.
+//! * `vadd_2^24/{native_1_core,model_1_thread,model_default_threads_N}`: c = a + b over
+//!   2^24 floats, the model on one host thread and on its default thread count (N:
+//!   `KFD_MODEL_CU_THREADS` or the host's cores). Target: model ≤ 10× the native loop on one
+//!   core.
 //! * `sgemm_256/{native_naive,model_tiled}`: 256×256 single-precision matrix product, a
 //!   16×16-tiled LDS kernel on the model against a naive triple loop. Target: ≤ 20×.
 //! * `sgemm_256_cu_threads/{1,2}`: the same kernel on 1 and 2 host threads. Target: ≥ 1.8×
@@ -184,6 +186,24 @@ fn bench_vadd(c: &mut Criterion) {
         "the model's vadd equals the native one"
     );
     g.bench_function("model_1_thread", |bench| {
+        bench.iter(|| rig.run(&k, &kargs, [256, 1], [N as u32, 1]))
+    });
+    drop((rig, pa, pb, pc));
+    // The model's default: as many compute-unit threads as `KFD_MODEL_CU_THREADS` or the
+    // host's cores.
+    let threads = kfd_model::config::default_cu_threads();
+    let mut rig = Rig::new(stepped(threads));
+    let (pa, pb, pc) = (rig.c.gtt(bytes), rig.c.gtt(bytes), rig.c.gtt(bytes));
+    pa.write_bytes(0, &f32_bytes(&a));
+    pb.write_bytes(0, &f32_bytes(&b));
+    let k = rig.kernel("vadd");
+    let kargs = args(&[pa.va, pb.va, pc.va], N as u32);
+    rig.run(&k, &kargs, [256, 1], [N as u32, 1]);
+    assert!(
+        read_f32s(&pc, N).iter().zip(&out).all(|(m, n)| m == n),
+        "the model's vadd on {threads} threads equals the native one"
+    );
+    g.bench_function(format!("model_default_threads_{threads}"), |bench| {
         bench.iter(|| rig.run(&k, &kargs, [256, 1], [N as u32, 1]))
     });
     g.finish();

@@ -17,7 +17,7 @@ use crate::table::{Enc, Op};
 use super::cache::{Cmp, CmpType, SrcType};
 use super::float as fp;
 use super::int;
-use super::wave::{sreg, Lanes, Round, Wave, WAVE_SIZE};
+use super::wave::{sreg, write_masked, Lanes, Round, Wave, WAVE_SIZE};
 
 /// A source operand resolved at cache-build time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +45,8 @@ pub enum Kind {
     Carry(CarryOp),
     /// `v_cndmask_b32`.
     Cndmask,
+    /// A 64-bit shift of a VGPR pair (source 1) by source 0, into a VGPR pair.
+    Shift64(Shift64),
     /// A 32-bit vector compare (truth table over less/equal/greater/unordered).
     Cmp {
         /// Outcome truth table (see [`Cmp::truth`]).
@@ -133,6 +135,15 @@ pub enum FloatOp {
     Mad,
     Min,
     Max,
+}
+
+/// 64-bit shifts (`v_lshlrev_b64`, `v_lshrrev_b64`, `v_ashrrev_i64`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(missing_docs)] // named after the instructions
+pub enum Shift64 {
+    Lshlrev,
+    Lshrrev,
+    Ashrrev,
 }
 
 /// Ops with a carry or borrow.
@@ -260,6 +271,26 @@ pub(crate) fn plan(
         if vop3 {
             f.sdst = pair_index(d)?;
         }
+        return Some(f);
+    }
+    let shift64 = match inst.op {
+        Op::VLshlrevB64 => Some(Shift64::Lshlrev),
+        Op::VLshrrevB64 => Some(Shift64::Lshrrev),
+        Op::VAshrrevI64 => Some(Shift64::Ashrrev),
+        _ => None,
+    };
+    if let Some(k) = shift64 {
+        // VGPR pairs only (a scalar or constant 64-bit source takes the general path)
+        let (
+            Some(Operand::Vgpr { first: b, count: 2 }),
+            Some(Operand::Vgpr { first: d, count: 2 }),
+        ) = (b, d)
+        else {
+            return None;
+        };
+        f.kind = Kind::Shift64(k);
+        f.src = [s0?, Src::V(u16::from(b)), Src::K(0)];
+        f.dst = u16::from(d);
         return Some(f);
     }
     let un = |k: Un| Some((Kind::Un(k), 1));
@@ -399,12 +430,20 @@ fn ftz(bits: u32, on: bool) -> u32 {
 fn fma_via_f64(x: f32, y: f32, z: f32) -> (f32, bool) {
     let s = f64::from(x) * f64::from(y) + f64::from(z);
     let bits = s.to_bits();
-    let (hi, lo) = ((bits >> 32) as u32, bits as u32);
+    (s as f32, fma_redo((bits >> 32) as u32, bits as u32))
+}
+
+/// Whether the f64 sum of [`fma_via_f64`], given as its high and low dwords, must be
+/// recomputed with the host fma: it is an f32 rounding midpoint (its low 29 bits are
+/// `1 << 28`), nonzero below 2^-126 (no f64 denormal can occur: |x*y| >= 2^-298), or an
+/// infinity or NaN. 32-bit operations only, so a chunk of lanes vectorises.
+#[inline(always)]
+fn fma_redo(hi: u32, lo: u32) -> bool {
     let midpoint = lo & 0x1fff_ffff == 0x1000_0000;
-    let exp = (hi >> 20) & 0x7ff;
-    // nonzero below 2^-126 (no f64 denormal can occur: |x*y| >= 2^-298), or inf/NaN
-    let special = exp.wrapping_sub(1) < 1023 - 126 - 1 || exp == 0x7ff;
-    (s as f32, midpoint || special)
+    // the biased exponent in place: small ones are 1..=896 (below 2^-126), 0x7ff is inf/NaN
+    let e = hi & 0x7ff0_0000;
+    let special = (e != 0 && e < (1023 - 126) << 20) || e == 0x7ff0_0000;
+    midpoint || special
 }
 
 /// Lanes per chunk: the engine loads 8 lanes of every source, computes, then stores, so a
@@ -436,6 +475,9 @@ impl Wave {
             }
             return true;
         }
+        if let Kind::Shift64(k) = f.kind {
+            return self.shift64(f, k, exec);
+        }
         if matches!(f.kind, Kind::Float(_)) && self.mode.round_f32() != Round::NearestEven {
             return false;
         }
@@ -445,16 +487,10 @@ impl Wave {
         }
         let mode = self.mode;
         let cin = self.sgpr64(usize::from(f.cin));
-        let Wave {
-            vgpr,
-            sgpr,
-            scratch,
-            ..
-        } = self;
-        let [ta, tb, tc, _] = &mut **scratch;
+        let Wave { vgpr, sgpr, .. } = self;
         let rows = Cell::from_mut(vgpr.as_mut_slice()).as_slice_of_cells();
         // a uniform source 0 (constant or SGPR, the common VOP1/VOP2 case) is broadcast per
-        // chunk instead of filling a scratch row
+        // chunk instead of filling a row
         let k0 = match f.src[0] {
             Src::V(_) => None,
             Src::S(i) => Some(sgpr[usize::from(i)]),
@@ -465,24 +501,30 @@ impl Wave {
         let Some(d) = cells(&rows[dst]) else {
             return false;
         };
-        let srcs = [
-            if k0.is_some() {
-                Some(d)
-            } else {
-                row(rows, sgpr, f.src[0], ta)
-            },
-            if n >= 2 {
-                row(rows, sgpr, f.src[1], tb)
-            } else {
-                Some(d)
-            },
-            if n >= 3 {
-                row(rows, sgpr, f.src[2], tc)
-            } else {
-                Some(d)
-            },
-        ];
-        let [Some(s0), Some(s1), Some(s2)] = srcs else {
+        // a uniform source 1 or 2 is splatted into a row on the stack (only when there is one)
+        let (mut tb, mut tc): (Lanes, Lanes);
+        macro_rules! row {
+            ($s:expr, $tmp:ident) => {
+                match $s {
+                    Src::V(i) => cells(&rows[usize::from(i)]),
+                    Src::S(i) => {
+                        $tmp = [sgpr[usize::from(i)]; WAVE_SIZE];
+                        cells(Cell::from_mut(&mut $tmp))
+                    }
+                    Src::K(k) => {
+                        $tmp = [k; WAVE_SIZE];
+                        cells(Cell::from_mut(&mut $tmp))
+                    }
+                }
+            };
+        }
+        let s0 = match f.src[0] {
+            Src::V(i) if k0.is_none() => cells(&rows[usize::from(i)]),
+            _ => Some(d),
+        };
+        let s1 = if n >= 2 { row!(f.src[1], tb) } else { Some(d) };
+        let s2 = if n >= 3 { row!(f.src[2], tc) } else { Some(d) };
+        let (Some(s0), Some(s1), Some(s2)) = (s0, s1, s2) else {
             return false;
         };
         let srcs = [s0, s1, s2];
@@ -503,18 +545,66 @@ impl Wave {
         true
     }
 
+    /// A planned 64-bit shift; `false` (nothing written) when a register of a pair is
+    /// outside the file.
+    #[inline(always)]
+    fn shift64(&mut self, f: &Fast, k: Shift64, exec: u64) -> bool {
+        let n = self.vgpr.len();
+        let (Src::V(b), d) = (f.src[1], usize::from(f.dst)) else {
+            return false;
+        };
+        let b = usize::from(b);
+        if b + 1 >= n || d + 1 >= n {
+            return false;
+        }
+        let amount = match f.src[0] {
+            Src::V(i) => self.vgpr[usize::from(i)],
+            Src::S(i) => [self.sgpr[usize::from(i)]; WAVE_SIZE],
+            Src::K(c) => [c; WAVE_SIZE],
+        };
+        let (lo, hi) = (&self.vgpr[b], &self.vgpr[b + 1]);
+        let (mut rlo, mut rhi) = ([0u32; WAVE_SIZE], [0u32; WAVE_SIZE]);
+        macro_rules! each {
+            ($op:path) => {
+                for l in 0..WAVE_SIZE {
+                    let r = $op(u64::from(lo[l]) | u64::from(hi[l]) << 32, amount[l]);
+                    (rlo[l], rhi[l]) = (r as u32, (r >> 32) as u32);
+                }
+            };
+        }
+        match k {
+            Shift64::Lshlrev => each!(int::shl64),
+            Shift64::Lshrrev => each!(int::lshr64),
+            Shift64::Ashrrev => each!(int::ashr64),
+        }
+        write_masked(&mut self.vgpr[d], &rlo, exec);
+        write_masked(&mut self.vgpr[d + 1], &rhi, exec);
+        true
+    }
+
     /// A planned 32-bit compare: the result mask before EXEC.
     #[inline(always)]
     fn compare(&mut self, f: &Fast, truth: u8, ty: CmpType) -> u64 {
-        let Wave {
-            vgpr,
-            sgpr,
-            scratch,
-            ..
-        } = self;
-        let [ta, tb, _, _] = &mut **scratch;
-        let a = lanes(vgpr, sgpr, f.src[0], ta);
-        let b = lanes(vgpr, sgpr, f.src[1], tb);
+        let Wave { vgpr, sgpr, .. } = self;
+        // uniform sources splatted into rows on the stack (only when there is one)
+        let (ta, tb): (Lanes, Lanes);
+        macro_rules! lanes {
+            ($s:expr, $tmp:ident) => {
+                match $s {
+                    Src::V(i) => &vgpr[usize::from(i)],
+                    Src::S(i) => {
+                        $tmp = [sgpr[usize::from(i)]; WAVE_SIZE];
+                        &$tmp
+                    }
+                    Src::K(k) => {
+                        $tmp = [k; WAVE_SIZE];
+                        &$tmp
+                    }
+                }
+            };
+        }
+        let a = lanes!(f.src[0], ta);
+        let b = lanes!(f.src[1], tb);
         let mut bits = [0u8; WAVE_SIZE];
         // one loop per condition, so each vectorises to a single compare
         macro_rules! by_truth {
@@ -577,56 +667,12 @@ fn arity(kind: Kind) -> usize {
     }
 }
 
-/// A source as lanes: the register itself, or `tmp` filled with a scalar or constant.
-/// Callers have checked VGPR indices against the file; scalar indices are below
-/// [`sreg::FILE_SIZE`] by construction.
-#[inline(always)]
-fn lanes<'a>(
-    vgpr: &'a [Lanes],
-    sgpr: &[u32; sreg::FILE_SIZE],
-    s: Src,
-    tmp: &'a mut Lanes,
-) -> &'a Lanes {
-    match s {
-        Src::V(i) => &vgpr[usize::from(i)],
-        Src::S(i) => {
-            tmp.fill(sgpr[usize::from(i)]);
-            tmp
-        }
-        Src::K(k) => {
-            tmp.fill(k);
-            tmp
-        }
-    }
-}
-
 /// A register as 64 cells (`Cell::as_array_of_cells` is newer than the crate's MSRV; the
 /// slice form converts back to the array, which cannot fail for a `Lanes`).
 #[inline(always)]
 fn cells(r: &Cell<Lanes>) -> Option<&Row> {
     let unsized_row: &Cell<[u32]> = r;
     unsized_row.as_slice_of_cells().try_into().ok()
-}
-
-/// [`lanes`] as cells of the register file, so a source may also be the destination.
-#[inline(always)]
-fn row<'a>(
-    rows: &'a [Cell<Lanes>],
-    sgpr: &[u32; sreg::FILE_SIZE],
-    s: Src,
-    tmp: &'a mut Lanes,
-) -> Option<&'a Row> {
-    match s {
-        Src::V(i) => cells(&rows[usize::from(i)]),
-        Src::S(i) => {
-            tmp.fill(sgpr[usize::from(i)]);
-            cells(Cell::from_mut(tmp))
-        }
-        Src::K(k) => {
-            tmp.fill(k);
-            cells(Cell::from_mut(tmp))
-        }
-    }
 }
 
 /// Runs `$op` chunk by chunk: the chunk of every source is loaded, `$op` computes the
@@ -869,7 +915,7 @@ fn dispatch<const FULL: bool, const U0: bool>(
                 (true, true) => float::<FULL, U0, true, true>(k, mode, d, s, exec, cin, k0),
             }
         }
-        Kind::Cmp { .. } => 0,
+        Kind::Cmp { .. } | Kind::Shift64(_) => 0,
     }
 }
 
@@ -1130,7 +1176,7 @@ mod tests {
             0 => vec![0b10 << 30 | (rng.below(0x30) as u32) << 23 | d << 16 | b << 8 | a],
             1 => vec![0x17d << 23 | d << 16 | (rng.below(0x40) as u32) << 8 | a],
             2 => vec![0x17e << 23 | (rng.below(0x14) as u32) << 16 | b << 8 | a],
-            _ => vec![0x17f << 23 | (rng.below(12) as u32) << 16 | rng.below(0x10000) as u32],
+            _ => vec![0x17f << 23 | (rng.below(13) as u32) << 16 | rng.below(0x10000) as u32],
         };
         if words[0] >> 30 != 0b11 && (a == 255 || b == 255) {
             words.push(VALUES[rng.below(16) as usize]);
@@ -1200,6 +1246,56 @@ mod tests {
         // the generator reaches the planned instructions often enough to mean something
         eprintln!("{planned} planned, {} ops: {kinds:?}", kinds.len());
         assert!(planned > 2_000, "only {planned} planned instructions");
+    }
+
+    #[test]
+    fn shifts_of_vgpr_pairs_match_the_general_interpreter() {
+        // (encoding from llvm-mc-15 -mcpu=gfx900, planned)
+        let cases: [([u8; 8], bool); 6] = [
+            // v_lshlrev_b64 v[0:1], 2, v[0:1]
+            ([0x00, 0x00, 0x8f, 0xd2, 0x82, 0x00, 0x02, 0x00], true),
+            // v_lshrrev_b64 v[2:3], v4, v[6:7]
+            ([0x02, 0x00, 0x90, 0xd2, 0x04, 0x0d, 0x02, 0x00], true),
+            // v_ashrrev_i64 v[4:5], s3, v[4:5]
+            ([0x04, 0x00, 0x91, 0xd2, 0x03, 0x08, 0x02, 0x00], true),
+            // v_ashrrev_i64 v[0:1], v7, v[6:7]
+            ([0x00, 0x00, 0x91, 0xd2, 0x07, 0x0d, 0x02, 0x00], true),
+            // v_lshlrev_b64 v[6:7], v0, v[7:8]: v8 is outside an 8-VGPR wave
+            ([0x06, 0x00, 0x8f, 0xd2, 0x00, 0x0f, 0x02, 0x00], true),
+            // v_lshlrev_b64 v[0:1], 1, s[2:3]: a scalar pair takes the general path
+            ([0x00, 0x00, 0x8f, 0xd2, 0x81, 0x04, 0x00, 0x00], false),
+        ];
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for (code, planned) in cases {
+            let fast = crate::exec::CodeCache::new(Target::Gfx900, 0, &code);
+            let Some(Ok(c)) = fast.get(0) else {
+                panic!("decodes")
+            };
+            assert_eq!(c.fast != Plan::None, planned, "{:?}", c.inst.op);
+            let general = fast.clone().without_fast_path();
+            for round in 0..64 {
+                let mut w = Wave::new(Target::Gfx900, 8, 0);
+                for v in 0..8 {
+                    for l in 0..WAVE_SIZE {
+                        w.vgpr[v][l] = rng.next() as u32;
+                    }
+                }
+                // shift amounts beyond 63 (only bits 5:0 count) and around 32
+                w.vgpr[4][0] = 32;
+                w.vgpr[7][1] = 95;
+                for i in 0..8 {
+                    w.sgpr[i] = rng.below(130) as u32;
+                }
+                w.set_exec(if round % 2 == 0 { u64::MAX } else { rng.next() });
+                let (mut a, mut b) = (w.clone(), w);
+                let mut env = crate::exec::HostEnv::new(0);
+                let sa = a.run(&fast, &mut env, 1);
+                let sb = b.run(&general, &mut env, 1);
+                assert_eq!(sa, sb, "{:?}", c.inst.op);
+                assert_eq!(a.vgpr, b.vgpr, "{:?}", c.inst.op);
+                assert_eq!(a.pc, b.pc);
+            }
+        }
     }
 
     #[test]
@@ -1318,6 +1414,7 @@ pub const NO_DST: u8 = u8::MAX;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[allow(missing_docs)] // named after the instructions
 pub enum Cond {
+    Never,
     Always,
     Scc0,
     Scc1,
@@ -1372,6 +1469,8 @@ fn plan_scalar_inner(inst: &Instruction, fields: &[Option<Operand>; 5]) -> Optio
             Op::SCbranchVccnz => Cond::Vccnz,
             Op::SCbranchExecz => Cond::Execz,
             Op::SCbranchExecnz => Cond::Execnz,
+            // no effect in the interpreter: a branch never taken
+            Op::SNop | Op::SWaitcnt => Cond::Never,
             _ => return None,
         };
         return Some(Plan::Branch(cond, (inst.words[0] & 0xffff) as u16 as i16));
@@ -1544,6 +1643,7 @@ impl Wave {
     #[inline(always)]
     pub(crate) fn branch_taken(&self, c: Cond) -> bool {
         match c {
+            Cond::Never => false,
             Cond::Always => true,
             Cond::Scc0 => !self.scc,
             Cond::Scc1 => self.scc,

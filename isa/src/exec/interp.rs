@@ -2249,8 +2249,18 @@ impl Wave {
                 }
                 // lanes out of buffer range read 0
                 let exec = self.exec();
-                for (i, d) in out[..dwords].iter().enumerate() {
+                for (i, d) in out[..dwords].iter_mut().enumerate() {
                     let dst = self.data_reg_mut(acc, reg + i)?;
+                    if half == D16::Full {
+                        // the same, as a copy the compiler vectorises
+                        if mask & exec != exec {
+                            for (l, v) in d.iter_mut().enumerate() {
+                                *v &= 0u32.wrapping_sub(((mask >> l) & 1) as u32);
+                            }
+                        }
+                        write_masked(dst, d, exec);
+                        continue;
+                    }
                     for l in 0..WAVE_SIZE {
                         if (exec >> l) & 1 != 0 {
                             let v = if (mask >> l) & 1 != 0 { d[l] } else { 0 };

@@ -248,9 +248,6 @@ pub struct Wave {
     pub retired: u64,
     /// Sources of the SDWA instruction being executed, already selected and extended.
     pub(crate) sdwa_src: Option<Box<[Lanes; 2]>>,
-    /// Scratch lanes of the fast path (splatted scalar sources and the result), kept here so
-    /// no instruction zeroes or allocates temporaries.
-    pub(crate) scratch: Box<[Lanes; 4]>,
     /// A 64-bit DPP instruction is running on its permuted source (see `dpp64`).
     pub(crate) in_dpp64: bool,
 }
@@ -276,7 +273,6 @@ impl Wave {
             priority: 0,
             retired: 0,
             sdwa_src: None,
-            scratch: Box::new([[0; WAVE_SIZE]; 4]),
             in_dpp64: false,
         };
         wave.set_exec(u64::MAX);
@@ -471,8 +467,9 @@ pub fn write_masked(dst: &mut Lanes, value: &Lanes, mask: u64) {
         return;
     }
     for lane in 0..WAVE_SIZE {
-        let on = (mask >> lane) & 1 != 0;
-        dst[lane] = if on { value[lane] } else { dst[lane] };
+        // all-ones in enabled lanes: a select without branches, which vectorises
+        let on = 0u32.wrapping_sub(((mask >> lane) & 1) as u32);
+        dst[lane] = (value[lane] & on) | (dst[lane] & !on);
     }
 }
 

@@ -914,12 +914,13 @@ impl KernelRun {
             .saturating_add(s.dynamic_lds);
         let wave_scratch = u64::from(s.scratch.lane_bytes) * WAVE_SIZE as u64;
         let wave_offset = scratch_wave * wave_scratch;
-        let mut sgprs: Vec<u32> = Vec::with_capacity(24);
+        // The initial SGPRs, built on the stack (a new wave allocates nothing for them).
+        let mut sgprs = SgprList::default();
         if let Some(user) = &s.user_data {
             // PM4: COMPUTE_USER_DATA_* are the user SGPRs.
             sgprs.extend(user.iter().take(usize::from(rsrc2.user_sgpr_count())));
         }
-        let push64 = |v: &mut Vec<u32>, x: u64| v.extend([x as u32, (x >> 32) as u32]);
+        let push64 = |v: &mut SgprList, x: u64| v.extend([x as u32, (x >> 32) as u32]);
         if s.user_data.is_some() {
         } else if props.enable_sgpr_private_segment_buffer() {
             sgprs.extend(s.scratch.resource);
@@ -961,7 +962,7 @@ impl KernelRun {
         if rsrc2.enable_private_segment() {
             sgprs.push(wave_offset as u32);
         }
-        for (r, v) in wave.sgpr.iter_mut().zip(&sgprs) {
+        for (r, v) in wave.sgpr.iter_mut().zip(sgprs.as_slice()) {
             *r = *v;
         }
         // Work-item ids: lane l of wave w is flat id w*64+l in x-major order.
@@ -969,18 +970,42 @@ impl KernelRun {
         let mut ids = [[0u32; WAVE_SIZE]; 3];
         let mut exec = 0u64;
         let [xs, ys, zs] = &mut ids;
-        for (l, ((x, y), z)) in xs
-            .iter_mut()
-            .zip(ys.iter_mut())
-            .zip(zs.iter_mut())
-            .enumerate()
-        {
-            let flat = w * WAVE_SIZE as u32 + l as u32;
-            *x = flat % wg[0];
-            *y = (flat / wg[0]) % wg[1];
-            *z = flat / (wg[0] * wg[1]);
-            if *z < wg[2] && *x < extent[0] && *y < extent[1] && *z < extent[2] {
-                exec |= 1 << l;
+        let flat = w * WAVE_SIZE as u32;
+        if wg[1] == 1 && wg[2] == 1 && flat + WAVE_SIZE as u32 <= wg[0] {
+            // A 1-D workgroup and a wave inside it: x counts up, y and z are 0.
+            for (l, x) in xs.iter_mut().enumerate() {
+                *x = flat + l as u32;
+            }
+        } else {
+            // The first lane's id by division, the others by counting (no division per lane).
+            let (mut cx, mut cy, mut cz) =
+                (flat % wg[0], (flat / wg[0]) % wg[1], flat / (wg[0] * wg[1]));
+            for ((x, y), z) in xs.iter_mut().zip(ys.iter_mut()).zip(zs.iter_mut()) {
+                (*x, *y, *z) = (cx, cy, cz);
+                cx += 1;
+                if cx == wg[0] {
+                    cx = 0;
+                    cy += 1;
+                    if cy == wg[1] {
+                        cy = 0;
+                        cz += 1;
+                    }
+                }
+            }
+        }
+        let items = wg[0] * wg[1] * wg[2];
+        if extent == wg {
+            // A whole workgroup: the lanes below its work-item count.
+            exec = match items.checked_sub(flat) {
+                Some(n) if n >= WAVE_SIZE as u32 => u64::MAX,
+                Some(n) => (1u64 << n) - 1,
+                None => 0,
+            };
+        } else {
+            for l in 0..WAVE_SIZE {
+                let (x, y, z) = (xs[l], ys[l], zs[l]);
+                let inside = (z < wg[2]) & (x < extent[0]) & (y < extent[1]) & (z < extent[2]);
+                exec |= u64::from(inside) << l;
             }
         }
         wave.set_exec(exec);
@@ -1001,6 +1026,50 @@ impl KernelRun {
             }
         }
         wave
+    }
+}
+
+/// A wave's initial SGPRs in order: the user SGPRs (RSRC2 counts at most 31) and the
+/// system SGPRs after them (at most 5), so 48 always has room.
+struct SgprList {
+    regs: [u32; 48],
+    len: usize,
+}
+
+impl Default for SgprList {
+    fn default() -> Self {
+        SgprList {
+            regs: [0; 48],
+            len: 0,
+        }
+    }
+}
+
+impl SgprList {
+    fn push(&mut self, v: u32) {
+        if let Some(r) = self.regs.get_mut(self.len) {
+            *r = v;
+            self.len += 1;
+        }
+    }
+
+    fn extend(&mut self, vs: impl IntoIterator<Item = impl std::borrow::Borrow<u32>>) {
+        for v in vs {
+            self.push(*v.borrow());
+        }
+    }
+
+    /// Truncates or pads with zeros to `len` registers.
+    fn resize(&mut self, len: usize, fill: u32) {
+        let len = len.min(self.regs.len());
+        for r in self.regs.iter_mut().take(len).skip(self.len) {
+            *r = fill;
+        }
+        self.len = len;
+    }
+
+    fn as_slice(&self) -> &[u32] {
+        &self.regs[..self.len]
     }
 }
 
@@ -1078,15 +1147,7 @@ impl WaveEnv for VmEnv<'_> {
         out: &mut [Lanes],
     ) -> Result<(), MemFault> {
         self.vm
-            .gather(addresses, exec, bytes as usize, |lane, b| {
-                // Zero-extended to whole dwords (a byte or short load).
-                let mut buf = [0u8; 16];
-                buf[..b.len()].copy_from_slice(b);
-                for (d, reg) in out.iter_mut().enumerate().take(4) {
-                    let w = &buf[4 * d..4 * d + 4];
-                    reg[lane] = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
-                }
-            })
+            .load_lanes(addresses, exec, bytes as usize, out)
             .map_err(|f| mem_fault(f, Access::Read))
     }
 
@@ -1098,20 +1159,23 @@ impl WaveEnv for VmEnv<'_> {
         data: &[Lanes],
     ) -> Result<(), MemFault> {
         self.vm
-            .scatter(addresses, exec, bytes as usize, |lane| {
-                let mut buf = [0u8; 16];
-                for (d, reg) in data.iter().enumerate().take(4) {
-                    buf[4 * d..4 * d + 4].copy_from_slice(&reg[lane].to_le_bytes());
-                }
-                buf
-            })
+            .store_lanes(addresses, exec, bytes as usize, data)
             .map_err(|f| mem_fault(f, Access::Write))
     }
 
     fn load_scalar(&mut self, address: u64, out: &mut [u32]) -> Result<(), MemFault> {
-        let mut buf = vec![0u8; out.len() * 4];
+        // s_load_dwordx16 at most: no allocation for the common sizes
+        let mut small = [0u8; 64];
+        let mut large = Vec::new();
+        let buf = match small.get_mut(..out.len() * 4) {
+            Some(b) => b,
+            None => {
+                large.resize(out.len() * 4, 0);
+                &mut large[..]
+            }
+        };
         self.vm
-            .read(address, &mut buf)
+            .read(address, buf)
             .map_err(|f| mem_fault(f, Access::Read))?;
         for (d, c) in out.iter_mut().zip(buf.chunks_exact(4)) {
             *d = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);

@@ -8,9 +8,13 @@
 //! the host process.
 
 use crate::hw::mem::DeviceMemory;
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// Lanes of a wave (the per-lane arrays of [`GpuVm::load_lanes`] and [`GpuVm::store_lanes`]).
+const LANES: usize = 64;
 
 /// What a range is backed by.
 #[derive(Debug, Clone)]
@@ -110,18 +114,106 @@ impl std::fmt::Display for VmFault {
 }
 
 /// Mappings of one process on one GPU.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct GpuVm {
     ranges: BTreeMap<u64, VmMapping>,
     /// Ranges where every GPU access faults although they may be mapped (fault injection);
     /// the driver's own lookups do not see them.
     injected: Vec<(u64, u64)>,
+    /// A number no other state of any VM has had: renewed by every change to the mappings,
+    /// so a translation remembered under it ([`TLB`]) is still exact while it matches.
+    generation: u64,
+}
+
+impl Default for GpuVm {
+    fn default() -> Self {
+        GpuVm {
+            ranges: BTreeMap::new(),
+            injected: Vec::new(),
+            generation: next_generation(),
+        }
+    }
+}
+
+/// The next VM generation (never 0, never given twice in this process).
+fn next_generation() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// One remembered translation: the whole mapping `[va, end)` of the VM state `generation`,
+/// whose first byte is at host address `host`.
+#[derive(Debug, Clone, Copy)]
+struct TlbEntry {
+    generation: u64,
+    va: u64,
+    end: u64,
+    host: u64,
+    writable: bool,
+}
+
+/// Entries of the per-thread translation cache.
+const TLB_ENTRIES: usize = 4;
+
+const EMPTY_TLB_ENTRY: TlbEntry = TlbEntry {
+    generation: 0,
+    va: 0,
+    end: 0,
+    host: 0,
+    writable: false,
+};
+
+thread_local! {
+    /// The mappings this thread's engine accesses used last (a wave's
+    /// kernel touches a few buffers over and over): a lookup that hits needs no walk of the
+    /// mapping tree. Entries carry the VM generation they were made under, and every change
+    /// to a VM's mappings gives it a new generation, so an entry never outlives its mapping.
+    static TLB: [Cell<TlbEntry>; TLB_ENTRIES] =
+        const { [const { Cell::new(EMPTY_TLB_ENTRY) }; TLB_ENTRIES] };
+    /// The TLB entry the next miss replaces (round robin).
+    static TLB_NEXT: Cell<usize> = const { Cell::new(0) };
 }
 
 impl GpuVm {
     /// An empty address space.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The mapping holding `[va, end)` (`va < end`) as a translation, from this thread's
+    /// [`TLB`] or the mapping tree (then remembered). Ignores injected faults: callers check.
+    #[inline]
+    fn translate(&self, va: u64, end: u64) -> Option<TlbEntry> {
+        let generation = self.generation;
+        let hit = TLB.with(|tlb| {
+            tlb.iter()
+                .map(Cell::get)
+                .find(|e| e.generation == generation && e.va <= va && end <= e.end)
+        });
+        match hit {
+            Some(e) => Some(e),
+            None => self.translate_miss(va, end),
+        }
+    }
+
+    /// [`GpuVm::translate`] when this thread's TLB does not hold the mapping: the tree walk,
+    /// remembered in place of the oldest entry.
+    #[inline(never)]
+    fn translate_miss(&self, va: u64, end: u64) -> Option<TlbEntry> {
+        let m = self.lookup(va)?;
+        let entry = TlbEntry {
+            generation: self.generation,
+            va: m.va,
+            end: m.end(),
+            host: m.host(m.va),
+            writable: m.writable,
+        };
+        TLB_NEXT.with(|next| {
+            let i = next.get() % TLB_ENTRIES;
+            next.set(i + 1);
+            TLB.with(|tlb| tlb[i].set(entry));
+        });
+        (end <= entry.end).then_some(entry)
     }
 
     /// Maps a range. Overlapping an existing mapping is refused (`false`).
@@ -133,6 +225,7 @@ impl GpuVm {
             return false;
         }
         self.ranges.insert(mapping.va, mapping);
+        self.generation = next_generation();
         true
     }
 
@@ -145,12 +238,14 @@ impl GpuVm {
 
     /// Removes the mapping that starts at `va`.
     pub fn unmap(&mut self, va: u64) -> Option<VmMapping> {
+        self.generation = next_generation();
         self.ranges.remove(&va)
     }
 
     /// Removes every mapping created by `handle`.
     pub fn unmap_handle(&mut self, handle: u64) -> usize {
         let before = self.ranges.len();
+        self.generation = next_generation();
         self.ranges.retain(|_, m| m.handle != handle);
         before - self.ranges.len()
     }
@@ -187,12 +282,14 @@ impl GpuVm {
     /// Makes every GPU access to `[va, va+len)` fault as if nothing were mapped there.
     pub fn inject_fault(&mut self, va: u64, len: u64) {
         if len > 0 {
+            self.generation = next_generation();
             self.injected.push((va, va.saturating_add(len)));
         }
     }
 
     /// Removes the injected fault ranges.
     pub fn clear_injected_faults(&mut self) {
+        self.generation = next_generation();
         self.injected.clear();
     }
 
@@ -217,12 +314,12 @@ impl GpuVm {
     /// The host address of `[va, va+len)` when one mapping holds all of it (the common case,
     /// served without allocating).
     fn single(&self, va: u64, len: u64, write: bool) -> Option<u64> {
-        if !self.injected.is_empty() {
+        if !self.injected.is_empty() || len == 0 {
             return None;
         }
-        let m = self.lookup(va)?;
         let end = va.checked_add(len)?;
-        (end <= m.end() && (!write || m.writable)).then(|| m.host(va))
+        let t = self.translate(va, end)?;
+        (!write || t.writable).then(|| t.host + (va - t.va))
     }
 
     /// Checks that every byte of `[va, va+len)` is mapped (and writable if `write`) without
@@ -267,6 +364,13 @@ impl GpuVm {
 
     /// The host address of an aligned word, if the whole word is inside one mapping.
     fn word(&self, va: u64, size: u64, write: bool) -> Result<u64, VmFault> {
+        if self.injected.is_empty() && va % size == 0 {
+            if let Some(t) = va.checked_add(size).and_then(|end| self.translate(va, end)) {
+                if !write || t.writable {
+                    return Ok(t.host + (va - t.va));
+                }
+            }
+        }
         let fault = VmFault {
             va,
             write,
@@ -381,6 +485,159 @@ impl GpuVm {
         }
         for l in active {
             self.write(addrs[l], &data(l)[..n])?;
+        }
+        Ok(())
+    }
+
+    /// The host address of the lowest active lane's access and that lane's address, when
+    /// one mapping (writable if `write`) holds every active lane's `bytes`: the condition of
+    /// [`GpuVm::lanes_single`], for the fixed-size lane arrays of a wave.
+    #[inline]
+    fn wave_window(
+        &self,
+        addrs: &[u64; LANES],
+        exec: u64,
+        bytes: u64,
+        write: bool,
+    ) -> Option<Window> {
+        if exec == 0 || !self.injected.is_empty() {
+            return None;
+        }
+        let run = exec == u64::MAX && contiguous(addrs, bytes);
+        let (mut lo, mut hi) = (u64::MAX, 0u64);
+        if run {
+            (lo, hi) = (addrs[0], addrs[LANES - 1]);
+        } else if exec == u64::MAX {
+            for &a in addrs {
+                lo = lo.min(a);
+                hi = hi.max(a);
+            }
+        } else {
+            for (l, &a) in addrs.iter().enumerate() {
+                if exec >> l & 1 != 0 {
+                    lo = lo.min(a);
+                    hi = hi.max(a);
+                }
+            }
+        }
+        let end = hi.checked_add(bytes)?;
+        let t = self.translate(lo, end)?;
+        (!write || t.writable).then(|| Window {
+            host: t.host + (lo - t.va),
+            lo,
+            run,
+        })
+    }
+
+    /// A wave's load: for each lane set in `exec`, `bytes` (1, 2, 4, 8, 12 or 16) from
+    /// `addrs[lane]`, dword `d` into `out[d][lane]` (zero-extended; dwords past `bytes` are
+    /// zero). Faults as [`GpuVm::gather`]: at the first faulting address of the first lane
+    /// in order whose access faults, the lanes before it loaded.
+    pub fn load_lanes(
+        &self,
+        addrs: &[u64; LANES],
+        exec: u64,
+        bytes: usize,
+        out: &mut [[u32; LANES]],
+    ) -> Result<(), VmFault> {
+        let n = bytes.min(16);
+        let Some(Window { host, lo, run }) = self.wave_window(addrs, exec, n as u64, false) else {
+            return self.gather(addrs, exec, n, |lane, b| put_lane(out, lane, b));
+        };
+        // SAFETY (every read below): `wave_window` found one mapping of this VM holding every
+        // active lane's `n` bytes at `host + (addrs[lane] - lo)`; the memory is kept alive as
+        // in `read`, and reading it unaligned and without a reference is how every engine
+        // access reads it.
+        let at = |lane: usize| (host + (addrs[lane] - lo)) as *const u8;
+        let dwords = out.len().min(4);
+        match (n, dwords) {
+            (4, 1) => {
+                let [d0] = out else { unreachable!() };
+                if run {
+                    let mut raw = [0u8; 4 * LANES];
+                    // SAFETY: as above: the 64 lanes' dwords are the 256 bytes from lane 0's.
+                    unsafe { std::ptr::copy(at(0), raw.as_mut_ptr(), raw.len()) };
+                    for (d, c) in d0.iter_mut().zip(raw.chunks_exact(4)) {
+                        *d = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                    }
+                } else {
+                    for_lanes(exec, |l| {
+                        // SAFETY: as above.
+                        d0[l] = u32::from_le(unsafe { std::ptr::read_unaligned(at(l).cast()) });
+                    });
+                }
+            }
+            (8, 2) => {
+                let [d0, d1] = out else { unreachable!() };
+                for_lanes(exec, |l| {
+                    // SAFETY: as above.
+                    let v = u64::from_le(unsafe { std::ptr::read_unaligned(at(l).cast()) });
+                    (d0[l], d1[l]) = (v as u32, (v >> 32) as u32);
+                });
+            }
+            _ => {
+                for_lanes(exec, |l| {
+                    let mut buf = [0u8; 16];
+                    // SAFETY: as above.
+                    unsafe { std::ptr::copy(at(l), buf.as_mut_ptr(), n) };
+                    put_lane(out, l, &buf[..n]);
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// A wave's store: for each lane set in `exec`, in lane order, `bytes` (1, 2, 4, 8, 12 or
+    /// 16) from dwords `data[d][lane]` (the low bytes of dword 0 when narrower) to
+    /// `addrs[lane]`. Faults as [`GpuVm::scatter`].
+    pub fn store_lanes(
+        &self,
+        addrs: &[u64; LANES],
+        exec: u64,
+        bytes: usize,
+        data: &[[u32; LANES]],
+    ) -> Result<(), VmFault> {
+        let n = bytes.min(16);
+        let lane_bytes = |lane: usize| {
+            let mut buf = [0u8; 16];
+            for (d, reg) in data.iter().enumerate().take(4) {
+                buf[4 * d..4 * d + 4].copy_from_slice(&reg[lane].to_le_bytes());
+            }
+            buf
+        };
+        let Some(Window { host, lo, run }) = self.wave_window(addrs, exec, n as u64, true) else {
+            return self.scatter(addrs, exec, n, lane_bytes);
+        };
+        // SAFETY (every write below): `wave_window` found one writable mapping of this VM
+        // holding every active lane's `n` bytes at `host + (addrs[lane] - lo)`, kept alive as
+        // in `read`.
+        let at = |lane: usize| (host + (addrs[lane] - lo)) as *mut u8;
+        match (n, data) {
+            (4, [d0, ..]) => {
+                if run {
+                    let mut raw = [0u8; 4 * LANES];
+                    for (c, d) in raw.chunks_exact_mut(4).zip(d0) {
+                        c.copy_from_slice(&d.to_le_bytes());
+                    }
+                    // SAFETY: as above: the 64 lanes' dwords are the 256 bytes from lane 0's.
+                    unsafe { std::ptr::copy(raw.as_ptr(), at(0), raw.len()) };
+                } else {
+                    for_lanes(exec, |l| {
+                        // SAFETY: as above.
+                        unsafe { std::ptr::write_unaligned(at(l).cast(), d0[l].to_le()) };
+                    });
+                }
+            }
+            (8, [d0, d1, ..]) => for_lanes(exec, |l| {
+                let v = u64::from(d0[l]) | u64::from(d1[l]) << 32;
+                // SAFETY: as above.
+                unsafe { std::ptr::write_unaligned(at(l).cast(), v.to_le()) };
+            }),
+            _ => for_lanes(exec, |l| {
+                let buf = lane_bytes(l);
+                // SAFETY: as above.
+                unsafe { std::ptr::copy(buf.as_ptr(), at(l), n) };
+            }),
         }
         Ok(())
     }
@@ -531,6 +788,61 @@ impl GpuVm {
     }
 }
 
+/// Runs `f` for each lane set in `exec`, in ascending order.
+#[inline(always)]
+fn for_lanes(exec: u64, mut f: impl FnMut(usize)) {
+    if exec == u64::MAX {
+        for l in 0..LANES {
+            f(l);
+        }
+    } else {
+        let mut m = exec;
+        while m != 0 {
+            f(m.trailing_zeros() as usize);
+            m &= m - 1;
+        }
+    }
+}
+
+/// Where one mapping holds a wave's accesses: the host address of the lowest lane address
+/// `lo`, and whether the wave accesses one run of memory (every lane `l` at `lo + l * bytes`).
+struct Window {
+    host: u64,
+    lo: u64,
+    run: bool,
+}
+
+/// Whether lane `l` addresses `addrs[0] + l * step` for every lane, ascending without
+/// crossing a 4 GiB boundary (a wave reading or writing one run of memory; a run across a
+/// boundary is reported as not one, which only costs speed).
+#[inline(always)]
+fn contiguous(addrs: &[u64; LANES], step: u64) -> bool {
+    let (base_lo, base_hi) = (addrs[0] as u32, (addrs[0] >> 32) as u32);
+    if u64::from(base_lo) + step * (LANES as u64 - 1) > u64::from(u32::MAX) {
+        return false;
+    }
+    // dword halves compared separately, so the loop vectorises
+    let step = step as u32;
+    let mut diff = 0u32;
+    for (l, &a) in addrs.iter().enumerate() {
+        let want_lo = base_lo.wrapping_add(step.wrapping_mul(l as u32));
+        diff |= (a as u32 ^ want_lo) | ((a >> 32) as u32 ^ base_hi);
+    }
+    diff == 0
+}
+
+/// Puts one lane's loaded bytes (at most 16) into `out[d][lane]`, zero-extended to whole
+/// dwords (dwords past the data are zero).
+#[inline(always)]
+fn put_lane(out: &mut [[u32; LANES]], lane: usize, b: &[u8]) {
+    let mut buf = [0u8; 16];
+    buf[..b.len()].copy_from_slice(b);
+    for (d, reg) in out.iter_mut().enumerate().take(4) {
+        let w = &buf[4 * d..4 * d + 4];
+        reg[lane] = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -585,6 +897,168 @@ mod tests {
         assert_eq!(f.va, 0xdead_0000);
         assert_eq!(seen, vec![0]);
         assert!(vm.scatter(&addrs, 0b010, 4, |_| [0; 16]).is_err());
+    }
+
+    /// Lane addresses of the patterns a wave uses: one run, reversed, strided, repeated,
+    /// unaligned.
+    fn lane_patterns(base: u64, bytes: u64) -> Vec<[u64; 64]> {
+        let run: [u64; 64] = std::array::from_fn(|l| base + bytes * l as u64);
+        let reversed: [u64; 64] = std::array::from_fn(|l| base + bytes * (63 - l as u64));
+        let strided: [u64; 64] = std::array::from_fn(|l| base + 3 * bytes * l as u64 + 8);
+        let repeated: [u64; 64] = std::array::from_fn(|l| base + 16 * (l as u64 % 5));
+        let unaligned: [u64; 64] = std::array::from_fn(|l| base + 1 + bytes * l as u64);
+        vec![run, reversed, strided, repeated, unaligned]
+    }
+
+    #[test]
+    fn wave_loads_and_stores_equal_lane_by_lane_accesses() {
+        let mem = dev(8192);
+        let mut vm = GpuVm::new();
+        let base = 0x7000_0000_0000u64;
+        assert!(vm.map(VmMapping {
+            va: base,
+            len: 8192,
+            backing: Backing::Device {
+                mem: mem.clone(),
+                offset: 0
+            },
+            writable: true,
+            handle: 1
+        }));
+        let pattern: Vec<u8> = (0..8192u32).map(|i| (i * 7 + i / 251) as u8).collect();
+        for bytes in [1u64, 2, 4, 8, 12, 16] {
+            let dwords = bytes.div_ceil(4) as usize;
+            for addrs in lane_patterns(base, bytes) {
+                for exec in [
+                    u64::MAX,
+                    0x5555_5555_5555_5555,
+                    1 << 63,
+                    0x0000_ffff_0000_0001,
+                    0,
+                ] {
+                    mem.write(0, &pattern).unwrap();
+                    // loads: what a read of each active lane gives, zero-extended
+                    let mut out = vec![[0xdead_beefu32; 64]; dwords];
+                    vm.load_lanes(&addrs, exec, bytes as usize, &mut out)
+                        .unwrap();
+                    for l in 0..64 {
+                        let mut want = [0u8; 16];
+                        vm.read(addrs[l], &mut want[..bytes as usize]).unwrap();
+                        for (d, reg) in out.iter().enumerate() {
+                            let w = if exec >> l & 1 != 0 {
+                                u32::from_le_bytes(want[4 * d..4 * d + 4].try_into().unwrap())
+                            } else {
+                                0xdead_beef
+                            };
+                            assert_eq!(reg[l], w, "{bytes} bytes, lane {l}, exec {exec:#x}");
+                        }
+                    }
+                    // stores: the lanes' writes in lane order over the old contents
+                    let data: Vec<[u32; 64]> = (0..dwords)
+                        .map(|d| std::array::from_fn(|l| 0x0101_0101 * (l as u32 + 1) + d as u32))
+                        .collect();
+                    let mut want = pattern.clone();
+                    for l in (0..64).filter(|l| exec >> l & 1 != 0) {
+                        let off = (addrs[l] - base) as usize;
+                        for i in 0..bytes as usize {
+                            want[off + i] = data[i / 4][l].to_le_bytes()[i % 4];
+                        }
+                    }
+                    vm.store_lanes(&addrs, exec, bytes as usize, &data).unwrap();
+                    let mut got = vec![0u8; 8192];
+                    mem.read(0, &mut got).unwrap();
+                    assert!(got == want, "{bytes}-byte store, exec {exec:#x}");
+                }
+            }
+        }
+        // A lane outside the mapping: the fault of the lane-by-lane path, the lanes before
+        // it done (and none after).
+        mem.write(0, &pattern).unwrap();
+        let mut addrs: [u64; 64] = std::array::from_fn(|l| base + 4 * l as u64);
+        addrs[9] = base + 8190;
+        addrs[20] = base - 4;
+        let mut out = [[0u32; 64]];
+        let f = vm.load_lanes(&addrs, u64::MAX, 4, &mut out).unwrap_err();
+        assert_eq!(
+            f,
+            VmFault {
+                va: base + 8192,
+                write: false,
+                not_present: true
+            }
+        );
+        assert_eq!(
+            out[0][8],
+            u32::from_le_bytes(pattern[32..36].try_into().unwrap())
+        );
+        assert_eq!(out[0][10], 0, "no lane after the faulting one loaded");
+        let f = vm
+            .store_lanes(&addrs, !(1 << 9), 4, &[[7; 64]])
+            .unwrap_err();
+        assert_eq!(
+            f,
+            VmFault {
+                va: base - 4,
+                write: true,
+                not_present: true
+            }
+        );
+        assert_eq!(mem.load_u32(4 * 19), Some(7));
+        assert_eq!(
+            mem.load_u32(4 * 21),
+            Some(u32::from_le_bytes(pattern[84..88].try_into().unwrap())),
+            "no lane after the faulting one stored"
+        );
+    }
+
+    #[test]
+    fn remembered_translations_end_with_their_mapping() {
+        let (a, b) = (dev(4096), dev(4096));
+        a.write(0, &[1; 4096]).unwrap();
+        b.write(0, &[2; 4096]).unwrap();
+        let mut vm = GpuVm::new();
+        let va = 0x5000_0000u64;
+        let map = |vm: &mut GpuVm, mem: &Arc<DeviceMemory>, writable| {
+            assert!(vm.map(VmMapping {
+                va,
+                len: 4096,
+                backing: Backing::Device {
+                    mem: mem.clone(),
+                    offset: 0
+                },
+                writable,
+                handle: 1
+            }));
+        };
+        map(&mut vm, &a, true);
+        let addrs: [u64; 64] = std::array::from_fn(|l| va + 4 * l as u64);
+        let mut out = [[0u32; 64]];
+        vm.load_lanes(&addrs, u64::MAX, 4, &mut out).unwrap();
+        assert_eq!(out[0][5], 0x0101_0101);
+        // unmapped: faults; mapped again to other memory, read-only: reads it, writes fault
+        vm.unmap(va);
+        assert!(vm.load_lanes(&addrs, u64::MAX, 4, &mut out).is_err());
+        assert!(vm.load_u32(va).is_err());
+        map(&mut vm, &b, false);
+        vm.load_lanes(&addrs, u64::MAX, 4, &mut out).unwrap();
+        assert_eq!(out[0][5], 0x0202_0202);
+        assert_eq!(vm.load_u32(va + 8).unwrap(), 0x0202_0202);
+        let f = vm.store_lanes(&addrs, u64::MAX, 4, &[[0; 64]]).unwrap_err();
+        assert!(!f.not_present);
+        assert!(vm.store_u32(va, 0).is_err());
+        // an injected fault covers a mapping the thread has translated
+        vm.inject_fault(va + 64, 4);
+        let f = vm.load_lanes(&addrs, u64::MAX, 4, &mut out).unwrap_err();
+        assert_eq!(f.va, va + 64);
+        assert!(vm.load_u32(va + 64).is_err());
+        vm.clear_injected_faults();
+        assert_eq!(vm.load_u32(va + 64).unwrap(), 0x0202_0202);
+        // another VM at the same addresses is another translation
+        let mut other = GpuVm::new();
+        assert!(other.load_u32(va).is_err());
+        map(&mut other, &a, true);
+        assert_eq!(other.load_u32(va).unwrap(), 0x0101_0101);
+        assert_eq!(vm.load_u32(va).unwrap(), 0x0202_0202);
     }
 
     #[test]

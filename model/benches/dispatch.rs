@@ -13,6 +13,8 @@
 //!   the client's own doorbell mapping after 1.05 s of idle, until its data lands; p50/p99
 //!   over `KFD_BENCH_DOORBELL_SAMPLES` (default 20) samples, with and without the
 //!   doorbell watch, and the model's CPU time while idle. Target: p99 ≤ 100 µs, idle < 1%.
+//!   `KFD_BENCH_TIMER_SLACK_NS=1000` keeps the client's own 1 µs polling sleeps from being
+//!   stretched by the kernel's 50 µs default timer slack.
 //!
 //! The throughput benches step the engines themselves (`Model::run_until_idle`), so they
 //! measure the dispatch alone.
@@ -316,6 +318,16 @@ fn doorbell_after_idle(watch: bool) {
         }
     }
     let mut ring = RingWriter::pm4(&q);
+    // The client polls its result with 1 µs sleeps; the kernel's default timer slack (50 µs)
+    // would stretch each to ~55 µs and add that to every sample. KFD_BENCH_TIMER_SLACK_NS
+    // sets this thread's slack (e.g. 1000) so that the samples measure the model's latency.
+    if let Some(ns) = std::env::var("KFD_BENCH_TIMER_SLACK_NS")
+        .ok()
+        .and_then(|v| v.parse::<libc::c_ulong>().ok())
+    {
+        // SAFETY: PR_SET_TIMERSLACK takes a value and touches no memory.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns, 0, 0, 0) };
+    }
     // Idle CPU first: 3 s with the queue mapped and nothing to do.
     std::thread::sleep(Duration::from_millis(1100));
     let (cpu0, t0) = (process_cpu(), std::time::Instant::now());

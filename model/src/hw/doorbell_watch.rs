@@ -5,17 +5,20 @@
 //! sleeping up to [`DEEP_IDLE_SLEEP`](crate::hw::engine::DEEP_IDLE_SLEEP) misses the store by
 //! up to 16 ms. Instead, the clients' doorbell mappings are registered with a
 //! `userfaultfd` in write-protect mode: before the engine thread goes to sleep it
-//! write-protects them ([`DoorbellWatch::arm`]); the first store after that faults, a watcher
-//! thread blocked on the `userfaultfd` removes the protection (which lets the store complete)
-//! and wakes the engine thread. Asleep, the model costs no CPU; awake, the pages are
-//! writable and cost nothing either. Where `userfaultfd` is not available (an old kernel, a
-//! seccomp filter), [`DoorbellWatch::new`] fails and the engine keeps its polling sleep.
+//! write-protects them ([`DoorbellWatch::arm`]) and then sleeps in [`DoorbellWatch::wait`],
+//! a `ppoll` on the `userfaultfd` (and an `eventfd` for the model's own wake-ups). The first
+//! store after that faults and wakes the engine thread itself: it removes the protection
+//! (which lets the store complete) and runs its next pass at once. One thread wake-up between
+//! the store and the pass that sees it, no watcher thread in between. Asleep, the model costs
+//! no CPU; awake, the pages are writable and cost nothing either (the engine lifts the
+//! protection as soon as it finds work, [`DoorbellWatch::disarm`]). Where `userfaultfd` is
+//! not available (an old kernel, a seccomp filter), [`DoorbellWatch::new`] fails and the
+//! engine keeps its polling sleep.
 //!
 //! Linux ABI (`linux/userfaultfd.h`): `userfaultfd(2)` with `UFFD_USER_MODE_ONLY`, the
 //! `UFFDIO_API`, `UFFDIO_REGISTER` (mode WP) and `UFFDIO_WRITEPROTECT` ioctls, and 32-byte
 //! `uffd_msg` records whose `UFFD_EVENT_PAGEFAULT` carries `UFFD_PAGEFAULT_FLAG_WP`.
 
-use crate::hw::engine::EngineWaker;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -78,11 +81,13 @@ struct UffdioWriteprotect {
 #[derive(Debug)]
 pub struct DoorbellWatch {
     uffd: OwnedFd,
+    /// Ends a [`DoorbellWatch::wait`] early (the model's own wake-ups: a doorbell rung through
+    /// the thunk, a runlist mapped, the model stopping).
+    wake_fd: OwnedFd,
     /// Registered mappings: start and length.
     ranges: Mutex<Vec<(u64, u64)>>,
     /// The mappings are write-protected now.
     armed: AtomicBool,
-    waker: Arc<EngineWaker>,
     stop: AtomicBool,
     /// When a store last faulted: the faulting store completes only after the protection is
     /// lifted, so the engine must not protect again right away.
@@ -106,9 +111,9 @@ fn uffd_ioctl<T>(fd: &OwnedFd, request: u64, arg: &mut T) -> io::Result<()> {
 }
 
 impl DoorbellWatch {
-    /// Opens a `userfaultfd` with write protection of shared memory and starts the watcher
-    /// thread that wakes `waker`.
-    pub fn new(waker: Arc<EngineWaker>) -> io::Result<Arc<DoorbellWatch>> {
+    /// Opens a `userfaultfd` with write protection of shared memory (and the `eventfd` that
+    /// ends a wait).
+    pub fn new() -> io::Result<Arc<DoorbellWatch>> {
         let flags = libc::O_CLOEXEC | libc::O_NONBLOCK | UFFD_USER_MODE_ONLY;
         // SAFETY: the userfaultfd system call takes only flags.
         let fd = unsafe { libc::syscall(libc::SYS_userfaultfd, flags) };
@@ -123,20 +128,22 @@ impl DoorbellWatch {
             ioctls: 0,
         };
         uffd_ioctl(&uffd, UFFDIO_API, &mut api)?;
-        let watch = Arc::new(DoorbellWatch {
+        // SAFETY: eventfd takes an initial value and flags.
+        let efd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if efd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a new descriptor that nothing else owns.
+        let wake_fd = unsafe { OwnedFd::from_raw_fd(efd) };
+        Ok(Arc::new(DoorbellWatch {
             uffd,
+            wake_fd,
             ranges: Mutex::new(Vec::new()),
             armed: AtomicBool::new(false),
-            waker,
             stop: AtomicBool::new(false),
             last_fault: Mutex::new(None),
             wakeups: AtomicU64::new(0),
-        });
-        let w = watch.clone();
-        std::thread::Builder::new()
-            .name("kfd-model-doorbells".into())
-            .spawn(move || w.serve())?;
-        Ok(watch)
+        }))
     }
 
     /// Registers a client's mapping of a doorbell page (`len` bytes at `addr`).
@@ -144,7 +151,7 @@ impl DoorbellWatch {
     /// # Safety
     /// `addr..addr + len` must be a shared mapping of the model's doorbell memory that stays
     /// a doorbell mapping while it is mapped: stores into it may wait (microseconds) for the
-    /// watcher thread.
+    /// engine thread.
     pub unsafe fn watch(&self, addr: u64, len: u64) -> io::Result<()> {
         let mut reg = UffdioRegister {
             start: addr,
@@ -188,7 +195,10 @@ impl DoorbellWatch {
     /// just did (the engine should look at the doorbells once more: a store may have landed
     /// before the protection), `false` when they already were protected or none is watched.
     pub fn arm(&self) -> bool {
-        if self.armed.load(Ordering::Acquire) || self.lock().is_empty() {
+        if self.armed.load(Ordering::Acquire)
+            || self.stop.load(Ordering::Acquire)
+            || self.lock().is_empty()
+        {
             return false;
         }
         let recent = self
@@ -215,51 +225,93 @@ impl DoorbellWatch {
         self.armed.load(Ordering::Acquire)
     }
 
-    /// Stops the watcher thread and lifts every protection.
+    /// The engine found work: lifts the protection (a store that faulted in between
+    /// completes), so the client's stores cost nothing while the engine is awake.
+    pub fn disarm(&self) {
+        if self.armed.swap(false, Ordering::AcqRel) {
+            self.protect(false);
+        }
+    }
+
+    /// Ends the current or next [`DoorbellWatch::wait`].
+    pub fn notify(&self) {
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: writing 8 bytes from a live buffer to our eventfd. A full counter (never
+        // reached: each wait drains it) only means a wake-up is pending already.
+        let _ = unsafe { libc::write(self.wake_fd.as_raw_fd(), one.as_ptr().cast(), one.len()) };
+    }
+
+    /// The engine thread's sleep while the mappings are protected: up to `timeout`, ended by
+    /// a store into a watched mapping (then the protection is lifted, the store completes,
+    /// and `true` is returned: work is coming) or by [`DoorbellWatch::notify`].
+    pub fn wait(&self, timeout: Duration) -> bool {
+        let mut pfds = [
+            libc::pollfd {
+                fd: self.uffd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: self.wake_fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs() as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: two valid pollfds, a valid timeout and no signal mask.
+        let n = unsafe { libc::ppoll(pfds.as_mut_ptr(), 2, &ts, std::ptr::null()) };
+        if n <= 0 {
+            return false;
+        }
+        if pfds[1].revents != 0 {
+            let mut count = [0u8; 8];
+            // SAFETY: reading 8 bytes into a live buffer from our non-blocking eventfd.
+            let _ = unsafe {
+                libc::read(
+                    self.wake_fd.as_raw_fd(),
+                    count.as_mut_ptr().cast(),
+                    count.len(),
+                )
+            };
+        }
+        pfds[0].revents != 0 && self.take_faults()
+    }
+
+    /// Reads the pending `userfaultfd` messages; on a write-protect fault, lifts every
+    /// protection (the faulting store completes) and returns `true`.
+    fn take_faults(&self) -> bool {
+        let mut msg = [0u8; 32];
+        let mut faulted = false;
+        loop {
+            // SAFETY: reading into a buffer of `msg.len()` bytes.
+            let r =
+                unsafe { libc::read(self.uffd.as_raw_fd(), msg.as_mut_ptr().cast(), msg.len()) };
+            if r != msg.len() as isize {
+                break;
+            }
+            let flags = u64::from_le_bytes(msg[8..16].try_into().unwrap_or([0; 8]));
+            if msg[0] == UFFD_EVENT_PAGEFAULT && flags & UFFD_PAGEFAULT_FLAG_WP != 0 {
+                faulted = true;
+            }
+        }
+        if faulted {
+            self.armed.store(false, Ordering::Release);
+            self.protect(false);
+            *self.last_fault.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+            self.wakeups.fetch_add(1, Ordering::Relaxed);
+            log::trace!(target: "hw::engine", "doorbell store while asleep: woken");
+        }
+        faulted
+    }
+
+    /// Lifts every protection for good (the engine thread is stopping).
     pub fn stop(&self) {
         self.stop.store(true, Ordering::Release);
         self.armed.store(false, Ordering::Release);
         self.protect(false);
-    }
-
-    /// The watcher thread: on a write-protect fault, unprotect everything and wake the
-    /// engine.
-    fn serve(&self) {
-        let mut msg = [0u8; 32];
-        while !self.stop.load(Ordering::Acquire) {
-            let mut pfd = libc::pollfd {
-                fd: self.uffd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: one valid pollfd. The timeout only bounds how late `stop` is seen.
-            let n = unsafe { libc::poll(&mut pfd, 1, 500) };
-            if n <= 0 {
-                continue;
-            }
-            let mut faulted = false;
-            loop {
-                // SAFETY: reading into a buffer of `msg.len()` bytes.
-                let r = unsafe {
-                    libc::read(self.uffd.as_raw_fd(), msg.as_mut_ptr().cast(), msg.len())
-                };
-                if r != msg.len() as isize {
-                    break;
-                }
-                let flags = u64::from_le_bytes(msg[8..16].try_into().unwrap_or([0; 8]));
-                if msg[0] == UFFD_EVENT_PAGEFAULT && flags & UFFD_PAGEFAULT_FLAG_WP != 0 {
-                    faulted = true;
-                }
-            }
-            if faulted {
-                log::trace!(target: "hw::engine", "doorbell store while asleep: waking");
-                *self.last_fault.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
-                self.armed.store(false, Ordering::Release);
-                self.protect(false);
-                self.wakeups.fetch_add(1, Ordering::Relaxed);
-                self.waker.wake_for_work();
-            }
-        }
-        self.protect(false);
+        self.notify();
     }
 }

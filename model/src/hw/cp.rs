@@ -38,7 +38,7 @@ use crate::hw::ih::{
 use crate::hw::observe::ShaderActivity;
 use crate::hw::spi::{
     amd_queue, DecodedCode, DispatchSetup, KernelRun, Scratch, TrapHandler, WaveException,
-    QUEUE_ERROR_TRAP,
+    QUEUE_ERROR_MEMORY_VIOLATION, QUEUE_ERROR_TRAP,
 };
 use crate::hw::vm::{GpuVm, VmFault};
 use mqd::{ComputeDescriptor, ComputeMqd};
@@ -630,6 +630,7 @@ impl CpQueue {
                         self.scratch_wait = false;
                         let setup = DispatchSetup {
                             trap_handler: self.state.trap_handler,
+                            doorbell_id: doorbell_id(&env.queue),
                             ..DispatchSetup::from_aql(
                                 target,
                                 pkt,
@@ -834,6 +835,16 @@ impl CpQueue {
         }
         if !self.wave_halted {
             log::error!(target: "hw::spi", "{pkt:#x}: wave halted: {}", ex.what);
+            // A memory violation is a VM fault for the driver first (its memory exception
+            // event; the queue stays with the halted wave).
+            if let Some(f) = ex.fault {
+                post_queue_error(
+                    env,
+                    IH_CLIENT_GRBM_CP,
+                    IH_CLIENT_UTCL2,
+                    &QueueError::VmFault(f),
+                );
+            }
             vm.update_u64(signal_field(signal, amd_signal::VALUE)?, |v| v | ex.error)?;
             notify_signal(env, signal)?;
             self.report_queue_exception(env, &ex)?;
@@ -861,10 +872,11 @@ impl CpQueue {
         if payload == 0 {
             return Ok(());
         }
-        let code = if ex.error == QUEUE_ERROR_TRAP {
-            kfd_sys::EC_QUEUE_WAVE_TRAP
-        } else {
-            kfd_sys::EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION
+        // ROCr's handler reports MEM_VIOL without XNACK_ERROR as an aperture violation.
+        let code = match ex.error {
+            QUEUE_ERROR_TRAP => kfd_sys::EC_QUEUE_WAVE_TRAP,
+            QUEUE_ERROR_MEMORY_VIOLATION => kfd_sys::EC_QUEUE_WAVE_APERTURE_VIOLATION,
+            _ => kfd_sys::EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION,
         };
         log::debug!(target: "hw::cp", "queue exception {code}: payload {payload:#x}, event {event_id}");
         vm.update_u64(payload, |v| v | kfd_sys::KFD_EC_MASK(code))?;
@@ -970,6 +982,7 @@ fn dispatch_direct(
             scratch,
             user_data: Some(user_data),
             trap_handler: state.trap_handler,
+            doorbell_id: doorbell_id(&env.queue),
         };
         let kept = std::mem::take(&mut state.code);
         let mut run = KernelRun::from_registers(setup, pgm, reg(ShReg::COMPUTE_PGM_RSRC1), rsrc2)?
@@ -989,6 +1002,10 @@ fn dispatch_direct(
     }
     if let Some(ex) = run.exception().cloned() {
         state.kernel = None;
+        // A memory violation stops the queue as the VM fault it is.
+        if let Some(f) = ex.fault {
+            return Err(QueueError::VmFault(f));
+        }
         return Err(QueueError::NotModelled {
             addr,
             what: format!("a halted wave ({}) of a PM4 dispatch", ex.what),
@@ -1047,6 +1064,12 @@ fn pm4_scratch(sh: &ShRegisters) -> Scratch {
 
 /// `s_sendmsg` message id (SIMM16[3:0]) of an interrupt to the host.
 const MSG_INTERRUPT: u16 = 1;
+
+/// The queue's doorbell as the SQ answers MSG_GET_DOORBELL: its 64-bit doorbell index in the
+/// BAR (the MQD's dword index halved).
+fn doorbell_id(queue: &QueueIdentity) -> u32 {
+    queue.doorbell_offset / 2
+}
 
 /// `kfd_context_save_area_header.err_payload_addr`'s offset.
 const CTX_SAVE_HEADER_ERR_PAYLOAD_ADDR: u64 =

@@ -1457,13 +1457,11 @@ fn a_vm_fault_enters_the_trap_handler_with_mem_viol_and_is_reported_as_a_memory_
         assert_eq!((r, result), (Ok(0), COMPLETE), "{mcpu}");
         let m = data[0].data.memory_exception_data();
         assert_eq!((m.va, m.failure.NotPresent), (wild & !0xfff, 1), "{mcpu}");
-        // (amdkfd evicts the process's queues on the fault: the halted dispatch is not run.)
+        // amdkfd evicts the process's queues on the fault, before the handler's report
+        // reaches the runtime: the halted dispatch is not run, and queue_inactive_signal
+        // stays clear (the runtime reports the memory exception).
         assert_eq!(act.parked, 0, "{mcpu}");
-        assert_eq!(
-            g.signals.read_u64(0xF08),
-            1 << 29,
-            "{mcpu}: ROCr's memory violation bit in queue_inactive_signal"
-        );
+        assert_eq!(g.signals.read_u64(0xF08), 0, "{mcpu}");
         assert_eq!(g.signal_value(signal), 1, "{mcpu}: never a silent success");
     }
 }

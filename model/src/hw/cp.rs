@@ -38,7 +38,7 @@ use crate::hw::ih::{
 use crate::hw::observe::ShaderActivity;
 use crate::hw::spi::{
     amd_queue, DecodedCode, DispatchSetup, KernelRun, Scratch, TrapHandler, WaveException,
-    QUEUE_ERROR_MEMORY_VIOLATION, QUEUE_ERROR_TRAP,
+    QUEUE_ERROR_TRAP,
 };
 use crate::hw::vm::{GpuVm, VmFault};
 use mqd::{ComputeDescriptor, ComputeMqd};
@@ -835,8 +835,10 @@ impl CpQueue {
         }
         if !self.wave_halted {
             log::error!(target: "hw::spi", "{pkt:#x}: wave halted: {}", ex.what);
-            // A memory violation is a VM fault for the driver first (its memory exception
-            // event; the queue stays with the halted wave).
+            // A memory violation is reported as the VM fault it is: the memory hub's
+            // interrupt, on which amdkfd signals the memory exception event and evicts the
+            // process's queues before the handler's own report could reach the runtime
+            // (ROCr prints its "Memory access fault" message and aborts).
             if let Some(f) = ex.fault {
                 post_queue_error(
                     env,
@@ -844,6 +846,8 @@ impl CpQueue {
                     IH_CLIENT_UTCL2,
                     &QueueError::VmFault(f),
                 );
+                self.wave_halted = true;
+                return Ok(RunState::Parked);
             }
             vm.update_u64(signal_field(signal, amd_signal::VALUE)?, |v| v | ex.error)?;
             notify_signal(env, signal)?;
@@ -872,11 +876,10 @@ impl CpQueue {
         if payload == 0 {
             return Ok(());
         }
-        // ROCr's handler reports MEM_VIOL without XNACK_ERROR as an aperture violation.
-        let code = match ex.error {
-            QUEUE_ERROR_TRAP => kfd_sys::EC_QUEUE_WAVE_TRAP,
-            QUEUE_ERROR_MEMORY_VIOLATION => kfd_sys::EC_QUEUE_WAVE_APERTURE_VIOLATION,
-            _ => kfd_sys::EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION,
+        let code = if ex.error == QUEUE_ERROR_TRAP {
+            kfd_sys::EC_QUEUE_WAVE_TRAP
+        } else {
+            kfd_sys::EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION
         };
         log::debug!(target: "hw::cp", "queue exception {code}: payload {payload:#x}, event {event_id}");
         vm.update_u64(payload, |v| v | kfd_sys::KFD_EC_MASK(code))?;

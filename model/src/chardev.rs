@@ -309,6 +309,13 @@ fn wait_events(p: &ProcessInner, a: &mut kfd_ioctl_wait_events_args) -> KResult<
     }
 }
 
+/// `SET_SCRATCH_BACKING_VA`: amdkfd binds the process and keeps the address
+/// (`qpd.sh_hidden_private_base`). Only GFX7/GFX8 ever program it into
+/// SH_HIDDEN_PRIVATE_BASE_VMID (without the HWS, through `kfd2kgd->set_scratch_backing_va`,
+/// which the GFX9 interface does not have), and the GFX9 MAP_PROCESS packet has no field for
+/// it: on the modelled parts a PM4 dispatch's scratch comes from
+/// COMPUTE_DISPATCH_SCRATCH_BASE and COMPUTE_TMPRING_SIZE alone, and this address is stored
+/// and reported, never used.
 fn set_scratch_backing_va(
     p: &ProcessInner,
     a: &mut kfd_ioctl_set_scratch_backing_va_args,

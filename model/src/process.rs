@@ -344,7 +344,7 @@ impl Model {
         let watch = match engine.doorbell_watch() {
             Some(w) => w.clone(),
             None => {
-                let w = crate::hw::doorbell_watch::DoorbellWatch::new(engine.clone())?;
+                let w = crate::hw::doorbell_watch::DoorbellWatch::new()?;
                 engine.set_doorbell_watch(w.clone());
                 engine.doorbell_watch().cloned().unwrap_or(w)
             }

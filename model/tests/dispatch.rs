@@ -1359,3 +1359,145 @@ fn compile_kernels(mcpu: &str) -> Vec<u8> {
         mcpu,
     )
 }
+
+/// A trap handler that reports the way ROCr's does: it reads TRAPSTS, asks the SQ for its
+/// queue's doorbell (`s_sendmsg MSG_GET_DOORBELL` with EXEC_LO bit 31 set, answered in
+/// EXEC_LO), stores TRAPSTS, the answer, ttmp1, ttmp0 and ttmp12 at TMA[0..20], interrupts the
+/// host with the answer in M0 (`MSG_INTERRUPT`) and waits to be halted. (Branch offsets are
+/// numbers: `assemble` reads encodings, which leave label fixups open.)
+const REPORTING_TRAP_HANDLER: &str = "
+s_getreg_b32 ttmp2, hwreg(HW_REG_TRAPSTS)
+s_mov_b32 exec_lo, 0x80000000
+s_sendmsg sendmsg(MSG_GET_DOORBELL)
+s_nop 7
+s_bitcmp0_b32 exec_lo, 31
+s_cbranch_scc0 65533
+s_mov_b32 ttmp3, exec_lo
+s_mov_b64 exec, 1
+v_mov_b32 v0, ttmp14
+v_mov_b32 v1, ttmp15
+v_mov_b32 v2, ttmp2
+global_store_dword v[0:1], v2, off
+v_mov_b32 v2, ttmp3
+global_store_dword v[0:1], v2, off offset:4
+v_mov_b32 v2, ttmp1
+global_store_dword v[0:1], v2, off offset:8
+v_mov_b32 v2, ttmp0
+global_store_dword v[0:1], v2, off offset:12
+v_mov_b32 v2, ttmp12
+global_store_dword v[0:1], v2, off offset:16
+s_waitcnt vmcnt(0)
+s_mov_b32 m0, ttmp3
+s_sendmsg sendmsg(MSG_INTERRUPT)
+s_sleep 1
+s_branch 65534
+";
+
+/// What a trap handler stored with [`REPORTING_TRAP_HANDLER`]: (TRAPSTS, MSG_GET_DOORBELL's
+/// answer, trap id, PC, saved STATUS).
+fn handler_report(tma: &Buf) -> (u32, u32, u32, u64, u32) {
+    let ttmp1 = tma.read_u32(8);
+    (
+        tma.read_u32(0),
+        tma.read_u32(4),
+        (ttmp1 >> 16) & 0xff,
+        u64::from(ttmp1 & 0xffff) << 32 | u64::from(tma.read_u32(12)),
+        tma.read_u32(16),
+    )
+}
+
+/// The doorbell index (in its process's slice) of a queue: the byte offset in the 8 KiB
+/// slice that its doorbell mmap offset carries, over 8.
+fn doorbell_index(q: &QueueBufs) -> u32 {
+    ((q.doorbell_offset & 0x1fff) / 8) as u32
+}
+
+/// TRAPSTS.MEM_VIOL and ILLEGAL_INST; STATUS.PRIV.
+const TRAPSTS_MEM_VIOL: u32 = 1 << 8;
+const TRAPSTS_ILLEGAL_INST: u32 = 1 << 11;
+const STATUS_PRIV: u32 = 1 << 5;
+
+#[test]
+fn a_vm_fault_enters_the_trap_handler_with_mem_viol_and_is_reported_as_a_memory_exception() {
+    for (preset, mcpu) in presets() {
+        let mut g = Gpu::new(preset, mcpu);
+        let tma = install_trap_handler(&mut g, mcpu, REPORTING_TRAP_HANDLER);
+        let mem_ev = create_event(&g.c, KFD_IOC_EVENT_MEMORY, false, 0).unwrap();
+        g.signals.write_u64(0xF00, 1);
+        g.signals.write_u64(0xF08, 0);
+        let base = g.amd_queue_offset();
+        g.queue.1.ptrs.write_u64(base + 192, g.signals.va + 0xF00);
+        let wild: u64 = 0x7_dead_0000;
+        let k = g.kernel("store_to");
+        let signal = g.dispatch(&k, &wild.to_le_bytes(), [64, 1, 1], [64, 1, 1], 0);
+        let act = g.model.run_until_idle();
+        let (trapsts, doorbell, trap_id, pc, status) = handler_report(&tma);
+        assert_eq!(
+            trapsts & (TRAPSTS_MEM_VIOL | TRAPSTS_ILLEGAL_INST),
+            TRAPSTS_MEM_VIOL,
+            "{mcpu}: the handler saw TRAPSTS.MEM_VIOL"
+        );
+        assert_eq!(trap_id, 0, "{mcpu}: an exception, not an s_trap");
+        assert!(
+            (k.entry_address..k.entry_address + k.code_size).contains(&pc),
+            "{mcpu}: ttmp1:0 hold the faulting instruction's PC {pc:#x}"
+        );
+        assert_eq!(
+            status & STATUS_PRIV,
+            0,
+            "{mcpu}: ttmp12 = the wave's STATUS"
+        );
+        assert_eq!(
+            (doorbell & (1 << 31), doorbell & 0x3ff),
+            (0, doorbell_index(&g.queue.1)),
+            "{mcpu}: MSG_GET_DOORBELL answered {doorbell:#x}"
+        );
+        // The driver learns of the fault as amdkfd reports it.
+        let (r, result, data) = wait_events_data(&g.c, &[mem_ev.event_id], true, 0);
+        assert_eq!((r, result), (Ok(0), COMPLETE), "{mcpu}");
+        let m = data[0].data.memory_exception_data();
+        assert_eq!((m.va, m.failure.NotPresent), (wild & !0xfff, 1), "{mcpu}");
+        // amdkfd evicts the process's queues on the fault, before the handler's report
+        // reaches the runtime: the halted dispatch is not run, and queue_inactive_signal
+        // stays clear (the runtime reports the memory exception).
+        assert_eq!(act.parked, 0, "{mcpu}");
+        assert_eq!(g.signals.read_u64(0xF08), 0, "{mcpu}");
+        assert_eq!(g.signal_value(signal), 1, "{mcpu}: never a silent success");
+    }
+}
+
+#[test]
+fn msg_get_doorbell_answers_the_queue_doorbell_and_the_reporting_handler_halts_the_wave() {
+    for (preset, mcpu) in presets() {
+        let mut g = Gpu::new(preset, mcpu);
+        let tma = install_trap_handler(&mut g, mcpu, REPORTING_TRAP_HANDLER);
+        g.signals.write_u64(0xF00, 1);
+        g.signals.write_u64(0xF08, 0);
+        let base = g.amd_queue_offset();
+        g.queue.1.ptrs.write_u64(base + 192, g.signals.va + 0xF00);
+        let mut input = vec![1i32; 64];
+        input[5] = -1;
+        let pin = g.alloc(&i32s(&input));
+        let pout = g.alloc(&i32s(&[0; 64]));
+        let k = g.kernel("trap_on_negative");
+        let mut args = pin.to_le_bytes().to_vec();
+        args.extend(pout.to_le_bytes());
+        let signal = g.dispatch(&k, &args, [64, 1, 1], [64, 1, 1], 0);
+        let act = g.model.run_until_idle();
+        let (trapsts, doorbell, trap_id, _, _) = handler_report(&tma);
+        assert_eq!(trap_id, 2, "{mcpu}: s_trap 2");
+        assert_eq!(
+            trapsts & (TRAPSTS_MEM_VIOL | TRAPSTS_ILLEGAL_INST),
+            0,
+            "{mcpu}"
+        );
+        assert_eq!(
+            (doorbell & (1 << 31), doorbell & 0x3ff),
+            (0, doorbell_index(&g.queue.1)),
+            "{mcpu}: MSG_GET_DOORBELL answered {doorbell:#x}"
+        );
+        assert_eq!(act.parked, 1, "{mcpu}: halted after its MSG_INTERRUPT");
+        assert_eq!(g.signals.read_u64(0xF08), 1 << 31, "{mcpu}");
+        assert_eq!(g.signal_value(signal), 1, "{mcpu}");
+    }
+}

@@ -639,6 +639,7 @@ impl CpQueue {
                         let setup = DispatchSetup {
                             trap_handler: self.state.trap_handler,
                             retry_faults: self.state.retry_faults,
+                            doorbell_id: doorbell_id(&env.queue),
                             ..DispatchSetup::from_aql(
                                 target,
                                 pkt,
@@ -847,6 +848,20 @@ impl CpQueue {
         }
         if !self.wave_halted {
             log::error!(target: "hw::spi", "{pkt:#x}: wave halted: {}", ex.what);
+            // A memory violation is reported as the VM fault it is: the memory hub's
+            // interrupt, on which amdkfd signals the memory exception event and evicts the
+            // process's queues before the handler's own report could reach the runtime
+            // (ROCr prints its "Memory access fault" message and aborts).
+            if let Some(f) = ex.fault {
+                post_queue_error(
+                    env,
+                    IH_CLIENT_GRBM_CP,
+                    IH_CLIENT_UTCL2,
+                    &QueueError::VmFault(f),
+                );
+                self.wave_halted = true;
+                return Ok(RunState::Parked);
+            }
             vm.update_u64(signal_field(signal, amd_signal::VALUE)?, |v| v | ex.error)?;
             notify_signal(env, signal)?;
             self.report_queue_exception(env, &ex)?;
@@ -984,6 +999,7 @@ fn dispatch_direct(
             user_data: Some(user_data),
             trap_handler: state.trap_handler,
             retry_faults: state.retry_faults,
+            doorbell_id: doorbell_id(&env.queue),
         };
         let kept = std::mem::take(&mut state.code);
         let mut run = KernelRun::from_registers(setup, pgm, reg(ShReg::COMPUTE_PGM_RSRC1), rsrc2)?
@@ -1004,6 +1020,10 @@ fn dispatch_direct(
     }
     if let Some(ex) = run.exception().cloned() {
         state.kernel = None;
+        // A memory violation stops the queue as the VM fault it is.
+        if let Some(f) = ex.fault {
+            return Err(QueueError::VmFault(f));
+        }
         return Err(QueueError::NotModelled {
             addr,
             what: format!("a halted wave ({}) of a PM4 dispatch", ex.what),
@@ -1064,6 +1084,12 @@ fn pm4_scratch(sh: &ShRegisters) -> Scratch {
 
 /// `s_sendmsg` message id (SIMM16[3:0]) of an interrupt to the host.
 const MSG_INTERRUPT: u16 = 1;
+
+/// The queue's doorbell as the SQ answers MSG_GET_DOORBELL: its 64-bit doorbell index in the
+/// BAR (the MQD's dword index halved).
+fn doorbell_id(queue: &QueueIdentity) -> u32 {
+    queue.doorbell_offset / 2
+}
 
 /// `kfd_context_save_area_header.err_payload_addr`'s offset.
 const CTX_SAVE_HEADER_ERR_PAYLOAD_ADDR: u64 =

@@ -459,6 +459,9 @@ impl EngineWaker {
         if self.sleeping.load(Ordering::Acquire) {
             self.state.lock().unwrap_or_else(|e| e.into_inner()).woken = true;
             self.cv.notify_one();
+            if let Some(w) = self.watch.get() {
+                w.notify();
+            }
         }
     }
 
@@ -468,6 +471,9 @@ impl EngineWaker {
         self.kicked.store(true, Ordering::Release);
         self.state.lock().unwrap_or_else(|e| e.into_inner()).woken = true;
         self.cv.notify_one();
+        if let Some(w) = self.watch.get() {
+            w.notify();
+        }
     }
 
     /// Watches the clients' doorbell mappings with `watch` while the thread sleeps (once;
@@ -491,15 +497,30 @@ impl EngineWaker {
         self.cv.notify_one();
     }
 
+    /// Sleeps up to `d`, until woken. With the doorbell mappings write-protected, the sleep
+    /// is the watch's: a store into them ends it, without any other thread in between.
     fn sleep(&self, d: Duration) {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         self.sleeping.store(true, Ordering::Release);
         if !s.woken {
-            s = self
-                .cv
-                .wait_timeout(s, d)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            match self.watch.get().filter(|w| w.is_armed()) {
+                Some(w) => {
+                    // `wake` sets `woken` under the lock, then notifies the watch: a wake-up
+                    // after this check ends the wait.
+                    drop(s);
+                    if w.wait(d) {
+                        self.kicked.store(true, Ordering::Release);
+                    }
+                    s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+                }
+                None => {
+                    s = self
+                        .cv
+                        .wait_timeout(s, d)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                }
+            }
         }
         s.woken = false;
         self.sleeping.store(false, Ordering::Release);
@@ -533,6 +554,10 @@ pub fn spawn(
                 if activity.progressed() || waker.kicked.swap(false, Ordering::AcqRel) {
                     last_work = now;
                     sleep = Duration::from_micros(20);
+                    // Awake with work: the clients' stores need not fault.
+                    if let Some(w) = waker.watch.get() {
+                        w.disarm();
+                    }
                     continue;
                 }
                 let idle = now.duration_since(last_work);
@@ -547,7 +572,7 @@ pub fn spawn(
                 } else {
                     // Write-protect the doorbell mappings first, then look once more: a store
                     // before the protection is seen by that pass, one after it faults and
-                    // wakes the thread.
+                    // ends the sleep (`DoorbellWatch::wait`).
                     if waker.watch.get().is_some_and(|w| w.arm()) {
                         continue;
                     }

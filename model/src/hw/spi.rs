@@ -134,6 +134,10 @@ pub struct DispatchSetup {
     /// driver has handled the fault and mapped the queue again. Off: the fault ends the
     /// dispatch.
     pub retry_faults: bool,
+    /// The queue's doorbell as the SQ answers `s_sendmsg MSG_GET_DOORBELL`: its 64-bit
+    /// doorbell index in the BAR, 12 bits (ROCr's trap handler takes the low 10 bits, the
+    /// doorbell's index in the process's slice, to find its queue in the TMA table).
+    pub doorbell_id: u32,
 }
 
 impl DispatchSetup {
@@ -172,6 +176,7 @@ impl DispatchSetup {
             user_data: None,
             trap_handler: None,
             retry_faults: false,
+            doorbell_id: 0,
         }
     }
 }
@@ -186,6 +191,9 @@ pub const QUEUE_ERROR_TRAP: u64 = 1 << 31;
 /// `queue_inactive_signal` bit ROCr's trap handler sets for an illegal instruction (the model
 /// also reports an instruction it has no semantics for this way).
 pub const QUEUE_ERROR_ILLEGAL_INSTRUCTION: u64 = 1 << 30;
+/// `queue_inactive_signal` bit ROCr's trap handler sets for a memory violation (TRAPSTS
+/// MEM_VIOL without XNACK_ERROR).
+pub const QUEUE_ERROR_MEMORY_VIOLATION: u64 = 1 << 29;
 
 /// A wave that stopped on a trap or an exception: it stays halted, and the runtime learns of
 /// it through its queue (what ROCr's second-level trap handler does on a GPU).
@@ -195,6 +203,9 @@ pub struct WaveException {
     pub error: u64,
     /// What happened, for the log.
     pub what: String,
+    /// For a memory violation: the VM fault, which the memory hub reports to the driver as
+    /// well (amdkfd's memory exception event).
+    pub fault: Option<VmFault>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -216,6 +227,9 @@ struct Workgroup {
     /// Per wave: the exception its trap handler is handling (what is reported if the handler
     /// itself fails).
     in_handler: Vec<Option<WaveException>>,
+    /// Per wave: its handler asked for the queue's doorbell while handling the exception
+    /// (ROCr's does, then interrupts the host and halts the wave).
+    doorbell_asked: Vec<bool>,
     lds: Vec<u8>,
 }
 
@@ -738,28 +752,44 @@ impl KernelRun {
                     break stop;
                 };
                 let privileged = group.waves[i].0.status & isa::exec::wave::status::PRIV != 0;
-                // A handler that asks the SQ for its queue's doorbell (ROCr's does, to find its
-                // amd_queue_t) waits for an answer the model does not give: it has failed.
-                let asked_doorbell = privileged
-                    && messages[sent_before..]
-                        .iter()
-                        .any(|&(simm16, _)| simm16 & 0xf == MSG_GET_DOORBELL);
+                let sent = &messages[sent_before..];
+                let asked_doorbell = sent.iter().any(|&(m, _)| m & 0xf == MSG_GET_DOORBELL);
                 if asked_doorbell {
-                    if let Some(first) = group.in_handler[i].take() {
-                        log::warn!(
-                            target: "hw::spi",
-                            "trap handler of workgroup {:?} wave {i} asked for its doorbell \
-                             (MSG_GET_DOORBELL), which the model does not answer; reporting {}",
-                            group.id, first.what
-                        );
-                        return GroupEnd::Halt(first);
+                    // The SQ answers MSG_GET_DOORBELL in EXEC_LO: the doorbell id, bit 31
+                    // clear (the asking wave set bit 31 and waits for it to clear).
+                    let wave = &mut group.waves[i].0;
+                    let exec = wave.exec() & !0xffff_ffff;
+                    wave.set_exec(exec | u64::from(self.setup.doorbell_id & DOORBELL_ID_MASK));
+                }
+                if group.in_handler[i].is_some() {
+                    // A handler that found its queue and then interrupts the host has reported
+                    // the exception (ROCr's then halts the wave): the driver's side of it is
+                    // the CP's report of the halted wave.
+                    if group.doorbell_asked[i]
+                        && sent.iter().any(|&(m, _)| m & 0xf == MSG_INTERRUPT)
+                    {
+                        if let Some(first) = group.in_handler[i].take() {
+                            log::debug!(
+                                target: "hw::spi",
+                                "trap handler of workgroup {:?} wave {i} reported {}; the wave halts",
+                                group.id, first.what
+                            );
+                            return GroupEnd::Halt(first);
+                        }
                     }
+                    group.doorbell_asked[i] |= asked_doorbell;
+                }
+                if !privileged {
+                    // Out of the handler (or never in it).
+                    group.in_handler[i] = None;
+                    group.doorbell_asked[i] = false;
                 }
                 if let Some(watch) = &self.watch {
-                    // A trap or an illegal instruction an installed handler takes is no end.
+                    // An exception an installed handler takes is no end, nor is a memory fault
+                    // that XNACK replay retries.
                     let memory = matches!(stop_reason, Stop::Fault(WaveFault::Memory(_)));
                     let handled = !privileged
-                        && ((self.setup.trap_handler.is_some() && !memory)
+                        && (self.setup.trap_handler.is_some()
                             || (self.setup.retry_faults && memory));
                     let why = match &stop_reason {
                         Stop::EndOfProgram => Some(None),
@@ -785,6 +815,7 @@ impl KernelRun {
                     Stop::Trap { id } => WaveException {
                         error: QUEUE_ERROR_TRAP,
                         what: format!("s_trap {id} in workgroup {:?} wave {i}", group.id),
+                        fault: None,
                     },
                     // XNACK replay: the wave stays at the instruction, which runs again once
                     // the driver has handled the fault (`crate::svm::restore_pages`).
@@ -795,15 +826,25 @@ impl KernelRun {
                     }
                     Stop::Fault(WaveFault::Memory(m)) if !privileged => {
                         log::debug!(target: "hw::spi", "workgroup {:?} wave {i}: {m:?}", group.id);
-                        return GroupEnd::Fault(QueueError::VmFault(VmFault {
+                        let fault = VmFault {
                             va: m.address,
                             write: matches!(m.access, Access::Write | Access::Atomic),
                             not_present: true,
-                        }));
+                        };
+                        if self.setup.trap_handler.is_none() {
+                            return GroupEnd::Fault(QueueError::VmFault(fault));
+                        }
+                        // With a trap handler the wave takes the memory violation exception.
+                        WaveException {
+                            error: QUEUE_ERROR_MEMORY_VIOLATION,
+                            what: format!("workgroup {:?} wave {i}: {fault}", group.id),
+                            fault: Some(fault),
+                        }
                     }
                     Stop::Fault(f) => WaveException {
                         error: QUEUE_ERROR_ILLEGAL_INSTRUCTION,
                         what: format!("workgroup {:?} wave {i}: {f}", group.id),
+                        fault: None,
                     },
                 };
                 let wave = &mut group.waves[i].0;
@@ -892,6 +933,7 @@ impl KernelRun {
             first_wave: 0,
             slot,
             in_handler: vec![None; nwaves as usize],
+            doorbell_asked: vec![false; nwaves as usize],
             waves,
             lds: vec![0; lds],
         }
@@ -1075,22 +1117,36 @@ impl SgprList {
 
 /// `s_sendmsg` message id (SIMM16[3:0]) asking the SQ for the wave's queue doorbell.
 const MSG_GET_DOORBELL: u16 = 10;
+/// `s_sendmsg` message id (SIMM16[3:0]) of an interrupt to the host.
+const MSG_INTERRUPT: u16 = 1;
+/// The doorbell id bits of the MSG_GET_DOORBELL answer.
+const DOORBELL_ID_MASK: u32 = 0xfff;
 
+/// `TRAPSTS.MEM_VIOL` (bit 8).
+const TRAPSTS_MEM_VIOL: u32 = 1 << 8;
 /// `TRAPSTS.ILLEGAL_INST` (bit 11).
 const TRAPSTS_ILLEGAL_INST: u32 = 1 << 11;
+/// `ttmp12`: where the first-level handler leaves the wave's STATUS for the second level.
+const TTMP_SAVED_STATUS: usize = 12;
 
 /// What the hardware (and amdkfd's first-level handler, which the model stands in for) does
 /// when a wave traps with a handler installed: `{ttmp1, ttmp0}` hold the PC with the trap id
 /// in `ttmp1[23:16]` (`s_trap` has set them; an exception saves the faulting PC with id 0 and
-/// sets its TRAPSTS bit), `ttmp14:15` the handler's TMA, STATUS.PRIV is set and the wave
+/// sets its TRAPSTS bit: MEM_VIOL for a memory violation, ILLEGAL_INST otherwise),
+/// `ttmp12` the wave's STATUS, `ttmp14:15` the handler's TMA, STATUS.PRIV is set and the wave
 /// continues at TBA. `s_rfe_b64` returns.
 fn enter_trap_handler(wave: &mut Wave, handler: TrapHandler, error: u64) {
     use isa::exec::wave::sreg::TTMP0;
     if error != QUEUE_ERROR_TRAP {
         wave.sgpr[TTMP0] = wave.pc as u32;
         wave.sgpr[TTMP0 + 1] = (wave.pc >> 32) as u32 & 0xffff;
-        wave.trapsts |= TRAPSTS_ILLEGAL_INST;
+        wave.trapsts |= if error == QUEUE_ERROR_MEMORY_VIOLATION {
+            TRAPSTS_MEM_VIOL
+        } else {
+            TRAPSTS_ILLEGAL_INST
+        };
     }
+    wave.sgpr[TTMP0 + TTMP_SAVED_STATUS] = wave.status_value();
     wave.sgpr[TTMP0 + 14] = handler.tma as u32;
     wave.sgpr[TTMP0 + 15] = (handler.tma >> 32) as u32;
     wave.status |= isa::exec::wave::status::PRIV;

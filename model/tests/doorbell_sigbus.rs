@@ -43,8 +43,10 @@ fn a_sigbus_outside_the_doorbells_reaches_the_earlier_handler_and_doorbells_stil
     act.sa_sigaction = earlier_handler as *const () as usize;
     act.sa_flags = libc::SA_SIGINFO;
     // SAFETY: installs the test's handler for SIGBUS.
-    let r = unsafe { libc::sigaction(libc::SIGBUS, &act, std::ptr::null_mut()) };
-    assert_eq!(r, 0);
+    assert_eq!(
+        unsafe { libc::sigaction(libc::SIGBUS, &act, std::ptr::null_mut()) },
+        0
+    );
 
     let model = model(Preset::Gfx900, 1);
     let c = Client::new(&model);

@@ -6,15 +6,10 @@
 //! up to 16 ms. Instead, the clients' doorbell mappings are registered with a
 //! `userfaultfd` in write-protect mode: before the engine thread goes to sleep it
 //! write-protects them ([`DoorbellWatch::arm`]) and then sleeps in [`DoorbellWatch::wait`],
-//! a `ppoll` on an `eventfd` (and the `userfaultfd`). The first store after that faults, and
-//! the fault is resolved on the storing thread itself: the `userfaultfd` has
-//! `UFFD_FEATURE_SIGBUS`, so the store raises SIGBUS, whose handler (installed once per
-//! process, chaining to any earlier one for addresses it does not watch) lifts the
-//! protection of that page, counts the fault and writes the engine's `eventfd`; the store
-//! then completes at once, without waiting for any other thread, and the engine thread
-//! wakes to find it. One thread wake-up between the store and the pass that sees it. (Where
-//! the SIGBUS feature is refused, faults are queued on the `userfaultfd` instead and the
-//! engine thread resolves them when it wakes: the store waits for that.) Asleep, the model costs
+//! a `ppoll` on the `userfaultfd` (and an `eventfd` for the model's own wake-ups). The first
+//! store after that faults and wakes the engine thread itself: it removes the protection
+//! (which lets the store complete) and runs its next pass at once. One thread wake-up between
+//! the store and the pass that sees it, no watcher thread in between. Asleep, the model costs
 //! no CPU; awake, the pages are writable and cost nothing either (the engine lifts the
 //! protection as soon as it finds work, [`DoorbellWatch::disarm`]). Where `userfaultfd` is
 //! not available (an old kernel, a seccomp filter), [`DoorbellWatch::new`] fails and the
@@ -22,8 +17,7 @@
 //!
 //! Linux ABI (`linux/userfaultfd.h`): `userfaultfd(2)` with `UFFD_USER_MODE_ONLY`, the
 //! `UFFDIO_API`, `UFFDIO_REGISTER` (mode WP) and `UFFDIO_WRITEPROTECT` ioctls, and 32-byte
-//! `uffd_msg` records whose `UFFD_EVENT_PAGEFAULT` carries `UFFD_PAGEFAULT_FLAG_WP`;
-//! with `UFFD_FEATURE_SIGBUS` a fault raises SIGBUS (`BUS_ADRERR`, `si_addr` the address).
+//! `uffd_msg` records whose `UFFD_EVENT_PAGEFAULT` carries `UFFD_PAGEFAULT_FLAG_WP`.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -38,8 +32,6 @@ const UFFD_USER_MODE_ONLY: libc::c_int = 1;
 /// `UFFD_FEATURE_WP_HUGETLBFS_SHMEM`: write protection of shared memory (the doorbell page
 /// is a memfd).
 const UFFD_FEATURE_WP_HUGETLBFS_SHMEM: u64 = 1 << 12;
-/// `UFFD_FEATURE_SIGBUS`: a fault raises SIGBUS in the faulting thread instead of waiting.
-const UFFD_FEATURE_SIGBUS: u64 = 1 << 7;
 /// `UFFDIO_REGISTER_MODE_WP`.
 const UFFDIO_REGISTER_MODE_WP: u64 = 1 << 1;
 /// `UFFDIO_WRITEPROTECT_MODE_WP`.
@@ -89,10 +81,6 @@ struct UffdioWriteprotect {
 #[derive(Debug)]
 pub struct DoorbellWatch {
     uffd: OwnedFd,
-    /// Its slot in the SIGBUS handler's table (`None`: faults are queued on `uffd`).
-    slot: Option<usize>,
-    /// The slot's fault count the engine thread has seen.
-    faults_seen: AtomicU64,
     /// Ends a [`DoorbellWatch::wait`] early (the model's own wake-ups: a doorbell rung through
     /// the thunk, a runlist mapped, the model stopping).
     wake_fd: OwnedFd,
@@ -126,14 +114,20 @@ impl DoorbellWatch {
     /// Opens a `userfaultfd` with write protection of shared memory (and the `eventfd` that
     /// ends a wait).
     pub fn new() -> io::Result<Arc<DoorbellWatch>> {
-        let (uffd, sigbus) = match open_uffd(UFFD_FEATURE_WP_HUGETLBFS_SHMEM | UFFD_FEATURE_SIGBUS)
-        {
-            Ok(fd) => (fd, true),
-            Err(e) => {
-                log::debug!(target: "hw::engine", "userfaultfd without SIGBUS ({e}): the engine resolves doorbell faults");
-                (open_uffd(UFFD_FEATURE_WP_HUGETLBFS_SHMEM)?, false)
-            }
+        let flags = libc::O_CLOEXEC | libc::O_NONBLOCK | UFFD_USER_MODE_ONLY;
+        // SAFETY: the userfaultfd system call takes only flags.
+        let fd = unsafe { libc::syscall(libc::SYS_userfaultfd, flags) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a new descriptor that nothing else owns.
+        let uffd = unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) };
+        let mut api = UffdioApi {
+            api: UFFD_API,
+            features: UFFD_FEATURE_WP_HUGETLBFS_SHMEM,
+            ioctls: 0,
         };
+        uffd_ioctl(&uffd, UFFDIO_API, &mut api)?;
         // SAFETY: eventfd takes an initial value and flags.
         let efd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
         if efd < 0 {
@@ -141,16 +135,8 @@ impl DoorbellWatch {
         }
         // SAFETY: a new descriptor that nothing else owns.
         let wake_fd = unsafe { OwnedFd::from_raw_fd(efd) };
-        let slot = if sigbus {
-            Some(sigbus::claim_slot(uffd.as_raw_fd(), wake_fd.as_raw_fd())?)
-        } else {
-            None
-        };
-        let faults_seen = AtomicU64::new(slot.map_or(0, sigbus::faults));
         Ok(Arc::new(DoorbellWatch {
             uffd,
-            slot,
-            faults_seen,
             wake_fd,
             ranges: Mutex::new(Vec::new()),
             armed: AtomicBool::new(false),
@@ -291,36 +277,12 @@ impl DoorbellWatch {
                 )
             };
         }
-        let queued = pfds[0].revents != 0 && self.take_queued_faults();
-        queued || self.take_sigbus_faults()
-    }
-
-    /// Whether the SIGBUS handler resolved a store into the mappings since the last look;
-    /// if so the engine lifts every protection (the handler lifted only the faulting page's).
-    fn take_sigbus_faults(&self) -> bool {
-        let Some(slot) = self.slot else {
-            return false;
-        };
-        let now = sigbus::faults(slot);
-        if self.faults_seen.swap(now, Ordering::AcqRel) == now {
-            return false;
-        }
-        self.faulted();
-        true
-    }
-
-    /// After a store faulted: the mappings stay writable for a while.
-    fn faulted(&self) {
-        self.armed.store(false, Ordering::Release);
-        self.protect(false);
-        *self.last_fault.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
-        self.wakeups.fetch_add(1, Ordering::Relaxed);
-        log::trace!(target: "hw::engine", "doorbell store while asleep: woken");
+        pfds[0].revents != 0 && self.take_faults()
     }
 
     /// Reads the pending `userfaultfd` messages; on a write-protect fault, lifts every
     /// protection (the faulting store completes) and returns `true`.
-    fn take_queued_faults(&self) -> bool {
+    fn take_faults(&self) -> bool {
         let mut msg = [0u8; 32];
         let mut faulted = false;
         loop {
@@ -336,7 +298,11 @@ impl DoorbellWatch {
             }
         }
         if faulted {
-            self.faulted();
+            self.armed.store(false, Ordering::Release);
+            self.protect(false);
+            *self.last_fault.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+            self.wakeups.fetch_add(1, Ordering::Relaxed);
+            log::trace!(target: "hw::engine", "doorbell store while asleep: woken");
         }
         faulted
     }
@@ -347,159 +313,5 @@ impl DoorbellWatch {
         self.armed.store(false, Ordering::Release);
         self.protect(false);
         self.notify();
-    }
-}
-
-impl Drop for DoorbellWatch {
-    fn drop(&mut self) {
-        if let Some(slot) = self.slot {
-            sigbus::release_slot(slot);
-        }
-    }
-}
-
-/// Opens a non-blocking, user-mode-only `userfaultfd` with `features`.
-fn open_uffd(features: u64) -> io::Result<OwnedFd> {
-    let flags = libc::O_CLOEXEC | libc::O_NONBLOCK | UFFD_USER_MODE_ONLY;
-    // SAFETY: the userfaultfd system call takes only flags.
-    let fd = unsafe { libc::syscall(libc::SYS_userfaultfd, flags) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a new descriptor that nothing else owns.
-    let uffd = unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) };
-    let mut api = UffdioApi {
-        api: UFFD_API,
-        features,
-        ioctls: 0,
-    };
-    uffd_ioctl(&uffd, UFFDIO_API, &mut api)?;
-    Ok(uffd)
-}
-
-/// The process's SIGBUS handler for write-protect faults on watched doorbell pages. It only
-/// touches atomics and makes async-signal-safe system calls (`ioctl`, `write`).
-mod sigbus {
-    use super::{UffdioWriteprotect, UFFDIO_WRITEPROTECT};
-    use std::io;
-    use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
-    use std::sync::OnceLock;
-
-    /// Watches at once (one per model in the process).
-    const SLOTS: usize = 64;
-    /// Per slot: the `userfaultfd` (-1: free), its engine's `eventfd`, faults resolved.
-    static UFFD: [AtomicI32; SLOTS] = [const { AtomicI32::new(-1) }; SLOTS];
-    static WAKE: [AtomicI32; SLOTS] = [const { AtomicI32::new(-1) }; SLOTS];
-    static FAULTS: [AtomicU64; SLOTS] = [const { AtomicU64::new(0) }; SLOTS];
-    /// The SIGBUS disposition before ours (set once, when ours is installed).
-    static PREVIOUS: OnceLock<libc::sigaction> = OnceLock::new();
-
-    /// Registers a watch's descriptors and installs the handler if it is not yet.
-    pub(super) fn claim_slot(uffd: i32, wake: i32) -> io::Result<usize> {
-        install()?;
-        for slot in 0..SLOTS {
-            if WAKE[slot]
-                .compare_exchange(-1, wake, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-            {
-                UFFD[slot].store(uffd, Ordering::Release);
-                return Ok(slot);
-            }
-        }
-        Err(io::Error::other(
-            "too many doorbell watches in this process",
-        ))
-    }
-
-    /// Frees a slot (its descriptors are about to close).
-    pub(super) fn release_slot(slot: usize) {
-        UFFD[slot].store(-1, Ordering::Release);
-        WAKE[slot].store(-1, Ordering::Release);
-    }
-
-    /// Faults the handler resolved for `slot`.
-    pub(super) fn faults(slot: usize) -> u64 {
-        FAULTS[slot].load(Ordering::Acquire)
-    }
-
-    fn install() -> io::Result<()> {
-        let mut err = None;
-        PREVIOUS.get_or_init(|| {
-            // SAFETY: a zeroed sigaction is valid; the fields are set below.
-            let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
-            act.sa_sigaction = on_sigbus as *const () as usize;
-            act.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_RESTART;
-            // SAFETY: an empty signal set for the handler's mask.
-            unsafe { libc::sigemptyset(&mut act.sa_mask) };
-            // SAFETY: out-parameter for the previous disposition.
-            let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
-            // SAFETY: valid sigaction structs; `on_sigbus` is async-signal-safe.
-            if unsafe { libc::sigaction(libc::SIGBUS, &act, &mut old) } != 0 {
-                err = Some(io::Error::last_os_error());
-                // SAFETY: a zeroed sigaction is SIG_DFL.
-                return unsafe { std::mem::zeroed() };
-            }
-            old
-        });
-        err.map_or(Ok(()), Err)
-    }
-
-    /// A store into a write-protected watched page: lift that page's protection (the store
-    /// is retried when the handler returns), count the fault and wake the engine. Any other
-    /// SIGBUS goes to the previous disposition.
-    extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
-        // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
-        let addr = unsafe { (*info).si_addr() } as u64;
-        let page = addr & !0xfff;
-        let mut claimed = false;
-        for slot in 0..SLOTS {
-            let fd = UFFD[slot].load(Ordering::Acquire);
-            if fd < 0 {
-                continue;
-            }
-            let mut wp = UffdioWriteprotect {
-                start: page,
-                len: 0x1000,
-                mode: 0,
-            };
-            // SAFETY: ioctl with the struct its number encodes; fails harmlessly (ENOENT)
-            // on a userfaultfd that does not watch the page.
-            if unsafe { libc::ioctl(fd, UFFDIO_WRITEPROTECT as _, &mut wp) } == 0 {
-                FAULTS[slot].fetch_add(1, Ordering::AcqRel);
-                let one = 1u64.to_ne_bytes();
-                let wake = WAKE[slot].load(Ordering::Acquire);
-                // SAFETY: an 8-byte write from a live buffer to an eventfd.
-                let _ = unsafe { libc::write(wake, one.as_ptr().cast(), one.len()) };
-                claimed = true;
-            }
-        }
-        if claimed {
-            return;
-        }
-        match PREVIOUS.get() {
-            Some(prev)
-                if prev.sa_sigaction != libc::SIG_DFL && prev.sa_sigaction != libc::SIG_IGN =>
-            {
-                if prev.sa_flags & libc::SA_SIGINFO != 0 {
-                    // SAFETY: the previous SA_SIGINFO handler, called as the kernel would.
-                    let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
-                        unsafe { std::mem::transmute(prev.sa_sigaction) };
-                    f(sig, info, ctx);
-                } else {
-                    // SAFETY: the previous plain handler, called as the kernel would.
-                    let f: extern "C" fn(libc::c_int) =
-                        unsafe { std::mem::transmute(prev.sa_sigaction) };
-                    f(sig);
-                }
-            }
-            _ => {
-                // Not ours: back to the default action; the faulting access runs again and
-                // raises it.
-                // SAFETY: a zeroed sigaction is SIG_DFL with an empty mask.
-                let dfl: libc::sigaction = unsafe { std::mem::zeroed() };
-                // SAFETY: valid sigaction struct.
-                unsafe { libc::sigaction(libc::SIGBUS, &dfl, std::ptr::null_mut()) };
-            }
-        }
     }
 }

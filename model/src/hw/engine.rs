@@ -328,8 +328,15 @@ impl QueueStatus {
         let state = match result {
             Ok(state) => state,
             Err(e) => {
-                log::error!(
+                // A VM fault may be one the driver recovers (XNACK replay); the driver logs
+                // the ones it cannot, as amdkfd does.
+                let level = match e {
+                    QueueError::VmFault(_) => log::Level::Debug,
+                    _ => log::Level::Error,
+                };
+                log::log!(
                     target: target,
+                    level,
                     "pasid {:#x} queue (doorbell {:#x}, {:?}) stopped: {e}",
                     id.pasid,
                     id.doorbell_offset,

@@ -16,6 +16,9 @@ fn warm_up(backend: &thunk::model_access::ModelBackend, gpu: &thunk::Gpu) -> (us
         .unwrap()
         .close()
         .unwrap();
+    // The GPU keeps a destroyed queue's ring and pointer page for its next queue; counted
+    // without them, what is left is the channel's own.
+    gpu.release_pooled_queue_buffers();
     resources(backend)
 }
 
@@ -100,7 +103,10 @@ fn teardown_mid_stream(engine: DrainEngine, trigger: Trigger, preset: Preset) {
         attempted >= closed.stats.records_produced,
         "the producer stopped when the channel closed"
     );
-    // The producer was dropped with its thread: nothing of the channel is left in the driver.
+    // The producer was dropped with its thread: nothing of the channel is left in the driver
+    // but its queues' rings, which the GPU keeps for reuse until released.
+    assert!(gpu.pooled_queue_buffers() <= thunk::Gpu::QUEUE_BUFFER_POOL_MAX);
+    gpu.release_pooled_queue_buffers();
     assert_eq!(
         resources(&backend),
         before,
@@ -149,6 +155,7 @@ fn finish_drains_everything_committed_then_closes() {
     assert_eq!(closed.stats.slots_drained, 3);
     assert!(matches!(p.produce(1, b"late"), Err(Error::Closed)));
     drop(p);
+    gpu.release_pooled_queue_buffers();
     assert_eq!(resources(&backend), before);
 }
 

@@ -144,12 +144,13 @@ for arch in "${archs[@]}"; do
   if [ "$arch" = gfx90a ] && [ -x "$work/managed-$arch" ]; then
     # XNACK on: ROCr hands managed memory to the GPU as SVM ranges mapped on first touch.
     exec 3>&2 2>/dev/null
-    HSA_XNACK=1 KFD_MODEL_PRESET=$arch LD_PRELOAD=$shim timeout 60 "$work/managed-$arch" \
+    HSA_XNACK=1 KFD_MODEL_LOG=kfd::interrupt=debug KFD_MODEL_PRESET=$arch LD_PRELOAD=$shim \
+      timeout 60 "$work/managed-$arch" \
       >"$work/managed-xnack.log" 2>&1
     status=$?
     exec 2>&3 3>&-
     last=$(grep "^managed:" "$work/managed-xnack.log" | tail -n 1)
-    faults=$(grep -c "GPU VM fault" "$work/managed-xnack.log")
+    faults=$(grep -c "recovered GPU VM fault" "$work/managed-xnack.log")
     if [ $status -eq 0 ] && [ "${last%% (*}" = "managed: ok" ] && [ "$faults" -gt 0 ]; then
       pass "managed on $arch with HSA_XNACK=1 ($last; $faults recovered GPU faults)"
     else

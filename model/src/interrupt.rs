@@ -122,6 +122,13 @@ fn handle(model: &ModelInner, node: &KfdNode, e: &IhEntry) {
                 if let Err(err) = retried {
                     log::warn!(target: "kfd::interrupt", "remapping the queues after a recovered fault failed: {err:?}");
                 }
+                log::debug!(
+                    target: "kfd::interrupt",
+                    "pasid {:#x}: recovered GPU VM fault at page {:#x} on gpu {:#x}; queues remapped",
+                    e.pasid,
+                    data.va,
+                    node.gpu_id
+                );
                 return;
             }
             log::warn!(

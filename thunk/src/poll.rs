@@ -1,18 +1,22 @@
-//! Waiting for memory the GPU writes: a short burst of checks (a fence often lands within
-//! them), then checks with a yield between every few — on the model the engine that writes
-//! the fence is a thread that may need this very core, and on hardware a yield with nothing
-//! else runnable returns at once — then sleeps with a growing back-off that never passes the
-//! deadline.
+//! Waiting for memory the GPU writes: a burst of checks for a few microseconds (a fence or a
+//! short dispatch lands within them when the engine has a core of its own), then checks with
+//! a yield between every few — on the model the engine that writes the fence is a thread that
+//! may need this very core, and on hardware a yield with nothing else runnable returns at
+//! once — then sleeps with a growing back-off that never passes the deadline.
 //!
-//! There is no phase of pure spinning: with more runnable threads than cores, a waiter that
-//! spins tens of microseconds before its first yield keeps the model's engine thread off the
-//! core it shares, and every wait takes that long (issue #22 measured 100–200 µs per empty
-//! dispatch that way, against 2 µs when the engine had a core of its own).
+//! The spinning phase is short on purpose: with more runnable threads than cores, a waiter
+//! that spins tens of microseconds before its first yield keeps the model's engine thread off
+//! the core it shares, and every wait takes that long (issue #22 measured 100–200 µs per empty
+//! dispatch that way, against 2 µs when the engine had a core of its own). Without it, a
+//! waiter that yields at once hands its core to any runnable background task (a build at low
+//! priority was enough) and an empty dispatch took 25 µs instead of 2 µs.
 
 use std::time::{Duration, Instant};
 
 /// Checks before the clock is first read: most fences land within them.
 const FIRST_BURST: u32 = 64;
+/// Check without yielding until this much time has passed.
+const SPIN_UNTIL: Duration = Duration::from_micros(10);
 /// Yield between rounds of checks until this much time has passed.
 const YIELD_UNTIL: Duration = Duration::from_millis(3);
 /// The longest sleep between checks after that.
@@ -39,6 +43,9 @@ pub(crate) fn poll_until(timeout: Duration, mut done: impl FnMut() -> bool) -> b
         let elapsed = start.elapsed();
         if elapsed >= timeout {
             return done();
+        }
+        if elapsed < SPIN_UNTIL {
+            continue;
         }
         if elapsed < YIELD_UNTIL {
             std::thread::yield_now();

@@ -15,11 +15,23 @@ struct Counting;
 
 static ALLOCS: AtomicUsize = AtomicUsize::new(0);
 
+thread_local! {
+    /// Set while the measured work runs: only that thread's allocations count (the test
+    /// harness's other threads allocate when they like).
+    static COUNTING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn count() {
+    if COUNTING.try_with(|c| c.get()).unwrap_or(false) {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 // SAFETY: forwards every call unchanged to `System`, which upholds the `GlobalAlloc`
 // contract; the counter has no effect on the memory returned.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        count();
         // SAFETY: the caller's `layout` obligations are passed on unchanged.
         unsafe { System.alloc(layout) }
     }
@@ -28,7 +40,7 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        count();
         // SAFETY: as for `dealloc`; `new_size` obligations are the caller's.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -39,7 +51,9 @@ static GLOBAL: Counting = Counting;
 
 fn allocations_during(f: impl FnOnce()) -> usize {
     let before = ALLOCS.load(Ordering::SeqCst);
+    COUNTING.with(|c| c.set(true));
     f();
+    COUNTING.with(|c| c.set(false));
     ALLOCS.load(Ordering::SeqCst) - before
 }
 

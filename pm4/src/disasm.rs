@@ -613,33 +613,16 @@ impl Display for EventWriteAddr {
     }
 }
 
-impl Display for SetShReg<'_> {
+impl<S: crate::user::RegisterSpace> Display for crate::user::SetRegs<'_, S> {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         // One `NAME=value` per register written; unknown registers by address.
         const SHOWN: usize = 16;
-        f.write_str("SET_SH_REG")?;
-        for (reg, value) in self.registers().take(SHOWN) {
-            match reg.name() {
+        f.write_str(S::NAME)?;
+        let first = self.first_register();
+        for (addr, value) in (first..).zip(self.values.iter().take(SHOWN)) {
+            match S::reg_name(addr) {
                 Some(name) => write!(f, " {name}={value:#x}")?,
-                None => write!(f, " {:#x}={value:#x}", reg.0)?,
-            }
-        }
-        if self.values.len() > SHOWN {
-            write!(f, " … {} more", self.values.len() - SHOWN)?;
-        }
-        Ok(())
-    }
-}
-
-impl Display for SetContextReg<'_> {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        // As SET_SH_REG: one `NAME=value` per register, unknown registers by address.
-        const SHOWN: usize = 16;
-        f.write_str("SET_CONTEXT_REG")?;
-        for (reg, value) in self.registers().take(SHOWN) {
-            match reg.name() {
-                Some(name) => write!(f, " {name}={value:#x}")?,
-                None => write!(f, " {:#x}={value:#x}", reg.0)?,
+                None => write!(f, " {addr:#x}={value:#x}")?,
             }
         }
         if self.values.len() > SHOWN {

@@ -2137,79 +2137,141 @@ fn event_control(
 }
 
 // ---------------------------------------------------------------------------------------
-// SET_SH_REG
+// SET_SH_REG and SET_CONTEXT_REG
 // ---------------------------------------------------------------------------------------
 
 /// First SH register dword address; SET_SH_REG offsets are relative to it.
 pub const SH_REG_BASE: u32 = 0x2C00;
 
-/// SET_SH_REG dw1.
+/// First context register dword address; SET_CONTEXT_REG offsets are relative to it.
+pub const CONTEXT_REG_BASE: u32 = 0xA000;
+
+/// dw1 of SET_SH_REG and SET_CONTEXT_REG.
 #[bitfield(u32)]
 #[derive(FromBytes, IntoBytes, Immutable, KnownLayout, PartialEq, Eq)]
 pub struct ShRegOffset {
-    /// `[15:0]` register dword offset from [`SH_REG_BASE`].
+    /// `[15:0]` register dword offset from the space's first register ([`SH_REG_BASE`],
+    /// [`CONTEXT_REG_BASE`]).
     pub reg_offset: u16,
     #[bits(16)]
     __: u16,
 }
 
 zc_packet! {
-    /// The fixed part of SET_SH_REG (dw0–dw1).
-    pub struct SetShRegHead {
+    /// The fixed part of a register-write packet (dw0–dw1).
+    pub struct SetRegHead {
         /// dw0 (`count = N`).
         pub header: Type3Header,
-        /// dw1: first register.
+        /// dw1: first register, as a dword offset from the space's first register.
         pub offset: ShRegOffset,
     }
+}
+
+/// A register space that a SET_*_REG packet writes: its packet and its first register.
+pub trait RegisterSpace: Copy + core::fmt::Debug + PartialEq + Eq {
+    /// The packet name.
+    const NAME: &'static str;
+    /// The packet's opcode.
+    const OPCODE: Opcode;
+    /// The first register's dword address; the packet carries offsets from it.
+    const BASE: u32;
+    /// A register of the space, by dword address.
+    type Reg;
+    /// The register at dword address `addr`.
+    fn reg(addr: u32) -> Self::Reg;
+    /// The name of the register at dword address `addr`, if known.
+    fn reg_name(addr: u32) -> Option<&'static str>;
+}
+
+/// The SH (compute shader) registers: SET_SH_REG.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShSpace;
+
+impl RegisterSpace for ShSpace {
+    const NAME: &'static str = "SET_SH_REG";
+    const OPCODE: Opcode = Opcode::SET_SH_REG;
+    const BASE: u32 = SH_REG_BASE;
+    type Reg = crate::regs::ShReg;
+    fn reg(addr: u32) -> Self::Reg {
+        crate::regs::ShReg(addr)
+    }
+    fn reg_name(addr: u32) -> Option<&'static str> {
+        crate::regs::sh_reg_name(addr)
+    }
+}
+
+/// The context (graphics state) registers: SET_CONTEXT_REG, a graphics-ring packet; compute
+/// queues have no context registers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ContextSpace;
+
+impl RegisterSpace for ContextSpace {
+    const NAME: &'static str = "SET_CONTEXT_REG";
+    const OPCODE: Opcode = Opcode::SET_CONTEXT_REG;
+    const BASE: u32 = CONTEXT_REG_BASE;
+    type Reg = crate::regs::ContextReg;
+    fn reg(addr: u32) -> Self::Reg {
+        crate::regs::ContextReg(addr)
+    }
+    fn reg_name(addr: u32) -> Option<&'static str> {
+        crate::regs::context_reg_name(addr)
+    }
+}
+
+/// A register-write packet: 2 + N dwords writing N consecutive registers of space `S`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SetRegs<'a, S: RegisterSpace> {
+    /// dw0–dw1.
+    pub head: SetRegHead,
+    /// The register values (N ≥ 1).
+    pub values: &'a [u32],
+    space: core::marker::PhantomData<S>,
 }
 
 /// SET_SH_REG (0x76): 2 + N dwords writing N consecutive SH registers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SetShReg<'a> {
-    /// dw0–dw1.
-    pub head: SetShRegHead,
-    /// The register values (N ≥ 1).
-    pub values: &'a [u32],
-}
+pub type SetShReg<'a> = SetRegs<'a, ShSpace>;
 
-impl<'a> SetShReg<'a> {
+/// SET_CONTEXT_REG (0x69): 2 + N dwords writing N consecutive context registers.
+pub type SetContextReg<'a> = SetRegs<'a, ContextSpace>;
+
+impl<'a, S: RegisterSpace> SetRegs<'a, S> {
     /// The packet name.
-    pub const NAME: &'static str = "SET_SH_REG";
+    pub const NAME: &'static str = S::NAME;
 
-    /// Writes `values` to consecutive SH registers starting at dword address `reg`
-    /// (≥ [`SH_REG_BASE`]).
+    /// Writes `values` to consecutive registers starting at dword address `reg` (at least
+    /// the space's first register).
     pub fn new(reg: u32, values: &'a [u32]) -> Result<Self, BuildError> {
-        const P: &str = "SET_SH_REG";
         let offset = reg
-            .checked_sub(SH_REG_BASE)
+            .checked_sub(S::BASE)
             .ok_or(BuildError::FieldOutOfRange {
-                packet: P,
+                packet: S::NAME,
                 field: "reg",
                 value: reg.into(),
-                max: (SH_REG_BASE + 0xFFFF).into(),
+                max: (S::BASE + 0xFFFF).into(),
             })?;
-        check_bits(P, "reg_offset", offset.into(), 16)?;
+        check_bits(S::NAME, "reg_offset", offset.into(), 16)?;
         let total = values.len() + 2;
         if values.is_empty() || total > MAX_PACKET_DWORDS {
             return Err(BuildError::Length {
-                packet: P,
+                packet: S::NAME,
                 dwords: total,
                 min: 3,
                 max: MAX_PACKET_DWORDS,
             });
         }
-        Ok(SetShReg {
-            head: SetShRegHead {
-                header: Type3Header::for_packet(Opcode::SET_SH_REG, total)?,
+        Ok(SetRegs {
+            head: SetRegHead {
+                header: Type3Header::for_packet(S::OPCODE, total)?,
                 offset: ShRegOffset::new().with_reg_offset(offset as u16),
             },
             values,
+            space: core::marker::PhantomData,
         })
     }
 
     /// Dword address of the first register written.
-    pub const fn first_register(&self) -> u32 {
-        SH_REG_BASE + self.head.offset.reg_offset() as u32
+    pub fn first_register(&self) -> u32 {
+        S::BASE + self.head.offset.reg_offset() as u32
     }
 
     /// Total length in dwords.
@@ -2218,28 +2280,27 @@ impl<'a> SetShReg<'a> {
     }
 
     /// The registers written, in order, with their values.
-    pub fn registers(&self) -> impl Iterator<Item = (crate::regs::ShReg, u32)> + 'a {
+    pub fn registers(&self) -> impl Iterator<Item = (S::Reg, u32)> + 'a {
         let first = self.first_register();
-        let values = self.values;
         (first..)
-            .zip(values.iter().copied())
-            .map(|(r, v)| (crate::regs::ShReg(r), v))
+            .zip(self.values.iter().copied())
+            .map(|(r, v)| (S::reg(r), v))
     }
 
     /// Checks reserved bits as the decoder does.
     pub fn validate(&self) -> Result<(), DecodeErrorKind> {
-        check_reserved("SET_SH_REG", 1, self.head.offset.into_bits(), 0xFFFF_0000)
+        check_reserved(S::NAME, 1, self.head.offset.into_bits(), 0xFFFF_0000)
     }
 }
 
-impl<'a> crate::packets::Pm4Body<'a> for SetShReg<'a> {
+impl<'a, S: RegisterSpace> crate::packets::Pm4Body<'a> for SetRegs<'a, S> {
     const MIN_DWORDS: usize = 3;
     const MAX_DWORDS: usize = MAX_PACKET_DWORDS;
 
     #[inline(always)]
     fn decode_body(_: Type3Header, words: &'a [u32], _: GfxGen) -> Result<Self, DecodeErrorKind> {
         let wrong = || DecodeErrorKind::WrongLength {
-            packet: Self::NAME,
+            packet: S::NAME,
             dwords: words.len(),
             min: 3,
             max: MAX_PACKET_DWORDS,
@@ -2250,141 +2311,18 @@ impl<'a> crate::packets::Pm4Body<'a> for SetShReg<'a> {
         if values.is_empty() {
             return Err(wrong());
         }
-        let head = SetShRegHead::read_from_bytes(head.as_bytes()).map_err(|_| wrong())?;
-        let p = SetShReg { head, values };
-        p.validate()?;
-        Ok(p)
-    }
-}
-
-impl Encode for SetShReg<'_> {
-    fn dwords(&self) -> usize {
-        self.total_dwords()
-    }
-    fn encode_into(&self, out: &mut [u32]) -> Result<usize, WriteError> {
-        let n = self.total_dwords();
-        let dst = space(out, n)?;
-        let (head, body) = dst.split_at_mut(2);
-        head.as_mut_bytes().copy_from_slice(self.head.as_bytes());
-        body.copy_from_slice(self.values);
-        Ok(n)
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// SET_CONTEXT_REG
-// ---------------------------------------------------------------------------------------
-
-/// First context register dword address; SET_CONTEXT_REG offsets are relative to it.
-pub const CONTEXT_REG_BASE: u32 = 0xA000;
-
-zc_packet! {
-    /// The fixed part of SET_CONTEXT_REG (dw0–dw1). dw1 has the layout of SET_SH_REG's:
-    /// `[15:0]` the register offset, the rest reserved.
-    pub struct SetContextRegHead {
-        /// dw0 (`count = N`).
-        pub header: Type3Header,
-        /// dw1: first register, as a dword offset from [`CONTEXT_REG_BASE`].
-        pub offset: ShRegOffset,
-    }
-}
-
-/// SET_CONTEXT_REG (0x69): 2 + N dwords writing N consecutive context (graphics state)
-/// registers. A graphics-ring packet; compute queues have no context registers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SetContextReg<'a> {
-    /// dw0–dw1.
-    pub head: SetContextRegHead,
-    /// The register values (N ≥ 1).
-    pub values: &'a [u32],
-}
-
-impl<'a> SetContextReg<'a> {
-    /// The packet name.
-    pub const NAME: &'static str = "SET_CONTEXT_REG";
-
-    /// Writes `values` to consecutive context registers starting at dword address `reg`
-    /// (≥ [`CONTEXT_REG_BASE`]).
-    pub fn new(reg: u32, values: &'a [u32]) -> Result<Self, BuildError> {
-        const P: &str = "SET_CONTEXT_REG";
-        let offset = reg
-            .checked_sub(CONTEXT_REG_BASE)
-            .ok_or(BuildError::FieldOutOfRange {
-                packet: P,
-                field: "reg",
-                value: reg.into(),
-                max: (CONTEXT_REG_BASE + 0xFFFF).into(),
-            })?;
-        check_bits(P, "reg_offset", offset.into(), 16)?;
-        let total = values.len() + 2;
-        if values.is_empty() || total > MAX_PACKET_DWORDS {
-            return Err(BuildError::Length {
-                packet: P,
-                dwords: total,
-                min: 3,
-                max: MAX_PACKET_DWORDS,
-            });
-        }
-        Ok(SetContextReg {
-            head: SetContextRegHead {
-                header: Type3Header::for_packet(Opcode::SET_CONTEXT_REG, total)?,
-                offset: ShRegOffset::new().with_reg_offset(offset as u16),
-            },
+        let head = SetRegHead::read_from_bytes(head.as_bytes()).map_err(|_| wrong())?;
+        let p = SetRegs {
+            head,
             values,
-        })
-    }
-
-    /// Dword address of the first register written.
-    pub const fn first_register(&self) -> u32 {
-        CONTEXT_REG_BASE + self.head.offset.reg_offset() as u32
-    }
-
-    /// Total length in dwords.
-    pub fn total_dwords(&self) -> usize {
-        2 + self.values.len()
-    }
-
-    /// The registers written, in order, with their values.
-    pub fn registers(&self) -> impl Iterator<Item = (crate::regs::ContextReg, u32)> + 'a {
-        let first = self.first_register();
-        let values = self.values;
-        (first..)
-            .zip(values.iter().copied())
-            .map(|(r, v)| (crate::regs::ContextReg(r), v))
-    }
-
-    /// Checks reserved bits as the decoder does.
-    pub fn validate(&self) -> Result<(), DecodeErrorKind> {
-        check_reserved(Self::NAME, 1, self.head.offset.into_bits(), 0xFFFF_0000)
-    }
-}
-
-impl<'a> crate::packets::Pm4Body<'a> for SetContextReg<'a> {
-    const MIN_DWORDS: usize = 3;
-    const MAX_DWORDS: usize = MAX_PACKET_DWORDS;
-
-    #[inline(always)]
-    fn decode_body(_: Type3Header, words: &'a [u32], _: GfxGen) -> Result<Self, DecodeErrorKind> {
-        let wrong = || DecodeErrorKind::WrongLength {
-            packet: Self::NAME,
-            dwords: words.len(),
-            min: 3,
-            max: MAX_PACKET_DWORDS,
+            space: core::marker::PhantomData,
         };
-        let (Some(head), Some(values)) = (words.get(..2), words.get(2..)) else {
-            return Err(wrong());
-        };
-        if values.is_empty() {
-            return Err(wrong());
-        }
-        let head = SetContextRegHead::read_from_bytes(head.as_bytes()).map_err(|_| wrong())?;
-        let p = SetContextReg { head, values };
         p.validate()?;
         Ok(p)
     }
 }
 
-impl Encode for SetContextReg<'_> {
+impl<S: RegisterSpace> Encode for SetRegs<'_, S> {
     fn dwords(&self) -> usize {
         self.total_dwords()
     }

@@ -57,16 +57,7 @@ impl MfmaF32 {
     /// (register, lane) of D's element `(i, j)` in block `b`.
     pub fn d_location(self, i: usize, j: usize, b: usize) -> (usize, usize) {
         let (m, n, _, _) = self.dims();
-        if m == 4 {
-            return (i, j + 4 * b);
-        }
-        let per_block = m * n / WAVE_SIZE;
-        let lane_groups = WAVE_SIZE / n;
-        let (g, r) = (i / 4, i % 4);
-        (
-            per_block * b + r + 4 * (g / lane_groups),
-            j + n * (g % lane_groups),
-        )
+        d_location(m, n, i, j, b)
     }
 
     /// Computes D = A × B + C for every block; `c` and the result have
@@ -91,4 +82,19 @@ impl MfmaF32 {
         }
         d
     }
+}
+
+/// (register, lane) of D's element `(i, j)` of block `b` for an M×N result: the layout every
+/// f32-accumulating MFMA shares (the packed-input forms too).
+pub(crate) fn d_location(m: usize, n: usize, i: usize, j: usize, b: usize) -> (usize, usize) {
+    if m == 4 {
+        return (i, j + 4 * b);
+    }
+    let per_block = m * n / WAVE_SIZE;
+    let lane_groups = WAVE_SIZE / n;
+    let (g, r) = (i / 4, i % 4);
+    (
+        per_block * b + r + 4 * (g / lane_groups),
+        j + n * (g % lane_groups),
+    )
 }

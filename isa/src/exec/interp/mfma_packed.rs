@@ -11,6 +11,7 @@ use super::{illegal, opnd, Wave, R};
 use crate::decode::Operand;
 use crate::exec::cache::{Cached, SrcType};
 use crate::exec::float::f16_to_f32;
+use crate::exec::mfma::d_location;
 use crate::exec::wave::{Lanes, WAVE_SIZE};
 use crate::table::{Field, Op};
 
@@ -53,20 +54,6 @@ fn shape(op: Op) -> Option<(usize, usize, usize, usize, In, usize)> {
 /// Whether `op` is one of the MFMAs this module executes.
 pub(super) fn is_packed_mfma(op: Op) -> bool {
     shape(op).is_some() || op == Op::VMfmaF6416x16x4f64
-}
-
-/// (register, lane) of D's element `(i, j)` of block `b` (the f32 MFMAs' layout).
-fn d_location(m: usize, n: usize, i: usize, j: usize, b: usize) -> (usize, usize) {
-    if m == 4 {
-        return (i, j + 4 * b);
-    }
-    let per_block = m * n / WAVE_SIZE;
-    let lane_groups = WAVE_SIZE / n;
-    let (g, r) = (i / 4, i % 4);
-    (
-        per_block * b + r + 4 * (g / lane_groups),
-        j + n * (g % lane_groups),
-    )
 }
 
 /// Element `e` of a lane's packed input, as f64 (floats) or as an integer in an f64.

@@ -256,12 +256,35 @@ impl Wave {
     /// A wave with `vgprs` VGPRs and `agprs` AGPRs, all registers zero, EXEC all ones.
     /// Counts are clamped to 256 each (the architectural maximum).
     pub fn new(target: Target, vgprs: usize, agprs: usize) -> Self {
+        Self::with_files(target, vgprs, agprs, Vec::new(), Vec::new())
+    }
+
+    /// Makes this wave what [`Wave::new`] makes, reusing its register files' allocations (a
+    /// compute unit recycles the waves of a finished workgroup).
+    pub fn reset(&mut self, target: Target, vgprs: usize, agprs: usize) {
+        let vgpr = std::mem::take(&mut self.vgpr);
+        let agpr = std::mem::take(&mut self.agpr);
+        *self = Self::with_files(target, vgprs, agprs, vgpr, agpr);
+    }
+
+    /// [`Wave::new`], its VGPRs and AGPRs in `vgpr` and `agpr` (cleared first).
+    fn with_files(
+        target: Target,
+        vgprs: usize,
+        agprs: usize,
+        mut vgpr: Vec<Lanes>,
+        mut agpr: Vec<Lanes>,
+    ) -> Self {
         let agprs = if has_agprs(target) { agprs.min(256) } else { 0 };
+        vgpr.clear();
+        vgpr.resize(vgprs.min(256), [0; WAVE_SIZE]);
+        agpr.clear();
+        agpr.resize(agprs, [0; WAVE_SIZE]);
         let mut wave = Wave {
             target,
             sgpr: [0; sreg::FILE_SIZE],
-            vgpr: vec![[0; WAVE_SIZE]; vgprs.min(256)],
-            agpr: vec![[0; WAVE_SIZE]; agprs],
+            vgpr,
+            agpr,
             scc: false,
             pc: 0,
             mode: Mode::default(),

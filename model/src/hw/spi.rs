@@ -618,6 +618,8 @@ impl KernelRun {
         let total = self.total_groups();
         // The last finished workgroup: the next new one takes over its waves' allocations.
         let mut spare: Option<Workgroup> = None;
+        // Instructions retired in this slice, handed to the watch at its end.
+        let mut retired = 0u64;
         while !stop.load(Ordering::Acquire) && Instant::now() < deadline {
             let next = {
                 let mut p = locked(pending);
@@ -663,6 +665,7 @@ impl KernelRun {
                 &mut local_code,
                 code,
                 &mut messages,
+                &mut retired,
             );
             match end {
                 GroupEnd::Done(g) => {
@@ -691,6 +694,9 @@ impl KernelRun {
                 }
             }
         }
+        if let Some(w) = &self.watch {
+            w.count_instructions(retired);
+        }
         locked(outcome).messages.extend(messages);
     }
 
@@ -706,6 +712,7 @@ impl KernelRun {
         local_code: &mut Vec<Arc<CodeCache>>,
         shared_code: &Mutex<Vec<DecodedCode>>,
         messages: &mut Vec<(u16, u32)>,
+        retired: &mut u64,
     ) -> GroupEnd {
         loop {
             let mut ran = false;
@@ -730,12 +737,13 @@ impl KernelRun {
                         },
                     };
                     let stop = match &self.watch {
-                        Some(watch) => watch.run(
+                        Some(watch) => watch.run_local(
                             || watch.id(group.id, group.index, i as u32, group.first_wave),
                             wave,
                             &code,
                             &mut env,
                             WAVE_TURN,
+                            retired,
                         ),
                         None => wave.run(&code, &mut env, WAVE_TURN),
                     };

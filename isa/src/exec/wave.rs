@@ -511,3 +511,34 @@ pub fn map2(a: &Lanes, b: &Lanes, op: impl Fn(u32, u32) -> u32) -> Lanes {
 pub fn has_agprs(target: Target) -> bool {
     matches!(target, Target::Gfx908 | Target::Gfx90a)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reset_makes_what_new_makes() {
+        let mut w = Wave::new(Target::Gfx90a, 8, 4);
+        w.pc = 0x1000;
+        w.sgpr[3] = 7;
+        w.v_mut(2).unwrap()[5] = 9;
+        w.agpr[1][0] = 3;
+        w.scc = true;
+        w.set_exec(5);
+        w.status = 1;
+        w.retired = 11;
+        w.reset(Target::Gfx900, 12, 4);
+        assert_eq!(
+            format!("{w:?}"),
+            format!("{:?}", Wave::new(Target::Gfx900, 12, 4))
+        );
+        assert_eq!((w.vgpr.len(), w.agpr.len(), w.exec()), (12, 0, u64::MAX));
+        w.v_mut(11).unwrap()[63] = 1;
+        w.reset(Target::Gfx90a, 300, 300);
+        assert_eq!(
+            format!("{w:?}"),
+            format!("{:?}", Wave::new(Target::Gfx90a, 300, 300))
+        );
+        assert_eq!((w.vgpr.len(), w.agpr.len()), (256, 256));
+    }
+}

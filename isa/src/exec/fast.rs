@@ -171,6 +171,9 @@ pub struct Fast {
     pub sdst: u8,
     /// Scalar pair a carry-in or select mask is read from.
     pub cin: u8,
+    /// One past the highest VGPR a source reads (0: none reads one), so a wave with fewer
+    /// VGPRs is turned away with one compare.
+    pub src_vgpr_end: u16,
 }
 
 /// The scalar-file index of a register operand (SGPR, TTMP, VCC, EXEC, M0, …).
@@ -225,6 +228,26 @@ pub(crate) fn plan(
     src_type: SrcType,
     cmp: Option<Cmp>,
 ) -> Option<Fast> {
+    let mut f = plan_sources(inst, fields, src_type, cmp)?;
+    f.src_vgpr_end = f
+        .src
+        .iter()
+        .map(|&s| match s {
+            Src::V(i) => i + 1,
+            _ => 0,
+        })
+        .max()
+        .unwrap_or(0);
+    Some(f)
+}
+
+/// [`plan`] but for [`Fast::src_vgpr_end`].
+fn plan_sources(
+    inst: &Instruction,
+    fields: &[Option<Operand>; 5],
+    src_type: SrcType,
+    cmp: Option<Cmp>,
+) -> Option<Fast> {
     if inst.ext != Ext::None {
         return None;
     }
@@ -256,6 +279,7 @@ pub(crate) fn plan(
         src: [Src::K(0); 3],
         sdst: sreg::VCC_LO as u8,
         cin: sreg::VCC_LO as u8,
+        src_vgpr_end: 0,
     };
     if let Some(cmp) = cmp {
         let truth = cmp.truth?;
@@ -457,8 +481,7 @@ impl Wave {
     #[inline]
     pub(crate) fn run_fast(&mut self, f: &Fast) -> bool {
         let n_vgpr = self.vgpr.len();
-        let ok = |s: Src| !matches!(s, Src::V(i) if usize::from(i) >= n_vgpr);
-        if !(f.src.iter().all(|&s| ok(s))) {
+        if usize::from(f.src_vgpr_end) > n_vgpr {
             return false;
         }
         let exec = self.exec();

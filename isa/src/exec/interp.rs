@@ -2177,22 +2177,20 @@ impl Wave {
         } else {
             i64::from(((w0 & 0x1fff) << 19) as i32 >> 19)
         };
-        let mut addrs = [0u64; WAVE_SIZE];
         let lo = self.v(vaddr)?;
-        if saddr != 0x7f && c.inst.enc == Enc::Global {
+        // built lane by lane (no zeroing of the array first)
+        let addrs: [u64; WAVE_SIZE] = if saddr != 0x7f && c.inst.enc == Enc::Global {
             let base = self.sgpr64(saddr);
-            for l in 0..WAVE_SIZE {
-                addrs[l] = base
-                    .wrapping_add(u64::from(lo[l]))
-                    .wrapping_add_signed(offset);
-            }
+            std::array::from_fn(|l| {
+                base.wrapping_add(u64::from(lo[l]))
+                    .wrapping_add_signed(offset)
+            })
         } else {
             let hi = self.v(vaddr + 1)?;
-            for l in 0..WAVE_SIZE {
-                addrs[l] =
-                    (u64::from(lo[l]) | (u64::from(hi[l]) << 32)).wrapping_add_signed(offset);
-            }
-        }
+            std::array::from_fn(|l| {
+                (u64::from(lo[l]) | (u64::from(hi[l]) << 32)).wrapping_add_signed(offset)
+            })
+        };
         let exec = self.exec();
         // loads write VDST; stores and atomics read DATA
         let data_reg = match c.mem {
@@ -2236,8 +2234,16 @@ impl Wave {
                 half,
             } => {
                 let dwords = bytes.div_ceil(4) as usize;
-                let mut out = [[0u32; WAVE_SIZE]; 4];
-                env.load(addrs, mask, bytes, &mut out[..dwords])?;
+                // one dword (the common case) zeroes one row, not four
+                let (mut one, mut four);
+                let out: &mut [[u32; WAVE_SIZE]] = if dwords <= 1 {
+                    one = [[0u32; WAVE_SIZE]; 1];
+                    &mut one[..dwords]
+                } else {
+                    four = [[0u32; WAVE_SIZE]; 4];
+                    &mut four[..dwords]
+                };
+                env.load(addrs, mask, bytes, out)?;
                 if signed {
                     for v in out[0].iter_mut() {
                         *v = if bytes == 1 {
@@ -2249,7 +2255,7 @@ impl Wave {
                 }
                 // lanes out of buffer range read 0
                 let exec = self.exec();
-                for (i, d) in out[..dwords].iter_mut().enumerate() {
+                for (i, d) in out.iter_mut().enumerate() {
                     let dst = self.data_reg_mut(acc, reg + i)?;
                     if half == D16::Full {
                         // the same, as a copy the compiler vectorises
@@ -2276,6 +2282,12 @@ impl Wave {
             }
             MemKind::Store { bytes, half } => {
                 let dwords = bytes.div_ceil(4) as usize;
+                if dwords == 1 && half != D16::Hi {
+                    // one whole dword per lane: the register itself is the data
+                    let data = self.data_reg(acc, reg)?;
+                    env.store(addrs, mask, bytes, std::slice::from_ref(data))?;
+                    return Ok(());
+                }
                 let mut data = [[0u32; WAVE_SIZE]; 4];
                 for (i, d) in data[..dwords].iter_mut().enumerate() {
                     *d = *self.data_reg(acc, reg + i)?;

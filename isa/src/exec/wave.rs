@@ -256,12 +256,35 @@ impl Wave {
     /// A wave with `vgprs` VGPRs and `agprs` AGPRs, all registers zero, EXEC all ones.
     /// Counts are clamped to 256 each (the architectural maximum).
     pub fn new(target: Target, vgprs: usize, agprs: usize) -> Self {
+        Self::with_files(target, vgprs, agprs, Vec::new(), Vec::new())
+    }
+
+    /// Makes this wave what [`Wave::new`] makes, reusing its register files' allocations (a
+    /// compute unit recycles the waves of a finished workgroup).
+    pub fn reset(&mut self, target: Target, vgprs: usize, agprs: usize) {
+        let vgpr = std::mem::take(&mut self.vgpr);
+        let agpr = std::mem::take(&mut self.agpr);
+        *self = Self::with_files(target, vgprs, agprs, vgpr, agpr);
+    }
+
+    /// [`Wave::new`], its VGPRs and AGPRs in `vgpr` and `agpr` (cleared first).
+    fn with_files(
+        target: Target,
+        vgprs: usize,
+        agprs: usize,
+        mut vgpr: Vec<Lanes>,
+        mut agpr: Vec<Lanes>,
+    ) -> Self {
         let agprs = if has_agprs(target) { agprs.min(256) } else { 0 };
+        vgpr.clear();
+        vgpr.resize(vgprs.min(256), [0; WAVE_SIZE]);
+        agpr.clear();
+        agpr.resize(agprs, [0; WAVE_SIZE]);
         let mut wave = Wave {
             target,
             sgpr: [0; sreg::FILE_SIZE],
-            vgpr: vec![[0; WAVE_SIZE]; vgprs.min(256)],
-            agpr: vec![[0; WAVE_SIZE]; agprs],
+            vgpr,
+            agpr,
             scc: false,
             pc: 0,
             mode: Mode::default(),
@@ -487,4 +510,35 @@ pub fn map2(a: &Lanes, b: &Lanes, op: impl Fn(u32, u32) -> u32) -> Lanes {
 /// Whether the target has accumulation registers (gfx908, gfx90a).
 pub fn has_agprs(target: Target) -> bool {
     matches!(target, Target::Gfx908 | Target::Gfx90a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reset_makes_what_new_makes() {
+        let mut w = Wave::new(Target::Gfx90a, 8, 4);
+        w.pc = 0x1000;
+        w.sgpr[3] = 7;
+        w.v_mut(2).unwrap()[5] = 9;
+        w.agpr[1][0] = 3;
+        w.scc = true;
+        w.set_exec(5);
+        w.status = 1;
+        w.retired = 11;
+        w.reset(Target::Gfx900, 12, 4);
+        assert_eq!(
+            format!("{w:?}"),
+            format!("{:?}", Wave::new(Target::Gfx900, 12, 4))
+        );
+        assert_eq!((w.vgpr.len(), w.agpr.len(), w.exec()), (12, 0, u64::MAX));
+        w.v_mut(11).unwrap()[63] = 1;
+        w.reset(Target::Gfx90a, 300, 300);
+        assert_eq!(
+            format!("{w:?}"),
+            format!("{:?}", Wave::new(Target::Gfx90a, 300, 300))
+        );
+        assert_eq!((w.vgpr.len(), w.agpr.len()), (256, 256));
+    }
 }

@@ -341,6 +341,24 @@ impl Watch {
         env: &mut E,
         budget: u64,
     ) -> Stop {
+        let mut retired = 0;
+        let stop = self.run_local(id, wave, code, env, budget, &mut retired);
+        self.count_instructions(retired);
+        stop
+    }
+
+    /// [`Watch::run`], adding the instructions to `retired` rather than to the shared count: a
+    /// compute unit's thread sums them over its time slice and hands the sum over with
+    /// [`Watch::count_instructions`] (one atomic add per slice rather than per wave turn).
+    pub fn run_local<E: WaveEnv + ?Sized>(
+        &self,
+        id: impl FnOnce() -> WaveId,
+        wave: &mut Wave,
+        code: &CodeCache,
+        env: &mut E,
+        budget: u64,
+        retired: &mut u64,
+    ) -> Stop {
         let before = wave.retired;
         let stop = match &self.observer {
             Some(o) => {
@@ -353,10 +371,15 @@ impl Watch {
             }
             None => wave.run(code, env, budget),
         };
-        self.activity
-            .instructions
-            .fetch_add(wave.retired - before, Ordering::Relaxed);
+        *retired += wave.retired - before;
         stop
+    }
+
+    /// Adds `n` executed instructions to the dispatch's count.
+    pub fn count_instructions(&self, n: u64) {
+        if n != 0 {
+            self.activity.instructions.fetch_add(n, Ordering::Relaxed);
+        }
     }
 
     /// A wave ended (`why`: `None` at `s_endpgm`, else what halted it).

@@ -235,8 +235,8 @@ struct Workgroup {
 
 /// How a workgroup's turn on a compute unit ended.
 enum GroupEnd {
-    /// Every wave ended.
-    Done,
+    /// Every wave ended (the workgroup is handed back so the next one reuses its waves).
+    Done(Workgroup),
     /// The time slice is over (or another thread stopped the dispatch): resume it later.
     Unfinished(Workgroup),
     /// A wave faulted on memory.
@@ -616,6 +616,10 @@ impl KernelRun {
             locked(code).iter().map(|c| c.cache.clone()).collect();
         let mut messages = Vec::new();
         let total = self.total_groups();
+        // The last finished workgroup: the next new one takes over its waves' allocations.
+        let mut spare: Option<Workgroup> = None;
+        // Instructions retired in this slice, handed to the watch at its end.
+        let mut retired = 0u64;
         while !stop.load(Ordering::Acquire) && Instant::now() < deadline {
             let next = {
                 let mut p = locked(pending);
@@ -644,7 +648,7 @@ impl KernelRun {
                     ((g / gx) % gy) as u32,
                     (g / (gx * gy)) as u32,
                 ];
-                let mut group = self.new_group(id, slot);
+                let mut group = self.new_group(id, slot, spare.take());
                 group.index = g;
                 group.first_wave = g * group.waves.len() as u64;
                 if let Some(w) = &self.watch {
@@ -661,12 +665,14 @@ impl KernelRun {
                 &mut local_code,
                 code,
                 &mut messages,
+                &mut retired,
             );
             match end {
-                GroupEnd::Done => {
+                GroupEnd::Done(g) => {
                     if let Some(free) = &mut locked(pending).free_slots {
                         free.push(slot);
                     }
+                    spare = Some(g);
                 }
                 GroupEnd::Unfinished(g) => locked(pending).active.push_back(g),
                 GroupEnd::Fault(e) => {
@@ -688,6 +694,9 @@ impl KernelRun {
                 }
             }
         }
+        if let Some(w) = &self.watch {
+            w.count_instructions(retired);
+        }
         locked(outcome).messages.extend(messages);
     }
 
@@ -703,6 +712,7 @@ impl KernelRun {
         local_code: &mut Vec<Arc<CodeCache>>,
         shared_code: &Mutex<Vec<DecodedCode>>,
         messages: &mut Vec<(u16, u32)>,
+        retired: &mut u64,
     ) -> GroupEnd {
         loop {
             let mut ran = false;
@@ -727,12 +737,13 @@ impl KernelRun {
                         },
                     };
                     let stop = match &self.watch {
-                        Some(watch) => watch.run(
+                        Some(watch) => watch.run_local(
                             || watch.id(group.id, group.index, i as u32, group.first_wave),
                             wave,
                             &code,
                             &mut env,
                             WAVE_TURN,
+                            retired,
                         ),
                         None => wave.run(&code, &mut env, WAVE_TURN),
                     };
@@ -868,7 +879,7 @@ impl KernelRun {
                 }
             }
             if group.waves.iter().all(|w| w.1 == WaveState::Done) {
-                return GroupEnd::Done;
+                return GroupEnd::Done(group);
             }
             if group.waves.iter().all(|w| w.1 != WaveState::Ready) {
                 // Every live wave waits at the barrier: release them.
@@ -907,8 +918,8 @@ impl KernelRun {
     }
 
     /// A workgroup's waves with their initial state (AMDGPUUsage, "Initial Kernel Execution
-    /// State").
-    fn new_group(&self, id: [u32; 3], slot: u32) -> Workgroup {
+    /// State"), in the allocations of `reuse` (a finished workgroup) when given.
+    fn new_group(&self, id: [u32; 3], slot: u32, reuse: Option<Workgroup>) -> Workgroup {
         let s = &self.setup;
         let wg = s.workgroup;
         let items = wg[0] * wg[1] * wg[2];
@@ -918,35 +929,59 @@ impl KernelRun {
             .min(64 << 10);
         // Work-items of this group inside the grid (a partial last group has fewer).
         let extent = [0, 1, 2].map(|d| (s.grid[d] - id[d] * wg[d]).min(wg[d]));
-        let waves = (0..nwaves)
-            .map(|w| {
-                let scratch_wave = u64::from(slot) * u64::from(nwaves) + u64::from(w);
-                (
-                    self.initial_wave(id, w, extent, scratch_wave),
-                    WaveState::Ready,
-                )
-            })
-            .collect();
-        Workgroup {
+        let mut group = reuse.unwrap_or_else(|| Workgroup {
             id,
             index: 0,
             first_wave: 0,
             slot,
-            in_handler: vec![None; nwaves as usize],
-            doorbell_asked: vec![false; nwaves as usize],
-            waves,
-            lds: vec![0; lds],
+            in_handler: Vec::new(),
+            doorbell_asked: Vec::new(),
+            waves: Vec::new(),
+            lds: Vec::new(),
+        });
+        group.id = id;
+        group.index = 0;
+        group.first_wave = 0;
+        group.slot = slot;
+        group.waves.truncate(nwaves as usize);
+        for w in 0..nwaves {
+            let scratch_wave = u64::from(slot) * u64::from(nwaves) + u64::from(w);
+            match group.waves.get_mut(w as usize) {
+                Some((wave, state)) => {
+                    wave.reset(s.target, self.vgprs, self.agprs);
+                    self.initial_wave(wave, id, w, extent, scratch_wave);
+                    *state = WaveState::Ready;
+                }
+                None => {
+                    let mut wave = Wave::new(s.target, self.vgprs, self.agprs);
+                    self.initial_wave(&mut wave, id, w, extent, scratch_wave);
+                    group.waves.push((wave, WaveState::Ready));
+                }
+            }
         }
+        group.in_handler.clear();
+        group.in_handler.resize(nwaves as usize, None);
+        group.doorbell_asked.clear();
+        group.doorbell_asked.resize(nwaves as usize, false);
+        group.lds.clear();
+        group.lds.resize(lds, 0);
+        group
     }
 
-    /// Wave `w` of workgroup `group`, whose private segment is the `scratch_wave`th of the
-    /// scratch.
-    fn initial_wave(&self, group: [u32; 3], w: u32, extent: [u32; 3], scratch_wave: u64) -> Wave {
+    /// Sets `wave` (as [`Wave::new`] made it) up as wave `w` of workgroup `group`, whose
+    /// private segment is the `scratch_wave`th of the scratch.
+    fn initial_wave(
+        &self,
+        wave: &mut Wave,
+        group: [u32; 3],
+        w: u32,
+        extent: [u32; 3],
+        scratch_wave: u64,
+    ) {
         let s = &self.setup;
         let info = &self.info;
         let props = info.kernel_code_properties;
         let rsrc2 = info.compute_pgm_rsrc2;
-        let mut wave = Wave::new(s.target, self.vgprs, self.agprs);
         wave.pc = self.entry;
         wave.mode = Mode::from_rsrc1(info.compute_pgm_rsrc1.into_bits());
         wave.sh_mem_bases = SH_MEM_BASES;
@@ -1067,7 +1102,6 @@ impl KernelRun {
                 }
             }
         }
-        wave
     }
 }
 

@@ -25,8 +25,6 @@ pub const PASS_BUDGET: usize = 256;
 /// How long the thread keeps spinning after the last work it saw (short: a waiter sharing its
 /// core must get the CPU).
 pub const HOT_SPIN: Duration = Duration::from_micros(20);
-/// During [`HOT_SPIN`], the thread yields the CPU once every this many passes.
-pub const HOT_SPIN_YIELD_EVERY: u32 = 4;
 /// How long it keeps polling, yielding the CPU between passes, before it starts to sleep.
 pub const WARM_YIELD: Duration = Duration::from_millis(2);
 /// The longest idle sleep in the first second without work (also how often a parked wait is
@@ -550,7 +548,6 @@ pub fn spawn(
             let mut last_work = Instant::now();
             let mut last_tick = Instant::now();
             let mut sleep = Duration::from_micros(20);
-            let mut spins = 0u32;
             log::debug!(target: "hw::engine", "engine thread started");
             while !waker.stop.load(Ordering::Acquire) {
                 let Some(activity) = step() else { break };
@@ -576,15 +573,7 @@ pub fn spawn(
                 } else if activity.queues == 0 {
                     waker.sleep(NOTHING_MAPPED_SLEEP);
                 } else if idle < HOT_SPIN {
-                    // Spinning, but giving the CPU away every few passes: a client waiting
-                    // for this work on the same core runs at once, and with a core of its
-                    // own the yield returns at once.
-                    spins = spins.wrapping_add(1);
-                    if spins % HOT_SPIN_YIELD_EVERY == 0 {
-                        std::thread::yield_now();
-                    } else {
-                        std::hint::spin_loop();
-                    }
+                    std::hint::spin_loop();
                 } else if idle < WARM_YIELD {
                     std::thread::yield_now();
                 } else {

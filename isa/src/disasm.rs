@@ -217,6 +217,24 @@ fn operand(f: &mut impl Write, o: &Operand, dwords: u8, half: Half) -> fmt::Resu
     }
 }
 
+/// The addressing modifiers MUBUF and MTBUF share, at the same bits of their first dword:
+/// `idxen`, `offen`, `offset:N` and `glc`, in llvm-objdump's order.
+fn buffer_addressing(f: &mut impl Write, w0: u32) -> fmt::Result {
+    if (w0 >> 13) & 1 == 1 {
+        f.write_str(" idxen")?;
+    }
+    if (w0 >> 12) & 1 == 1 {
+        f.write_str(" offen")?;
+    }
+    if w0 & 0xFFF != 0 {
+        write!(f, " offset:{}", w0 & 0xFFF)?;
+    }
+    if (w0 >> 14) & 1 == 1 {
+        f.write_str(" glc")?;
+    }
+    Ok(())
+}
+
 fn swizzle(f: &mut impl Write, k: u32) -> fmt::Result {
     if k & 0x8000 != 0 {
         if k & 0x7F00 != 0 {
@@ -648,18 +666,7 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
         }
         Enc::Mubuf if row.slots.is_empty() => {}
         Enc::Mubuf => {
-            if (w0 >> 13) & 1 == 1 {
-                f.write_str(" idxen")?;
-            }
-            if (w0 >> 12) & 1 == 1 {
-                f.write_str(" offen")?;
-            }
-            if w0 & 0xFFF != 0 {
-                write!(f, " offset:{}", w0 & 0xFFF)?;
-            }
-            if (w0 >> 14) & 1 == 1 {
-                f.write_str(" glc")?;
-            }
+            buffer_addressing(f, w0)?;
             if (w0 >> 17) & 1 == 1 {
                 f.write_str(" slc")?;
             }
@@ -720,18 +727,7 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
                 }
                 f.write_str("]")?;
             }
-            if (w0 >> 13) & 1 == 1 {
-                f.write_str(" idxen")?;
-            }
-            if (w0 >> 12) & 1 == 1 {
-                f.write_str(" offen")?;
-            }
-            if w0 & 0xFFF != 0 {
-                write!(f, " offset:{}", w0 & 0xFFF)?;
-            }
-            if (w0 >> 14) & 1 == 1 {
-                f.write_str(" glc")?;
-            }
+            buffer_addressing(f, w0)?;
             if (w1 >> 22) & 1 == 1 {
                 f.write_str(" slc")?;
             }

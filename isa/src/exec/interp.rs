@@ -1563,9 +1563,21 @@ impl Wave {
         let a = self.src32(c, Field::A, 0, Mods::default())?;
         let b = self.src32(c, Field::B, 1, Mods::default())?;
         let regs = shape.result_registers();
-        let acc_cd = (w0 >> 15) & 1 != 0 || self.target == crate::Target::Gfx908;
-        let src2 = ((w1 >> 18) & 0x1ff) as usize;
-        let vdst = (w0 & 0xff) as usize;
+        let cin = self.mfma_c(c, regs, SrcType::F32)?;
+        let d = shape.compute(&a, &b, &cin);
+        self.mfma_d(c, &d)
+    }
+
+    /// Whether an MFMA's C and D are AGPRs: the ACC_CD bit (gfx90a); always on gfx908.
+    fn mfma_acc_cd(&self, c: &Cached) -> bool {
+        (c.inst.words[0] >> 15) & 1 != 0 || self.target == crate::Target::Gfx908
+    }
+
+    /// An MFMA's `regs` C registers: VGPRs or AGPRs from SRC2, or an inline constant or SGPR
+    /// (read as `ty`) broadcast to every register and lane.
+    fn mfma_c(&self, c: &Cached, regs: usize, ty: SrcType) -> R<Vec<Lanes>> {
+        let acc_cd = self.mfma_acc_cd(c);
+        let src2 = ((c.inst.words[1] >> 18) & 0x1ff) as usize;
         let mut cin = Vec::with_capacity(regs);
         for i in 0..regs {
             cin.push(if src2 >= 256 {
@@ -1575,17 +1587,19 @@ impl Wave {
                     *self.v(src2 - 256 + i)?
                 }
             } else {
-                // an inline constant or SGPR broadcast as C
-                [self.sread(
-                    opnd(c, Field::C).unwrap_or(Operand::IntConst(0)),
-                    SrcType::F32,
-                    false,
-                ) as u32; WAVE_SIZE]
+                let o = opnd(c, Field::C).unwrap_or(Operand::IntConst(0));
+                [self.sread(o, ty, false) as u32; WAVE_SIZE]
             });
         }
-        let d = shape.compute(&a, &b, &cin);
+        Ok(cin)
+    }
+
+    /// Writes an MFMA's D registers (VGPRs or AGPRs from VDST); MFMA ignores EXEC, all lanes
+    /// take part.
+    fn mfma_d(&mut self, c: &Cached, d: &[Lanes]) -> R<()> {
+        let acc_cd = self.mfma_acc_cd(c);
+        let vdst = (c.inst.words[0] & 0xff) as usize;
         for (i, r) in d.iter().enumerate() {
-            // MFMA ignores EXEC (all lanes take part)
             if acc_cd {
                 *self.a_mut(vdst + i)? = *r;
             } else {

@@ -101,27 +101,12 @@ impl Wave {
         let a = self.mfma_source(c, Field::A, in_regs)?;
         let b = self.mfma_source(c, Field::B, in_regs)?;
         let regs = m * n * blocks / WAVE_SIZE;
-        let acc_cd = (w0 >> 15) & 1 != 0 || self.target == crate::Target::Gfx908;
-        let src2 = ((w1 >> 18) & 0x1ff) as usize;
-        let vdst = (w0 & 0xff) as usize;
-        let mut cin = Vec::with_capacity(regs);
-        for i in 0..regs {
-            cin.push(if src2 >= 256 {
-                if acc_cd {
-                    *self.a(src2 - 256 + i)?
-                } else {
-                    *self.v(src2 - 256 + i)?
-                }
-            } else {
-                let o = opnd(c, Field::C).unwrap_or(Operand::IntConst(0));
-                let ty = if ty == In::I8 {
-                    SrcType::Int
-                } else {
-                    SrcType::F32
-                };
-                [self.sread(o, ty, false) as u32; WAVE_SIZE]
-            });
-        }
+        let c_type = if ty == In::I8 {
+            SrcType::Int
+        } else {
+            SrcType::F32
+        };
+        let cin = self.mfma_c(c, regs, c_type)?;
         let kq = k / pack;
         let mut d = vec![[0u32; WAVE_SIZE]; regs];
         for blk in 0..blocks {
@@ -149,15 +134,7 @@ impl Wave {
                 }
             }
         }
-        for (i, r) in d.iter().enumerate() {
-            // MFMA ignores EXEC (all lanes take part)
-            if acc_cd {
-                *self.a_mut(vdst + i)? = *r;
-            } else {
-                *self.v_mut(vdst + i)? = *r;
-            }
-        }
-        Ok(())
+        self.mfma_d(c, &d)
     }
 }
 

@@ -851,8 +851,8 @@ mod tests {
         Arc::new(DeviceMemory::new("vm-test", len).unwrap())
     }
 
-    #[test]
-    fn gathers_and_scatters_of_a_wave_check_every_active_lane() {
+    /// 8 KiB of device memory mapped writable at 0x7000_0000_0000: the memory, the VM, the base.
+    fn device_vm() -> (Arc<DeviceMemory>, GpuVm, u64) {
         let mem = dev(8192);
         let mut vm = GpuVm::new();
         let base = 0x7000_0000_0000u64;
@@ -866,6 +866,12 @@ mod tests {
             writable: true,
             handle: 1
         }));
+        (mem, vm, base)
+    }
+
+    #[test]
+    fn gathers_and_scatters_of_a_wave_check_every_active_lane() {
+        let (mem, vm, base) = device_vm();
         let mut addrs = [0u64; 64];
         for (l, a) in addrs.iter_mut().enumerate() {
             *a = base + 4 * (63 - l as u64);
@@ -912,19 +918,7 @@ mod tests {
 
     #[test]
     fn wave_loads_and_stores_equal_lane_by_lane_accesses() {
-        let mem = dev(8192);
-        let mut vm = GpuVm::new();
-        let base = 0x7000_0000_0000u64;
-        assert!(vm.map(VmMapping {
-            va: base,
-            len: 8192,
-            backing: Backing::Device {
-                mem: mem.clone(),
-                offset: 0
-            },
-            writable: true,
-            handle: 1
-        }));
+        let (mem, vm, base) = device_vm();
         let pattern: Vec<u8> = (0..8192u32).map(|i| (i * 7 + i / 251) as u8).collect();
         for bytes in [1u64, 2, 4, 8, 12, 16] {
             let dwords = bytes.div_ceil(4) as usize;
@@ -1063,19 +1057,7 @@ mod tests {
 
     #[test]
     fn accesses_are_checked_against_the_mappings() {
-        let mem = dev(8192);
-        let mut vm = GpuVm::new();
-        let base = 0x7000_0000_0000u64;
-        assert!(vm.map(VmMapping {
-            va: base,
-            len: 8192,
-            backing: Backing::Device {
-                mem: mem.clone(),
-                offset: 0
-            },
-            writable: true,
-            handle: 1
-        }));
+        let (mem, mut vm, base) = device_vm();
         assert!(!vm.map(VmMapping {
             va: base + 4096,
             len: 4096,

@@ -18,7 +18,11 @@
 //!   `KFD_BENCH_TIMER_SLACK_NS=1000` keeps the client's own 1 µs polling sleeps from being
 //!   stretched by the kernel's 50 µs default timer slack. A RELEASE_MEM after the WRITE_DATA
 //!   stamps the GPU clock, so the same samples also give doorbell -> packets executed (the
-//!   model noticing and running them) without the client's polling delay.
+//!   model noticing and running them) without the client's polling delay. The client
+//!   writes its write-pointer location and then the doorbell, as libhsakmt's and ROCr's
+//!   clients do. Beside them, the machine's floor measured in the same conditions
+//!   (alternating samples): a thread asleep in `read` on an eventfd, woken by the client
+//!   after 1.05 s idle, without the model.
 //!
 //! The throughput benches step the engines themselves (`Model::run_until_idle`), so they
 //! measure the dispatch alone.
@@ -365,7 +369,14 @@ fn doorbell_after_idle(watch: bool) {
     };
     let mut lat = Vec::new();
     let mut noticed = Vec::new();
+    let mut floor = WakeFloor::new();
     for i in 1..=samples as u32 {
+        if watch {
+            // The machine's own floor, in the same conditions: a thread asleep for 1.05 s
+            // woken by this one, without the model.
+            std::thread::sleep(Duration::from_millis(1050));
+            floor.sample();
+        }
         std::thread::sleep(Duration::from_millis(1050));
         ring.push(&q, &WriteData::memory(mem.va, &[i]).unwrap());
         // The CP stamps the GPU clock (100 MHz) when it reaches the packet after the
@@ -383,6 +394,7 @@ fn doorbell_after_idle(watch: bool) {
         );
         let rung_at = gpu_clock();
         let t = std::time::Instant::now();
+        q.ptrs.write_u64(0x38, ring.wptr());
         bell.ring(q.doorbell_offset, ring.wptr());
         while mem.read_u32(0) != i || mem.read_u64(8) < rung_at {
             assert!(t.elapsed() < Duration::from_secs(5), "the packet ran");
@@ -412,6 +424,79 @@ fn doorbell_after_idle(watch: bool) {
         pct_of(&noticed, 0.99),
         noticed[noticed.len() - 1]
     );
+    if watch {
+        let mut f = floor.finish();
+        f.sort();
+        println!(
+            "  machine floor, a sleeping thread woken by an eventfd after 1.05 s idle (no model): p50 {:?}, p99 {:?}, max {:?}",
+            pct_of(&f, 0.5),
+            pct_of(&f, 0.99),
+            f[f.len() - 1]
+        );
+    }
+}
+
+/// A thread that sleeps in `read` on an eventfd until this one writes it: how long a
+/// thread wake-up after idle takes on this machine, which no doorbell mechanism that
+/// wakes the engine thread can beat.
+struct WakeFloor {
+    efd: std::os::fd::OwnedFd,
+    woken: std::sync::mpsc::Receiver<std::time::Instant>,
+    samples: Vec<Duration>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl WakeFloor {
+    fn new() -> Self {
+        use std::os::fd::{AsRawFd, FromRawFd};
+        // SAFETY: eventfd takes an initial value and flags.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+        assert!(fd >= 0, "eventfd: {}", std::io::Error::last_os_error());
+        // SAFETY: a new descriptor that nothing else owns.
+        let efd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+        let raw = efd.as_raw_fd();
+        let (tx, woken) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || loop {
+            let mut v = [0u8; 8];
+            // SAFETY: reads 8 bytes into a live buffer; the descriptor outlives the thread
+            // (`finish` writes a stop mark and joins before dropping it).
+            let r = unsafe { libc::read(raw, v.as_mut_ptr().cast(), 8) };
+            let at = std::time::Instant::now();
+            if r != 8 || u64::from_ne_bytes(v) > 1 || tx.send(at).is_err() {
+                return;
+            }
+        });
+        WakeFloor {
+            efd,
+            woken,
+            samples: Vec::new(),
+            thread: Some(thread),
+        }
+    }
+
+    fn write(&self, v: u64) {
+        use std::os::fd::AsRawFd;
+        let b = v.to_ne_bytes();
+        // SAFETY: writes 8 bytes from a live buffer to our eventfd.
+        let _ = unsafe { libc::write(self.efd.as_raw_fd(), b.as_ptr().cast(), 8) };
+    }
+
+    fn sample(&mut self) {
+        let t = std::time::Instant::now();
+        self.write(1);
+        if let Ok(at) = self.woken.recv() {
+            self.samples.push(at - t);
+        }
+    }
+
+    /// Stops the thread (a count above 1 is the stop mark) and returns the samples.
+    fn finish(mut self) -> Vec<Duration> {
+        self.write(2);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        std::mem::take(&mut self.samples)
+    }
 }
 
 criterion_group!(benches, bench_vadd, bench_sgemm, bench_empty_dispatch);

@@ -7,9 +7,13 @@
 //! `userfaultfd` in write-protect mode: before the engine thread goes to sleep it
 //! write-protects them ([`DoorbellWatch::arm`]) and then sleeps in [`DoorbellWatch::wait`],
 //! a `ppoll` on the `userfaultfd` (and an `eventfd` for the model's own wake-ups). The first
-//! store after that faults and wakes the engine thread itself: it removes the protection
-//! (which lets the store complete) and runs its next pass at once. One thread wake-up between
-//! the store and the pass that sees it, no watcher thread in between. Asleep, the model costs
+//! store after that faults and wakes the engine thread itself, which runs its next pass at
+//! once and only then removes the protection (which lets the store complete): clients write
+//! their queue's write-pointer location before the doorbell (libhsakmt's PM4 clients, ROCr's
+//! AQL `write_dispatch_id`), and the CP reads it, so the pass finds the new packets without
+//! waiting for the faulting thread to be scheduled again. One thread wake-up between the
+//! store and the packets running, no watcher thread in between. A client that rings the
+//! doorbell alone is served by the pass after its store lands. Asleep, the model costs
 //! no CPU; awake, the pages are writable and cost nothing either (the engine lifts the
 //! protection as soon as it finds work, [`DoorbellWatch::disarm`]). Where `userfaultfd` is
 //! not available (an old kernel, a seccomp filter), [`DoorbellWatch::new`] fails and the
@@ -242,8 +246,9 @@ impl DoorbellWatch {
     }
 
     /// The engine thread's sleep while the mappings are protected: up to `timeout`, ended by
-    /// a store into a watched mapping (then the protection is lifted, the store completes,
-    /// and `true` is returned: work is coming) or by [`DoorbellWatch::notify`].
+    /// a store into a watched mapping (`true`: work is coming; the store waits until the
+    /// engine's next [`DoorbellWatch::disarm`], after the pass that follows) or by
+    /// [`DoorbellWatch::notify`].
     pub fn wait(&self, timeout: Duration) -> bool {
         let mut pfds = [
             libc::pollfd {
@@ -280,8 +285,9 @@ impl DoorbellWatch {
         pfds[0].revents != 0 && self.take_faults()
     }
 
-    /// Reads the pending `userfaultfd` messages; on a write-protect fault, lifts every
-    /// protection (the faulting store completes) and returns `true`.
+    /// Reads the pending `userfaultfd` messages; `true` on a write-protect fault. The
+    /// protection stays until [`DoorbellWatch::disarm`]: the faulting thread stays in the
+    /// kernel (it holds no lock of the model's) for the one engine pass that runs first.
     fn take_faults(&self) -> bool {
         let mut msg = [0u8; 32];
         let mut faulted = false;
@@ -298,8 +304,6 @@ impl DoorbellWatch {
             }
         }
         if faulted {
-            self.armed.store(false, Ordering::Release);
-            self.protect(false);
             *self.last_fault.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
             self.wakeups.fetch_add(1, Ordering::Relaxed);
             log::trace!(target: "hw::engine", "doorbell store while asleep: woken");

@@ -592,6 +592,10 @@ pub fn spawn(
                     sleep = (sleep * 2).min(cap);
                 }
             }
+            // A store that faulted while the last pass ran must not wait for a next one.
+            if let Some(w) = waker.watch.get() {
+                w.stop();
+            }
             log::debug!(target: "hw::engine", "engine thread stopped");
         })
 }

@@ -1273,6 +1273,19 @@ impl WaveEnv for VmEnv<'_> {
         Ok(())
     }
 
+    fn store_scalar(&mut self, address: u64, data: &[u32]) -> Result<(), MemFault> {
+        // s_store_dwordx4 at most
+        let mut bytes = [0u8; 16];
+        let n = (data.len() * 4).min(bytes.len());
+        for (c, d) in bytes.chunks_exact_mut(4).zip(data) {
+            c.copy_from_slice(&d.to_le_bytes());
+        }
+        // `GpuVm::write` checks the whole range (present and writable) before it writes.
+        self.vm
+            .write(address, &bytes[..n])
+            .map_err(|f| mem_fault(f, Access::Write))
+    }
+
     fn atomic(
         &mut self,
         r: &AtomicRequest<'_>,

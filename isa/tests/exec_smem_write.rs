@@ -277,7 +277,7 @@ fn atomics_apply_each_op_and_return_the_pre_op_value_with_glc() {
                             }
                         }
                     }
-                    let before = w.sgpr.clone();
+                    let before = w.sgpr;
                     assert_eq!(w.run(&cache, &mut env, 100), Stop::EndOfProgram, "{src}");
                     let want = reference(op, old, s, c, bits);
                     let read = |env: &HostEnv, a| {
@@ -304,9 +304,11 @@ fn atomics_apply_each_op_and_return_the_pre_op_value_with_glc() {
                             assert_eq!(w.sgpr[first + 1], (old >> 32) as u32, "returned: {what}");
                         }
                         // the compare half of cmpswap's SDATA is not written
-                        for r in first + words..first + n {
-                            assert_eq!(w.sgpr[r], before[r], "{what}");
-                        }
+                        assert_eq!(
+                            &w.sgpr[first + words..first + n],
+                            &before[first + words..first + n],
+                            "{what}"
+                        );
                     }
                     // without GLC nothing is returned
                     assert_eq!(&w.sgpr[8..8 + n], &before[8..8 + n], "no glc: {what}");
@@ -379,7 +381,7 @@ fn writes_outside_the_mapping_fault_and_write_nothing() {
             };
             w.set_sgpr64(2, base);
             w.sgpr[4..8].copy_from_slice(&[1, 2, 3, 4]);
-            let before = w.sgpr.clone();
+            let before = w.sgpr;
             let stop = w.run(&cache, &mut env, 100);
             assert_eq!(
                 stop,

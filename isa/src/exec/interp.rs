@@ -98,6 +98,9 @@ impl Wave {
     /// stopped. Resumable after every [`Stop`] except [`Stop::EndOfProgram`] and
     /// [`Stop::Fault`]; never panics on any instruction stream.
     pub fn run<E: WaveEnv + ?Sized>(&mut self, code: &CodeCache, env: &mut E, budget: u64) -> Stop {
+        if self.halted() {
+            return Stop::Halt;
+        }
         for _ in 0..budget {
             let cached = match code.get(self.pc) {
                 Some(Ok(c)) => c,
@@ -493,9 +496,15 @@ impl Wave {
             Op::SGetpcB64 => (next, true, None),
             Op::SSetpcB64 => return Ok(Flow::Jump(a64)),
             // Return from the trap handler: leave privileged mode, jump to the saved PC.
+            // A handler that set STATUS.HALT returns into a halted wave.
             Op::SRfeB64 => {
                 self.status &= !super::wave::status::PRIV;
-                return Ok(Flow::Jump(a64 & 0xffff_ffff_ffff));
+                let target = a64 & 0xffff_ffff_ffff;
+                if self.halted() {
+                    self.pc = target;
+                    return Ok(Flow::Stop(Stop::Halt));
+                }
+                return Ok(Flow::Jump(target));
             }
             Op::SSwappcB64 => {
                 if let Some(d) = d_op {
@@ -627,6 +636,17 @@ impl Wave {
             Op::STtracedata | Op::SSetkill | Op::SWakeup => Ok(Flow::Next),
             Op::SSetprio => {
                 self.priority = (simm & 3) as u8;
+                Ok(Flow::Next)
+            }
+            // s_sethalt: STATUS.HALT = SIMM16[0]; inside the trap handler it takes effect when
+            // the handler returns.
+            Op::SSethalt => {
+                use super::wave::status::HALT;
+                self.status = (self.status & !HALT) | if simm & 1 != 0 { HALT } else { 0 };
+                if self.halted() {
+                    self.pc = next;
+                    return Ok(Flow::Stop(Stop::Halt));
+                }
                 Ok(Flow::Next)
             }
             Op::SEndpgm => Ok(Flow::Stop(Stop::EndOfProgram)),

@@ -17,8 +17,10 @@
 //!   [`spi`](crate::hw::spi) and completes its signal like a barrier packet; the queue's
 //!   `amd_queue_t` (128 bytes below the read-index report address, where ROCr puts
 //!   `read_dispatch_id`) gives the scratch, and its `queue_inactive_signal` carries
-//!   out-of-scratch (code 1, ROCr grows it and stores 0) and halted-wave reports (trap
-//!   1<<31, illegal instruction 1<<30). Agent dispatch stops the queue with an error.
+//!   out-of-scratch (code 1, ROCr grows it and stores 0) and, for a wave halted with no trap
+//!   handler to report it, what ROCr's handler would write (trap 1<<31, illegal instruction
+//!   1<<30). A wave its handler halted only keeps the queue on the packet. Agent dispatch
+//!   stops the queue with an error.
 //!
 //! An unmet wait parks the queue on its packet: the engine moves on and polls it again on a
 //! later pass; a packet that yields (still running) is continued on the next pass. When the

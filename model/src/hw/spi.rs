@@ -12,7 +12,9 @@
 //! long kernel yields to the engine's other queues and can be preempted between slices;
 //! workgroups started and not finished stay suspended in the [`KernelRun`]. Each workgroup
 //! in flight holds a slot of the scratch, each wave its own slice of it. With a trap handler
-//! installed, `s_trap` and illegal instructions enter it with the hardware's trap state.
+//! installed, `s_trap`, illegal instructions and memory violations enter it with the
+//! hardware's trap state; the handler runs to its end (ROCr's reports through scalar atomics
+//! or a PRIV `MSG_INTERRUPT` and halts the wave with STATUS.HALT).
 //! Decoded code is kept per queue and reused while memory still holds the same bytes.
 
 use crate::hw::engine::QueueError;

@@ -32,7 +32,11 @@ fuzz_target!(|data: &[u8]| {
         }
         for _ in 0..8 {
             match wave.run(&cache, &mut env, 1000) {
-                Stop::Barrier | Stop::Sleep { .. } | Stop::Trap { .. } | Stop::BudgetExhausted => {}
+                Stop::Barrier
+                | Stop::Sleep { .. }
+                | Stop::Trap { .. }
+                | Stop::BudgetExhausted
+                | Stop::Halt => {}
                 Stop::EndOfProgram | Stop::Fault(_) => break,
             }
         }

@@ -35,9 +35,11 @@ fn run_words(words: &[u32], target: Target, seed: u32) -> Stop {
     for _ in 0..8 {
         stop = wave.run(&cache, &mut env, 500);
         match stop {
-            Stop::Barrier | Stop::Sleep { .. } | Stop::Trap { .. } | Stop::BudgetExhausted => {
-                continue
-            }
+            Stop::Barrier
+            | Stop::Sleep { .. }
+            | Stop::Trap { .. }
+            | Stop::BudgetExhausted
+            | Stop::Halt => continue,
             _ => break,
         }
     }

@@ -5,9 +5,14 @@
 //!   signal events by `context_id0`, all 32 bits valid (facts §8.2). GC 9.4.1+ (and older gfx9
 //!   parts with new enough MEC firmware) send a context id with every end-of-pipe interrupt,
 //!   so the driver drops those whose context id is 0.
-//! * SQ interrupt message (a wave's `s_sendmsg(MSG_INTERRUPT)`, encoding INST, not from a
-//!   trap handler): signal events by the message's 24 data bits (M0), as amdkfd's v9 handler
-//!   does; other SQ messages are logged.
+//! * SQ interrupt message (a wave's `s_sendmsg(MSG_INTERRUPT)`, encoding INST): signal events
+//!   by the message's 24 data bits (M0), as amdkfd's v9 handler does. One sent from a trap
+//!   handler (PRIV) first goes to `kfd_set_dbg_ev_from_interrupt`: data bits 9:0 name the
+//!   queue by doorbell id, bits 18:10 carry a `KFD_EC_MASK` of exception codes (ROCr's handler
+//!   sends 0x400 for `s_trap 2`, EC_QUEUE_WAVE_ABORT); with no debugger attached and the
+//!   runtime enabled, a queue exception goes to the runtime (`kfd_send_exception_to_runtime`:
+//!   ORed into the error payload its context-save header names, and its error event set)
+//!   and the message ends there. Other SQ messages are logged.
 //! * SDMA TRAP: signal events by `context_id0 & 0x0FFFFFFF`, 28 valid bits.
 //! * VM fault (VMC / UTCL2): every MEMORY event of the process gets the fault (page address,
 //!   GPU, not-present or read-only) and is set, and the process's queues are evicted
@@ -29,6 +34,101 @@ use crate::hw::ih::{
 };
 use crate::process::ModelInner;
 use kfd_sys::{kfd_hsa_memory_exception_data, kfd_memory_exception_failure};
+
+/// SQ message data from a trap handler: the doorbell id of its queue (`KFD_DEBUG_DOORBELL_ID`).
+const DEBUG_DOORBELL_MASK: u32 = 0x3ff;
+
+/// SQ message data from a trap handler: the `KFD_EC_MASK` of its exceptions, bits 18:10
+/// (`KFD_DEBUG_TRAP_CODE`).
+fn debug_trap_code(data: u32) -> u64 {
+    u64::from((data & 0x7_fc00) >> 10)
+}
+
+/// `kfd_set_dbg_ev_from_interrupt` without a debugger (the model has none attached, so
+/// `kfd_dbg_ev_raise` claims nothing): a queue exception of a process whose runtime is
+/// enabled goes to the runtime through the queue `doorbell_id` names on this node. Whether
+/// the message was consumed.
+fn dbg_ev_from_interrupt(
+    p: &crate::process::ProcessInner,
+    node: &KfdNode,
+    doorbell_id: u32,
+    trap_mask: u64,
+) -> bool {
+    if trap_mask & kfd_sys::KFD_EC_MASK_QUEUE == 0 || !p.lock().runtime_enabled {
+        return false;
+    }
+    let ctx_save = {
+        let dqm = node.dqm();
+        let Some(q) = dqm
+            .qpds
+            .iter()
+            .filter(|qpd| qpd.pasid == p.pasid)
+            .flat_map(|qpd| qpd.queues.iter())
+            .find(|q| q.class == crate::dqm::QueueClass::Compute && q.doorbell_id == doorbell_id)
+        else {
+            return false;
+        };
+        q.props.ctx_save_address
+    };
+    let vm = p
+        .lock()
+        .pdds
+        .iter()
+        .find(|d| d.node.gpu_id == node.gpu_id)
+        .map(|d| d.vm.clone());
+    send_exception_to_runtime(p, vm.as_deref(), ctx_save, trap_mask);
+    true
+}
+
+/// `kfd_send_exception_to_runtime`: `error_reason` is ORed into the error payload the queue's
+/// context-save header points at (`err_payload_addr` @24), and the event it names
+/// (`err_event_id` @32) is set. The kernel reads and writes these through the process's CPU
+/// mapping (user memory); where the model's client has none at that address (the model's
+/// own tests keep GPU buffers in the model only), the same bytes are reached through the
+/// process's GPU VM on the node (CREATE_QUEUE made sure the CWSR area is GPU-mapped). Memory
+/// reachable neither way ends it silently, as the kernel's worker does.
+fn send_exception_to_runtime(
+    p: &crate::process::ProcessInner,
+    vm: Option<&std::sync::RwLock<crate::hw::vm::GpuVm>>,
+    header: u64,
+    error_reason: u64,
+) {
+    use crate::user::UserAccessExt;
+    let user = p.user.as_ref();
+    let gpu = |f: &dyn Fn(&crate::hw::vm::GpuVm) -> Option<u64>| {
+        vm.and_then(|vm| f(&vm.read().unwrap_or_else(|e| e.into_inner())))
+    };
+    let read_u64 = |a: u64| {
+        user.read_value::<u64>(a)
+            .ok()
+            .or_else(|| gpu(&|vm| vm.load_u64(a).ok()))
+    };
+    let Some(payload) = read_u64(header + 24) else {
+        return;
+    };
+    let Some(current) = read_u64(payload) else {
+        return;
+    };
+    let value = current | error_reason;
+    if user.write_value(payload, &value).is_err()
+        && gpu(&|vm| vm.store_u64(payload, value).ok().map(|()| 0)).is_none()
+    {
+        return;
+    }
+    let event_id = user
+        .read_value::<u32>(header + 32)
+        .ok()
+        .or_else(|| gpu(&|vm| vm.load_u32(header + 32).ok().map(u64::from)).map(|v| v as u32));
+    let Some(event_id) = event_id else {
+        return;
+    };
+    let set = p.events.set(event_id);
+    log::debug!(
+        target: "kfd::interrupt",
+        "pasid {:#x}: queue exception {error_reason:#x} to the runtime: payload {payload:#x}, event {event_id} ({set:?})",
+        p.pasid
+    );
+}
 
 /// MEC firmware of GC 9.0.1 from which every end-of-pipe interrupt carries a context id.
 const GC_9_0_1_CTXID_FW: u64 = 0x817a;
@@ -80,8 +180,18 @@ fn handle(model: &ModelInner, node: &KfdNode, e: &IhEntry) {
         }
         (IH_CLIENT_GRBM_CP, SRC_SQ_INTERRUPT_MSG) => {
             let encoding = (ctxid >> SQ_WAVE_CTXID_ENCODING_SHIFT) & 3;
-            if encoding == SQ_ENCODING_INST && ctxid & SQ_WAVE_CTXID_PRIV == 0 {
+            if encoding == SQ_ENCODING_INST {
                 let data = crate::hw::ih::sq_int_data(ctxid, e.src_data[1]);
+                if ctxid & SQ_WAVE_CTXID_PRIV != 0
+                    && dbg_ev_from_interrupt(
+                        &p,
+                        node,
+                        data & DEBUG_DOORBELL_MASK,
+                        debug_trap_code(data),
+                    )
+                {
+                    return;
+                }
                 let fired = p.events.signal_interrupt(data, 24);
                 log::debug!(target: "kfd::interrupt", "pasid {:#x}: SQ s_sendmsg data {data:#x} -> events {fired:?}", e.pasid);
             } else {

@@ -1363,8 +1363,9 @@ fn compile_kernels(mcpu: &str) -> Vec<u8> {
 /// A trap handler that reports the way ROCr's does: it reads TRAPSTS, asks the SQ for its
 /// queue's doorbell (`s_sendmsg MSG_GET_DOORBELL` with EXEC_LO bit 31 set, answered in
 /// EXEC_LO), stores TRAPSTS, the answer, ttmp1, ttmp0 and ttmp12 at TMA[0..20], interrupts the
-/// host with the answer in M0 (`MSG_INTERRUPT`) and waits to be halted. (Branch offsets are
-/// numbers: `assemble` reads encodings, which leave label fixups open.)
+/// host with the answer in M0 (`MSG_INTERRUPT`) and halts the wave (`s_sethalt 1`, effective
+/// when `s_rfe_b64` leaves the handler). (Branch offsets are numbers: `assemble` reads
+/// encodings, which leave label fixups open.)
 const REPORTING_TRAP_HANDLER: &str = "
 s_getreg_b32 ttmp2, hwreg(HW_REG_TRAPSTS)
 s_mov_b32 exec_lo, 0x80000000
@@ -1389,8 +1390,65 @@ global_store_dword v[0:1], v2, off offset:16
 s_waitcnt vmcnt(0)
 s_mov_b32 m0, ttmp3
 s_sendmsg sendmsg(MSG_INTERRUPT)
-s_sleep 1
-s_branch 65534
+s_sethalt 1
+s_rfe_b64 ttmp[0:1]
+";
+
+/// What ROCr 5.2's gfx9 trap handler does for `s_trap 2` on a runtime without KFD exception
+/// reporting, in scalar instructions only: it finds its queue's `amd_queue_t` through the
+/// doorbell (`MSG_GET_DOORBELL`) and the table TMA[0] points to (one pointer per doorbell),
+/// swaps the error code 1 << 31 into `queue_inactive_signal`'s value (`s_atomic_swap_x2`
+/// with GLC, the old value kept at TMA[0x20]), writes the signal's event id into its event
+/// mailbox (`s_store_dword`), interrupts the host with M0 = 0 and halts the wave.
+const SIGNALLING_TRAP_HANDLER: &str = "
+s_mov_b32 ttmp2, exec_lo
+s_mov_b32 exec_lo, 0x80000000
+s_sendmsg sendmsg(MSG_GET_DOORBELL)
+s_nop 7
+s_bitcmp0_b32 exec_lo, 31
+s_cbranch_scc0 65533
+s_and_b32 ttmp3, exec_lo, 0x3ff
+s_mov_b32 exec_lo, ttmp2
+s_lshl_b32 ttmp3, ttmp3, 3
+s_load_dwordx2 ttmp[4:5], ttmp[14:15], 0x0 glc
+s_waitcnt lgkmcnt(0)
+s_load_dwordx2 ttmp[4:5], ttmp[4:5], ttmp3 glc
+s_waitcnt lgkmcnt(0)
+s_load_dwordx2 ttmp[4:5], ttmp[4:5], 0xc0 glc
+s_waitcnt lgkmcnt(0)
+s_mov_b32 ttmp6, 0x80000000
+s_mov_b32 ttmp7, 0
+s_atomic_swap_x2 ttmp[6:7], ttmp[4:5], 0x8 glc
+s_waitcnt lgkmcnt(0)
+s_store_dwordx2 ttmp[6:7], ttmp[14:15], 0x20 glc
+s_load_dwordx2 ttmp[8:9], ttmp[4:5], 0x10 glc
+s_load_dword ttmp10, ttmp[4:5], 0x18 glc
+s_waitcnt lgkmcnt(0)
+s_store_dword ttmp10, ttmp[8:9], 0x0 glc
+s_waitcnt lgkmcnt(0)
+s_mov_b32 m0, 0
+s_sendmsg sendmsg(MSG_INTERRUPT)
+s_sethalt 1
+s_rfe_b64 ttmp[0:1]
+";
+
+/// What ROCr 5.2's gfx9 handler does when the runtime enabled KFD exception reporting: it
+/// interrupts the host with M0 = its queue's doorbell id | the exception's `KFD_EC_MASK`
+/// shifted by 10 (0x400: EC_QUEUE_WAVE_ABORT for `s_trap 2`) and halts the wave.
+const EC_TRAP_HANDLER: &str = "
+s_mov_b32 ttmp2, exec_lo
+s_mov_b32 exec_lo, 0x80000000
+s_sendmsg sendmsg(MSG_GET_DOORBELL)
+s_nop 7
+s_bitcmp0_b32 exec_lo, 31
+s_cbranch_scc0 65533
+s_and_b32 ttmp3, exec_lo, 0x3ff
+s_mov_b32 exec_lo, ttmp2
+s_or_b32 ttmp3, ttmp3, 0x400
+s_mov_b32 m0, ttmp3
+s_sendmsg sendmsg(MSG_INTERRUPT)
+s_sethalt 1
+s_rfe_b64 ttmp[0:1]
 ";
 
 /// What a trap handler stored with [`REPORTING_TRAP_HANDLER`]: (TRAPSTS, MSG_GET_DOORBELL's
@@ -1496,8 +1554,122 @@ fn msg_get_doorbell_answers_the_queue_doorbell_and_the_reporting_handler_halts_t
             (0, doorbell_index(&g.queue.1)),
             "{mcpu}: MSG_GET_DOORBELL answered {doorbell:#x}"
         );
-        assert_eq!(act.parked, 1, "{mcpu}: halted after its MSG_INTERRUPT");
-        assert_eq!(g.signals.read_u64(0xF08), 1 << 31, "{mcpu}");
+        assert_eq!(act.parked, 1, "{mcpu}: the handler halted the wave");
+        assert_eq!(
+            g.signals.read_u64(0xF08),
+            0,
+            "{mcpu}: the handler reported; the CP adds nothing of its own"
+        );
         assert_eq!(g.signal_value(signal), 1, "{mcpu}");
+    }
+}
+
+/// A queue that traps on lane 5 of `trap_on_negative`, with queue_inactive_signal at
+/// signals+0xF00 (value at 0xF08, mailbox → `ev`'s slot, event id `ev`).
+fn trap_dispatch(g: &mut Gpu, ev: &kfd_ioctl_create_event_args, page_va: u64) -> u64 {
+    g.signals.write_u64(0xF00, 1);
+    g.signals.write_u64(0xF08, 0);
+    g.signals
+        .write_u64(0xF10, page_va + 8 * u64::from(ev.event_id));
+    g.signals.write_u32(0xF18, ev.event_id);
+    let base = g.amd_queue_offset();
+    g.queue.1.ptrs.write_u64(base + 192, g.signals.va + 0xF00);
+    let mut input = vec![1i32; 64];
+    input[5] = -1;
+    let pin = g.alloc(&i32s(&input));
+    let pout = g.alloc(&i32s(&[0; 64]));
+    let k = g.kernel("trap_on_negative");
+    let mut args = pin.to_le_bytes().to_vec();
+    args.extend(pout.to_le_bytes());
+    g.dispatch(&k, &args, [64, 1, 1], [64, 1, 1], 0)
+}
+
+#[test]
+fn a_handler_swaps_the_error_into_queue_inactive_signal_with_scalar_atomics_and_halts() {
+    for (preset, mcpu) in presets() {
+        let mut g = Gpu::new(preset, mcpu);
+        let tma = install_trap_handler(&mut g, mcpu, SIGNALLING_TRAP_HANDLER);
+        // TMA[0] → a table of amd_queue_t pointers indexed by doorbell id
+        let table = 0x100u64;
+        tma.write_u64(0, tma.va + table);
+        let amd_queue = g.queue.1.ptrs.va + g.amd_queue_offset();
+        tma.write_u64(table + 8 * u64::from(doorbell_index(&g.queue.1)), amd_queue);
+        tma.write_u64(0x20, 0xdead);
+        let page = g.c.event_page();
+        let ev = create_event(&g.c, KFD_IOC_EVENT_SIGNAL, false, page.handle).unwrap();
+        let signal = trap_dispatch(&mut g, &ev, page.va);
+        let act = g.model.run_until_idle();
+        assert_eq!(act.parked, 1, "{mcpu}: the handler halted the wave");
+        assert_eq!(
+            g.signals.read_u64(0xF08),
+            1 << 31,
+            "{mcpu}: the handler's s_atomic_swap_x2 wrote ROCr's trap code"
+        );
+        assert_eq!(
+            tma.read_u64(0x20),
+            0,
+            "{mcpu}: GLC returned the old value 0"
+        );
+        let (r, result) = wait_events(&g.c, &[ev.event_id], true, 0);
+        assert_eq!(
+            (r, result),
+            (Ok(0), COMPLETE),
+            "{mcpu}: the mailbox store and MSG_INTERRUPT fired the signal's event"
+        );
+        assert_eq!(g.signal_value(signal), 1, "{mcpu}: never a silent success");
+        assert_eq!(g.c.p.queue_error(g.queue.0), None, "{mcpu}: no queue error");
+    }
+}
+
+#[test]
+fn a_handler_message_with_an_exception_code_reaches_the_runtime_through_the_error_payload() {
+    for (preset, mcpu) in presets() {
+        for runtime in [true, false] {
+            let mut g = Gpu::new(preset, mcpu);
+            if runtime {
+                // RUNTIME_ENABLE needs a process without queues
+                g.c.destroy_queue(g.queue.0).unwrap();
+                let mut r = kfd_ioctl_runtime_enable_args {
+                    mode_mask: KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK,
+                    ..Default::default()
+                };
+                ioctl(&g.c.p, AMDKFD_IOC_RUNTIME_ENABLE, &mut r).unwrap();
+                g.queue =
+                    g.c.create_queue_sized(g.c.gpu(), KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, 100, 4096)
+                        .unwrap();
+            }
+            let _tma = install_trap_handler(&mut g, mcpu, EC_TRAP_HANDLER);
+            let page = g.c.event_page();
+            let queue_ev = create_event(&g.c, KFD_IOC_EVENT_SIGNAL, false, page.handle).unwrap();
+            let (ctx, _) = g
+                .queue
+                .1
+                .ctx
+                .as_ref()
+                .expect("an AQL queue has a CWSR area");
+            g.signals.write_u64(0xE00, 0x100);
+            ctx.write_u64(24, g.signals.va + 0xE00);
+            ctx.write_u32(32, queue_ev.event_id);
+            let signal = trap_dispatch(&mut g, &queue_ev, page.va);
+            let act = g.model.run_until_idle();
+            assert_eq!(act.parked, 1, "{mcpu}: the handler halted the wave");
+            if runtime {
+                let (r, result) = wait_events(&g.c, &[queue_ev.event_id], true, 1000);
+                assert_eq!((r, result), (Ok(0), COMPLETE), "{mcpu}: err_event_id set");
+            }
+            let want = if runtime {
+                0x100 | KFD_EC_MASK(EC_QUEUE_WAVE_ABORT)
+            } else {
+                0x100
+            };
+            assert_eq!(
+                g.signals.read_u64(0xE00),
+                want,
+                "{mcpu}, runtime enabled {runtime}: amdkfd sends the queue exception to an \
+                 enabled runtime only"
+            );
+            assert_eq!(g.signals.read_u64(0xF08), 0, "{mcpu}: no CP stand-in");
+            assert_eq!(g.signal_value(signal), 1, "{mcpu}");
+        }
     }
 }

@@ -69,7 +69,7 @@ pub struct Cached {
     pub inst: Instruction,
     /// Source type (from the mnemonic's last type token).
     pub src_type: SrcType,
-    /// Memory behaviour (for DS, MUBUF, FLAT/GLOBAL/SCRATCH).
+    /// Memory behaviour (for DS, MUBUF, FLAT/GLOBAL/SCRATCH, and SMEM stores and atomics).
     pub mem: MemKind,
     /// Vector compare (`v_cmp*`), if it is one.
     pub cmp: Option<Cmp>,
@@ -249,7 +249,9 @@ fn classify(inst: Instruction) -> Cached {
         }
     };
     let mem = match inst.enc {
-        Enc::Ds | Enc::Mubuf | Enc::Flat | Enc::Global | Enc::Scratch => mem_kind(inst.op, name),
+        Enc::Ds | Enc::Mubuf | Enc::Flat | Enc::Global | Enc::Scratch | Enc::Smem => {
+            mem_kind(inst.op, name)
+        }
         _ => MemKind::Other,
     };
     let cmp = if matches!(inst.enc, Enc::Vopc | Enc::Vop3) {
@@ -353,6 +355,9 @@ fn mem_kind(op: Op, name: &str) -> MemKind {
         ("flat_store_", false),
         ("ds_read_", true),
         ("ds_write_", false),
+        // scalar stores (SMEM loads keep their own path in the interpreter)
+        ("s_store_", false),
+        ("s_buffer_store_", false),
     ] {
         if let Some(rest) = name.strip_prefix(prefix) {
             return match size(rest) {

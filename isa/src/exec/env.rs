@@ -199,6 +199,10 @@ pub trait WaveEnv {
     /// Scalar load of `out.len()` dwords from `address` (`s_load_*`, `s_buffer_load_*`).
     fn load_scalar(&mut self, address: u64, out: &mut [u32]) -> Result<(), MemFault>;
 
+    /// Scalar store of `data` (1, 2 or 4 dwords) to `address` (`s_store_*`,
+    /// `s_buffer_store_*`). A fault leaves memory untouched.
+    fn store_scalar(&mut self, address: u64, data: &[u32]) -> Result<(), MemFault>;
+
     /// An atomic per enabled lane, lanes in ascending order; writes the pre-op memory value
     /// of each lane to `old[lane]`.
     fn atomic(
@@ -456,6 +460,19 @@ impl WaveEnv for HostEnv {
     fn load_scalar(&mut self, address: u64, out: &mut [u32]) -> Result<(), MemFault> {
         for (i, d) in out.iter_mut().enumerate() {
             *d = self.read_le(address.wrapping_add(4 * i as u64), 4, Access::Read)? as u32;
+        }
+        Ok(())
+    }
+
+    fn store_scalar(&mut self, address: u64, data: &[u32]) -> Result<(), MemFault> {
+        // every dword's page first, so a fault writes nothing
+        for i in 0..data.len() as u64 {
+            let a = address.wrapping_add(4 * i);
+            self.read_le(a, 4, Access::Write)?;
+        }
+        for (i, d) in data.iter().enumerate() {
+            let a = address.wrapping_add(4 * i as u64);
+            self.write_le(a, 4, u64::from(*d), Access::Write)?;
         }
         Ok(())
     }

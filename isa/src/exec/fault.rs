@@ -106,4 +106,8 @@ pub enum Stop {
     },
     /// A fault ended the wave.
     Fault(WaveFault),
+    /// STATUS.HALT is set outside the trap handler (`s_sethalt 1`, or a trap handler that set
+    /// HALT with `s_setreg_b32 hwreg(HW_REG_STATUS)` and returned with `s_rfe_b64`): the wave
+    /// executes nothing until HALT is cleared. The PC is where it would resume.
+    Halt,
 }

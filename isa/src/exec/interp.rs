@@ -98,6 +98,9 @@ impl Wave {
     /// stopped. Resumable after every [`Stop`] except [`Stop::EndOfProgram`] and
     /// [`Stop::Fault`]; never panics on any instruction stream.
     pub fn run<E: WaveEnv + ?Sized>(&mut self, code: &CodeCache, env: &mut E, budget: u64) -> Stop {
+        if self.halted() {
+            return Stop::Halt;
+        }
         for _ in 0..budget {
             let cached = match code.get(self.pc) {
                 Some(Ok(c)) => c,
@@ -493,9 +496,15 @@ impl Wave {
             Op::SGetpcB64 => (next, true, None),
             Op::SSetpcB64 => return Ok(Flow::Jump(a64)),
             // Return from the trap handler: leave privileged mode, jump to the saved PC.
+            // A handler that set STATUS.HALT returns into a halted wave.
             Op::SRfeB64 => {
                 self.status &= !super::wave::status::PRIV;
-                return Ok(Flow::Jump(a64 & 0xffff_ffff_ffff));
+                let target = a64 & 0xffff_ffff_ffff;
+                if self.halted() {
+                    self.pc = target;
+                    return Ok(Flow::Stop(Stop::Halt));
+                }
+                return Ok(Flow::Jump(target));
             }
             Op::SSwappcB64 => {
                 if let Some(d) = d_op {
@@ -629,6 +638,17 @@ impl Wave {
                 self.priority = (simm & 3) as u8;
                 Ok(Flow::Next)
             }
+            // s_sethalt: STATUS.HALT = SIMM16[0]; inside the trap handler it takes effect when
+            // the handler returns.
+            Op::SSethalt => {
+                use super::wave::status::HALT;
+                self.status = (self.status & !HALT) | if simm & 1 != 0 { HALT } else { 0 };
+                if self.halted() {
+                    self.pc = next;
+                    return Ok(Flow::Stop(Stop::Halt));
+                }
+                Ok(Flow::Next)
+            }
             Op::SEndpgm => Ok(Flow::Stop(Stop::EndOfProgram)),
             Op::SBranch => branch(true),
             Op::SCbranchScc0 => branch(!self.scc),
@@ -667,7 +687,7 @@ impl Wave {
     // ------------------------------------------------------------ scalar memory
 
     fn smem<E: WaveEnv + ?Sized>(&mut self, c: &Cached, env: &mut E) -> R<()> {
-        let [w0, w1] = c.inst.words;
+        let w0 = c.inst.words[0];
         let op = c.inst.op;
         let sdata = ((w0 >> 6) & 0x7f) as usize;
         match op {
@@ -684,6 +704,20 @@ impl Wave {
             Op::SDcacheInv | Op::SDcacheWb | Op::SDcacheInvVol | Op::SDcacheWbVol => return Ok(()),
             _ => {}
         }
+        let address = self.smem_address(c);
+        match c.mem {
+            MemKind::Store { bytes, .. } => {
+                let mut data = [0u32; 4];
+                for (i, d) in data[..bytes as usize / 4].iter_mut().enumerate() {
+                    *d = self.sgpr.get(sdata + i).copied().unwrap_or(0);
+                }
+                return Ok(env.store_scalar(address, &data[..bytes as usize / 4])?);
+            }
+            MemKind::Atomic { op: aop, wide } => {
+                return self.smem_atomic(c, env, address, aop, wide)
+            }
+            _ => {}
+        }
         let dwords = match op {
             Op::SLoadDword | Op::SBufferLoadDword => 1,
             Op::SLoadDwordx2 | Op::SBufferLoadDwordx2 => 2,
@@ -692,32 +726,95 @@ impl Wave {
             Op::SLoadDwordx16 | Op::SBufferLoadDwordx16 => 16,
             _ => return Err(illegal(self.pc, c)),
         };
-        let sbase = ((w0 & 0x3f) << 1) as usize;
-        let imm = (w0 >> 17) & 1 != 0;
-        let offset = if imm {
-            w1 & 0x1f_ffff
-        } else {
-            self.sgpr[(w1 & 0x7f) as usize]
-        };
-        let buffer = matches!(
-            op,
-            Op::SBufferLoadDword
-                | Op::SBufferLoadDwordx2
-                | Op::SBufferLoadDwordx4
-                | Op::SBufferLoadDwordx8
-                | Op::SBufferLoadDwordx16
-        );
-        let base = if buffer {
-            self.sgpr64(sbase) & 0xffff_ffff_ffff
-        } else {
-            self.sgpr64(sbase)
-        };
-        let address = base.wrapping_add(u64::from(offset)) & !3;
         let mut buf = [0u32; 16];
         env.load_scalar(address, &mut buf[..dwords])?;
         for (i, v) in buf[..dwords].iter().enumerate() {
             if let Some(r) = self.sgpr.get_mut(sdata + i) {
                 *r = *v;
+            }
+        }
+        Ok(())
+    }
+
+    /// The dword-aligned byte address of a scalar memory access: SBASE (a 64-bit address, or
+    /// for `s_buffer_*` the base in bits 47:0 of the buffer resource) plus the offset: IMM = 1
+    /// the signed 21-bit immediate (llvm-mc encodes `-4` as 0x1ffffc on gfx9), IMM = 0 the
+    /// SGPR the offset field names; with SOE also the SGPR in SOFFSET (w1[31:25]).
+    fn smem_address(&self, c: &Cached) -> u64 {
+        let [w0, w1] = c.inst.words;
+        let sbase = ((w0 & 0x3f) << 1) as usize;
+        let imm = (w0 >> 17) & 1 != 0;
+        let soe = (w0 >> 14) & 1 != 0;
+        let sgpr = |i: u32| self.sgpr.get(i as usize).copied().unwrap_or(0);
+        let mut offset = if imm {
+            (((w1 << 11) as i32) >> 11) as i64 as u64
+        } else if soe {
+            0
+        } else {
+            u64::from(sgpr(w1 & 0x7f))
+        };
+        if soe {
+            offset = offset.wrapping_add(u64::from(sgpr(w1 >> 25)));
+        }
+        let buffer = c.inst.op.mnemonic().starts_with("s_buffer_");
+        let base = if buffer {
+            self.sgpr64(sbase) & 0xffff_ffff_ffff
+        } else {
+            self.sgpr64(sbase)
+        };
+        base.wrapping_add(offset) & !3
+    }
+
+    /// `s_atomic_*` / `s_buffer_atomic_*`: one read-modify-write at `address` with the data
+    /// in SDATA (`cmpswap`: the new value in the first half of SDATA, the compare value in
+    /// the second); with GLC the pre-op memory value is written back to SDATA[0] (SDATA[0:1]
+    /// for `_x2`).
+    fn smem_atomic<E: WaveEnv + ?Sized>(
+        &mut self,
+        c: &Cached,
+        env: &mut E,
+        address: u64,
+        op: AtomicOp,
+        wide: bool,
+    ) -> R<()> {
+        let w0 = c.inst.words[0];
+        let sdata = ((w0 >> 6) & 0x7f) as usize;
+        let glc = (w0 >> 16) & 1 != 0;
+        let n = if wide { 2 } else { 1 };
+        let value = |w: &Wave, r: usize| -> u64 {
+            let lo = w.sgpr.get(r).copied().unwrap_or(0);
+            let hi = if wide {
+                w.sgpr.get(r + 1).copied().unwrap_or(0)
+            } else {
+                0
+            };
+            u64::from(lo) | (u64::from(hi) << 32)
+        };
+        let mut addresses = [0u64; WAVE_SIZE];
+        let mut src = [0u64; WAVE_SIZE];
+        let mut cmp = [0u64; WAVE_SIZE];
+        addresses[0] = address;
+        src[0] = value(self, sdata);
+        if op == AtomicOp::CmpSwap {
+            cmp[0] = value(self, sdata + n);
+        }
+        let mut old = [0u64; WAVE_SIZE];
+        env.atomic(
+            &AtomicRequest {
+                op,
+                wide,
+                exec: 1,
+                addresses: &addresses,
+                src: &src,
+                cmp: &cmp,
+            },
+            &mut old,
+        )?;
+        if glc {
+            if wide {
+                self.set_sgpr64(sdata, old[0]);
+            } else if let Some(r) = self.sgpr.get_mut(sdata) {
+                *r = old[0] as u32;
             }
         }
         Ok(())

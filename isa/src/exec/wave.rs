@@ -457,15 +457,26 @@ impl Wave {
         Ok((value & field.mask()) >> field.offset)
     }
 
+    /// Whether the wave is halted: STATUS.HALT set outside the trap handler.
+    pub fn halted(&self) -> bool {
+        self.status & (status::HALT | status::PRIV) == status::HALT
+    }
+
     /// `s_setreg_b32`: replaces the field with the low bits of `value`. Only MODE and the
-    /// writable TRAPSTS bits can be set by a user wave; writes to read-only registers are
-    /// ignored as the hardware ignores them.
+    /// writable TRAPSTS bits can be set by a user wave (and STATUS.HALT by the trap handler);
+    /// writes to read-only registers are ignored as the hardware ignores them.
     pub fn setreg(&mut self, field: HwRegField, value: u32) -> Result<(), WaveFault> {
         let mask = field.mask();
         let shifted = value.wrapping_shl(field.offset) & mask;
         match field.id {
             hwreg::MODE => self.mode = Mode((self.mode.0 & !mask) | shifted),
             hwreg::TRAPSTS => self.trapsts = (self.trapsts & !mask) | shifted,
+            // The trap handler may set or clear HALT (ROCr's halts the wave it reported this
+            // way before `s_rfe_b64`); the model keeps the other STATUS bits read-only.
+            hwreg::STATUS if self.status & status::PRIV != 0 => {
+                let m = mask & status::HALT;
+                self.status = (self.status & !m) | (shifted & m);
+            }
             hwreg::STATUS | hwreg::HW_ID | hwreg::GPR_ALLOC | hwreg::LDS_ALLOC | hwreg::IB_STS => {}
             hwreg::SH_MEM_BASES => {}
             id => return Err(WaveFault::UnsupportedHwReg { id }),

@@ -17,8 +17,10 @@
 //!   [`spi`](crate::hw::spi) and completes its signal like a barrier packet; the queue's
 //!   `amd_queue_t` (128 bytes below the read-index report address, where ROCr puts
 //!   `read_dispatch_id`) gives the scratch, and its `queue_inactive_signal` carries
-//!   out-of-scratch (code 1, ROCr grows it and stores 0) and halted-wave reports (trap
-//!   1<<31, illegal instruction 1<<30). Agent dispatch stops the queue with an error.
+//!   out-of-scratch (code 1, ROCr grows it and stores 0) and, for a wave halted with no trap
+//!   handler to report it, what ROCr's handler would write (trap 1<<31, illegal instruction
+//!   1<<30). A wave its handler halted only keeps the queue on the packet. Agent dispatch
+//!   stops the queue with an error.
 //!
 //! An unmet wait parks the queue on its packet: the engine moves on and polls it again on a
 //! later pass; a packet that yields (still running) is continued on the next pass. When the
@@ -32,8 +34,9 @@ use crate::hw::engine::{
     QueueIdentity, QueueRun, QueueStatus, RunState,
 };
 use crate::hw::ih::{
-    sq_sendmsg_context, IH_CLIENT_GRBM_CP, IH_CLIENT_UTCL2, SRC_CP_BAD_OPCODE, SRC_CP_END_OF_PIPE,
-    SRC_SQ_INTERRUPT_MSG, SRC_VM_FAULT, VM_FAULT_NOT_PRESENT, VM_FAULT_READ_ONLY, VM_FAULT_WRITE,
+    sq_sendmsg_context, IH_CLIENT_GRBM_CP, IH_CLIENT_UTCL2, SQ_WAVE_CTXID_PRIV, SRC_CP_BAD_OPCODE,
+    SRC_CP_END_OF_PIPE, SRC_SQ_INTERRUPT_MSG, SRC_VM_FAULT, VM_FAULT_NOT_PRESENT,
+    VM_FAULT_READ_ONLY, VM_FAULT_WRITE,
 };
 use crate::hw::observe::ShaderActivity;
 use crate::hw::spi::{
@@ -663,11 +666,27 @@ impl CpQueue {
                     };
                     let finished = run.step(env.vm);
                     let messages = run.take_messages();
-                    for (simm16, m0) in messages {
-                        log::debug!(target: "hw::spi", "s_sendmsg {simm16:#x} m0 {m0:#x}");
-                        // SIMM16[3:0] is the message; the SQ forwards MSG_INTERRUPT with M0.
-                        if simm16 & 0xf == MSG_INTERRUPT {
-                            let [ctx0, ctx1] = sq_sendmsg_context(m0 & 0xff_ffff);
+                    let halted = run.exception().cloned();
+                    // The memory hub raises a VM fault when the access faults, before the
+                    // faulting wave's trap handler can send anything.
+                    if let Some(ex) = halted.as_ref().filter(|ex| ex.fault.is_some()) {
+                        self.wave_exception(env, pkt, ex.clone())?;
+                    }
+                    for m in messages {
+                        log::debug!(
+                            target: "hw::spi",
+                            "s_sendmsg {:#x} m0 {:#x}{}",
+                            m.simm16,
+                            m.m0,
+                            if m.privileged { " (trap handler)" } else { "" }
+                        );
+                        // SIMM16[3:0] is the message; the SQ forwards MSG_INTERRUPT with M0,
+                        // marked PRIV when the trap handler sent it.
+                        if m.simm16 & 0xf == MSG_INTERRUPT {
+                            let [mut ctx0, ctx1] = sq_sendmsg_context(m.m0 & 0xff_ffff);
+                            if m.privileged {
+                                ctx0 |= SQ_WAVE_CTXID_PRIV;
+                            }
                             env.interrupt(
                                 IH_CLIENT_GRBM_CP,
                                 SRC_SQ_INTERRUPT_MSG,
@@ -675,10 +694,12 @@ impl CpQueue {
                             );
                         }
                     }
-                    let halted = run.exception().cloned();
                     if let Some(ex) = halted {
                         return self.wave_exception(env, pkt, ex);
                     }
+                    let Some(run) = self.kernel.as_mut() else {
+                        return Ok(RunState::Idle);
+                    };
                     let retry = run.awaits_retry();
                     if !matches!(finished, Ok(false)) && !retry {
                         run.watch_end(finished.is_err());
@@ -818,16 +839,41 @@ impl CpQueue {
         }
     }
 
-    /// A wave of the dispatch at `pkt` halted on a trap or exception. As ROCr's trap handler
-    /// does on a GPU: the error bit goes into `queue_inactive_signal` (atomically, once), its
-    /// event fires, and the queue stays on the packet with the wave halted. Without such a
-    /// signal the queue stops with an error.
+    /// A wave of the dispatch at `pkt` halted on a trap or exception; the queue stays on the
+    /// packet with the wave halted. A memory violation is also the VM fault the memory hub
+    /// reports. When the wave's trap handler reported the exception itself (ROCr's, which
+    /// the model runs), that is all. Otherwise (no handler, or the handler failed) the CP
+    /// does what ROCr's handler would: the error bit goes into `queue_inactive_signal`
+    /// (atomically, once) and its event fires; without such a signal the queue stops with an
+    /// error.
     fn wave_exception(
         &mut self,
         env: &ExecEnv<'_>,
         pkt: u64,
         ex: WaveException,
     ) -> Result<RunState, QueueError> {
+        if self.wave_halted {
+            return Ok(RunState::Parked);
+        }
+        // A memory violation is reported as the VM fault it is: the memory hub's interrupt,
+        // on which amdkfd signals the memory exception event and evicts the process's
+        // queues (ROCr prints its "Memory access fault" message and aborts).
+        if let Some(f) = ex.fault {
+            log::error!(target: "hw::spi", "{pkt:#x}: wave halted: {}", ex.what);
+            post_queue_error(
+                env,
+                IH_CLIENT_GRBM_CP,
+                IH_CLIENT_UTCL2,
+                &QueueError::VmFault(f),
+            );
+            self.wave_halted = true;
+            return Ok(RunState::Parked);
+        }
+        if ex.reported {
+            log::error!(target: "hw::spi", "{pkt:#x}: wave halted by its trap handler: {}", ex.what);
+            self.wave_halted = true;
+            return Ok(RunState::Parked);
+        }
         let vm = env.vm;
         let queue_addr = self
             .ring
@@ -846,27 +892,11 @@ impl CpQueue {
                 ),
             });
         }
-        if !self.wave_halted {
-            log::error!(target: "hw::spi", "{pkt:#x}: wave halted: {}", ex.what);
-            // A memory violation is reported as the VM fault it is: the memory hub's
-            // interrupt, on which amdkfd signals the memory exception event and evicts the
-            // process's queues before the handler's own report could reach the runtime
-            // (ROCr prints its "Memory access fault" message and aborts).
-            if let Some(f) = ex.fault {
-                post_queue_error(
-                    env,
-                    IH_CLIENT_GRBM_CP,
-                    IH_CLIENT_UTCL2,
-                    &QueueError::VmFault(f),
-                );
-                self.wave_halted = true;
-                return Ok(RunState::Parked);
-            }
-            vm.update_u64(signal_field(signal, amd_signal::VALUE)?, |v| v | ex.error)?;
-            notify_signal(env, signal)?;
-            self.report_queue_exception(env, &ex)?;
-            self.wave_halted = true;
-        }
+        log::error!(target: "hw::spi", "{pkt:#x}: wave halted: {}", ex.what);
+        vm.update_u64(signal_field(signal, amd_signal::VALUE)?, |v| v | ex.error)?;
+        notify_signal(env, signal)?;
+        self.report_queue_exception(env, &ex)?;
+        self.wave_halted = true;
         Ok(RunState::Parked)
     }
 
@@ -876,8 +906,8 @@ impl CpQueue {
     /// Such a runtime clears `queue_inactive_signal` and acts on this payload instead.
     /// The event goes through the end-of-pipe interrupt path, which fires only an event
     /// whose mailbox slot was written: ROCr uses one event for both signals, and
-    /// `notify_signal` has just written it. (amdkfd proper sets the event directly from an
-    /// SQ interrupt message; the model does not have that path yet.)
+    /// `notify_signal` has just written it. (When ROCr's own handler runs, amdkfd does this
+    /// from the handler's SQ interrupt message: `crate::interrupt`.)
     fn report_queue_exception(&self, env: &ExecEnv<'_>, ex: &WaveException) -> Result<(), VmFault> {
         if self.ctx_save_address == 0 {
             return Ok(());

@@ -12,7 +12,9 @@
 //! long kernel yields to the engine's other queues and can be preempted between slices;
 //! workgroups started and not finished stay suspended in the [`KernelRun`]. Each workgroup
 //! in flight holds a slot of the scratch, each wave its own slice of it. With a trap handler
-//! installed, `s_trap` and illegal instructions enter it with the hardware's trap state.
+//! installed, `s_trap`, illegal instructions and memory violations enter it with the
+//! hardware's trap state; the handler runs to its end (ROCr's reports through scalar atomics
+//! or a PRIV `MSG_INTERRUPT` and halts the wave with STATUS.HALT).
 //! Decoded code is kept per queue and reused while memory still holds the same bytes.
 
 use crate::hw::engine::QueueError;
@@ -206,6 +208,22 @@ pub struct WaveException {
     /// For a memory violation: the VM fault, which the memory hub reports to the driver as
     /// well (amdkfd's memory exception event).
     pub fault: Option<VmFault>,
+    /// The wave's trap handler has reported the exception itself and halted the wave
+    /// (STATUS.HALT): the queue only stays on the packet. Otherwise (no handler, or the
+    /// handler failed) the CP reports it the way ROCr's handler would.
+    pub reported: bool,
+}
+
+/// An `s_sendmsg` the SQ forwards: SIMM16, M0, and whether the wave sent it from its trap
+/// handler (STATUS.PRIV: the SQ interrupt word's PRIV bit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SqMessage {
+    /// `s_sendmsg` SIMM16 (`[3:0]`: the message).
+    pub simm16: u16,
+    /// M0 when it was sent.
+    pub m0: u32,
+    /// Sent by a privileged (trap handler) wave.
+    pub privileged: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -227,9 +245,6 @@ struct Workgroup {
     /// Per wave: the exception its trap handler is handling (what is reported if the handler
     /// itself fails).
     in_handler: Vec<Option<WaveException>>,
-    /// Per wave: its handler asked for the queue's doorbell while handling the exception
-    /// (ROCr's does, then interrupts the host and halts the wave).
-    doorbell_asked: Vec<bool>,
     lds: Vec<u8>,
 }
 
@@ -260,7 +275,7 @@ struct Pending {
 /// What the threads of one time slice found, beside finished workgroups.
 #[derive(Debug, Default)]
 struct SliceOutcome {
-    messages: Vec<(u16, u32)>,
+    messages: Vec<SqMessage>,
     fault: Option<QueueError>,
     /// The fault is a retry fault: the dispatch resumes after it.
     retry: bool,
@@ -287,7 +302,7 @@ pub struct KernelRun {
     vgprs: usize,
     agprs: usize,
     /// `s_sendmsg` messages the waves sent since the last [`KernelRun::take_messages`].
-    messages: Vec<(u16, u32)>,
+    messages: Vec<SqMessage>,
     /// A wave halted on a trap or an exception: the dispatch runs no further.
     exception: Option<WaveException>,
     /// The GPU's shader counters and observer ([`KernelRun::watch`]).
@@ -513,8 +528,8 @@ impl KernelRun {
         }
     }
 
-    /// The messages (`s_sendmsg` SIMM16 and M0) waves sent since the last call.
-    pub fn take_messages(&mut self) -> Vec<(u16, u32)> {
+    /// The messages waves sent since the last call.
+    pub fn take_messages(&mut self) -> Vec<SqMessage> {
         std::mem::take(&mut self.messages)
     }
 
@@ -711,7 +726,7 @@ impl KernelRun {
         stop: &AtomicBool,
         local_code: &mut Vec<Arc<CodeCache>>,
         shared_code: &Mutex<Vec<DecodedCode>>,
-        messages: &mut Vec<(u16, u32)>,
+        messages: &mut Vec<SqMessage>,
         retired: &mut u64,
     ) -> GroupEnd {
         loop {
@@ -722,10 +737,16 @@ impl KernelRun {
                 }
                 ran = true;
                 let sent_before = messages.len();
+                // A wave enters and leaves its handler only at a stop, so PRIV at the start
+                // holds for what this run sends (an s_rfe_b64 that returns to the shader
+                // mid-run leaves later messages marked: amdkfd lets PRIV messages that name no
+                // queue exception through to the event path anyway).
+                let in_handler = group.waves[i].0.status & isa::exec::wave::status::PRIV != 0;
                 let mut env = VmEnv {
                     vm,
                     lds: &mut group.lds,
                     messages: &mut *messages,
+                    privileged: in_handler,
                 };
                 let wave = &mut group.waves[i].0;
                 let stop_reason = loop {
@@ -764,7 +785,7 @@ impl KernelRun {
                 };
                 let privileged = group.waves[i].0.status & isa::exec::wave::status::PRIV != 0;
                 let sent = &messages[sent_before..];
-                let asked_doorbell = sent.iter().any(|&(m, _)| m & 0xf == MSG_GET_DOORBELL);
+                let asked_doorbell = sent.iter().any(|m| m.simm16 & 0xf == MSG_GET_DOORBELL);
                 if asked_doorbell {
                     // The SQ answers MSG_GET_DOORBELL in EXEC_LO: the doorbell id, bit 31
                     // clear (the asking wave set bit 31 and waits for it to clear).
@@ -772,28 +793,30 @@ impl KernelRun {
                     let exec = wave.exec() & !0xffff_ffff;
                     wave.set_exec(exec | u64::from(self.setup.doorbell_id & DOORBELL_ID_MASK));
                 }
-                if group.in_handler[i].is_some() {
-                    // A handler that found its queue and then interrupts the host has reported
-                    // the exception (ROCr's then halts the wave): the driver's side of it is
-                    // the CP's report of the halted wave.
-                    if group.doorbell_asked[i]
-                        && sent.iter().any(|&(m, _)| m & 0xf == MSG_INTERRUPT)
-                    {
-                        if let Some(first) = group.in_handler[i].take() {
-                            log::debug!(
-                                target: "hw::spi",
-                                "trap handler of workgroup {:?} wave {i} reported {}; the wave halts",
-                                group.id, first.what
-                            );
-                            return GroupEnd::Halt(first);
-                        }
-                    }
-                    group.doorbell_asked[i] |= asked_doorbell;
+                if stop_reason == Stop::Halt {
+                    // The wave halted itself: its trap handler reported the exception (ROCr's
+                    // swaps the error into queue_inactive_signal or interrupts the host with
+                    // the exception code, then sets STATUS.HALT and returns), or it executed
+                    // s_sethalt. It stays halted; the queue stays on the packet.
+                    let ex = group.in_handler[i].take().unwrap_or_else(|| WaveException {
+                        error: 0,
+                        what: format!("s_sethalt in workgroup {:?} wave {i}", group.id),
+                        fault: None,
+                        reported: true,
+                    });
+                    log::debug!(
+                        target: "hw::spi",
+                        "workgroup {:?} wave {i} halted at {:#x} ({})",
+                        group.id, group.waves[i].0.pc, ex.what
+                    );
+                    return GroupEnd::Halt(WaveException {
+                        reported: true,
+                        ..ex
+                    });
                 }
                 if !privileged {
                     // Out of the handler (or never in it).
                     group.in_handler[i] = None;
-                    group.doorbell_asked[i] = false;
                 }
                 if let Some(watch) = &self.watch {
                     // An exception an installed handler takes is no end, nor is a memory fault
@@ -822,11 +845,12 @@ impl KernelRun {
                         group.waves[i].1 = WaveState::Barrier;
                         continue;
                     }
-                    Stop::BudgetExhausted | Stop::Sleep { .. } => continue,
+                    Stop::BudgetExhausted | Stop::Sleep { .. } | Stop::Halt => continue,
                     Stop::Trap { id } => WaveException {
                         error: QUEUE_ERROR_TRAP,
                         what: format!("s_trap {id} in workgroup {:?} wave {i}", group.id),
                         fault: None,
+                        reported: false,
                     },
                     // XNACK replay: the wave stays at the instruction, which runs again once
                     // the driver has handled the fault (`crate::svm::restore_pages`).
@@ -850,12 +874,14 @@ impl KernelRun {
                             error: QUEUE_ERROR_MEMORY_VIOLATION,
                             what: format!("workgroup {:?} wave {i}: {fault}", group.id),
                             fault: Some(fault),
+                            reported: false,
                         }
                     }
                     Stop::Fault(f) => WaveException {
                         error: QUEUE_ERROR_ILLEGAL_INSTRUCTION,
                         what: format!("workgroup {:?} wave {i}: {f}", group.id),
                         fault: None,
+                        reported: false,
                     },
                 };
                 let wave = &mut group.waves[i].0;
@@ -935,7 +961,6 @@ impl KernelRun {
             first_wave: 0,
             slot,
             in_handler: Vec::new(),
-            doorbell_asked: Vec::new(),
             waves: Vec::new(),
             lds: Vec::new(),
         });
@@ -961,8 +986,6 @@ impl KernelRun {
         }
         group.in_handler.clear();
         group.in_handler.resize(nwaves as usize, None);
-        group.doorbell_asked.clear();
-        group.doorbell_asked.resize(nwaves as usize, false);
         group.lds.clear();
         group.lds.resize(lds, 0);
         group
@@ -1151,8 +1174,6 @@ impl SgprList {
 
 /// `s_sendmsg` message id (SIMM16[3:0]) asking the SQ for the wave's queue doorbell.
 const MSG_GET_DOORBELL: u16 = 10;
-/// `s_sendmsg` message id (SIMM16[3:0]) of an interrupt to the host.
-const MSG_INTERRUPT: u16 = 1;
 /// The doorbell id bits of the MSG_GET_DOORBELL answer.
 const DOORBELL_ID_MASK: u32 = 0xfff;
 
@@ -1209,7 +1230,9 @@ fn code_window(vm: &GpuVm, target: Target, pc: u64) -> Result<DecodedCode, MemFa
 struct VmEnv<'a> {
     vm: &'a GpuVm,
     lds: &'a mut Vec<u8>,
-    messages: &'a mut Vec<(u16, u32)>,
+    messages: &'a mut Vec<SqMessage>,
+    /// The wave runs its trap handler (its messages carry PRIV).
+    privileged: bool,
 }
 
 /// The VM fault a wave's retry fault posts.
@@ -1273,6 +1296,19 @@ impl WaveEnv for VmEnv<'_> {
         Ok(())
     }
 
+    fn store_scalar(&mut self, address: u64, data: &[u32]) -> Result<(), MemFault> {
+        // s_store_dwordx4 at most
+        let mut bytes = [0u8; 16];
+        let n = (data.len() * 4).min(bytes.len());
+        for (c, d) in bytes.chunks_exact_mut(4).zip(data) {
+            c.copy_from_slice(&d.to_le_bytes());
+        }
+        // `GpuVm::write` checks the whole range (present and writable) before it writes.
+        self.vm
+            .write(address, &bytes[..n])
+            .map_err(|f| mem_fault(f, Access::Write))
+    }
+
     fn atomic(
         &mut self,
         r: &AtomicRequest<'_>,
@@ -1308,7 +1344,11 @@ impl WaveEnv for VmEnv<'_> {
     }
 
     fn send_message(&mut self, simm16: u16, m0: u32) {
-        self.messages.push((simm16, m0));
+        self.messages.push(SqMessage {
+            simm16,
+            m0,
+            privileged: self.privileged,
+        });
     }
 
     fn shader_clock(&mut self) -> u64 {

@@ -185,6 +185,10 @@ impl<E: WaveEnv + ?Sized> WaveEnv for Routed<'_, E> {
         self.inner.load_scalar(address, out)
     }
 
+    fn store_scalar(&mut self, address: u64, data: &[u32]) -> Result<(), MemFault> {
+        self.inner.store_scalar(address, data)
+    }
+
     fn atomic(
         &mut self,
         request: &AtomicRequest<'_>,

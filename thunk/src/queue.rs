@@ -752,7 +752,7 @@ fn with_encoded<T>(
 
 /// Writes a placement's filler (the tail of the ring, when the packet wraps) and then
 /// `dwords` into ring memory, past the published write pointer.
-#[inline]
+#[inline(always)]
 fn write_placement(ring: &Memory, p: &Placement, dwords: &[u32]) -> Result<()> {
     const CHUNK: usize = 64;
     let fill = p.filler_range();
@@ -1283,7 +1283,8 @@ impl Queue<Pm4> {
     }
 
     /// Places `dwords` in the ring, writes them (and the NOP filler of a wrap) and adds them
-    /// to the pending write pointer.
+    /// to the pending write pointer. Inlined: a fence's eight dwords become fixed-size stores.
+    #[inline(always)]
     fn push_dwords(&mut self, dwords: &[u32]) -> Result<DwordPtr> {
         // The read pointer lives in a line the CP writes; reading it costs a cache miss, so it
         // is only read when the last value seen leaves too little room (it only moves ahead).

@@ -732,12 +732,21 @@ fn ring_error(op: &'static str, e: RingError, unit: &str) -> Error {
 const STACK_PACKET_DWORDS: usize = 32;
 
 /// Encodes `packet` with `encode` into a buffer of `dwords` and hands the dwords written to
-/// `place`. Nothing reaches the ring before the packet is encoded whole.
+/// `place`. Nothing reaches the ring before the packet is encoded whole; a packet longer than
+/// the ring (`ring_dwords`) is refused before any buffer is made for it.
 fn with_encoded<T>(
     dwords: usize,
+    ring_dwords: usize,
     encode: impl FnOnce(&mut [u32]) -> std::result::Result<usize, pm4::WriteError>,
     place: impl FnOnce(&[u32]) -> Result<T>,
 ) -> Result<T> {
+    if dwords >= ring_dwords {
+        return Err(Error::new(
+            "push",
+            Errno::ENOSPC,
+            format!("a packet of {dwords} dwords does not fit a ring of {ring_dwords} dwords"),
+        ));
+    }
     let mut stack = [0u32; STACK_PACKET_DWORDS];
     let mut heap = Vec::new();
     let buf: &mut [u32] = if dwords <= STACK_PACKET_DWORDS {
@@ -1272,6 +1281,7 @@ impl Queue<Pm4> {
     pub fn push<P: Encode + ?Sized>(&mut self, packet: &P) -> Result<DwordPtr> {
         with_encoded(
             packet.dwords(),
+            self.kind.ring.size_dwords(),
             |buf| packet.encode_into(buf),
             |dw| self.push_dwords(dw),
         )
@@ -1316,6 +1326,7 @@ impl Queue<Pm4> {
         }
         with_encoded(
             dwords,
+            self.kind.ring.size_dwords(),
             |buf| pm4::writer::write_nop(buf, dwords),
             |dw| self.push_dwords(dw),
         )
@@ -1459,6 +1470,7 @@ impl Queue<Sdma> {
     pub fn push<P: Encode + ?Sized>(&mut self, packet: &P) -> Result<SdmaBytePtr> {
         with_encoded(
             packet.dwords(),
+            self.kind.ring.size_dwords(),
             |buf| packet.encode_into(buf),
             |dw| self.push_dwords(dw),
         )

@@ -344,6 +344,20 @@ fn sdma_ring_resized_while_in_use() {
 /// A packet that fails to encode partway, after writing some of its dwords.
 struct HalfEncoded;
 
+/// A packet that claims to be longer than any ring.
+struct Endless;
+
+impl thunk::pm4::Encode for Endless {
+    fn dwords(&self) -> usize {
+        usize::MAX
+    }
+
+    fn encode_into(&self, out: &mut [u32]) -> Result<usize, thunk::pm4::WriteError> {
+        out.fill(0xBAD0_BAD0);
+        Ok(out.len())
+    }
+}
+
 impl thunk::pm4::Encode for HalfEncoded {
     fn dwords(&self) -> usize {
         6
@@ -378,6 +392,7 @@ fn a_refused_packet_leaves_the_ring_and_the_write_pointer_untouched() {
     assert_eq!(pending, DwordPtr::new(12));
     for refused in [
         q.push(&HalfEncoded).unwrap_err(),
+        q.push(&Endless).unwrap_err(),
         q.push_nop(2000).unwrap_err(),       // longer than the ring
         q.push_raw(&[0; 1024]).unwrap_err(), // as long as the ring
         q.push_fence(buf.gpu_addr(4), 2).unwrap_err(), // misaligned

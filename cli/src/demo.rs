@@ -269,7 +269,7 @@ pub fn run(args: &DemoArgs, style: Style) -> CliResult<()> {
     ))];
     lines.extend(disassembly(&ring.1, ring.0, Engine::Pm4, target, style));
     lines.push(plain(format!(
-        "submitted (ring copy, write pointer, doorbell): the CP wrote {:#010x} {:#010x} and the fence after {}",
+        "submitted (packet in the ring, write pointer, doorbell): the CP wrote {:#010x} {:#010x} and the fence after {}",
         got[0],
         got[1],
         units::duration(pm4_time)

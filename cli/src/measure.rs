@@ -338,8 +338,8 @@ pub(crate) fn spin_until(what: &str, mut done: impl FnMut() -> bool) -> CliResul
 // ----------------------------------------------------------------------------------------
 // queues and events (on whatever `gpu` is: the model or a real GPU)
 
-/// Nanoseconds from submitting a RELEASE_MEM fence on a PM4 queue (ring copy, write
-/// pointer, doorbell) until the CPU sees the fence value, `samples` times.
+/// Nanoseconds from submitting a RELEASE_MEM fence on a PM4 queue (packet into the ring,
+/// write pointer, doorbell) until the CPU sees the fence value, `samples` times.
 pub fn doorbell_round_trip(gpu: &Gpu, samples: usize) -> CliResult<Samples> {
     let fence = gpu
         .alloc(MemoryKind::Gtt, 4096)

@@ -194,6 +194,50 @@ impl fmt::Display for RingError {
 
 impl core::error::Error for RingError {}
 
+/// Where a request of `dwords` goes in ring memory the caller writes itself, without lending
+/// the ring's memory to [`Pm4Ring`] or [`SdmaRing`] (ring memory a device reads is not
+/// something to hold a `&mut [u32]` to): [`Pm4Ring::place`] decides it without changing the
+/// ring, the caller writes the filler and its packet, then [`Pm4Ring::commit`] adds them to
+/// the pending write pointer. A request that does not fit fails in `place`, before anything
+/// is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placement {
+    /// Pending write pointer (dwords) the placement starts from.
+    from: u64,
+    /// Pending write pointer after it.
+    to: u64,
+    filler_slot: usize,
+    filler_dwords: usize,
+    filler: u32,
+    slot: usize,
+    dwords: usize,
+}
+
+impl Placement {
+    /// Slots to fill with [`Placement::filler`] first (empty unless the request wraps: then
+    /// the ring's tail, from the pending write pointer to the end).
+    #[inline]
+    pub fn filler_range(&self) -> core::ops::Range<usize> {
+        self.filler_slot..self.filler_slot + self.filler_dwords
+    }
+
+    /// The one-dword NOP of the ring's engine.
+    pub fn filler(&self) -> u32 {
+        self.filler
+    }
+
+    /// Slots the request's dwords go to.
+    #[inline]
+    pub fn packet_range(&self) -> core::ops::Range<usize> {
+        self.slot..self.slot + self.dwords
+    }
+
+    /// Dwords the pending write pointer advances by: filler and request.
+    pub fn advance_dwords(&self) -> u64 {
+        self.to.wrapping_sub(self.from)
+    }
+}
+
 /// The kernel-queue ring discipline, in dwords.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct DwordRing {
@@ -218,13 +262,65 @@ impl DwordRing {
         })
     }
 
+    #[inline]
     fn slot(&self, p: u64) -> usize {
-        (p % self.size as u64) as usize
+        // Queue rings are powers of two: a mask, not a division, on the submit path.
+        if self.size.is_power_of_two() {
+            (p & (self.size as u64 - 1)) as usize
+        } else {
+            (p % self.size as u64) as usize
+        }
     }
 
+    #[inline]
     fn free(&self) -> usize {
         let (r, w) = (self.slot(self.rptr), self.slot(self.pending));
-        (r + self.size - 1 - w) % self.size
+        // Both slots are below `size`, so one subtraction is the `mod size`.
+        let f = r + self.size - 1 - w;
+        if f >= self.size {
+            f - self.size
+        } else {
+            f
+        }
+    }
+
+    #[inline]
+    fn place(&self, n: usize) -> Result<Placement, RingError> {
+        let free = self.free();
+        if n > free {
+            return Err(RingError::Full { requested: n, free });
+        }
+        let w = self.slot(self.pending);
+        let (filler_slot, filler_dwords, at) = if w + n >= self.size {
+            let r = self.slot(self.rptr);
+            if n >= r {
+                return Err(RingError::NoSpaceAfterWrap {
+                    requested: n,
+                    rptr_slot: r,
+                });
+            }
+            (w, self.size - w, 0)
+        } else {
+            (w, 0, w)
+        };
+        Ok(Placement {
+            from: self.pending,
+            to: self.pending.wrapping_add((filler_dwords + n) as u64),
+            filler_slot,
+            filler_dwords,
+            filler: self.fill,
+            slot: at,
+            dwords: n,
+        })
+    }
+
+    #[inline]
+    fn commit(&mut self, p: &Placement) -> bool {
+        if p.from != self.pending {
+            return false;
+        }
+        self.pending = p.to;
+        true
     }
 
     fn acquire<'m>(&mut self, mem: &'m mut [u32], n: usize) -> Result<&'m mut [u32], RingError> {
@@ -234,28 +330,16 @@ impl DwordRing {
                 actual: mem.len(),
             });
         }
-        let free = self.free();
-        if n > free {
-            return Err(RingError::Full { requested: n, free });
+        let p = self.place(n)?;
+        if let Some(tail) = mem.get_mut(p.filler_range()) {
+            tail.fill(p.filler);
         }
-        let mut w = self.slot(self.pending);
-        if w + n >= self.size {
-            let r = self.slot(self.rptr);
-            if n >= r {
-                return Err(RingError::NoSpaceAfterWrap {
-                    requested: n,
-                    rptr_slot: r,
-                });
-            }
-            if let Some(tail) = mem.get_mut(w..) {
-                tail.fill(self.fill);
-            }
-            self.pending = self.pending.wrapping_add((self.size - w) as u64);
-            w = 0;
-        }
-        self.pending = self.pending.wrapping_add(n as u64);
-        mem.get_mut(w..w + n)
-            .ok_or(RingError::Full { requested: n, free })
+        self.pending = p.to;
+        // `place` keeps the request inside the ring.
+        mem.get_mut(p.packet_range()).ok_or(RingError::Full {
+            requested: n,
+            free: 0,
+        })
     }
 
     fn push<P: Encode + ?Sized>(
@@ -324,6 +408,24 @@ macro_rules! kernel_ring {
             /// `size_dwords` long), NOP-filling the tail first if they would reach the end.
             pub fn acquire<'m>(&mut self, mem: &'m mut [u32], dwords: usize) -> Result<&'m mut [u32], RingError> {
                 self.ring.acquire(mem, dwords)
+            }
+
+            /// Where `dwords` contiguous dwords would go (after NOP-filling the tail if they
+            /// would reach the end), for a caller that writes ring memory itself; the ring
+            /// does not change until [`Self::commit`]. Fails as [`Self::acquire`] does.
+            #[inline]
+            pub fn place(&self, dwords: usize) -> Result<Placement, RingError> {
+                self.ring.place(dwords)
+            }
+
+            /// Adds a placement made by [`Self::place`] — its filler and dwords written — to
+            /// the pending write pointer. Returns false, changing nothing, when the ring moved
+            /// on since (another acquisition, a submit or rollback, a new read pointer does
+            /// not count).
+            #[must_use]
+            #[inline]
+            pub fn commit(&mut self, placement: &Placement) -> bool {
+                self.ring.commit(placement)
             }
 
             /// Acquires space for `packet` and encodes it there; returns its dwords.

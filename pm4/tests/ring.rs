@@ -156,3 +156,71 @@ fn pointer_units_convert_explicitly() {
     assert_eq!(DwordPtr::new(5).distance_from(DwordPtr::new(2)), 3);
     assert_eq!(SdmaBytePtr::new(0x40).to_string(), "0x40 bytes");
 }
+
+/// `place` + `commit` with the caller writing the memory is `acquire`, dword for dword and
+/// error for error — on power-of-two rings (masked slots) and others (divided slots).
+#[test]
+fn place_and_commit_match_acquire() {
+    for size in [16usize, 64, 1024, 24, 1000] {
+        let (mut a_mem, mut b_mem) = (vec![0u32; size], vec![0u32; size]);
+        let mut a = Pm4Ring::new(size).unwrap();
+        let mut b = Pm4Ring::new(size).unwrap();
+        let mut seed = 0x2545_F491_4F6C_DD1Du64 ^ size as u64;
+        let mut rptr = 0u64;
+        for step in 0..5000u32 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let n = (seed % 40) as usize + 1;
+            let got_a = a.acquire(&mut a_mem, n).map(|d| {
+                d.fill(step);
+                d.len()
+            });
+            let got_b = b.place(n).map(|p| {
+                b_mem[p.filler_range()].fill(p.filler());
+                b_mem[p.packet_range()].fill(step);
+                assert_eq!(p.advance_dwords(), (p.filler_range().len() + n) as u64);
+                assert!(b.commit(&p));
+                p.packet_range().len()
+            });
+            assert_eq!(got_a, got_b, "size {size}, step {step}");
+            assert_eq!(a_mem, b_mem, "size {size}, step {step}");
+            assert_eq!(a.pending_wptr(), b.pending_wptr());
+            assert_eq!(a.free_dwords(), b.free_dwords());
+            if seed % 3 == 0 {
+                assert_eq!(a.submit(), b.submit());
+                // The consumer reads part of what was submitted.
+                let w = a.wptr().get();
+                rptr += (w - rptr) * (seed % 5) / 4;
+                rptr = rptr.min(w);
+                a.set_rptr(DwordPtr::new(rptr));
+                b.set_rptr(DwordPtr::new(rptr));
+            } else if seed % 7 == 0 {
+                a.rollback();
+                b.rollback();
+            }
+        }
+    }
+}
+
+#[test]
+fn a_placement_is_only_committed_to_the_ring_state_it_was_made_from() {
+    let mut ring = Pm4Ring::new(64).unwrap();
+    let p = ring.place(8).unwrap();
+    assert_eq!(
+        ring.pending_wptr(),
+        DwordPtr::new(0),
+        "placing changes nothing"
+    );
+    let q = ring.place(4).unwrap();
+    assert!(ring.commit(&q));
+    assert!(!ring.commit(&p), "the ring moved on since");
+    assert_eq!(ring.pending_wptr(), DwordPtr::new(4));
+    assert_eq!(
+        ring.place(64),
+        Err(RingError::Full {
+            requested: 64,
+            free: 59
+        })
+    );
+}

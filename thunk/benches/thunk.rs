@@ -4,10 +4,14 @@
 //!   `Event::set`) against the same ioctl on the model's process directly (argument bytes on the
 //!   stack), and `thunk_minus_direct`, the difference measured in alternating blocks so both
 //!   see the same machine load. Target: the thunk adds at most 50 ns per call.
-//! * `pm4_fence_round_trip`: a RELEASE_MEM fence pushed, submitted (ring copy, write pointer,
-//!   doorbell) and waited for, through the thunk, against a minimal client that does the same
+//! * `pm4_fence_round_trip`: a RELEASE_MEM fence pushed (into the ring), submitted (write
+//!   pointer, doorbell) and waited for, through the thunk, against a minimal client that does the same
 //!   with the model's raw surface (ioctl bytes, its device memory, its doorbell page).
 //!   Target: within 10 % of the model's own figure.
+//! * `pm4_submit`: the CPU side of that submit alone — `push_fence` + `submit` (packet into
+//!   the ring, write pointer, doorbell) on a queue no engine thread runs, the bench moving the
+//!   read pointer on as a CP would. What the issue #22 row `submit_fence_round_trip` pays on
+//!   top of libhsakmt's eight stores, write pointer and doorbell.
 //!
 //! `cargo bench -p thunk -- --warm-up-time 1 --measurement-time 3`
 #![allow(missing_docs)] // criterion_group! generates undocumented items
@@ -306,5 +310,31 @@ fn round_trip(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, ioctl_overhead, round_trip);
+fn submit(c: &mut Criterion) {
+    // No engine thread: the queue's packets are never run, so the measurement is the CPU's.
+    let config = ModelConfig::new(Preset::Gfx900).with_engine_thread(false);
+    let kfd = Kfd::open_with(OpenOptions::model_config(config)).expect("model");
+    let gpu = kfd.gpu(0).expect("gpu");
+    let fence = gpu.alloc(MemoryKind::Gtt, 4096).expect("fence");
+    let mut q = gpu
+        .create_pm4_queue(&QueueOptions::new().ring_size(4096))
+        .expect("queue");
+    let ring_dwords = u64::from(q.ring_size() / 4);
+    let mut g = c.benchmark_group("pm4_submit");
+    let mut m = 0u64;
+    g.bench_function("push_fence_submit", |b| {
+        b.iter(|| {
+            m += 1;
+            q.push_fence(fence.gpu_va(), m).expect("push");
+            let w = q.submit().expect("submit");
+            // The CP's part: it has read everything (a dword offset inside the ring).
+            q.pointers()
+                .store_u32(thunk::READ_POINTER_OFFSET, (w.get() % ring_dwords) as u32)
+                .expect("rptr");
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, ioctl_overhead, round_trip, submit);
 criterion_main!(benches);

@@ -602,6 +602,7 @@ impl Memory {
     }
 
     /// Copies dwords to `offset` (a multiple of 4).
+    #[inline]
     pub fn write_dwords(&self, offset: u64, data: &[u32]) -> Result<()> {
         self.buf.range.write_dwords(offset, data)?;
         std::sync::atomic::fence(Ordering::Release);
@@ -614,26 +615,31 @@ impl Memory {
     }
 
     /// The 32-bit word at `offset` (4-byte aligned) as an atomic.
+    #[inline]
     pub fn atomic_u32(&self, offset: u64) -> Result<&AtomicU32> {
         self.buf.range.atomic_u32(offset)
     }
 
     /// The 64-bit word at `offset` (8-byte aligned) as an atomic.
+    #[inline]
     pub fn atomic_u64(&self, offset: u64) -> Result<&AtomicU64> {
         self.buf.range.atomic_u64(offset)
     }
 
     /// Loads the 32-bit word at `offset` (acquire).
+    #[inline]
     pub fn load_u32(&self, offset: u64) -> Result<u32> {
         Ok(self.atomic_u32(offset)?.load(Ordering::Acquire))
     }
 
     /// Loads the 64-bit word at `offset` (acquire).
+    #[inline]
     pub fn load_u64(&self, offset: u64) -> Result<u64> {
         Ok(self.atomic_u64(offset)?.load(Ordering::Acquire))
     }
 
     /// Stores the 32-bit word at `offset` (release).
+    #[inline]
     pub fn store_u32(&self, offset: u64, value: u32) -> Result<()> {
         self.atomic_u32(offset)?.store(value, Ordering::Release);
         Ok(())

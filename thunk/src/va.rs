@@ -177,34 +177,46 @@ impl VaRange {
         self.access = access;
     }
 
-    /// The pointer to `[offset, offset+len)`, if inside the range and readable.
+    /// The pointer to `[offset, offset+len)`, if inside the range and readable (and writable
+    /// for `write`). Inlined, with the errors out of line: queue submits go through it.
+    #[inline]
     fn ptr(&self, op: &'static str, offset: u64, len: u64, write: bool) -> Result<*mut u8> {
-        let end = offset
+        let inside = offset
             .checked_add(len)
-            .filter(|&e| e <= self.len as u64)
-            .ok_or_else(|| {
-                Error::invalid(
-                    op,
-                    format!(
-                        "bytes {offset:#x}..+{len:#x} are outside the {:#x}-byte buffer",
-                        self.len
-                    ),
-                )
-            })?;
-        let _ = end;
-        match (self.access, write) {
-            (Access::None, _) => Err(Error::new(
+            .is_some_and(|end| end <= self.len as u64);
+        let allowed = match self.access {
+            Access::None => false,
+            Access::ReadOnly => !write,
+            Access::ReadWrite => true,
+        };
+        if inside && allowed {
+            // SAFETY: `offset + len <= self.len`, so the result stays inside the range.
+            Ok(unsafe { self.base.as_ptr().add(offset as usize) })
+        } else {
+            Err(self.ptr_error(op, offset, len, inside))
+        }
+    }
+
+    /// Why [`VaRange::ptr`] refused.
+    #[cold]
+    #[inline(never)]
+    fn ptr_error(&self, op: &'static str, offset: u64, len: u64, inside: bool) -> Error {
+        if !inside {
+            return Error::invalid(
                 op,
-                Errno::EACCES,
-                "the buffer is not mapped for the CPU",
-            )),
-            (Access::ReadOnly, true) => Err(Error::new(
+                format!(
+                    "bytes {offset:#x}..+{len:#x} are outside the {:#x}-byte buffer",
+                    self.len
+                ),
+            );
+        }
+        match self.access {
+            Access::None => Error::new(op, Errno::EACCES, "the buffer is not mapped for the CPU"),
+            _ => Error::new(
                 op,
                 Errno::EACCES,
                 "the buffer is mapped read-only for the CPU",
-            )),
-            // SAFETY: `offset + len <= self.len`, so the result stays inside the range.
-            _ => Ok(unsafe { self.base.as_ptr().add(offset as usize) }),
+            ),
         }
     }
 
@@ -229,6 +241,7 @@ impl VaRange {
     }
 
     /// Copies dwords to `offset` (a multiple of 4).
+    #[inline]
     pub fn write_dwords(&self, offset: u64, data: &[u32]) -> Result<()> {
         if offset % 4 != 0 {
             return Err(Error::invalid(
@@ -252,22 +265,24 @@ impl VaRange {
         Ok(())
     }
 
-    /// The 32-bit word at `offset` (4-byte aligned) as an atomic.
-    pub fn atomic_u32(&self, offset: u64) -> Result<&AtomicU32> {
-        if offset % 4 != 0 {
-            return Err(Error::invalid(
-                "atomic access",
-                format!("offset {offset:#x} is not 4-byte aligned"),
-            ));
+    /// The pointer to the `size`-byte word at `offset`: aligned to `size`, inside the range,
+    /// mapped read-write.
+    #[inline]
+    fn atomic_ptr(&self, offset: u64, size: u64) -> Result<*mut u8> {
+        if offset % size != 0 {
+            return Err(atomic_error(offset, size, true));
         }
-        let p = self.ptr("atomic access", offset, 4, false)?;
+        let p = self.ptr("atomic access", offset, size, false)?;
         if self.access != Access::ReadWrite {
-            return Err(Error::new(
-                "atomic access",
-                Errno::EACCES,
-                "atomics need a read-write CPU mapping",
-            ));
+            return Err(atomic_error(offset, size, false));
         }
+        Ok(p)
+    }
+
+    /// The 32-bit word at `offset` (4-byte aligned) as an atomic.
+    #[inline]
+    pub fn atomic_u32(&self, offset: u64) -> Result<&AtomicU32> {
+        let p = self.atomic_ptr(offset, 4)?;
         // SAFETY: aligned, inside a read-write mapping that lives as long as `&self`; the
         // word is only accessed through atomics and raw copies (never a Rust reference to
         // plain data), as device memory shared with the GPU must be.
@@ -275,23 +290,30 @@ impl VaRange {
     }
 
     /// The 64-bit word at `offset` (8-byte aligned) as an atomic.
+    #[inline]
     pub fn atomic_u64(&self, offset: u64) -> Result<&AtomicU64> {
-        if offset % 8 != 0 {
-            return Err(Error::invalid(
-                "atomic access",
-                format!("offset {offset:#x} is not 8-byte aligned"),
-            ));
-        }
-        let p = self.ptr("atomic access", offset, 8, false)?;
-        if self.access != Access::ReadWrite {
-            return Err(Error::new(
-                "atomic access",
-                Errno::EACCES,
-                "atomics need a read-write CPU mapping",
-            ));
-        }
+        let p = self.atomic_ptr(offset, 8)?;
         // SAFETY: as for `atomic_u32`, with 8-byte alignment.
         Ok(unsafe { AtomicU64::from_ptr(p.cast()) })
+    }
+}
+
+/// An atomic access of the `size`-byte word at `offset` refused: `misaligned`, or not mapped
+/// read-write.
+#[cold]
+#[inline(never)]
+fn atomic_error(offset: u64, size: u64, misaligned: bool) -> Error {
+    if misaligned {
+        Error::invalid(
+            "atomic access",
+            format!("offset {offset:#x} is not {size}-byte aligned"),
+        )
+    } else {
+        Error::new(
+            "atomic access",
+            Errno::EACCES,
+            "atomics need a read-write CPU mapping",
+        )
     }
 }
 

@@ -340,3 +340,74 @@ fn sdma_ring_resized_while_in_use() {
     q.wait_idle(T).unwrap();
     assert_eq!(q.rptr(), q.wptr());
 }
+
+/// A packet that fails to encode partway, after writing some of its dwords.
+struct HalfEncoded;
+
+/// A packet that claims to be longer than any ring.
+struct Endless;
+
+impl thunk::pm4::Encode for Endless {
+    fn dwords(&self) -> usize {
+        usize::MAX
+    }
+
+    fn encode_into(&self, out: &mut [u32]) -> Result<usize, thunk::pm4::WriteError> {
+        out.fill(0xBAD0_BAD0);
+        Ok(out.len())
+    }
+}
+
+impl thunk::pm4::Encode for HalfEncoded {
+    fn dwords(&self) -> usize {
+        6
+    }
+
+    fn encode_into(&self, out: &mut [u32]) -> Result<usize, thunk::pm4::WriteError> {
+        out[..3].fill(0xBAD0_BAD0);
+        Err(thunk::pm4::WriteError::OutOfSpace {
+            needed: 6,
+            available: 3,
+        })
+    }
+}
+
+/// Packets go straight into the ring, so a packet that fails to encode, or does not fit,
+/// must not reach it: the ring memory and the write pointers stay as they were, and the
+/// queue goes on working.
+#[test]
+fn a_refused_packet_leaves_the_ring_and_the_write_pointer_untouched() {
+    let kfd = kfd();
+    let gpu = kfd.gpu(0).unwrap();
+    let buf = gpu.alloc(MemoryKind::Gtt, 4096).unwrap();
+    let mut q = gpu
+        .create_pm4_queue(&QueueOptions::new().ring_size(4096))
+        .unwrap();
+    q.push_fence(buf.gpu_addr(0), 1).unwrap();
+    q.submit().unwrap();
+    buf.wait_u64(0, 1, T).unwrap();
+    q.push_nop(4).unwrap(); // pushed, not submitted
+    let ring = q.ring().read_dwords(0, 1024).unwrap();
+    let (w, pending) = (q.wptr(), q.pending_wptr());
+    assert_eq!(pending, DwordPtr::new(12));
+    for refused in [
+        q.push(&HalfEncoded).unwrap_err(),
+        q.push(&Endless).unwrap_err(),
+        q.push_nop(2000).unwrap_err(),       // longer than the ring
+        q.push_raw(&[0; 1024]).unwrap_err(), // as long as the ring
+        q.push_fence(buf.gpu_addr(4), 2).unwrap_err(), // misaligned
+    ] {
+        assert!(
+            matches!(refused.errno(), thunk::Errno::EINVAL | thunk::Errno::ENOSPC),
+            "{refused}"
+        );
+        assert_eq!(q.ring().read_dwords(0, 1024).unwrap(), ring, "{refused}");
+        assert_eq!((q.wptr(), q.pending_wptr()), (w, pending), "{refused}");
+    }
+    // What was pushed before the refusals still runs, and what comes after.
+    q.push_fence(buf.gpu_addr(8), 3).unwrap();
+    q.submit().unwrap();
+    buf.wait_u64(8, 3, T).unwrap();
+    q.wait_idle(T).unwrap();
+    assert_eq!(q.rptr(), DwordPtr::new(20));
+}

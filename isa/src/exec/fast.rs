@@ -478,7 +478,7 @@ type Row = [Cell<u32>; WAVE_SIZE];
 
 impl Wave {
     /// Runs `f` if it can; `false` leaves the wave untouched for the general interpreter.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn run_fast(&mut self, f: &Fast) -> bool {
         let n_vgpr = self.vgpr.len();
         if usize::from(f.src_vgpr_end) > n_vgpr {
@@ -580,18 +580,32 @@ impl Wave {
         if b + 1 >= n || d + 1 >= n {
             return false;
         }
-        let amount = match f.src[0] {
-            Src::V(i) => self.vgpr[usize::from(i)],
-            Src::S(i) => [self.sgpr[usize::from(i)]; WAVE_SIZE],
-            Src::K(c) => [c; WAVE_SIZE],
+        // a uniform amount (constant or SGPR, the common case) shifts every lane alike, so
+        // the loop vectorises and no row of amounts is filled
+        let uniform = match f.src[0] {
+            Src::V(_) => None,
+            Src::S(i) => Some(self.sgpr[usize::from(i)]),
+            Src::K(c) => Some(c),
         };
         let (lo, hi) = (&self.vgpr[b], &self.vgpr[b + 1]);
         let (mut rlo, mut rhi) = ([0u32; WAVE_SIZE], [0u32; WAVE_SIZE]);
         macro_rules! each {
             ($op:path) => {
-                for l in 0..WAVE_SIZE {
-                    let r = $op(u64::from(lo[l]) | u64::from(hi[l]) << 32, amount[l]);
-                    (rlo[l], rhi[l]) = (r as u32, (r >> 32) as u32);
+                match uniform {
+                    Some(n) => {
+                        for l in 0..WAVE_SIZE {
+                            let r = $op(u64::from(lo[l]) | u64::from(hi[l]) << 32, n);
+                            (rlo[l], rhi[l]) = (r as u32, (r >> 32) as u32);
+                        }
+                    }
+                    None => {
+                        let Src::V(i) = f.src[0] else { return false };
+                        let amount = &self.vgpr[usize::from(i)];
+                        for l in 0..WAVE_SIZE {
+                            let r = $op(u64::from(lo[l]) | u64::from(hi[l]) << 32, amount[l]);
+                            (rlo[l], rhi[l]) = (r as u32, (r >> 32) as u32);
+                        }
+                    }
                 }
             };
         }

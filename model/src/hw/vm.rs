@@ -554,11 +554,12 @@ impl GpuVm {
             (4, 1) => {
                 let [d0] = out else { unreachable!() };
                 if run {
-                    let mut raw = [0u8; 4 * LANES];
-                    // SAFETY: as above: the 64 lanes' dwords are the 256 bytes from lane 0's.
-                    unsafe { std::ptr::copy(at(0), raw.as_mut_ptr(), raw.len()) };
-                    for (d, c) in d0.iter_mut().zip(raw.chunks_exact(4)) {
-                        *d = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                    // SAFETY: as above: the 64 lanes' dwords are the 256 bytes from lane 0's,
+                    // copied straight into the 256 bytes of `d0`.
+                    unsafe { std::ptr::copy(at(0), d0.as_mut_ptr().cast::<u8>(), 4 * LANES) };
+                    // memory is little-endian (a no-op on a little-endian host)
+                    for d in d0.iter_mut() {
+                        *d = u32::from_le(*d);
                     }
                 } else {
                     for_lanes(exec, |l| {
@@ -615,12 +616,9 @@ impl GpuVm {
         match (n, data) {
             (4, [d0, ..]) => {
                 if run {
-                    let mut raw = [0u8; 4 * LANES];
-                    for (c, d) in raw.chunks_exact_mut(4).zip(d0) {
-                        c.copy_from_slice(&d.to_le_bytes());
-                    }
+                    let raw: [u32; LANES] = std::array::from_fn(|l| d0[l].to_le());
                     // SAFETY: as above: the 64 lanes' dwords are the 256 bytes from lane 0's.
-                    unsafe { std::ptr::copy(raw.as_ptr(), at(0), raw.len()) };
+                    unsafe { std::ptr::copy(raw.as_ptr().cast::<u8>(), at(0), 4 * LANES) };
                 } else {
                     for_lanes(exec, |l| {
                         // SAFETY: as above.

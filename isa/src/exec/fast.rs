@@ -32,6 +32,7 @@ pub enum Src {
 
 /// What a planned instruction computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 pub enum Kind {
     /// One source, one VGPR result.
     Un(Un),
@@ -1461,8 +1462,10 @@ pub enum Cond {
     Execnz,
 }
 
-/// A fast-path plan of one cache entry.
+/// A fast-path plan of one cache entry (an explicit tag byte: the run loop's match reads it
+/// directly instead of decoding a niche of the payload).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 pub enum Plan {
     /// The general interpreter runs it.
     None,

@@ -889,6 +889,19 @@ fn dispatch<const FULL: bool, const U0: bool>(
             Bin::Bfm => run!(|x, y, _, _| e2(x, y, int::bfm)),
             Bin::BcntU32 => run!(|x, y, _, _| e2(x, y, |a, b| a.count_ones().wrapping_add(b))),
         },
+        // a constant shift amount (source 1), the compiler's usual form, lets the shift
+        // vectorise
+        Kind::Tri(Tri::LshlOr | Tri::LshlAdd) if matches!(f.src[1], Src::K(_)) => {
+            let n = match f.src[1] {
+                Src::K(b) => b & 31,
+                _ => 0,
+            };
+            if f.kind == Kind::Tri(Tri::LshlOr) {
+                run!(|x, _, z, _| e2(x, z, |a, c| (a << n) | c))
+            } else {
+                run!(|x, _, z, _| e2(x, z, |a, c| (a << n).wrapping_add(c)))
+            }
+        }
         Kind::Tri(k) => match k {
             Tri::MadU32U24 => {
                 run!(|x, y, z, _| e3(x, y, z, |a, b, c| int::mul_u32_u24(a, b).wrapping_add(c)))
@@ -1284,6 +1297,51 @@ mod tests {
         // the generator reaches the planned instructions often enough to mean something
         eprintln!("{planned} planned, {} ops: {kinds:?}", kinds.len());
         assert!(planned > 2_000, "only {planned} planned instructions");
+    }
+
+    #[test]
+    fn shift_and_or_add_by_a_constant_match_the_general_interpreter() {
+        // (encodings from llvm-mc-15 -mcpu=gfx900; all planned)
+        let cases: [[u8; 8]; 5] = [
+            // v_lshl_or_b32 v0, s6, 8, v0
+            [0x00, 0x00, 0x00, 0xd2, 0x06, 0x10, 0x01, 0x04],
+            // v_lshl_or_b32 v1, v2, 40, v3 (only bits 4:0 of the amount count)
+            [0x01, 0x00, 0x00, 0xd2, 0x02, 0x51, 0x0d, 0x04],
+            // v_lshl_add_u32 v4, v5, 3, v6
+            [0x04, 0x00, 0xfd, 0xd1, 0x05, 0x07, 0x19, 0x04],
+            // v_lshl_add_u32 v2, v2, 33, s1
+            [0x02, 0x00, 0xfd, 0xd1, 0x02, 0x43, 0x05, 0x00],
+            // v_lshl_or_b32 v3, v1, s2, v3 (an SGPR amount: the per-lane form)
+            [0x03, 0x00, 0x00, 0xd2, 0x01, 0x05, 0x0c, 0x04],
+        ];
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        for code in cases {
+            let fast = crate::exec::CodeCache::new(Target::Gfx900, 0, &code);
+            let Some(Ok(c)) = fast.get(0) else {
+                panic!("decodes")
+            };
+            assert!(c.fast != Plan::None, "{:?} planned", c.inst.op);
+            let general = fast.clone().without_fast_path();
+            for round in 0..64 {
+                let mut w = Wave::new(Target::Gfx900, 8, 0);
+                for v in 0..8 {
+                    for l in 0..WAVE_SIZE {
+                        w.vgpr[v][l] = rng.next() as u32;
+                    }
+                }
+                for i in 0..8 {
+                    w.sgpr[i] = rng.next() as u32;
+                }
+                w.set_exec(if round % 2 == 0 { u64::MAX } else { rng.next() });
+                let (mut a, mut b) = (w.clone(), w);
+                let mut env = crate::exec::HostEnv::new(0);
+                let sa = a.run(&fast, &mut env, 1);
+                let sb = b.run(&general, &mut env, 1);
+                assert_eq!(sa, sb, "{:?}", c.inst.op);
+                assert_eq!(a.vgpr, b.vgpr, "{:?}", c.inst.op);
+                assert_eq!(a.pc, b.pc);
+            }
+        }
     }
 
     #[test]

@@ -791,25 +791,29 @@ impl KernelRun {
                 };
                 let wave = &mut group.waves[i].0;
                 let stop_reason = loop {
-                    let code = match local_code.iter().find(|c| c.get(wave.pc).is_some()) {
-                        Some(c) => c.clone(),
+                    // Borrowed, not cloned: the threads of a slice share the code's `Arc`,
+                    // whose count they would otherwise pass back and forth for every wave.
+                    let found = local_code.iter().position(|c| c.get(wave.pc).is_some());
+                    let at = match found {
+                        Some(at) => at,
                         None => match self.decode_at(vm, wave.pc, local_code, shared_code) {
-                            Ok(c) => c,
+                            Ok(_) => local_code.len() - 1,
                             Err(e) => break Stop::Fault(WaveFault::Memory(e)),
                         },
                     };
+                    let code: &CodeCache = &local_code[at];
                     let stop = match &self.watch {
                         Some(watch) => watch.run_local(
                             || watch.id(group.id, group.index, i as u32, group.first_wave),
                             wave,
-                            &code,
+                            code,
                             &mut env,
                             WAVE_TURN,
                             retired,
                         ),
                         None => {
                             let before = wave.retired;
-                            let stop = wave.run(&code, &mut env, WAVE_TURN);
+                            let stop = wave.run(code, &mut env, WAVE_TURN);
                             *retired += wave.retired - before;
                             stop
                         }

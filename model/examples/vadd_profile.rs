@@ -5,7 +5,6 @@
 #![allow(missing_docs)]
 
 #[path = "../tests/common/mod.rs"]
-#[allow(dead_code)]
 mod common;
 #[path = "../tests/opencl/mod.rs"]
 mod opencl;

@@ -1335,6 +1335,14 @@ impl WaveEnv for VmEnv<'_> {
             .map_err(|f| mem_fault(f, Access::Write))
     }
 
+    fn load_run(&mut self, address: u64, out: &mut Lanes) -> bool {
+        self.vm.load_run(address, out)
+    }
+
+    fn store_run(&mut self, address: u64, data: &Lanes) -> bool {
+        self.vm.store_run(address, data)
+    }
+
     fn load_scalar(&mut self, address: u64, out: &mut [u32]) -> Result<(), MemFault> {
         // s_load_dwordx16 at most: no allocation for the common sizes
         let mut small = [0u8; 64];

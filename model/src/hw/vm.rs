@@ -588,6 +588,36 @@ impl GpuVm {
         Ok(())
     }
 
+    /// A whole wave's load of one run of dwords: the 64 dwords from `va` into `out`, when one
+    /// mapping holds all 256 bytes (what [`GpuVm::load_lanes`] does for such lanes); `false`,
+    /// nothing read, otherwise.
+    pub fn load_run(&self, va: u64, out: &mut [u32; LANES]) -> bool {
+        let Some(host) = self.single(va, 4 * LANES as u64, false) else {
+            return false;
+        };
+        // SAFETY: `single` found one mapping of this VM holding the 256 bytes at `host`, kept
+        // alive as in `read`; they are copied into the 256 bytes of `out`.
+        unsafe { std::ptr::copy(host as *const u8, out.as_mut_ptr().cast::<u8>(), 4 * LANES) };
+        // memory is little-endian (a no-op on a little-endian host)
+        for d in out.iter_mut() {
+            *d = u32::from_le(*d);
+        }
+        true
+    }
+
+    /// The store of [`GpuVm::load_run`]: the 64 dwords of `data` to `va`, when one writable
+    /// mapping holds all 256 bytes; `false`, nothing written, otherwise.
+    pub fn store_run(&self, va: u64, data: &[u32; LANES]) -> bool {
+        let Some(host) = self.single(va, 4 * LANES as u64, true) else {
+            return false;
+        };
+        let raw: [u32; LANES] = std::array::from_fn(|l| data[l].to_le());
+        // SAFETY: `single` found one writable mapping of this VM holding the 256 bytes at
+        // `host`, kept alive as in `read`.
+        unsafe { std::ptr::copy(raw.as_ptr().cast::<u8>(), host as *mut u8, 4 * LANES) };
+        true
+    }
+
     /// A wave's store: for each lane set in `exec`, in lane order, `bytes` (1, 2, 4, 8, 12 or
     /// 16) from dwords `data[d][lane]` (the low bytes of dword 0 when narrower) to
     /// `addrs[lane]`. Faults as [`GpuVm::scatter`].

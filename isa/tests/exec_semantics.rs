@@ -946,3 +946,83 @@ fn dpp64_row_mask_and_in_place_destination() {
         assert_eq!(f64_of(&r, 10, l), 0.25, "rcp lane {l}");
     }
 }
+
+#[test]
+fn global_dword_runs_load_and_store_what_lane_accesses_would() {
+    // Wholly consecutive lanes take the interpreter's run path; reversed lanes, a partial
+    // EXEC and a run reaching into an unmapped page take the per-lane path. Either way each
+    // lane reads and writes the dword at its own address.
+    let src = "global_load_dword v4, v[2:3], off offset:8\n\
+               global_load_dword v5, v6, s[0:1]\n\
+               v_add_u32_e32 v7, v4, v5\n\
+               global_store_dword v[8:9], v7, off\n\
+               global_store_dword v10, v7, s[0:1] offset:-4";
+    let word = |a: u64| (a as u32).wrapping_mul(0x9e37_79b9) ^ 0x5a5a;
+    for pattern in 0..4 {
+        let mut r = Run::gfx9(src);
+        let (a, b, c) = (0x10_0000u64, 0x20_0000u64, 0x30_0000u64);
+        for (base, len) in [(a, 0x1000u64), (b, 0x1_1000)] {
+            let bytes: Vec<u8> = (0..len / 4)
+                .flat_map(|i| word(base + 4 * i).to_le_bytes())
+                .collect();
+            r.env.write(base, &bytes);
+        }
+        r.env.map(c, 0x1000);
+        // the last lane's dword of the first load past the mapped page (pattern 3)
+        let a0 = if pattern == 3 {
+            a + 0x1000 - 0x100
+        } else {
+            a + 0x40
+        };
+        let lane = |l: usize| if pattern == 1 { 63 - l } else { l } as u64;
+        r.wave.vgpr[2] = lanes_of(|l| (a0 + 4 * lane(l)) as u32);
+        r.wave.vgpr[3] = [(a0 >> 32) as u32; 64];
+        r.wave.vgpr[6] = lanes_of(|l| 0x400 + 4 * lane(l) as u32);
+        r.wave.vgpr[8] = lanes_of(|l| (c + 0x80 + 4 * lane(l)) as u32);
+        r.wave.vgpr[9] = [0; 64];
+        r.wave.vgpr[10] = lanes_of(|l| 0x1_0000 + 0x200 + 4 * lane(l) as u32);
+        (r.wave.sgpr[0], r.wave.sgpr[1]) = (b as u32, (b >> 32) as u32);
+        let exec = if pattern == 2 {
+            0x0f0f_f0f0_1234_8001
+        } else {
+            u64::MAX
+        };
+        r.wave.set_exec(exec);
+        if pattern == 3 {
+            match r.go() {
+                Stop::Fault(WaveFault::Memory(m)) => assert_eq!(m.address, a + 0x1000),
+                other => panic!("{other:?}"),
+            }
+            assert_eq!(r.v(4), [0; 64], "a faulting load writes nothing");
+            continue;
+        }
+        let r = r.ok();
+        for l in (0..64).filter(|l| exec >> l & 1 != 0) {
+            let x = word(a0 + 4 * lane(l) + 8);
+            let y = word(b + 0x400 + 4 * lane(l));
+            assert_eq!((r.v(4)[l], r.v(5)[l]), (x, y), "pattern {pattern} lane {l}");
+            let sum = x.wrapping_add(y).to_le_bytes().to_vec();
+            let at = c + 0x80 + 4 * lane(l);
+            assert_eq!(
+                r.env.read(at, 4).unwrap(),
+                sum,
+                "pattern {pattern} lane {l}"
+            );
+            let at = b + 0x1_0000 + 0x200 + 4 * lane(l) - 4;
+            assert_eq!(
+                r.env.read(at, 4).unwrap(),
+                sum,
+                "pattern {pattern} lane {l}"
+            );
+        }
+        for l in (0..64).filter(|l| exec >> l & 1 == 0) {
+            assert_eq!(r.v(4)[l], 0, "a disabled lane keeps its register");
+            let at = c + 0x80 + 4 * lane(l);
+            assert_eq!(
+                r.env.read(at, 4).unwrap(),
+                vec![0; 4],
+                "a disabled lane stores nothing"
+            );
+        }
+    }
+}

@@ -196,6 +196,23 @@ pub trait WaveEnv {
         data: &[Lanes],
     ) -> Result<(), MemFault>;
 
+    /// A whole wave's dword load from one run of memory: lane `l` reads the dword at
+    /// `address + 4 * l` into `out[l]`, as [`WaveEnv::load`] would with those addresses and
+    /// every lane enabled. `false` when the implementation has no quick way to do it (say, the
+    /// run crosses mappings or would fault): then nothing is written and the interpreter
+    /// calls [`WaveEnv::load`]. Never faults.
+    fn load_run(&mut self, address: u64, out: &mut Lanes) -> bool {
+        let _ = (address, out);
+        false
+    }
+
+    /// The store of [`WaveEnv::load_run`]: lane `l`'s dword `data[l]` to `address + 4 * l`;
+    /// `false` (nothing written) sends the interpreter to [`WaveEnv::store`].
+    fn store_run(&mut self, address: u64, data: &Lanes) -> bool {
+        let _ = (address, data);
+        false
+    }
+
     /// Scalar load of `out.len()` dwords from `address` (`s_load_*`, `s_buffer_load_*`).
     fn load_scalar(&mut self, address: u64, out: &mut [u32]) -> Result<(), MemFault>;
 
@@ -455,6 +472,31 @@ impl WaveEnv for HostEnv {
             }
         }
         Ok(())
+    }
+
+    fn load_run(&mut self, address: u64, out: &mut Lanes) -> bool {
+        // the reference world's quick path: the run read at once when it is all mapped
+        if address.checked_add(4 * WAVE_SIZE as u64).is_none() {
+            return false;
+        }
+        let Ok(bytes) = self.read(address, 4 * WAVE_SIZE) else {
+            return false;
+        };
+        for (d, c) in out.iter_mut().zip(bytes.chunks_exact(4)) {
+            *d = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        }
+        true
+    }
+
+    fn store_run(&mut self, address: u64, data: &Lanes) -> bool {
+        if address.checked_add(4 * WAVE_SIZE as u64).is_none()
+            || self.read(address, 4 * WAVE_SIZE).is_err()
+        {
+            return false;
+        }
+        let bytes: Vec<u8> = data.iter().flat_map(|d| d.to_le_bytes()).collect();
+        self.write(address, &bytes);
+        true
     }
 
     fn load_scalar(&mut self, address: u64, out: &mut [u32]) -> Result<(), MemFault> {

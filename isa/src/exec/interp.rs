@@ -2288,6 +2288,9 @@ impl Wave {
         } else {
             i64::from(((w0 & 0x1fff) << 19) as i32 >> 19)
         };
+        if c.inst.enc == Enc::Global && self.global_dword_run(c, env, w1, offset)? {
+            return Ok(());
+        }
         let lo = self.v(vaddr)?;
         // built lane by lane (no zeroing of the array first)
         let addrs: [u64; WAVE_SIZE] = if saddr != 0x7f && c.inst.enc == Enc::Global {
@@ -2323,6 +2326,87 @@ impl Wave {
             return self.vatomic(c, env, &addrs, exec, vdata, vdst, glc, acc);
         }
         self.vmem(c, env, &addrs, exec, data_reg, glc, acc)
+    }
+
+    /// A GLOBAL dword load or store of the whole wave whose lanes address one run of memory
+    /// (lane `l` at lane 0's address + 4 `l`, the compiler's `a[i]` over consecutive `i`),
+    /// through [`WaveEnv::load_run`] / [`WaveEnv::store_run`]: no 64-bit lane addresses are
+    /// built. `Ok(false)` (nothing done) for every other access, or when the environment has
+    /// no quick way: the general path runs it then, with the same result.
+    fn global_dword_run<E: WaveEnv + ?Sized>(
+        &mut self,
+        c: &Cached,
+        env: &mut E,
+        w1: u32,
+        offset: i64,
+    ) -> R<bool> {
+        let load = match c.mem {
+            MemKind::Load {
+                bytes: 4,
+                half: D16::Full,
+                ..
+            } => true,
+            MemKind::Store {
+                bytes: 4,
+                half: D16::Full,
+            } => false,
+            _ => return Ok(false),
+        };
+        let acc = self.target == crate::Target::Gfx90a && (w1 >> 23) & 1 != 0;
+        if acc || self.exec() != u64::MAX {
+            return Ok(false);
+        }
+        let saddr = ((w1 >> 16) & 0x7f) as usize;
+        let vaddr = (w1 & 0xff) as usize;
+        let Ok(lo) = self.v(vaddr) else {
+            return Ok(false);
+        };
+        // lane l's low half is lane 0's + 4l without wrapping, the high halves all equal
+        let first = lo[0];
+        if first.checked_add(4 * (WAVE_SIZE as u32 - 1)).is_none() {
+            return Ok(false);
+        }
+        let mut diff = 0u32;
+        let mut want = first;
+        for &v in lo {
+            diff |= v ^ want;
+            want = want.wrapping_add(4);
+        }
+        let start = if saddr != 0x7f {
+            self.sgpr64(saddr).wrapping_add(u64::from(first))
+        } else {
+            let Ok(hi) = self.v(vaddr + 1) else {
+                return Ok(false);
+            };
+            let top = hi[0];
+            for &v in hi {
+                diff |= v ^ top;
+            }
+            u64::from(first) | u64::from(top) << 32
+        };
+        let start = start.wrapping_add_signed(offset);
+        if diff != 0 || start.checked_add(4 * (WAVE_SIZE as u64 - 1)).is_none() {
+            return Ok(false);
+        }
+        if load {
+            // (a destination outside the VGPRs: the general path reports it)
+            let vdst = (w1 >> 24) as usize;
+            if self.v(vdst).is_err() {
+                return Ok(false);
+            }
+            let mut data = [0u32; WAVE_SIZE];
+            if !env.load_run(start, &mut data) {
+                return Ok(false);
+            }
+            *self.v_mut(vdst)? = data;
+            Ok(true)
+        } else {
+            let vdata = ((w1 >> 8) & 0xff) as usize;
+            match self.v(vdata) {
+                Ok(data) => Ok(env.store_run(start, data)),
+                Err(_) => Ok(false),
+            }
+        }
     }
 
     /// Loads and stores of MUBUF/FLAT/GLOBAL: `reg` is the data (store) or destination (load)

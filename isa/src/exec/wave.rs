@@ -262,9 +262,46 @@ impl Wave {
     /// Makes this wave what [`Wave::new`] makes, reusing its register files' allocations (a
     /// compute unit recycles the waves of a finished workgroup).
     pub fn reset(&mut self, target: Target, vgprs: usize, agprs: usize) {
-        let vgpr = std::mem::take(&mut self.vgpr);
-        let agpr = std::mem::take(&mut self.agpr);
-        *self = Self::with_files(target, vgprs, agprs, vgpr, agpr);
+        // Field by field in place (no new wave built and copied over this one); the pattern
+        // names every field, so a new one cannot be forgotten here.
+        let Wave {
+            target: t,
+            sgpr,
+            vgpr,
+            agpr,
+            scc,
+            pc,
+            mode,
+            status,
+            trapsts,
+            hw_id,
+            lds_alloc,
+            sh_mem_bases,
+            priority,
+            retired,
+            sdwa_src,
+            in_dpp64,
+        } = self;
+        let agprs = if has_agprs(target) { agprs.min(256) } else { 0 };
+        vgpr.clear();
+        vgpr.resize(vgprs.min(256), [0; WAVE_SIZE]);
+        agpr.clear();
+        agpr.resize(agprs, [0; WAVE_SIZE]);
+        *t = target;
+        sgpr.fill(0);
+        *scc = false;
+        *pc = 0;
+        *mode = Mode::default();
+        *status = 0;
+        *trapsts = 0;
+        *hw_id = HwId::default();
+        *lds_alloc = 0;
+        *sh_mem_bases = 0;
+        *priority = 0;
+        *retired = 0;
+        *sdwa_src = None;
+        *in_dpp64 = false;
+        self.set_exec(u64::MAX);
     }
 
     /// [`Wave::new`], its VGPRs and AGPRs in `vgpr` and `agpr` (cleared first).

@@ -303,9 +303,30 @@ impl Watch {
         first: u64,
         waves: impl ExactSizeIterator<Item = &'a Wave>,
     ) {
-        let count = waves.len() as u64;
-        self.activity.workgroups.fetch_add(1, Ordering::Relaxed);
-        self.activity.waves.fetch_add(count, Ordering::Relaxed);
+        self.count_workgroups(1, waves.len() as u64);
+        self.workgroup_start(workgroup, workgroup_index, first, waves);
+    }
+
+    /// Adds `groups` workgroups of `waves` waves in all to the counters (a compute-unit
+    /// thread counts its workgroups once per time slice: no shared counter per workgroup).
+    pub fn count_workgroups(&self, groups: u64, waves: u64) {
+        if groups != 0 {
+            self.activity
+                .workgroups
+                .fetch_add(groups, Ordering::Relaxed);
+            self.activity.waves.fetch_add(waves, Ordering::Relaxed);
+        }
+    }
+
+    /// [`Watch::workgroup`] without the counters: tells the observer, if any, that the
+    /// workgroup's waves start.
+    pub fn workgroup_start<'a>(
+        &self,
+        workgroup: [u32; 3],
+        workgroup_index: u64,
+        first: u64,
+        waves: impl ExactSizeIterator<Item = &'a Wave>,
+    ) {
         if let Some(o) = &self.observer {
             for (w, wave) in waves.enumerate() {
                 let id = WaveId {

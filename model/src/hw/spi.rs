@@ -38,6 +38,16 @@ pub const DISPATCH_SLICE: Duration = Duration::from_millis(2);
 /// Instructions a wave runs before the next wave of its workgroup gets a turn.
 pub const WAVE_TURN: u64 = 4096;
 
+/// At most this many new workgroups (of a dispatch without scratch) a compute-unit thread
+/// takes from the shared queue at once: one lock per batch instead of one per workgroup,
+/// which two threads would otherwise pass back and forth for small workgroups. Fewer near
+/// the end of the grid, so the threads finish together.
+const CLAIM_BATCH: u64 = 8;
+
+/// Instructions a compute-unit thread runs between two reads of the clock (a slice ends
+/// within a few microseconds of its deadline; the clock is not read per small workgroup).
+const CLOCK_EVERY: u64 = 1024;
+
 /// Bytes of code decoded around a PC (a window; a branch outside it decodes another).
 const CODE_WINDOW: u64 = 64 << 10;
 
@@ -268,6 +278,8 @@ enum GroupEnd {
 struct Pending {
     active: VecDeque<Workgroup>,
     next_group: u64,
+    /// Workgroups a thread took in a batch and did not start (run before `next_group`).
+    returned: Vec<u64>,
     /// Scratch slots no workgroup holds (`None`: the dispatch has no scratch).
     free_slots: Option<Vec<u32>>,
 }
@@ -298,6 +310,9 @@ pub struct KernelRun {
     next_group: u64,
     /// Workgroups started and suspended at the end of a time slice, oldest first.
     active: VecDeque<Workgroup>,
+    /// Workgroups below `next_group` that a thread took and gave back unstarted, the next
+    /// to start last.
+    returned: Vec<u64>,
     code: Vec<DecodedCode>,
     vgprs: usize,
     agprs: usize,
@@ -485,6 +500,7 @@ impl KernelRun {
             groups,
             next_group: 0,
             active: VecDeque::new(),
+            returned: Vec::new(),
             code: Vec::new(),
             vgprs,
             agprs,
@@ -550,7 +566,9 @@ impl KernelRun {
 
     /// Workgroups not yet ended (started or not).
     pub fn workgroups_left(&self) -> u64 {
-        self.active.len() as u64 + self.total_groups().saturating_sub(self.next_group)
+        self.active.len() as u64
+            + self.returned.len() as u64
+            + self.total_groups().saturating_sub(self.next_group)
     }
 
     /// Runs waves for about [`DISPATCH_SLICE`] on up to `cu_threads` host threads (each takes
@@ -571,6 +589,7 @@ impl KernelRun {
         let pending = Mutex::new(Pending {
             active: std::mem::take(&mut self.active),
             next_group: self.next_group,
+            returned: std::mem::take(&mut self.returned),
             free_slots: self.free_slots.take(),
         });
         let code = Mutex::new(std::mem::take(&mut self.code));
@@ -601,6 +620,7 @@ impl KernelRun {
         let pending = pending.into_inner().unwrap_or_else(|e| e.into_inner());
         self.active = pending.active;
         self.next_group = pending.next_group;
+        self.returned = pending.returned;
         self.free_slots = pending.free_slots;
         self.code = code.into_inner().unwrap_or_else(|e| e.into_inner());
         let outcome = outcome.into_inner().unwrap_or_else(|e| e.into_inner());
@@ -635,24 +655,56 @@ impl KernelRun {
         let mut spare: Option<Workgroup> = None;
         // Instructions retired in this slice, handed to the watch at its end.
         let mut retired = 0u64;
-        while !stop.load(Ordering::Acquire) && Instant::now() < deadline {
-            let next = {
-                let mut p = locked(pending);
-                match p.active.pop_front() {
-                    Some(g) => Ok(g),
-                    None if p.next_group < total => {
-                        let slot = match &mut p.free_slots {
-                            None => 0,
-                            Some(free) => match free.pop() {
-                                Some(s) => s,
-                                // Every scratch slot is held: no new workgroup fits now.
-                                None => break,
-                            },
-                        };
-                        p.next_group += 1;
-                        Err((p.next_group - 1, slot))
+        // Workgroups and waves started in this slice, counted at its end.
+        let (mut groups_started, mut waves_started) = (0u64, 0u64);
+        // New workgroups taken in a batch and not started yet.
+        let mut claimed = 0..0u64;
+        // `retired` when the clock was last read (`None`: read it before the next group).
+        let mut clock_at: Option<u64> = None;
+        let workers = self.cu_threads.max(1) as u64;
+        while !stop.load(Ordering::Acquire) {
+            if clock_at.is_none_or(|at| retired - at >= CLOCK_EVERY) {
+                if Instant::now() >= deadline {
+                    break;
+                }
+                clock_at = Some(retired);
+            }
+            let next = match claimed.next() {
+                Some(g) => Err((g, 0)),
+                None => {
+                    let mut p = locked(pending);
+                    match p.active.pop_front() {
+                        Some(g) => Ok(g),
+                        // No scratch slots to hand out: new workgroups in a batch.
+                        None if p.free_slots.is_none()
+                            && (!p.returned.is_empty() || p.next_group < total) =>
+                        {
+                            match p.returned.pop() {
+                                Some(g) => Err((g, 0)),
+                                None => {
+                                    let left = total - p.next_group;
+                                    let n = (left / (4 * workers)).clamp(1, CLAIM_BATCH);
+                                    let first = p.next_group;
+                                    p.next_group += n;
+                                    claimed = first + 1..first + n;
+                                    Err((first, 0))
+                                }
+                            }
+                        }
+                        None if p.next_group < total => {
+                            let slot = match &mut p.free_slots {
+                                None => 0,
+                                Some(free) => match free.pop() {
+                                    Some(s) => s,
+                                    // Every scratch slot is held: no new workgroup fits now.
+                                    None => break,
+                                },
+                            };
+                            p.next_group += 1;
+                            Err((p.next_group - 1, slot))
+                        }
+                        None => break,
                     }
-                    None => break,
                 }
             };
             let group = next.unwrap_or_else(|(g, slot)| {
@@ -666,8 +718,10 @@ impl KernelRun {
                 let mut group = self.new_group(id, slot, spare.take());
                 group.index = g;
                 group.first_wave = g * group.waves.len() as u64;
+                groups_started += 1;
+                waves_started += group.waves.len() as u64;
                 if let Some(w) = &self.watch {
-                    w.workgroup(id, g, group.first_wave, group.waves.iter().map(|w| &w.0));
+                    w.workgroup_start(id, g, group.first_wave, group.waves.iter().map(|w| &w.0));
                 }
                 group
             });
@@ -689,7 +743,10 @@ impl KernelRun {
                     }
                     spare = Some(g);
                 }
-                GroupEnd::Unfinished(g) => locked(pending).active.push_back(g),
+                GroupEnd::Unfinished(g) => {
+                    locked(pending).active.push_back(g);
+                    clock_at = None;
+                }
                 GroupEnd::Fault(e) => {
                     stop.store(true, Ordering::Release);
                     locked(outcome).fault.get_or_insert(e);
@@ -709,7 +766,12 @@ impl KernelRun {
                 }
             }
         }
+        if !claimed.is_empty() {
+            // The next to start is popped first.
+            locked(pending).returned.extend(claimed.rev());
+        }
         if let Some(w) = &self.watch {
+            w.count_workgroups(groups_started, waves_started);
             w.count_instructions(retired);
         }
         locked(outcome).messages.extend(messages);
@@ -750,23 +812,32 @@ impl KernelRun {
                 };
                 let wave = &mut group.waves[i].0;
                 let stop_reason = loop {
-                    let code = match local_code.iter().find(|c| c.get(wave.pc).is_some()) {
-                        Some(c) => c.clone(),
+                    // Borrowed, not cloned: the threads of a slice share the code's `Arc`,
+                    // whose count they would otherwise pass back and forth for every wave.
+                    let found = local_code.iter().position(|c| c.get(wave.pc).is_some());
+                    let at = match found {
+                        Some(at) => at,
                         None => match self.decode_at(vm, wave.pc, local_code, shared_code) {
-                            Ok(c) => c,
+                            Ok(_) => local_code.len() - 1,
                             Err(e) => break Stop::Fault(WaveFault::Memory(e)),
                         },
                     };
+                    let code: &CodeCache = &local_code[at];
                     let stop = match &self.watch {
                         Some(watch) => watch.run_local(
                             || watch.id(group.id, group.index, i as u32, group.first_wave),
                             wave,
-                            &code,
+                            code,
                             &mut env,
                             WAVE_TURN,
                             retired,
                         ),
-                        None => wave.run(&code, &mut env, WAVE_TURN),
+                        None => {
+                            let before = wave.retired;
+                            let stop = wave.run(code, &mut env, WAVE_TURN);
+                            *retired += wave.retired - before;
+                            stop
+                        }
                     };
                     // A fetch outside the decoded window: decode the window around the PC.
                     if let Stop::Fault(WaveFault::Memory(MemFault {
@@ -1067,10 +1138,21 @@ impl KernelRun {
         }
         // Work-item ids: lane l of wave w is flat id w*64+l in x-major order.
         let wg = s.workgroup;
+        let flat = w * WAVE_SIZE as u32;
+        if wg[1] == 1 && wg[2] == 1 && flat + WAVE_SIZE as u32 <= wg[0] && extent == wg {
+            // A whole wave of a whole 1-D workgroup: x counts up in v0 (also gfx90a's packed
+            // form, y and z being 0), the other id VGPRs stay 0, every lane runs.
+            if let Ok(v) = wave.v_mut(0) {
+                for (l, x) in v.iter_mut().enumerate() {
+                    *x = flat + l as u32;
+                }
+            }
+            wave.set_exec(u64::MAX);
+            return;
+        }
         let mut ids = [[0u32; WAVE_SIZE]; 3];
         let mut exec = 0u64;
         let [xs, ys, zs] = &mut ids;
-        let flat = w * WAVE_SIZE as u32;
         if wg[1] == 1 && wg[2] == 1 && flat + WAVE_SIZE as u32 <= wg[0] {
             // A 1-D workgroup and a wave inside it: x counts up, y and z are 0.
             for (l, x) in xs.iter_mut().enumerate() {
@@ -1274,6 +1356,14 @@ impl WaveEnv for VmEnv<'_> {
         self.vm
             .store_lanes(addresses, exec, bytes as usize, data)
             .map_err(|f| mem_fault(f, Access::Write))
+    }
+
+    fn load_run(&mut self, address: u64, out: &mut Lanes) -> bool {
+        self.vm.load_run(address, out)
+    }
+
+    fn store_run(&mut self, address: u64, data: &Lanes) -> bool {
+        self.vm.store_run(address, data)
     }
 
     fn load_scalar(&mut self, address: u64, out: &mut [u32]) -> Result<(), MemFault> {

@@ -554,11 +554,12 @@ impl GpuVm {
             (4, 1) => {
                 let [d0] = out else { unreachable!() };
                 if run {
-                    let mut raw = [0u8; 4 * LANES];
-                    // SAFETY: as above: the 64 lanes' dwords are the 256 bytes from lane 0's.
-                    unsafe { std::ptr::copy(at(0), raw.as_mut_ptr(), raw.len()) };
-                    for (d, c) in d0.iter_mut().zip(raw.chunks_exact(4)) {
-                        *d = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                    // SAFETY: as above: the 64 lanes' dwords are the 256 bytes from lane 0's,
+                    // copied straight into the 256 bytes of `d0`.
+                    unsafe { std::ptr::copy(at(0), d0.as_mut_ptr().cast::<u8>(), 4 * LANES) };
+                    // memory is little-endian (a no-op on a little-endian host)
+                    for d in d0.iter_mut() {
+                        *d = u32::from_le(*d);
                     }
                 } else {
                     for_lanes(exec, |l| {
@@ -585,6 +586,36 @@ impl GpuVm {
             }
         }
         Ok(())
+    }
+
+    /// A whole wave's load of one run of dwords: the 64 dwords from `va` into `out`, when one
+    /// mapping holds all 256 bytes (what [`GpuVm::load_lanes`] does for such lanes); `false`,
+    /// nothing read, otherwise.
+    pub fn load_run(&self, va: u64, out: &mut [u32; LANES]) -> bool {
+        let Some(host) = self.single(va, 4 * LANES as u64, false) else {
+            return false;
+        };
+        // SAFETY: `single` found one mapping of this VM holding the 256 bytes at `host`, kept
+        // alive as in `read`; they are copied into the 256 bytes of `out`.
+        unsafe { std::ptr::copy(host as *const u8, out.as_mut_ptr().cast::<u8>(), 4 * LANES) };
+        // memory is little-endian (a no-op on a little-endian host)
+        for d in out.iter_mut() {
+            *d = u32::from_le(*d);
+        }
+        true
+    }
+
+    /// The store of [`GpuVm::load_run`]: the 64 dwords of `data` to `va`, when one writable
+    /// mapping holds all 256 bytes; `false`, nothing written, otherwise.
+    pub fn store_run(&self, va: u64, data: &[u32; LANES]) -> bool {
+        let Some(host) = self.single(va, 4 * LANES as u64, true) else {
+            return false;
+        };
+        let raw: [u32; LANES] = std::array::from_fn(|l| data[l].to_le());
+        // SAFETY: `single` found one writable mapping of this VM holding the 256 bytes at
+        // `host`, kept alive as in `read`.
+        unsafe { std::ptr::copy(raw.as_ptr().cast::<u8>(), host as *mut u8, 4 * LANES) };
+        true
     }
 
     /// A wave's store: for each lane set in `exec`, in lane order, `bytes` (1, 2, 4, 8, 12 or
@@ -615,12 +646,9 @@ impl GpuVm {
         match (n, data) {
             (4, [d0, ..]) => {
                 if run {
-                    let mut raw = [0u8; 4 * LANES];
-                    for (c, d) in raw.chunks_exact_mut(4).zip(d0) {
-                        c.copy_from_slice(&d.to_le_bytes());
-                    }
+                    let raw: [u32; LANES] = std::array::from_fn(|l| d0[l].to_le());
                     // SAFETY: as above: the 64 lanes' dwords are the 256 bytes from lane 0's.
-                    unsafe { std::ptr::copy(raw.as_ptr(), at(0), raw.len()) };
+                    unsafe { std::ptr::copy(raw.as_ptr().cast::<u8>(), at(0), 4 * LANES) };
                 } else {
                     for_lanes(exec, |l| {
                         // SAFETY: as above.

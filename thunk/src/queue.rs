@@ -1247,6 +1247,70 @@ impl QueueKind for Aql {
     }
 }
 
+/// The kinds whose rings count dwords (PM4 and SDMA), which share one push path.
+trait DwordRingKind: QueueKind {
+    /// [`Pm4Ring::place`] / [`SdmaRing::place`].
+    fn place(&self, dwords: usize) -> std::result::Result<Placement, RingError>;
+    /// [`Pm4Ring::commit`] / [`SdmaRing::commit`].
+    fn commit(&mut self, placement: &Placement) -> bool;
+    /// A read pointer the engine reported.
+    fn set_rptr(&mut self, rptr: Self::Pointer);
+    /// The write pointer including pushed, unsubmitted packets.
+    fn pending(&self) -> Self::Pointer;
+}
+
+macro_rules! dword_ring_kind {
+    ($kind:ty) => {
+        impl DwordRingKind for $kind {
+            #[inline(always)]
+            fn place(&self, dwords: usize) -> std::result::Result<Placement, RingError> {
+                self.ring.place(dwords)
+            }
+            #[inline(always)]
+            fn commit(&mut self, placement: &Placement) -> bool {
+                self.ring.commit(placement)
+            }
+            fn set_rptr(&mut self, rptr: Self::Pointer) {
+                self.ring.set_rptr(rptr);
+            }
+            #[inline(always)]
+            fn pending(&self) -> Self::Pointer {
+                self.ring.pending_wptr().add(self.base)
+            }
+        }
+    };
+}
+dword_ring_kind!(Pm4);
+dword_ring_kind!(Sdma);
+
+/// Reads the engine's read pointer into the ring's state.
+fn refresh<K: DwordRingKind>(q: &mut Queue<K>) {
+    let r = q.rptr();
+    q.kind.set_rptr(r);
+}
+
+/// Places `dwords` in the ring, writes them (and the NOP filler of a wrap) and adds them to
+/// the pending write pointer. Inlined: a fence's eight dwords become fixed-size stores.
+#[inline(always)]
+fn push_dwords<K: DwordRingKind>(q: &mut Queue<K>, dwords: &[u32]) -> Result<K::Pointer> {
+    // The read pointer lives in a line the engine writes; reading it costs a cache miss, so
+    // it is only read when the last value seen leaves too little room (it only moves ahead).
+    let p = match q.kind.place(dwords.len()) {
+        Ok(p) => p,
+        Err(_) => {
+            refresh(q);
+            q.kind
+                .place(dwords.len())
+                .map_err(|e| ring_error("push", e, "dwords"))?
+        }
+    };
+    write_placement(&q.raw.ring, &p, dwords)?;
+    if !q.kind.commit(&p) {
+        return Err(moved_on());
+    }
+    Ok(q.kind.pending())
+}
+
 impl Queue<Pm4> {
     /// The PM4 generation packets are built for.
     pub fn gfx_gen(&self) -> GfxGen {
@@ -1260,17 +1324,12 @@ impl Queue<Pm4> {
 
     /// The write pointer including pushed, unsubmitted packets.
     pub fn pending_wptr(&self) -> DwordPtr {
-        self.kind.ring.pending_wptr().add(self.kind.base)
-    }
-
-    fn refresh(&mut self) {
-        let r = self.rptr();
-        self.kind.ring.set_rptr(r);
+        self.kind.pending()
     }
 
     /// Dwords free right now.
     pub fn free_dwords(&mut self) -> usize {
-        self.refresh();
+        refresh(self);
         self.kind.ring.free_dwords()
     }
 
@@ -1283,36 +1342,13 @@ impl Queue<Pm4> {
             packet.dwords(),
             self.kind.ring.size_dwords(),
             |buf| packet.encode_into(buf),
-            |dw| self.push_dwords(dw),
+            |dw| push_dwords(self, dw),
         )
     }
 
     /// Appends already-encoded dwords.
     pub fn push_raw(&mut self, dwords: &[u32]) -> Result<DwordPtr> {
-        self.push_dwords(dwords)
-    }
-
-    /// Places `dwords` in the ring, writes them (and the NOP filler of a wrap) and adds them
-    /// to the pending write pointer. Inlined: a fence's eight dwords become fixed-size stores.
-    #[inline(always)]
-    fn push_dwords(&mut self, dwords: &[u32]) -> Result<DwordPtr> {
-        // The read pointer lives in a line the CP writes; reading it costs a cache miss, so it
-        // is only read when the last value seen leaves too little room (it only moves ahead).
-        let p = match self.kind.ring.place(dwords.len()) {
-            Ok(p) => p,
-            Err(_) => {
-                self.refresh();
-                self.kind
-                    .ring
-                    .place(dwords.len())
-                    .map_err(|e| ring_error("push", e, "dwords"))?
-            }
-        };
-        write_placement(&self.raw.ring, &p, dwords)?;
-        if !self.kind.ring.commit(&p) {
-            return Err(moved_on());
-        }
-        Ok(self.pending_wptr())
+        push_dwords(self, dwords)
     }
 
     /// Appends a NOP of `dwords` dwords (header included).
@@ -1328,7 +1364,7 @@ impl Queue<Pm4> {
             dwords,
             self.kind.ring.size_dwords(),
             |buf| pm4::writer::write_nop(buf, dwords),
-            |dw| self.push_dwords(dw),
+            |dw| push_dwords(self, dw),
         )
     }
 
@@ -1352,7 +1388,7 @@ impl Queue<Pm4> {
         if addr % 8 == 0 {
             // The queue's template with the address and value put in: no packet built.
             let p = fence_dwords(&self.kind.fence, addr, value);
-            return self.push_dwords(&p);
+            return push_dwords(self, &p);
         }
         // Misaligned: the builder says why.
         let p = ReleaseMem::fence(self.kind.gen, addr, value, true, None)
@@ -1415,7 +1451,7 @@ impl Queue<Pm4> {
             let w = self.kind.ring.pending_wptr().slot(size as u64) as usize;
             (rp.slot(size as u64) as usize + size - 1 - w) % size >= dwords
         });
-        self.refresh();
+        refresh(self);
         if r {
             Ok(())
         } else {
@@ -1457,12 +1493,7 @@ impl Queue<Sdma> {
 
     /// The write pointer including pushed, unsubmitted packets.
     pub fn pending_wptr(&self) -> SdmaBytePtr {
-        self.kind.ring.pending_wptr().add(self.kind.base)
-    }
-
-    fn refresh(&mut self) {
-        let r = self.rptr();
-        self.kind.ring.set_rptr(r);
+        self.kind.pending()
     }
 
     /// Appends a packet; returns the pending write pointer.
@@ -1472,32 +1503,13 @@ impl Queue<Sdma> {
             packet.dwords(),
             self.kind.ring.size_dwords(),
             |buf| packet.encode_into(buf),
-            |dw| self.push_dwords(dw),
+            |dw| push_dwords(self, dw),
         )
     }
 
     /// Appends already-encoded dwords.
     pub fn push_raw(&mut self, dwords: &[u32]) -> Result<SdmaBytePtr> {
-        self.push_dwords(dwords)
-    }
-
-    fn push_dwords(&mut self, dwords: &[u32]) -> Result<SdmaBytePtr> {
-        // As for PM4: the read pointer is only read when the last value leaves too little room.
-        let p = match self.kind.ring.place(dwords.len()) {
-            Ok(p) => p,
-            Err(_) => {
-                self.refresh();
-                self.kind
-                    .ring
-                    .place(dwords.len())
-                    .map_err(|e| ring_error("push", e, "dwords"))?
-            }
-        };
-        write_placement(&self.raw.ring, &p, dwords)?;
-        if !self.kind.ring.commit(&p) {
-            return Err(moved_on());
-        }
-        Ok(self.pending_wptr())
+        push_dwords(self, dwords)
     }
 
     /// Copies `bytes` from `src` to `dst` (as many COPY_LINEAR packets as the generation's

@@ -326,7 +326,7 @@ fn process_cpu() -> Duration {
 
 /// Doorbell after ≥ 1 s of idle → WRITE_DATA done, through the client's own mapping.
 fn doorbell_after_idle(watch: bool) {
-    use pm4::user::{ReleaseDataSel, ReleaseIntSel, ReleaseMemArgs, ReleaseMemGfx9, WriteData};
+    use pm4::user::WriteData;
     let samples: usize = std::env::var("KFD_BENCH_DOORBELL_SAMPLES")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -359,14 +359,6 @@ fn doorbell_after_idle(watch: bool) {
     let (cpu0, t0) = (process_cpu(), std::time::Instant::now());
     std::thread::sleep(Duration::from_secs(3));
     let idle = (process_cpu() - cpu0).as_secs_f64() / t0.elapsed().as_secs_f64();
-    let gpu_clock = || {
-        let mut clk = kfd_ioctl_get_clock_counters_args {
-            gpu_id: c.gpu(),
-            ..Default::default()
-        };
-        ioctl(&c.p, AMDKFD_IOC_GET_CLOCK_COUNTERS, &mut clk).unwrap();
-        clk.gpu_clock_counter
-    };
     let mut lat = Vec::new();
     let mut noticed = Vec::new();
     let mut floor = WakeFloor::new();
@@ -381,18 +373,8 @@ fn doorbell_after_idle(watch: bool) {
         ring.push(&q, &WriteData::memory(mem.va, &[i]).unwrap());
         // The CP stamps the GPU clock (100 MHz) when it reaches the packet after the
         // WRITE_DATA: doorbell -> packets executed, without the client's own polling delay.
-        let stamp = ReleaseMemArgs::end_of_pipe(
-            mem.va + 8,
-            0,
-            ReleaseDataSel::GpuClockCounter,
-            ReleaseIntSel::None,
-            0,
-        );
-        ring.push(
-            &q,
-            &ReleaseMemGfx9::new(&stamp, Default::default()).unwrap(),
-        );
-        let rung_at = gpu_clock();
+        ring.push_clock_stamp(&q, mem.va + 8);
+        let rung_at = c.gpu_clock();
         let t = std::time::Instant::now();
         q.ptrs.write_u64(0x38, ring.wptr());
         bell.ring(q.doorbell_offset, ring.wptr());

@@ -10,8 +10,9 @@ use kfd_sys::*;
 use pm4::user::WriteData;
 use std::time::{Duration, Instant};
 
-#[test]
-fn a_doorbell_stored_after_a_second_of_idle_wakes_the_engine_through_the_watch() {
+/// A gfx900 model, a client with a PM4 queue, 4 KiB of GTT and the client's own doorbell
+/// mapping, watched.
+fn watched_queue() -> (kfd_model::Model, Client, QueueBufs, Buf, DoorbellMapping) {
     let _ = env_logger::builder().is_test(true).try_init();
     let model = model(Preset::Gfx900, 1);
     let c = Client::new(&model);
@@ -19,9 +20,15 @@ fn a_doorbell_stored_after_a_second_of_idle_wakes_the_engine_through_the_watch()
     let mem = c.gtt(4096);
     let bell = DoorbellMapping::new(&c, q.doorbell_offset);
     // SAFETY: `bell` is a shared mapping of the model's doorbell memory, unmapped only when
-    // the test ends.
+    // the test that holds it ends.
     unsafe { model.watch_doorbell_mapping(bell.addr, bell.len) }
         .expect("userfaultfd with shared-memory write protection (Linux 5.19+)");
+    (model, c, q, mem, bell)
+}
+
+#[test]
+fn a_doorbell_stored_after_a_second_of_idle_wakes_the_engine_through_the_watch() {
+    let (model, _c, q, mem, bell) = watched_queue();
     let mut ring = RingWriter::pm4(&q);
     let mut latencies = Vec::new();
     for i in 1..=3u32 {
@@ -54,44 +61,16 @@ fn a_doorbell_stored_after_a_second_of_idle_wakes_the_engine_through_the_watch()
 
 #[test]
 fn after_idle_the_packets_run_before_the_faulting_doorbell_store_completes() {
-    use pm4::user::{ReleaseDataSel, ReleaseIntSel, ReleaseMemArgs, ReleaseMemGfx9};
-    let _ = env_logger::builder().is_test(true).try_init();
-    let model = model(Preset::Gfx900, 1);
-    let c = Client::new(&model);
-    let (_, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
-    let mem = c.gtt(4096);
-    let bell = DoorbellMapping::new(&c, q.doorbell_offset);
-    // SAFETY: `bell` is a shared mapping of the model's doorbell memory, unmapped only when
-    // the test ends.
-    unsafe { model.watch_doorbell_mapping(bell.addr, bell.len) }
-        .expect("userfaultfd with shared-memory write protection (Linux 5.19+)");
-    let gpu_clock = || {
-        let mut clk = kfd_ioctl_get_clock_counters_args {
-            gpu_id: c.gpu(),
-            ..Default::default()
-        };
-        ioctl(&c.p, AMDKFD_IOC_GET_CLOCK_COUNTERS, &mut clk).unwrap();
-        clk.gpu_clock_counter
-    };
+    let (model, c, q, mem, bell) = watched_queue();
     let mut ring = RingWriter::pm4(&q);
     for i in 1..=2u32 {
         std::thread::sleep(Duration::from_millis(1100));
         ring.push(&q, &WriteData::memory(mem.va, &[i]).unwrap());
-        let stamp = ReleaseMemArgs::end_of_pipe(
-            mem.va + 8,
-            0,
-            ReleaseDataSel::GpuClockCounter,
-            ReleaseIntSel::None,
-            0,
-        );
-        ring.push(
-            &q,
-            &ReleaseMemGfx9::new(&stamp, Default::default()).unwrap(),
-        );
+        ring.push_clock_stamp(&q, mem.va + 8);
         // As libhsakmt's clients and ROCr do: the write-pointer location, then the doorbell.
         q.ptrs.write_u64(0x38, ring.wptr());
         bell.ring(q.doorbell_offset, ring.wptr());
-        let after_store = gpu_clock();
+        let after_store = c.gpu_clock();
         let t = Instant::now();
         while mem.read_u32(0) != i || mem.read_u64(8) == 0 {
             assert!(t.elapsed() < Duration::from_secs(5), "the packets ran");

@@ -190,6 +190,16 @@ impl Client {
         })
     }
 
+    /// The first GPU's clock counter (GET_CLOCK_COUNTERS), the clock RELEASE_MEM stamps.
+    pub fn gpu_clock(&self) -> u64 {
+        let mut clk = kfd_ioctl_get_clock_counters_args {
+            gpu_id: self.gpu(),
+            ..Default::default()
+        };
+        ioctl(&self.p, AMDKFD_IOC_GET_CLOCK_COUNTERS, &mut clk).unwrap();
+        clk.gpu_clock_counter
+    }
+
     pub fn gtt(&self, size: u64) -> Buf {
         self.alloc_on(
             self.gpu(),
@@ -441,6 +451,22 @@ impl RingWriter {
         let mut tmp = vec![0u32; p.dwords()];
         let n = pm4::PacketWriter::new(&mut tmp).push(p).expect("encode");
         self.write(bufs, &tmp[..n]);
+    }
+
+    /// A RELEASE_MEM (gfx9) that stamps the GPU clock at `va` when the CP reaches it.
+    pub fn push_clock_stamp(&mut self, bufs: &QueueBufs, va: u64) {
+        use pm4::user::{ReleaseDataSel, ReleaseIntSel, ReleaseMemArgs, ReleaseMemGfx9};
+        let stamp = ReleaseMemArgs::end_of_pipe(
+            va,
+            0,
+            ReleaseDataSel::GpuClockCounter,
+            ReleaseIntSel::None,
+            0,
+        );
+        self.push(
+            bufs,
+            &ReleaseMemGfx9::new(&stamp, Default::default()).unwrap(),
+        );
     }
 
     /// The write pointer in the queue's unit.

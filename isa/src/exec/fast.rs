@@ -1316,31 +1316,45 @@ mod tests {
         ];
         let mut rng = Rng(0x2545_f491_4f6c_dd1d);
         for code in cases {
-            let fast = crate::exec::CodeCache::new(Target::Gfx900, 0, &code);
-            let Some(Ok(c)) = fast.get(0) else {
-                panic!("decodes")
-            };
-            assert!(c.fast != Plan::None, "{:?} planned", c.inst.op);
-            let general = fast.clone().without_fast_path();
-            for round in 0..64 {
-                let mut w = Wave::new(Target::Gfx900, 8, 0);
-                for v in 0..8 {
-                    for l in 0..WAVE_SIZE {
-                        w.vgpr[v][l] = rng.next() as u32;
-                    }
-                }
+            one_instruction_matches_the_general_interpreter(&code, true, &mut rng, |w, rng| {
                 for i in 0..8 {
                     w.sgpr[i] = rng.next() as u32;
                 }
-                w.set_exec(if round % 2 == 0 { u64::MAX } else { rng.next() });
-                let (mut a, mut b) = (w.clone(), w);
-                let mut env = crate::exec::HostEnv::new(0);
-                let sa = a.run(&fast, &mut env, 1);
-                let sb = b.run(&general, &mut env, 1);
-                assert_eq!(sa, sb, "{:?}", c.inst.op);
-                assert_eq!(a.vgpr, b.vgpr, "{:?}", c.inst.op);
-                assert_eq!(a.pc, b.pc);
+            });
+        }
+    }
+
+    /// Runs the one instruction in `code` (planned or not, as `planned` says) on 64 random
+    /// 8-VGPR waves, `setup` finishing each, with and without the fast path: the same stop,
+    /// VGPRs and PC.
+    fn one_instruction_matches_the_general_interpreter(
+        code: &[u8],
+        planned: bool,
+        rng: &mut Rng,
+        setup: impl Fn(&mut Wave, &mut Rng),
+    ) {
+        let fast = crate::exec::CodeCache::new(Target::Gfx900, 0, code);
+        let Some(Ok(c)) = fast.get(0) else {
+            panic!("decodes")
+        };
+        assert_eq!(c.fast != Plan::None, planned, "{:?} planned", c.inst.op);
+        let general = fast.clone().without_fast_path();
+        for round in 0..64 {
+            let mut w = Wave::new(Target::Gfx900, 8, 0);
+            for v in 0..8 {
+                for l in 0..WAVE_SIZE {
+                    w.vgpr[v][l] = rng.next() as u32;
+                }
             }
+            setup(&mut w, rng);
+            w.set_exec(if round % 2 == 0 { u64::MAX } else { rng.next() });
+            let (mut a, mut b) = (w.clone(), w);
+            let mut env = crate::exec::HostEnv::new(0);
+            let sa = a.run(&fast, &mut env, 1);
+            let sb = b.run(&general, &mut env, 1);
+            assert_eq!(sa, sb, "{:?}", c.inst.op);
+            assert_eq!(a.vgpr, b.vgpr, "{:?}", c.inst.op);
+            assert_eq!(a.pc, b.pc);
         }
     }
 
@@ -1363,34 +1377,14 @@ mod tests {
         ];
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         for (code, planned) in cases {
-            let fast = crate::exec::CodeCache::new(Target::Gfx900, 0, &code);
-            let Some(Ok(c)) = fast.get(0) else {
-                panic!("decodes")
-            };
-            assert_eq!(c.fast != Plan::None, planned, "{:?}", c.inst.op);
-            let general = fast.clone().without_fast_path();
-            for round in 0..64 {
-                let mut w = Wave::new(Target::Gfx900, 8, 0);
-                for v in 0..8 {
-                    for l in 0..WAVE_SIZE {
-                        w.vgpr[v][l] = rng.next() as u32;
-                    }
-                }
+            one_instruction_matches_the_general_interpreter(&code, planned, &mut rng, |w, rng| {
                 // shift amounts beyond 63 (only bits 5:0 count) and around 32
                 w.vgpr[4][0] = 32;
                 w.vgpr[7][1] = 95;
                 for i in 0..8 {
                     w.sgpr[i] = rng.below(130) as u32;
                 }
-                w.set_exec(if round % 2 == 0 { u64::MAX } else { rng.next() });
-                let (mut a, mut b) = (w.clone(), w);
-                let mut env = crate::exec::HostEnv::new(0);
-                let sa = a.run(&fast, &mut env, 1);
-                let sb = b.run(&general, &mut env, 1);
-                assert_eq!(sa, sb, "{:?}", c.inst.op);
-                assert_eq!(a.vgpr, b.vgpr, "{:?}", c.inst.op);
-                assert_eq!(a.pc, b.pc);
-            }
+            });
         }
     }
 

@@ -110,6 +110,15 @@ impl Gpu {
         t.get(&pasid).copied()
     }
 
+    /// Whether `[start, end)` overlaps a client's doorbell mapping the engine watches
+    /// ([`DoorbellWatch::overlaps`](crate::hw::doorbell_watch::DoorbellWatch::overlaps)).
+    pub fn is_watched_doorbell_mapping(&self, start: u64, end: u64) -> bool {
+        self.waker
+            .get()
+            .and_then(|w| w.doorbell_watch())
+            .is_some_and(|w| w.overlaps(start, end))
+    }
+
     /// Wakes the engine thread (new queues are mapped, or a doorbell was rung).
     pub fn wake_engines(&self) {
         if let Some(w) = self.waker.get() {

@@ -392,6 +392,14 @@ fn backing_of(
                 log::debug!(target: "kfd::memory", "userptr {:#x}+{size:#x} is not mapped read-write", req.user_addr);
                 return Err(Errno::EFAULT);
             }
+            // A doorbell mapping is no user memory (amdkfd: get_user_pages fails on VM_IO).
+            if node
+                .gpu
+                .is_watched_doorbell_mapping(req.user_addr, req.user_addr.saturating_add(size))
+            {
+                log::debug!(target: "kfd::memory", "userptr {:#x}+{size:#x} is a doorbell mapping", req.user_addr);
+                return Err(Errno::EFAULT);
+            }
             (
                 // SAFETY: the user address arrived in ALLOC's argument bytes, which the caller of
                 // `Process::ioctl` promised are its memory for as long as the GPU maps them;

@@ -963,6 +963,11 @@ fn check_span(st: &ProcessState, start: u64, end: u64) -> KResult<()> {
         return Err(Errno::EFAULT);
     }
     for pdd in &st.pdds {
+        // A doorbell mapping is VM_IO memory, which SVM refuses.
+        if pdd.node.gpu.is_watched_doorbell_mapping(start, end) {
+            log::debug!(target: "kfd::svm", "[{start:#x}, {end:#x}) overlaps a doorbell mapping");
+            return Err(Errno::EFAULT);
+        }
         let vm = pdd.vm.read().unwrap_or_else(|e| e.into_inner());
         if vm
             .mappings()

@@ -91,3 +91,39 @@ fn after_idle_the_packets_run_before_the_faulting_doorbell_store_completes() {
         "each store faulted and woke the engine"
     );
 }
+
+#[test]
+fn a_watched_doorbell_mapping_is_refused_as_userptr_and_as_an_svm_range() {
+    let (_model, c, _q, _mem, bell) = watched_queue();
+    // amdkfd refuses both over its VM_IO doorbell mappings (EFAULT); on the model the GPU
+    // would otherwise store through the write-protected mapping from the engine thread.
+    let mut a = kfd_ioctl_alloc_memory_of_gpu_args {
+        va_addr: bell.addr,
+        size: bell.len,
+        mmap_offset: bell.addr,
+        gpu_id: c.gpu(),
+        flags: KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+        ..Default::default()
+    };
+    assert_eq!(
+        ioctl(&c.p, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a),
+        Err(kfd_model::Errno::EFAULT)
+    );
+    let head = kfd_ioctl_svm_args {
+        start_addr: bell.addr,
+        size: 4096,
+        op: KFD_IOCTL_SVM_OP_SET_ATTR,
+        nattr: 1,
+        attrs: [],
+    };
+    let access = kfd_ioctl_svm_attribute {
+        r#type: KFD_IOCTL_SVM_ATTR_ACCESS,
+        value: c.gpu(),
+    };
+    let mut bytes = zerocopy::IntoBytes::as_bytes(&head).to_vec();
+    bytes.extend_from_slice(zerocopy::IntoBytes::as_bytes(&access));
+    let request = AMDKFD_IOC_SVM + (8 << 16);
+    // SAFETY: the range is the test's doorbell mapping, which the model must refuse.
+    let r = unsafe { c.p.ioctl(request, &mut bytes) };
+    assert_eq!(r, Err(kfd_model::Errno::EFAULT));
+}

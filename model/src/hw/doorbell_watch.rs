@@ -219,6 +219,16 @@ impl DoorbellWatch {
         true
     }
 
+    /// Whether `[start, end)` overlaps a watched doorbell mapping. Such memory is not memory
+    /// the GPU may reach through the CPU's mapping (amdkfd refuses USERPTR and SVM ranges
+    /// over its `VM_IO` doorbell mappings), and the engine thread must never store into it
+    /// while it is write-protected: that store would wait for the engine thread itself.
+    pub fn overlaps(&self, start: u64, end: u64) -> bool {
+        self.lock()
+            .iter()
+            .any(|&(a, len)| a < end && start < a.saturating_add(len))
+    }
+
     /// How many times a doorbell store woke the engine thread.
     pub fn wakeups(&self) -> u64 {
         self.wakeups.load(Ordering::Relaxed)

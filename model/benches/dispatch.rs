@@ -61,38 +61,25 @@ fn bench_vadd(c: &mut Criterion) {
             black_box(&out);
         })
     });
-    let mut rig = Rig::new(stepped(1));
-    let bytes = 4 * N as u64;
-    let (pa, pb, pc) = (rig.c.gtt(bytes), rig.c.gtt(bytes), rig.c.gtt(bytes));
-    pa.write_bytes(0, &f32_bytes(&a));
-    pb.write_bytes(0, &f32_bytes(&b));
-    let k = rig.kernel("vadd");
-    let kargs = args(&[pa.va, pb.va, pc.va], N as u32);
-    rig.run(&k, &kargs, [256, 1], [N as u32, 1]);
+    let mut vadd = Vadd::new(1, &a, &b);
+    vadd.run();
     assert!(
-        read_f32s(&pc, N).iter().zip(&out).all(|(m, n)| m == n),
+        vadd.result() == out,
         "the model's vadd equals the native one"
     );
-    g.bench_function("model_1_thread", |bench| {
-        bench.iter(|| rig.run(&k, &kargs, [256, 1], [N as u32, 1]))
-    });
-    drop((rig, pa, pb, pc));
+    g.bench_function("model_1_thread", |bench| bench.iter(|| vadd.run()));
+    drop(vadd);
     // The model's default: as many compute-unit threads as `KFD_MODEL_CU_THREADS` or the
     // host's cores.
     let threads = kfd_model::config::default_cu_threads();
-    let mut rig = Rig::new(stepped(threads));
-    let (pa, pb, pc) = (rig.c.gtt(bytes), rig.c.gtt(bytes), rig.c.gtt(bytes));
-    pa.write_bytes(0, &f32_bytes(&a));
-    pb.write_bytes(0, &f32_bytes(&b));
-    let k = rig.kernel("vadd");
-    let kargs = args(&[pa.va, pb.va, pc.va], N as u32);
-    rig.run(&k, &kargs, [256, 1], [N as u32, 1]);
+    let mut vadd = Vadd::new(threads, &a, &b);
+    vadd.run();
     assert!(
-        read_f32s(&pc, N).iter().zip(&out).all(|(m, n)| m == n),
+        vadd.result() == out,
         "the model's vadd on {threads} threads equals the native one"
     );
     g.bench_function(format!("model_default_threads_{threads}"), |bench| {
-        bench.iter(|| rig.run(&k, &kargs, [256, 1], [N as u32, 1]))
+        bench.iter(|| vadd.run())
     });
     g.finish();
 }

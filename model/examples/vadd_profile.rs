@@ -42,22 +42,16 @@ fn main() {
         std::hint::black_box(&out);
         println!("native: {:.2} ms", t.elapsed().as_secs_f64() * 1e3);
     }
-    let mut rig = Rig::new(stepped(threads));
-    let bytes = 4 * N as u64;
-    let (pa, pb, pc) = (rig.c.gtt(bytes), rig.c.gtt(bytes), rig.c.gtt(bytes));
-    pa.write_bytes(0, &f32_bytes(&a));
-    pb.write_bytes(0, &f32_bytes(&b));
-    let k = rig.kernel("vadd");
-    let kargs = args(&[pa.va, pb.va, pc.va], N as u32);
+    let mut vadd = Vadd::new(threads, &a, &b);
     for _ in 0..runs {
         let (t, cpu) = (Instant::now(), process_cpu_ms());
-        rig.run(&k, &kargs, [256, 1], [N as u32, 1]);
+        vadd.run();
         let ms = t.elapsed().as_secs_f64() * 1e3;
         let cpu = process_cpu_ms() - cpu;
         println!("model, {threads} CU thread(s): {ms:.2} ms ({cpu:.2} ms of CPU)");
     }
     assert!(
-        read_f32s(&pc, N).iter().zip(&out).all(|(m, n)| m == n),
+        vadd.result() == out,
         "the model's vadd equals the native one"
     );
 }

@@ -137,3 +137,44 @@ pub fn compile_kernels(mcpu: &str) -> Vec<u8> {
         mcpu,
     )
 }
+
+/// The vadd kernel (c = a + b, workgroups of 256) set up on a stepped model with `threads`
+/// compute-unit threads: the inputs copied in, ready to run.
+pub struct Vadd {
+    pub rig: Rig,
+    kernel: LoadedKernel,
+    kernargs: Vec<u8>,
+    n: usize,
+    /// a, b and c, kept mapped while the kernel may run.
+    bufs: [Buf; 3],
+}
+
+impl Vadd {
+    pub fn new(threads: usize, a: &[f32], b: &[f32]) -> Vadd {
+        let rig = Rig::new(stepped(threads));
+        let bytes = 4 * a.len() as u64;
+        let bufs = [rig.c.gtt(bytes), rig.c.gtt(bytes), rig.c.gtt(bytes)];
+        bufs[0].write_bytes(0, &f32_bytes(a));
+        bufs[1].write_bytes(0, &f32_bytes(b));
+        let kernel = rig.kernel("vadd");
+        let kernargs = args(&[bufs[0].va, bufs[1].va, bufs[2].va], a.len() as u32);
+        Vadd {
+            rig,
+            kernel,
+            kernargs,
+            n: a.len(),
+            bufs,
+        }
+    }
+
+    /// One dispatch over the whole grid, run to completion.
+    pub fn run(&mut self) {
+        let n = self.n as u32;
+        self.rig.run(&self.kernel, &self.kernargs, [256, 1], [n, 1]);
+    }
+
+    /// c as the kernel left it.
+    pub fn result(&self) -> Vec<f32> {
+        read_f32s(&self.bufs[2], self.n)
+    }
+}

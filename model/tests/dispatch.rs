@@ -139,6 +139,37 @@ impl Gpu {
         READ_POINTER_OFFSET.wrapping_sub(128)
     }
 
+    /// Points the queue's `queue_inactive_signal` at signals+0xF00 (value 1 at 0xF08 … set to
+    /// 0; kind 1), with the mailbox of `event` (its id and its slot in the event page at the
+    /// given address) when one is given.
+    fn set_queue_inactive_signal(&mut self, event: Option<(&kfd_ioctl_create_event_args, u64)>) {
+        self.signals.write_u64(0xF00, 1);
+        self.signals.write_u64(0xF08, 0);
+        if let Some((ev, page_va)) = event {
+            self.signals
+                .write_u64(0xF10, page_va + 8 * u64::from(ev.event_id));
+            self.signals.write_u32(0xF18, ev.event_id);
+        }
+        let base = self.amd_queue_offset();
+        self.queue
+            .1
+            .ptrs
+            .write_u64(base + 192, self.signals.va + 0xF00);
+    }
+
+    /// Dispatches `trap_on_negative` over one 64-lane workgroup whose lane `lane` is negative
+    /// (that lane runs `s_trap 2`); returns the completion signal.
+    fn dispatch_trap_on_negative(&mut self, lane: usize) -> u64 {
+        let mut input = vec![1i32; 64];
+        input[lane] = -1;
+        let pin = self.alloc(&i32s(&input));
+        let pout = self.alloc(&i32s(&[0; 64]));
+        let k = self.kernel("trap_on_negative");
+        let mut args = pin.to_le_bytes().to_vec();
+        args.extend(pout.to_le_bytes());
+        self.dispatch(&k, &args, [64, 1, 1], [64, 1, 1], 0)
+    }
+
     fn signal_value(&self, signal: u64) -> u64 {
         self.signals.read_u64(signal - self.signals.va + 8)
     }
@@ -434,21 +465,8 @@ fn s_trap_halts_the_wave_and_reports_through_queue_inactive_signal() {
         let mut g = Gpu::new(preset, mcpu);
         let page = g.c.event_page();
         let ev = create_event(&g.c, KFD_IOC_EVENT_SIGNAL, false, page.handle).unwrap();
-        g.signals.write_u64(0xF00, 1);
-        g.signals.write_u64(0xF08, 0);
-        g.signals
-            .write_u64(0xF10, page.va + 8 * u64::from(ev.event_id));
-        g.signals.write_u32(0xF18, ev.event_id);
-        let base = g.amd_queue_offset();
-        g.queue.1.ptrs.write_u64(base + 192, g.signals.va + 0xF00);
-        let mut input = vec![1i32; 64];
-        input[5] = -1;
-        let pin = g.alloc(&i32s(&input));
-        let pout = g.alloc(&i32s(&[0; 64]));
-        let k = g.kernel("trap_on_negative");
-        let mut args = pin.to_le_bytes().to_vec();
-        args.extend(pout.to_le_bytes());
-        let signal = g.dispatch(&k, &args, [64, 1, 1], [64, 1, 1], 0);
+        g.set_queue_inactive_signal(Some((&ev, page.va)));
+        let signal = g.dispatch_trap_on_negative(5);
         let act = g.model.run_until_idle();
         assert_eq!(
             act.parked, 1,
@@ -480,13 +498,7 @@ fn s_trap_reports_ec_queue_wave_trap_through_the_context_save_header_error_paylo
         let page = g.c.event_page();
         // ROCr gives both signals the same queue event (its queue_event_).
         let queue_ev = create_event(&g.c, KFD_IOC_EVENT_SIGNAL, false, page.handle).unwrap();
-        g.signals.write_u64(0xF00, 1);
-        g.signals.write_u64(0xF08, 0);
-        g.signals
-            .write_u64(0xF10, page.va + 8 * u64::from(queue_ev.event_id));
-        g.signals.write_u32(0xF18, queue_ev.event_id);
-        let base = g.amd_queue_offset();
-        g.queue.1.ptrs.write_u64(base + 192, g.signals.va + 0xF00);
+        g.set_queue_inactive_signal(Some((&queue_ev, page.va)));
         // What libhsakmt writes for ROCr's ErrorReason: kfd_context_save_area_header
         // err_payload_addr (byte 24) and err_event_id (byte 32) at the CWSR area's start.
         let (ctx, _) = g
@@ -498,14 +510,7 @@ fn s_trap_reports_ec_queue_wave_trap_through_the_context_save_header_error_paylo
         g.signals.write_u64(0xE00, 0x100);
         ctx.write_u64(24, g.signals.va + 0xE00);
         ctx.write_u32(32, queue_ev.event_id);
-        let mut input = vec![1i32; 64];
-        input[9] = -1;
-        let pin = g.alloc(&i32s(&input));
-        let pout = g.alloc(&i32s(&[0; 64]));
-        let k = g.kernel("trap_on_negative");
-        let mut args = pin.to_le_bytes().to_vec();
-        args.extend(pout.to_le_bytes());
-        let signal = g.dispatch(&k, &args, [64, 1, 1], [64, 1, 1], 0);
+        let signal = g.dispatch_trap_on_negative(9);
         let act = g.model.run_until_idle();
         assert_eq!(
             act.parked, 1,
@@ -1159,18 +1164,8 @@ fn a_trap_handler_that_fails_leaves_the_original_error_for_the_runtime() {
         .next()
         .unwrap();
     let tma = install_trap_handler(&mut g, "gfx900", &format!("{counting}\ns_trap 7\n"));
-    g.signals.write_u64(0xF00, 1);
-    g.signals.write_u64(0xF08, 0);
-    let base = g.amd_queue_offset();
-    g.queue.1.ptrs.write_u64(base + 192, g.signals.va + 0xF00);
-    let mut input = vec![1i32; 64];
-    input[3] = -1;
-    let pin = g.alloc(&i32s(&input));
-    let pout = g.alloc(&i32s(&[0; 64]));
-    let k = g.kernel("trap_on_negative");
-    let mut args = pin.to_le_bytes().to_vec();
-    args.extend(pout.to_le_bytes());
-    let signal = g.dispatch(&k, &args, [64, 1, 1], [64, 1, 1], 0);
+    g.set_queue_inactive_signal(None);
+    let signal = g.dispatch_trap_on_negative(3);
     let act = g.model.run_until_idle();
     assert_eq!(act.parked, 1, "the queue stays on the halted dispatch");
     assert_eq!(
@@ -1192,13 +1187,7 @@ fn gfx942_and_gfx1030_dispatches_report_isa_not_modelled_to_the_runtime() {
         let mut g = Gpu::new(preset, "gfx900");
         let page = g.c.event_page();
         let ev = create_event(&g.c, KFD_IOC_EVENT_SIGNAL, false, page.handle).unwrap();
-        g.signals.write_u64(0xF00, 1);
-        g.signals.write_u64(0xF08, 0);
-        g.signals
-            .write_u64(0xF10, page.va + 8 * u64::from(ev.event_id));
-        g.signals.write_u32(0xF18, ev.event_id);
-        let base = g.amd_queue_offset();
-        g.queue.1.ptrs.write_u64(base + 192, g.signals.va + 0xF00);
+        g.set_queue_inactive_signal(Some((&ev, page.va)));
         let k = g.kernel("store_to");
         let p = g.alloc(&i32s(&[0; 64]));
         let signal = g.dispatch(&k, &p.to_le_bytes(), [64, 1, 1], [64, 1, 1], 0);
@@ -1481,10 +1470,7 @@ fn a_vm_fault_enters_the_trap_handler_with_mem_viol_and_is_reported_as_a_memory_
         let mut g = Gpu::new(preset, mcpu);
         let tma = install_trap_handler(&mut g, mcpu, REPORTING_TRAP_HANDLER);
         let mem_ev = create_event(&g.c, KFD_IOC_EVENT_MEMORY, false, 0).unwrap();
-        g.signals.write_u64(0xF00, 1);
-        g.signals.write_u64(0xF08, 0);
-        let base = g.amd_queue_offset();
-        g.queue.1.ptrs.write_u64(base + 192, g.signals.va + 0xF00);
+        g.set_queue_inactive_signal(None);
         let wild: u64 = 0x7_dead_0000;
         let k = g.kernel("store_to");
         let signal = g.dispatch(&k, &wild.to_le_bytes(), [64, 1, 1], [64, 1, 1], 0);
@@ -1529,18 +1515,8 @@ fn msg_get_doorbell_answers_the_queue_doorbell_and_the_reporting_handler_halts_t
     for (preset, mcpu) in presets() {
         let mut g = Gpu::new(preset, mcpu);
         let tma = install_trap_handler(&mut g, mcpu, REPORTING_TRAP_HANDLER);
-        g.signals.write_u64(0xF00, 1);
-        g.signals.write_u64(0xF08, 0);
-        let base = g.amd_queue_offset();
-        g.queue.1.ptrs.write_u64(base + 192, g.signals.va + 0xF00);
-        let mut input = vec![1i32; 64];
-        input[5] = -1;
-        let pin = g.alloc(&i32s(&input));
-        let pout = g.alloc(&i32s(&[0; 64]));
-        let k = g.kernel("trap_on_negative");
-        let mut args = pin.to_le_bytes().to_vec();
-        args.extend(pout.to_le_bytes());
-        let signal = g.dispatch(&k, &args, [64, 1, 1], [64, 1, 1], 0);
+        g.set_queue_inactive_signal(None);
+        let signal = g.dispatch_trap_on_negative(5);
         let act = g.model.run_until_idle();
         let (trapsts, doorbell, trap_id, _, _) = handler_report(&tma);
         assert_eq!(trap_id, 2, "{mcpu}: s_trap 2");
@@ -1567,21 +1543,8 @@ fn msg_get_doorbell_answers_the_queue_doorbell_and_the_reporting_handler_halts_t
 /// A queue that traps on lane 5 of `trap_on_negative`, with queue_inactive_signal at
 /// signals+0xF00 (value at 0xF08, mailbox → `ev`'s slot, event id `ev`).
 fn trap_dispatch(g: &mut Gpu, ev: &kfd_ioctl_create_event_args, page_va: u64) -> u64 {
-    g.signals.write_u64(0xF00, 1);
-    g.signals.write_u64(0xF08, 0);
-    g.signals
-        .write_u64(0xF10, page_va + 8 * u64::from(ev.event_id));
-    g.signals.write_u32(0xF18, ev.event_id);
-    let base = g.amd_queue_offset();
-    g.queue.1.ptrs.write_u64(base + 192, g.signals.va + 0xF00);
-    let mut input = vec![1i32; 64];
-    input[5] = -1;
-    let pin = g.alloc(&i32s(&input));
-    let pout = g.alloc(&i32s(&[0; 64]));
-    let k = g.kernel("trap_on_negative");
-    let mut args = pin.to_le_bytes().to_vec();
-    args.extend(pout.to_le_bytes());
-    g.dispatch(&k, &args, [64, 1, 1], [64, 1, 1], 0)
+    g.set_queue_inactive_signal(Some((ev, page_va)));
+    g.dispatch_trap_on_negative(5)
 }
 
 #[test]

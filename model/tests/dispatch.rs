@@ -14,9 +14,6 @@ use std::path::PathBuf;
 use std::process::Command;
 
 const COMPLETE: u32 = KFD_IOC_WAIT_RESULT_COMPLETE;
-/// hsa_packet_header: KERNEL_DISPATCH (2), barrier bit, system-scope acquire and release.
-const KERNEL_DISPATCH: u16 = 2 | 1 << 8 | 2 << 9 | 2 << 11;
-
 /// A process with a loaded program, an AQL queue and a heap.
 struct Gpu {
     model: Model,
@@ -103,30 +100,8 @@ impl Gpu {
         self.signals.write_u64(sig_off, 1);
         self.signals.write_u64(sig_off + 8, 1);
         let signal = self.signals.va + sig_off;
-        let dims = if grid[2] > 1 {
-            3
-        } else if grid[1] > 1 {
-            2
-        } else {
-            1
-        };
-        let mut p = [0u8; 64];
-        p[2..4].copy_from_slice(&(dims as u16).to_le_bytes());
-        for d in 0..3 {
-            p[4 + 2 * d..6 + 2 * d].copy_from_slice(&wg[d].to_le_bytes());
-            p[12 + 4 * d..16 + 4 * d].copy_from_slice(&grid[d].to_le_bytes());
-        }
-        p[24..28].copy_from_slice(&k.descriptor.private_segment_fixed_size.to_le_bytes());
-        p[28..32].copy_from_slice(&(k.descriptor.group_segment_fixed_size + lds).to_le_bytes());
-        p[32..40].copy_from_slice(&k.descriptor_address.to_le_bytes());
-        p[40..48].copy_from_slice(&kernarg.to_le_bytes());
-        p[56..64].copy_from_slice(&signal.to_le_bytes());
         let q = &self.queue.1;
-        let slot = self.packets % (q.ring.size / 64);
-        q.ring.write_bytes(slot * 64 + 2, &p[2..]);
-        // The header goes last, as the HSA producer protocol requires.
-        q.ring
-            .write_bytes(slot * 64, &KERNEL_DISPATCH.to_le_bytes());
+        KernelDispatch::of(k, wg, grid, lds, kernarg, signal).write(q, self.packets);
         self.packets += 1;
         self.c.submit(q, self.packets);
         signal

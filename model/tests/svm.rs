@@ -830,9 +830,6 @@ fn a_queue_cwsr_area_may_be_an_always_mapped_svm_range() {
     c.destroy_queue(a.queue_id).unwrap();
 }
 
-/// hsa_packet_header: KERNEL_DISPATCH (2), barrier bit, system-scope acquire and release.
-const KERNEL_DISPATCH: u16 = 2 | 1 << 8 | 2 << 9 | 2 << 11;
-
 /// A process with `tests/kernels/svm.cl` loaded and an AQL queue.
 struct Shader {
     c: Client,
@@ -888,22 +885,16 @@ impl Shader {
         self.kernarg.write_bytes(0, &bytes);
         self.signal.write_u64(0, 1);
         self.signal.write_u64(8, 1);
-        let mut p = [0u8; 64];
-        p[2..4].copy_from_slice(&1u16.to_le_bytes());
-        p[4..6].copy_from_slice(&64u16.to_le_bytes());
-        p[6..8].copy_from_slice(&1u16.to_le_bytes());
-        p[8..10].copy_from_slice(&1u16.to_le_bytes());
-        p[12..16].copy_from_slice(&grid.to_le_bytes());
-        p[16..20].copy_from_slice(&1u32.to_le_bytes());
-        p[20..24].copy_from_slice(&1u32.to_le_bytes());
-        p[24..28].copy_from_slice(&k.descriptor.private_segment_fixed_size.to_le_bytes());
-        p[28..32].copy_from_slice(&k.descriptor.group_segment_fixed_size.to_le_bytes());
-        p[32..40].copy_from_slice(&k.descriptor_address.to_le_bytes());
-        p[40..48].copy_from_slice(&self.kernarg.va.to_le_bytes());
-        p[56..64].copy_from_slice(&self.signal.va.to_le_bytes());
         let q = &self.queue.1;
-        q.ring.write_bytes(2, &p[2..]);
-        q.ring.write_bytes(0, &KERNEL_DISPATCH.to_le_bytes());
+        let packet = KernelDispatch::of(
+            &k,
+            [64, 1, 1],
+            [grid, 1, 1],
+            0,
+            self.kernarg.va,
+            self.signal.va,
+        );
+        packet.write(q, 0);
         self.c.submit(q, 1);
         m.run_until_idle();
         self.signal.read_u64(8)

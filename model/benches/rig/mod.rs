@@ -10,9 +10,6 @@ use kfd_model::{Model, ModelConfig, Preset};
 use kfd_sys::*;
 use std::path::PathBuf;
 
-/// hsa_packet_header: KERNEL_DISPATCH (2), barrier bit, system-scope acquire and release.
-pub const KERNEL_DISPATCH: u16 = 2 | 1 << 8 | 2 << 9 | 2 << 11;
-
 /// A process with the bench kernels loaded and an AQL queue.
 pub struct Rig {
     pub model: Model,
@@ -71,23 +68,18 @@ impl Rig {
         let sig = slot * 64;
         self.signals.write_u64(sig, 1);
         self.signals.write_u64(sig + 8, 1);
-        let mut p = [0u8; 64];
-        p[2..4].copy_from_slice(&2u16.to_le_bytes());
-        p[4..6].copy_from_slice(&wg[0].to_le_bytes());
-        p[6..8].copy_from_slice(&wg[1].to_le_bytes());
-        p[8..10].copy_from_slice(&1u16.to_le_bytes());
-        p[12..16].copy_from_slice(&grid[0].to_le_bytes());
-        p[16..20].copy_from_slice(&grid[1].to_le_bytes());
-        p[20..24].copy_from_slice(&1u32.to_le_bytes());
-        p[28..32].copy_from_slice(&k.descriptor.group_segment_fixed_size.to_le_bytes());
-        p[32..40].copy_from_slice(&k.descriptor_address.to_le_bytes());
-        p[40..48].copy_from_slice(&(self.kernargs.va + slot * 64).to_le_bytes());
-        p[56..64].copy_from_slice(&(self.signals.va + sig).to_le_bytes());
         let q = &self.queue;
-        let ring_slot = self.packets % (q.ring.size / 64);
-        q.ring.write_bytes(ring_slot * 64 + 2, &p[2..]);
-        q.ring
-            .write_bytes(ring_slot * 64, &KERNEL_DISPATCH.to_le_bytes());
+        let kernarg = self.kernargs.va + slot * 64;
+        let signal = self.signals.va + sig;
+        KernelDispatch::of(
+            k,
+            [wg[0], wg[1], 1],
+            [grid[0], grid[1], 1],
+            0,
+            kernarg,
+            signal,
+        )
+        .write(q, self.packets);
         self.packets += 1;
         self.c.submit(q, self.packets);
         sig

@@ -481,6 +481,69 @@ impl RingWriter {
     }
 }
 
+/// An AQL KERNEL_DISPATCH packet as a runtime writes it (barrier bit, system-scope acquire
+/// and release); its dimension count follows `grid`.
+pub struct KernelDispatch {
+    pub workgroup: [u16; 3],
+    pub grid: [u32; 3],
+    pub private_segment_size: u32,
+    pub group_segment_size: u32,
+    pub kernel_object: u64,
+    pub kernarg: u64,
+    pub completion_signal: u64,
+}
+
+impl KernelDispatch {
+    /// hsa_packet_header: KERNEL_DISPATCH (2), barrier bit, system-scope acquire and release.
+    pub const HEADER: u16 = 2 | 1 << 8 | 2 << 9 | 2 << 11;
+
+    /// A dispatch of `k` (its scratch and LDS sizes, plus `dynamic_lds` bytes of LDS).
+    pub fn of(
+        k: &codeobj::LoadedKernel,
+        workgroup: [u16; 3],
+        grid: [u32; 3],
+        dynamic_lds: u32,
+        kernarg: u64,
+        completion_signal: u64,
+    ) -> Self {
+        KernelDispatch {
+            workgroup,
+            grid,
+            private_segment_size: k.descriptor.private_segment_fixed_size,
+            group_segment_size: k.descriptor.group_segment_fixed_size + dynamic_lds,
+            kernel_object: k.descriptor_address,
+            kernarg,
+            completion_signal,
+        }
+    }
+
+    /// Writes the packet into slot `index` of the AQL ring: the body, then the header, as the
+    /// HSA producer protocol requires (the caller then publishes the write index).
+    pub fn write(&self, q: &QueueBufs, index: u64) {
+        let dims: u16 = if self.grid[2] > 1 {
+            3
+        } else if self.grid[1] > 1 {
+            2
+        } else {
+            1
+        };
+        let mut p = [0u8; 64];
+        p[2..4].copy_from_slice(&dims.to_le_bytes());
+        for d in 0..3 {
+            p[4 + 2 * d..6 + 2 * d].copy_from_slice(&self.workgroup[d].to_le_bytes());
+            p[12 + 4 * d..16 + 4 * d].copy_from_slice(&self.grid[d].to_le_bytes());
+        }
+        p[24..28].copy_from_slice(&self.private_segment_size.to_le_bytes());
+        p[28..32].copy_from_slice(&self.group_segment_size.to_le_bytes());
+        p[32..40].copy_from_slice(&self.kernel_object.to_le_bytes());
+        p[40..48].copy_from_slice(&self.kernarg.to_le_bytes());
+        p[56..64].copy_from_slice(&self.completion_signal.to_le_bytes());
+        let slot = index % (q.ring.size / 64);
+        q.ring.write_bytes(slot * 64 + 2, &p[2..]);
+        q.ring.write_bytes(slot * 64, &Self::HEADER.to_le_bytes());
+    }
+}
+
 /// Buffers of one queue.
 #[derive(Debug, Clone)]
 pub struct QueueBufs {

@@ -185,11 +185,30 @@ impl DoorbellWatch {
                 len,
                 mode: if on { UFFDIO_WRITEPROTECT_MODE_WP } else { 0 },
             };
-            match uffd_ioctl(&self.uffd, UFFDIO_WRITEPROTECT, &mut wp) {
-                Ok(()) => true,
-                Err(e) => {
-                    log::debug!(target: "hw::engine", "doorbell mapping {start:#x} dropped: {e}");
-                    false
+            // Only a mapping that is gone (ENOENT: no longer a registered mapping) is
+            // dropped; anything else (EAGAIN while the address space changes, ENOMEM) is
+            // retried, then left for the next arm: a dropped mapping would be polled for good.
+            let mut tries = 0;
+            loop {
+                match uffd_ioctl(&self.uffd, UFFDIO_WRITEPROTECT, &mut wp) {
+                    Ok(()) => return true,
+                    Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                        log::debug!(target: "hw::engine", "doorbell mapping {start:#x} dropped: {e}");
+                        return false;
+                    }
+                    Err(e) if tries < 3 => {
+                        tries += 1;
+                        log::debug!(target: "hw::engine", "doorbell mapping {start:#x}: {e}, again");
+                        std::thread::yield_now();
+                    }
+                    Err(e) => {
+                        log::warn!(target: "hw::engine", "doorbell mapping {start:#x} not (un)protected: {e}");
+                        if on {
+                            // Not protected: the engine must not sleep as if it were.
+                            self.armed.store(false, Ordering::Release);
+                        }
+                        return true;
+                    }
                 }
             }
         });
@@ -216,7 +235,9 @@ impl DoorbellWatch {
         self.armed.store(true, Ordering::Release);
         self.protect(true);
         log::trace!(target: "hw::engine", "doorbell mappings write-protected");
-        true
+        // `false` when a mapping could not be protected: the engine sleeps as without a
+        // watch (polling) and tries again before its next sleep.
+        self.armed.load(Ordering::Acquire)
     }
 
     /// Whether `[start, end)` overlaps a watched doorbell mapping. Such memory is not memory
@@ -243,6 +264,9 @@ impl DoorbellWatch {
     /// completes), so the client's stores cost nothing while the engine is awake.
     pub fn disarm(&self) {
         if self.armed.swap(false, Ordering::AcqRel) {
+            // A store that faulted since the last wait is counted before the protection goes
+            // (lifting it takes the fault's message off the `userfaultfd` unread).
+            self.take_faults();
             self.protect(false);
         }
     }

@@ -472,17 +472,6 @@ impl EngineWaker {
         }
     }
 
-    /// Ends the thread's sleep and has it poll hot, as after work: a doorbell store is on its
-    /// way (it completes once the watch lifted the write protection).
-    pub fn wake_for_work(&self) {
-        self.kicked.store(true, Ordering::Release);
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).woken = true;
-        self.cv.notify_one();
-        if let Some(w) = self.watch.get() {
-            w.notify();
-        }
-    }
-
     /// Watches the clients' doorbell mappings with `watch` while the thread sleeps (once;
     /// `false` when a watch was already set).
     pub fn set_doorbell_watch(&self, watch: Arc<DoorbellWatch>) -> bool {

@@ -15,8 +15,9 @@
 //!   the client's own doorbell mapping after 1.05 s of idle, until its data lands; p50/p99
 //!   over `KFD_BENCH_DOORBELL_SAMPLES` (default 20) samples, with and without the
 //!   doorbell watch, and the model's CPU time while idle. Target: p99 ≤ 100 µs, idle < 1%.
-//!   `KFD_BENCH_TIMER_SLACK_NS=1000` keeps the client's own 1 µs polling sleeps from being
-//!   stretched by the kernel's 50 µs default timer slack. A RELEASE_MEM after the WRITE_DATA
+//!   `KFD_BENCH_RAW=1` prints every sample in order. `KFD_BENCH_TIMER_SLACK_NS=1000` keeps
+//!   the client's own 1 µs polling sleeps from being stretched by the kernel's 50 µs default
+//!   timer slack. A RELEASE_MEM after the WRITE_DATA
 //!   stamps the GPU clock, so the same samples also give doorbell -> packets executed (the
 //!   model noticing and running them) without the client's polling delay. The client
 //!   writes its write-pointer location and then the doorbell, as libhsakmt's and ROCr's
@@ -252,6 +253,17 @@ fn doorbell_after_idle(watch: bool) {
         lat.push(t.elapsed());
         noticed.push(Duration::from_nanos((mem.read_u64(8) - rung_at) * 10));
     }
+    if std::env::var_os("KFD_BENCH_RAW").is_some() {
+        // In sample order: an outlier's neighbours tell host noise from the model's own.
+        println!("  raw doorbell -> noticed (µs): {:?}", micros(&noticed));
+        println!(
+            "  raw doorbell -> client sees its data (µs): {:?}",
+            micros(&lat)
+        );
+        if watch {
+            println!("  raw machine floor (µs): {:?}", micros(&floor.samples));
+        }
+    }
     lat.sort();
     noticed.sort();
     let pct_of =
@@ -283,6 +295,10 @@ fn doorbell_after_idle(watch: bool) {
             f[f.len() - 1]
         );
     }
+}
+
+fn micros(v: &[Duration]) -> Vec<u64> {
+    v.iter().map(|d| d.as_micros() as u64).collect()
 }
 
 /// A thread that sleeps in `read` on an eventfd until this one writes it: how long a

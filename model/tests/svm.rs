@@ -85,6 +85,37 @@ impl Drop for Anon {
     }
 }
 
+/// Whether the CPU maps any page of `[addr, addr + len)`: another test thread may map
+/// addresses a test just unmapped, so a test that needs a span left unmapped checks it still
+/// is after the driver looked (and tries again with a new span otherwise).
+fn cpu_maps_any(addr: u64, len: u64) -> bool {
+    (0..len / PAGE).any(|p| {
+        let page = NonNull::new((addr + p * PAGE) as *mut std::ffi::c_void).unwrap();
+        // SAFETY: msync only looks the page up (MS_ASYNC writes nothing back for private
+        // memory); an unmapped page is ENOMEM.
+        unsafe { nix::sys::mman::msync(page, PAGE as usize, nix::sys::mman::MsFlags::MS_ASYNC) }
+            .is_ok()
+    })
+}
+
+/// Runs `f` on a fresh `pages`-page mapping whose pages `holes` were unmapped again; retried
+/// on a new mapping while another thread mapped a hole again before `f` returned.
+fn with_holes<T>(pages: u64, holes: &[u64], mut f: impl FnMut(u64) -> T) -> T {
+    for _ in 0..50 {
+        let mem = Anon::new(pages);
+        for &h in holes {
+            // SAFETY: a page of the test's own mapping; `mem` unmaps the rest (munmap of an
+            // already unmapped page is not an error).
+            unsafe { munmap(NonNull::new(mem.at(h) as *mut _).unwrap(), PAGE as usize) }.unwrap();
+        }
+        let r = f(mem.base);
+        if !holes.iter().any(|&h| cpu_maps_any(mem.at(h), PAGE)) {
+            return r;
+        }
+    }
+    panic!("50 times another thread mapped the test's unmapped pages again");
+}
+
 fn attr(r#type: u32, value: u32) -> kfd_ioctl_svm_attribute {
     kfd_ioctl_svm_attribute { r#type, value }
 }
@@ -296,26 +327,14 @@ fn header_and_attribute_errnos() {
         "GET ACCESS of an unknown GPU",
     );
     // A span the CPU does not map: EFAULT, for SET and GET.
-    let mut gone = Anon::new(2);
-    let gone_at = gone.base;
-    gone.unmap();
-    assert_errno(set(&c, gone_at, PAGE, &ok), Errno::EFAULT, "SET unmapped");
+    let (set_gone, get_gone) = with_holes(1, &[0], |gone| {
+        let granularity = [attr(KFD_IOCTL_SVM_ATTR_GRANULARITY, 0)];
+        (set(&c, gone, PAGE, &ok), get(&c, gone, PAGE, &granularity))
+    });
+    assert_errno(set_gone, Errno::EFAULT, "SET unmapped");
+    assert_errno(get_gone, Errno::EFAULT, "GET unmapped");
     assert_errno(
-        get(
-            &c,
-            gone_at,
-            PAGE,
-            &[attr(KFD_IOCTL_SVM_ATTR_GRANULARITY, 0)],
-        ),
-        Errno::EFAULT,
-        "GET unmapped",
-    );
-    let holed = Anon::new(3);
-    // SAFETY: the middle page of the test's own mapping; `holed` unmaps the rest (munmap of
-    // an already unmapped page is not an error).
-    unsafe { munmap(NonNull::new(holed.at(1) as *mut _).unwrap(), PAGE as usize) }.unwrap();
-    assert_errno(
-        set(&c, holed.base, 3 * PAGE, &ok),
+        with_holes(3, &[1], |holed| set(&c, holed, 3 * PAGE, &ok)),
         Errno::EFAULT,
         "span with a hole",
     );
@@ -623,37 +642,43 @@ fn queues_are_evicted_and_restored_around_a_migration() {
 #[test]
 fn a_cpu_unmap_drops_the_range_and_the_gpu_mapping() {
     let m = stepped(Preset::Gfx90a, 1);
-    let c = Client::new(&m);
-    let gpu = c.gpu();
-    let mut mem = Anon::new(4);
-    let (qid, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
-    let mut ring = RingWriter::sdma(&q);
-    set(
-        &c,
-        mem.base,
-        4 * PAGE,
-        &[attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu)],
-    )
-    .unwrap();
-    sdma_write(&c, &q, &mut ring, mem.base, &[1]);
-    assert_eq!(mem.read_u32(0), 1);
-    let at = mem.base;
-    mem.unmap();
-    // The next SVM ioctl notices; the span is no longer valid.
-    assert_errno(
-        get(&c, at, 4 * PAGE, &[attr(KFD_IOCTL_SVM_ATTR_GRANULARITY, 0)]),
-        Errno::EFAULT,
-        "GET after munmap",
-    );
-    assert!(ranges(&c).is_empty());
-    assert_eq!(c.p.svm_stats().cpu_unmaps, 1);
-    // The GPU no longer maps it: the access is a VM fault, not a crash of the host.
-    sdma_write(&c, &q, &mut ring, at, &[2]);
-    assert!(
-        matches!(c.p.queue_error(qid), Some(QueueError::VmFault(f)) if f.va == at),
-        "{:?}",
-        c.p.queue_error(qid)
-    );
+    // A new process per attempt: another test thread may map the freed addresses again
+    // before the driver looks, and then the attempt proves nothing.
+    for _ in 0..50 {
+        let c = Client::new(&m);
+        let gpu = c.gpu();
+        let mut mem = Anon::new(4);
+        let (qid, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+        let mut ring = RingWriter::sdma(&q);
+        set(
+            &c,
+            mem.base,
+            4 * PAGE,
+            &[attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu)],
+        )
+        .unwrap();
+        sdma_write(&c, &q, &mut ring, mem.base, &[1]);
+        assert_eq!(mem.read_u32(0), 1);
+        let at = mem.base;
+        mem.unmap();
+        // The next SVM ioctl notices; the span is no longer valid.
+        let after = get(&c, at, 4 * PAGE, &[attr(KFD_IOCTL_SVM_ATTR_GRANULARITY, 0)]);
+        if cpu_maps_any(at, 4 * PAGE) {
+            continue;
+        }
+        assert_errno(after, Errno::EFAULT, "GET after munmap");
+        assert!(ranges(&c).is_empty());
+        assert_eq!(c.p.svm_stats().cpu_unmaps, 1);
+        // The GPU no longer maps it: the access is a VM fault, not a crash of the host.
+        sdma_write(&c, &q, &mut ring, at, &[2]);
+        assert!(
+            matches!(c.p.queue_error(qid), Some(QueueError::VmFault(f)) if f.va == at),
+            "{:?}",
+            c.p.queue_error(qid)
+        );
+        return;
+    }
+    panic!("50 times another thread mapped the test's unmapped span again");
 }
 
 #[test]

@@ -33,6 +33,9 @@
 #                instructions, FLAT_SCRATCH from the flat scratch init SGPRs);
 #   mfma         (gfx90a only) v_mfma_f32_16x16x4f32, _4x4x1f32 and _32x32x2f32 with
 #                operands laid out as AMD documents, against a host matrix product;
+#   coop         hipLaunchCooperativeKernel and cooperative_groups::this_grid().sync(): a grid
+#                barrier between 12 phases over 8 workgroups (GWS: HIP's ds_gws_init kernel, then
+#                ds_gws_barrier, on the queue's GWS resources), against a host reference;
 #   managed      hipMallocManaged memory written by the CPU, used by a kernel (loads, stores,
 #                atomics) and read back without copies; on gfx90a also with HSA_XNACK=1, where
 #                the kernel's first touches are recoverable GPU page faults (SVM).
@@ -60,7 +63,7 @@ $CARGO build -q -p kfd-preload || { echo "hip: cargo build -p kfd-preload failed
 shim=$(realpath "$target_dir/debug/libkfd_preload.so")
 
 programs=(vadd lds_atomics scratch wild_pointer trap printf shuffle grid3d memcpy math illegal forever
-  apertures managed)
+  apertures managed coop)
 # Built a second time with flat scratch (the host compile ignores the device feature).
 flat_scratch_programs=(scratch apertures)
 archs=(gfx900 gfx90a)
@@ -89,7 +92,7 @@ run() { # program arch -> status in $status, output in $work/<program>-<arch>.lo
 }
 
 for arch in "${archs[@]}"; do
-  for p in vadd lds_atomics scratch shuffle grid3d memcpy math apertures scratch_fs apertures_fs mfma managed; do
+  for p in vadd lds_atomics scratch shuffle grid3d memcpy math apertures scratch_fs apertures_fs mfma managed coop; do
     [ -x "$work/$p-$arch" ] || continue
     run "$p" "$arch"
     name=${p%_fs} # the flat-scratch builds print their source's name

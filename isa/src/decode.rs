@@ -661,7 +661,7 @@ pub fn decode(
                 let data = match enc {
                     Enc::Mubuf | Enc::Mtbuf | Enc::Mimg => f == Field::B,
                     Enc::Flat | Enc::Global | Enc::Scratch => matches!(f, Field::B | Field::D),
-                    Enc::Ds => f != Field::A,
+                    Enc::Ds => f != Field::A || row.flags & flag::GWS != 0,
                     _ => false,
                 };
                 vector_range(v, slot.dwords, mem_acc && data).map_err(illegal)?
@@ -1043,6 +1043,14 @@ fn strict_checks(enc: Enc, row: &Row, w0: u32, w1: u32) -> Result<(), &'static s
         Enc::Ds => {
             if (w0 >> 16) & 1 == 1 && row.flags & flag::NO_GDS != 0 {
                 return Err("ds_permute/ds_bpermute cannot use GDS");
+            }
+            if row.flags & flag::GWS != 0 {
+                if (w0 >> 16) & 1 == 0 {
+                    return Err("ds_gws_* need the GDS bit");
+                }
+                if row.slots.is_empty() && (w0 >> 25) & 1 == 1 {
+                    return Err("ACC bit without a data operand");
+                }
             }
             for (f, name) in [
                 (Field::A, "ADDR must be 0"),

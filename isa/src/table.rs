@@ -284,6 +284,9 @@ pub mod flag {
     pub const CACHE_GLC: u16 = 1 << 11;
     /// DS: no GDS form.
     pub const NO_GDS: u16 = 1 << 12;
+    /// DS global wave sync (`ds_gws_*`): GDS only; its one operand (ADDR) is data (an AGPR
+    /// with gfx90a's ACC bit), and without an operand the ACC bit is refused.
+    pub const GWS: u16 = 1 << 13;
 }
 
 /// Target mask bit of gfx900.

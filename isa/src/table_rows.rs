@@ -1227,6 +1227,12 @@ isa_table! {
         BufferInvl2 = "buffer_invl2",
         Exp = "exp",
         SSetregImm32B32 = "s_setreg_imm32_b32",
+        DsGwsSemaReleaseAll = "ds_gws_sema_release_all",
+        DsGwsInit = "ds_gws_init",
+        DsGwsSemaV = "ds_gws_sema_v",
+        DsGwsSemaBr = "ds_gws_sema_br",
+        DsGwsSemaP = "ds_gws_sema_p",
+        DsGwsBarrier = "ds_gws_barrier",
     }
     rows {
         (Sop2, 0x000, SAddU32, "", T_900|T_906|T_908|T_90A, [(D, S, 1), (A, S, 1), (B, S, 1)], "", 0),
@@ -2806,5 +2812,11 @@ isa_table! {
         (Mubuf, 0x029, BufferInvl2, "", T_90A, [], "", flag::CACHE_SC1),
         (Exp, 0x000, Exp, "", T_900|T_906|T_908, [(K, Imm, 0), (A, V, 1), (B, V, 1), (C, V, 1), (D, V, 1)], "", 0),
         (Sopk, 0x014, SSetregImm32B32, "", T_900|T_906|T_908|T_90A, [(K, Imm, 0), (O, Lit, 0)], "", 0),
+        (Ds, 0x098, DsGwsSemaReleaseAll, "", T_900|T_906|T_908|T_90A, [], "", flag::GWS),
+        (Ds, 0x099, DsGwsInit, "", T_900|T_906|T_908|T_90A, [(A, V, 1)], "", flag::GWS),
+        (Ds, 0x09a, DsGwsSemaV, "", T_900|T_906|T_908|T_90A, [], "", flag::GWS),
+        (Ds, 0x09b, DsGwsSemaBr, "", T_900|T_906|T_908|T_90A, [(A, V, 1)], "", flag::GWS),
+        (Ds, 0x09c, DsGwsSemaP, "", T_900|T_906|T_908|T_90A, [], "", flag::GWS),
+        (Ds, 0x09d, DsGwsBarrier, "", T_900|T_906|T_908|T_90A, [(A, V, 1)], "", flag::GWS),
     }
 }

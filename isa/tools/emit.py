@@ -83,6 +83,11 @@ for op,name,tg in [(62,'buffer_wbinvl1',ALL),(63,'buffer_wbinvl1_vol',ALL),(113,
 rows.append(dict(fam='exp',op=0,name='exp',suffix='',targets='T_900|T_906|T_908',slots=[('K','tgt',0),('A','v',1),('B','v',1),('C','v',1),('D','v',1)],mods='',extra='',txt=''))
 ENC['exp']='Exp'
 rows.append(dict(fam='sopk',op=0x14,name='s_setreg_imm32_b32',suffix='',targets=ALL,slots=[('K','hwreg',0),('O','lit',0)],mods='',extra='',txt=''))
+# DS global wave sync (probed by hand: llvm-mc-15 refuses them without the GDS bit, which the
+# DS probe leaves clear): ADDR is their one operand, if any.
+for op,name,slots in [(0x98,'ds_gws_sema_release_all',[]),(0x99,'ds_gws_init',[('A','v',1)]),(0x9a,'ds_gws_sema_v',[]),
+                      (0x9b,'ds_gws_sema_br',[('A','v',1)]),(0x9c,'ds_gws_sema_p',[]),(0x9d,'ds_gws_barrier',[('A','v',1)])]:
+    rows.append(dict(fam='ds',op=op,name=name,suffix='',targets=ALL,slots=slots,mods='',extra='',txt=''))
 # Per-instruction operand rules (probed by hand with llvm-mc-15 --disassemble: which forms
 # each instruction rejects or reads differently); emitted as Row::flags.
 FLAGS={
@@ -97,6 +102,7 @@ FLAGS={
  'CACHE_SC1':{'buffer_wbl2','buffer_invl2'},
  'CACHE_GLC':{'buffer_wbl2'},
  'NO_GDS':{'ds_permute_b32','ds_bpermute_b32'},
+ 'GWS':{'ds_gws_sema_release_all','ds_gws_init','ds_gws_sema_v','ds_gws_sema_br','ds_gws_sema_p','ds_gws_barrier'},
 }
 def flags_of(r):
     n=r['name']; f=[k for k,v in FLAGS.items() if n in v]

@@ -106,8 +106,45 @@ pub enum Stop {
     },
     /// A fault ended the wave.
     Fault(WaveFault),
+    /// A global wave sync instruction (`ds_gws_*`). The PC is past it; the dispatcher applies
+    /// it to the queue's GWS resource and resumes the wave when it may go on (a barrier once
+    /// every wave it counts has arrived, a semaphore P once the count allows).
+    Gws(GwsRequest),
     /// STATUS.HALT is set outside the trap handler (`s_sethalt 1`, or a trap handler that set
     /// HALT with `s_setreg_b32 hwreg(HW_REG_STATUS)` and returned with `s_rfe_b64`): the wave
     /// executes nothing until HALT is cleared. The PC is where it would resume.
     Halt,
 }
+
+/// What a `ds_gws_*` instruction asks of the GWS resource it names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GwsRequest {
+    /// The operation.
+    pub op: GwsOp,
+    /// The resource: `M0[21:16]` plus the instruction's offset, modulo the 64 resources.
+    pub resource: u32,
+    /// The operand (ADDR's VGPR in the first active lane; 0 without one): for init and
+    /// barrier, the number of waves the barrier counts minus one; for `sema_br`, the count
+    /// to release.
+    pub value: u32,
+}
+
+/// The global wave sync operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GwsOp {
+    /// `ds_gws_init`: sets up a barrier for `value + 1` waves.
+    Init,
+    /// `ds_gws_sema_v`: semaphore count + 1.
+    SemaV,
+    /// `ds_gws_sema_br`: semaphore count + `value`.
+    SemaBr,
+    /// `ds_gws_sema_p`: waits until the count is above 0, then takes 1.
+    SemaP,
+    /// `ds_gws_barrier`: waits until `value + 1` waves have arrived.
+    Barrier,
+    /// `ds_gws_sema_release_all`: releases every wave waiting in `sema_p`.
+    SemaReleaseAll,
+}
+
+/// How many GWS resources a queue has (`M0[21:16]` names one).
+pub const GWS_RESOURCES: u32 = 64;

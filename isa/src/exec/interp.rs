@@ -163,6 +163,7 @@ impl Wave {
             Enc::Sopp => self.sopp(c, next, env),
             Enc::Smem => self.smem(c, env).map(|()| Flow::Next),
             Enc::Vop1 | Enc::Vop2 | Enc::Vopc | Enc::Vop3 => self.valu(c).map(|()| Flow::Next),
+            Enc::Ds if c.inst.row().flags & crate::table::flag::GWS != 0 => self.gws(c, next),
             Enc::Ds => self.ds(c, env).map(|()| Flow::Next),
             Enc::Mubuf => self.mubuf(c, env).map(|()| Flow::Next),
             Enc::Global | Enc::Flat => self.flat(c, env).map(|()| Flow::Next),
@@ -2567,6 +2568,40 @@ impl Wave {
     }
 
     // ------------------------------------------------------------ LDS
+
+    /// `ds_gws_*`: the request goes to the dispatcher (the GWS resources are the queue's).
+    fn gws(&mut self, c: &Cached, next: u64) -> R<Flow> {
+        use crate::exec::fault::{GwsOp, GwsRequest, GWS_RESOURCES};
+        let [w0, w1] = c.inst.words;
+        let op = match c.inst.op {
+            Op::DsGwsInit => GwsOp::Init,
+            Op::DsGwsSemaV => GwsOp::SemaV,
+            Op::DsGwsSemaBr => GwsOp::SemaBr,
+            Op::DsGwsSemaP => GwsOp::SemaP,
+            Op::DsGwsBarrier => GwsOp::Barrier,
+            Op::DsGwsSemaReleaseAll => GwsOp::SemaReleaseAll,
+            _ => return Err(illegal(self.pc, c)),
+        };
+        let value = if c.inst.row().slots.is_empty() {
+            0
+        } else {
+            let acc = self.target == crate::Target::Gfx90a && (w0 >> 25) & 1 != 0;
+            let exec = self.exec();
+            let lane = if exec == 0 {
+                0
+            } else {
+                exec.trailing_zeros() as usize
+            };
+            self.data_reg(acc, (w1 & 0xff) as usize)?[lane]
+        };
+        let resource = (((self.m0() >> 16) & 0x3f) + (w0 & 0xffff)) % GWS_RESOURCES;
+        self.pc = next;
+        Ok(Flow::Stop(Stop::Gws(GwsRequest {
+            op,
+            resource,
+            value,
+        })))
+    }
 
     fn ds<E: WaveEnv + ?Sized>(&mut self, c: &Cached, env: &mut E) -> R<()> {
         let [w0, w1] = c.inst.words;

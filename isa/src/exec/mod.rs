@@ -25,5 +25,5 @@ pub mod wave;
 
 pub use cache::CodeCache;
 pub use env::{AtomicOp, AtomicRequest, HostEnv, WaveEnv};
-pub use fault::{Access, MemFault, Stop, WaveFault};
+pub use fault::{Access, GwsOp, GwsRequest, MemFault, Stop, WaveFault, GWS_RESOURCES};
 pub use wave::{Lanes, Mode, Target, Wave, WAVE_SIZE};

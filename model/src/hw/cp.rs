@@ -135,6 +135,8 @@ pub struct CpState {
     pub retry_faults: bool,
     /// Code the queue's last dispatches decoded (reused while memory still holds it).
     pub code: Vec<DecodedCode>,
+    /// The queue's global wave sync resources (they outlive a dispatch).
+    pub gws: Arc<crate::hw::gws::Gws>,
 }
 
 /// Where a compute queue's ring and pointers are, from its MQD.
@@ -309,6 +311,7 @@ impl CpQueue {
             fresh.state.shader_activity = self.state.shader_activity.take();
             fresh.state.shader_isa = self.state.shader_isa;
             fresh.state.cu_threads = self.state.cu_threads;
+            fresh.state.gws = self.state.gws.clone();
             *self = fresh;
             return;
         }
@@ -655,6 +658,7 @@ impl CpQueue {
                         let kept = std::mem::take(&mut self.state.code);
                         let mut run = KernelRun::start(env.vm, setup)?
                             .with_cu_threads(self.state.cu_threads)
+                            .with_gws(self.state.gws.clone())
                             .with_code(env.vm, kept);
                         if let Some(a) = &self.state.shader_activity {
                             run.watch(a);
@@ -1034,6 +1038,7 @@ fn dispatch_direct(
         let kept = std::mem::take(&mut state.code);
         let mut run = KernelRun::from_registers(setup, pgm, reg(ShReg::COMPUTE_PGM_RSRC1), rsrc2)?
             .with_cu_threads(state.cu_threads)
+            .with_gws(state.gws.clone())
             .with_code(env.vm, kept);
         if let Some(a) = &state.shader_activity {
             run.watch(a);

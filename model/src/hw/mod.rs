@@ -21,6 +21,7 @@ pub mod doorbell;
 pub mod doorbell_watch;
 pub mod engine;
 pub mod gart;
+pub mod gws;
 pub mod hws;
 pub mod ih;
 pub mod mem;

@@ -18,6 +18,7 @@
 //! Decoded code is kept per queue and reused while memory still holds the same bytes.
 
 use crate::hw::engine::QueueError;
+use crate::hw::gws::{Gws, GwsWait};
 use crate::hw::observe::{DispatchStart, ShaderActivity, Watch};
 use crate::hw::vm::{GpuVm, VmFault};
 use codeobj::{DispatchInfo, KernelCode};
@@ -240,6 +241,8 @@ pub struct SqMessage {
 enum WaveState {
     Ready,
     Barrier,
+    /// Waiting on a global wave sync resource of the queue.
+    Gws(GwsWait),
     Done,
 }
 
@@ -328,6 +331,8 @@ pub struct KernelRun {
     free_slots: Option<Vec<u32>>,
     /// The last step stopped on a retry fault ([`DispatchSetup::retry_faults`]).
     awaiting_retry: bool,
+    /// The queue's global wave sync resources.
+    gws: Arc<Gws>,
 }
 
 impl KernelRun {
@@ -406,6 +411,27 @@ impl KernelRun {
         code.reverse();
         code.truncate(KEPT_CODE_WINDOWS);
         code
+    }
+
+    /// Uses the queue's global wave sync resources (a dispatch alone gets its own).
+    pub fn with_gws(mut self, gws: Arc<Gws>) -> Self {
+        self.gws = gws;
+        self
+    }
+
+    /// Whether every live wave of `group` waits on a GWS resource that keeps it waiting: the
+    /// group cannot run until another workgroup gets there.
+    fn gws_blocked(&self, group: &Workgroup) -> bool {
+        let mut waiting = false;
+        for (_, state) in &group.waves {
+            match state {
+                WaveState::Ready => return false,
+                WaveState::Gws(w) if self.gws.could_go(*w) => return false,
+                WaveState::Gws(_) => waiting = true,
+                WaveState::Barrier | WaveState::Done => {}
+            }
+        }
+        waiting
     }
 
     /// The same dispatch run by `threads` host threads (each runs whole workgroups; at
@@ -510,6 +536,7 @@ impl KernelRun {
             cu_threads: 1,
             free_slots,
             awaiting_retry: false,
+            gws: Arc::default(),
         })
     }
 
@@ -673,7 +700,10 @@ impl KernelRun {
                 Some(g) => Err((g, 0)),
                 None => {
                     let mut p = locked(pending);
-                    match p.active.pop_front() {
+                    // Suspended workgroups first, except those waiting on a GWS barrier
+                    // that others must reach first.
+                    let runnable = p.active.iter().position(|g| !self.gws_blocked(g));
+                    match runnable.and_then(|i| p.active.remove(i)) {
                         Some(g) => Ok(g),
                         // No scratch slots to hand out: new workgroups in a batch.
                         None if p.free_slots.is_none()
@@ -916,6 +946,12 @@ impl KernelRun {
                         group.waves[i].1 = WaveState::Barrier;
                         continue;
                     }
+                    Stop::Gws(req) => {
+                        if let Some(wait) = self.gws.apply(req) {
+                            group.waves[i].1 = WaveState::Gws(wait);
+                        }
+                        continue;
+                    }
                     Stop::BudgetExhausted | Stop::Sleep { .. } | Stop::Halt => continue,
                     Stop::Trap { id } => WaveException {
                         error: QUEUE_ERROR_TRAP,
@@ -975,10 +1011,23 @@ impl KernelRun {
                     (None, _) => return GroupEnd::Halt(exception),
                 }
             }
+            for w in group.waves.iter_mut() {
+                if let WaveState::Gws(wait) = w.1 {
+                    if self.gws.may_go(wait) {
+                        w.1 = WaveState::Ready;
+                    }
+                }
+            }
             if group.waves.iter().all(|w| w.1 == WaveState::Done) {
                 return GroupEnd::Done(group);
             }
+            let gws_waiting = group.waves.iter().any(|w| matches!(w.1, WaveState::Gws(_)));
             if group.waves.iter().all(|w| w.1 != WaveState::Ready) {
+                if gws_waiting {
+                    // Other workgroups must reach the GWS barrier first: this one waits
+                    // among the suspended ones and its thread takes another.
+                    return GroupEnd::Unfinished(group);
+                }
                 // Every live wave waits at the barrier: release them.
                 for w in group.waves.iter_mut().filter(|w| w.1 == WaveState::Barrier) {
                     w.1 = WaveState::Ready;

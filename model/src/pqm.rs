@@ -403,29 +403,28 @@ pub(crate) fn get_wave_state(
     Ok(0)
 }
 
-/// `AMDKFD_IOC_ALLOC_QUEUE_GWS`: one GWS queue per process.
+/// `AMDKFD_IOC_ALLOC_QUEUE_GWS`: one GWS queue per process on each device (amdkfd counts GWS
+/// in the process's per-device data): EBUSY for a second one there, EINVAL to release GWS
+/// the device's queues do not hold.
 pub(crate) fn alloc_gws(p: &ProcessInner, a: &mut kfd_ioctl_alloc_queue_gws_args) -> KResult<i32> {
     let st = p.lock();
     let dev = *st.pqm.queues.get(&a.queue_id).ok_or(Errno::EINVAL)?;
     let want = a.num_gws > 0;
-    let other_has = st
-        .pqm
-        .iter()
-        .filter(|&(qid, _)| qid != a.queue_id)
-        .any(|(qid, d)| {
-            st.pdds[d]
-                .node
-                .dqm()
-                .queue(p.pasid, qid)
-                .is_some_and(|q| q.is_gws)
-        });
     let node = st.pdds[dev].node.clone();
     let mut dqm = node.dqm();
     if !dqm.cfg.has_gws {
         return Err(Errno::ENODEV);
     }
-    if want && other_has {
+    let has = st
+        .pqm
+        .iter()
+        .filter(|&(_, d)| d == dev)
+        .any(|(qid, _)| dqm.queue(p.pasid, qid).is_some_and(|q| q.is_gws));
+    if want && has {
         return Err(Errno::EBUSY);
+    }
+    if !want && !has {
+        return Err(Errno::EINVAL);
     }
     let num_gws = if want {
         node.topo.properties.num_gws as u32

@@ -457,3 +457,35 @@ fn raw_ioctl(p: &kfd_model::Process, request: u32, bytes: &mut [u8]) -> kfd_mode
     // addresses are the test client's own queue buffers.
     unsafe { p.ioctl(request, bytes) }
 }
+
+#[test]
+fn gws_is_one_queue_per_process_on_each_device() {
+    let model = model(Preset::Gfx900, 2);
+    let c = Client::new(&model);
+    let gws = |queue_id: u32, num_gws: u32| {
+        let mut a = kfd_ioctl_alloc_queue_gws_args {
+            queue_id,
+            num_gws,
+            ..Default::default()
+        };
+        ioctl(&c.p, AMDKFD_IOC_ALLOC_QUEUE_GWS, &mut a)
+    };
+    let (q0, _) = c
+        .create_queue_on(c.gpus[0], KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, 100)
+        .unwrap();
+    let (q1, _) = c
+        .create_queue_on(c.gpus[1], KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, 100)
+        .unwrap();
+    let (q0b, _) = c
+        .create_queue_on(c.gpus[0], KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, 100)
+        .unwrap();
+    assert_errno(gws(q0, 0), Errno::EINVAL, "release without GWS");
+    gws(q0, 1).unwrap();
+    // ROCr gives each GPU's cooperative queue GWS: the other device is not affected.
+    gws(q1, 1).unwrap();
+    assert_errno(gws(q0b, 1), Errno::EBUSY, "a second GWS queue on device 0");
+    assert_errno(gws(q0, 1), Errno::EBUSY, "the same queue again");
+    gws(q0, 0).unwrap();
+    gws(q0b, 1).unwrap();
+    assert_errno(gws(99, 1), Errno::EINVAL, "no such queue");
+}

@@ -1,6 +1,6 @@
 //! Fuzz the wave interpreter: any bytes as gfx900 and gfx90a code, decoded and disassembled at
 //! every dword, then run on one wave (registers seeded from the input) against a sandboxed
-//! host memory of 64 KiB and 4 KiB of LDS, resumed through barriers, sleeps and traps. Checks:
+//! host memory of 64 KiB and 4 KiB of LDS, resumed through barriers, global wave sync requests, sleeps and traps. Checks:
 //! no panic; every run ends within its step budget with a typed stop.
 #![no_main]
 
@@ -36,7 +36,8 @@ fuzz_target!(|data: &[u8]| {
                 | Stop::Sleep { .. }
                 | Stop::Trap { .. }
                 | Stop::BudgetExhausted
-                | Stop::Halt => {}
+                | Stop::Halt
+                | Stop::Gws(_) => {}
                 Stop::EndOfProgram | Stop::Fault(_) => break,
             }
         }

@@ -30,7 +30,7 @@ fn run_words(words: &[u32], target: Target, seed: u32) -> Stop {
             *x = seed.rotate_left(r as u32).wrapping_add(4 * l as u32) & 0xfffc;
         }
     }
-    // resume through barriers, sleeps and traps a few times, as a CU would
+    // resume through barriers, GWS requests, sleeps and traps a few times, as a CU would
     let mut stop = Stop::BudgetExhausted;
     for _ in 0..8 {
         stop = wave.run(&cache, &mut env, 500);
@@ -39,7 +39,8 @@ fn run_words(words: &[u32], target: Target, seed: u32) -> Stop {
             | Stop::Sleep { .. }
             | Stop::Trap { .. }
             | Stop::BudgetExhausted
-            | Stop::Halt => continue,
+            | Stop::Halt
+            | Stop::Gws(_) => continue,
             _ => break,
         }
     }

@@ -1611,3 +1611,167 @@ fn a_handler_message_with_an_exception_code_reaches_the_runtime_through_the_erro
         }
     }
 }
+
+/// xorshift64*: the hostile kernels below are the same on every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+/// Instructions that reach the SPI's own paths (barriers, traps, messages, halts, sleeps,
+/// loops that never end, GWS waits that never open, wild stores and kernarg loads), mixed
+/// into the random ones.
+const HOSTILE_SNIPPETS: [&str; 11] = [
+    "s_barrier",
+    "s_trap 2",
+    "s_sendmsg sendmsg(MSG_INTERRUPT)",
+    "s_sethalt 1",
+    "s_sleep 1",
+    "s_branch 0xffff",
+    "ds_gws_barrier v0 offset:1 gds",
+    "ds_gws_sema_p gds",
+    "global_store_dword v[0:1], v2, off",
+    "s_load_dwordx2 s[0:1], s[4:5], 0x0",
+    "s_endpgm",
+];
+
+/// Hostile kernels: random instruction words (any that decode) mixed with the snippets above,
+/// dispatched as 2 workgroups of 2 waves with LDS, each by a process of its own (a VM fault
+/// leaves a process's queues evicted, as amdkfd does). Whatever a kernel does, the model
+/// neither panics nor hangs: after a few engine passes the dispatch has completed, stopped its
+/// queue with an error, or is still running (an endless loop, a barrier that never opens, a
+/// halted wave), and destroying the queue and ending the process end it at once. Afterwards
+/// another process still computes correctly.
+/// `HOSTILE_KERNELS=N HOSTILE_SEED=S` run a longer hunt.
+#[test]
+fn random_kernels_never_crash_or_hang_the_model() {
+    let env = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let kernels = env("HOSTILE_KERNELS", 100) as usize;
+    let seed = env("HOSTILE_SEED", 0x9e37_79b9_7f4a_7c15);
+    for (preset, mcpu) in presets() {
+        let mut g = Gpu::new(preset, mcpu);
+        let target = match preset {
+            Preset::Gfx90a => isa::Target::Gfx90a,
+            _ => isa::Target::Gfx900,
+        };
+        let snippets: Vec<Vec<u8>> = HOSTILE_SNIPPETS.iter().map(|s| assemble(s, mcpu)).collect();
+        // A descriptor compiled by clang (kernarg, work-item ids, LDS), pointed at new code,
+        // with every register a random instruction may name.
+        let mut kd = g.kernel("reduce").descriptor;
+        kd.kernel_code_entry_byte_offset = 256;
+        kd.group_segment_fixed_size = kd.group_segment_fixed_size.max(1024);
+        kd.private_segment_fixed_size = 0;
+        let vgpr_granules = if target == isa::Target::Gfx90a {
+            31
+        } else {
+            63
+        };
+        kd.compute_pgm_rsrc1 = kd
+            .compute_pgm_rsrc1
+            .with_granulated_workitem_vgpr_count(vgpr_granules)
+            .with_granulated_wavefront_sgpr_count(12);
+        let mut rng = Rng(seed ^ target as u64 | 1);
+        let (mut completed, mut stopped, mut running) = (0, 0, 0);
+        for i in 0..kernels {
+            let h = Client::new(&g.model);
+            let flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT
+                | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE
+                | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE;
+            let code = h.alloc_on(h.gpu(), 8192, flags).unwrap();
+            let data = h.gtt(4096);
+            let mut text = Vec::new();
+            while text.len() < 12 * 4 {
+                if rng.next() % 8 == 0 {
+                    let k = (rng.next() % snippets.len() as u64) as usize;
+                    // The endless ones (a loop on itself, GWS waits) only now and then.
+                    if !(5..=7).contains(&k) || rng.next() % 6 == 0 {
+                        text.extend_from_slice(&snippets[k]);
+                    }
+                    continue;
+                }
+                let words = [rng.next() as u32, rng.next() as u32, rng.next() as u32];
+                let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+                if let Ok((_, len)) = isa::decode(&bytes, code.va + 256, target) {
+                    text.extend_from_slice(&bytes[..len]);
+                }
+            }
+            text.extend_from_slice(snippets.last().unwrap());
+            code.write_bytes(0, zerocopy::IntoBytes::as_bytes(&kd));
+            code.write_bytes(256, &text);
+            let (qid, q) = h
+                .create_queue_sized(h.gpu(), KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, 100, 4096)
+                .unwrap();
+            data.write_u64(8, 1);
+            let dispatch = KernelDispatch {
+                workgroup: [128, 1, 1],
+                grid: [256, 1, 1],
+                private_segment_size: 0,
+                group_segment_size: kd.group_segment_fixed_size,
+                kernel_object: code.va,
+                kernarg: data.va + 256,
+                completion_signal: data.va,
+            };
+            dispatch.write(&q, 0);
+            h.submit(&q, 1);
+            for _ in 0..6 {
+                g.model.step();
+            }
+            if data.read_u64(8) == 0 {
+                completed += 1;
+            } else if h.p.queue_error(qid).is_some() {
+                stopped += 1;
+            } else {
+                running += 1;
+            }
+            let t = std::time::Instant::now();
+            h.destroy_queue(qid).unwrap();
+            drop(h);
+            assert!(
+                t.elapsed() < std::time::Duration::from_secs(2),
+                "{mcpu} kernel {i}: destroy and exit took {:?}",
+                t.elapsed()
+            );
+        }
+        eprintln!(
+            "{mcpu}: {kernels} random kernels: {completed} completed, {stopped} stopped their \
+             queue, {running} still running when destroyed"
+        );
+        assert!(
+            completed > 0 && stopped > 0 && running > 0,
+            "{mcpu}: every outcome is exercised ({completed}/{stopped}/{running})"
+        );
+        // The model is still sound: another process computes correctly.
+        const N: usize = 300;
+        let a: Vec<f32> = (0..N).map(|i| i as f32).collect();
+        let (pa, pb) = (g.alloc(&f32s(&a)), g.alloc(&f32s(&a)));
+        let pc = g.alloc(&f32s(&[0.0; N]));
+        let mut args = Vec::new();
+        for p in [pa, pb, pc] {
+            args.extend(p.to_le_bytes());
+        }
+        args.extend((N as u32).to_le_bytes());
+        let k = g.kernel("vadd");
+        let signal = g.dispatch(&k, &args, [64, 1, 1], [N as u32, 1, 1], 0);
+        g.model.run_until_idle();
+        assert_eq!(g.signal_value(signal), 0, "{mcpu}");
+        let c = g.read(pc, 4 * N);
+        for (i, x) in c.chunks_exact(4).enumerate() {
+            assert_eq!(
+                f32::from_le_bytes(x.try_into().unwrap()),
+                2.0 * i as f32,
+                "{mcpu}"
+            );
+        }
+    }
+}

@@ -573,10 +573,11 @@ fn sub_wind_reference(
 #[test]
 fn sdma_sub_window_copy_moves_exactly_the_box() {
     const SIZE: u64 = 64 << 10;
-    for (preset, sgen, es) in [
-        (Preset::Gfx900, SdmaGen::Sdma4, 2u8),
-        (Preset::Gfx900, SdmaGen::Sdma4, 0),
-        (Preset::Gfx1030, SdmaGen::Sdma5, 4),
+    // SDMA 4 (gfx900) with 4- and 1-byte elements, SDMA 5 (gfx1030) with 16-byte ones.
+    for (preset, es) in [
+        (Preset::Gfx900, 2u8),
+        (Preset::Gfx900, 0),
+        (Preset::Gfx1030, 4),
     ] {
         let model = stepped(preset);
         let c = Client::new(&model);
@@ -624,7 +625,7 @@ fn sdma_sub_window_copy_moves_exactly_the_box() {
         let mut got = vec![0u8; SIZE as usize];
         dst.read_bytes(0, &mut got);
         let moved = expect.iter().filter(|&&b| b != 0xEE).count();
-        assert!(moved > 0 && moved <= 13 * 7 * 3 << es);
+        assert!(moved > 0 && moved <= (13 * 7 * 3) << es);
         let bad: Vec<_> = (0..got.len())
             .filter(|&i| got[i] != expect[i])
             .take(8)

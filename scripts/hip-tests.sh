@@ -22,6 +22,9 @@
 #   memcpy       hipMemcpy/hipMemcpyAsync in all four directions, hipMemset/hipMemsetAsync,
 #                pinned host memory (hipHostMalloc), two streams joined by an event,
 #                hipEventElapsedTime > 0 (the CP's profiling timestamps);
+#   memcpy2d     hipMallocPitch + hipMemcpy2D host->device, a kernel on the pitched rows,
+#                hipMemcpy2D device->host, a byte sub-rectangle and a device->device rectangle,
+#                hipMalloc3D + hipMemcpy3D both ways (SDMA COPY_LINEAR_SUB_WIND), padding untouched;
 #   math         f64/f32/f16 arithmetic and the device math library within stated ulp
 #                bounds of a host reference (packed f16/f32, f16 transcendentals);
 #   illegal      an invalid instruction word: ROCr's trap handler reports it and halts the wave,
@@ -62,8 +65,8 @@ fi
 $CARGO build -q -p kfd-preload || { echo "hip: cargo build -p kfd-preload failed"; exit 1; }
 shim=$(realpath "$target_dir/debug/libkfd_preload.so")
 
-programs=(vadd lds_atomics scratch wild_pointer trap printf shuffle grid3d memcpy math illegal forever
-  apertures managed coop)
+programs=(vadd lds_atomics scratch wild_pointer trap printf shuffle grid3d memcpy memcpy2d math illegal
+  forever apertures managed coop)
 # Built a second time with flat scratch (the host compile ignores the device feature).
 flat_scratch_programs=(scratch apertures)
 archs=(gfx900 gfx90a)
@@ -92,7 +95,8 @@ run() { # program arch -> status in $status, output in $work/<program>-<arch>.lo
 }
 
 for arch in "${archs[@]}"; do
-  for p in vadd lds_atomics scratch shuffle grid3d memcpy math apertures scratch_fs apertures_fs mfma managed coop; do
+  for p in vadd lds_atomics scratch shuffle grid3d memcpy memcpy2d math apertures scratch_fs apertures_fs mfma \
+    managed coop; do
     [ -x "$work/$p-$arch" ] || continue
     run "$p" "$arch"
     name=${p%_fs} # the flat-scratch builds print their source's name

@@ -443,6 +443,7 @@ impl core::iter::FusedIterator for Pm4Decoder<'_> {}
 pub enum SdmaPacket<'a> {
     Nop(SdmaNop<'a>),
     CopyLinear(SdmaCopyLinear),
+    CopyLinearSubWind(SdmaCopyLinearSubWind),
     Write(SdmaWrite<'a>),
     Indirect(SdmaIndirect),
     Fence(SdmaFence),
@@ -458,6 +459,7 @@ impl SdmaPacket<'_> {
         match self {
             SdmaPacket::Nop(_) => "SDMA_NOP",
             SdmaPacket::CopyLinear(_) => SdmaCopyLinear::NAME,
+            SdmaPacket::CopyLinearSubWind(_) => SdmaCopyLinearSubWind::NAME,
             SdmaPacket::Write(_) => "SDMA_WRITE_LINEAR",
             SdmaPacket::Indirect(_) => SdmaIndirect::NAME,
             SdmaPacket::Fence(_) => SdmaFence::NAME,
@@ -474,6 +476,7 @@ impl Encode for SdmaPacket<'_> {
         match self {
             SdmaPacket::Nop(p) => p.dwords(),
             SdmaPacket::CopyLinear(p) => p.dwords(),
+            SdmaPacket::CopyLinearSubWind(p) => p.dwords(),
             SdmaPacket::Write(p) => p.dwords(),
             SdmaPacket::Indirect(p) => p.dwords(),
             SdmaPacket::Fence(p) => p.dwords(),
@@ -487,6 +490,7 @@ impl Encode for SdmaPacket<'_> {
         match self {
             SdmaPacket::Nop(p) => p.encode_into(out),
             SdmaPacket::CopyLinear(p) => p.encode_into(out),
+            SdmaPacket::CopyLinearSubWind(p) => p.encode_into(out),
             SdmaPacket::Write(p) => p.encode_into(out),
             SdmaPacket::Indirect(p) => p.encode_into(out),
             SdmaPacket::Fence(p) => p.encode_into(out),
@@ -545,6 +549,9 @@ fn decode_sdma_at(rest: &[u32], gen: SdmaGen) -> Result<(SdmaPacket<'_>, usize),
             (SdmaPacket::Nop(p), n)
         }
         (SdmaOpcode::COPY, 0) => fixed_op!(CopyLinear, SdmaCopyLinear),
+        (SdmaOpcode::COPY, SDMA_SUBOP_COPY_LINEAR_SUB_WIND) => {
+            fixed_op!(CopyLinearSubWind, SdmaCopyLinearSubWind)
+        }
         (SdmaOpcode::WRITE, 0) => {
             let Some(head) = rest.get(..4) else {
                 return Err(DecodeErrorKind::Truncated {

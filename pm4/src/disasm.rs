@@ -687,6 +687,26 @@ impl Display for SdmaCopyLinear {
     }
 }
 
+impl Display for SdmaCopyLinearSubWind {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        let (s, d, [rx, ry, rz]) = (self.src(), self.dst(), self.rect());
+        let r = self.rect_z;
+        write!(
+            f,
+            "SDMA_COPY_LINEAR_SUB_WIND elementsize={} tmz={} src={:#x} src_xyz={},{},{} src_pitch={} src_slice_pitch={} dst={:#x} dst_xyz={},{},{} dst_pitch={} dst_slice_pitch={} rect={}x{}x{} src_sw={} dst_sw={} src_cache_policy={} dst_cache_policy={}",
+            self.header.elementsize(),
+            b(self.header.tmz()),
+            s.addr, s.x, s.y, s.z, s.pitch, s.slice_pitch,
+            d.addr, d.x, d.y, d.z, d.pitch, d.slice_pitch,
+            rx, ry, rz,
+            r.src_sw(),
+            r.dst_sw(),
+            r.src_cache_policy(),
+            r.dst_cache_policy()
+        )
+    }
+}
+
 impl Display for SdmaWrite<'_> {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         write!(
@@ -785,6 +805,7 @@ impl Display for SdmaPacket<'_> {
         match self {
             SdmaPacket::Nop(p) => p.fmt(f),
             SdmaPacket::CopyLinear(p) => p.fmt(f),
+            SdmaPacket::CopyLinearSubWind(p) => p.fmt(f),
             SdmaPacket::Write(p) => p.fmt(f),
             SdmaPacket::Indirect(p) => p.fmt(f),
             SdmaPacket::Fence(p) => p.fmt(f),

@@ -1,4 +1,5 @@
-//! SDMA packets of SDMA 4.x (gfx9), 5.x (gfx10) and 6.x (gfx11) (facts §5).
+//! SDMA packets of SDMA 4.x (gfx9), 5.x (gfx10) and 6.x (gfx11) (facts §5; COPY_LINEAR_SUB_WIND
+//! is documented on [`SdmaCopyLinearSubWind`]).
 //!
 //! Header dw0 is `op [7:0]`, `sub_op [15:8]` and op-specific bits above. Byte counts
 //! are encoded as **bytes − 1**; constructors take the byte count and an explicit
@@ -409,6 +410,369 @@ impl SdmaCopyLinear {
             reserved |= COPY_PARAMS_SDMA6_ONLY;
         }
         check_reserved(P, 2, self.params.into_bits(), reserved)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// COPY_LINEAR_SUB_WIND
+// ---------------------------------------------------------------------------------------
+
+/// `sub_op` of COPY_LINEAR_SUB_WIND.
+pub const SDMA_SUBOP_COPY_LINEAR_SUB_WIND: u8 = 4;
+
+/// Largest `elementsize` (log2 of the element in bytes) of a sub-window copy: 16-byte
+/// elements.
+pub const SUB_WIND_MAX_ELEMENTSIZE: u8 = 4;
+
+/// COPY_LINEAR_SUB_WIND dw0.
+#[bitfield(u32)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, PartialEq, Eq)]
+pub struct SdmaSubWindHeader {
+    /// `[7:0]` opcode (COPY).
+    #[bits(8)]
+    pub op: SdmaOpcode,
+    /// `[15:8]` sub-opcode (LINEAR_SUB_WIND = 4).
+    pub sub_op: u8,
+    #[bits(2)]
+    __: u8,
+    /// `[18]` TMZ.
+    pub tmz: bool,
+    #[bits(10)]
+    __: u16,
+    /// `[31:29]` log2 of the element size in bytes (0..=4).
+    #[bits(3)]
+    pub elementsize: u8,
+}
+
+const SUB_WIND_HEADER_RESERVED: u32 = reserved_mask!(SdmaSubWindHeader:
+    OP_OFFSET / OP_BITS, SUB_OP_OFFSET / SUB_OP_BITS, TMZ_OFFSET / TMZ_BITS,
+    ELEMENTSIZE_OFFSET / ELEMENTSIZE_BITS);
+
+impl SdmaSubWindHeader {
+    /// Bits no named field covers; the decoder rejects packets with any of them set.
+    pub const RESERVED_MASK: u32 = SUB_WIND_HEADER_RESERVED;
+}
+
+/// COPY_LINEAR_SUB_WIND dw3 / dw8 (the origin's x and y) and dw11 (the rectangle's width
+/// and height, each stored minus one).
+#[bitfield(u32)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, PartialEq, Eq)]
+pub struct SdmaSubWindXy {
+    /// `[13:0]` x (elements).
+    #[bits(14)]
+    pub x: u16,
+    #[bits(2)]
+    __: u8,
+    /// `[29:16]` y (rows).
+    #[bits(14)]
+    pub y: u16,
+    #[bits(2)]
+    __: u8,
+}
+
+const SUB_WIND_XY_RESERVED: u32 =
+    reserved_mask!(SdmaSubWindXy: X_OFFSET / X_BITS, Y_OFFSET / Y_BITS);
+
+/// COPY_LINEAR_SUB_WIND dw4 / dw9: the origin's z and the surface's row pitch.
+#[bitfield(u32)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, PartialEq, Eq)]
+pub struct SdmaSubWindZPitch {
+    /// `[10:0]` z (slices).
+    #[bits(11)]
+    pub z: u16,
+    #[bits(2)]
+    __: u8,
+    /// `[31:13]` row pitch in elements, minus one.
+    #[bits(19)]
+    pub pitch: u32,
+}
+
+const SUB_WIND_ZPITCH_RESERVED: u32 =
+    reserved_mask!(SdmaSubWindZPitch: Z_OFFSET / Z_BITS, PITCH_OFFSET / PITCH_BITS);
+
+/// Mask of the slice-pitch dwords (dw5 / dw10): `[27:0]` slice pitch in elements, minus one.
+const SUB_WIND_SLICE_PITCH_MASK: u32 = 0x0FFF_FFFF;
+
+/// COPY_LINEAR_SUB_WIND dw12: the rectangle's depth, swaps and (SDMA 6) cache policies.
+#[bitfield(u32)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, PartialEq, Eq)]
+pub struct SdmaSubWindRectZ {
+    /// `[10:0]` depth in slices, minus one.
+    #[bits(11)]
+    pub rect_z: u16,
+    #[bits(5)]
+    __: u8,
+    /// `[17:16]` destination swap.
+    #[bits(2)]
+    pub dst_sw: EndianSwap,
+    /// `[20:18]` destination cache policy (SDMA 6).
+    #[bits(3)]
+    pub dst_cache_policy: u8,
+    #[bits(3)]
+    __: u8,
+    /// `[25:24]` source swap.
+    #[bits(2)]
+    pub src_sw: EndianSwap,
+    /// `[28:26]` source cache policy (SDMA 6).
+    #[bits(3)]
+    pub src_cache_policy: u8,
+    #[bits(3)]
+    __: u8,
+}
+
+const SUB_WIND_RECT_Z_RESERVED: u32 = reserved_mask!(SdmaSubWindRectZ:
+    RECT_Z_OFFSET / RECT_Z_BITS, DST_SW_OFFSET / DST_SW_BITS,
+    DST_CACHE_POLICY_OFFSET / DST_CACHE_POLICY_BITS, SRC_SW_OFFSET / SRC_SW_BITS,
+    SRC_CACHE_POLICY_OFFSET / SRC_CACHE_POLICY_BITS);
+const SUB_WIND_RECT_Z_SDMA6_ONLY: u32 = (0b111 << SdmaSubWindRectZ::DST_CACHE_POLICY_OFFSET)
+    | (0b111 << SdmaSubWindRectZ::SRC_CACHE_POLICY_OFFSET);
+
+zc_packet! {
+    /// COPY_LINEAR_SUB_WIND (op 1, sub-op 4), 13 dwords: copies a `rect_x × rect_y ×
+    /// rect_z` box of elements between two pitched linear surfaces (what ROCr emits for
+    /// `hsa_amd_memory_async_copy_rect`, i.e. `hipMemcpy2D`/`hipMemcpy3D`).
+    ///
+    /// Layout (the same on SDMA 4, 5 and 6; facts from the Linux kernel's
+    /// `vega10_sdma_pkt_open.h` `SDMA_PKT_COPY_LINEAR_SUBWIN` field masks and shifts, the
+    /// SDMA 6 cache-policy bits from the SDMA 6 packet header, the minus-one encodings from
+    /// how ROCr's `BuildCopyRectCommand` fills the packet):
+    ///
+    /// | dw | bits | field |
+    /// |----|------|-------|
+    /// | 0 | `[7:0]` op = 1, `[15:8]` sub_op = 4, `[18]` tmz, `[31:29]` elementsize | header |
+    /// | 1, 2 | | source address bits 31:0 (dword aligned), 63:32 |
+    /// | 3 | `[13:0]` src_x, `[29:16]` src_y | source origin |
+    /// | 4 | `[10:0]` src_z, `[31:13]` src_pitch − 1 | |
+    /// | 5 | `[27:0]` src_slice_pitch − 1 | |
+    /// | 6, 7 | | destination address bits 31:0 (dword aligned), 63:32 |
+    /// | 8 | `[13:0]` dst_x, `[29:16]` dst_y | destination origin |
+    /// | 9 | `[10:0]` dst_z, `[31:13]` dst_pitch − 1 | |
+    /// | 10 | `[27:0]` dst_slice_pitch − 1 | |
+    /// | 11 | `[13:0]` rect_x − 1, `[29:16]` rect_y − 1 | rectangle |
+    /// | 12 | `[10:0]` rect_z − 1, `[17:16]` dst_sw, `[20:18]` dst_cache_policy (SDMA 6), `[25:24]` src_sw, `[28:26]` src_cache_policy (SDMA 6) | |
+    ///
+    /// Units: an element is `1 << elementsize` bytes; x, the pitches and the rectangle's
+    /// width count elements, y and the height rows, z and the depth slices. The element at
+    /// `(x, y, z)` of a surface is at byte `addr + ((x + y·pitch + z·slice_pitch) <<
+    /// elementsize)`.
+    pub struct SdmaCopyLinearSubWind {
+        /// dw0.
+        pub header: SdmaSubWindHeader,
+        /// dw1: source address bits 31:0.
+        pub src_lo: u32,
+        /// dw2: source address bits 63:32.
+        pub src_hi: u32,
+        /// dw3: source x, y.
+        pub src_xy: SdmaSubWindXy,
+        /// dw4: source z, pitch − 1.
+        pub src_z_pitch: SdmaSubWindZPitch,
+        /// dw5: source slice pitch − 1 (`[27:0]`).
+        pub src_slice_pitch: u32,
+        /// dw6: destination address bits 31:0.
+        pub dst_lo: u32,
+        /// dw7: destination address bits 63:32.
+        pub dst_hi: u32,
+        /// dw8: destination x, y.
+        pub dst_xy: SdmaSubWindXy,
+        /// dw9: destination z, pitch − 1.
+        pub dst_z_pitch: SdmaSubWindZPitch,
+        /// dw10: destination slice pitch − 1 (`[27:0]`).
+        pub dst_slice_pitch: u32,
+        /// dw11: rectangle width − 1 (`x`), height − 1 (`y`).
+        pub rect_xy: SdmaSubWindXy,
+        /// dw12: rectangle depth − 1, swaps, cache policies.
+        pub rect_z: SdmaSubWindRectZ,
+    }
+}
+fixed_layout!(SdmaCopyLinearSubWind, 13, "SDMA_COPY_LINEAR_SUB_WIND");
+
+/// One side of a sub-window copy: a pitched linear surface and the box's origin in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct SubWindSurface {
+    /// Base address (dword aligned).
+    pub addr: u64,
+    /// Origin x in elements (14 bits).
+    pub x: u32,
+    /// Origin y in rows (14 bits).
+    pub y: u32,
+    /// Origin z in slices (11 bits).
+    pub z: u32,
+    /// Row pitch in elements (1..=2^19).
+    pub pitch: u32,
+    /// Slice pitch in elements (1..=2^28).
+    pub slice_pitch: u32,
+}
+
+fn check_range(
+    packet: &'static str,
+    field: &'static str,
+    value: u32,
+    min: u32,
+    max: u32,
+) -> Result<(), BuildError> {
+    if value < min || value > max {
+        return Err(BuildError::FieldOutOfRange {
+            packet,
+            field,
+            value: value.into(),
+            max: max.into(),
+        });
+    }
+    Ok(())
+}
+
+impl SdmaCopyLinearSubWind {
+    /// A copy of the `rect` box (`[width, height, depth]` in elements, rows, slices; each
+    /// 1..=2^14, 1..=2^14, 1..=2^11) of `1 << elementsize`-byte elements
+    /// (`elementsize` 0..=4) from `src` to `dst`.
+    pub fn new(
+        elementsize: u8,
+        src: SubWindSurface,
+        dst: SubWindSurface,
+        rect: [u32; 3],
+    ) -> Result<Self, BuildError> {
+        const P: &str = SdmaCopyLinearSubWind::NAME;
+        check_bits(P, "elementsize", elementsize.into(), 3)?;
+        if elementsize > SUB_WIND_MAX_ELEMENTSIZE {
+            return Err(BuildError::FieldOutOfRange {
+                packet: P,
+                field: "elementsize",
+                value: elementsize.into(),
+                max: SUB_WIND_MAX_ELEMENTSIZE.into(),
+            });
+        }
+        let side = |s: SubWindSurface, names: [&'static str; 6]| -> Result<_, BuildError> {
+            check_align(P, names[0], s.addr, 4)?;
+            check_bits(P, names[1], s.x.into(), 14)?;
+            check_bits(P, names[2], s.y.into(), 14)?;
+            check_bits(P, names[3], s.z.into(), 11)?;
+            check_range(P, names[4], s.pitch, 1, 1 << 19)?;
+            check_range(P, names[5], s.slice_pitch, 1, 1 << 28)?;
+            Ok((
+                SdmaSubWindXy::new().with_x(s.x as u16).with_y(s.y as u16),
+                SdmaSubWindZPitch::new()
+                    .with_z(s.z as u16)
+                    .with_pitch(s.pitch - 1),
+                s.slice_pitch - 1,
+            ))
+        };
+        let (src_xy, src_z_pitch, src_slice_pitch) = side(
+            src,
+            [
+                "src",
+                "src_x",
+                "src_y",
+                "src_z",
+                "src_pitch",
+                "src_slice_pitch",
+            ],
+        )?;
+        let (dst_xy, dst_z_pitch, dst_slice_pitch) = side(
+            dst,
+            [
+                "dst",
+                "dst_x",
+                "dst_y",
+                "dst_z",
+                "dst_pitch",
+                "dst_slice_pitch",
+            ],
+        )?;
+        check_range(P, "rect_x", rect[0], 1, 1 << 14)?;
+        check_range(P, "rect_y", rect[1], 1, 1 << 14)?;
+        check_range(P, "rect_z", rect[2], 1, 1 << 11)?;
+        Ok(SdmaCopyLinearSubWind {
+            header: SdmaSubWindHeader::new()
+                .with_op(SdmaOpcode::COPY)
+                .with_sub_op(SDMA_SUBOP_COPY_LINEAR_SUB_WIND)
+                .with_elementsize(elementsize),
+            src_lo: lo32(src.addr),
+            src_hi: hi32(src.addr),
+            src_xy,
+            src_z_pitch,
+            src_slice_pitch,
+            dst_lo: lo32(dst.addr),
+            dst_hi: hi32(dst.addr),
+            dst_xy,
+            dst_z_pitch,
+            dst_slice_pitch,
+            rect_xy: SdmaSubWindXy::new()
+                .with_x((rect[0] - 1) as u16)
+                .with_y((rect[1] - 1) as u16),
+            rect_z: SdmaSubWindRectZ::new().with_rect_z((rect[2] - 1) as u16),
+        })
+    }
+
+    /// Bytes per element (`1 << elementsize`).
+    pub const fn element_bytes(&self) -> u64 {
+        1 << self.header.elementsize()
+    }
+
+    /// The source surface (pitches in elements, minus-one encodings undone).
+    pub const fn src(&self) -> SubWindSurface {
+        SubWindSurface {
+            addr: join(self.src_lo, self.src_hi),
+            x: self.src_xy.x() as u32,
+            y: self.src_xy.y() as u32,
+            z: self.src_z_pitch.z() as u32,
+            pitch: self.src_z_pitch.pitch() + 1,
+            slice_pitch: (self.src_slice_pitch & SUB_WIND_SLICE_PITCH_MASK) + 1,
+        }
+    }
+
+    /// The destination surface (pitches in elements, minus-one encodings undone).
+    pub const fn dst(&self) -> SubWindSurface {
+        SubWindSurface {
+            addr: join(self.dst_lo, self.dst_hi),
+            x: self.dst_xy.x() as u32,
+            y: self.dst_xy.y() as u32,
+            z: self.dst_z_pitch.z() as u32,
+            pitch: self.dst_z_pitch.pitch() + 1,
+            slice_pitch: (self.dst_slice_pitch & SUB_WIND_SLICE_PITCH_MASK) + 1,
+        }
+    }
+
+    /// The box: `[width in elements, height in rows, depth in slices]`.
+    pub const fn rect(&self) -> [u32; 3] {
+        [
+            self.rect_xy.x() as u32 + 1,
+            self.rect_xy.y() as u32 + 1,
+            self.rect_z.rect_z() as u32 + 1,
+        ]
+    }
+
+    /// Bytes the copy moves (`width · height · depth · element_bytes`).
+    pub const fn byte_count(&self) -> u64 {
+        let [x, y, z] = self.rect();
+        (x as u64) * (y as u64) * (z as u64) * self.element_bytes()
+    }
+
+    /// Checks reserved bits and field values as the decoder for `gen` does.
+    pub fn validate(&self, gen: SdmaGen) -> Result<(), DecodeErrorKind> {
+        const P: &str = SdmaCopyLinearSubWind::NAME;
+        check_reserved(P, 0, self.header.into_bits(), SUB_WIND_HEADER_RESERVED)?;
+        if self.header.elementsize() > SUB_WIND_MAX_ELEMENTSIZE {
+            return Err(invalid_field(
+                P,
+                0,
+                "elementsize",
+                self.header.elementsize().into(),
+            ));
+        }
+        check_reserved(P, 1, self.src_lo, 0b11)?;
+        check_reserved(P, 3, self.src_xy.into_bits(), SUB_WIND_XY_RESERVED)?;
+        check_reserved(P, 4, self.src_z_pitch.into_bits(), SUB_WIND_ZPITCH_RESERVED)?;
+        check_reserved(P, 5, self.src_slice_pitch, !SUB_WIND_SLICE_PITCH_MASK)?;
+        check_reserved(P, 6, self.dst_lo, 0b11)?;
+        check_reserved(P, 8, self.dst_xy.into_bits(), SUB_WIND_XY_RESERVED)?;
+        check_reserved(P, 9, self.dst_z_pitch.into_bits(), SUB_WIND_ZPITCH_RESERVED)?;
+        check_reserved(P, 10, self.dst_slice_pitch, !SUB_WIND_SLICE_PITCH_MASK)?;
+        check_reserved(P, 11, self.rect_xy.into_bits(), SUB_WIND_XY_RESERVED)?;
+        let mut reserved = SUB_WIND_RECT_Z_RESERVED;
+        if gen != SdmaGen::Sdma6 {
+            reserved |= SUB_WIND_RECT_Z_SDMA6_ONLY;
+        }
+        check_reserved(P, 12, self.rect_z.into_bits(), reserved)
     }
 }
 

@@ -656,3 +656,86 @@ fn sdma_counts_are_bytes_minus_one() {
     };
     assert_eq!(c.byte_count(), 0x40_0000);
 }
+
+/// COPY_LINEAR_SUB_WIND dwords worked out by hand from the field positions (op `[7:0]`,
+/// sub_op `[15:8]`, elementsize `[31:29]`; x `[13:0]`/y `[29:16]`; z `[10:0]`/pitch−1
+/// `[31:13]`; slice pitch−1 `[27:0]`; rect−1 in dw11/dw12).
+#[test]
+fn sdma_copy_linear_sub_wind_dwords() {
+    let src = SubWindSurface {
+        addr: 0x1_0000_1000,
+        x: 3,
+        y: 5,
+        z: 0,
+        pitch: 64,
+        slice_pitch: 4096,
+    };
+    let dst = SubWindSurface {
+        addr: 0x2000,
+        x: 1,
+        y: 2,
+        z: 1,
+        pitch: 32,
+        slice_pitch: 1024,
+    };
+    let p = SdmaCopyLinearSubWind::new(2, src, dst, [10, 4, 2]).unwrap();
+    let words = [
+        0x4000_0401, // op 1, sub_op 4, elementsize 2 (4-byte elements)
+        0x1000,
+        0x1,
+        0x0005_0003, // src_x 3, src_y 5
+        63 << 13,    // src_z 0, src_pitch 64 − 1
+        4095,        // src_slice_pitch 4096 − 1
+        0x2000,
+        0,
+        0x0002_0001, // dst_x 1, dst_y 2
+        (31 << 13) | 1,
+        1023,
+        0x0003_0009, // rect 10 × 4
+        1,           // depth 2
+    ];
+    assert_eq!(p.to_dwords(), words);
+    assert_eq!(std::mem::size_of::<SdmaCopyLinearSubWind>(), 52);
+    assert_eq!(p.byte_count(), 10 * 4 * 2 * 4);
+    for gen in [SdmaGen::Sdma4, SdmaGen::Sdma5, SdmaGen::Sdma6] {
+        let (SdmaPacket::CopyLinearSubWind(c), 13) = decode_sdma_packet(&words, gen).unwrap()
+        else {
+            panic!("not decoded as a sub-window copy on {gen:?}")
+        };
+        assert_eq!(
+            (c.src(), c.dst(), c.rect(), c.element_bytes()),
+            (src, dst, [10, 4, 2], 4)
+        );
+    }
+    // The largest values each field holds, stored minus one where the hardware does.
+    let big = SubWindSurface {
+        addr: 0xFFFF_FFFF_FFFF_FFFC,
+        x: (1 << 14) - 1,
+        y: (1 << 14) - 1,
+        z: (1 << 11) - 1,
+        pitch: 1 << 19,
+        slice_pitch: 1 << 28,
+    };
+    let p = SdmaCopyLinearSubWind::new(4, big, big, [1 << 14, 1 << 14, 1 << 11]).unwrap();
+    let w = p.to_dwords();
+    assert_eq!(w[0], 0x8000_0401);
+    assert_eq!([w[3], w[4], w[5]], [0x3FFF_3FFF, 0xFFFF_E7FF, 0x0FFF_FFFF]);
+    assert_eq!([w[11], w[12]], [0x3FFF_3FFF, 0x7FF]);
+    // Out of range: element over 16 bytes, zero or too large extents, unaligned base.
+    assert!(SdmaCopyLinearSubWind::new(5, src, dst, [1, 1, 1]).is_err());
+    assert!(SdmaCopyLinearSubWind::new(0, src, dst, [0, 1, 1]).is_err());
+    assert!(SdmaCopyLinearSubWind::new(0, src, dst, [1 << 14, 1, (1 << 11) + 1]).is_err());
+    assert!(SdmaCopyLinearSubWind::new(0, big, dst, [1 << 14, 1, 1]).is_ok());
+    let bad = SubWindSurface {
+        pitch: (1 << 19) + 1,
+        ..src
+    };
+    assert!(SdmaCopyLinearSubWind::new(0, bad, dst, [1, 1, 1]).is_err());
+    let bad = SubWindSurface {
+        addr: 0x1002,
+        ..src
+    };
+    assert!(SdmaCopyLinearSubWind::new(0, bad, dst, [1, 1, 1]).is_err());
+    let bad = SubWindSurface { x: 1 << 14, ..src };
+    assert!(SdmaCopyLinearSubWind::new(0, src, bad, [1, 1, 1]).is_err());
+}

@@ -5,7 +5,8 @@
 use std::fmt::Write as _;
 
 use pm4::decode::{
-    decode_pm4_packet, DecodeErrorKind, ErrorPolicy, Packet, Pm4Decoder, SdmaDecoder,
+    decode_pm4_packet, decode_sdma_packet, DecodeErrorKind, ErrorPolicy, Packet, Pm4Decoder,
+    SdmaDecoder,
 };
 use pm4::disasm::{Pm4Listing, SdmaListing};
 use pm4::header::Opcode;
@@ -687,4 +688,71 @@ fn pseudo_random_streams_never_panic_and_reencode_exactly() {
         ok > streams * 2 / 3 && err > streams / 15,
         "the generator must reach both paths: ok={ok} err={err}"
     );
+}
+
+#[test]
+fn sdma_sub_wind_reserved_bits_and_element_size() {
+    let s = SubWindSurface {
+        addr: 0x1000,
+        pitch: 16,
+        slice_pitch: 256,
+        ..Default::default()
+    };
+    let good = SdmaCopyLinearSubWind::new(1, s, s, [4, 4, 1])
+        .unwrap()
+        .to_dwords();
+    let err = |words: &[u32], gen| decode_sdma_packet(words, gen).unwrap_err().kind;
+    let with = |dw: usize, bits: u32| {
+        let mut w = good;
+        w[dw] |= bits;
+        w
+    };
+    // elementsize 5..=7 is not an element the engine has.
+    assert_eq!(
+        err(&with(0, 5 << 29), SdmaGen::Sdma4),
+        DecodeErrorKind::InvalidField {
+            packet: "SDMA_COPY_LINEAR_SUB_WIND",
+            dword: 0,
+            field: "elementsize",
+            value: 5,
+        }
+    );
+    for (dw, bits) in [
+        (0, 1 << 16),
+        (1, 0b10),
+        (3, 1 << 14),
+        (4, 1 << 11),
+        (5, 1 << 28),
+        (6, 1),
+        (8, 1 << 31),
+        (9, 1 << 12),
+        (10, 1 << 31),
+        (11, 1 << 30),
+        (12, 1 << 11),
+        (12, 1 << 31),
+    ] {
+        assert_eq!(
+            err(&with(dw, bits), SdmaGen::Sdma5),
+            DecodeErrorKind::ReservedBits {
+                packet: "SDMA_COPY_LINEAR_SUB_WIND",
+                dword: dw,
+                bits,
+            },
+            "dw{dw} bits {bits:#x}"
+        );
+    }
+    // Cache policies exist on SDMA 6 only.
+    let policy = with(12, 0b101 << 26);
+    assert!(decode_sdma_packet(&policy, SdmaGen::Sdma6).is_ok());
+    assert!(matches!(
+        err(&policy, SdmaGen::Sdma4),
+        DecodeErrorKind::ReservedBits { dword: 12, .. }
+    ));
+    // Truncated at every length.
+    for cut in 1..13 {
+        assert!(matches!(
+            err(&good[..cut], SdmaGen::Sdma4),
+            DecodeErrorKind::Truncated { needed: 13, .. }
+        ));
+    }
 }

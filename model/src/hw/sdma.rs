@@ -3,8 +3,9 @@
 //!
 //! The write pointer is a monotonic **byte** counter (from the write-pointer address the
 //! driver gave MAP_QUEUES and from the doorbell); the engine writes its read pointer back as a
-//! 64-bit monotonic byte count to `sdmax_rlcx_rb_rptr_addr`. Packets: NOP, COPY_LINEAR, WRITE,
-//! FENCE, TRAP (an interrupt carrying the 28-bit context), POLL_REGMEM (an unmet poll parks
+//! 64-bit monotonic byte count to `sdmax_rlcx_rb_rptr_addr`. Packets: NOP, COPY_LINEAR,
+//! COPY_LINEAR_SUB_WIND (a box between two pitched surfaces, row by row; a large one spans
+//! several passes), WRITE, FENCE, TRAP (an interrupt carrying the 28-bit context), POLL_REGMEM (an unmet poll parks
 //! the queue; the retry count is not modelled, every poll waits until it is met),
 //! CONSTANT_FILL, TIMESTAMP and INDIRECT (one level).
 
@@ -20,12 +21,18 @@ use crate::hw::vm::{GpuVm, VmFault};
 use mqd::{SdmaDescriptor, SdmaMqd};
 use pm4::decode::{decode_sdma_packet, DecodeErrorKind, SdmaPacket};
 use pm4::ring::SdmaBytePtr;
-use pm4::sdma::{FillSize, TimestampOp};
+use pm4::sdma::{FillSize, SdmaCopyLinearSubWind, SubWindSurface, TimestampOp};
 use pm4::SdmaGen;
 use zerocopy::IntoBytes;
 
 /// Dwords the engine fetches at once when it does not know a packet's length yet.
 const FETCH_WINDOW: u64 = 16;
+
+/// Most rows of a COPY_LINEAR_SUB_WIND box one pass copies; the packet yields and goes on
+/// in the next pass (a box can hold 2^25 rows and 2^43 bytes).
+const SUB_WIND_ROWS_PER_PASS: u64 = 4096;
+/// Most bytes of a COPY_LINEAR_SUB_WIND box one pass copies (a COPY_LINEAR's largest count).
+const SUB_WIND_BYTES_PER_PASS: u64 = 4 << 20;
 
 /// Where an SDMA queue's ring and pointers are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +77,8 @@ pub struct SdmaQueue {
     status: QueueStatus,
     gen: SdmaGen,
     scratch: Vec<u32>,
+    /// Rows of the running COPY_LINEAR_SUB_WIND earlier passes copied (0 between packets).
+    progress: u64,
 }
 
 impl SdmaQueue {
@@ -86,6 +95,7 @@ impl SdmaQueue {
             status: QueueStatus::default(),
             gen,
             scratch: Vec::new(),
+            progress: 0,
         }
     }
 
@@ -104,6 +114,7 @@ impl SdmaQueue {
     /// Forgets the error that stopped the queue (a GPU reset restarts the engines).
     pub fn clear_error(&mut self) {
         self.status.clear_error();
+        self.progress = 0;
     }
 
     /// The read pointer.
@@ -273,6 +284,9 @@ impl SdmaQueue {
         match packet {
             SdmaPacket::Nop(_) => {}
             SdmaPacket::CopyLinear(c) => vm.copy(c.dst(), c.src(), c.byte_count())?,
+            SdmaPacket::CopyLinearSubWind(c) => {
+                return Ok(copy_sub_wind(&c, &mut self.progress, vm)?)
+            }
             SdmaPacket::Write(w) => vm.write(w.dst(), w.data.as_bytes())?,
             SdmaPacket::Fence(f) => vm.store_u32(f.addr(), f.data)?,
             SdmaPacket::Trap(t) => {
@@ -334,6 +348,49 @@ impl SdmaQueue {
         }
         Ok(Flow::Next)
     }
+}
+
+/// COPY_LINEAR_SUB_WIND: copies the box row by row (x fastest, then y, then z) through the
+/// VM, from row `*progress` on and at most [`SUB_WIND_ROWS_PER_PASS`] rows /
+/// [`SUB_WIND_BYTES_PER_PASS`] bytes per pass. A fault leaves `*progress` at the faulting row,
+/// so a retry after the queue is mapped again goes on from there.
+fn copy_sub_wind(
+    c: &SdmaCopyLinearSubWind,
+    progress: &mut u64,
+    vm: &GpuVm,
+) -> Result<Flow, VmFault> {
+    // The decoder accepts elementsize 0..=4 only.
+    let es = u32::from(c.header.elementsize());
+    let (src, dst, [width, height, depth]) = (c.src(), c.dst(), c.rect());
+    let row_bytes = u64::from(width) << es;
+    let height = u64::from(height);
+    let rows = height * u64::from(depth);
+    // Byte address of the first element of row (y, z) of the box in surface `s`. Every term
+    // is below 2^41 elements, so nothing overflows before the wrapping add to the base.
+    let at = |s: &SubWindSurface, y: u64, z: u64| {
+        let elements = u64::from(s.x)
+            + (u64::from(s.y) + y) * u64::from(s.pitch)
+            + (u64::from(s.z) + z) * u64::from(s.slice_pitch);
+        s.addr.wrapping_add(elements << es)
+    };
+    let mut row = (*progress).min(rows);
+    let (mut n, mut bytes) = (0u64, 0u64);
+    while row < rows {
+        if n == SUB_WIND_ROWS_PER_PASS || (n > 0 && bytes + row_bytes > SUB_WIND_BYTES_PER_PASS) {
+            *progress = row;
+            return Ok(Flow::Yield);
+        }
+        let (y, z) = (row % height, row / height);
+        if let Err(e) = vm.copy(at(&dst, y, z), at(&src, y, z), row_bytes) {
+            *progress = row;
+            return Err(e);
+        }
+        row += 1;
+        n += 1;
+        bytes += row_bytes;
+    }
+    *progress = 0;
+    Ok(Flow::Next)
 }
 
 /// Reads the SDMA packet at the source into `out` (a window first, the whole packet when the
@@ -452,6 +509,7 @@ mod tests {
             status: QueueStatus::default(),
             gen: SdmaGen::Sdma4,
             scratch: Vec::new(),
+            progress: 0,
         };
         mem.store_u64(0x8008, 4 * n as u64).unwrap();
         let clock = GpuClock::new();

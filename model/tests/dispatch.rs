@@ -1612,18 +1612,6 @@ fn a_handler_message_with_an_exception_code_reaches_the_runtime_through_the_erro
     }
 }
 
-/// xorshift64*: the hostile kernels below are the same on every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-}
-
 /// Instructions that reach the SPI's own paths (barriers, traps, messages, halts, sleeps,
 /// loops that never end, GWS waits that never open, wild stores and kernarg loads), mixed
 /// into the random ones.

@@ -30,21 +30,6 @@ use std::time::{Duration, Instant};
 const WAIT_MS: u32 = 10_000;
 const COMPLETE: u32 = KFD_IOC_WAIT_RESULT_COMPLETE;
 
-/// A small deterministic generator (xorshift64*), one per thread.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 fn encode<P: Encode + ?Sized>(p: &P) -> Vec<u32> {
     let mut v = vec![0u32; p.dwords()];
     let n = PacketWriter::new(&mut v).push(p).expect("encode");

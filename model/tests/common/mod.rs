@@ -623,3 +623,22 @@ impl Drop for DoorbellMapping {
         unsafe { libc::munmap(self.addr as *mut libc::c_void, self.len as usize) };
     }
 }
+
+/// A small deterministic generator (xorshift64*): random test inputs that are the same on
+/// every run. Seed it with a non-zero value.
+pub struct Rng(pub u64);
+
+impl Rng {
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// A value below `n` (not 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}

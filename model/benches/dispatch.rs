@@ -165,21 +165,27 @@ fn bench_sgemm(c: &mut Criterion) {
 fn bench_empty_dispatch(c: &mut Criterion) {
     let mut rig = Rig::new(ModelConfig::new(Preset::Gfx900));
     let k = rig.kernel("empty");
-    c.bench_function("empty_kernel_dispatch_to_completion", |bench| {
-        bench.iter(|| {
-            let sig = rig.dispatch(&k, &[], [64, 1], [64, 1]);
-            let start = std::time::Instant::now();
-            // Yielding, not spinning: on a host with fewer free cores than busy threads a
-            // spinning waiter takes the engine thread's CPU.
-            while !rig.done(sig) {
-                assert!(
-                    start.elapsed() < Duration::from_secs(5),
-                    "dispatch completes"
-                );
-                std::thread::yield_now();
-            }
-        })
-    });
+    // One workgroup, and eight: a small dispatch that could use every CU thread.
+    for (name, grid) in [
+        ("empty_kernel_dispatch_to_completion", 64),
+        ("empty_kernel_8_workgroups_dispatch_to_completion", 512),
+    ] {
+        c.bench_function(name, |bench| {
+            bench.iter(|| {
+                let sig = rig.dispatch(&k, &[], [64, 1], [grid, 1]);
+                let start = std::time::Instant::now();
+                // Yielding, not spinning: on a host with fewer free cores than busy threads a
+                // spinning waiter takes the engine thread's CPU.
+                while !rig.done(sig) {
+                    assert!(
+                        start.elapsed() < Duration::from_secs(5),
+                        "dispatch completes"
+                    );
+                    std::thread::yield_now();
+                }
+            })
+        });
+    }
 }
 
 /// CPU time of this process (user + system).

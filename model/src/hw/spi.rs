@@ -36,6 +36,11 @@ use std::time::{Duration, Instant};
 /// How long one [`KernelRun::step`] runs waves before it gives the engine back.
 pub const DISPATCH_SLICE: Duration = Duration::from_millis(2);
 
+/// How long a dispatch's first slice runs on the calling thread alone before the other CU
+/// threads start: starting a thread costs tens of microseconds on a VM, more than a small
+/// dispatch takes on one thread.
+pub const SOLO_START: Duration = Duration::from_micros(100);
+
 /// Instructions a wave runs before the next wave of its workgroup gets a turn.
 pub const WAVE_TURN: u64 = 4096;
 
@@ -333,6 +338,8 @@ pub struct KernelRun {
     awaiting_retry: bool,
     /// The queue's global wave sync resources.
     gws: Arc<Gws>,
+    /// A slice has run (the first one starts on the calling thread alone, [`SOLO_START`]).
+    started: bool,
 }
 
 impl KernelRun {
@@ -537,6 +544,7 @@ impl KernelRun {
             free_slots,
             awaiting_retry: false,
             gws: Arc::default(),
+            started: false,
         })
     }
 
@@ -623,11 +631,23 @@ impl KernelRun {
         let outcome = Mutex::new(SliceOutcome::default());
         let stop = AtomicBool::new(false);
         let workers = (self.cu_threads as u64).min(left).max(1) as usize;
+        let first_slice = !self.started;
+        self.started = true;
         {
             let this = &*self;
             let work = || this.worker(vm, deadline, &pending, &code, &outcome, &stop);
+            if first_slice && workers > 1 {
+                let solo = (Instant::now() + SOLO_START).min(deadline);
+                this.worker(vm, solo, &pending, &code, &outcome, &stop);
+            }
+            let more = || {
+                let p = locked(&pending);
+                !p.active.is_empty() || !p.returned.is_empty() || p.next_group < this.total_groups()
+            };
             if workers == 1 {
                 work();
+            } else if stop.load(Ordering::Acquire) || Instant::now() >= deadline || !more() {
+                // The solo start ended the dispatch, or the slice.
             } else {
                 std::thread::scope(|s| {
                     for i in 1..workers {

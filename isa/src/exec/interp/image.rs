@@ -150,12 +150,16 @@ impl Image {
 
     /// Byte offset of mip level `l` (absolute) from the base address.
     fn level_offset(&self, l: u32) -> u64 {
-        (0..l)
-            .map(|k| {
-                let (_, h, d, pitch) = self.level(k);
-                u64::from(pitch) * u64::from(h) * u64::from(d * self.slices) * self.bpe()
-            })
-            .sum()
+        // at most 2^16 * 2^14 * 2^26 * 16 bytes a level: wrapping keeps 16 levels panic-free
+        (0..l).fold(0u64, |sum, k| {
+            let (_, h, d, pitch) = self.level(k);
+            let slices = u64::from(d) * u64::from(self.slices);
+            sum.wrapping_add(
+                (u64::from(pitch) * u64::from(h))
+                    .wrapping_mul(slices)
+                    .wrapping_mul(self.bpe()),
+            )
+        })
     }
 
     /// The address of texel (x, y, z-or-absolute-slice) of level `l`.

@@ -41,7 +41,11 @@
 #                ds_gws_barrier, on the queue's GWS resources), against a host reference;
 #   managed      hipMallocManaged memory written by the CPU, used by a kernel (loads, stores,
 #                atomics) and read back without copies; on gfx90a also with HSA_XNACK=1, where
-#                the kernel's first touches are recoverable GPU page faults (SVM).
+#                the kernel's first touches are recoverable GPU page faults (SVM);
+#   images       hipMallocArray + hipMemcpy2DToArray/FromArray round trips (ROCr's blit kernels:
+#                image_store/image_load), surf2Dwrite/surf2Dread, tex1D/tex2D/tex3D/tex2DLayered
+#                with point and linear filtering, normalized and unnormalized coordinates and the
+#                wrap/clamp/mirror/border address modes (image_sample*), against a host reference.
 # Prints one PASS/FAIL/SKIP line per check and ends with "hip: N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -66,7 +70,7 @@ $CARGO build -q -p kfd-preload || { echo "hip: cargo build -p kfd-preload failed
 shim=$(realpath "$target_dir/debug/libkfd_preload.so")
 
 programs=(vadd lds_atomics scratch wild_pointer trap printf shuffle grid3d memcpy memcpy2d math illegal
-  forever apertures managed coop)
+  forever apertures managed coop images)
 # Built a second time with flat scratch (the host compile ignores the device feature).
 flat_scratch_programs=(scratch apertures)
 archs=(gfx900 gfx90a)
@@ -96,7 +100,7 @@ run() { # program arch -> status in $status, output in $work/<program>-<arch>.lo
 
 for arch in "${archs[@]}"; do
   for p in vadd lds_atomics scratch shuffle grid3d memcpy memcpy2d math apertures scratch_fs apertures_fs mfma \
-    managed coop; do
+    managed coop images; do
     [ -x "$work/$p-$arch" ] || continue
     run "$p" "$arch"
     name=${p%_fs} # the flat-scratch builds print their source's name

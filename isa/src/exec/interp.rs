@@ -17,6 +17,7 @@ use super::wave::{sreg, write_masked, HwRegField, Lanes, Wave, WAVE_SIZE};
 
 mod aperture;
 mod format;
+mod image;
 mod mfma_packed;
 mod packed;
 
@@ -169,10 +170,9 @@ impl Wave {
             Enc::Global | Enc::Flat => self.flat(c, env).map(|()| Flow::Next),
             Enc::Scratch => self.scratch(c, env).map(|()| Flow::Next),
             Enc::Mtbuf => self.mtbuf(c, env).map(|()| Flow::Next),
+            Enc::Mimg => self.mimg(c, env).map(|()| Flow::Next),
             // exports go to the graphics pipeline, which a compute model does not have
-            // exports and images go to the graphics pipeline / texture units, which a
-            // compute model does not have
-            Enc::Exp | Enc::Mimg => Err(illegal(self.pc, c)),
+            Enc::Exp => Err(illegal(self.pc, c)),
         }
     }
 

@@ -7,6 +7,9 @@
 //! - [`int`], [`float`], [`half`], [`lanes`], [`mfma`]: the semantics as pure functions of operands,
 //!   each following the definitions of AMD's Vega and MI200 ISA guides.
 //! - [`fault`]: why a wave stops ([`Stop`]) and its typed faults ([`WaveFault`]).
+//! - MIMG image instructions (`image_load`/`image_store` and their `_mip` forms,
+//!   `image_get_resinfo`, `image_sample`/`_lz`/`_l`) read the T# and S# from SGPRs and run
+//!   over a linear image layout through [`WaveEnv`]'s memory calls (private `interp::image`).
 //! - `fast` (private): the fast path [`CodeCache`] plans once per code address for the
 //!   common VALU/SALU instructions and branches; everything else, and every case the plan
 //!   does not cover at run time, goes through the general interpreter with the same results.

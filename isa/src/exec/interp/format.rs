@@ -56,7 +56,7 @@ pub(super) fn is_format(op: Op) -> bool {
 }
 
 /// Bytes per component and component count of a DATA_FORMAT, for the byte-aligned ones.
-fn data_format(dfmt: u32) -> Option<(u32, usize)> {
+pub(super) fn data_format(dfmt: u32) -> Option<(u32, usize)> {
     Some(match dfmt {
         1 => (1, 1),
         2 => (2, 1),
@@ -72,21 +72,21 @@ fn data_format(dfmt: u32) -> Option<(u32, usize)> {
     })
 }
 
-const UNORM: u32 = 0;
-const SNORM: u32 = 1;
-const USCALED: u32 = 2;
-const SSCALED: u32 = 3;
-const UINT: u32 = 4;
-const SINT: u32 = 5;
-const FLOAT: u32 = 7;
+pub(super) const UNORM: u32 = 0;
+pub(super) const SNORM: u32 = 1;
+pub(super) const USCALED: u32 = 2;
+pub(super) const SSCALED: u32 = 3;
+pub(super) const UINT: u32 = 4;
+pub(super) const SINT: u32 = 5;
+pub(super) const FLOAT: u32 = 7;
 
 /// Whether a NUM_FORMAT produces floats in the registers.
-fn float_valued(nfmt: u32) -> bool {
+pub(super) fn float_valued(nfmt: u32) -> bool {
     !matches!(nfmt, UINT | SINT)
 }
 
 /// Whether the (component size, NUM_FORMAT) pair is modelled.
-fn valid(bytes: u32, nfmt: u32) -> bool {
+pub(super) fn valid(bytes: u32, nfmt: u32) -> bool {
     match nfmt {
         UNORM | SNORM | USCALED | SSCALED => bytes < 4,
         UINT | SINT => true,
@@ -96,7 +96,7 @@ fn valid(bytes: u32, nfmt: u32) -> bool {
 }
 
 /// A component read from memory as the 32-bit register value.
-fn to_reg(raw: u32, bytes: u32, nfmt: u32) -> u32 {
+pub(super) fn to_reg(raw: u32, bytes: u32, nfmt: u32) -> u32 {
     let bits = 8 * bytes;
     let sext = ((raw << (32 - bits)) as i32) >> (32 - bits);
     let umax = ((1u64 << bits) - 1) as f64;
@@ -113,7 +113,7 @@ fn to_reg(raw: u32, bytes: u32, nfmt: u32) -> u32 {
 }
 
 /// A 32-bit register value converted to a component of `bytes` for memory.
-fn from_reg(v: u32, bytes: u32, nfmt: u32) -> u32 {
+pub(super) fn from_reg(v: u32, bytes: u32, nfmt: u32) -> u32 {
     let bits = 8 * bytes;
     let mask = ((1u64 << bits) - 1) as u32;
     let f = f32::from_bits(v);
@@ -131,7 +131,7 @@ fn from_reg(v: u32, bytes: u32, nfmt: u32) -> u32 {
 }
 
 /// A 32-bit register value as the 16-bit half a d16 access keeps (floats to f16).
-fn to_d16(v: u32, nfmt: u32) -> u32 {
+pub(super) fn to_d16(v: u32, nfmt: u32) -> u32 {
     if float_valued(nfmt) {
         u32::from(f32_to_f16(f32::from_bits(v), Round::NearestEven))
     } else {
@@ -140,7 +140,7 @@ fn to_d16(v: u32, nfmt: u32) -> u32 {
 }
 
 /// A d16 register half widened back to the 32-bit value a store converts.
-fn from_d16(h: u32, nfmt: u32) -> u32 {
+pub(super) fn from_d16(h: u32, nfmt: u32) -> u32 {
     if float_valued(nfmt) {
         f16_to_f32(h as u16).to_bits()
     } else if nfmt == SINT {

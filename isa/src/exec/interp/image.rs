@@ -450,13 +450,9 @@ impl Wave {
         Ok(rgba)
     }
 
-    fn image_load<E: WaveEnv + ?Sized>(
-        &mut self,
-        env: &mut E,
-        f: Fields,
-        image: &Image,
-        mip: bool,
-    ) -> R<()> {
+    /// Each active lane's texel address for the load/store forms, and the lanes whose
+    /// coordinates fall inside the image (the others read 0 and store nothing).
+    fn texel_addresses(&self, f: Fields, image: &Image, mip: bool) -> R<([u64; WAVE_SIZE], u64)> {
         let (coords, mips) = self.int_coords(f, image, mip)?;
         let exec = self.exec();
         let mut addrs = [0u64; WAVE_SIZE];
@@ -470,6 +466,17 @@ impl Wave {
                 mask |= 1 << l;
             }
         }
+        Ok((addrs, mask))
+    }
+
+    fn image_load<E: WaveEnv + ?Sized>(
+        &mut self,
+        env: &mut E,
+        f: Fields,
+        image: &Image,
+        mip: bool,
+    ) -> R<()> {
+        let (addrs, mask) = self.texel_addresses(f, image, mip)?;
         let rgba = Self::fetch_texels(env, image, &addrs, mask)?;
         self.image_return(f, image.nfmt, &rgba)
     }
@@ -481,19 +488,7 @@ impl Wave {
         image: &Image,
         mip: bool,
     ) -> R<()> {
-        let (coords, mips) = self.int_coords(f, image, mip)?;
-        let exec = self.exec();
-        let mut addrs = [0u64; WAVE_SIZE];
-        let mut mask = 0u64;
-        for l in 0..WAVE_SIZE {
-            if (exec >> l) & 1 == 0 {
-                continue;
-            }
-            if let Some(a) = image.address([coords[0][l], coords[1][l], coords[2][l]], mips[l]) {
-                addrs[l] = a;
-                mask |= 1 << l;
-            }
-        }
+        let (addrs, mask) = self.texel_addresses(f, image, mip)?;
         let dmask = if f.dmask == 0 { 1 } else { f.dmask };
         let mut slot = 0usize;
         for k in 0..4usize {

@@ -674,6 +674,23 @@ fn close(got: u32, want: f32) -> bool {
     (g - want).abs() <= 1e-5 * want.abs().max(1.0)
 }
 
+/// Every lane of `reg` holds `want(lane)` as [`close`] judges it; `what` names the lane.
+fn assert_lanes_close(
+    reg: &[u32; 64],
+    want: impl Fn(usize) -> f32,
+    what: impl Fn(usize) -> String,
+) {
+    for l in 0..64 {
+        let w = want(l);
+        assert!(
+            close(reg[l], w),
+            "{}: got {}, want {w}",
+            what(l),
+            f32::from_bits(reg[l])
+        );
+    }
+}
+
 #[test]
 fn sample_point_every_address_mode_and_border_color() {
     let tex = Tex::new(4, 3, 1);
@@ -748,15 +765,12 @@ fn sample_bilinear_weights_with_unnormalized_coordinates() {
             &[(0, su), (1, sv)],
             &tex.bytes(),
         );
-        for l in 0..64 {
-            let at = [f32::from_bits(su[l]), f32::from_bits(sv[l]), 0.0];
-            let want = tex.sample(at, 2, [0, 2, 0], [true, true, false], 0.0);
-            assert!(
-                close(w.vgpr[2][l], want),
-                "{src} lane {l} {at:?}: got {}, want {want}",
-                f32::from_bits(w.vgpr[2][l])
-            );
-        }
+        let at = |l: usize| [f32::from_bits(su[l]), f32::from_bits(sv[l]), 0.0];
+        assert_lanes_close(
+            &w.vgpr[2],
+            |l| tex.sample(at(l), 2, [0, 2, 0], [true, true, false], 0.0),
+            |l| format!("{src} lane {l} {:?}", at(l)),
+        );
     }
 }
 
@@ -794,20 +808,19 @@ fn sample_linear_rgba8_unorm_normalized_mirror_on_both_targets() {
             &[(0, su), (1, sv)],
             &mem,
         );
-        for l in 0..64 {
-            let at = [
+        let at = |l: usize| {
+            [
                 f32::from_bits(su[l]) * wd as f32,
                 f32::from_bits(sv[l]) * ht as f32,
                 0.0,
-            ];
-            for (c, tex) in comps.iter().enumerate() {
-                let want = tex.sample(at, 2, [1, 1, 1], [true, true, false], 0.0);
-                assert!(
-                    close(w.vgpr[2 + c][l], want),
-                    "{target:?} lane {l} comp {c}: got {}, want {want}",
-                    f32::from_bits(w.vgpr[2 + c][l])
-                );
-            }
+            ]
+        };
+        for (c, tex) in comps.iter().enumerate() {
+            assert_lanes_close(
+                &w.vgpr[2 + c],
+                |l| tex.sample(at(l), 2, [1, 1, 1], [true, true, false], 0.0),
+                |l| format!("{target:?} lane {l} comp {c}"),
+            );
         }
     }
 }
@@ -836,19 +849,18 @@ fn sample_3d_trilinear_z_filter_and_1d_linear() {
             &[(0, su), (1, sv), (2, sr)],
             &tex.bytes(),
         );
-        for l in 0..64 {
-            let at = [
+        let at = |l: usize| {
+            [
                 f32::from_bits(su[l]) * 4.0,
                 f32::from_bits(sv[l]) * 3.0,
                 f32::from_bits(sr[l]) * 3.0,
-            ];
-            let want = tex.sample(at, 3, [2, 2, 2], [true, true, z_linear], 0.0);
-            assert!(
-                close(w.vgpr[3][l], want),
-                "z_filter {z_filter} lane {l}: got {}, want {want}",
-                f32::from_bits(w.vgpr[3][l])
-            );
-        }
+            ]
+        };
+        assert_lanes_close(
+            &w.vgpr[3],
+            |l| tex.sample(at(l), 3, [2, 2, 2], [true, true, z_linear], 0.0),
+            |l| format!("z_filter {z_filter} lane {l}"),
+        );
     }
     // 1-D, linear, clamp to border (opaque white)
     let tex = Tex::new(9, 1, 1);
@@ -867,15 +879,19 @@ fn sample_3d_trilinear_z_filter_and_1d_linear() {
         &[(0, su)],
         &tex.bytes(),
     );
-    for l in 0..64 {
-        let at = [f32::from_bits(su[l]) * 9.0, 0.0, 0.0];
-        let want = tex.sample(at, 1, [6, 0, 0], [true, false, false], 1.0);
-        assert!(
-            close(w.vgpr[3][l], want),
-            "1d lane {l}: got {}, want {want}",
-            f32::from_bits(w.vgpr[3][l])
-        );
-    }
+    assert_lanes_close(
+        &w.vgpr[3],
+        |l| {
+            tex.sample(
+                [f32::from_bits(su[l]) * 9.0, 0.0, 0.0],
+                1,
+                [6, 0, 0],
+                [true, false, false],
+                1.0,
+            )
+        },
+        |l| format!("1d lane {l}"),
+    );
 }
 
 #[test]

@@ -829,7 +829,15 @@ fn ending_the_process_stops_its_waves_and_a_never_ending_kernel_blocks_no_other_
     // Another process's PM4 queue runs while the first one's kernel never ends.
     let other = Client::new(&g.model);
     let mem = other.gtt(4096);
+    // Creating it goes through the HIQ (UNMAP_QUEUES, RUN_LIST), which the firmware serves
+    // between two time slices of the spinning kernel.
+    let t = std::time::Instant::now();
     let (_, q) = other.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(1),
+        "CREATE_QUEUE took {:?}",
+        t.elapsed()
+    );
     let mut ring = RingWriter::pm4(&q);
     for i in 0..16u32 {
         ring.push(

@@ -24,6 +24,7 @@ use pm4::hws::{
 use pm4::user::WriteDataTarget;
 use pm4::{GfxGen, SdmaGen};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 /// One queue of a runlist, as a MAP_QUEUES packet described it.
@@ -204,6 +205,11 @@ struct State {
 #[derive(Debug)]
 pub struct Hws {
     state: Mutex<State>,
+    /// Threads other than the engine's waiting for `state`. The engine thread holds the lock
+    /// for a whole pass (a dispatch's time slice included) and takes it again at once; a
+    /// mutex is not fair, so without this the driver's HIQ doorbell could wait seconds
+    /// behind a never-ending kernel.
+    waiting: AtomicUsize,
 }
 
 impl Hws {
@@ -263,10 +269,24 @@ impl Hws {
                 remapped: Vec::new(),
                 not_before: HashMap::new(),
             }),
+            waiting: AtomicUsize::new(0),
         }
     }
 
+    /// The firmware's state for the driver or an observer: announced, so the engine thread
+    /// lets it in before its next pass.
     fn lock(&self) -> MutexGuard<'_, State> {
+        self.waiting.fetch_add(1, Ordering::AcqRel);
+        let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        self.waiting.fetch_sub(1, Ordering::AcqRel);
+        s
+    }
+
+    /// The firmware's state for one engine pass: after the other threads waiting for it.
+    fn lock_for_pass(&self) -> MutexGuard<'_, State> {
+        while self.waiting.load(Ordering::Acquire) > 0 {
+            std::thread::yield_now();
+        }
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -330,7 +350,7 @@ impl Hws {
     /// Time slice: when the runlist does not fit the hardware, the quantum ends: every queue
     /// is preempted and mapping starts again from the first queue the last quantum left out.
     pub fn tick(&self, gart: &Gart) {
-        let mut s = self.lock();
+        let mut s = self.lock_for_pass();
         let queues = s.runlist_queue_count();
         if !s.oversubscribed || queues == 0 {
             return;
@@ -493,7 +513,7 @@ impl Hws {
     /// One pass of the engines over every mapped queue: each runs until it is idle, parks on a
     /// wait, stops on an error or uses up its budget. Interrupts go to the GPU's IH ring.
     pub fn run_queues(&self, gpu: &Gpu) -> EngineActivity {
-        let mut s = self.lock();
+        let mut s = self.lock_for_pass();
         let mut activity = EngineActivity::default();
         if s.mapped.is_empty() {
             return activity;

@@ -34,6 +34,10 @@ pub const GPUVM_END: u64 = 1 << 47;
 /// First PASID handed out.
 pub const FIRST_PASID: u32 = 0x8001;
 
+/// One past the highest PASID: they are 16 bits wide (MAP_PROCESS, the IH ring), so the
+/// model hands out `FIRST_PASID..PASID_END` in turn, skipping live ones, and wraps.
+pub const PASID_END: u32 = 0x1_0000;
+
 /// What a client maps for an mmap offset: `len` bytes of `memory`'s file from `offset`.
 #[derive(Debug, Clone)]
 pub struct MapSource {
@@ -184,6 +188,27 @@ impl ModelInner {
             }
         }
         a
+    }
+
+    /// The next free PASID after the last one handed out, reserved until its process is
+    /// inserted (`ENOSPC` when every PASID is live). Round robin rather than the lowest free
+    /// one, so an interrupt still in flight for an ended process meets no new owner.
+    fn alloc_pasid(&self) -> KResult<u32> {
+        let mut processes = lock(&self.processes);
+        let span = PASID_END - FIRST_PASID;
+        let start = self.next_pasid.load(Ordering::Relaxed);
+        for i in 0..span {
+            let pasid = FIRST_PASID + (start - FIRST_PASID + i) % span;
+            if let std::collections::btree_map::Entry::Vacant(v) = processes.entry(pasid) {
+                v.insert(Weak::new());
+                self.next_pasid.store(
+                    FIRST_PASID + (pasid + 1 - FIRST_PASID) % span,
+                    Ordering::Relaxed,
+                );
+                return Ok(pasid);
+            }
+        }
+        Err(Errno::ENOSPC)
     }
 
     /// A scheduler time slice on every GPU (rotates oversubscribed runlists).
@@ -406,7 +431,7 @@ impl Model {
 
     /// Opens `/dev/kfd` with a custom view of user memory.
     pub fn open_with(&self, user: Arc<dyn UserAccess>) -> KResult<Process> {
-        let pasid = self.inner.next_pasid.fetch_add(1, Ordering::Relaxed);
+        let pasid = self.inner.alloc_pasid()?;
         let pdds = self
             .inner
             .nodes

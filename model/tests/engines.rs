@@ -136,6 +136,49 @@ fn write_data_and_release_mem_interrupt_wake_wait_events() {
     }
 }
 
+/// PASIDs are 16 bits wide (MAP_PROCESS, IH entries). Past 0xFFFF the model wraps to the first
+/// free one, skipping live processes, and a process with a wrapped PASID still gets its queue's
+/// interrupts. (The model once counted on past 0xFFFF: after 32,767 processes an interrupt
+/// carried the truncated PASID, found no process, and the waiter timed out.)
+#[test]
+fn pasids_stay_16_bit_wrap_past_live_processes_and_get_their_interrupts() {
+    use kfd_model::process::{FIRST_PASID, PASID_END};
+    let model = model(Preset::Gfx900, 1);
+    let kept = model.open().unwrap();
+    assert_eq!(kept.pasid(), FIRST_PASID);
+    let mut last = 0;
+    for _ in FIRST_PASID + 1..PASID_END {
+        last = model.open().unwrap().pasid();
+    }
+    assert_eq!(
+        last, 0xFFFF,
+        "every 16-bit PASID from the first was handed out once"
+    );
+    let c = Client::new(&model);
+    assert_eq!(
+        c.p.pasid(),
+        FIRST_PASID + 1,
+        "wrapped, past the live {FIRST_PASID:#x}"
+    );
+    let page = c.event_page();
+    let ev = create_event(&c, KFD_IOC_EVENT_SIGNAL, true, page.handle).unwrap();
+    let (_, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
+    let mut ring = RingWriter::pm4(&q);
+    ring.write(&q, &signal_event(gen_of(&c), page.va, ev.event_id));
+    c.submit(&q, ring.wptr());
+    assert_eq!(
+        wait_events(&c, &[ev.event_id], true, 5000),
+        (Ok(0), COMPLETE),
+        "the interrupt found the process of the wrapped PASID"
+    );
+    drop(kept);
+    assert_eq!(
+        model.open().unwrap().pasid(),
+        FIRST_PASID + 2,
+        "round robin, not lowest free"
+    );
+}
+
 #[test]
 fn release_mem_writes_64_bit_data_and_the_gpu_clock() {
     let model = stepped(Preset::Gfx900);

@@ -269,9 +269,14 @@ impl Worker {
         assert_eq!(
             (r, result),
             (Ok(0), COMPLETE),
-            "queue {} ({}) did not signal within {WAIT_MS} ms",
+            "queue {} ({}) did not signal within {WAIT_MS} ms; written {}, its event slot {:#x}; \
+             the engine's view: {:?}; the HWS maps {:?}",
             q.id,
-            if q.sdma { "SDMA" } else { "PM4" }
+            if q.sdma { "SDMA" } else { "PM4" },
+            self.scratch.read_u32(slot) == serial,
+            self.page.read_u64(8 * u64::from(id)),
+            self.c.p.queue_state(q.id),
+            self.c.node().gpu.hws.mapped_queues(),
         );
         assert_eq!(
             self.scratch.read_u32(slot),

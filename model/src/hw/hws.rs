@@ -205,11 +205,13 @@ struct State {
 #[derive(Debug)]
 pub struct Hws {
     state: Mutex<State>,
-    /// Threads other than the engine's waiting for `state`. The engine thread holds the lock
-    /// for a whole pass (a dispatch's time slice included) and takes it again at once; a
-    /// mutex is not fair, so without this the driver's HIQ doorbell could wait seconds
-    /// behind a never-ending kernel.
-    waiting: AtomicUsize,
+    /// Threads other than the engine's that asked for `state`, and those of them that got
+    /// it. The engine thread holds the lock for a whole pass (a dispatch's time slice
+    /// included) and takes it again at once; a mutex is not fair, so without this the
+    /// driver's HIQ doorbell could wait seconds behind a never-ending kernel. The engine lets
+    /// in those that asked before it, not later ones, so neither side starves.
+    asked: AtomicUsize,
+    served: AtomicUsize,
 }
 
 impl Hws {
@@ -269,22 +271,25 @@ impl Hws {
                 remapped: Vec::new(),
                 not_before: HashMap::new(),
             }),
-            waiting: AtomicUsize::new(0),
+            asked: AtomicUsize::new(0),
+            served: AtomicUsize::new(0),
         }
     }
 
     /// The firmware's state for the driver or an observer: announced, so the engine thread
     /// lets it in before its next pass.
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.waiting.fetch_add(1, Ordering::AcqRel);
+        self.asked.fetch_add(1, Ordering::AcqRel);
         let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        self.waiting.fetch_sub(1, Ordering::AcqRel);
+        self.served.fetch_add(1, Ordering::AcqRel);
         s
     }
 
-    /// The firmware's state for one engine pass: after the other threads waiting for it.
+    /// The firmware's state for one engine pass: after the threads that asked for it first.
     fn lock_for_pass(&self) -> MutexGuard<'_, State> {
-        while self.waiting.load(Ordering::Acquire) > 0 {
+        let before = self.asked.load(Ordering::Acquire);
+        // Wrapping counters: `served` trails `asked` by the threads still waiting.
+        while (before.wrapping_sub(self.served.load(Ordering::Acquire)) as isize) > 0 {
             std::thread::yield_now();
         }
         self.state.lock().unwrap_or_else(|e| e.into_inner())

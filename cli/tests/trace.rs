@@ -612,7 +612,7 @@ fn dispatch_goes_from_the_aql_packet_to_the_waves_and_back() {
     let w0 = find(
         &lines,
         spi,
-        &["workgroup (0,0,0) wave 0 → wave #0 on CU 0: EXEC 0xffffffffffffffff (traced)"],
+        &["workgroup (0,0,0) wave 0 → wave #0 on SE 0 CU 0 SIMD 0 (HW_ID 0x42800000): EXEC 0xffffffffffffffff (traced)"],
     );
     // Initial SGPRs per the descriptor (code object v4 axpy): the dispatch packet in s[4:5],
     // the kernel arguments in s[6:7], workgroup id x in s8; v0 holds the work-item ids.
@@ -698,7 +698,7 @@ fn dispatch_traces_a_chosen_partial_wave_and_draws_waves_on_cus() {
     let w3 = find(
         &lines,
         0,
-        &["workgroup (1,0,0) wave 1 → wave #3 on CU 1: EXEC 0x00000000000000ff (traced)"],
+        &["workgroup (1,0,0) wave 1 → wave #3 on SE 1 CU 0 SIMD 1 (HW_ID 0x42302010): EXEC 0x00000000000000ff (traced)"],
     );
     // gfx90a packs the work-item ids into v0 (x | y << 10 | z << 20); lane 0 is x = 64.
     find(
@@ -726,13 +726,15 @@ fn dispatch_traces_a_chosen_partial_wave_and_draws_waves_on_cus() {
             "{w}"
         );
     }
-    // Workgroup 0 on CU 0, workgroup 1 on CU 1, each wave on its own slot track.
+    // Workgroup 0 on SE 0 CU 0, workgroup 1 on SE 1 CU 0 (the SPI deals workgroups to the
+    // shader engines in turn), each wave on its own slot track of its compute unit.
+    // HW_ID 0x42302010: ME 1, queue 2, VMID 3 (gfx90a's first KFD VMID), SE 1, SIMD 1.
     let mut tids: Vec<u64> = waves.iter().map(|w| w["tid"].as_u64().unwrap()).collect();
     tids.sort_unstable();
-    assert_eq!(tids, [1, 2, 17, 18]);
-    assert!(events
-        .iter()
-        .any(|e| e["ph"] == "M" && e["pid"] == 4 && e["args"]["name"] == "CU 1 wave slot 1"));
+    assert_eq!(tids, [1, 2, 16 * 16 + 1, 16 * 16 + 2]);
+    assert!(events.iter().any(|e| e["ph"] == "M"
+        && e["pid"] == 4
+        && e["args"]["name"] == "SE 1 CU 0 wave slot 1 (SIMD 1)"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -168,6 +168,68 @@ fn presets() -> [(Preset, &'static str); 2] {
     [(Preset::Gfx900, "gfx900"), (Preset::Gfx90a, "gfx90a")]
 }
 
+/// `HW_REG_HW_ID` says where each wave runs: the SPI deals workgroups to the shader engines
+/// in turn, then to each engine's compute units; a workgroup's waves go to the SIMDs in turn;
+/// the queue's HQD (ME 1 = MEC1, pipe, queue) and VMID are the queue's. HIP's `__smid()` reads
+/// SE_ID and CU_ID from it, so every compute unit of the preset shows up.
+#[test]
+fn hw_id_places_workgroups_over_every_compute_unit_and_names_the_queue() {
+    // (preset, mcpu, shader engines, CUs per engine, SE_ID width)
+    for (preset, mcpu, engines, per_engine, se_bits) in [
+        (Preset::Gfx900, "gfx900", 4u32, 16u32, 2u32),
+        (Preset::Gfx90a, "gfx90a", 8, 13, 3),
+    ] {
+        let mut g = Gpu::new(preset, mcpu);
+        let groups = engines * per_engine + 5;
+        let waves = groups * 4;
+        let out = g.alloc(&vec![0u8; 4 * waves as usize]);
+        let k = g.kernel("hw_id");
+        let signal = g.dispatch(&k, &out.to_le_bytes(), [256, 1, 1], [256 * groups, 1, 1], 0);
+        g.model.run_until_idle();
+        assert_eq!(g.signal_value(signal), 0, "{mcpu}");
+        let mapped = g.c.node().gpu.hws.mapped_queues();
+        let (mec, pipe, queue) = match mapped[0].slot {
+            kfd_model::hw::hws::HqdSlot::Compute { mec, pipe, queue } => (mec, pipe, queue),
+            s => panic!("{s:?}"),
+        };
+        let vmid = mapped[0].vmid;
+        let ids = to_i32s(&g.read(out, 4 * waves as usize));
+        let field = |id: u32, lo: u32, bits: u32| (id >> lo) & ((1 << bits) - 1);
+        let mut units = std::collections::BTreeSet::new();
+        for (i, &id) in ids.iter().enumerate() {
+            let id = id as u32;
+            let (group, wave) = (i as u32 / 4, i as u32 % 4);
+            let what = format!("{mcpu} group {group} wave {wave}: HW_ID {id:#010x}");
+            assert_eq!(field(id, 0, 4), 0, "{what}: WAVE_ID (one wave per SIMD)");
+            assert_eq!(field(id, 4, 2), wave, "{what}: SIMD_ID");
+            assert_eq!(field(id, 6, 2), u32::from(pipe), "{what}: PIPE_ID");
+            assert_eq!(
+                field(id, 8, 4),
+                (group / engines) % per_engine,
+                "{what}: CU_ID"
+            );
+            assert_eq!(field(id, 12, 1), 0, "{what}: SH_ID");
+            assert_eq!(field(id, 13, se_bits), group % engines, "{what}: SE_ID");
+            assert_eq!(
+                field(id, 16, 4),
+                group / (engines * per_engine),
+                "{what}: TG_ID"
+            );
+            assert_eq!(field(id, 20, 4), u32::from(vmid), "{what}: VM_ID");
+            assert_eq!(field(id, 24, 3), u32::from(queue), "{what}: QUEUE_ID");
+            assert_eq!(field(id, 27, 3), 0, "{what}: STATE_ID");
+            assert_eq!(field(id, 30, 2), u32::from(mec) + 1, "{what}: ME_ID");
+            units.insert((field(id, 13, se_bits), field(id, 8, 4)));
+        }
+        assert_eq!(
+            units.len() as u32,
+            engines * per_engine,
+            "{mcpu}: every compute unit ran a workgroup"
+        );
+        assert_ne!(vmid, 0, "{mcpu}: a KFD VMID, not the kernel's");
+    }
+}
+
 #[test]
 fn vector_add_runs_on_the_model() {
     for (preset, mcpu) in presets() {

@@ -67,8 +67,13 @@ pub enum Note {
         workgroup: [u32; 3],
         /// Its index in the workgroup.
         wave: u32,
-        /// The compute unit the SPI placed its workgroup on.
+        /// The shader engine, compute unit (within its shader array) and SIMD the SPI placed
+        /// it on (its `HW_ID`).
+        se: u32,
+        /// See `se`.
         cu: u32,
+        /// See `se`.
+        simd: u32,
     },
     /// A wave ended.
     WaveEnd {

@@ -16,7 +16,8 @@ const DRIVER: u32 = 1;
 const GPU: u32 = 2;
 const QUEUES: u32 = 3;
 const WAVES: u32 = 4;
-/// Wave slots per compute unit track group (`tid = cu * WAVE_SLOTS + wave in workgroup + 1`):
+/// Wave slots per compute unit track group (`tid = (se * 16 + cu) * WAVE_SLOTS + wave in
+/// workgroup + 1`):
 /// a workgroup has at most 16 waves of 64.
 const WAVE_SLOTS: u32 = 16;
 
@@ -204,7 +205,7 @@ pub fn timeline(scenario: &str, preset: &str, steps: &[Step], ioctls: &[IoctlSpa
 /// Each wave from its launch to its end, on a track per compute unit and wave slot (the
 /// model runs workgroups one after another, so waves of different CUs do not overlap).
 fn wave_spans(steps: &[Step]) -> Vec<Value> {
-    let mut started: BTreeMap<u64, (f64, [u32; 3], u32, u32)> = BTreeMap::new();
+    let mut started: BTreeMap<u64, (f64, [u32; 3], u32, [u32; 3])> = BTreeMap::new();
     let mut out = Vec::new();
     let mut tracks = std::collections::BTreeSet::new();
     for r in steps.iter().flat_map(|s| &s.records) {
@@ -215,22 +216,26 @@ fn wave_spans(steps: &[Step]) -> Vec<Value> {
                     index,
                     workgroup,
                     wave,
+                    se,
                     cu,
+                    simd,
                 } => {
-                    started.insert(*index, (ts, *workgroup, *wave, *cu));
+                    started.insert(*index, (ts, *workgroup, *wave, [*se, *cu, *simd]));
                 }
                 Note::WaveEnd {
                     index,
                     instructions,
                 } => {
-                    let Some((start, wg, wave, cu)) = started.remove(index) else {
+                    let Some((start, wg, wave, [se, cu, simd])) = started.remove(index) else {
                         continue;
                     };
-                    let tid = cu * WAVE_SLOTS + wave.min(WAVE_SLOTS - 1) + 1;
+                    // A track per compute unit (SE_ID has at most 3 bits, CU_ID 4) and wave.
+                    let unit = se * 16 + cu;
+                    let tid = unit * WAVE_SLOTS + wave.min(WAVE_SLOTS - 1) + 1;
                     if tracks.insert(tid) {
                         out.push(
                             json!({"name": "thread_name", "ph": "M", "pid": WAVES, "tid": tid,
-                            "args": {"name": format!("CU {cu} wave slot {wave}")}}),
+                            "args": {"name": format!("SE {se} CU {cu} wave slot {wave} (SIMD {simd})")}}),
                         );
                     }
                     out.push(json!({

@@ -182,7 +182,6 @@ pub fn initial_lines(wave: &Wave, layout: &[(usize, usize, &'static str)]) -> Ve
 pub struct Recorder {
     capture: Arc<Capture>,
     wave: u64,
-    cus: u32,
     layout: Vec<(usize, usize, &'static str)>,
     traced: Mutex<u64>,
 }
@@ -208,12 +207,15 @@ impl DispatchObserver for Recorder {
     }
 
     fn wave_start(&self, id: WaveId, initial: &Wave) {
-        let cu = (id.workgroup_index % u64::from(self.cus.max(1))) as u32;
+        // Where the SPI placed it, as the wave itself reads it (HW_REG_HW_ID).
+        let at = initial.hw_id.fields(initial.target);
         let mut notes = vec![Note::WaveStart {
             index: id.index,
             workgroup: id.workgroup,
             wave: id.wave,
-            cu,
+            se: at.se_id,
+            cu: at.cu_id,
+            simd: at.simd_id,
         }];
         let chosen = id.index == self.wave;
         if chosen {
@@ -224,12 +226,16 @@ impl DispatchObserver for Recorder {
         self.capture.push(
             "hw::spi",
             format!(
-                "workgroup ({},{},{}) wave {} → wave #{} on CU {cu}: EXEC {:#018x}{}",
+                "workgroup ({},{},{}) wave {} → wave #{} on SE {} CU {} SIMD {} (HW_ID {:#010x}): EXEC {:#018x}{}",
                 id.workgroup[0],
                 id.workgroup[1],
                 id.workgroup[2],
                 id.wave,
                 id.index,
+                at.se_id,
+                at.cu_id,
+                at.simd_id,
+                initial.hw_id.0,
                 initial.exec(),
                 if chosen { " (traced)" } else { "" }
             ),
@@ -413,7 +419,6 @@ pub fn dispatch(session: &mut Session, options: ScenarioOptions) -> CliResult<()
     let recorder = Arc::new(Recorder {
         capture,
         wave: options.wave,
-        cus: u32::try_from(node.topo.cu_count()).unwrap_or(1),
         layout: kernels_layout(&axpy),
         traced: Mutex::new(0),
     });

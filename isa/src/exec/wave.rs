@@ -213,6 +213,103 @@ pub mod status {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HwId(pub u32);
 
+/// The fields of `HW_REG_HW_ID`: where the wave runs and where it came from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HwIdFields {
+    /// WAVE_ID `[3:0]`: the wave's slot in its SIMD.
+    pub wave_id: u32,
+    /// SIMD_ID `[5:4]`.
+    pub simd_id: u32,
+    /// PIPE_ID `[7:6]`: the pipe of the queue that dispatched it.
+    pub pipe_id: u32,
+    /// CU_ID `[11:8]`: the compute unit within its shader array.
+    pub cu_id: u32,
+    /// SH_ID `[12]`: the shader array within its engine.
+    pub sh_id: u32,
+    /// SE_ID `[14:13]` (`[15:13]` on gfx908 and gfx90a): the shader engine.
+    pub se_id: u32,
+    /// TG_ID `[19:16]`: the workgroup's slot on its compute unit.
+    pub tg_id: u32,
+    /// VM_ID `[23:20]`: the VMID of its process.
+    pub vm_id: u32,
+    /// QUEUE_ID `[26:24]`: the queue within the pipe.
+    pub queue_id: u32,
+    /// STATE_ID `[29:27]` (graphics only; 0 for compute).
+    pub state_id: u32,
+    /// ME_ID `[31:30]`: the micro engine (1 and 2: the compute MECs).
+    pub me_id: u32,
+}
+
+impl HwId {
+    /// (field, lowest bit, width) in register order; SE_ID's width depends on the target.
+    fn layout(target: Target) -> [(usize, u32, u32); 11] {
+        let se_bits = match target {
+            Target::Gfx908 | Target::Gfx90a => 3,
+            _ => 2,
+        };
+        [
+            (0, 0, 4),
+            (1, 4, 2),
+            (2, 6, 2),
+            (3, 8, 4),
+            (4, 12, 1),
+            (5, 13, se_bits),
+            (6, 16, 4),
+            (7, 20, 4),
+            (8, 24, 3),
+            (9, 27, 3),
+            (10, 30, 2),
+        ]
+    }
+
+    /// The register for `fields` on `target` (each field cut to its width).
+    pub fn encode(target: Target, fields: &HwIdFields) -> HwId {
+        let f = fields.as_array();
+        HwId(Self::layout(target).iter().fold(0, |acc, &(i, lo, bits)| {
+            acc | (f[i] & ((1 << bits) - 1)) << lo
+        }))
+    }
+
+    /// The fields of this register on `target`.
+    pub fn fields(self, target: Target) -> HwIdFields {
+        let mut f = [0u32; 11];
+        for (i, lo, bits) in Self::layout(target) {
+            f[i] = (self.0 >> lo) & ((1 << bits) - 1);
+        }
+        HwIdFields {
+            wave_id: f[0],
+            simd_id: f[1],
+            pipe_id: f[2],
+            cu_id: f[3],
+            sh_id: f[4],
+            se_id: f[5],
+            tg_id: f[6],
+            vm_id: f[7],
+            queue_id: f[8],
+            state_id: f[9],
+            me_id: f[10],
+        }
+    }
+}
+
+impl HwIdFields {
+    fn as_array(&self) -> [u32; 11] {
+        [
+            self.wave_id,
+            self.simd_id,
+            self.pipe_id,
+            self.cu_id,
+            self.sh_id,
+            self.se_id,
+            self.tg_id,
+            self.vm_id,
+            self.queue_id,
+            self.state_id,
+            self.me_id,
+        ]
+    }
+}
+
 /// A wave: 64 lanes of VGPRs (and AGPRs on gfx90a), the scalar file, SCC, PC and the hardware
 /// registers.
 #[derive(Clone, Debug)]
@@ -563,6 +660,32 @@ pub fn has_agprs(target: Target) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hw_id_fields_sit_where_the_isa_guides_put_them() {
+        let f = HwIdFields {
+            wave_id: 9,
+            simd_id: 3,
+            pipe_id: 2,
+            cu_id: 15,
+            sh_id: 1,
+            se_id: 7,
+            tg_id: 5,
+            vm_id: 8,
+            queue_id: 6,
+            state_id: 0,
+            me_id: 1,
+        };
+        // gfx900: SE_ID is [14:13], so SE 7 keeps only 3; bit 15 stays clear.
+        let vega = HwId::encode(Target::Gfx900, &f);
+        assert_eq!(vega.0, 0x4685_7fb9);
+        assert_eq!(vega.fields(Target::Gfx900), HwIdFields { se_id: 3, ..f });
+        // gfx90a: SE_ID is [15:13].
+        let mi200 = HwId::encode(Target::Gfx90a, &f);
+        assert_eq!(mi200.0, 0x4685_ffb9);
+        assert_eq!(mi200.fields(Target::Gfx90a), f);
+        assert_eq!(HwId(u32::MAX).fields(Target::Gfx906).state_id, 7);
+    }
 
     #[test]
     fn reset_makes_what_new_makes() {

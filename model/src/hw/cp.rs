@@ -33,6 +33,7 @@ use crate::hw::engine::{
     read_linear, read_ring, unwrap_pointer, write_pointer, ExecEnv, Flow, IbFrame, QueueError,
     QueueIdentity, QueueRun, QueueStatus, RunState,
 };
+use crate::hw::hws::HqdSlot;
 use crate::hw::ih::{
     sq_sendmsg_context, IH_CLIENT_GRBM_CP, IH_CLIENT_UTCL2, SQ_WAVE_CTXID_PRIV, SRC_CP_BAD_OPCODE,
     SRC_CP_END_OF_PIPE, SRC_SQ_INTERRUPT_MSG, SRC_VM_FAULT, VM_FAULT_NOT_PRESENT,
@@ -40,8 +41,8 @@ use crate::hw::ih::{
 };
 use crate::hw::observe::ShaderActivity;
 use crate::hw::spi::{
-    amd_queue, DecodedCode, DispatchSetup, KernelRun, Scratch, TrapHandler, WaveException,
-    QUEUE_ERROR_TRAP,
+    amd_queue, DecodedCode, DispatchSetup, KernelRun, Scratch, ShaderArray, TrapHandler,
+    WaveException, WavePlacement, QUEUE_ERROR_TRAP,
 };
 use crate::hw::vm::{GpuVm, VmFault};
 use mqd::{ComputeDescriptor, ComputeMqd};
@@ -128,6 +129,8 @@ pub struct CpState {
     pub shader_activity: Option<Arc<ShaderActivity>>,
     /// Host threads a dispatch's workgroups run on (0 counts as 1).
     pub cu_threads: usize,
+    /// The GPU's compute units, over which the SPI places the waves.
+    pub shader_array: ShaderArray,
     /// The owning process's trap handler (from its MAP_PROCESS), if it installed one.
     pub trap_handler: Option<TrapHandler>,
     /// XNACK replay for the owning process (its MAP_PROCESS `SH_MEM_CONFIG` has
@@ -311,6 +314,7 @@ impl CpQueue {
             fresh.state.shader_activity = self.state.shader_activity.take();
             fresh.state.shader_isa = self.state.shader_isa;
             fresh.state.cu_threads = self.state.cu_threads;
+            fresh.state.shader_array = self.state.shader_array;
             fresh.state.gws = self.state.gws.clone();
             *self = fresh;
             return;
@@ -344,6 +348,11 @@ impl CpQueue {
     /// Runs the queue's dispatches on `threads` host threads.
     pub fn set_cu_threads(&mut self, threads: usize) {
         self.state.cu_threads = threads.max(1);
+    }
+
+    /// The GPU's compute units, over which dispatches of this queue place their waves.
+    pub fn set_shader_array(&mut self, array: ShaderArray) {
+        self.state.shader_array = array;
     }
 
     /// Forgets the error that stopped the queue (a GPU reset restarts the engines).
@@ -646,6 +655,7 @@ impl CpQueue {
                             trap_handler: self.state.trap_handler,
                             retry_faults: self.state.retry_faults,
                             doorbell_id: doorbell_id(&env.queue),
+                            placement: placement(&env.queue, self.state.shader_array),
                             ..DispatchSetup::from_aql(
                                 target,
                                 pkt,
@@ -1034,6 +1044,7 @@ fn dispatch_direct(
             trap_handler: state.trap_handler,
             retry_faults: state.retry_faults,
             doorbell_id: doorbell_id(&env.queue),
+            placement: placement(&env.queue, state.shader_array),
         };
         let kept = std::mem::take(&mut state.code);
         let mut run = KernelRun::from_registers(setup, pgm, reg(ShReg::COMPUTE_PGM_RSRC1), rsrc2)?
@@ -1124,6 +1135,22 @@ const MSG_INTERRUPT: u16 = 1;
 /// BAR (the MQD's dword index halved).
 fn doorbell_id(queue: &QueueIdentity) -> u32 {
     queue.doorbell_offset / 2
+}
+
+/// Where the waves of a dispatch from `queue` go: its HQD names the micro engine (MEC1 is
+/// ME 1), pipe and queue in the waves' `HW_ID`.
+fn placement(queue: &QueueIdentity, array: ShaderArray) -> WavePlacement {
+    let (me, pipe, hqd) = match queue.slot {
+        HqdSlot::Compute { mec, pipe, queue } => (mec + 1, pipe, queue),
+        HqdSlot::Sdma { .. } => (0, 0, 0),
+    };
+    WavePlacement {
+        array,
+        me,
+        pipe,
+        queue: hqd,
+        vmid: queue.vmid,
+    }
 }
 
 /// `kfd_context_save_area_header.err_payload_addr`'s offset.

@@ -14,6 +14,7 @@ use crate::hw::cp::{CpQueue, ShRegisters};
 use crate::hw::engine::{EngineActivity, ExecEnv, QueueError, QueueIdentity, RunState};
 use crate::hw::gart::Gart;
 use crate::hw::sdma::SdmaQueue;
+use crate::hw::spi::ShaderArray;
 use crate::hw::spi::TrapHandler;
 use mqd::{ComputeDescriptor, ComputeMqd, Generation, SdmaMqd};
 use pm4::decode::{decode_pm4_packet, Packet};
@@ -172,6 +173,8 @@ struct State {
     shader_isa: Result<isa::Target, String>,
     /// Host threads a dispatch's workgroups run on.
     cu_threads: usize,
+    /// The compute units dispatches place their waves on.
+    shader_array: ShaderArray,
     sdma_engines: u8,
     sdma_queues_per_engine: u8,
     hiq_mqd: Option<u64>,
@@ -236,6 +239,14 @@ impl Hws {
         self
     }
 
+    /// The GPU's compute units, over which dispatches place their waves (`HW_ID`).
+    pub fn with_shader_array(self, array: ShaderArray) -> Self {
+        if let Ok(mut s) = self.state.lock() {
+            s.shader_array = array;
+        }
+        self
+    }
+
     /// Firmware for a GPU whose PM4 generation is `pm4_gen` and MQD generation `mqd_gen`, with
     /// `sdma_engines` engines of `sdma_queues_per_engine` user queues.
     pub fn new(
@@ -250,6 +261,7 @@ impl Hws {
                 mqd_gen,
                 shader_isa: Err("ISA not modelled for this GPU".into()),
                 cu_threads: 1,
+                shader_array: ShaderArray::default(),
                 sdma_engines,
                 sdma_queues_per_engine,
                 hiq_mqd: None,
@@ -533,6 +545,7 @@ impl Hws {
             mqd_gen,
             shader_isa,
             cu_threads,
+            shader_array,
             faults,
             not_before,
             ..
@@ -589,6 +602,7 @@ impl Hws {
                             q.set_shader_isa(shader_isa.clone());
                             q.set_shader_activity(gpu.shader.clone());
                             q.set_cu_threads(*cu_threads);
+                            q.set_shader_array(*shader_array);
                             QueueContext::Compute(q)
                         }
                         HqdSlot::Sdma { .. } => {

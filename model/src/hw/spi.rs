@@ -22,6 +22,7 @@ use crate::hw::gws::{Gws, GwsWait};
 use crate::hw::observe::{DispatchStart, ShaderActivity, Watch};
 use crate::hw::vm::{GpuVm, VmFault};
 use codeobj::{DispatchInfo, KernelCode};
+use isa::exec::wave::{HwId, HwIdFields};
 use isa::exec::{
     Access, AtomicRequest, CodeCache, Lanes, MemFault, Mode, Stop, Wave, WaveEnv, WaveFault,
     WAVE_SIZE,
@@ -156,6 +157,82 @@ pub struct DispatchSetup {
     /// doorbell index in the BAR, 12 bits (ROCr's trap handler takes the low 10 bits, the
     /// doorbell's index in the process's slice, to find its queue in the TMA table).
     pub doorbell_id: u32,
+    /// Where the SPI places the waves (what `HW_REG_HW_ID` reports to them).
+    pub placement: WavePlacement,
+}
+
+/// The compute units of a GPU as the SPI spreads workgroups over them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShaderArray {
+    /// Shader engines.
+    pub engines: u32,
+    /// Shader arrays (SH) per engine.
+    pub arrays_per_engine: u32,
+    /// Active compute units per engine.
+    pub cus_per_engine: u32,
+    /// SIMDs per compute unit.
+    pub simds_per_cu: u32,
+    /// Wave slots per SIMD.
+    pub waves_per_simd: u32,
+}
+
+impl Default for ShaderArray {
+    /// One compute unit of four SIMDs with ten wave slots each.
+    fn default() -> Self {
+        ShaderArray {
+            engines: 1,
+            arrays_per_engine: 1,
+            cus_per_engine: 1,
+            simds_per_cu: 4,
+            waves_per_simd: 10,
+        }
+    }
+}
+
+/// What places a dispatch's waves: the GPU's compute units and the queue the waves come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WavePlacement {
+    /// The compute units.
+    pub array: ShaderArray,
+    /// The queue's micro engine (1: MEC1, 2: MEC2), pipe and queue, and its process's VMID.
+    pub me: u8,
+    /// The HQD's pipe.
+    pub pipe: u8,
+    /// The HQD's queue within the pipe.
+    pub queue: u8,
+    /// The process's VMID.
+    pub vmid: u8,
+}
+
+impl WavePlacement {
+    /// `HW_REG_HW_ID` of wave `wave` of the `group`th workgroup: the SPI deals workgroups to
+    /// the shader engines in turn and, within an engine, to its compute units in turn
+    /// (alternating between its shader arrays); a workgroup's waves go to the SIMDs in turn.
+    pub fn hw_id(&self, target: Target, group: u64, wave: u32) -> HwId {
+        let a = &self.array;
+        let engines = u64::from(a.engines.max(1));
+        let arrays = u64::from(a.arrays_per_engine.max(1));
+        let per_engine = u64::from(a.cus_per_engine.max(1));
+        let simds = a.simds_per_cu.max(1);
+        let cu_in_engine = (group / engines) % per_engine;
+        HwId::encode(
+            target,
+            &HwIdFields {
+                wave_id: (wave / simds) % a.waves_per_simd.max(1),
+                simd_id: wave % simds,
+                pipe_id: u32::from(self.pipe),
+                cu_id: (cu_in_engine / arrays) as u32,
+                sh_id: (cu_in_engine % arrays) as u32,
+                se_id: (group % engines) as u32,
+                // The workgroup's turn on its compute unit.
+                tg_id: (group / (engines * per_engine)) as u32,
+                vm_id: u32::from(self.vmid),
+                queue_id: u32::from(self.queue),
+                state_id: 0,
+                me_id: u32::from(self.me),
+            },
+        )
+    }
 }
 
 impl DispatchSetup {
@@ -195,6 +272,7 @@ impl DispatchSetup {
             trap_handler: None,
             retry_faults: false,
             doorbell_id: 0,
+            placement: WavePlacement::default(),
         }
     }
 }
@@ -765,9 +843,7 @@ impl KernelRun {
                     ((g / gx) % gy) as u32,
                     (g / (gx * gy)) as u32,
                 ];
-                let mut group = self.new_group(id, slot, spare.take());
-                group.index = g;
-                group.first_wave = g * group.waves.len() as u64;
+                let group = self.new_group(id, g, slot, spare.take());
                 groups_started += 1;
                 waves_started += group.waves.len() as u64;
                 if let Some(w) = &self.watch {
@@ -1085,7 +1161,13 @@ impl KernelRun {
 
     /// A workgroup's waves with their initial state (AMDGPUUsage, "Initial Kernel Execution
     /// State"), in the allocations of `reuse` (a finished workgroup) when given.
-    fn new_group(&self, id: [u32; 3], slot: u32, reuse: Option<Workgroup>) -> Workgroup {
+    fn new_group(
+        &self,
+        id: [u32; 3],
+        index: u64,
+        slot: u32,
+        reuse: Option<Workgroup>,
+    ) -> Workgroup {
         let s = &self.setup;
         let wg = s.workgroup;
         let items = wg[0] * wg[1] * wg[2];
@@ -1105,8 +1187,8 @@ impl KernelRun {
             lds: Vec::new(),
         });
         group.id = id;
-        group.index = 0;
-        group.first_wave = 0;
+        group.index = index;
+        group.first_wave = index * u64::from(nwaves);
         group.slot = slot;
         group.waves.truncate(nwaves as usize);
         for w in 0..nwaves {
@@ -1115,11 +1197,13 @@ impl KernelRun {
                 Some((wave, state)) => {
                     wave.reset(s.target, self.vgprs, self.agprs);
                     self.initial_wave(wave, id, w, extent, scratch_wave);
+                    wave.hw_id = s.placement.hw_id(s.target, index, w);
                     *state = WaveState::Ready;
                 }
                 None => {
                     let mut wave = Wave::new(s.target, self.vgprs, self.agprs);
                     self.initial_wave(&mut wave, id, w, extent, scratch_wave);
+                    wave.hw_id = s.placement.hw_id(s.target, index, w);
                     group.waves.push((wave, WaveState::Ready));
                 }
             }

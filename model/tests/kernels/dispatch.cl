@@ -120,3 +120,10 @@ kernel void debugtrap_loop(global int *out, uint n) {
         __builtin_debugtrap();
     out[i] = (int)i + 1;
 }
+
+// Each wave's HW_ID (s_getreg_b32 hwreg(HW_REG_HW_ID, 0, 32)): where the SPI placed it.
+kernel void hw_id(global uint *out) {
+    uint id = __builtin_amdgcn_s_getreg((31 << 11) | 4);
+    if (LOCAL_X() % 64 == 0)
+        out[GROUP_X() * (LOCAL_SIZE_X() / 64) + LOCAL_X() / 64] = id;
+}

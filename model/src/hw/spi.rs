@@ -29,9 +29,9 @@ use isa::exec::{
 };
 use isa::Target;
 use pm4::aql::KernelDispatchPacket;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long one [`KernelRun::step`] runs waves before it gives the engine back.
@@ -273,6 +273,38 @@ impl DispatchSetup {
             retry_faults: false,
             doorbell_id: 0,
             placement: WavePlacement::default(),
+        }
+    }
+}
+
+/// The compute-unit threads besides the engine's: one pool of `threads` per size, shared by
+/// every model of the process (a dispatch's slice is as long whichever threads run it).
+/// `None` when the pool cannot be built; a forked child builds its own (threads do not
+/// survive a fork).
+fn cu_pool(threads: usize) -> Option<Arc<rayon::ThreadPool>> {
+    type Pools = Mutex<(u32, HashMap<usize, Arc<rayon::ThreadPool>>)>;
+    static POOLS: OnceLock<Pools> = OnceLock::new();
+    let mut pools = locked(POOLS.get_or_init(Default::default));
+    let pid = std::process::id();
+    if pools.0 != pid {
+        *pools = (pid, HashMap::new());
+    }
+    if let Some(p) = pools.1.get(&threads) {
+        return Some(p.clone());
+    }
+    match rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("kfd-model-cu{}", i + 1))
+        .build()
+    {
+        Ok(p) => {
+            let p = Arc::new(p);
+            pools.1.insert(threads, p.clone());
+            Some(p)
+        }
+        Err(e) => {
+            log::warn!(target: "hw::spi", "compute-unit threads: {e}");
+            None
         }
     }
 }
@@ -726,6 +758,15 @@ impl KernelRun {
                 work();
             } else if stop.load(Ordering::Acquire) || Instant::now() >= deadline || !more() {
                 // The solo start ended the dispatch, or the slice.
+            } else if let Some(pool) = cu_pool(workers - 1) {
+                // The pool's threads outlive the slice: waking one costs far less than
+                // starting a thread, which the other CU threads paid every 2 ms slice.
+                pool.in_place_scope(|s| {
+                    for _ in 1..workers {
+                        s.spawn(|_| work());
+                    }
+                    work();
+                });
             } else {
                 std::thread::scope(|s| {
                     for i in 1..workers {

@@ -241,72 +241,48 @@ pub struct HwIdFields {
 }
 
 impl HwId {
-    /// (field, lowest bit, width) in register order; SE_ID's width depends on the target.
-    fn layout(target: Target) -> [(usize, u32, u32); 11] {
-        let se_bits = match target {
+    /// SE_ID's width: 3 bits on gfx908 and gfx90a (`[15:13]`), 2 on Vega (`[14:13]`).
+    fn se_bits(target: Target) -> u32 {
+        match target {
             Target::Gfx908 | Target::Gfx90a => 3,
             _ => 2,
-        };
-        [
-            (0, 0, 4),
-            (1, 4, 2),
-            (2, 6, 2),
-            (3, 8, 4),
-            (4, 12, 1),
-            (5, 13, se_bits),
-            (6, 16, 4),
-            (7, 20, 4),
-            (8, 24, 3),
-            (9, 27, 3),
-            (10, 30, 2),
-        ]
+        }
     }
 
     /// The register for `fields` on `target` (each field cut to its width).
-    pub fn encode(target: Target, fields: &HwIdFields) -> HwId {
-        let f = fields.as_array();
-        HwId(Self::layout(target).iter().fold(0, |acc, &(i, lo, bits)| {
-            acc | (f[i] & ((1 << bits) - 1)) << lo
-        }))
+    pub fn encode(target: Target, f: &HwIdFields) -> HwId {
+        let se_mask = (1 << Self::se_bits(target)) - 1;
+        HwId(
+            (f.wave_id & 0xf)
+                | (f.simd_id & 3) << 4
+                | (f.pipe_id & 3) << 6
+                | (f.cu_id & 0xf) << 8
+                | (f.sh_id & 1) << 12
+                | (f.se_id & se_mask) << 13
+                | (f.tg_id & 0xf) << 16
+                | (f.vm_id & 0xf) << 20
+                | (f.queue_id & 7) << 24
+                | (f.state_id & 7) << 27
+                | (f.me_id & 3) << 30,
+        )
     }
 
     /// The fields of this register on `target`.
     pub fn fields(self, target: Target) -> HwIdFields {
-        let mut f = [0u32; 11];
-        for (i, lo, bits) in Self::layout(target) {
-            f[i] = (self.0 >> lo) & ((1 << bits) - 1);
-        }
+        let r = self.0;
         HwIdFields {
-            wave_id: f[0],
-            simd_id: f[1],
-            pipe_id: f[2],
-            cu_id: f[3],
-            sh_id: f[4],
-            se_id: f[5],
-            tg_id: f[6],
-            vm_id: f[7],
-            queue_id: f[8],
-            state_id: f[9],
-            me_id: f[10],
+            wave_id: r & 0xf,
+            simd_id: (r >> 4) & 3,
+            pipe_id: (r >> 6) & 3,
+            cu_id: (r >> 8) & 0xf,
+            sh_id: (r >> 12) & 1,
+            se_id: (r >> 13) & ((1 << Self::se_bits(target)) - 1),
+            tg_id: (r >> 16) & 0xf,
+            vm_id: (r >> 20) & 0xf,
+            queue_id: (r >> 24) & 7,
+            state_id: (r >> 27) & 7,
+            me_id: (r >> 30) & 3,
         }
-    }
-}
-
-impl HwIdFields {
-    fn as_array(&self) -> [u32; 11] {
-        [
-            self.wave_id,
-            self.simd_id,
-            self.pipe_id,
-            self.cu_id,
-            self.sh_id,
-            self.se_id,
-            self.tg_id,
-            self.vm_id,
-            self.queue_id,
-            self.state_id,
-            self.me_id,
-        ]
     }
 }
 

@@ -205,21 +205,21 @@ pub struct WavePlacement {
 }
 
 impl WavePlacement {
-    /// `HW_REG_HW_ID` of wave `wave` of the `group`th workgroup: the SPI deals workgroups to
-    /// the shader engines in turn and, within an engine, to its compute units in turn
-    /// (alternating between its shader arrays); a workgroup's waves go to the SIMDs in turn.
-    pub fn hw_id(&self, target: Target, group: u64, wave: u32) -> HwId {
+    /// `HW_REG_HW_ID` of the waves of the `group`th workgroup, with WAVE_ID and SIMD_ID 0
+    /// ([`WavePlacement::wave_bits`] adds them): the SPI deals workgroups to the shader
+    /// engines in turn and, within an engine, to its compute units in turn (alternating
+    /// between its shader arrays).
+    pub fn group_hw_id(&self, target: Target, group: u64) -> HwId {
         let a = &self.array;
         let engines = u64::from(a.engines.max(1));
         let arrays = u64::from(a.arrays_per_engine.max(1));
         let per_engine = u64::from(a.cus_per_engine.max(1));
-        let simds = a.simds_per_cu.max(1);
         let cu_in_engine = (group / engines) % per_engine;
         HwId::encode(
             target,
             &HwIdFields {
-                wave_id: (wave / simds) % a.waves_per_simd.max(1),
-                simd_id: wave % simds,
+                wave_id: 0,
+                simd_id: 0,
                 pipe_id: u32::from(self.pipe),
                 cu_id: (cu_in_engine / arrays) as u32,
                 sh_id: (cu_in_engine % arrays) as u32,
@@ -232,6 +232,13 @@ impl WavePlacement {
                 me_id: u32::from(self.me),
             },
         )
+    }
+
+    /// WAVE_ID and SIMD_ID of a workgroup's wave `wave`: its waves go to the SIMDs in turn.
+    pub fn wave_bits(&self, wave: u32) -> u32 {
+        let simds = self.array.simds_per_cu.max(1);
+        let slot = (wave / simds) % self.array.waves_per_simd.max(1);
+        (slot & 0xf) | ((wave % simds) & 3) << 4
     }
 }
 
@@ -1232,19 +1239,20 @@ impl KernelRun {
         group.first_wave = index * u64::from(nwaves);
         group.slot = slot;
         group.waves.truncate(nwaves as usize);
+        let hw_id = s.placement.group_hw_id(s.target, index).0;
         for w in 0..nwaves {
             let scratch_wave = u64::from(slot) * u64::from(nwaves) + u64::from(w);
             match group.waves.get_mut(w as usize) {
                 Some((wave, state)) => {
                     wave.reset(s.target, self.vgprs, self.agprs);
                     self.initial_wave(wave, id, w, extent, scratch_wave);
-                    wave.hw_id = s.placement.hw_id(s.target, index, w);
+                    wave.hw_id = HwId(hw_id | s.placement.wave_bits(w));
                     *state = WaveState::Ready;
                 }
                 None => {
                     let mut wave = Wave::new(s.target, self.vgprs, self.agprs);
                     self.initial_wave(&mut wave, id, w, extent, scratch_wave);
-                    wave.hw_id = s.placement.hw_id(s.target, index, w);
+                    wave.hw_id = HwId(hw_id | s.placement.wave_bits(w));
                     group.waves.push((wave, WaveState::Ready));
                 }
             }

@@ -78,7 +78,7 @@ impl Gpu {
             )
             .with_shader_isa(preset.name())
             .with_cu_threads(config.cu_threads)
-            .with_shader_array(shader_array(p)),
+            .with_shader_array(shader_array(topo)),
             ih: IhRing::new(),
             shader: Arc::new(ShaderActivity::default()),
             pm4_gen,
@@ -317,16 +317,16 @@ impl KfdNode {
 }
 
 /// The compute units as the topology describes them: `array_count` shader arrays in engines
-/// of `simd_arrays_per_engine`, `simd_count / simd_per_cu` active CUs spread evenly.
-fn shader_array(p: &crate::topology::NodeProperties) -> crate::hw::spi::ShaderArray {
+/// of `simd_arrays_per_engine`, the node's active CUs spread evenly.
+fn shader_array(topo: &Node) -> crate::hw::spi::ShaderArray {
+    let p = &topo.properties;
     let count = |v: u64| u32::try_from(v).unwrap_or(u32::MAX).max(1);
     let arrays_per_engine = count(p.simd_arrays_per_engine);
     let engines = (count(p.array_count) / arrays_per_engine).max(1);
-    let cus = count(p.simd_count / p.simd_per_cu.max(1));
     crate::hw::spi::ShaderArray {
         engines,
         arrays_per_engine,
-        cus_per_engine: (cus / engines).max(1),
+        cus_per_engine: (count(topo.cu_count()) / engines).max(1),
         simds_per_cu: count(p.simd_per_cu),
         waves_per_simd: count(p.max_waves_per_simd),
     }

@@ -20,7 +20,7 @@
 use crate::hw::engine::QueueError;
 use crate::hw::gws::{Gws, GwsWait};
 use crate::hw::observe::{DispatchStart, ShaderActivity, Watch};
-use crate::hw::vm::{GpuVm, VmFault};
+use crate::hw::vm::{GpuVm, VmFault, WaveTlb};
 use codeobj::{DispatchInfo, KernelCode};
 use isa::exec::wave::{HwId, HwIdFields};
 use isa::exec::{
@@ -823,6 +823,8 @@ impl KernelRun {
         let mut local_code: Vec<Arc<CodeCache>> =
             locked(code).iter().map(|c| c.cache.clone()).collect();
         let mut messages = Vec::new();
+        // The translations of this worker's waves (valid while the VM keeps its generation).
+        let mut tlb = WaveTlb::default();
         let total = self.total_groups();
         // The last finished workgroup: the next new one takes over its waves' allocations.
         let mut spare: Option<Workgroup> = None;
@@ -902,6 +904,7 @@ impl KernelRun {
             let slot = group.slot;
             let end = self.run_group(
                 vm,
+                &mut tlb,
                 group,
                 deadline,
                 stop,
@@ -957,6 +960,7 @@ impl KernelRun {
     fn run_group(
         &self,
         vm: &GpuVm,
+        tlb: &mut WaveTlb,
         mut group: Workgroup,
         deadline: Instant,
         stop: &AtomicBool,
@@ -980,6 +984,7 @@ impl KernelRun {
                 let in_handler = group.waves[i].0.status & isa::exec::wave::status::PRIV != 0;
                 let mut env = VmEnv {
                     vm,
+                    tlb: &mut *tlb,
                     lds: &mut group.lds,
                     messages: &mut *messages,
                     privileged: in_handler,
@@ -1513,6 +1518,8 @@ fn code_window(vm: &GpuVm, target: Target, pc: u64) -> Result<DecodedCode, MemFa
 /// The waves' outside world: the process's GPU VM, the workgroup's LDS and the message log.
 struct VmEnv<'a> {
     vm: &'a GpuVm,
+    /// The worker's translation cache.
+    tlb: &'a mut WaveTlb,
     lds: &'a mut Vec<u8>,
     messages: &'a mut Vec<SqMessage>,
     /// The wave runs its trap handler (its messages carry PRIV).
@@ -1544,7 +1551,7 @@ impl WaveEnv for VmEnv<'_> {
         out: &mut [Lanes],
     ) -> Result<(), MemFault> {
         self.vm
-            .load_lanes(addresses, exec, bytes as usize, out)
+            .load_lanes(self.tlb, addresses, exec, bytes as usize, out)
             .map_err(|f| mem_fault(f, Access::Read))
     }
 
@@ -1556,16 +1563,16 @@ impl WaveEnv for VmEnv<'_> {
         data: &[Lanes],
     ) -> Result<(), MemFault> {
         self.vm
-            .store_lanes(addresses, exec, bytes as usize, data)
+            .store_lanes(self.tlb, addresses, exec, bytes as usize, data)
             .map_err(|f| mem_fault(f, Access::Write))
     }
 
     fn load_run(&mut self, address: u64, out: &mut Lanes) -> bool {
-        self.vm.load_run(address, out)
+        self.vm.load_run(self.tlb, address, out)
     }
 
     fn store_run(&mut self, address: u64, data: &Lanes) -> bool {
-        self.vm.store_run(address, data)
+        self.vm.store_run(self.tlb, address, data)
     }
 
     fn load_scalar(&mut self, address: u64, out: &mut [u32]) -> Result<(), MemFault> {
@@ -1580,7 +1587,7 @@ impl WaveEnv for VmEnv<'_> {
             }
         };
         self.vm
-            .read(address, buf)
+            .read_for_wave(self.tlb, address, buf)
             .map_err(|f| mem_fault(f, Access::Read))?;
         for (d, c) in out.iter_mut().zip(buf.chunks_exact(4)) {
             *d = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
@@ -1597,7 +1604,7 @@ impl WaveEnv for VmEnv<'_> {
         }
         // `GpuVm::write` checks the whole range (present and writable) before it writes.
         self.vm
-            .write(address, &bytes[..n])
+            .write_for_wave(self.tlb, address, &bytes[..n])
             .map_err(|f| mem_fault(f, Access::Write))
     }
 

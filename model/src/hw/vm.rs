@@ -121,7 +121,7 @@ pub struct GpuVm {
     /// the driver's own lookups do not see them.
     injected: Vec<(u64, u64)>,
     /// A number no other state of any VM has had: renewed by every change to the mappings,
-    /// so a translation remembered under it ([`TLB`]) is still exact while it matches.
+    /// so a translation remembered under it ([`Tlb`]) is still exact while it matches.
     generation: u64,
 }
 
@@ -144,7 +144,7 @@ fn next_generation() -> u64 {
 /// One remembered translation: the whole mapping `[va, end)` of the VM state `generation`,
 /// whose first byte is at host address `host`.
 #[derive(Debug, Clone, Copy)]
-struct TlbEntry {
+pub(crate) struct TlbEntry {
     generation: u64,
     va: u64,
     end: u64,
@@ -152,7 +152,15 @@ struct TlbEntry {
     writable: bool,
 }
 
-/// Entries of the per-thread translation cache.
+impl TlbEntry {
+    /// Translates `[va, end)` of the VM state `generation`.
+    #[inline]
+    fn covers(&self, generation: u64, va: u64, end: u64) -> bool {
+        self.generation == generation && self.va <= va && end <= self.end
+    }
+}
+
+/// Entries of a translation cache.
 const TLB_ENTRIES: usize = 4;
 
 const EMPTY_TLB_ENTRY: TlbEntry = TlbEntry {
@@ -163,15 +171,79 @@ const EMPTY_TLB_ENTRY: TlbEntry = TlbEntry {
     writable: false,
 };
 
+/// Where a user of a VM remembers the mappings it used last (a wave's kernel touches a few
+/// buffers over and over): a lookup that hits needs no walk of the mapping tree. Entries
+/// carry the VM generation they were made under, and every change to a VM's mappings gives
+/// it a new generation, so an entry never outlives its mapping.
+pub(crate) trait Tlb {
+    /// The remembered translation covering `[va, end)` under `generation`.
+    fn find(&self, generation: u64, va: u64, end: u64) -> Option<TlbEntry>;
+    /// Remembers `entry` in place of the oldest.
+    fn remember(&mut self, entry: TlbEntry);
+}
+
 thread_local! {
-    /// The mappings this thread's engine accesses used last (a wave's
-    /// kernel touches a few buffers over and over): a lookup that hits needs no walk of the
-    /// mapping tree. Entries carry the VM generation they were made under, and every change
-    /// to a VM's mappings gives it a new generation, so an entry never outlives its mapping.
-    static TLB: [Cell<TlbEntry>; TLB_ENTRIES] =
+    /// The translations of this thread's engine accesses ([`ThreadTlb`]).
+    static THREAD_TLB: [Cell<TlbEntry>; TLB_ENTRIES] =
         const { [const { Cell::new(EMPTY_TLB_ENTRY) }; TLB_ENTRIES] };
-    /// The TLB entry the next miss replaces (round robin).
-    static TLB_NEXT: Cell<usize> = const { Cell::new(0) };
+    /// The entry of [`THREAD_TLB`] the next miss replaces (round robin).
+    static THREAD_TLB_NEXT: Cell<usize> = const { Cell::new(0) };
+}
+
+/// This thread's translation cache: what the engines' accesses (PM4, SDMA, the CP) use.
+struct ThreadTlb;
+
+impl Tlb for ThreadTlb {
+    #[inline]
+    fn find(&self, generation: u64, va: u64, end: u64) -> Option<TlbEntry> {
+        THREAD_TLB.with(|tlb| {
+            tlb.iter()
+                .map(Cell::get)
+                .find(|e| e.covers(generation, va, end))
+        })
+    }
+
+    fn remember(&mut self, entry: TlbEntry) {
+        THREAD_TLB_NEXT.with(|next| {
+            let i = next.get() % TLB_ENTRIES;
+            next.set(i + 1);
+            THREAD_TLB.with(|tlb| tlb[i].set(entry));
+        });
+    }
+}
+
+/// A translation cache one compute-unit worker owns for the waves it runs: the waves' loads
+/// and stores look up their buffers several times per wave, and a cache in the worker's
+/// hands costs no thread-local access.
+#[derive(Debug, Clone)]
+pub struct WaveTlb {
+    entries: [TlbEntry; TLB_ENTRIES],
+    next: usize,
+}
+
+impl Default for WaveTlb {
+    fn default() -> Self {
+        WaveTlb {
+            entries: [EMPTY_TLB_ENTRY; TLB_ENTRIES],
+            next: 0,
+        }
+    }
+}
+
+impl Tlb for WaveTlb {
+    #[inline]
+    fn find(&self, generation: u64, va: u64, end: u64) -> Option<TlbEntry> {
+        self.entries
+            .iter()
+            .find(|e| e.covers(generation, va, end))
+            .copied()
+    }
+
+    fn remember(&mut self, entry: TlbEntry) {
+        let i = self.next % TLB_ENTRIES;
+        self.next = i + 1;
+        self.entries[i] = entry;
+    }
 }
 
 impl GpuVm {
@@ -181,25 +253,25 @@ impl GpuVm {
     }
 
     /// The mapping holding `[va, end)` (`va < end`) as a translation, from this thread's
-    /// [`TLB`] or the mapping tree (then remembered). Ignores injected faults: callers check.
+    /// TLB or the mapping tree (then remembered). Ignores injected faults: callers check.
     #[inline]
     fn translate(&self, va: u64, end: u64) -> Option<TlbEntry> {
-        let generation = self.generation;
-        let hit = TLB.with(|tlb| {
-            tlb.iter()
-                .map(Cell::get)
-                .find(|e| e.generation == generation && e.va <= va && end <= e.end)
-        });
-        match hit {
+        self.translate_in(&mut ThreadTlb, va, end)
+    }
+
+    /// [`GpuVm::translate`] through the translation cache `tlb`.
+    #[inline]
+    fn translate_in(&self, tlb: &mut impl Tlb, va: u64, end: u64) -> Option<TlbEntry> {
+        match tlb.find(self.generation, va, end) {
             Some(e) => Some(e),
-            None => self.translate_miss(va, end),
+            None => self.translate_miss(tlb, va, end),
         }
     }
 
-    /// [`GpuVm::translate`] when this thread's TLB does not hold the mapping: the tree walk,
+    /// [`GpuVm::translate_in`] when `tlb` does not hold the mapping: the tree walk,
     /// remembered in place of the oldest entry.
     #[inline(never)]
-    fn translate_miss(&self, va: u64, end: u64) -> Option<TlbEntry> {
+    fn translate_miss(&self, tlb: &mut impl Tlb, va: u64, end: u64) -> Option<TlbEntry> {
         let m = self.lookup(va)?;
         let entry = TlbEntry {
             generation: self.generation,
@@ -208,11 +280,7 @@ impl GpuVm {
             host: m.host(m.va),
             writable: m.writable,
         };
-        TLB_NEXT.with(|next| {
-            let i = next.get() % TLB_ENTRIES;
-            next.set(i + 1);
-            TLB.with(|tlb| tlb[i].set(entry));
-        });
+        tlb.remember(entry);
         (end <= entry.end).then_some(entry)
     }
 
@@ -314,11 +382,17 @@ impl GpuVm {
     /// The host address of `[va, va+len)` when one mapping holds all of it (the common case,
     /// served without allocating).
     fn single(&self, va: u64, len: u64, write: bool) -> Option<u64> {
+        self.single_in(&mut ThreadTlb, va, len, write)
+    }
+
+    /// [`GpuVm::single`] through the translation cache `tlb`.
+    #[inline]
+    fn single_in(&self, tlb: &mut impl Tlb, va: u64, len: u64, write: bool) -> Option<u64> {
         if !self.injected.is_empty() || len == 0 {
             return None;
         }
         let end = va.checked_add(len)?;
-        let t = self.translate(va, end)?;
+        let t = self.translate_in(tlb, va, end)?;
         (!write || t.writable).then(|| t.host + (va - t.va))
     }
 
@@ -392,7 +466,17 @@ impl GpuVm {
 
     /// Copies GPU memory at `va` into `buf`.
     pub fn read(&self, va: u64, buf: &mut [u8]) -> Result<(), VmFault> {
-        if let Some(host) = self.single(va, buf.len() as u64, false) {
+        self.read_in(&mut ThreadTlb, va, buf)
+    }
+
+    /// [`GpuVm::read`] for a wave (`s_load_*`), through its worker's translation cache.
+    pub fn read_for_wave(&self, tlb: &mut WaveTlb, va: u64, buf: &mut [u8]) -> Result<(), VmFault> {
+        self.read_in(tlb, va, buf)
+    }
+
+    #[inline]
+    fn read_in(&self, tlb: &mut impl Tlb, va: u64, buf: &mut [u8]) -> Result<(), VmFault> {
+        if let Some(host) = self.single_in(tlb, va, buf.len() as u64, false) {
             // SAFETY: `host..host+len` lies inside one mapping of this VM (device memory kept
             // alive by the Arc in the mapping, or user memory checked mapped at registration).
             unsafe { std::ptr::copy(host as *const u8, buf.as_mut_ptr(), buf.len()) };
@@ -495,6 +579,7 @@ impl GpuVm {
     #[inline]
     fn wave_window(
         &self,
+        tlb: &mut WaveTlb,
         addrs: &[u64; LANES],
         exec: u64,
         bytes: u64,
@@ -521,7 +606,7 @@ impl GpuVm {
             }
         }
         let end = hi.checked_add(bytes)?;
-        let t = self.translate(lo, end)?;
+        let t = self.translate_in(tlb, lo, end)?;
         (!write || t.writable).then(|| Window {
             host: t.host + (lo - t.va),
             lo,
@@ -535,13 +620,15 @@ impl GpuVm {
     /// in order whose access faults, the lanes before it loaded.
     pub fn load_lanes(
         &self,
+        tlb: &mut WaveTlb,
         addrs: &[u64; LANES],
         exec: u64,
         bytes: usize,
         out: &mut [[u32; LANES]],
     ) -> Result<(), VmFault> {
         let n = bytes.min(16);
-        let Some(Window { host, lo, run }) = self.wave_window(addrs, exec, n as u64, false) else {
+        let Some(Window { host, lo, run }) = self.wave_window(tlb, addrs, exec, n as u64, false)
+        else {
             return self.gather(addrs, exec, n, |lane, b| put_lane(out, lane, b));
         };
         // SAFETY (every read below): `wave_window` found one mapping of this VM holding every
@@ -591,8 +678,8 @@ impl GpuVm {
     /// A whole wave's load of one run of dwords: the 64 dwords from `va` into `out`, when one
     /// mapping holds all 256 bytes (what [`GpuVm::load_lanes`] does for such lanes); `false`,
     /// nothing read, otherwise.
-    pub fn load_run(&self, va: u64, out: &mut [u32; LANES]) -> bool {
-        let Some(host) = self.single(va, 4 * LANES as u64, false) else {
+    pub fn load_run(&self, tlb: &mut WaveTlb, va: u64, out: &mut [u32; LANES]) -> bool {
+        let Some(host) = self.single_in(tlb, va, 4 * LANES as u64, false) else {
             return false;
         };
         // SAFETY: `single` found one mapping of this VM holding the 256 bytes at `host`, kept
@@ -607,8 +694,8 @@ impl GpuVm {
 
     /// The store of [`GpuVm::load_run`]: the 64 dwords of `data` to `va`, when one writable
     /// mapping holds all 256 bytes; `false`, nothing written, otherwise.
-    pub fn store_run(&self, va: u64, data: &[u32; LANES]) -> bool {
-        let Some(host) = self.single(va, 4 * LANES as u64, true) else {
+    pub fn store_run(&self, tlb: &mut WaveTlb, va: u64, data: &[u32; LANES]) -> bool {
+        let Some(host) = self.single_in(tlb, va, 4 * LANES as u64, true) else {
             return false;
         };
         let raw: [u32; LANES] = std::array::from_fn(|l| data[l].to_le());
@@ -623,6 +710,7 @@ impl GpuVm {
     /// `addrs[lane]`. Faults as [`GpuVm::scatter`].
     pub fn store_lanes(
         &self,
+        tlb: &mut WaveTlb,
         addrs: &[u64; LANES],
         exec: u64,
         bytes: usize,
@@ -636,7 +724,8 @@ impl GpuVm {
             }
             buf
         };
-        let Some(Window { host, lo, run }) = self.wave_window(addrs, exec, n as u64, true) else {
+        let Some(Window { host, lo, run }) = self.wave_window(tlb, addrs, exec, n as u64, true)
+        else {
             return self.scatter(addrs, exec, n, lane_bytes);
         };
         // SAFETY (every write below): `wave_window` found one writable mapping of this VM
@@ -672,7 +761,17 @@ impl GpuVm {
 
     /// Copies `data` into GPU memory at `va`.
     pub fn write(&self, va: u64, data: &[u8]) -> Result<(), VmFault> {
-        if let Some(host) = self.single(va, data.len() as u64, true) {
+        self.write_in(&mut ThreadTlb, va, data)
+    }
+
+    /// [`GpuVm::write`] for a wave (`s_store_*`), through its worker's translation cache.
+    pub fn write_for_wave(&self, tlb: &mut WaveTlb, va: u64, data: &[u8]) -> Result<(), VmFault> {
+        self.write_in(tlb, va, data)
+    }
+
+    #[inline]
+    fn write_in(&self, tlb: &mut impl Tlb, va: u64, data: &[u8]) -> Result<(), VmFault> {
+        if let Some(host) = self.single_in(tlb, va, data.len() as u64, true) {
             // SAFETY: as in `read`, and the mapping is writable.
             unsafe { std::ptr::copy(data.as_ptr(), host as *mut u8, data.len()) };
             return Ok(());
@@ -961,8 +1060,14 @@ mod tests {
                     mem.write(0, &pattern).unwrap();
                     // loads: what a read of each active lane gives, zero-extended
                     let mut out = vec![[0xdead_beefu32; 64]; dwords];
-                    vm.load_lanes(&addrs, exec, bytes as usize, &mut out)
-                        .unwrap();
+                    vm.load_lanes(
+                        &mut WaveTlb::default(),
+                        &addrs,
+                        exec,
+                        bytes as usize,
+                        &mut out,
+                    )
+                    .unwrap();
                     for l in 0..64 {
                         let mut want = [0u8; 16];
                         vm.read(addrs[l], &mut want[..bytes as usize]).unwrap();
@@ -986,7 +1091,8 @@ mod tests {
                             want[off + i] = data[i / 4][l].to_le_bytes()[i % 4];
                         }
                     }
-                    vm.store_lanes(&addrs, exec, bytes as usize, &data).unwrap();
+                    vm.store_lanes(&mut WaveTlb::default(), &addrs, exec, bytes as usize, &data)
+                        .unwrap();
                     let mut got = vec![0u8; 8192];
                     mem.read(0, &mut got).unwrap();
                     assert!(got == want, "{bytes}-byte store, exec {exec:#x}");
@@ -1000,7 +1106,9 @@ mod tests {
         addrs[9] = base + 8190;
         addrs[20] = base - 4;
         let mut out = [[0u32; 64]];
-        let f = vm.load_lanes(&addrs, u64::MAX, 4, &mut out).unwrap_err();
+        let f = vm
+            .load_lanes(&mut WaveTlb::default(), &addrs, u64::MAX, 4, &mut out)
+            .unwrap_err();
         assert_eq!(
             f,
             VmFault {
@@ -1015,7 +1123,7 @@ mod tests {
         );
         assert_eq!(out[0][10], 0, "no lane after the faulting one loaded");
         let f = vm
-            .store_lanes(&addrs, !(1 << 9), 4, &[[7; 64]])
+            .store_lanes(&mut WaveTlb::default(), &addrs, !(1 << 9), 4, &[[7; 64]])
             .unwrap_err();
         assert_eq!(
             f,
@@ -1053,24 +1161,34 @@ mod tests {
             }));
         };
         map(&mut vm, &a, true);
+        // one worker's cache through every change below, as a compute unit keeps it
+        let mut tlb = WaveTlb::default();
         let addrs: [u64; 64] = std::array::from_fn(|l| va + 4 * l as u64);
         let mut out = [[0u32; 64]];
-        vm.load_lanes(&addrs, u64::MAX, 4, &mut out).unwrap();
+        vm.load_lanes(&mut tlb, &addrs, u64::MAX, 4, &mut out)
+            .unwrap();
         assert_eq!(out[0][5], 0x0101_0101);
         // unmapped: faults; mapped again to other memory, read-only: reads it, writes fault
         vm.unmap(va);
-        assert!(vm.load_lanes(&addrs, u64::MAX, 4, &mut out).is_err());
+        assert!(vm
+            .load_lanes(&mut tlb, &addrs, u64::MAX, 4, &mut out)
+            .is_err());
         assert!(vm.load_u32(va).is_err());
         map(&mut vm, &b, false);
-        vm.load_lanes(&addrs, u64::MAX, 4, &mut out).unwrap();
+        vm.load_lanes(&mut tlb, &addrs, u64::MAX, 4, &mut out)
+            .unwrap();
         assert_eq!(out[0][5], 0x0202_0202);
         assert_eq!(vm.load_u32(va + 8).unwrap(), 0x0202_0202);
-        let f = vm.store_lanes(&addrs, u64::MAX, 4, &[[0; 64]]).unwrap_err();
+        let f = vm
+            .store_lanes(&mut tlb, &addrs, u64::MAX, 4, &[[0; 64]])
+            .unwrap_err();
         assert!(!f.not_present);
         assert!(vm.store_u32(va, 0).is_err());
         // an injected fault covers a mapping the thread has translated
         vm.inject_fault(va + 64, 4);
-        let f = vm.load_lanes(&addrs, u64::MAX, 4, &mut out).unwrap_err();
+        let f = vm
+            .load_lanes(&mut tlb, &addrs, u64::MAX, 4, &mut out)
+            .unwrap_err();
         assert_eq!(f.va, va + 64);
         assert!(vm.load_u32(va + 64).is_err());
         vm.clear_injected_faults();

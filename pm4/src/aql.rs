@@ -426,6 +426,35 @@ pub mod amd_signal {
     pub const END_TS: u64 = 40;
 }
 
+/// ROCr's `amd_queue_t` (256 bytes, `amd_hsa_queue.h`): the offsets the command processor
+/// reads. The MQD's read-pointer report address points at `read_dispatch_id`, so the CP finds
+/// the structure 128 bytes before it.
+pub mod amd_queue {
+    /// Size of the structure.
+    pub const SIZE: usize = 256;
+    /// `write_dispatch_id`: the AQL write index, where the MQD's write-pointer address points.
+    pub const WRITE_DISPATCH_ID: u64 = 56;
+    /// `read_dispatch_id`: the AQL read index the CP reports.
+    pub const READ_DISPATCH_ID: u64 = 128;
+    /// `compute_tmpring_size` (32-bit).
+    pub const COMPUTE_TMPRING_SIZE: u64 = 140;
+    /// `scratch_resource_descriptor[4]`.
+    pub const SCRATCH_RESOURCE_DESCRIPTOR: u64 = 144;
+    /// `scratch_backing_memory_location`.
+    pub const SCRATCH_BACKING_MEMORY_LOCATION: u64 = 160;
+    /// `scratch_backing_memory_byte_size`.
+    pub const SCRATCH_BACKING_MEMORY_BYTE_SIZE: u64 = 168;
+    /// `scratch_wave64_lane_byte_size` (32-bit).
+    pub const SCRATCH_WAVE64_LANE_BYTE_SIZE: u64 = 176;
+    /// `queue_properties` (32-bit).
+    pub const QUEUE_PROPERTIES: u64 = 180;
+    /// `AMD_QUEUE_PROPERTIES_ENABLE_PROFILING` in `queue_properties`: the CP stamps each
+    /// completion signal's `start_ts` and `end_ts`.
+    pub const PROPERTIES_ENABLE_PROFILING: u32 = 1 << 3;
+    /// `queue_inactive_signal`: where the CP reports why it stopped the queue.
+    pub const QUEUE_INACTIVE_SIGNAL: u64 = 192;
+}
+
 /// A decoded AQL packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AqlPacket {

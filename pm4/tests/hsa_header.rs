@@ -29,7 +29,7 @@ fn probe() -> Option<BTreeMap<String, u64>> {
     }
     let mut c = String::from(
         "#include <stdio.h>\n#include <stddef.h>\n#include <hsa/hsa.h>\n#include <hsa/hsa_ext_amd.h>\n\
-         #include <hsa/amd_hsa_signal.h>\n#define P(name, v) printf(\"%s %llu\\n\", name, (unsigned long long)(v))\n\
+         #include <hsa/amd_hsa_signal.h>\n#include <hsa/amd_hsa_queue.h>\n#define P(name, v) printf(\"%s %llu\\n\", name, (unsigned long long)(v))\n\
          int main(void) {\n",
     );
     let items: &[(&str, &str)] = &[
@@ -136,6 +136,47 @@ fn probe() -> Option<BTreeMap<String, u64>> {
             "offsetof(amd_signal_t, event_mailbox_ptr)",
         ),
         ("signal.event_id", "offsetof(amd_signal_t, event_id)"),
+        ("queue.size", "sizeof(amd_queue_t)"),
+        (
+            "queue.write_dispatch_id",
+            "offsetof(amd_queue_t, write_dispatch_id)",
+        ),
+        (
+            "queue.read_dispatch_id",
+            "offsetof(amd_queue_t, read_dispatch_id)",
+        ),
+        (
+            "queue.compute_tmpring_size",
+            "offsetof(amd_queue_t, compute_tmpring_size)",
+        ),
+        (
+            "queue.scratch_resource_descriptor",
+            "offsetof(amd_queue_t, scratch_resource_descriptor)",
+        ),
+        (
+            "queue.scratch_backing_memory_location",
+            "offsetof(amd_queue_t, scratch_backing_memory_location)",
+        ),
+        (
+            "queue.scratch_backing_memory_byte_size",
+            "offsetof(amd_queue_t, scratch_backing_memory_byte_size)",
+        ),
+        (
+            "queue.scratch_wave64_lane_byte_size",
+            "offsetof(amd_queue_t, scratch_wave64_lane_byte_size)",
+        ),
+        (
+            "queue.queue_properties",
+            "offsetof(amd_queue_t, queue_properties)",
+        ),
+        (
+            "AMD_QUEUE_PROPERTIES_ENABLE_PROFILING",
+            "AMD_QUEUE_PROPERTIES_ENABLE_PROFILING",
+        ),
+        (
+            "queue.queue_inactive_signal",
+            "offsetof(amd_queue_t, queue_inactive_signal)",
+        ),
         (
             "HSA_PACKET_TYPE_VENDOR_SPECIFIC",
             "HSA_PACKET_TYPE_VENDOR_SPECIFIC",
@@ -287,6 +328,47 @@ fn aql_layouts_match_the_hsa_headers() {
         amd_signal::EVENT_MAILBOX_PTR as usize,
     );
     check("signal.event_id", amd_signal::EVENT_ID as usize);
+    check("queue.size", amd_queue::SIZE);
+    check(
+        "queue.write_dispatch_id",
+        amd_queue::WRITE_DISPATCH_ID as usize,
+    );
+    check(
+        "queue.read_dispatch_id",
+        amd_queue::READ_DISPATCH_ID as usize,
+    );
+    check(
+        "queue.compute_tmpring_size",
+        amd_queue::COMPUTE_TMPRING_SIZE as usize,
+    );
+    check(
+        "queue.scratch_resource_descriptor",
+        amd_queue::SCRATCH_RESOURCE_DESCRIPTOR as usize,
+    );
+    check(
+        "queue.scratch_backing_memory_location",
+        amd_queue::SCRATCH_BACKING_MEMORY_LOCATION as usize,
+    );
+    check(
+        "queue.scratch_backing_memory_byte_size",
+        amd_queue::SCRATCH_BACKING_MEMORY_BYTE_SIZE as usize,
+    );
+    check(
+        "queue.scratch_wave64_lane_byte_size",
+        amd_queue::SCRATCH_WAVE64_LANE_BYTE_SIZE as usize,
+    );
+    check(
+        "queue.queue_properties",
+        amd_queue::QUEUE_PROPERTIES as usize,
+    );
+    check(
+        "AMD_QUEUE_PROPERTIES_ENABLE_PROFILING",
+        amd_queue::PROPERTIES_ENABLE_PROFILING as usize,
+    );
+    check(
+        "queue.queue_inactive_signal",
+        amd_queue::QUEUE_INACTIVE_SIGNAL as usize,
+    );
 
     let types = [
         (

@@ -25,7 +25,7 @@ use crate::packets::ReleaseMem;
 use crate::poll::poll_until;
 use crate::va::{map_kfd_over, Access, VaRange};
 use kfd_sys::*;
-use pm4::aql::{AqlHeader, AqlPacketType, FenceScope};
+use pm4::aql::{amd_queue, AqlHeader, AqlPacketType, FenceScope};
 use pm4::ring::{
     AqlSlotPtr, DwordPtr, Placement, Pm4Ring, RingError, SdmaBytePtr, SdmaRing, AQL_PACKET_BYTES,
     AQL_PACKET_DWORDS,
@@ -38,12 +38,22 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Byte offset of the read pointer in the queue's pointer page.
-pub const READ_POINTER_OFFSET: u64 = 0;
-/// Byte offset of the write pointer in the queue's pointer page.
-pub const WRITE_POINTER_OFFSET: u64 = 64;
-/// Byte offset of the error payload (the context-save header's `err_payload_addr`).
-pub const ERROR_PAYLOAD_OFFSET: u64 = 128;
+// The queue's pointer page starts with an `amd_queue_t` (ROCr's), whose `read_dispatch_id`
+// and `write_dispatch_id` are the read and write pointers: a GPU's packet processor finds the
+// structure 128 bytes before the read pointer it reports to and reads its scratch fields,
+// `queue_properties` and `queue_inactive_signal` there, so they must be this page's (zero
+// unless set), not whatever memory lies before it. The two pointers sit in different cache
+// lines, as in ROCr's queues, so the engine's read-pointer updates do not contend with the
+// client's write-pointer stores.
+
+/// Byte offset of the read pointer in the queue's pointer page (`amd_queue_t.read_dispatch_id`).
+pub const READ_POINTER_OFFSET: u64 = amd_queue::READ_DISPATCH_ID;
+/// Byte offset of the write pointer in the queue's pointer page
+/// (`amd_queue_t.write_dispatch_id`).
+pub const WRITE_POINTER_OFFSET: u64 = amd_queue::WRITE_DISPATCH_ID;
+/// Byte offset of the error payload (the context-save header's `err_payload_addr`), after the
+/// `amd_queue_t`.
+pub const ERROR_PAYLOAD_OFFSET: u64 = amd_queue::SIZE as u64;
 
 /// Default ring size: 64 KiB.
 pub const DEFAULT_RING_SIZE: u32 = 64 << 10;
@@ -1605,17 +1615,6 @@ impl Queue<Sdma> {
     }
 }
 
-/// Byte offsets of `amd_queue_t` fields the packet processor reads for scratch (ROCr's
-/// `amd_hsa_queue.h`). The packet processor finds the `amd_queue_t` 128 bytes
-/// (`read_dispatch_id`) before the read pointer it reports to.
-mod amd_queue {
-    pub const READ_DISPATCH_ID: u64 = 128;
-    pub const SCRATCH_RESOURCE_DESCRIPTOR: u64 = 144;
-    pub const SCRATCH_BACKING_MEMORY_LOCATION: u64 = 160;
-    pub const SCRATCH_BACKING_MEMORY_BYTE_SIZE: u64 = 168;
-    pub const SCRATCH_WAVE64_LANE_BYTE_SIZE: u64 = 176;
-}
-
 /// Lanes of a wave64.
 const WAVE64_LANES: u64 = 64;
 
@@ -1626,13 +1625,11 @@ impl Queue<Aql> {
     /// resource ROCr uses (SWIZZLE_ENABLE, 4-byte elements, index stride 64, ADD_TID_ENABLE),
     /// base, size and bytes per lane.
     ///
-    /// With the thunk's pointer page the `amd_queue_t` starts 128 bytes before the read
-    /// pointer, so its scratch fields (144–180) fall 16–52 bytes into the page, next to the
-    /// read pointer and before the write pointer. [`AqlQueue::dispatch`] calls this for every
-    /// kernel that has a private segment, so the queue never reports running out of scratch
-    /// (the `queue_inactive_signal` field would overlap the write pointer). Not done yet: the
-    /// `compute_tmpring_size` word (offset 140), which a GPU's packet processor also reads
-    /// and the model does not.
+    /// The `amd_queue_t` is the start of the queue's pointer page. [`AqlQueue::dispatch`]
+    /// calls this for every kernel that has a private segment, so the queue never runs out of
+    /// scratch (the page's `queue_inactive_signal` is 0: no signal to report it on). Not done
+    /// yet: the `compute_tmpring_size` word, which a GPU's packet processor also reads and the
+    /// model does not.
     pub fn reserve_scratch(&mut self, lane_bytes: u32, waves: u32) -> Result<()> {
         let lane_bytes = lane_bytes.next_multiple_of(16);
         let waves = waves.max(1);

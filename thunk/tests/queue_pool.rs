@@ -32,7 +32,7 @@ fn a_destroyed_queues_ring_and_pointers_are_reused_zeroed() {
     let mut q = gpu.create_pm4_queue(&opts()).unwrap();
     fence_round_trip(&gpu, &mut q);
     assert_ne!(
-        q.pointers().load_u64(0).unwrap(),
+        q.pointers().load_u64(thunk::READ_POINTER_OFFSET).unwrap(),
         0,
         "the read pointer moved"
     );

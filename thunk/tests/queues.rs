@@ -21,8 +21,9 @@ fn pm4_queue_has_all_its_buffers() {
     assert_eq!(q.ring_size(), 8192);
     assert_eq!(q.ring().size(), 8192, "one mapping of exactly ring_size");
     assert_eq!(q.pointers().size(), 4096, "rptr/wptr in their own page");
-    assert_eq!(q.read_pointer_address(), q.pointers().gpu_va());
-    assert_eq!(q.write_pointer_address(), q.pointers().gpu_va() + 64);
+    // The page starts with an amd_queue_t: read_dispatch_id at 128, write_dispatch_id at 56.
+    assert_eq!(q.read_pointer_address(), q.pointers().gpu_va() + 128);
+    assert_eq!(q.write_pointer_address(), q.pointers().gpu_va() + 56);
     let eop = q.eop_buffer().expect("EOP");
     assert_eq!(eop.size(), u64::from(sizes.eop_buffer_size));
     let ctx = q.context_save_area().expect("CWSR area");
@@ -47,6 +48,57 @@ fn pm4_queue_has_all_its_buffers() {
     assert_eq!(db % 8, 0);
     // The page starts where the offset's low bits say, page aligned.
     assert_eq!((db - (q.doorbell_offset() & 8191)) % 4096, 0);
+}
+
+/// The packet processor finds the AQL queue's `amd_queue_t` 128 bytes before the read pointer:
+/// it is the start of the pointer page, so the fields it reads there are the page's own. With
+/// `queue_properties` asking for profiling, a barrier's completion signal gets its timestamps.
+#[test]
+fn the_aql_pointer_page_is_the_queues_amd_queue_t() {
+    use pm4::aql::{amd_queue, amd_signal};
+    use std::sync::atomic::Ordering;
+    use thunk::{AllocOptions, MemoryKind};
+    let kfd = kfd();
+    let gpu = kfd.gpu(0).unwrap();
+    let mut q = gpu
+        .create_aql_queue(&QueueOptions::new().ring_size(4096))
+        .unwrap();
+    let page = q.pointers().gpu_va();
+    assert_eq!(q.read_pointer_address() - amd_queue::READ_DISPATCH_ID, page);
+    assert_eq!(
+        q.write_pointer_address() - amd_queue::WRITE_DISPATCH_ID,
+        page
+    );
+    assert_eq!(
+        q.pointers()
+            .load_u64(amd_queue::QUEUE_INACTIVE_SIGNAL)
+            .unwrap(),
+        0
+    );
+    q.pointers()
+        .store_u32(
+            amd_queue::QUEUE_PROPERTIES,
+            amd_queue::PROPERTIES_ENABLE_PROFILING,
+        )
+        .unwrap();
+    let signal = gpu
+        .alloc_with(&AllocOptions::new(MemoryKind::Gtt, 4096).coherent())
+        .unwrap();
+    signal.store_u64(0, 1).unwrap();
+    signal.store_u64(amd_signal::VALUE, 1).unwrap();
+    q.push_packet(&thunk::packets::aql_barrier_and([0; 5], signal.gpu_va()))
+        .unwrap();
+    q.submit().unwrap();
+    signal.wait_u64(amd_signal::VALUE, 0, T).unwrap();
+    let start = signal
+        .atomic_u64(amd_signal::START_TS)
+        .unwrap()
+        .load(Ordering::Acquire);
+    let end = signal
+        .atomic_u64(amd_signal::END_TS)
+        .unwrap()
+        .load(Ordering::Acquire);
+    assert!(start != 0 && start <= end, "timestamps {start} .. {end}");
 }
 
 #[test]

@@ -965,10 +965,10 @@ impl CpQueue {
             let properties = match self.ring.rptr_report {
                 0 => 0,
                 _ => vm
-                    .load_u32(queue_addr.wrapping_add(AMD_QUEUE_PROPERTIES))
+                    .load_u32(queue_addr.wrapping_add(amd_queue::QUEUE_PROPERTIES))
                     .unwrap_or(0),
             };
-            if properties & AMD_QUEUE_PROPERTIES_ENABLE_PROFILING != 0 {
+            if properties & amd_queue::PROPERTIES_ENABLE_PROFILING != 0 {
                 let end = env.clock.now();
                 let start = start_ts.unwrap_or(end).min(end);
                 vm.store_u64(signal_field(signal, amd_signal::START_TS)?, start)?;
@@ -1176,10 +1176,6 @@ fn report_inactive(env: &ExecEnv<'_>, queue: u64, error: u64) -> Result<(), VmFa
     vm.update_u64(signal_field(signal, amd_signal::VALUE)?, |v| v | error)?;
     notify_signal(env, signal)
 }
-/// `amd_queue_t.queue_properties`.
-const AMD_QUEUE_PROPERTIES: u64 = 0xb4;
-/// `AMD_QUEUE_PROPERTIES_ENABLE_PROFILING`: completion signals get start/end timestamps.
-const AMD_QUEUE_PROPERTIES_ENABLE_PROFILING: u32 = 1 << 3;
 
 /// `queue_inactive_signal` error code: the dispatch needs more scratch than the queue has.
 const QUEUE_ERROR_OUT_OF_SCRATCH: u64 = 1;

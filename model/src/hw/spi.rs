@@ -75,21 +75,8 @@ pub struct DecodedCode {
 const SH_MEM_BASES: u32 = ((crate::process::LDS_APERTURE_BASE >> 48) as u32) << 16
     | (crate::process::SCRATCH_APERTURE_BASE >> 48) as u32;
 
-/// Offsets in ROCr's `amd_queue_t` (256 bytes, `amd_hsa_queue.h`) that the CP reads.
-pub mod amd_queue {
-    /// `read_dispatch_id`: what the MQD's read-pointer report address points at.
-    pub const READ_DISPATCH_ID: u64 = 128;
-    /// `scratch_resource_descriptor[4]`.
-    pub const SCRATCH_RESOURCE_DESCRIPTOR: u64 = 144;
-    /// `scratch_backing_memory_location`.
-    pub const SCRATCH_BACKING_MEMORY_LOCATION: u64 = 160;
-    /// `scratch_backing_memory_byte_size`.
-    pub const SCRATCH_BACKING_MEMORY_BYTE_SIZE: u64 = 168;
-    /// `scratch_wave64_lane_byte_size`.
-    pub const SCRATCH_WAVE64_LANE_BYTE_SIZE: u64 = 176;
-    /// `queue_inactive_signal`.
-    pub const QUEUE_INACTIVE_SIGNAL: u64 = 192;
-}
+/// Offsets in ROCr's `amd_queue_t` that the CP reads.
+pub use pm4::aql::amd_queue;
 
 /// The private segment (scratch) a dispatch's waves get.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -20,9 +20,9 @@ pub const OPS: [(&str, usize); 6] = [
     ("pm4_queue_create_destroy", 50),
     ("alloc_map_unmap_free_64k", 500),
     ("event_set_wait", 2000),
-    ("submit_fence_round_trip", 500),
-    ("aql_barrier_round_trip", 500),
-    ("dispatch_empty_kernel", 200),
+    ("submit_fence_round_trip", 10_000),
+    ("aql_barrier_round_trip", 10_000),
+    ("dispatch_empty_kernel", 2_000),
 ];
 
 /// What one line of the C side says: `name`, median ns per operation, batches × iterations.

@@ -157,7 +157,7 @@ fn bench_ops_prints_the_c_sides_line_format() {
     assert_eq!(lines.len(), 2, "{out}");
     for (line, (name, iters)) in lines
         .iter()
-        .zip([("event_set_wait", 100), ("aql_barrier_round_trip", 25)])
+        .zip([("event_set_wait", 100), ("aql_barrier_round_trip", 500)])
     {
         let f: Vec<&str> = line.split(' ').collect();
         assert_eq!(f.len(), 4, "{line}");

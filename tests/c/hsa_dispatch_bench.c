@@ -160,7 +160,7 @@ int main(int argc, char **argv)
     OK(hsa_signal_create(1, 0, NULL, &signal));
 
     static double per_op[MAX_BATCHES];
-    int iters = (int)(200 * scale + 0.5);
+    int iters = (int)(2000 * scale + 0.5);
     if (iters < 1)
         iters = 1;
     for (int i = 0; i < iters; i++)

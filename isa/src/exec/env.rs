@@ -199,8 +199,9 @@ pub trait WaveEnv {
     /// A whole wave's dword load from one run of memory: lane `l` reads the dword at
     /// `address + 4 * l` into `out[l]`, as [`WaveEnv::load`] would with those addresses and
     /// every lane enabled. `false` when the implementation has no quick way to do it (say, the
-    /// run crosses mappings or would fault): then nothing is written and the interpreter
-    /// calls [`WaveEnv::load`]. Never faults.
+    /// run crosses mappings or would fault): then nothing may be written to `out` — it is the
+    /// destination register itself — and the interpreter calls [`WaveEnv::load`]. Never
+    /// faults.
     fn load_run(&mut self, address: u64, out: &mut Lanes) -> bool {
         let _ = (address, out);
         false

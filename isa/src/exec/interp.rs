@@ -2390,17 +2390,13 @@ impl Wave {
             return Ok(false);
         }
         if load {
-            // (a destination outside the VGPRs: the general path reports it)
+            // Straight into the destination: `load_run` writes nothing when it declines. (A
+            // destination outside the VGPRs: the general path reports it.)
             let vdst = (w1 >> 24) as usize;
-            if self.v(vdst).is_err() {
+            let Ok(dst) = self.v_mut(vdst) else {
                 return Ok(false);
-            }
-            let mut data = [0u32; WAVE_SIZE];
-            if !env.load_run(start, &mut data) {
-                return Ok(false);
-            }
-            *self.v_mut(vdst)? = data;
-            Ok(true)
+            };
+            Ok(env.load_run(start, dst))
         } else {
             let vdata = ((w1 >> 8) & 0xff) as usize;
             match self.v(vdata) {

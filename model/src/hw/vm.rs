@@ -698,10 +698,17 @@ impl GpuVm {
         let Some(host) = self.single_in(tlb, va, 4 * LANES as u64, true) else {
             return false;
         };
-        let raw: [u32; LANES] = std::array::from_fn(|l| data[l].to_le());
+        // Memory is little-endian: on a little-endian host the lanes go as they are.
+        let raw: [u32; LANES];
+        let src = if cfg!(target_endian = "little") {
+            data
+        } else {
+            raw = std::array::from_fn(|l| data[l].to_le());
+            &raw
+        };
         // SAFETY: `single` found one writable mapping of this VM holding the 256 bytes at
         // `host`, kept alive as in `read`.
-        unsafe { std::ptr::copy(raw.as_ptr().cast::<u8>(), host as *mut u8, 4 * LANES) };
+        unsafe { std::ptr::copy(src.as_ptr().cast::<u8>(), host as *mut u8, 4 * LANES) };
         true
     }
 

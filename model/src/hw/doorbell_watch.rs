@@ -92,6 +92,9 @@ pub struct DoorbellWatch {
     ranges: Mutex<Vec<(u64, u64)>>,
     /// The mappings are write-protected now.
     armed: AtomicBool,
+    /// A store's fault was read off the `userfaultfd` and the protection has not been lifted
+    /// since: that store waits until it is (its fault will not be reported again).
+    unresolved: AtomicBool,
     stop: AtomicBool,
     /// When a store last faulted: the faulting store completes only after the protection is
     /// lifted, so the engine must not protect again right away.
@@ -144,6 +147,7 @@ impl DoorbellWatch {
             wake_fd,
             ranges: Mutex::new(Vec::new()),
             armed: AtomicBool::new(false),
+            unresolved: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             last_fault: Mutex::new(None),
             wakeups: AtomicU64::new(0),
@@ -164,9 +168,23 @@ impl DoorbellWatch {
             ioctls: 0,
         };
         uffd_ioctl(&self.uffd, UFFDIO_REGISTER, &mut reg)?;
-        self.lock().push((addr, len));
-        // Armed ranges must all be protected: arm again before the next sleep.
-        self.armed.store(false, Ordering::Release);
+        let mut ranges = self.lock();
+        ranges.push((addr, len));
+        // While armed every watched mapping is protected: this one too. (Under the lock:
+        // `arm` and `disarm` change the protection of every mapping under it as well.)
+        if self.armed.load(Ordering::Acquire) {
+            let mut wp = UffdioWriteprotect {
+                start: addr,
+                len,
+                mode: UFFDIO_WRITEPROTECT_MODE_WP,
+            };
+            if let Err(e) = uffd_ioctl(&self.uffd, UFFDIO_WRITEPROTECT, &mut wp) {
+                // Unprotected while armed: a store there goes unnoticed until the engine
+                // wakes, never waits. The next arm protects it.
+                log::debug!(target: "hw::engine", "doorbell mapping {addr:#x} not protected yet: {e}");
+            }
+        }
+        drop(ranges);
         log::debug!(target: "hw::engine", "watching doorbell mapping {addr:#x}+{len:#x}");
         Ok(())
     }
@@ -177,8 +195,10 @@ impl DoorbellWatch {
 
     /// Sets or clears the write protection of every registered mapping; a mapping the
     /// client unmapped is dropped. Clearing it also lets a store that faulted complete.
-    fn protect(&self, on: bool) {
+    /// `false` when a mapping still registered could not be changed.
+    fn protect(&self, on: bool) -> bool {
         let mut ranges = self.lock();
+        let mut all = true;
         ranges.retain(|&(start, len)| {
             let mut wp = UffdioWriteprotect {
                 start,
@@ -193,6 +213,10 @@ impl DoorbellWatch {
                 match uffd_ioctl(&self.uffd, UFFDIO_WRITEPROTECT, &mut wp) {
                     Ok(()) => return true,
                     Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                        // No longer one registered mapping (unmapped, or part of it): what
+                        // is left of it loses its protection page by page before it is
+                        // forgotten, so that no store waits on a mapping nobody watches.
+                        self.release_pages(start, len);
                         log::debug!(target: "hw::engine", "doorbell mapping {start:#x} dropped: {e}");
                         return false;
                     }
@@ -203,15 +227,13 @@ impl DoorbellWatch {
                     }
                     Err(e) => {
                         log::warn!(target: "hw::engine", "doorbell mapping {start:#x} not (un)protected: {e}");
-                        if on {
-                            // Not protected: the engine must not sleep as if it were.
-                            self.armed.store(false, Ordering::Release);
-                        }
+                        all = false;
                         return true;
                     }
                 }
             }
         });
+        all
     }
 
     /// Before the engine thread sleeps: write-protects the doorbell mappings. `true` when it
@@ -232,12 +254,22 @@ impl DoorbellWatch {
         if recent {
             return false;
         }
+        if self.unresolved.load(Ordering::Acquire) {
+            // A store still waits for a protection that an earlier lift could not remove.
+            self.disarm();
+            return false;
+        }
         self.armed.store(true, Ordering::Release);
-        self.protect(true);
+        if !self.protect(true) {
+            // Not every mapping is protected: the engine sleeps as without a watch (polling)
+            // and tries again before its next sleep. Nothing may stay protected meanwhile,
+            // or a store there would wait for a wake-up nobody listens for.
+            self.armed.store(false, Ordering::Release);
+            self.protect(false);
+            return false;
+        }
         log::trace!(target: "hw::engine", "doorbell mappings write-protected");
-        // `false` when a mapping could not be protected: the engine sleeps as without a
-        // watch (polling) and tries again before its next sleep.
-        self.armed.load(Ordering::Acquire)
+        true
     }
 
     /// Whether `[start, end)` overlaps a watched doorbell mapping. Such memory is not memory
@@ -263,11 +295,16 @@ impl DoorbellWatch {
     /// The engine found work: lifts the protection (a store that faulted in between
     /// completes), so the client's stores cost nothing while the engine is awake.
     pub fn disarm(&self) {
-        if self.armed.swap(false, Ordering::AcqRel) {
+        let armed = self.armed.swap(false, Ordering::AcqRel);
+        if armed || self.unresolved.load(Ordering::Acquire) {
             // A store that faulted since the last wait is counted before the protection goes
             // (lifting it takes the fault's message off the `userfaultfd` unread).
             self.take_faults();
-            self.protect(false);
+            // A store whose fault was read waits until this succeeds: until then `arm`
+            // tries again instead of protecting.
+            if self.protect(false) {
+                self.unresolved.store(false, Ordering::Release);
+            }
         }
     }
 
@@ -322,6 +359,20 @@ impl DoorbellWatch {
     /// Reads the pending `userfaultfd` messages; `true` on a write-protect fault. The
     /// protection stays until [`DoorbellWatch::disarm`]: the faulting thread stays in the
     /// kernel (it holds no lock of the model's) for the one engine pass that runs first.
+    /// Lifts the protection of every page of `[start, start + len)` that still has one
+    /// (errors for pages that are gone are expected and ignored).
+    fn release_pages(&self, start: u64, len: u64) {
+        const PAGE: u64 = 4096;
+        for page in (start..start.saturating_add(len)).step_by(PAGE as usize) {
+            let mut wp = UffdioWriteprotect {
+                start: page,
+                len: PAGE,
+                mode: 0,
+            };
+            let _ = uffd_ioctl(&self.uffd, UFFDIO_WRITEPROTECT, &mut wp);
+        }
+    }
+
     fn take_faults(&self) -> bool {
         let mut msg = [0u8; 32];
         let mut faulted = false;
@@ -338,6 +389,7 @@ impl DoorbellWatch {
             }
         }
         if faulted {
+            self.unresolved.store(true, Ordering::Release);
             *self.last_fault.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
             self.wakeups.fetch_add(1, Ordering::Relaxed);
             log::trace!(target: "hw::engine", "doorbell store while asleep: woken");
@@ -351,5 +403,161 @@ impl DoorbellWatch {
         self.armed.store(false, Ordering::Release);
         self.protect(false);
         self.notify();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    /// Shared memory pages, as a client's doorbell mapping is (a memfd, mapped shared).
+    struct SharedPage {
+        addr: usize,
+        len: usize,
+        _fd: OwnedFd,
+    }
+
+    impl SharedPage {
+        fn new() -> SharedPage {
+            SharedPage::pages(1)
+        }
+
+        fn pages(n: usize) -> SharedPage {
+            let len = 4096 * n;
+            // SAFETY: a new memfd that nothing else owns, sized and mapped shared; the mapping
+            // lives until `drop`.
+            unsafe {
+                let fd = libc::memfd_create(c"doorbell-watch-test".as_ptr(), libc::MFD_CLOEXEC);
+                assert!(fd >= 0, "memfd_create: {}", io::Error::last_os_error());
+                let fd = OwnedFd::from_raw_fd(fd);
+                assert_eq!(libc::ftruncate(fd.as_raw_fd(), len as libc::off_t), 0);
+                let p = libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED | libc::MAP_POPULATE,
+                    fd.as_raw_fd(),
+                    0,
+                );
+                assert_ne!(p, libc::MAP_FAILED, "{}", io::Error::last_os_error());
+                SharedPage {
+                    addr: p as usize,
+                    len,
+                    _fd: fd,
+                }
+            }
+        }
+
+        /// Stores `v` from another thread, which reports on `done` once the store completed.
+        fn store_from_a_thread(&self, v: u64) -> mpsc::Receiver<()> {
+            let (tx, done) = mpsc::channel();
+            let addr = self.addr;
+            std::thread::spawn(move || {
+                // SAFETY: the page stays mapped until the test has seen `done` or stopped the
+                // watch (which lets the store complete) and joined nothing: the test keeps
+                // the page alive past both.
+                unsafe { (addr as *mut u64).write_volatile(v) };
+                let _ = tx.send(());
+            });
+            done
+        }
+
+        fn load(&self) -> u64 {
+            // SAFETY: a mapped, aligned word.
+            unsafe { (self.addr as *const u64).read_volatile() }
+        }
+    }
+
+    impl Drop for SharedPage {
+        fn drop(&mut self) {
+            // SAFETY: the mapping made in `new`.
+            unsafe { libc::munmap(self.addr as *mut libc::c_void, self.len) };
+        }
+    }
+
+    fn watch() -> Option<Arc<DoorbellWatch>> {
+        match DoorbellWatch::new() {
+            Ok(w) => Some(w),
+            Err(e) => {
+                eprintln!("SKIPPED: no userfaultfd write protection here: {e}");
+                None
+            }
+        }
+    }
+
+    #[test]
+    fn a_store_whose_fault_was_read_completes_even_if_the_watch_was_disarmed_meanwhile() {
+        let Some(watch) = watch() else { return };
+        let page = SharedPage::new();
+        // SAFETY: a shared mapping that outlives the watch's use of it.
+        unsafe { watch.watch(page.addr as u64, 4096) }.unwrap();
+        assert!(watch.arm());
+        let done = page.store_from_a_thread(7);
+        assert!(watch.wait(Duration::from_secs(5)), "the store faulted");
+        assert_eq!(watch.wakeups(), 1);
+        // The flag went down between the wait that read the fault and the engine's disarm
+        // (as `watch` of another mapping used to do): the store must still complete.
+        watch.armed.store(false, Ordering::Release);
+        watch.disarm();
+        let completed = done.recv_timeout(Duration::from_secs(2)).is_ok();
+        // Lets it complete anyway, before the page goes: a failure leaves no thread behind.
+        watch.stop();
+        let _ = done.recv_timeout(Duration::from_secs(5));
+        assert!(completed, "the faulting store completed after the disarm");
+        assert_eq!(page.load(), 7);
+    }
+
+    #[test]
+    fn a_mapping_watched_while_armed_is_protected_at_once() {
+        let Some(watch) = watch() else { return };
+        let (first, second) = (SharedPage::new(), SharedPage::new());
+        // SAFETY: shared mappings that outlive the watch's use of them.
+        unsafe { watch.watch(first.addr as u64, 4096) }.unwrap();
+        assert!(watch.arm());
+        // SAFETY: as above.
+        unsafe { watch.watch(second.addr as u64, 4096) }.unwrap();
+        assert!(watch.is_armed(), "still armed: both mappings are protected");
+        let done = second.store_from_a_thread(9);
+        let woke = watch.wait(Duration::from_secs(5));
+        watch.disarm();
+        let completed = done.recv_timeout(Duration::from_secs(2)).is_ok();
+        watch.stop();
+        let _ = done.recv_timeout(Duration::from_secs(5));
+        assert!(woke, "a store into the mapping watched last woke the wait");
+        assert!(completed);
+        assert_eq!(second.load(), 9);
+        // Lifted: stores complete without waiting for anyone.
+        let done = first.store_from_a_thread(3);
+        assert!(done.recv_timeout(Duration::from_secs(2)).is_ok());
+        assert_eq!(first.load(), 3);
+    }
+
+    #[test]
+    fn what_is_left_of_a_partly_unmapped_mapping_loses_its_protection() {
+        let Some(watch) = watch() else { return };
+        let mut pages = SharedPage::pages(2);
+        // SAFETY: a shared mapping that outlives the watch's use of it.
+        unsafe { watch.watch(pages.addr as u64, 8192) }.unwrap();
+        assert!(watch.arm());
+        // The client unmaps the second page: the watched range is no longer one mapping.
+        let second = (pages.addr + 4096) as *mut libc::c_void;
+        // SAFETY: the second page of our own mapping, used by nothing else.
+        let unmapped = unsafe { libc::munmap(second, 4096) };
+        assert_eq!(unmapped, 0);
+        pages.len = 4096;
+        let done = pages.store_from_a_thread(5);
+        let woke = watch.wait(Duration::from_secs(5));
+        watch.disarm();
+        let completed = done.recv_timeout(Duration::from_secs(2)).is_ok();
+        if !completed {
+            // The range is forgotten, so `stop` cannot help: keep the page and the watch so
+            // that the waiting thread never stores into an unmapped page.
+            std::mem::forget(pages);
+            std::mem::forget(watch);
+            panic!("the store into the page left never completed");
+        }
+        assert!(woke, "the store into the page left faulted");
+        assert_eq!(pages.load(), 5);
     }
 }

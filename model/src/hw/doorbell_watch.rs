@@ -173,12 +173,7 @@ impl DoorbellWatch {
         // While armed every watched mapping is protected: this one too. (Under the lock:
         // `arm` and `disarm` change the protection of every mapping under it as well.)
         if self.armed.load(Ordering::Acquire) {
-            let mut wp = UffdioWriteprotect {
-                start: addr,
-                len,
-                mode: UFFDIO_WRITEPROTECT_MODE_WP,
-            };
-            if let Err(e) = uffd_ioctl(&self.uffd, UFFDIO_WRITEPROTECT, &mut wp) {
+            if let Err(e) = self.write_protect(addr, len, true) {
                 // Unprotected while armed: a store there goes unnoticed until the engine
                 // wakes, never waits. The next arm protects it.
                 log::debug!(target: "hw::engine", "doorbell mapping {addr:#x} not protected yet: {e}");
@@ -200,17 +195,12 @@ impl DoorbellWatch {
         let mut ranges = self.lock();
         let mut all = true;
         ranges.retain(|&(start, len)| {
-            let mut wp = UffdioWriteprotect {
-                start,
-                len,
-                mode: if on { UFFDIO_WRITEPROTECT_MODE_WP } else { 0 },
-            };
             // Only a mapping that is gone (ENOENT: no longer a registered mapping) is
             // dropped; anything else (EAGAIN while the address space changes, ENOMEM) is
             // retried, then left for the next arm: a dropped mapping would be polled for good.
             let mut tries = 0;
             loop {
-                match uffd_ioctl(&self.uffd, UFFDIO_WRITEPROTECT, &mut wp) {
+                match self.write_protect(start, len, on) {
                     Ok(()) => return true,
                     Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
                         // No longer one registered mapping (unmapped, or part of it): what
@@ -359,17 +349,23 @@ impl DoorbellWatch {
     /// Reads the pending `userfaultfd` messages; `true` on a write-protect fault. The
     /// protection stays until [`DoorbellWatch::disarm`]: the faulting thread stays in the
     /// kernel (it holds no lock of the model's) for the one engine pass that runs first.
+    /// Sets (`on`) or clears the write protection of `[start, start + len)`; clearing it
+    /// also lets the stores that faulted there complete.
+    fn write_protect(&self, start: u64, len: u64, on: bool) -> io::Result<()> {
+        let mut wp = UffdioWriteprotect {
+            start,
+            len,
+            mode: if on { UFFDIO_WRITEPROTECT_MODE_WP } else { 0 },
+        };
+        uffd_ioctl(&self.uffd, UFFDIO_WRITEPROTECT, &mut wp)
+    }
+
     /// Lifts the protection of every page of `[start, start + len)` that still has one
     /// (errors for pages that are gone are expected and ignored).
     fn release_pages(&self, start: u64, len: u64) {
         const PAGE: u64 = 4096;
         for page in (start..start.saturating_add(len)).step_by(PAGE as usize) {
-            let mut wp = UffdioWriteprotect {
-                start: page,
-                len: PAGE,
-                mode: 0,
-            };
-            let _ = uffd_ioctl(&self.uffd, UFFDIO_WRITEPROTECT, &mut wp);
+            let _ = self.write_protect(page, PAGE, false);
         }
     }
 

@@ -20,7 +20,7 @@
 use crate::hw::engine::QueueError;
 use crate::hw::gws::{Gws, GwsWait};
 use crate::hw::observe::{DispatchStart, ShaderActivity, Watch};
-use crate::hw::vm::{GpuVm, VmFault, WaveTlb};
+use crate::hw::vm::{GpuVm, Tlb, VmFault};
 use codeobj::{DispatchInfo, KernelCode};
 use isa::exec::wave::{HwId, HwIdFields};
 use isa::exec::{
@@ -811,7 +811,7 @@ impl KernelRun {
             locked(code).iter().map(|c| c.cache.clone()).collect();
         let mut messages = Vec::new();
         // The translations of this worker's waves (valid while the VM keeps its generation).
-        let mut tlb = WaveTlb::default();
+        let mut tlb = Tlb::default();
         let total = self.total_groups();
         // The last finished workgroup: the next new one takes over its waves' allocations.
         let mut spare: Option<Workgroup> = None;
@@ -947,7 +947,7 @@ impl KernelRun {
     fn run_group(
         &self,
         vm: &GpuVm,
-        tlb: &mut WaveTlb,
+        tlb: &mut Tlb,
         mut group: Workgroup,
         deadline: Instant,
         stop: &AtomicBool,
@@ -1506,7 +1506,7 @@ fn code_window(vm: &GpuVm, target: Target, pc: u64) -> Result<DecodedCode, MemFa
 struct VmEnv<'a> {
     vm: &'a GpuVm,
     /// The worker's translation cache.
-    tlb: &'a mut WaveTlb,
+    tlb: &'a mut Tlb,
     lds: &'a mut Vec<u8>,
     messages: &'a mut Vec<SqMessage>,
     /// The wave runs its trap handler (its messages carry PRIV).

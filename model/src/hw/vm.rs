@@ -8,7 +8,7 @@
 //! the host process.
 
 use crate::hw::mem::DeviceMemory;
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -144,7 +144,7 @@ fn next_generation() -> u64 {
 /// One remembered translation: the whole mapping `[va, end)` of the VM state `generation`,
 /// whose first byte is at host address `host`.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct TlbEntry {
+struct TlbEntry {
     generation: u64,
     va: u64,
     end: u64,
@@ -171,66 +171,29 @@ const EMPTY_TLB_ENTRY: TlbEntry = TlbEntry {
     writable: false,
 };
 
-/// Where a user of a VM remembers the mappings it used last (a wave's kernel touches a few
-/// buffers over and over): a lookup that hits needs no walk of the mapping tree. Entries
-/// carry the VM generation they were made under, and every change to a VM's mappings gives
-/// it a new generation, so an entry never outlives its mapping.
-pub(crate) trait Tlb {
-    /// The remembered translation covering `[va, end)` under `generation`.
-    fn find(&self, generation: u64, va: u64, end: u64) -> Option<TlbEntry>;
-    /// Remembers `entry` in place of the oldest.
-    fn remember(&mut self, entry: TlbEntry);
-}
-
-thread_local! {
-    /// The translations of this thread's engine accesses ([`ThreadTlb`]).
-    static THREAD_TLB: [Cell<TlbEntry>; TLB_ENTRIES] =
-        const { [const { Cell::new(EMPTY_TLB_ENTRY) }; TLB_ENTRIES] };
-    /// The entry of [`THREAD_TLB`] the next miss replaces (round robin).
-    static THREAD_TLB_NEXT: Cell<usize> = const { Cell::new(0) };
-}
-
-/// This thread's translation cache: what the engines' accesses (PM4, SDMA, the CP) use.
-struct ThreadTlb;
-
-impl Tlb for ThreadTlb {
-    #[inline]
-    fn find(&self, generation: u64, va: u64, end: u64) -> Option<TlbEntry> {
-        THREAD_TLB.with(|tlb| {
-            tlb.iter()
-                .map(Cell::get)
-                .find(|e| e.covers(generation, va, end))
-        })
-    }
-
-    fn remember(&mut self, entry: TlbEntry) {
-        THREAD_TLB_NEXT.with(|next| {
-            let i = next.get() % TLB_ENTRIES;
-            next.set(i + 1);
-            THREAD_TLB.with(|tlb| tlb[i].set(entry));
-        });
-    }
-}
-
-/// A translation cache one compute-unit worker owns for the waves it runs: the waves' loads
-/// and stores look up their buffers several times per wave, and a cache in the worker's
-/// hands costs no thread-local access.
+/// The mappings a user of a VM used last (a wave's kernel touches a few buffers over and
+/// over): a lookup that hits needs no walk of the mapping tree. Entries carry the VM generation
+/// they were made under, and every change to a VM's mappings gives it a new generation, so an
+/// entry never outlives its mapping. Each compute-unit worker owns one for the waves it runs
+/// (no thread-local access per load); the engines' accesses use their thread's.
 #[derive(Debug, Clone)]
-pub struct WaveTlb {
+pub struct Tlb {
     entries: [TlbEntry; TLB_ENTRIES],
+    /// The entry the next miss replaces (round robin).
     next: usize,
 }
 
-impl Default for WaveTlb {
+impl Default for Tlb {
     fn default() -> Self {
-        WaveTlb {
+        Tlb {
             entries: [EMPTY_TLB_ENTRY; TLB_ENTRIES],
             next: 0,
         }
     }
 }
 
-impl Tlb for WaveTlb {
+impl Tlb {
+    /// The remembered translation covering `[va, end)` under `generation`.
     #[inline]
     fn find(&self, generation: u64, va: u64, end: u64) -> Option<TlbEntry> {
         self.entries
@@ -239,11 +202,17 @@ impl Tlb for WaveTlb {
             .copied()
     }
 
+    /// Remembers `entry` in place of the oldest.
     fn remember(&mut self, entry: TlbEntry) {
         let i = self.next % TLB_ENTRIES;
         self.next = i + 1;
         self.entries[i] = entry;
     }
+}
+
+thread_local! {
+    /// The translations of this thread's engine accesses (PM4, SDMA, the CP).
+    static THREAD_TLB: RefCell<Tlb> = RefCell::new(Tlb::default());
 }
 
 impl GpuVm {
@@ -256,12 +225,12 @@ impl GpuVm {
     /// TLB or the mapping tree (then remembered). Ignores injected faults: callers check.
     #[inline]
     fn translate(&self, va: u64, end: u64) -> Option<TlbEntry> {
-        self.translate_in(&mut ThreadTlb, va, end)
+        THREAD_TLB.with_borrow_mut(|tlb| self.translate_in(tlb, va, end))
     }
 
     /// [`GpuVm::translate`] through the translation cache `tlb`.
     #[inline]
-    fn translate_in(&self, tlb: &mut impl Tlb, va: u64, end: u64) -> Option<TlbEntry> {
+    fn translate_in(&self, tlb: &mut Tlb, va: u64, end: u64) -> Option<TlbEntry> {
         match tlb.find(self.generation, va, end) {
             Some(e) => Some(e),
             None => self.translate_miss(tlb, va, end),
@@ -271,7 +240,7 @@ impl GpuVm {
     /// [`GpuVm::translate_in`] when `tlb` does not hold the mapping: the tree walk,
     /// remembered in place of the oldest entry.
     #[inline(never)]
-    fn translate_miss(&self, tlb: &mut impl Tlb, va: u64, end: u64) -> Option<TlbEntry> {
+    fn translate_miss(&self, tlb: &mut Tlb, va: u64, end: u64) -> Option<TlbEntry> {
         let m = self.lookup(va)?;
         let entry = TlbEntry {
             generation: self.generation,
@@ -382,12 +351,12 @@ impl GpuVm {
     /// The host address of `[va, va+len)` when one mapping holds all of it (the common case,
     /// served without allocating).
     fn single(&self, va: u64, len: u64, write: bool) -> Option<u64> {
-        self.single_in(&mut ThreadTlb, va, len, write)
+        THREAD_TLB.with_borrow_mut(|tlb| self.single_in(tlb, va, len, write))
     }
 
     /// [`GpuVm::single`] through the translation cache `tlb`.
     #[inline]
-    fn single_in(&self, tlb: &mut impl Tlb, va: u64, len: u64, write: bool) -> Option<u64> {
+    fn single_in(&self, tlb: &mut Tlb, va: u64, len: u64, write: bool) -> Option<u64> {
         if !self.injected.is_empty() || len == 0 {
             return None;
         }
@@ -466,16 +435,16 @@ impl GpuVm {
 
     /// Copies GPU memory at `va` into `buf`.
     pub fn read(&self, va: u64, buf: &mut [u8]) -> Result<(), VmFault> {
-        self.read_in(&mut ThreadTlb, va, buf)
+        THREAD_TLB.with_borrow_mut(|tlb| self.read_in(tlb, va, buf))
     }
 
     /// [`GpuVm::read`] for a wave (`s_load_*`), through its worker's translation cache.
-    pub fn read_for_wave(&self, tlb: &mut WaveTlb, va: u64, buf: &mut [u8]) -> Result<(), VmFault> {
+    pub fn read_for_wave(&self, tlb: &mut Tlb, va: u64, buf: &mut [u8]) -> Result<(), VmFault> {
         self.read_in(tlb, va, buf)
     }
 
     #[inline]
-    fn read_in(&self, tlb: &mut impl Tlb, va: u64, buf: &mut [u8]) -> Result<(), VmFault> {
+    fn read_in(&self, tlb: &mut Tlb, va: u64, buf: &mut [u8]) -> Result<(), VmFault> {
         if let Some(host) = self.single_in(tlb, va, buf.len() as u64, false) {
             // SAFETY: `host..host+len` lies inside one mapping of this VM (device memory kept
             // alive by the Arc in the mapping, or user memory checked mapped at registration).
@@ -579,7 +548,7 @@ impl GpuVm {
     #[inline]
     fn wave_window(
         &self,
-        tlb: &mut WaveTlb,
+        tlb: &mut Tlb,
         addrs: &[u64; LANES],
         exec: u64,
         bytes: u64,
@@ -620,7 +589,7 @@ impl GpuVm {
     /// in order whose access faults, the lanes before it loaded.
     pub fn load_lanes(
         &self,
-        tlb: &mut WaveTlb,
+        tlb: &mut Tlb,
         addrs: &[u64; LANES],
         exec: u64,
         bytes: usize,
@@ -678,7 +647,7 @@ impl GpuVm {
     /// A whole wave's load of one run of dwords: the 64 dwords from `va` into `out`, when one
     /// mapping holds all 256 bytes (what [`GpuVm::load_lanes`] does for such lanes); `false`,
     /// nothing read, otherwise.
-    pub fn load_run(&self, tlb: &mut WaveTlb, va: u64, out: &mut [u32; LANES]) -> bool {
+    pub fn load_run(&self, tlb: &mut Tlb, va: u64, out: &mut [u32; LANES]) -> bool {
         let Some(host) = self.single_in(tlb, va, 4 * LANES as u64, false) else {
             return false;
         };
@@ -694,7 +663,7 @@ impl GpuVm {
 
     /// The store of [`GpuVm::load_run`]: the 64 dwords of `data` to `va`, when one writable
     /// mapping holds all 256 bytes; `false`, nothing written, otherwise.
-    pub fn store_run(&self, tlb: &mut WaveTlb, va: u64, data: &[u32; LANES]) -> bool {
+    pub fn store_run(&self, tlb: &mut Tlb, va: u64, data: &[u32; LANES]) -> bool {
         let Some(host) = self.single_in(tlb, va, 4 * LANES as u64, true) else {
             return false;
         };
@@ -717,7 +686,7 @@ impl GpuVm {
     /// `addrs[lane]`. Faults as [`GpuVm::scatter`].
     pub fn store_lanes(
         &self,
-        tlb: &mut WaveTlb,
+        tlb: &mut Tlb,
         addrs: &[u64; LANES],
         exec: u64,
         bytes: usize,
@@ -768,16 +737,16 @@ impl GpuVm {
 
     /// Copies `data` into GPU memory at `va`.
     pub fn write(&self, va: u64, data: &[u8]) -> Result<(), VmFault> {
-        self.write_in(&mut ThreadTlb, va, data)
+        THREAD_TLB.with_borrow_mut(|tlb| self.write_in(tlb, va, data))
     }
 
     /// [`GpuVm::write`] for a wave (`s_store_*`), through its worker's translation cache.
-    pub fn write_for_wave(&self, tlb: &mut WaveTlb, va: u64, data: &[u8]) -> Result<(), VmFault> {
+    pub fn write_for_wave(&self, tlb: &mut Tlb, va: u64, data: &[u8]) -> Result<(), VmFault> {
         self.write_in(tlb, va, data)
     }
 
     #[inline]
-    fn write_in(&self, tlb: &mut impl Tlb, va: u64, data: &[u8]) -> Result<(), VmFault> {
+    fn write_in(&self, tlb: &mut Tlb, va: u64, data: &[u8]) -> Result<(), VmFault> {
         if let Some(host) = self.single_in(tlb, va, data.len() as u64, true) {
             // SAFETY: as in `read`, and the mapping is writable.
             unsafe { std::ptr::copy(data.as_ptr(), host as *mut u8, data.len()) };
@@ -1067,14 +1036,8 @@ mod tests {
                     mem.write(0, &pattern).unwrap();
                     // loads: what a read of each active lane gives, zero-extended
                     let mut out = vec![[0xdead_beefu32; 64]; dwords];
-                    vm.load_lanes(
-                        &mut WaveTlb::default(),
-                        &addrs,
-                        exec,
-                        bytes as usize,
-                        &mut out,
-                    )
-                    .unwrap();
+                    vm.load_lanes(&mut Tlb::default(), &addrs, exec, bytes as usize, &mut out)
+                        .unwrap();
                     for l in 0..64 {
                         let mut want = [0u8; 16];
                         vm.read(addrs[l], &mut want[..bytes as usize]).unwrap();
@@ -1098,7 +1061,7 @@ mod tests {
                             want[off + i] = data[i / 4][l].to_le_bytes()[i % 4];
                         }
                     }
-                    vm.store_lanes(&mut WaveTlb::default(), &addrs, exec, bytes as usize, &data)
+                    vm.store_lanes(&mut Tlb::default(), &addrs, exec, bytes as usize, &data)
                         .unwrap();
                     let mut got = vec![0u8; 8192];
                     mem.read(0, &mut got).unwrap();
@@ -1114,7 +1077,7 @@ mod tests {
         addrs[20] = base - 4;
         let mut out = [[0u32; 64]];
         let f = vm
-            .load_lanes(&mut WaveTlb::default(), &addrs, u64::MAX, 4, &mut out)
+            .load_lanes(&mut Tlb::default(), &addrs, u64::MAX, 4, &mut out)
             .unwrap_err();
         assert_eq!(
             f,
@@ -1130,7 +1093,7 @@ mod tests {
         );
         assert_eq!(out[0][10], 0, "no lane after the faulting one loaded");
         let f = vm
-            .store_lanes(&mut WaveTlb::default(), &addrs, !(1 << 9), 4, &[[7; 64]])
+            .store_lanes(&mut Tlb::default(), &addrs, !(1 << 9), 4, &[[7; 64]])
             .unwrap_err();
         assert_eq!(
             f,
@@ -1169,7 +1132,7 @@ mod tests {
         };
         map(&mut vm, &a, true);
         // one worker's cache through every change below, as a compute unit keeps it
-        let mut tlb = WaveTlb::default();
+        let mut tlb = Tlb::default();
         let addrs: [u64; 64] = std::array::from_fn(|l| va + 4 * l as u64);
         let mut out = [[0u32; 64]];
         vm.load_lanes(&mut tlb, &addrs, u64::MAX, 4, &mut out)

@@ -313,22 +313,31 @@ pub fn thunk_overhead(rounds: usize, blocks: usize) -> CliResult<Samples> {
     Ok(Samples::new(values))
 }
 
-/// Waits until `done()`, checking and yielding every 256 checks — the criterion benches' wait
-/// and `tests/c/hsakmt_bench.c`'s, check for check (no pause between checks: 256 paused
-/// checks take microseconds, so the waiter would give the CPU back far later than the C
-/// harness does): on a machine with more runnable threads than cores, a waiter that only
-/// spins can keep the engine thread it waits for off the CPU.
+/// How long [`spin_until`] and `tests/c/hsakmt_bench.c`'s wait check without yielding.
+const SPIN_BEFORE_YIELDING: std::time::Duration = std::time::Duration::from_micros(20);
+
+/// Waits until `done()`: checks without yielding for [`SPIN_BEFORE_YIELDING`], then yields
+/// every 256 checks — `tests/c/hsakmt_bench.c`'s wait, check for check, and the thunk's own
+/// polling in spirit. A yield on every 256th check made a round trip of ~0.5 µs a count of
+/// yields (1.8 per round, each a system call): the two sides' ratio then followed how fast
+/// each side's loop reached its 256th check rather than the path measured (issue #22: 1.02–1.04
+/// with the same packets; 1.00 with this wait). Past the spin, yields keep a waiter on a
+/// machine with more runnable threads than cores from holding off the engine it waits for.
 pub(crate) fn spin_until(what: &str, mut done: impl FnMut() -> bool) -> CliResult<()> {
-    let start = Instant::now();
+    let mut start = None;
     let mut spins = 0u32;
     while !done() {
         spins = spins.wrapping_add(1);
         if spins % 256 == 0 {
-            std::thread::yield_now();
-            if start.elapsed() > WAIT {
+            let now = Instant::now();
+            let elapsed = now.duration_since(*start.get_or_insert(now));
+            if elapsed > WAIT {
                 return Err(CliError::failure(format!(
                     "{what} did not land within {WAIT:?}"
                 )));
+            }
+            if elapsed > SPIN_BEFORE_YIELDING {
+                std::thread::yield_now();
             }
         }
     }

@@ -105,8 +105,8 @@ for name in ops.split():
     fratio = statistics.median(fratios)
     if fratio > 1.0:
         worse_fast += 1
-    ftext = f"{fratio:.2f} ({min(fratios):.2f}–{max(fratios):.2f})"
-    print(f"{name:26} {c_med:8.2f} µs {r_med:8.2f} µs  {ratio:12.2f}  {min(ratios):.2f}–{max(ratios):.2f}  {ftext:>26}  {len(pairs)}")
+    ftext = f"{fratio:.3f} ({min(fratios):.2f}–{max(fratios):.2f})"
+    print(f"{name:26} {c_med:8.2f} µs {r_med:8.2f} µs  {ratio:12.3f}  {min(ratios):.2f}–{max(ratios):.2f}  {ftext:>26}  {len(pairs)}")
 print(f"target (median ratio ≤ 1.00 on every row): {'met' if worse == 0 else f'missed on {worse} row(s)'}"
       f"; on the fastest batches: {'met' if worse_fast == 0 else f'missed on {worse_fast} row(s)'}")
 PY

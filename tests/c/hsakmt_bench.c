@@ -58,17 +58,23 @@ static void die(const char *what, int status)
             die(#call, s_);                                                                \
     } while (0)
 
-/* Polls until *word == value: spins, yielding every 256 checks as the thunk's side does (on a
- * machine with more runnable threads than cores a waiter that only spins keeps the engine
- * thread it waits for off the CPU). */
+/* Polls until *word == value: checks without yielding for the first 20 us, then yields every
+ * 256 checks, check for check as the thunk's side (`spin_until` in cli/src/measure.rs). A
+ * yield on every 256th check from the start made each ~0.5 us round trip a count of system
+ * calls, and the ratio of the two sides followed their loops' speed; past 20 us the yields
+ * keep a waiter on an oversubscribed machine from holding off the engine thread. */
 static void wait_u64(const volatile uint64_t *word, uint64_t value, const char *what)
 {
-    double deadline = now_ns() + 10e9;
+    double start = 0;
     for (unsigned spins = 1; __atomic_load_n(word, __ATOMIC_ACQUIRE) != value; spins++) {
         if (spins % 256 == 0) {
-            sched_yield();
-            if (now_ns() > deadline)
+            double t = now_ns();
+            if (start == 0)
+                start = t;
+            if (t - start > 10e9)
                 die(what, -1);
+            if (t - start > 20e3)
+                sched_yield();
         }
     }
 }

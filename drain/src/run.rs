@@ -99,6 +99,22 @@ pub struct Progress {
     pub records_dropped: u64,
 }
 
+impl Progress {
+    /// The progress of a session that started at `start`, with `channel`'s statistics.
+    fn now(channel: &mut Channel, bytes: u64, records: u64, start: Instant) -> Progress {
+        let elapsed = start.elapsed();
+        let s = channel.stats();
+        Progress {
+            bytes,
+            records,
+            elapsed,
+            gb_per_s: bytes as f64 / elapsed.as_secs_f64().max(1e-9) / 1e9,
+            latency: s.drain_latency,
+            records_dropped: s.records_dropped,
+        }
+    }
+}
+
 /// The outcome of [`run`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct DrainReport {
@@ -142,7 +158,7 @@ struct ProducerOutcome {
 
 /// Runs a drain session on `gpu`: builds the channel, produces `total_bytes` of synthetic
 /// records on another thread, reads them here (checking order and checksums when
-/// `verify`), calls `progress` every `progress_every`, and reports.
+/// `verify`), calls `progress` every `progress_every` and once at the end, and reports.
 pub fn run(
     gpu: &Gpu,
     config: &DrainConfig,
@@ -347,19 +363,14 @@ pub fn run(
             }
             if last_progress.elapsed() >= config.progress_every {
                 last_progress = Instant::now();
-                let elapsed = start.elapsed();
-                let s = channel.stats();
-                progress(&Progress {
-                    bytes,
-                    records,
-                    elapsed,
-                    gb_per_s: bytes as f64 / elapsed.as_secs_f64().max(1e-9) / 1e9,
-                    latency: s.drain_latency,
-                    records_dropped: s.records_dropped,
-                });
+                progress(&Progress::now(&mut channel, bytes, records, start));
             }
         }
     })();
+    if result.is_ok() {
+        // The last report says 100%, also for a session shorter than `progress_every`.
+        progress(&Progress::now(&mut channel, bytes, records, start));
+    }
     let cpu1 = thread_cpu_time();
     if let Err(e) = result {
         // Let a waiting producer see the channel close.

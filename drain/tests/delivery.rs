@@ -291,3 +291,16 @@ fn record_stream_yields_owned_records_and_ends_when_idle() {
         .zip(&sent)
         .all(|(g, s)| g.payload == *s && g.kind == SYNTH_KIND && g.producer == 3));
 }
+
+#[test]
+fn the_last_progress_report_is_the_whole_session_even_when_it_is_short() {
+    // 4 MiB with a report due only every hour: the one report is the final one.
+    let (_kfd, gpu) = model_gpu();
+    let mut c = DrainConfig::new(ChannelConfig::new(1 << 20, 4), 4 << 20);
+    c.record_payload = 4096 - 8;
+    c.progress_every = Duration::from_secs(3600);
+    let mut reports = Vec::new();
+    let r = run(&gpu, &c, |p| reports.push((p.bytes, p.records))).unwrap();
+    assert_eq!(reports, vec![(r.bytes, r.records)]);
+    assert_eq!(r.records, (4u64 << 20) / 4096);
+}

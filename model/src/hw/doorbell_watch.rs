@@ -370,18 +370,25 @@ impl DoorbellWatch {
     }
 
     fn take_faults(&self) -> bool {
-        let mut msg = [0u8; 32];
+        // The kernel hands out as many messages as fit in one read: one system call drains
+        // the queue unless it filled the buffer (on the doorbell path after an idle sleep,
+        // each call costs microseconds).
+        const MSG: usize = 32;
+        let mut msgs = [0u8; MSG * 16];
         let mut faulted = false;
         loop {
-            // SAFETY: reading into a buffer of `msg.len()` bytes.
+            // SAFETY: reading into a buffer of `msgs.len()` bytes.
             let r =
-                unsafe { libc::read(self.uffd.as_raw_fd(), msg.as_mut_ptr().cast(), msg.len()) };
-            if r != msg.len() as isize {
-                break;
+                unsafe { libc::read(self.uffd.as_raw_fd(), msgs.as_mut_ptr().cast(), msgs.len()) };
+            let Ok(n) = usize::try_from(r) else { break };
+            for msg in msgs[..n - n % MSG].chunks_exact(MSG) {
+                let flags = u64::from_le_bytes(msg[8..16].try_into().unwrap_or([0; 8]));
+                if msg[0] == UFFD_EVENT_PAGEFAULT && flags & UFFD_PAGEFAULT_FLAG_WP != 0 {
+                    faulted = true;
+                }
             }
-            let flags = u64::from_le_bytes(msg[8..16].try_into().unwrap_or([0; 8]));
-            if msg[0] == UFFD_EVENT_PAGEFAULT && flags & UFFD_PAGEFAULT_FLAG_WP != 0 {
-                faulted = true;
+            if n < msgs.len() {
+                break;
             }
         }
         if faulted {
@@ -502,6 +509,34 @@ mod tests {
         let _ = done.recv_timeout(Duration::from_secs(5));
         assert!(completed, "the faulting store completed after the disarm");
         assert_eq!(page.load(), 7);
+    }
+
+    #[test]
+    fn one_wait_reads_every_pending_fault() {
+        let Some(watch) = watch() else { return };
+        let (first, second) = (SharedPage::new(), SharedPage::new());
+        // SAFETY: shared mappings that outlive the watch's use of them.
+        unsafe { watch.watch(first.addr as u64, 4096) }.unwrap();
+        // SAFETY: as above.
+        unsafe { watch.watch(second.addr as u64, 4096) }.unwrap();
+        assert!(watch.arm());
+        let done = [first.store_from_a_thread(1), second.store_from_a_thread(2)];
+        // Both stores fault and wait before the engine looks.
+        std::thread::sleep(Duration::from_millis(100));
+        let woke = watch.wait(Duration::from_secs(5));
+        // Nothing is left unread: a second wait sleeps its whole time.
+        let woke_again = watch.wait(Duration::from_millis(50));
+        watch.disarm();
+        let completed = done
+            .iter()
+            .all(|d| d.recv_timeout(Duration::from_secs(2)).is_ok());
+        watch.stop();
+        for d in &done {
+            let _ = d.recv_timeout(Duration::from_secs(5));
+        }
+        assert!(woke && completed);
+        assert!(!woke_again, "a fault's message was left for the next wait");
+        assert_eq!((first.load(), second.load()), (1, 2));
     }
 
     #[test]

@@ -57,7 +57,7 @@ pub struct DrainConfig {
     pub records_per_kernel: u32,
     /// How every record is checked.
     pub verify: Verify,
-    /// How often the progress callback runs.
+    /// How often the progress callback runs (it also runs once when the session ends).
     pub progress_every: Duration,
     /// Waves of the instrumented kernel ([`ProducerKind::Kernel`]); the records are split
     /// evenly among them.

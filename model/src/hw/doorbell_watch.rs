@@ -309,7 +309,9 @@ impl DoorbellWatch {
     /// The engine thread's sleep while the mappings are protected: up to `timeout`, ended by
     /// a store into a watched mapping (`true`: work is coming; the store waits until the
     /// engine's next [`DoorbellWatch::disarm`], after the pass that follows) or by
-    /// [`DoorbellWatch::notify`].
+    /// [`DoorbellWatch::notify`]. (Letting the store through before that pass measured
+    /// worse: doorbell to packets executed went from 27 to 59 µs at p50, as the woken client
+    /// competed with the pass for the core.)
     pub fn wait(&self, timeout: Duration) -> bool {
         let mut pfds = [
             libc::pollfd {

@@ -348,9 +348,6 @@ impl DoorbellWatch {
         pfds[0].revents != 0 && self.take_faults()
     }
 
-    /// Reads the pending `userfaultfd` messages; `true` on a write-protect fault. The
-    /// protection stays until [`DoorbellWatch::disarm`]: the faulting thread stays in the
-    /// kernel (it holds no lock of the model's) for the one engine pass that runs first.
     /// Sets (`on`) or clears the write protection of `[start, start + len)`; clearing it
     /// also lets the stores that faulted there complete.
     fn write_protect(&self, start: u64, len: u64, on: bool) -> io::Result<()> {
@@ -371,6 +368,9 @@ impl DoorbellWatch {
         }
     }
 
+    /// Reads the pending `userfaultfd` messages; `true` on a write-protect fault. The
+    /// protection stays until [`DoorbellWatch::disarm`]: the faulting thread stays in the
+    /// kernel (it holds no lock of the model's) for the one engine pass that runs first.
     fn take_faults(&self) -> bool {
         // The kernel hands out as many messages as fit in one read: one system call drains
         // the queue unless it filled the buffer (on the doorbell path after an idle sleep,

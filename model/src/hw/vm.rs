@@ -435,16 +435,12 @@ impl GpuVm {
 
     /// Copies GPU memory at `va` into `buf`.
     pub fn read(&self, va: u64, buf: &mut [u8]) -> Result<(), VmFault> {
-        THREAD_TLB.with_borrow_mut(|tlb| self.read_in(tlb, va, buf))
+        THREAD_TLB.with_borrow_mut(|tlb| self.read_for_wave(tlb, va, buf))
     }
 
     /// [`GpuVm::read`] for a wave (`s_load_*`), through its worker's translation cache.
-    pub fn read_for_wave(&self, tlb: &mut Tlb, va: u64, buf: &mut [u8]) -> Result<(), VmFault> {
-        self.read_in(tlb, va, buf)
-    }
-
     #[inline]
-    fn read_in(&self, tlb: &mut Tlb, va: u64, buf: &mut [u8]) -> Result<(), VmFault> {
+    pub fn read_for_wave(&self, tlb: &mut Tlb, va: u64, buf: &mut [u8]) -> Result<(), VmFault> {
         if let Some(host) = self.single_in(tlb, va, buf.len() as u64, false) {
             // SAFETY: `host..host+len` lies inside one mapping of this VM (device memory kept
             // alive by the Arc in the mapping, or user memory checked mapped at registration).
@@ -737,16 +733,12 @@ impl GpuVm {
 
     /// Copies `data` into GPU memory at `va`.
     pub fn write(&self, va: u64, data: &[u8]) -> Result<(), VmFault> {
-        THREAD_TLB.with_borrow_mut(|tlb| self.write_in(tlb, va, data))
+        THREAD_TLB.with_borrow_mut(|tlb| self.write_for_wave(tlb, va, data))
     }
 
     /// [`GpuVm::write`] for a wave (`s_store_*`), through its worker's translation cache.
-    pub fn write_for_wave(&self, tlb: &mut Tlb, va: u64, data: &[u8]) -> Result<(), VmFault> {
-        self.write_in(tlb, va, data)
-    }
-
     #[inline]
-    fn write_in(&self, tlb: &mut Tlb, va: u64, data: &[u8]) -> Result<(), VmFault> {
+    pub fn write_for_wave(&self, tlb: &mut Tlb, va: u64, data: &[u8]) -> Result<(), VmFault> {
         if let Some(host) = self.single_in(tlb, va, data.len() as u64, true) {
             // SAFETY: as in `read`, and the mapping is writable.
             unsafe { std::ptr::copy(data.as_ptr(), host as *mut u8, data.len()) };

@@ -127,6 +127,20 @@ impl Gpu {
         }
     }
 
+    /// The engine thread's doorbell-watch epoch, if its doorbell mappings are protected now
+    /// ([`EngineWaker::watched_epoch`]).
+    pub fn engines_watched_epoch(&self) -> Option<u64> {
+        self.waker.get().and_then(|w| w.watched_epoch())
+    }
+
+    /// Wakes the engine thread unless a doorbell store would have woken it at every moment
+    /// since `epoch` ([`EngineWaker::wake_unless_watched_since`]).
+    pub fn wake_engines_unless_watched_since(&self, epoch: Option<u64>) {
+        if let Some(w) = self.waker.get() {
+            w.wake_unless_watched_since(epoch);
+        }
+    }
+
     /// One pass of the CP and SDMA engines over the queues mapped now.
     pub fn run_engines(&self) -> EngineActivity {
         self.hws.run_queues(self)

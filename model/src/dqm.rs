@@ -511,7 +511,7 @@ impl Dqm {
         );
         if active {
             self.increment_queue_count(class, false);
-            if let Err(e) = self.execute(gpu, UnmapFilter::DynamicQueues) {
+            if let Err(e) = self.execute_new_queue(gpu) {
                 // cleanup_queue
                 let qpd = self.qpd(pasid)?;
                 qpd.queues.retain(|q| q.id != id);
@@ -843,11 +843,30 @@ impl Dqm {
 
     /// `execute_queues_cpsch`: unmap, and only if that worked, map.
     pub fn execute(&mut self, gpu: &Gpu, filter: UnmapFilter) -> KResult<()> {
+        self.execute_waking(gpu, filter, None)
+    }
+
+    /// [`Dqm::execute`] for a change that brings no work of its own (a new queue: nothing
+    /// runs before its first doorbell). The engine thread is not woken for the new runlist
+    /// if its doorbell mappings stayed write-protected from before the unmap to after the
+    /// map: every queue in the list then either was idle when the engine went to sleep or
+    /// had its doorbell rung since, and that store woke the engine for a pass after the map.
+    fn execute_new_queue(&mut self, gpu: &Gpu) -> KResult<()> {
+        let watched = gpu.engines_watched_epoch();
+        self.execute_waking(gpu, UnmapFilter::DynamicQueues, watched)
+    }
+
+    fn execute_waking(
+        &mut self,
+        gpu: &Gpu,
+        filter: UnmapFilter,
+        watched: Option<u64>,
+    ) -> KResult<()> {
         if self.is_hws_hang {
             return Err(Errno::EIO);
         }
         self.unmap(gpu, filter, false)?;
-        self.map(gpu)
+        self.map_waking(gpu, watched)
     }
 
     /// `unmap_queues_cpsch`: UNMAP_QUEUES, then the QUERY_STATUS fence.
@@ -891,6 +910,12 @@ impl Dqm {
 
     /// `map_queues_cpsch`: a new runlist when something should run and none is mapped.
     pub fn map(&mut self, gpu: &Gpu) -> KResult<()> {
+        self.map_waking(gpu, None)
+    }
+
+    /// [`Dqm::map`]; the engine thread is woken for the new runlist unless its doorbell
+    /// mappings stayed protected since `watched` ([`Dqm::execute_new_queue`]).
+    fn map_waking(&mut self, gpu: &Gpu, watched: Option<u64>) -> KResult<()> {
         if !self.sched_running || self.sched_halt || self.is_hws_hang {
             return Ok(());
         }
@@ -909,7 +934,7 @@ impl Dqm {
         let registered: Vec<Qpd> = self.qpds.iter().filter(|q| q.registered).cloned().collect();
         self.pm.send_runlist(kq, gpu, &registered, counts)?;
         self.active_runlist = true;
-        gpu.wake_engines();
+        gpu.wake_engines_unless_watched_since(watched);
         Ok(())
     }
 

@@ -387,6 +387,22 @@ impl Model {
             .map_or(0, |w| w.wakeups())
     }
 
+    /// Whether the watched doorbell mappings are write-protected now: the engine thread is
+    /// asleep (or about to be) and the next store into them wakes it.
+    pub fn doorbell_watch_armed(&self) -> bool {
+        self.inner
+            .engine
+            .doorbell_watch()
+            .is_some_and(|w| w.is_armed())
+    }
+
+    /// How many times a request woke the sleeping engine thread: a doorbell rung through
+    /// [`Model::doorbell_rung`], a runlist mapped with work the thread could not know of
+    /// (stores into watched doorbell mappings are counted by [`Model::doorbell_wakeups`]).
+    pub fn engine_wakeups(&self) -> u64 {
+        self.inner.engine.wakes()
+    }
+
     /// Tells the engines a doorbell of `gpu_id` was just written, so they look now instead of
     /// at their next poll. Optional: the engine thread notices doorbell writes by itself.
     pub fn doorbell_rung(&self, gpu_id: u32) {

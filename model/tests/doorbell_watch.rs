@@ -127,3 +127,71 @@ fn a_watched_doorbell_mapping_is_refused_as_userptr_and_as_an_svm_range() {
     let r = unsafe { c.p.ioctl(request, &mut bytes) };
     assert_eq!(r, Err(kfd_model::Errno::EFAULT));
 }
+
+#[test]
+fn a_queue_created_while_the_engine_sleeps_watched_does_not_wake_it_and_its_first_doorbell_does() {
+    let (model, c, _q, mem, _bell) = watched_queue();
+    wait_until("the engine thread sleeps watching the doorbells", || {
+        model.doorbell_watch_armed()
+    });
+    let woken = model.engine_wakeups();
+    // A new queue has nothing to run before its first doorbell: the runlist that maps it
+    // needs no pass now (a wake-up would only cost the client a TLB shootdown later).
+    let (id, q2) = c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
+    assert!(
+        model.doorbell_watch_armed(),
+        "the new runlist left the watch armed"
+    );
+    assert_eq!(
+        model.engine_wakeups(),
+        woken,
+        "creating a queue woke the watching engine thread"
+    );
+    // Its first doorbell, through the client's mapping (mapped and watched as the shim does
+    // on the client's mmap), wakes the engine and runs the packet.
+    let bell2 = DoorbellMapping::new(&c, q2.doorbell_offset);
+    // SAFETY: `bell2` maps the model's doorbell memory until the end of this test.
+    unsafe { model.watch_doorbell_mapping(bell2.addr, bell2.len) }.unwrap();
+    let mut ring = RingWriter::pm4(&q2);
+    ring.push(&q2, &WriteData::memory(mem.va, &[0x5eed]).unwrap());
+    q2.ptrs.write_u64(0x38, ring.wptr());
+    let faults = model.doorbell_wakeups();
+    bell2.ring(q2.doorbell_offset, ring.wptr());
+    let t = Instant::now();
+    while mem.read_u32(0) != 0x5eed {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "the new queue's packet ran"
+        );
+        std::hint::spin_loop();
+    }
+    assert_eq!(
+        model.doorbell_wakeups(),
+        faults + 1,
+        "the store faulted and woke the engine"
+    );
+    c.destroy_queue(id).unwrap();
+}
+
+#[test]
+fn queues_restored_after_an_eviction_wake_the_watching_engine_for_their_pending_work() {
+    let (model, c, q, mem, _bell) = watched_queue();
+    wait_until("the engine thread sleeps watching the doorbells", || {
+        model.doorbell_watch_armed()
+    });
+    c.p.evict_queues().unwrap();
+    // Work written while the queue is off the GPU, and no doorbell: the restore must bring
+    // the engine to it, the watch would not.
+    let mut ring = RingWriter::pm4(&q);
+    ring.push(&q, &WriteData::memory(mem.va, &[0x7e57]).unwrap());
+    q.ptrs.write_u64(0x38, ring.wptr());
+    let woken = model.engine_wakeups();
+    c.p.restore_queues().unwrap();
+    assert!(
+        model.engine_wakeups() > woken,
+        "the restored runlist woke the engine thread"
+    );
+    wait_until("the restored queue's packet ran", || {
+        mem.read_u32(0) == 0x7e57
+    });
+}

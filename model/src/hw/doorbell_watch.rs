@@ -101,6 +101,10 @@ pub struct DoorbellWatch {
     last_fault: Mutex<Option<Instant>>,
     /// Times a store woke the engine thread.
     wakeups: AtomicU64,
+    /// Counts every change the engine thread could have missed a store through: each arm,
+    /// disarm and fault read. The same value twice, armed both times, means every store in
+    /// between faulted ([`DoorbellWatch::armed_epoch`]).
+    epoch: AtomicU64,
 }
 
 /// How long after a fault the mappings stay writable at least (the store that faulted, and
@@ -151,6 +155,7 @@ impl DoorbellWatch {
             stop: AtomicBool::new(false),
             last_fault: Mutex::new(None),
             wakeups: AtomicU64::new(0),
+            epoch: AtomicU64::new(0),
         }))
     }
 
@@ -258,8 +263,19 @@ impl DoorbellWatch {
             self.protect(false);
             return false;
         }
+        // After the protection: an epoch read while it was being set is not this one.
+        self.epoch.fetch_add(1, Ordering::AcqRel);
         log::trace!(target: "hw::engine", "doorbell mappings write-protected");
         true
+    }
+
+    /// While armed: the current epoch. If a later call returns the same value, the mappings
+    /// were protected all along in between, so every store into them faulted and woke (or
+    /// will wake) the engine thread for a pass after it.
+    pub fn armed_epoch(&self) -> Option<u64> {
+        let epoch = self.epoch.load(Ordering::Acquire);
+        (self.armed.load(Ordering::Acquire) && self.epoch.load(Ordering::Acquire) == epoch)
+            .then_some(epoch)
     }
 
     /// Whether `[start, end)` overlaps a watched doorbell mapping. Such memory is not memory
@@ -286,6 +302,9 @@ impl DoorbellWatch {
     /// completes), so the client's stores cost nothing while the engine is awake.
     pub fn disarm(&self) {
         let armed = self.armed.swap(false, Ordering::AcqRel);
+        if armed {
+            self.epoch.fetch_add(1, Ordering::AcqRel);
+        }
         if armed || self.unresolved.load(Ordering::Acquire) {
             // A store that faulted since the last wait is counted before the protection goes
             // (lifting it takes the fault's message off the `userfaultfd` unread).
@@ -394,6 +413,7 @@ impl DoorbellWatch {
             }
         }
         if faulted {
+            self.epoch.fetch_add(1, Ordering::AcqRel);
             self.unresolved.store(true, Ordering::Release);
             *self.last_fault.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
             self.wakeups.fetch_add(1, Ordering::Relaxed);
@@ -406,6 +426,7 @@ impl DoorbellWatch {
     pub fn stop(&self) {
         self.stop.store(true, Ordering::Release);
         self.armed.store(false, Ordering::Release);
+        self.epoch.fetch_add(1, Ordering::AcqRel);
         self.protect(false);
         self.notify();
     }
@@ -511,6 +532,37 @@ mod tests {
         let _ = done.recv_timeout(Duration::from_secs(5));
         assert!(completed, "the faulting store completed after the disarm");
         assert_eq!(page.load(), 7);
+    }
+
+    #[test]
+    fn the_armed_epoch_stays_only_while_every_store_would_fault() {
+        let Some(watch) = watch() else { return };
+        let page = SharedPage::new();
+        // SAFETY: a shared mapping that outlives the watch's use of it.
+        unsafe { watch.watch(page.addr as u64, 4096) }.unwrap();
+        assert_eq!(watch.armed_epoch(), None, "not armed yet");
+        assert!(watch.arm());
+        let first = watch.armed_epoch().expect("armed");
+        assert!(!watch.arm(), "already armed");
+        assert_eq!(watch.armed_epoch(), Some(first), "nothing changed");
+        watch.disarm();
+        assert_eq!(watch.armed_epoch(), None);
+        assert!(watch.arm());
+        let second = watch.armed_epoch().expect("armed again");
+        assert_ne!(second, first, "a disarm in between shows");
+        // A store's fault read by the engine: still armed, but a pass is owed to it.
+        let done = page.store_from_a_thread(5);
+        assert!(watch.wait(Duration::from_secs(5)), "the store faulted");
+        let after_fault = watch.armed_epoch();
+        watch.disarm();
+        let completed = done.recv_timeout(Duration::from_secs(2)).is_ok();
+        watch.stop();
+        let _ = done.recv_timeout(Duration::from_secs(5));
+        assert!(completed);
+        assert!(
+            after_fault.is_some_and(|e| e != second),
+            "{after_fault:?} after {second}"
+        );
     }
 
     #[test]

@@ -407,7 +407,7 @@ impl Model {
     /// at their next poll. Optional: the engine thread notices doorbell writes by itself.
     pub fn doorbell_rung(&self, gpu_id: u32) {
         log::trace!(target: "hw::engine", "doorbell rung on gpu {gpu_id:#x}");
-        self.inner.engine.wake();
+        self.inner.engine.doorbell_rung();
     }
 
     /// The configuration.

@@ -465,13 +465,33 @@ pub struct EngineWaker {
 impl EngineWaker {
     /// Ends the thread's sleep now.
     pub fn wake(&self) {
-        if self.sleeping.load(Ordering::Acquire) {
-            self.wakes.fetch_add(1, Ordering::Relaxed);
-            self.state.lock().unwrap_or_else(|e| e.into_inner()).woken = true;
-            self.cv.notify_one();
-            if let Some(w) = self.watch.get() {
-                w.notify();
-            }
+        self.wake_if_asleep();
+    }
+
+    /// [`EngineWaker::wake`]; `true` when the thread was asleep (or falling asleep) and this
+    /// call woke it.
+    fn wake_if_asleep(&self) -> bool {
+        if !self.sleeping.load(Ordering::Acquire) {
+            return false;
+        }
+        self.wakes.fetch_add(1, Ordering::Relaxed);
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).woken = true;
+        self.cv.notify_one();
+        if let Some(w) = self.watch.get() {
+            w.notify();
+        }
+        true
+    }
+
+    /// Wakes the thread for a doorbell the calling thread just rang, and if the thread was
+    /// asleep, yields the caller's core once. The scheduler often wakes the engine thread on
+    /// the caller's core; a caller that then spins for the result without yielding (a plain
+    /// `while` loop over memory) held it off for a whole time slice, 3.9 ms on every one of 12
+    /// doorbells after an idle second, against 40 µs for a caller that yields. When the engine
+    /// thread woke on another core the yield returns at once.
+    pub fn doorbell_rung(&self) {
+        if self.wake_if_asleep() {
+            std::thread::yield_now();
         }
     }
 

@@ -28,18 +28,18 @@ fn watched_queue() -> (kfd_model::Model, Client, QueueBufs, Buf, DoorbellMapping
     (model, c, q, mem, bell)
 }
 
-#[test]
-fn a_doorbell_stored_after_a_second_of_idle_wakes_the_engine_through_the_watch() {
-    let (model, _c, q, mem, bell) = watched_queue();
-    let mut ring = RingWriter::pm4(&q);
+/// Three times: an idle second (past DEEP_IDLE_AFTER, the engine thread sleeps up to 16 ms
+/// between polls), a WRITE_DATA of the round's number pushed on `q` and announced by `ring`
+/// (given the new write pointer), then a spin that never yields until it lands. Returns the
+/// latencies, sorted.
+fn rung_after_idle(q: &QueueBufs, mem: &Buf, ring: impl Fn(u64)) -> Vec<Duration> {
+    let mut writer = RingWriter::pm4(q);
     let mut latencies = Vec::new();
     for i in 1..=3u32 {
-        // Past DEEP_IDLE_AFTER: the engine thread sleeps up to 16 ms between polls.
         std::thread::sleep(Duration::from_millis(1100));
-        ring.push(&q, &WriteData::memory(mem.va, &[i]).unwrap());
+        writer.push(q, &WriteData::memory(mem.va, &[i]).unwrap());
         let t = Instant::now();
-        // Only the doorbell: the write-pointer location stays as it was.
-        bell.ring(q.doorbell_offset, ring.wptr());
+        ring(writer.wptr());
         while mem.read_u32(0) != i {
             assert!(t.elapsed() < Duration::from_secs(5), "the packet ran");
             std::hint::spin_loop();
@@ -47,6 +47,14 @@ fn a_doorbell_stored_after_a_second_of_idle_wakes_the_engine_through_the_watch()
         latencies.push(t.elapsed());
     }
     latencies.sort();
+    latencies
+}
+
+#[test]
+fn a_doorbell_stored_after_a_second_of_idle_wakes_the_engine_through_the_watch() {
+    let (model, _c, q, mem, bell) = watched_queue();
+    // Only the doorbell: the write-pointer location stays as it was.
+    let latencies = rung_after_idle(&q, &mem, |wptr| bell.ring(q.doorbell_offset, wptr));
     eprintln!("doorbell after 1.1 s idle -> packet done: {latencies:?}");
     assert_eq!(
         model.doorbell_wakeups(),
@@ -205,22 +213,11 @@ fn a_doorbell_rung_through_the_model_after_idle_runs_while_the_caller_spins_with
     let c = Client::new(&model);
     let (_, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
     let mem = c.gtt(4096);
-    let mut ring = RingWriter::pm4(&q);
-    let mut latencies = Vec::new();
-    for i in 1..=3u32 {
-        std::thread::sleep(Duration::from_millis(1100));
-        ring.push(&q, &WriteData::memory(mem.va, &[i]).unwrap());
-        let t = Instant::now();
-        c.submit(&q, ring.wptr());
+    // The caller then spins in a plain loop over memory, never giving up the core.
+    let latencies = rung_after_idle(&q, &mem, |wptr| {
+        c.submit(&q, wptr);
         model.doorbell_rung(c.gpu());
-        // A plain loop over memory, never giving up the core.
-        while mem.read_u32(0) != i {
-            assert!(t.elapsed() < Duration::from_secs(5), "the packet ran");
-            std::hint::spin_loop();
-        }
-        latencies.push(t.elapsed());
-    }
-    latencies.sort();
+    });
     eprintln!("doorbell_rung after 1.1 s idle, caller spinning -> packet done: {latencies:?}");
     // Woken on the caller's core, the engine thread used to wait out the spinner's time
     // slice: 3.9 ms every time. Tens of microseconds now; the bound leaves room for a

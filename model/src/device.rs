@@ -120,21 +120,15 @@ impl Gpu {
             .is_some_and(|w| w.overlaps(start, end))
     }
 
-    /// Wakes the engine thread (new queues are mapped, or a doorbell was rung).
-    pub fn wake_engines(&self) {
-        if let Some(w) = self.waker.get() {
-            w.wake();
-        }
-    }
-
     /// The engine thread's doorbell-watch epoch, if its doorbell mappings are protected now
     /// ([`EngineWaker::watched_epoch`]).
     pub fn engines_watched_epoch(&self) -> Option<u64> {
         self.waker.get().and_then(|w| w.watched_epoch())
     }
 
-    /// Wakes the engine thread unless a doorbell store would have woken it at every moment
-    /// since `epoch` ([`EngineWaker::wake_unless_watched_since`]).
+    /// Wakes the engine thread (new queues are mapped), unless a doorbell store would have
+    /// woken it at every moment since `epoch` ([`EngineWaker::wake_unless_watched_since`];
+    /// `None` always wakes it).
     pub fn wake_engines_unless_watched_since(&self, epoch: Option<u64>) {
         if let Some(w) = self.waker.get() {
             w.wake_unless_watched_since(epoch);

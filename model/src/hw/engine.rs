@@ -6,8 +6,8 @@
 //! yielding the CPU between passes until [`WARM_YIELD`]) because a client that just submitted
 //! usually submits again; then it sleeps, doubling the sleep up to [`MAX_IDLE_SLEEP`] and, after
 //! [`DEEP_IDLE_AFTER`] without work, up to [`DEEP_IDLE_SLEEP`], so an idle model costs next to
-//! nothing. [`EngineWaker::wake`] (what `Model::doorbell_rung` calls)
-//! ends a sleep at once; so does a store into a client's doorbell mapping registered with
+//! nothing. [`EngineWaker::wake`] (and [`EngineWaker::doorbell_rung`], what
+//! `Model::doorbell_rung` calls) ends a sleep at once; so does a store into a client's doorbell mapping registered with
 //! [`DoorbellWatch`] (write-protected while the thread sleeps).
 
 use crate::hw::clock::GpuClock;
@@ -506,10 +506,11 @@ impl EngineWaker {
     /// `epoch` was taken ([`EngineWaker::watched_epoch`]): then the next doorbell store wakes
     /// it anyway, and a wake-up now would only cost the client (a thread of its address space
     /// running on another core turns its next `munmap` into a TLB shootdown: issue #22
-    /// measured 35 µs per queue created on a 2-vCPU guest).
+    /// measured 35 µs per queue created on a 2-vCPU guest). `None` always wakes it.
     pub fn wake_unless_watched_since(&self, epoch: Option<u64>) {
-        if epoch.is_none() || epoch != self.watched_epoch() {
-            self.wake();
+        match epoch {
+            Some(e) if self.watched_epoch() == Some(e) => {}
+            _ => self.wake(),
         }
     }
 

@@ -16,7 +16,7 @@ use crate::hw::hws::HqdSlot;
 use crate::hw::ih::{IhEntry, IhRing};
 use crate::hw::vm::{GpuVm, VmFault};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -460,6 +460,9 @@ pub struct EngineWaker {
     kicked: AtomicBool,
     /// Times [`EngineWaker::wake`] ended a sleep.
     wakes: AtomicU64,
+    /// One more than the core a doorbell store last woke the thread on, until the thread
+    /// goes back there (0: nowhere to go).
+    doorbell_core: AtomicUsize,
 }
 
 impl EngineWaker {
@@ -530,6 +533,24 @@ impl EngineWaker {
         self.watch.get()
     }
 
+    /// Before a watched sleep: moves the thread back to the core a doorbell store last woke
+    /// it on, if it is elsewhere (polling after that store, it may have been balanced off a
+    /// busy core). Once per such wake-up: if that core stays busy, the scheduler's choice
+    /// stands. A client rings from the same thread, which mostly keeps its core, and the next
+    /// store's fault wakes the engine on that core: a thread asleep on another one is
+    /// migrated there and runs its pass with the other core's caches. On a 2-vCPU guest, of 40
+    /// stores after an idle second, the 26 that found the engine thread asleep on their own
+    /// core saw doorbell to packets executed in 26 µs at p50 (22–44 µs and one 140), the 14
+    /// that found it on the other core in 57 µs (36–60 µs, and 164 and 215).
+    fn settle_on_doorbell_core(&self) {
+        let Some(core) = self.doorbell_core.swap(0, Ordering::Relaxed).checked_sub(1) else {
+            return;
+        };
+        if nix::sched::sched_getcpu().is_ok_and(|now| now != core) {
+            hop_to(|c| c == core);
+        }
+    }
+
     /// Asks the thread to exit.
     pub fn stop(&self) {
         if let Some(w) = self.watch.get() {
@@ -553,6 +574,11 @@ impl EngineWaker {
                     drop(s);
                     if w.wait(d) {
                         self.kicked.store(true, Ordering::Release);
+                        // The scheduler runs the woken thread on the faulting store's core
+                        // (that thread is about to block in the fault).
+                        if let Ok(core) = nix::sched::sched_getcpu() {
+                            self.doorbell_core.store(core + 1, Ordering::Relaxed);
+                        }
                     }
                     s = self.state.lock().unwrap_or_else(|e| e.into_inner());
                 }
@@ -618,8 +644,10 @@ pub fn spawn(
                     // Write-protect the doorbell mappings first, then look once more: a store
                     // before the protection is seen by that pass, one after it faults and
                     // ends the sleep (`DoorbellWatch::wait`).
-                    if waker.watch.get().is_some_and(|w| w.arm()) {
-                        continue;
+                    match waker.watch.get() {
+                        Some(w) if w.arm() => continue,
+                        Some(w) if w.is_armed() => waker.settle_on_doorbell_core(),
+                        _ => {}
                     }
                     waker.sleep(sleep);
                     let cap = if idle < DEEP_IDLE_AFTER {
@@ -645,17 +673,32 @@ pub fn spawn(
 /// until the scheduler moved one of them, which for a short program (issue #22's 100-round
 /// runs: 79 of 108 processes) was never.
 fn start_away_from(cpu: Option<usize>) {
+    if let Some(cpu) = cpu {
+        hop_to(|c| c != cpu);
+    }
+}
+
+/// Moves the calling thread onto the allowed cores that `to` accepts, then allows it every
+/// core it was allowed before: it stays where it landed until the scheduler moves it. Does
+/// nothing unless some but not all allowed cores are accepted.
+fn hop_to(to: impl Fn(usize) -> bool) {
     use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
     use nix::unistd::Pid;
-    let (Some(cpu), Ok(all)) = (cpu, sched_getaffinity(Pid::from_raw(0))) else {
+    let Ok(all) = sched_getaffinity(Pid::from_raw(0)) else {
         return;
     };
-    let allowed = (0..CpuSet::count()).filter(|&c| all.is_set(c).unwrap_or(false));
-    if allowed.count() < 2 || !all.is_set(cpu).unwrap_or(false) {
+    let mut there = CpuSet::new();
+    let (mut allowed, mut accepted) = (0, 0);
+    for c in (0..CpuSet::count()).filter(|&c| all.is_set(c).unwrap_or(false)) {
+        allowed += 1;
+        if to(c) && there.set(c).is_ok() {
+            accepted += 1;
+        }
+    }
+    if accepted == 0 || accepted == allowed {
         return;
     }
-    let mut others = all;
-    if others.unset(cpu).is_ok() && sched_setaffinity(Pid::from_raw(0), &others).is_ok() {
+    if sched_setaffinity(Pid::from_raw(0), &there).is_ok() {
         // Moved now; from here on the scheduler places the thread as it likes.
         let _ = sched_setaffinity(Pid::from_raw(0), &all);
     }

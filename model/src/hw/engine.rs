@@ -460,8 +460,7 @@ pub struct EngineWaker {
     kicked: AtomicBool,
     /// Times [`EngineWaker::wake`] ended a sleep.
     wakes: AtomicU64,
-    /// One more than the core a doorbell store last woke the thread on, until the thread
-    /// goes back there (0: nowhere to go).
+    /// One more than the core a doorbell store last woke the thread on (0: none yet).
     doorbell_core: AtomicUsize,
 }
 
@@ -533,22 +532,9 @@ impl EngineWaker {
         self.watch.get()
     }
 
-    /// Before a watched sleep: moves the thread back to the core a doorbell store last woke
-    /// it on, if it is elsewhere (polling after that store, it may have been balanced off a
-    /// busy core). Once per such wake-up: if that core stays busy, the scheduler's choice
-    /// stands. A client rings from the same thread, which mostly keeps its core, and the next
-    /// store's fault wakes the engine on that core: a thread asleep on another one is
-    /// migrated there and runs its pass with the other core's caches. On a 2-vCPU guest, of 40
-    /// stores after an idle second, the 26 that found the engine thread asleep on their own
-    /// core saw doorbell to packets executed in 26 µs at p50 (22–44 µs and one 140), the 14
-    /// that found it on the other core in 57 µs (36–60 µs, and 164 and 215).
-    fn settle_on_doorbell_core(&self) {
-        let Some(core) = self.doorbell_core.swap(0, Ordering::Relaxed).checked_sub(1) else {
-            return;
-        };
-        if nix::sched::sched_getcpu().is_ok_and(|now| now != core) {
-            hop_to(|c| c == core);
-        }
+    /// The core a doorbell store last woke the thread on.
+    fn doorbell_core(&self) -> Option<usize> {
+        self.doorbell_core.load(Ordering::Relaxed).checked_sub(1)
     }
 
     /// Asks the thread to exit.
@@ -612,6 +598,7 @@ pub fn spawn(
             let mut last_work = Instant::now();
             let mut last_tick = Instant::now();
             let mut sleep = Duration::from_micros(20);
+            let mut settle = DoorbellCore::default();
             log::debug!(target: "hw::engine", "engine thread started");
             while !waker.stop.load(Ordering::Acquire) {
                 let Some(activity) = step() else { break };
@@ -646,7 +633,7 @@ pub fn spawn(
                     // ends the sleep (`DoorbellWatch::wait`).
                     match waker.watch.get() {
                         Some(w) if w.arm() => continue,
-                        Some(w) if w.is_armed() => waker.settle_on_doorbell_core(),
+                        Some(w) if w.is_armed() => settle.before_sleep(waker.doorbell_core()),
                         _ => {}
                     }
                     waker.sleep(sleep);
@@ -664,6 +651,51 @@ pub fn spawn(
             }
             log::debug!(target: "hw::engine", "engine thread stopped");
         })
+}
+
+/// Where the engine thread sleeps while it watches the doorbells: on the core a doorbell store
+/// last woke it on. A client rings from the same thread, which mostly keeps its core, and the
+/// next store's fault wakes the engine on that core; a thread asleep on another one is
+/// migrated there and runs its pass with the other core's caches. On a 2-vCPU guest, of 40
+/// stores after an idle second, the 26 that found the engine thread asleep on their own core
+/// saw doorbell to packets executed in 26 µs at p50 (22–44 µs and one 140), the 14 that found
+/// it on the other core in 57 µs (36–60 µs, and 164 and 215). The thread drifts off that core
+/// while it polls after the store (the load balancer moves it off a core the client keeps
+/// busy) and when a timeout wakes it while that core is busy. Moving onto a core that another
+/// thread keeps busy waits for that thread's time slice (3.9 ms measured), and a doorbell rung
+/// from elsewhere meanwhile waits as long: so a slow move backs off.
+#[derive(Debug, Default)]
+struct DoorbellCore {
+    /// No move before this: the last one had to wait for a busy core.
+    not_before: Option<Instant>,
+    backoff: Duration,
+}
+
+impl DoorbellCore {
+    /// A move that took longer waited for the core's current thread: that core is busy.
+    const SLOW_MOVE: Duration = Duration::from_millis(1);
+    /// The longest pause between moves onto a core that keeps being busy.
+    const MAX_BACKOFF: Duration = Duration::from_secs(16);
+
+    /// Before a watched sleep: moves the thread to `core` if it is elsewhere, unless a recent
+    /// move found that core busy (then it waits 1 s, doubling up to 16 s while it stays busy).
+    fn before_sleep(&mut self, core: Option<usize>) {
+        let Some(core) = core else { return };
+        if nix::sched::sched_getcpu().map_or(true, |now| now == core)
+            || self.not_before.is_some_and(|t| Instant::now() < t)
+        {
+            return;
+        }
+        let started = Instant::now();
+        hop_to(|c| c == core);
+        if started.elapsed() > Self::SLOW_MOVE {
+            self.backoff = (self.backoff * 2).clamp(Duration::from_secs(1), Self::MAX_BACKOFF);
+            self.not_before = Some(Instant::now() + self.backoff);
+        } else {
+            self.backoff = Duration::ZERO;
+            self.not_before = None;
+        }
+    }
 }
 
 /// Moves the calling (engine) thread off `cpu`, the core of the thread that made the model,

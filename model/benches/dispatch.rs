@@ -24,7 +24,9 @@
 //!   writes its write-pointer location and then the doorbell, as libhsakmt's and ROCr's
 //!   clients do. Beside them, the machine's floor measured in the same conditions
 //!   (alternating samples): a thread asleep in `read` on an eventfd, woken by the client
-//!   after 1.05 s idle, without the model.
+//!   after 1.05 s idle, without the model; and the client itself running a fixed piece of
+//!   work (about 25 µs, calibrated warm) right after its idle second, with no wake-up at all
+//!   and no memory touched: what the host's scheduling of a just-woken vCPU adds to anything.
 //!
 //! The throughput benches step the engines themselves (`Model::run_until_idle`), so they
 //! measure the dispatch alone.
@@ -238,11 +240,14 @@ fn doorbell_after_idle(watch: bool) {
     let mut lat = Vec::new();
     let mut noticed = Vec::new();
     let mut floor = WakeFloor::new();
+    let work = WorkFloor::calibrate(Duration::from_micros(25));
+    let mut work_samples = Vec::new();
     for i in 1..=samples as u32 {
         if watch {
             // The machine's own floor, in the same conditions: a thread asleep for 1.05 s
             // woken by this one, without the model.
             std::thread::sleep(Duration::from_millis(1050));
+            work_samples.push(work.run());
             floor.sample();
         }
         std::thread::sleep(Duration::from_millis(1050));
@@ -270,6 +275,7 @@ fn doorbell_after_idle(watch: bool) {
         );
         if watch {
             println!("  raw machine floor (µs): {:?}", micros(&floor.samples));
+            println!("  raw work floor (µs): {:?}", micros(&work_samples));
         }
     }
     println!(
@@ -288,6 +294,11 @@ fn doorbell_after_idle(watch: bool) {
         println!(
             "  machine floor, a sleeping thread woken by an eventfd after 1.05 s idle (no model): {}",
             tail_summary(&mut floor.finish())
+        );
+        println!(
+            "  machine floor, {:?} of work (warm) run right after 1.05 s idle (no model): {}",
+            work.warm,
+            tail_summary(&mut work_samples)
         );
     }
 }
@@ -313,6 +324,47 @@ fn tail_summary(v: &mut [Duration]) -> String {
 
 fn micros(v: &[Duration]) -> Vec<u64> {
     v.iter().map(|d| d.as_micros() as u64).collect()
+}
+
+/// A fixed amount of register-only work: what a just-woken vCPU takes to run it, beside what
+/// it takes warm, says how much the host (not the model) adds to the doorbell's path.
+struct WorkFloor {
+    rounds: u64,
+    /// The median time of `rounds`, back to back.
+    warm: Duration,
+}
+
+impl WorkFloor {
+    /// Rounds that take about `target`, warm.
+    fn calibrate(target: Duration) -> Self {
+        let mut rounds = 1000u64;
+        let median = |rounds| {
+            let mut v: Vec<Duration> = (0..21).map(|_| Self::time(rounds)).collect();
+            v.sort();
+            v[10]
+        };
+        let mut warm = median(rounds);
+        for _ in 0..4 {
+            let scale = target.as_secs_f64() / warm.as_secs_f64().max(1e-9);
+            rounds = ((rounds as f64 * scale) as u64).max(1);
+            warm = median(rounds);
+        }
+        WorkFloor { rounds, warm }
+    }
+
+    fn time(rounds: u64) -> Duration {
+        let t = std::time::Instant::now();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for i in 0..rounds {
+            x = (x ^ i).rotate_left(7).wrapping_mul(0x2545_f491_4f6c_dd1d);
+        }
+        std::hint::black_box(x);
+        t.elapsed()
+    }
+
+    fn run(&self) -> Duration {
+        Self::time(self.rounds)
+    }
 }
 
 /// A thread that sleeps in `read` on an eventfd until this one writes it: how long a

@@ -633,7 +633,9 @@ pub fn spawn(
                     // ends the sleep (`DoorbellWatch::wait`).
                     match waker.watch.get() {
                         Some(w) if w.arm() => continue,
-                        Some(w) if w.is_armed() => settle.before_sleep(waker.doorbell_core()),
+                        Some(w) if w.is_armed() => {
+                            settle.before_sleep(waker.doorbell_core(), w.wakeups())
+                        }
                         _ => {}
                     }
                     waker.sleep(sleep);
@@ -663,12 +665,15 @@ pub fn spawn(
 /// while it polls after the store (the load balancer moves it off a core the client keeps
 /// busy) and when a timeout wakes it while that core is busy. Moving onto a core that another
 /// thread keeps busy waits for that thread's time slice (3.9 ms measured), and a doorbell rung
-/// from elsewhere meanwhile waits as long: so a slow move backs off.
+/// from elsewhere meanwhile waits as long: so a slow move backs off, until the next doorbell
+/// store wakes the thread (its core was free then: the storing thread blocked in the fault).
 #[derive(Debug, Default)]
 struct DoorbellCore {
     /// No move before this: the last one had to wait for a busy core.
     not_before: Option<Instant>,
     backoff: Duration,
+    /// The doorbell watch's wake-ups when the back-off began.
+    wakeups: u64,
 }
 
 impl DoorbellCore {
@@ -678,9 +683,15 @@ impl DoorbellCore {
     const MAX_BACKOFF: Duration = Duration::from_secs(16);
 
     /// Before a watched sleep: moves the thread to `core` if it is elsewhere, unless a recent
-    /// move found that core busy (then it waits 1 s, doubling up to 16 s while it stays busy).
-    fn before_sleep(&mut self, core: Option<usize>) {
+    /// move found that core busy (then it waits 1 s, doubling up to 16 s while it stays busy)
+    /// and no doorbell store woke the thread since (`wakeups`: the watch's count).
+    fn before_sleep(&mut self, core: Option<usize>, wakeups: u64) {
         let Some(core) = core else { return };
+        if wakeups != self.wakeups {
+            self.wakeups = wakeups;
+            self.backoff = Duration::ZERO;
+            self.not_before = None;
+        }
         if nix::sched::sched_getcpu().map_or(true, |now| now == core)
             || self.not_before.is_some_and(|t| Instant::now() < t)
         {

@@ -26,7 +26,10 @@
 //!   (alternating samples): a thread asleep in `read` on an eventfd, woken by the client
 //!   after 1.05 s idle, without the model; and the client itself running a fixed piece of
 //!   work (about 25 µs, calibrated warm) right after its idle second, with no wake-up at all
-//!   and no memory touched: what the host's scheduling of a just-woken vCPU adds to anything.
+//!   and no memory touched: what the host's scheduling of a just-woken vCPU adds to anything;
+//!   and then its first read of 64 pages spread over 64 MiB (written at start): what the
+//!   host adds to memory left alone for a second (a host that ages or reclaims idle guest
+//!   memory makes each first touch a fault the guest never sees).
 //!
 //! The throughput benches step the engines themselves (`Model::run_until_idle`), so they
 //! measure the dispatch alone.
@@ -242,12 +245,15 @@ fn doorbell_after_idle(watch: bool) {
     let mut floor = WakeFloor::new();
     let work = WorkFloor::calibrate(Duration::from_micros(25));
     let mut work_samples = Vec::new();
+    let pages = PageFloor::new();
+    let mut page_samples = Vec::new();
     for i in 1..=samples as u32 {
         if watch {
             // The machine's own floor, in the same conditions: a thread asleep for 1.05 s
             // woken by this one, without the model.
             std::thread::sleep(Duration::from_millis(1050));
             work_samples.push(work.run());
+            page_samples.push(pages.run());
             floor.sample();
         }
         std::thread::sleep(Duration::from_millis(1050));
@@ -276,6 +282,7 @@ fn doorbell_after_idle(watch: bool) {
         if watch {
             println!("  raw machine floor (µs): {:?}", micros(&floor.samples));
             println!("  raw work floor (µs): {:?}", micros(&work_samples));
+            println!("  raw page floor (µs): {:?}", micros(&page_samples));
         }
     }
     println!(
@@ -299,6 +306,11 @@ fn doorbell_after_idle(watch: bool) {
             "  machine floor, {:?} of work (warm) run right after 1.05 s idle (no model): {}",
             work.warm,
             tail_summary(&mut work_samples)
+        );
+        println!(
+            "  machine floor, a first read of {} pages spread over 64 MiB right after 1.05 s idle (no model): {}",
+            PageFloor::PAGES,
+            tail_summary(&mut page_samples)
         );
     }
 }
@@ -364,6 +376,33 @@ impl WorkFloor {
 
     fn run(&self) -> Duration {
         Self::time(self.rounds)
+    }
+}
+
+/// Memory left alone while the client idles: the first read of a few pages of it after the
+/// idle second.
+struct PageFloor {
+    buf: Vec<u8>,
+}
+
+impl PageFloor {
+    const SIZE: usize = 64 << 20;
+    const PAGES: usize = 64;
+
+    fn new() -> Self {
+        PageFloor {
+            buf: vec![1; Self::SIZE],
+        }
+    }
+
+    fn run(&self) -> Duration {
+        // 64 pages, 148 KiB (37 pages) apart.
+        let t = std::time::Instant::now();
+        let sum: u32 = (0..Self::PAGES)
+            .map(|p| u32::from(self.buf[p * 4096 * 37 % Self::SIZE]))
+            .sum();
+        std::hint::black_box(sum);
+        t.elapsed()
     }
 }
 

@@ -12,20 +12,10 @@ use kfd_sys::*;
 use pm4::user::WriteData;
 use std::time::{Duration, Instant};
 
-/// A gfx900 model, a client with a PM4 queue, 4 KiB of GTT and the client's own doorbell
-/// mapping, watched.
+/// `common::watched_pm4_queue`, with the test's logger.
 fn watched_queue() -> (kfd_model::Model, Client, QueueBufs, Buf, DoorbellMapping) {
     let _ = env_logger::builder().is_test(true).try_init();
-    let model = model(Preset::Gfx900, 1);
-    let c = Client::new(&model);
-    let (_, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
-    let mem = c.gtt(4096);
-    let bell = DoorbellMapping::new(&c, q.doorbell_offset);
-    // SAFETY: `bell` is a shared mapping of the model's doorbell memory, unmapped only when
-    // the test that holds it ends.
-    unsafe { model.watch_doorbell_mapping(bell.addr, bell.len) }
-        .expect("userfaultfd with shared-memory write protection (Linux 5.19+)");
-    (model, c, q, mem, bell)
+    watched_pm4_queue()
 }
 
 /// Three times: an idle second (past DEEP_IDLE_AFTER, the engine thread sleeps up to 16 ms

@@ -7,8 +7,6 @@
 mod common;
 
 use common::*;
-use kfd_model::Preset;
-use kfd_sys::*;
 use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
 use nix::unistd::Pid;
 use pm4::user::WriteData;
@@ -72,15 +70,7 @@ struct Watched {
 
 impl Watched {
     fn new() -> Watched {
-        let model = model(Preset::Gfx900, 1);
-        let c = Client::new(&model);
-        let (_, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
-        let mem = c.gtt(4096);
-        let bell = DoorbellMapping::new(&c, q.doorbell_offset);
-        // SAFETY: `bell` is a shared mapping of the model's doorbell memory, unmapped only
-        // when the test that holds it ends.
-        unsafe { model.watch_doorbell_mapping(bell.addr, bell.len) }
-            .expect("userfaultfd with shared-memory write protection (Linux 5.19+)");
+        let (model, c, q, mem, bell) = watched_pm4_queue();
         // A new thread names itself once it runs; an earlier test's thread ends soon after
         // its model.
         let since = Instant::now();

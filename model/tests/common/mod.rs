@@ -624,6 +624,21 @@ impl Drop for DoorbellMapping {
     }
 }
 
+/// A gfx900 model, a client with a PM4 queue, 4 KiB of GTT and the client's own doorbell
+/// mapping, watched (`Model::watch_doorbell_mapping`).
+pub fn watched_pm4_queue() -> (Model, Client, QueueBufs, Buf, DoorbellMapping) {
+    let model = model(Preset::Gfx900, 1);
+    let c = Client::new(&model);
+    let (_, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
+    let mem = c.gtt(4096);
+    let bell = DoorbellMapping::new(&c, q.doorbell_offset);
+    // SAFETY: `bell` is a shared mapping of the model's doorbell memory, unmapped only when
+    // the test that holds it ends (it is dropped before or with the model).
+    unsafe { model.watch_doorbell_mapping(bell.addr, bell.len) }
+        .expect("userfaultfd with shared-memory write protection (Linux 5.19+)");
+    (model, c, q, mem, bell)
+}
+
 /// A small deterministic generator (xorshift64*): random test inputs that are the same on
 /// every run. Seed it with a non-zero value.
 pub struct Rng(pub u64);

@@ -7,7 +7,6 @@
 mod common;
 
 use common::*;
-use kfd_model::Preset;
 use kfd_sys::*;
 use pm4::user::WriteData;
 use std::time::{Duration, Instant};
@@ -206,10 +205,7 @@ fn queues_restored_after_an_eviction_wake_the_watching_engine_for_their_pending_
 #[test]
 fn a_doorbell_rung_through_the_model_after_idle_runs_while_the_caller_spins_without_yielding() {
     // No watch here: the thunk's in-process backend tells the model with `doorbell_rung`.
-    let model = model(Preset::Gfx900, 1);
-    let c = Client::new(&model);
-    let (_, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
-    let mem = c.gtt(4096);
+    let (model, c, q, mem) = pm4_queue();
     // The caller then spins in a plain loop over memory, never giving up the core.
     let latencies = rung_after_idle(&q, &mem, |wptr| {
         c.submit(&q, wptr);

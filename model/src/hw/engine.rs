@@ -16,7 +16,7 @@ use crate::hw::hws::HqdSlot;
 use crate::hw::ih::{IhEntry, IhRing};
 use crate::hw::vm::{GpuVm, VmFault};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -460,8 +460,6 @@ pub struct EngineWaker {
     kicked: AtomicBool,
     /// Times [`EngineWaker::wake`] ended a sleep.
     wakes: AtomicU64,
-    /// One more than the core a doorbell store last woke the thread on (0: none yet).
-    doorbell_core: AtomicUsize,
 }
 
 impl EngineWaker {
@@ -532,11 +530,6 @@ impl EngineWaker {
         self.watch.get()
     }
 
-    /// The core a doorbell store last woke the thread on.
-    fn doorbell_core(&self) -> Option<usize> {
-        self.doorbell_core.load(Ordering::Relaxed).checked_sub(1)
-    }
-
     /// Asks the thread to exit.
     pub fn stop(&self) {
         if let Some(w) = self.watch.get() {
@@ -560,11 +553,6 @@ impl EngineWaker {
                     drop(s);
                     if w.wait(d) {
                         self.kicked.store(true, Ordering::Release);
-                        // The scheduler runs the woken thread on the faulting store's core
-                        // (that thread is about to block in the fault).
-                        if let Ok(core) = nix::sched::sched_getcpu() {
-                            self.doorbell_core.store(core + 1, Ordering::Relaxed);
-                        }
                     }
                     s = self.state.lock().unwrap_or_else(|e| e.into_inner());
                 }
@@ -609,7 +597,11 @@ pub fn spawn(
                         break;
                     }
                 }
-                if activity.progressed() || waker.kicked.swap(false, Ordering::AcqRel) {
+                let kicked = waker.kicked.swap(false, Ordering::AcqRel);
+                if kicked {
+                    settle.woken_by_doorbell();
+                }
+                if activity.progressed() || kicked {
                     last_work = now;
                     sleep = Duration::from_micros(20);
                     // Awake with work: the clients' stores need not fault.
@@ -633,9 +625,7 @@ pub fn spawn(
                     // ends the sleep (`DoorbellWatch::wait`).
                     match waker.watch.get() {
                         Some(w) if w.arm() => continue,
-                        Some(w) if w.is_armed() => {
-                            settle.before_sleep(waker.doorbell_core(), w.wakeups())
-                        }
+                        Some(w) if w.is_armed() => settle.before_sleep(),
                         _ => {}
                     }
                     waker.sleep(sleep);
@@ -669,11 +659,11 @@ pub fn spawn(
 /// store wakes the thread (its core was free then: the storing thread blocked in the fault).
 #[derive(Debug, Default)]
 struct DoorbellCore {
+    /// The core a doorbell store last woke the thread on.
+    core: Option<usize>,
     /// No move before this: the last one had to wait for a busy core.
     not_before: Option<Instant>,
     backoff: Duration,
-    /// The doorbell watch's wake-ups when the back-off began.
-    wakeups: u64,
 }
 
 impl DoorbellCore {
@@ -682,16 +672,21 @@ impl DoorbellCore {
     /// The longest pause between moves onto a core that keeps being busy.
     const MAX_BACKOFF: Duration = Duration::from_secs(16);
 
-    /// Before a watched sleep: moves the thread to `core` if it is elsewhere, unless a recent
-    /// move found that core busy (then it waits 1 s, doubling up to 16 s while it stays busy)
-    /// and no doorbell store woke the thread since (`wakeups`: the watch's count).
-    fn before_sleep(&mut self, core: Option<usize>, wakeups: u64) {
-        let Some(core) = core else { return };
-        if wakeups != self.wakeups {
-            self.wakeups = wakeups;
-            self.backoff = Duration::ZERO;
-            self.not_before = None;
+    /// A doorbell store's fault woke the thread. The scheduler runs it on the storing core
+    /// (that thread is about to block in the fault), which was free then: any back-off ends.
+    fn woken_by_doorbell(&mut self) {
+        if let Ok(core) = nix::sched::sched_getcpu() {
+            self.core = Some(core);
         }
+        self.backoff = Duration::ZERO;
+        self.not_before = None;
+    }
+
+    /// Before a watched sleep: moves the thread to the doorbell's core if it is elsewhere,
+    /// unless a move since the last doorbell found that core busy (then it waits 1 s,
+    /// doubling up to 16 s while it stays busy).
+    fn before_sleep(&mut self) {
+        let Some(core) = self.core else { return };
         if nix::sched::sched_getcpu().map_or(true, |now| now == core)
             || self.not_before.is_some_and(|t| Instant::now() < t)
         {

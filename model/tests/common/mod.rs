@@ -624,13 +624,19 @@ impl Drop for DoorbellMapping {
     }
 }
 
-/// A gfx900 model, a client with a PM4 queue, 4 KiB of GTT and the client's own doorbell
-/// mapping, watched (`Model::watch_doorbell_mapping`).
-pub fn watched_pm4_queue() -> (Model, Client, QueueBufs, Buf, DoorbellMapping) {
+/// A gfx900 model and a client with a PM4 queue and 4 KiB of GTT.
+pub fn pm4_queue() -> (Model, Client, QueueBufs, Buf) {
     let model = model(Preset::Gfx900, 1);
     let c = Client::new(&model);
     let (_, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
     let mem = c.gtt(4096);
+    (model, c, q, mem)
+}
+
+/// [`pm4_queue`] and the client's own doorbell mapping, watched
+/// (`Model::watch_doorbell_mapping`).
+pub fn watched_pm4_queue() -> (Model, Client, QueueBufs, Buf, DoorbellMapping) {
+    let (model, c, q, mem) = pm4_queue();
     let bell = DoorbellMapping::new(&c, q.doorbell_offset);
     // SAFETY: `bell` is a shared mapping of the model's doorbell memory, unmapped only when
     // the test that holds it ends (it is dropped before or with the model).

@@ -62,6 +62,10 @@ pub struct ModelConfig {
     /// nothing executes until `Model::step` or `Model::run_until_idle` is called, which makes
     /// tests deterministic.
     pub engine_thread: bool,
+    /// The engine thread's CPU-affinity policy (`hw::engine::affinity`): start away from the
+    /// creator's core, sleep on the core of the last doorbell store. Default: on, unless
+    /// `KFD_MODEL_ENGINE_AFFINITY=0`. Off, the host's scheduler alone places the thread.
+    pub engine_affinity: bool,
     /// Faults injected into every GPU when the model starts (see [`crate::faults`]).
     pub faults: Vec<crate::Fault>,
     /// Host threads that run a dispatch's workgroups (the model's compute units). Default:
@@ -102,6 +106,7 @@ impl ModelConfig {
             hws_max_conc_proc: None,
             cwsr_enable: true,
             engine_thread: true,
+            engine_affinity: crate::hw::engine::affinity::default_engine_affinity(),
             faults: Vec::new(),
             cu_threads: default_cu_threads(),
             system_memory: None,
@@ -166,6 +171,13 @@ impl ModelConfig {
     /// The same with `amdgpu.no_system_mem_limit` set or cleared.
     pub fn with_no_system_mem_limit(mut self, on: bool) -> Self {
         self.no_system_mem_limit = on;
+        self
+    }
+
+    /// Turns the engine thread's CPU-affinity policy on or off (see
+    /// [`ModelConfig::engine_affinity`]).
+    pub fn with_engine_affinity(mut self, on: bool) -> Self {
+        self.engine_affinity = on;
         self
     }
 

@@ -254,6 +254,7 @@ impl Model {
             }
         }
         let engine_thread = config.engine_thread;
+        let engine_affinity = config.engine_affinity;
         let engine = Arc::new(EngineWaker::default());
         for n in &nodes {
             n.gpu.set_waker(engine.clone());
@@ -278,6 +279,7 @@ impl Model {
             let (a, b) = (Arc::downgrade(&inner), Arc::downgrade(&inner));
             crate::hw::engine::spawn(
                 engine,
+                engine_affinity,
                 move || a.upgrade().map(|m| m.step()),
                 move || b.upgrade().map(|m| m.tick()).is_some(),
             )
@@ -401,6 +403,12 @@ impl Model {
     /// (stores into watched doorbell mappings are counted by [`Model::doorbell_wakeups`]).
     pub fn engine_wakeups(&self) -> u64 {
         self.inner.engine.wakes()
+    }
+
+    /// What the engine thread's CPU-affinity policy decided so far
+    /// ([`ModelConfig::engine_affinity`]): moves it asked for, not where the host ran it.
+    pub fn engine_affinity(&self) -> crate::hw::engine::affinity::AffinityStats {
+        self.inner.engine.affinity()
     }
 
     /// Tells the engines a doorbell of `gpu_id` was just written, so they look now instead of

@@ -760,7 +760,7 @@ fn an_sdma_copy_completes_while_a_kernel_spins_on_a_host_flag() {
         ring.push(&q, &SdmaTrap::new(ev.event_id).unwrap());
         g.c.submit(&q, ring.wptr());
         assert_eq!(
-            wait_events(&g.c, &[ev.event_id], true, 5000),
+            wait_events(&g.c, &[ev.event_id], true, HANG_MS),
             (Ok(0), COMPLETE),
             "{mcpu}: the copy completed"
         );
@@ -864,21 +864,38 @@ fn start_spinning(g: &mut Gpu) -> (u64, u64, u64) {
 }
 
 #[test]
-fn destroying_the_queue_stops_its_waves_within_a_bounded_time() {
+fn destroying_the_queue_stops_its_waves() {
+    use pm4::user::WriteData;
     let mut g = Gpu::with_config(ModelConfig::new(Preset::Gfx900), "gfx900");
     let (flag, out, signal) = start_spinning(&mut g);
-    std::thread::sleep(std::time::Duration::from_millis(50));
+    wait_until("the spinning waves run", || {
+        g.model.shader_counts().instructions > 0
+    });
     assert_eq!(g.signal_value(signal), 1, "still spinning");
     let t = std::time::Instant::now();
     g.c.destroy_queue(g.queue.0).unwrap();
-    let took = t.elapsed();
-    assert!(
-        took < std::time::Duration::from_secs(1),
-        "destroy took {took:?}"
+    eprintln!(
+        "destroying the queue of a spinning kernel took {:?}",
+        t.elapsed()
     );
-    // The waves are gone: the flag they wait for changes nothing any more.
+    // The waves are gone: the flag they wait for changes nothing any more. Another queue's
+    // packets, run twice by the engine thread after the flag changed, show that the engines
+    // went on meanwhile; the waves, had they stayed, would have run in those passes.
+    let stopped = g.model.shader_counts();
     g.heap.write_u32(flag - g.heap.va, 9);
-    std::thread::sleep(std::time::Duration::from_millis(100));
+    let mem = g.c.gtt(4096);
+    let (_, q) = g.c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
+    let mut ring = RingWriter::pm4(&q);
+    for i in 1..=2u32 {
+        ring.push(&q, &WriteData::memory(mem.va, &[i]).unwrap());
+        g.c.submit(&q, ring.wptr());
+        wait_until("the other queue's WRITE_DATA", || mem.read_u32(0) == i);
+    }
+    assert_eq!(
+        g.model.shader_counts(),
+        stopped,
+        "no wave ran after the destroy"
+    );
     assert_eq!(to_i32s(&g.read(out, 4))[0], 0, "no wave ran after destroy");
     assert_eq!(g.signal_value(signal), 1);
 }
@@ -893,11 +910,12 @@ fn ending_the_process_stops_its_waves_and_a_never_ending_kernel_blocks_no_other_
     let mem = other.gtt(4096);
     // Creating it goes through the HIQ (UNMAP_QUEUES, RUN_LIST), which the firmware serves
     // between two time slices of the spinning kernel.
+    // (How long it waits is printed, not tested: a never-ending kernel would block it for
+    // good, not for a while.)
     let t = std::time::Instant::now();
     let (_, q) = other.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
-    assert!(
-        t.elapsed() < std::time::Duration::from_secs(1),
-        "CREATE_QUEUE took {:?}",
+    eprintln!(
+        "CREATE_QUEUE beside a spinning kernel took {:?}",
         t.elapsed()
     );
     let mut ring = RingWriter::pm4(&q);
@@ -907,11 +925,9 @@ fn ending_the_process_stops_its_waves_and_a_never_ending_kernel_blocks_no_other_
             &WriteData::memory(mem.va + 4 * u64::from(i), &[i + 100]).unwrap(),
         );
         other.submit(&q, ring.wptr());
-        let t = std::time::Instant::now();
         wait_until("the other process's WRITE_DATA", || {
             mem.read_u32(4 * u64::from(i)) == i + 100
         });
-        assert!(t.elapsed() < std::time::Duration::from_secs(1));
     }
     assert_eq!(g.signal_value(signal), 1, "the first kernel still spins");
     let node = g.c.node();
@@ -919,16 +935,10 @@ fn ending_the_process_stops_its_waves_and_a_never_ending_kernel_blocks_no_other_
     // The spinning process ends: its queue and waves go.
     let Gpu { c, queue, .. } = g;
     drop(queue);
-    let t = std::time::Instant::now();
     drop(c);
     wait_until("the ended process's queue to leave the GPU", || {
         node.gpu.hws.mapped_queues().len() == 1
     });
-    assert!(
-        t.elapsed() < std::time::Duration::from_secs(1),
-        "{:?}",
-        t.elapsed()
-    );
 }
 
 /// A private array through PM4 DISPATCH_DIRECT: the client writes the scratch V# into
@@ -1662,7 +1672,7 @@ fn a_handler_message_with_an_exception_code_reaches_the_runtime_through_the_erro
             let act = g.model.run_until_idle();
             assert_eq!(act.parked, 1, "{mcpu}: the handler halted the wave");
             if runtime {
-                let (r, result) = wait_events(&g.c, &[queue_ev.event_id], true, 1000);
+                let (r, result) = wait_events(&g.c, &[queue_ev.event_id], true, HANG_MS);
                 assert_eq!((r, result), (Ok(0), COMPLETE), "{mcpu}: err_event_id set");
             }
             let want = if runtime {
@@ -1741,7 +1751,7 @@ fn random_kernels_never_crash_or_hang_the_model() {
             .with_granulated_wavefront_sgpr_count(12);
         let mut rng = Rng(seed ^ target as u64 | 1);
         let (mut completed, mut stopped, mut running) = (0, 0, 0);
-        for i in 0..kernels {
+        for _ in 0..kernels {
             let h = Client::new(&g.model);
             let flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT
                 | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE
@@ -1792,14 +1802,10 @@ fn random_kernels_never_crash_or_hang_the_model() {
             } else {
                 running += 1;
             }
-            let t = std::time::Instant::now();
+            // A kernel that never ends must not hold the destroy and the exit (a hang would
+            // hold the test; how long they take is no test's business).
             h.destroy_queue(qid).unwrap();
             drop(h);
-            assert!(
-                t.elapsed() < std::time::Duration::from_secs(2),
-                "{mcpu} kernel {i}: destroy and exit took {:?}",
-                t.elapsed()
-            );
         }
         eprintln!(
             "{mcpu}: {kernels} random kernels: {completed} completed, {stopped} stopped their \

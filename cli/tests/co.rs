@@ -1,6 +1,6 @@
 //! `kfd co` on code objects compiled at test time from the sources below, checked against what
-//! `llvm-nm-15` says of the same files; and its errors. Skips (with a message) without clang-15,
-//! hipcc or llvm-nm-15, which `make test` installs.
+//! `llvm-nm-15` says of the same files; and its errors. Needs clang-15, hipcc and llvm-nm-15,
+//! which `make test` installs (missing: `kfd_testkit`'s policy).
 
 mod common;
 
@@ -22,21 +22,12 @@ __global__ void twice(int *p) { p[threadIdx.x] *= 2; }
 int main() { int *p; hipMalloc(&p, 256); hipLaunchKernelGGL(twice, dim3(1), dim3(64), 0, 0, p); return 0; }
 "#;
 
-fn have(tool: &str) -> bool {
-    Command::new(tool).arg("--version").output().is_ok()
-}
-
 /// The compiled inputs, once per run: (OpenCL code object for gfx900, HIP program for gfx900 and
 /// gfx90a), or `None` when a compiler is missing.
 fn inputs() -> Option<&'static (PathBuf, PathBuf)> {
     static DIR: OnceLock<Option<(tempfile::TempDir, (PathBuf, PathBuf))>> = OnceLock::new();
     DIR.get_or_init(|| {
-        for tool in ["clang-15", "hipcc", "llvm-nm-15"] {
-            if !have(tool) {
-                eprintln!("SKIP: {tool} is not installed (make test installs it)");
-                return None;
-            }
-        }
+        kfd_testkit::tools(&["clang-15", "hipcc", "llvm-nm-15"])?;
         let dir = tempfile::tempdir().expect("temp dir");
         let cl = dir.path().join("lib.cl");
         let co = dir.path().join("lib.co");

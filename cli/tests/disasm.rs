@@ -1,6 +1,6 @@
 //! `kfd disasm` against `llvm-objdump-15 -d` on code compiled at test time: every instruction line
-//! of every kernel and device function must be the same text. Skips (with a message) without
-//! clang-15 or llvm-objdump-15, which `make test` installs.
+//! of every kernel and device function must be the same text. Needs clang-15 and
+//! llvm-objdump-15, which `make test` installs (missing: `kfd_testkit`'s policy).
 
 mod common;
 
@@ -28,10 +28,6 @@ __kernel void mix(__global float *x, __global const float *y, __global double *d
   __atomic_fetch_add((__global int *)x, 1, __ATOMIC_RELAXED);
 }
 "#;
-
-fn have(tool: &str) -> bool {
-    Command::new(tool).arg("--version").output().is_ok()
-}
 
 /// The instruction lines of each symbol in llvm-objdump's listing.
 fn objdump_blocks(file: &Path, gfx: &str) -> BTreeMap<String, Vec<String>> {
@@ -68,11 +64,8 @@ fn blocks(text: &str) -> BTreeMap<String, Vec<String>> {
 
 #[test]
 fn every_instruction_line_equals_llvm_objdump() {
-    for tool in ["clang-15", "llvm-objdump-15"] {
-        if !have(tool) {
-            eprintln!("SKIP: {tool} is not installed (make test installs it)");
-            return;
-        }
+    if kfd_testkit::tools(&["clang-15", "llvm-objdump-15"]).is_none() {
+        return;
     }
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("k.cl");

@@ -76,22 +76,15 @@ fn hipcc(arch: &str) -> Option<PathBuf> {
     let n = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let out = scratch(&format!("vadd-{arch}-{n}"));
     let src = workspace().join("tests/hip/vadd.hip");
-    match Command::new("hipcc")
+    let s = Command::new(kfd_testkit::tool("hipcc")?)
         .arg(format!("--offload-arch={arch}"))
         .args(["-O2", "-o"])
         .arg(&out)
         .arg(&src)
         .status()
-    {
-        Err(e) => {
-            eprintln!("skipped: hipcc is not available ({e})");
-            None
-        }
-        Ok(s) => {
-            assert!(s.success(), "hipcc failed for {arch}");
-            Some(out)
-        }
-    }
+        .expect("hipcc runs");
+    assert!(s.success(), "hipcc failed for {arch}");
+    Some(out)
 }
 
 #[test]
@@ -163,16 +156,20 @@ fn the_text_summary_names_the_program_the_part_and_the_counts() {
 fn a_libhsakmt_client_runs_and_dispatches_no_kernel() {
     let src = workspace().join("tests/c/hsakmt_client.c");
     let exe = scratch("hsakmt_client");
-    let built = Command::new("gcc")
+    let (Some(gcc), Some(_)) = (
+        kfd_testkit::tool("gcc"),
+        kfd_testkit::installed_file("/usr/include/hsakmt.h", "libhsakmt-dev"),
+    ) else {
+        return;
+    };
+    let built = Command::new(gcc)
         .args(["-O2", "-o"])
         .arg(&exe)
         .arg(&src)
         .arg("-lhsakmt")
-        .status();
-    if !built.is_ok_and(|s| s.success()) {
-        eprintln!("skipped: gcc or libhsakmt-dev is missing");
-        return;
-    }
+        .status()
+        .expect("gcc runs");
+    assert!(built.success(), "gcc {src:?} -lhsakmt");
     let o = kfd_run(&[
         "--preset",
         "gfx90a",
@@ -281,16 +278,17 @@ fn a_statically_linked_program_is_refused() {
     let src = scratch("static.c");
     let exe = scratch("static");
     std::fs::write(&src, "int main(void) { return 0; }\n").unwrap();
-    let built = Command::new("gcc")
+    let Some(gcc) = kfd_testkit::tool("gcc") else {
+        return;
+    };
+    let built = Command::new(gcc)
         .arg("-static")
         .arg("-o")
         .arg(&exe)
         .arg(&src)
-        .status();
-    if !built.is_ok_and(|s| s.success()) {
-        eprintln!("skipped: gcc -static is not available");
-        return;
-    }
+        .status()
+        .expect("gcc runs");
+    assert!(built.success(), "gcc -static (libc6-dev's static libc)");
     let o = kfd_run(&["--", exe.to_str().unwrap()]);
     let line = one_line_error(&o, 2);
     assert!(line.contains("is statically linked"), "{line}");

@@ -1092,13 +1092,13 @@ fn pm4_scratch_too_small_for_a_workgroup_stops_the_queue() {
 fn assemble(src: &str, mcpu: &str) -> Vec<u8> {
     use std::io::Write;
     use std::process::Stdio;
-    let mut child = Command::new("llvm-mc-15")
+    let mut child = Command::new(kfd_testkit::require("llvm-mc-15"))
         .args(["-arch=amdgcn", &format!("-mcpu={mcpu}"), "-show-encoding"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("llvm-mc-15 must be installed (scripts/ensure-deps.sh)");
+        .expect("llvm-mc-15 runs");
     child
         .stdin
         .take()

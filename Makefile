@@ -1,7 +1,9 @@
 # The two commands a newcomer needs: `make run` and `make test`.
 CARGO ?= cargo
+# Under make, a missing tool is a failure in every test (kfd-testkit's policy): never skip.
+unexport KFD_SKIP_MISSING_TOOLS
 
-.PHONY: run test deps fmt fmt-check lint doc unit c-clients hip valgrind abi bench bench-hip fuzz miri clean
+.PHONY: run test stress-test deps fmt fmt-check lint doc unit c-clients hip valgrind abi bench bench-hip fuzz miri clean
 
 ## run: the main job — `kfd demo`: the whole stack end to end on the GPU, or on the model when
 ## there is no /dev/kfd (optimised: the demo prints measured numbers)
@@ -11,6 +13,12 @@ run:
 ## test: everything — deps, format, clippy, docs, unit and integration tests, the header check
 test: deps fmt-check lint doc unit c-clients hip valgrind abi
 	@echo "make test: all green"
+
+## stress-test: `make test` on a fresh clone, three times in a row, while `yes` processes keep
+## every core busy (after one quiet run for comparison): the suite must not depend on the host's
+## speed or scheduling
+stress-test:
+	./scripts/stress-ci.sh --fresh --quiet-first --runs 3
 
 deps:
 	./scripts/ensure-deps.sh

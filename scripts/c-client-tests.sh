@@ -326,8 +326,19 @@ else
   fail "/dev changed under the shim: before '$dev_before', after '$dev_after'"
 fi
 trees_after=$(trees)
-# Only trees that appeared during this run count: another program's may come and go meanwhile.
-left=$(comm -13 <(echo "$trees_before") <(echo "$trees_after") | grep . | tr '\n' ' ' || true)
+# Only trees that appeared during this run and whose process is gone count: every client this
+# script started has exited by now, while another program using the shim meanwhile (another
+# user's, another build's) may still be running and own its tree. A tree is named
+# kfd-preload-<pid>-… (kfd_model::tmpdirs).
+dead_owner() { # tree path
+  local pid=${1##*/kfd-preload-}
+  pid=${pid%%-*}
+  [[ $pid =~ ^[0-9]+$ ]] && [ ! -d "/proc/$pid" ]
+}
+left=""
+for tree in $(comm -13 <(echo "$trees_before") <(echo "$trees_after") | grep . || true); do
+  if dead_owner "$tree"; then left+="$tree "; fi
+done
 if [ -z "$left" ]; then
   pass "every served sysfs tree was removed at exit"
 else

@@ -29,7 +29,9 @@
 #                bounds of a host reference (packed f16/f32, f16 transcendentals);
 #   illegal      an invalid instruction word: ROCr's trap handler reports it and halts the wave,
 #                ROCr reports HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION and aborts (status 134);
-#   forever      a never-ending kernel abandoned by main: the process ends within 10 s;
+#   forever      a never-ending kernel abandoned by main: the process ends (well inside the
+#                time limit) and its teardown preempts the waves without the driver's
+#                preemption timeout (no "unsuccessful queues preemption"); the time is printed;
 #   apertures    generic pointers into private, shared and global memory (FLAT routed by
 #                aperture), 16-bit loads/stores of both register halves;
 #   scratch_fs, apertures_fs  scratch and apertures built with flat scratch (scratch_*
@@ -178,10 +180,13 @@ for arch in "${archs[@]}"; do
     start=$(date +%s%N)
     run forever "$arch"
     ms=$((($(date +%s%N) - start) / 1000000))
-    if [ $status -eq 0 ] && [ $ms -le 10000 ] && grep -q '^forever: launched$' "$work/forever-$arch.log"; then
+    # How long it took is the host's business (printed); a hang is the time limit's, and a
+    # teardown that waited out the preemption timeout says so in the log.
+    if [ $status -eq 0 ] && grep -q '^forever: launched$' "$work/forever-$arch.log" \
+      && ! grep -qE 'unsuccessful queues preemption|did not preempt' "$work/forever-$arch.log"; then
       pass "forever on $arch (process ended ${ms} ms after start with the kernel still running)"
     else
-      fail "forever on $arch (exit $status after ${ms} ms; limit 10000 ms)"
+      fail "forever on $arch (exit $status after ${ms} ms)"
       tail -n 20 "$work/forever-$arch.log" | sed 's/^/    /'
     fi
   fi

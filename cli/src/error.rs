@@ -34,8 +34,12 @@ impl CliError {
         }
     }
 
-    /// The same error with `context: ` in front of its message.
+    /// The same error with `context: ` in front of its message (a closed stdout stays the
+    /// quiet stop it is).
     pub fn context(self, context: impl fmt::Display) -> Self {
+        if self.message == crate::output::BROKEN_PIPE {
+            return self;
+        }
         CliError {
             message: format!("{context}: {}", self.message),
             code: self.code,

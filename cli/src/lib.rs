@@ -70,6 +70,7 @@
 pub mod abi;
 pub mod bench;
 pub mod co;
+pub mod code_file;
 pub mod decode;
 pub mod demo;
 pub mod device;
@@ -83,6 +84,7 @@ pub mod logging;
 pub mod measure;
 pub mod mqd_fields;
 pub mod mqd_tool;
+pub mod names;
 pub mod output;
 pub mod progress;
 pub mod run;

@@ -88,6 +88,7 @@ pub mod names;
 pub mod output;
 pub mod progress;
 pub mod run;
+pub mod signals;
 pub mod target;
 pub mod thunk_ops;
 pub mod trace;

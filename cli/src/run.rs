@@ -27,8 +27,9 @@ pub const ENV_RUN_SUMMARY: &str = "KFD_RUN_SUMMARY";
 /// What `kfd run` was asked.
 #[derive(Clone, Debug, clap::Args)]
 pub struct RunArgs {
-    /// GPU part to model: gfx900, gfx90a, gfx942, gfx1030 (default: KFD_MODEL_PRESET, else gfx900).
-    #[arg(long, value_parser = parse_preset)]
+    /// GPU part to model: gfx900, gfx90a, gfx942, gfx1030 (default: KFD_MODEL_PRESET, else
+    /// gfx900); `--model` as in the other commands.
+    #[arg(long, visible_alias = "model", value_name = "PART", value_parser = parse_preset)]
     pub preset: Option<Preset>,
     /// Number of modelled GPUs, 1–64 (default: KFD_MODEL_GPUS, else 1).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
@@ -43,13 +44,9 @@ pub struct RunArgs {
     /// Print no summary.
     #[arg(long, short, conflicts_with = "json")]
     pub quiet: bool,
-    /// The program and its arguments (after `--`).
-    #[arg(
-        required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "PROGRAM"
-    )]
+    /// The program and its arguments (after `--`; an option of `kfd run` before it that it
+    /// does not know is an error, not a program name).
+    #[arg(required = true, trailing_var_arg = true, value_name = "PROGRAM")]
     pub command: Vec<OsString>,
 }
 
@@ -277,26 +274,33 @@ pub fn run(args: &RunArgs, style: Style) -> CliResult<u8> {
             cmd.env("KFD_MODEL_LOG", "kfd=debug,hw=debug");
         }
     }
-    // `kfd` blocks SIGINT and SIGTERM in every thread (one thread waits for them to clean up)
-    // and a spawned program inherits its spawner's mask: start it from a thread that takes
-    // them again, so the program sees Ctrl-C and `kill` as it would without `kfd run`.
-    let status = std::thread::scope(|scope| {
-        scope
-            .spawn(|| {
-                use nix::sys::signal::{SigSet, Signal};
-                let mut set = SigSet::empty();
-                set.add(Signal::SIGINT);
-                set.add(Signal::SIGTERM);
-                let _ = set.thread_unblock();
-                cmd.status()
-            })
-            .join()
-            .unwrap_or_else(|_| {
-                Err(std::io::Error::other(
-                    "the thread starting the program panicked",
-                ))
-            })
+    // SIGINT, SIGTERM and SIGHUP sent to `kfd` go to the program while it runs, and `kfd`
+    // waits for it (`crate::signals`). `kfd` keeps them blocked in every thread and a program
+    // inherits the mask: the program takes them again between fork and exec.
+    let mut handled = nix::sys::signal::SigSet::empty();
+    for signal in crate::signals::HANDLED {
+        handled.add(signal);
+    }
+    #[allow(unsafe_code)]
+    // SAFETY: the closure runs in the forked child before exec and calls only sigprocmask,
+    // which is async-signal-safe; it allocates nothing and touches no lock (`handled` was
+    // built before the fork and is copied in).
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::sys::signal::sigprocmask(
+                nix::sys::signal::SigmaskHow::SIG_UNBLOCK,
+                Some(&handled),
+                None,
+            )
+            .map_err(std::io::Error::from)
+        });
+    }
+    let forwarding = crate::signals::Forwarding::begin();
+    let status = cmd.spawn().and_then(|mut child| {
+        forwarding.started(child.id());
+        child.wait()
     });
+    drop(forwarding);
     let text = std::fs::read_to_string(&summary_path).unwrap_or_default();
     let _ = std::fs::remove_file(&summary_path);
     let status = status.map_err(|e| CliError::failure(format!("cannot start '{shown}': {e}")))?;

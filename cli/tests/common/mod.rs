@@ -172,11 +172,22 @@ pub fn two_unit_hip_program(dir: &std::path::Path) -> Option<std::path::PathBuf>
 /// `kfd args…` (stdin closed), killed if it has not ended after `deadline`: a test of a
 /// command that must not run away fails instead of hanging. The deadline only catches hangs.
 pub fn kfd_within(args: &[&str], deadline: std::time::Duration) -> Output {
+    kfd_within_env(args, &[], deadline)
+}
+
+/// [`kfd_within`] with the variables `env` set.
+pub fn kfd_within_env(
+    args: &[&str],
+    env: &[(&str, &str)],
+    deadline: std::time::Duration,
+) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_kfd"))
         .args(args)
         .env_remove("KFD_DEVICE")
         .env_remove("KFD_MODEL_PRESET")
         .env_remove("KFD_MODEL_GPUS")
+        .env_remove("KFD_MODEL_FAULTS")
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

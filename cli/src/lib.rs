@@ -237,7 +237,10 @@ fn usage_error(e: &clap::Error) -> u8 {
     use clap::error::ErrorKind;
     match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
-            print!("{e}");
+            // A closed pipe (`kfd decode --help | head`) ends the help quietly.
+            use std::io::Write as _;
+            let _ = write!(std::io::stdout(), "{}", e.render())
+                .and_then(|()| std::io::stdout().flush());
             0
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {

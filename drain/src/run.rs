@@ -450,7 +450,11 @@ impl StopNotices {
                      queues",
                     m.va,
                     m.gpu_id,
-                    if m.not_present { " (page not present)" } else { "" }
+                    if m.not_present {
+                        " (page not present)"
+                    } else {
+                        ""
+                    }
                 )));
             }
         }

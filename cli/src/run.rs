@@ -248,6 +248,14 @@ pub fn run(args: &RunArgs, style: Style) -> CliResult<u8> {
         }
         Err(why) => return Err(CliError::usage(format!("'{shown}': {why}"))),
     }
+    let preset = args.preset.or_else(|| {
+        std::env::var("KFD_MODEL_PRESET")
+            .ok()
+            .and_then(|p| crate::device::parse_preset(&p).ok())
+    });
+    if let Some(p) = preset {
+        check_rocr_knows(p, &rocr_search_path())?;
+    }
     let exe = std::env::current_exe().ok();
     let shim = find_shim(exe.as_deref(), std::env::var_os(ENV_PRELOAD_LIB))?;
     let shim = shim.canonicalize().unwrap_or(shim);
@@ -390,6 +398,68 @@ pub fn summary_lines(
     lines
 }
 
+/// ROCr's library name (what HIP and rocminfo load).
+const ROCR_LIBRARY: &str = "libhsa-runtime64.so.1";
+
+/// Where the dynamic loader looks for ROCr, in its order as far as `kfd run` can tell:
+/// `LD_LIBRARY_PATH`, then ROCm's own prefix, then Debian's multiarch directory.
+pub fn rocr_search_path() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::env::var_os("LD_LIBRARY_PATH")
+        .map(|v| std::env::split_paths(&v).collect())
+        .unwrap_or_default();
+    dirs.extend(
+        [
+            "/opt/rocm/lib",
+            "/usr/lib/x86_64-linux-gnu",
+            "/usr/lib64",
+            "/usr/lib",
+        ]
+        .into_iter()
+        .map(PathBuf::from),
+    );
+    dirs
+}
+
+/// The minor version of the ROCr library `libhsa-runtime64.so.1.MINOR.PATCH` the first of
+/// `dirs` holds, and its path.
+pub fn installed_rocr(dirs: &[PathBuf]) -> Option<(PathBuf, u32)> {
+    dirs.iter().find_map(|d| {
+        let link = d.join(ROCR_LIBRARY);
+        let real = std::fs::canonicalize(&link).ok()?;
+        let name = real.file_name()?.to_str()?;
+        let minor = name
+            .strip_prefix(ROCR_LIBRARY)?
+            .strip_prefix('.')?
+            .split('.')
+            .next()?
+            .parse()
+            .ok()?;
+        Some((link, minor))
+    })
+}
+
+/// ROCr's first release that knows gfx942 (GC 9.4.3): ROCm 5.7's `libhsa-runtime64.so.1.11`.
+const ROCR_MINOR_FOR_GFX942: u32 = 11;
+
+/// Refuses a preset the installed ROCr cannot work with, before the program starts: ROCm 5.2
+/// (Debian 12's ROCr 1.5) does not know gfx942 and HIP programs crash inside it after its
+/// 'unrecognized id' message.
+pub fn check_rocr_knows(preset: Preset, dirs: &[PathBuf]) -> CliResult<()> {
+    if preset != Preset::Gfx942 {
+        return Ok(());
+    }
+    match installed_rocr(dirs) {
+        Some((path, minor)) if minor < ROCR_MINOR_FOR_GFX942 => Err(CliError::usage(format!(
+            "the gfx942 preset needs ROCm 5.7 or later (ROCr {ROCR_LIBRARY}.{ROCR_MINOR_FOR_GFX942}); \
+             the ROCr here, {} (1.{minor}; Debian 12 ships ROCm 5.2's 1.5), does not know gfx942 \
+             (GC 9.4.3): rocminfo reports an unrecognized id and HIP programs crash. Use \
+             --preset gfx90a, or point LD_LIBRARY_PATH at a newer ROCm",
+            path.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 fn read_head(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     let mut bytes = Vec::new();
@@ -451,6 +521,29 @@ mod tests {
             }]
         );
         assert!(parse_summaries("{\"pid\":1}").is_err());
+    }
+
+    #[test]
+    fn gfx942_needs_a_rocr_that_knows_it() {
+        let dir = std::env::temp_dir().join(format!("kfd-run-rocr-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let real = dir.join("libhsa-runtime64.so.1.5.0");
+        std::fs::write(&real, b"").unwrap();
+        let _ = std::fs::remove_file(dir.join(ROCR_LIBRARY));
+        std::os::unix::fs::symlink(&real, dir.join(ROCR_LIBRARY)).unwrap();
+        let dirs = [dir.clone()];
+        assert_eq!(installed_rocr(&dirs).map(|(_, m)| m), Some(5));
+        let e = check_rocr_knows(Preset::Gfx942, &dirs).unwrap_err();
+        assert!(e.message.contains("needs ROCm 5.7 or later"), "{e}");
+        assert!(check_rocr_knows(Preset::Gfx90a, &dirs).is_ok());
+        // ROCm 6.0's 1.12 knows it; no ROCr found at all is not kfd run's to judge.
+        std::fs::remove_file(dir.join(ROCR_LIBRARY)).unwrap();
+        let newer = dir.join("libhsa-runtime64.so.1.12.0");
+        std::fs::write(&newer, b"").unwrap();
+        std::os::unix::fs::symlink(&newer, dir.join(ROCR_LIBRARY)).unwrap();
+        assert!(check_rocr_knows(Preset::Gfx942, &dirs).is_ok());
+        assert!(check_rocr_knows(Preset::Gfx942, &[dir.join("none")]).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

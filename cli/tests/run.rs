@@ -517,3 +517,30 @@ fn model_is_accepted_and_unknown_options_are_named() {
     let o = kfd_run(&["--quiet", "sh", "-c", "echo \"$1\"", "sh", "--json"]);
     assert_eq!(stdout(&o), "--json\n", "{}", stderr(&o));
 }
+
+#[test]
+fn gfx942_is_refused_up_front_where_rocr_does_not_know_it() {
+    let dirs = kfd_cli::run::rocr_search_path();
+    match kfd_cli::run::installed_rocr(&dirs) {
+        Some((_, minor)) if minor < 11 => {}
+        other => {
+            eprintln!("SKIP: no ROCr older than 1.11 found ({other:?})");
+            return;
+        }
+    }
+    let o = kfd_run(&["--preset", "gfx942", "--", "rocminfo"]);
+    let err = one_line_error(&o, 2);
+    assert!(
+        err.contains("the gfx942 preset needs ROCm 5.7 or later"),
+        "{err}"
+    );
+    assert!(err.contains("--preset gfx90a"), "{err}");
+    // Through the environment too.
+    shim_built();
+    let o = Command::new(env!("CARGO_BIN_EXE_kfd"))
+        .args(["run", "--", "true"])
+        .env("KFD_MODEL_PRESET", "gfx942")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}

@@ -159,7 +159,7 @@ rocminfo_names() { # preset gpus marketing-name isa cache-lines...
 }
 rocminfo_names gfx900 1 "AMD Radeon Instinct MI25" "gfx900:xnack-" \
   "L1: +16\(0x10\) KB" "L2: +4096\(0x1000\) KB"
-rocminfo_names gfx90a 2 "AMD Instinct MI210" "gfx90a:sramecc-:xnack-" \
+rocminfo_names gfx90a 2 "AMD Instinct MI210" "gfx90a:sramecc\\+:xnack-" \
   "L1: +16\(0x10\) KB" "L2: +8192\(0x2000\) KB"
 rocminfo_names gfx1030 1 "AMD Radeon RX 6900 XT" "gfx1030" \
   "L1: +16\(0x10\) KB" "L2: +4096\(0x1000\) KB" "L3: +131072\(0x20000\) KB"

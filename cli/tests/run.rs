@@ -452,18 +452,16 @@ int main(int argc, char **argv) {
 "#,
     )
     .unwrap();
-    match Command::new("hipcc")
+    let Some(hipcc) = kfd_testkit::tool("hipcc") else {
+        return;
+    };
+    let s = Command::new(hipcc)
         .args(["--offload-arch=gfx900", "-O2", "-o"])
         .arg(&exe)
         .arg(&src)
         .status()
-    {
-        Err(e) => {
-            eprintln!("skipped: hipcc is not available ({e})");
-            return;
-        }
-        Ok(s) => assert!(s.success(), "hipcc failed"),
-    }
+        .expect("hipcc runs");
+    assert!(s.success(), "hipcc failed");
     let child = kfd_run_child(&["--", exe.to_str().unwrap(), ready.to_str().unwrap()]);
     wait_for_file(&ready);
     let program: i32 = std::fs::read_to_string(&ready)

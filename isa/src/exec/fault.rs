@@ -49,8 +49,9 @@ pub enum WaveFault {
         /// The register id.
         id: u32,
     },
-    /// An LDS access outside the workgroup's allocation (the hardware drops it; reported so
-    /// tests see the kernel bug instead of a silent zero).
+    /// An LDS access outside the workgroup's allocation, in a strict world only
+    /// ([`WaveEnv::lds_strict`](super::WaveEnv::lds_strict)): the hardware drops the write
+    /// and reads 0, as the interpreter does otherwise.
     LdsOutOfRange {
         /// Byte offset into LDS.
         offset: u32,

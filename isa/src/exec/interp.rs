@@ -2636,12 +2636,19 @@ impl Wave {
         }
         let addr = *self.v(addr_r)?;
         let lds_len = env.lds().len();
-        let check = |a: u32, n: u32| -> R<usize> {
+        let strict = env.lds_strict();
+        // The first lane outside the allocation: the hardware drops its write and reads 0 for
+        // it (the ISA guides' out-of-range rules); a strict world stops the wave instead.
+        let mut dropped: Option<u32> = None;
+        let mut check = |a: u32, n: u32| -> R<Option<usize>> {
             let end = u64::from(a) + u64::from(n);
-            if end > lds_len as u64 {
+            if end <= lds_len as u64 {
+                Ok(Some(a as usize))
+            } else if strict {
                 Err(WaveFault::LdsOutOfRange { offset: a })
             } else {
-                Ok(a as usize)
+                dropped.get_or_insert(a);
+                Ok(None)
             }
         };
         let two = |name: &str| {
@@ -2690,7 +2697,9 @@ impl Wave {
                 }
                 for (half, off) in [(0usize, offset0), (1, offset1)] {
                     let a = addr[l].wrapping_add(off * scale);
-                    let base = check(a, size)?;
+                    let Some(base) = check(a, size)? else {
+                        continue; // dropped: the read's registers get 0
+                    };
                     for d in 0..dw {
                         let p = base + 4 * d;
                         if load {
@@ -2708,6 +2717,9 @@ impl Wave {
                     self.write_d(acc, vdst + i, r, exec)?;
                 }
             }
+            if let Some(offset) = dropped {
+                env.lds_out_of_range(offset);
+            }
             return Ok(());
         }
         match c.mem {
@@ -2724,9 +2736,11 @@ impl Wave {
                         continue;
                     }
                     let a = addr[l].wrapping_add(offset);
-                    let base = check(a, bytes)?;
-                    for i in 0..bytes as usize {
-                        out[i / 4][l] |= u32::from(lds[base + i]) << (8 * (i % 4));
+                    // dropped: the lane reads 0
+                    if let Some(base) = check(a, bytes)? {
+                        for i in 0..bytes as usize {
+                            out[i / 4][l] |= u32::from(lds[base + i]) << (8 * (i % 4));
+                        }
                     }
                     if signed {
                         let v = out[0][l];
@@ -2750,6 +2764,9 @@ impl Wave {
                 for (i, r) in out[..dwords].iter().enumerate() {
                     self.write_d(acc, vdst + i, r, exec)?;
                 }
+                if let Some(offset) = dropped {
+                    env.lds_out_of_range(offset);
+                }
                 Ok(())
             }
             MemKind::Store { bytes, half } => {
@@ -2767,10 +2784,15 @@ impl Wave {
                         continue;
                     }
                     let a = addr[l].wrapping_add(offset);
-                    let base = check(a, bytes)?;
+                    let Some(base) = check(a, bytes)? else {
+                        continue; // dropped
+                    };
                     for i in 0..bytes as usize {
                         lds[base + i] = (data[i / 4][l] >> (8 * (i % 4))) as u8;
                     }
+                }
+                if let Some(offset) = dropped {
+                    env.lds_out_of_range(offset);
                 }
                 Ok(())
             }
@@ -2801,7 +2823,10 @@ impl Wave {
                         continue;
                     }
                     let a = addr[l].wrapping_add(offset);
-                    let base = check(a, n)?;
+                    // dropped: no write, and the returned value is 0
+                    let Some(base) = check(a, n)? else {
+                        continue;
+                    };
                     let mut old = 0u64;
                     for i in 0..n as usize {
                         old |= u64::from(lds[base + i]) << (8 * i);
@@ -2820,6 +2845,9 @@ impl Wave {
                     if wide {
                         self.write_d(acc, vdst + 1, &old_hi, exec)?;
                     }
+                }
+                if let Some(offset) = dropped {
+                    env.lds_out_of_range(offset);
                 }
                 Ok(())
             }

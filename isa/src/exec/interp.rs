@@ -1485,7 +1485,17 @@ impl Wave {
             | Op::VFmaLegacyF16
             | Op::VDivFixupLegacyF16
             | Op::VMadLegacyU16
-            | Op::VMadLegacyI16 => self.f16_op(c),
+            | Op::VMadLegacyI16
+            | Op::VMax3I16
+            | Op::VMax3U16
+            | Op::VMin3I16
+            | Op::VMin3U16
+            | Op::VMed3I16
+            | Op::VMed3U16
+            | Op::VAddI16
+            | Op::VSubI16 => self.f16_op(c),
+            Op::VMadU32U16 | Op::VMadI32I16 => self.mad_32_16(c),
+            Op::VSwapB32 => self.swap(c),
             Op::VPkAddF16
             | Op::VPkMulF16
             | Op::VPkFmaF16
@@ -1709,6 +1719,21 @@ impl Wave {
 }
 
 impl Wave {
+    /// `v_swap_b32`: VDST and SRC0 (both VGPRs) exchange their values in the EXEC lanes.
+    fn swap(&mut self, c: &Cached) -> R<()> {
+        let (Some(Operand::Vgpr { first: d, .. }), Some(Operand::Vgpr { first: s, .. })) =
+            (opnd(c, Field::D), opnd(c, Field::A))
+        else {
+            return Err(illegal(self.pc, c));
+        };
+        let (d, s) = (usize::from(d), usize::from(s));
+        let exec = self.exec();
+        let (x, y) = (*self.v(d)?, *self.v(s)?);
+        write_masked(self.v_mut(d)?, &y, exec);
+        write_masked(self.v_mut(s)?, &x, exec);
+        Ok(())
+    }
+
     /// A 32-bit source as lanes: a reference into the register file when it is a plain
     /// VGPR, else materialised (constant splat, modifiers) into `store`.
     #[inline(always)]

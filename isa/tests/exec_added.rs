@@ -286,3 +286,73 @@ fn lds_past_the_allocation_faults_in_a_strict_world() {
     );
     assert!(r.env.lds_out_of_range.is_empty());
 }
+
+#[test]
+fn vgpr_index_mode_offsets_the_named_operands() {
+    let mut r = Run::new(
+        "s_mov_b32 s0, 3
+s_set_gpr_idx_on s0, gpr_idx(SRC0)
+v_mov_b32_e32 v1, v10
+s_set_gpr_idx_mode gpr_idx(DST)
+s_mov_b32 exec_hi, 0
+v_mov_b32_e32 v20, v11
+s_mov_b32 exec_hi, -1
+s_mov_b32 s1, 5
+s_set_gpr_idx_idx s1
+v_add_u32_e32 v2, v0, v4
+s_set_gpr_idx_off
+v_mov_b32_e32 v3, v10",
+        Target::Gfx900,
+        0,
+    );
+    for v in 0..32 {
+        r.wave.vgpr[v] = [1000 * v as u32; 64];
+    }
+    assert_eq!(r.go(), Stop::EndOfProgram);
+    let w = &r.wave.vgpr;
+    for l in 0..64 {
+        assert_eq!(w[1][l], 13_000, "SRC0 v10 + 3 reads v13 (lane {l})");
+        let low = l < 32;
+        // DST only: v20 + 3 = v23 gets v11 in the EXEC lanes, v20 keeps its value
+        assert_eq!(w[23][l], if low { 11_000 } else { 23_000 }, "lane {l}");
+        assert_eq!(w[20][l], 20_000);
+        // index 5: v2 + 5 = v7 = v0 + v4, sources not indexed
+        assert_eq!(w[7][l], 4_000, "lane {l}");
+        assert_eq!(w[2][l], 2_000);
+        // off: plain operands again
+        assert_eq!(w[3][l], 10_000);
+    }
+    assert_eq!(
+        r.wave.sgpr[isa::exec::wave::sreg::M0] & 0xf0ff,
+        0x8005,
+        "index 5, DST"
+    );
+    assert!(
+        !r.wave.mode.gpr_idx(),
+        "s_set_gpr_idx_off clears MODE.GPR_IDX_EN"
+    );
+}
+
+#[test]
+fn dot4_with_the_accumulator_op_sel_hi_clear_as_clang_17_writes_it() {
+    for mods in ["", "op_sel_hi:[1,1,0]"] {
+        let mut r = Run::new(
+            &format!("v_dot4_i32_i8 v5, v1, v2, v3 {mods}"),
+            Target::Gfx906,
+            0,
+        );
+        for l in 0..64 {
+            r.wave.vgpr[1][l] = (l as u32).wrapping_mul(0x0101_0101) ^ 0x80ff_7f01;
+            r.wave.vgpr[2][l] = (l as u32 * 7).wrapping_mul(0x0102_0304) ^ 0x7f80_01ff;
+            r.wave.vgpr[3][l] = (l as u32).wrapping_mul(0x0100_0001);
+        }
+        assert_eq!(r.go(), Stop::EndOfProgram, "{mods}");
+        for l in 0..64 {
+            let bytes = |v: u32| v.to_le_bytes().map(|b| i32::from(b as i8));
+            let (a, b) = (bytes(r.wave.vgpr[1][l]), bytes(r.wave.vgpr[2][l]));
+            let dot: i32 = (0..4).map(|i| a[i] * b[i]).sum();
+            let want = dot.wrapping_add(r.wave.vgpr[3][l] as i32) as u32;
+            assert_eq!(r.wave.vgpr[5][l], want, "{mods} lane {l}");
+        }
+    }
+}

@@ -119,6 +119,22 @@ impl Wave {
                 }
             };
             let next = self.pc.wrapping_add(u64::from(cached.inst.len));
+            let indexed;
+            let cached = if self.mode.gpr_idx()
+                && matches!(
+                    cached.inst.enc,
+                    Enc::Vop1 | Enc::Vop2 | Enc::Vopc | Enc::Vop3
+                ) {
+                match self.gpr_indexed(cached) {
+                    Ok(c) => {
+                        indexed = c;
+                        &indexed
+                    }
+                    Err(fault) => return Stop::Fault(fault),
+                }
+            } else {
+                cached
+            };
             match &cached.fast {
                 Plan::None => {}
                 Plan::Vector(f) => {
@@ -158,7 +174,75 @@ impl Wave {
         Stop::BudgetExhausted
     }
 
+    /// A VALU instruction as VGPR index mode makes it: M0`[7:0]` added to the VGPR operands
+    /// M0`[15:12]` enables (SRC0, SRC1, SRC2, VDST), run by the general interpreter.
+    fn gpr_indexed(&self, c: &Cached) -> R<Cached> {
+        let m0 = self.m0();
+        let (index, enabled) = ((m0 & 0xff) as u8, (m0 >> 12) & 0xf);
+        let mut c = c.clone();
+        c.fast = Plan::None;
+        for (bit, field) in [Field::A, Field::B, Field::C, Field::D]
+            .into_iter()
+            .enumerate()
+        {
+            if (enabled >> bit) & 1 == 0 {
+                continue;
+            }
+            let moved = |op: &mut Operand| -> R<()> {
+                if let Operand::Vgpr { first, .. } = op {
+                    *first = first
+                        .checked_add(index)
+                        .ok_or(WaveFault::RegisterOutOfRange {
+                            file: 'v',
+                            index: u32::from(*first) + u32::from(index),
+                        })?;
+                }
+                Ok(())
+            };
+            if let Some(op) = c.fields[bit].as_mut() {
+                moved(op)?;
+            }
+            let slots = c.inst.row().slots;
+            let n = usize::from(c.inst.n_operands);
+            for (slot, op) in slots.iter().zip(c.inst.operands[..n].iter_mut()) {
+                if slot.field == field {
+                    moved(op)?;
+                }
+            }
+        }
+        Ok(c)
+    }
+
+    /// `s_set_gpr_idx_on`, `_off`, `_idx` and `_mode`: VGPR index mode on (index from
+    /// SSRC0`[7:0]` into M0`[7:0]`, the operand mask from the immediate into M0`[15:12]`) or
+    /// off, a new index, a new mask.
+    fn set_gpr_idx(&mut self, c: &Cached) {
+        let [w0, _] = c.inst.words;
+        let src =
+            || opnd(c, Field::A).map_or(0, |o| self.sread(o, SrcType::Int, false) as u32) & 0xff;
+        let m0 = self.m0();
+        let (m0, on) = match c.inst.op {
+            Op::SSetGprIdxOn => ((m0 & !0xf0ff) | src() | ((w0 >> 8) & 0xf) << 12, Some(true)),
+            Op::SSetGprIdxIdx => ((m0 & !0xff) | src(), None),
+            Op::SSetGprIdxMode => ((m0 & !0xf000) | (w0 & 0xf) << 12, None),
+            _ => (m0, Some(false)),
+        };
+        self.sgpr[sreg::M0] = m0;
+        match on {
+            Some(true) => self.mode.0 |= super::wave::Mode::GPR_IDX_EN,
+            Some(false) => self.mode.0 &= !super::wave::Mode::GPR_IDX_EN,
+            None => {}
+        }
+    }
+
     fn execute<E: WaveEnv + ?Sized>(&mut self, c: &Cached, next: u64, env: &mut E) -> R<Flow> {
+        if matches!(
+            c.inst.op,
+            Op::SSetGprIdxOn | Op::SSetGprIdxOff | Op::SSetGprIdxIdx | Op::SSetGprIdxMode
+        ) {
+            self.set_gpr_idx(c);
+            return Ok(Flow::Next);
+        }
         match c.inst.enc {
             Enc::Sop2 | Enc::Sop1 | Enc::Sopc | Enc::Sopk => self.salu(c, next),
             Enc::Sopp => self.sopp(c, next, env),

@@ -546,12 +546,13 @@ impl Wave {
     }
 
     /// The dot products (gfx906/gfx90a). Only the default operand selection is modelled
-    /// (`op_sel` 0, `op_sel_hi` all 1, no neg): anything else is an illegal-instruction
-    /// fault rather than a silently different result.
+    /// (`op_sel` 0, `op_sel_hi` 1 for the two packed sources, no neg): anything else is an
+    /// illegal-instruction fault rather than a silently different result. SRC2 is a 32-bit
+    /// accumulator whose `op_sel_hi` bit selects nothing: clang-15 sets it, clang-17 clears it.
     fn dot(&mut self, c: &Cached) -> R<()> {
         let op = c.inst.op;
         let pm = packed_mods(c);
-        if pm.op_sel != 0 || pm.op_sel_hi != 7 || pm.neg_lo != 0 || pm.neg_hi != 0 {
+        if pm.op_sel != 0 || pm.op_sel_hi & 3 != 3 || pm.neg_lo != 0 || pm.neg_hi != 0 {
             return Err(illegal(self.pc, c));
         }
         let mode = self.mode;

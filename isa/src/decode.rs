@@ -700,8 +700,9 @@ pub fn decode(
         ));
     }
     let len = base_len + if literal.is_some() { 4 } else { 0 };
-    if !ext_ok && matches!(w0 & 0x1FF, 249 | 250) {
-        // llvm reads an SDWA/DPP dword after these even though SRC0 names a plain VGPR here.
+    if !ext_ok && enc == Enc::Vop1 && matches!(w0 & 0x1FF, 249 | 250) {
+        // llvm reads an SDWA/DPP dword after these even though SRC0 names a plain VGPR here
+        // (the 32-bit encoding only: in VOP3 these bits are VDST).
         return Err(DecodeError::Unsupported {
             addr,
             word: w0,

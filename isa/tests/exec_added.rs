@@ -359,3 +359,265 @@ fn dot4_with_the_accumulator_op_sel_hi_clear_as_clang_17_writes_it() {
         }
     }
 }
+
+/// Bytes of `x`, low first.
+fn bytes4(x: u32) -> [u32; 4] {
+    x.to_le_bytes().map(u32::from)
+}
+
+fn set_sources(r: &mut Run) {
+    for l in 0..64 {
+        let x = (l as u32).wrapping_mul(0x9e37_79b9);
+        r.wave.vgpr[0][l] = x ^ 0x00ff_8001;
+        r.wave.vgpr[1][l] = x.rotate_left(11) & if l % 5 == 0 { 0xff00_ff00 } else { !0 };
+        r.wave.vgpr[2][l] = x.rotate_left(23) ^ 0x0101_0100;
+        r.wave.vgpr[3][l] = (l as u32) << 8 | 7;
+    }
+}
+
+#[test]
+fn sums_of_absolute_differences_and_lerp() {
+    let mut r = Run::new(
+        "s_mov_b32 exec_hi, 0
+v_sad_hi_u8 v4, v0, v1, v3
+v_sad_u16 v5, v0, v1, v3
+v_msad_u8 v6, v0, v1, v3
+v_lerp_u8 v7, v0, v1, v2",
+        Target::Gfx900,
+        0,
+    );
+    set_sources(&mut r);
+    for v in 4..8 {
+        r.wave.vgpr[v] = [0x5555_5555; 64];
+    }
+    assert_eq!(r.go(), Stop::EndOfProgram);
+    for l in 0..64 {
+        let w = &r.wave.vgpr;
+        if l >= 32 {
+            assert!((4..8).all(|v| w[v][l] == 0x5555_5555), "lane {l} is off");
+            continue;
+        }
+        let (a, b, c, d) = (bytes4(w[0][l]), bytes4(w[1][l]), bytes4(w[2][l]), w[3][l]);
+        let sad: u32 = (0..4).map(|i| a[i].abs_diff(b[i])).sum();
+        assert_eq!(w[4][l], (sad << 16).wrapping_add(d), "v_sad_hi_u8 lane {l}");
+        let (h0, h1) = (w[0][l] & 0xffff, w[0][l] >> 16);
+        let (g0, g1) = (w[1][l] & 0xffff, w[1][l] >> 16);
+        assert_eq!(
+            w[5][l],
+            h0.abs_diff(g0) + h1.abs_diff(g1) + d,
+            "v_sad_u16 lane {l}"
+        );
+        let msad: u32 = (0..4)
+            .filter(|&i| b[i] != 0)
+            .map(|i| a[i].abs_diff(b[i]))
+            .sum();
+        assert_eq!(w[6][l], msad + d, "v_msad_u8 lane {l}");
+        let lerp = (0..4).fold(0, |acc, i| {
+            acc | ((a[i] + b[i] + (c[i] & 1)) / 2) << (8 * i)
+        });
+        assert_eq!(w[7][l], lerp, "v_lerp_u8 lane {l}");
+    }
+}
+
+#[test]
+fn quad_sads_over_byte_windows() {
+    let mut r = Run::new(
+        "v_qsad_pk_u16_u8 v[8:9], v[0:1], v2, v[4:5]
+v_mqsad_pk_u16_u8 v[10:11], v[0:1], v2, v[4:5]
+v_mqsad_u32_u8 v[12:15], v[0:1], v2, v[16:19]",
+        Target::Gfx906,
+        0,
+    );
+    set_sources(&mut r);
+    for l in 0..64 {
+        r.wave.vgpr[4][l] = 0xfff0_0001 ^ l as u32;
+        r.wave.vgpr[5][l] = 0x0010_ffff;
+        for i in 0..4 {
+            r.wave.vgpr[16 + i][l] = 0xffff_fff0 + i as u32;
+        }
+    }
+    assert_eq!(r.go(), Stop::EndOfProgram);
+    let w = &r.wave.vgpr;
+    for l in 0..64 {
+        let src: u64 = u64::from(w[0][l]) | u64::from(w[1][l]) << 32;
+        let reference = bytes4(w[2][l]);
+        let acc16: u64 = u64::from(w[4][l]) | u64::from(w[5][l]) << 32;
+        for i in 0..4 {
+            let window = bytes4((src >> (8 * i)) as u32);
+            let sad: u32 = (0..4).map(|k| window[k].abs_diff(reference[k])).sum();
+            let msad: u32 = (0..4)
+                .filter(|&k| reference[k] != 0)
+                .map(|k| window[k].abs_diff(reference[k]))
+                .sum();
+            let lane = ((acc16 >> (16 * i)) & 0xffff) as u32;
+            let pick = |lo: u32, hi: u32| (if i < 2 { lo } else { hi } >> (16 * (i % 2))) & 0xffff;
+            assert_eq!(
+                pick(w[8][l], w[9][l]),
+                (sad + lane) & 0xffff,
+                "qsad lane {l} window {i}"
+            );
+            assert_eq!(
+                pick(w[10][l], w[11][l]),
+                (msad + lane) & 0xffff,
+                "mqsad_pk lane {l} {i}"
+            );
+            assert_eq!(
+                w[12 + i][l],
+                msad.wrapping_add(w[16 + i][l]),
+                "mqsad_u32 lane {l} {i}"
+            );
+        }
+    }
+}
+
+#[test]
+fn packing_conversions_saturate_and_round() {
+    let floats = [
+        f32::NAN,
+        -2.0,
+        -1.0,
+        -0.75,
+        -0.5,
+        -0.0,
+        0.0,
+        1e-6,
+        0.5,
+        0.75,
+        1.0,
+        2.0,
+        127.5,
+        128.5,
+        255.4,
+        300.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+    ];
+    let ints = [
+        i32::MIN,
+        -40000,
+        -32769,
+        -32768,
+        -1,
+        0,
+        1,
+        32767,
+        32768,
+        65535,
+        65536,
+        i32::MAX,
+    ];
+    let mut r = Run::new(
+        "v_cvt_pk_i16_i32 v4, v0, v1
+v_cvt_pk_u16_u32 v5, v0, v1
+v_cvt_pknorm_i16_f32 v6, v2, v3
+v_cvt_pknorm_u16_f32 v7, v2, v3
+v_cvt_pk_u8_f32 v8, v2, 1, v9
+v_cvt_pk_u8_f32 v10, v3, 2, v9",
+        Target::Gfx90a,
+        0,
+    );
+    for l in 0..64 {
+        r.wave.vgpr[0][l] = ints[l % ints.len()] as u32;
+        r.wave.vgpr[1][l] = ints[(l * 5 + 3) % ints.len()] as u32;
+        r.wave.vgpr[2][l] = floats[l % floats.len()].to_bits();
+        r.wave.vgpr[3][l] = floats[(l * 7 + 2) % floats.len()].to_bits();
+        r.wave.vgpr[9][l] = 0x1122_3344;
+    }
+    assert_eq!(r.go(), Stop::EndOfProgram);
+    // references written out per value class rather than by clamping
+    let sat_i16 = |x: i32| -> u32 {
+        (if x > 32767 {
+            32767
+        } else if x < -32768 {
+            -32768
+        } else {
+            x
+        }) as u16 as u32
+    };
+    let sat_u16 = |x: u32| if x > 0xffff { 0xffff } else { x };
+    let norm = |f: f32, signed: bool| -> u32 {
+        let (lo, scale) = if signed {
+            (-1.0, 32767.0)
+        } else {
+            (0.0, 65535.0)
+        };
+        let v = if f.is_nan() {
+            0.0
+        } else {
+            (f.max(lo).min(1.0) * scale).round_ties_even()
+        };
+        (v as i32) as u16 as u32
+    };
+    let to_u8 = |f: f32| -> u32 {
+        if f.is_nan() || f <= 0.0 {
+            0
+        } else if f >= 255.0 {
+            255
+        } else {
+            f.round_ties_even() as u32
+        }
+    };
+    let w = &r.wave.vgpr;
+    for l in 0..64 {
+        let (a, b) = (w[0][l], w[1][l]);
+        let (f, g) = (f32::from_bits(w[2][l]), f32::from_bits(w[3][l]));
+        assert_eq!(
+            w[4][l],
+            sat_i16(a as i32) | sat_i16(b as i32) << 16,
+            "pk_i16 lane {l}"
+        );
+        assert_eq!(w[5][l], sat_u16(a) | sat_u16(b) << 16, "pk_u16 lane {l}");
+        assert_eq!(
+            w[6][l],
+            norm(f, true) | norm(g, true) << 16,
+            "pknorm_i16 {f} {g}"
+        );
+        assert_eq!(
+            w[7][l],
+            norm(f, false) | norm(g, false) << 16,
+            "pknorm_u16 {f} {g}"
+        );
+        assert_eq!(w[8][l], 0x1122_0044 | to_u8(f) << 8, "pk_u8 byte 1 of {f}");
+        assert_eq!(
+            w[10][l],
+            0x1100_3344 | to_u8(g) << 16,
+            "pk_u8 byte 2 of {g}"
+        );
+    }
+}
+
+#[test]
+fn cube_map_coordinates() {
+    // (direction, face id, 2 * major axis, sc, tc), the faces as the ISA guide numbers them
+    let cases: [([f32; 3], f32, f32, f32, f32); 8] = [
+        ([3.0, 1.0, -2.0], 0.0, 6.0, 2.0, -1.0),
+        ([-3.0, 1.0, 2.0], 1.0, -6.0, 2.0, -1.0),
+        ([1.0, 4.0, -2.0], 2.0, 8.0, 1.0, -2.0),
+        ([1.0, -4.0, 2.0], 3.0, -8.0, 1.0, -2.0),
+        ([1.0, 2.0, 5.0], 4.0, 10.0, 1.0, -2.0),
+        ([1.0, 2.0, -5.0], 5.0, -10.0, -1.0, -2.0),
+        // ties: z wins over x and y, y over x
+        ([2.0, 2.0, 2.0], 4.0, 4.0, 2.0, -2.0),
+        ([-2.0, 2.0, 1.0], 2.0, 4.0, -2.0, 1.0),
+    ];
+    let mut r = Run::new(
+        "v_cubeid_f32 v4, v0, v1, v2
+v_cubema_f32 v5, v0, v1, v2
+v_cubesc_f32 v6, v0, v1, v2
+v_cubetc_f32 v7, v0, v1, v2",
+        Target::Gfx908,
+        0,
+    );
+    for l in 0..64 {
+        let (d, ..) = cases[l % cases.len()];
+        for i in 0..3 {
+            r.wave.vgpr[i][l] = d[i].to_bits();
+        }
+    }
+    assert_eq!(r.go(), Stop::EndOfProgram);
+    for l in 0..64 {
+        let (d, id, ma, sc, tc) = cases[l % cases.len()];
+        let got = [4, 5, 6, 7].map(|v| f32::from_bits(r.wave.vgpr[v][l]));
+        assert_eq!(got, [id, ma, sc, tc], "direction {d:?}");
+    }
+}

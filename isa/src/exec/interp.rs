@@ -12,11 +12,13 @@ use super::fault::{Access, MemFault, Stop, WaveFault};
 use super::float as fp;
 use super::int;
 use super::lanes;
+use super::media;
 use super::mfma::MfmaF32;
 use super::wave::{sreg, write_masked, HwRegField, Lanes, Wave, WAVE_SIZE};
 
 mod aperture;
 mod format;
+pub(crate) use format::mtbuf_format_bits;
 mod image;
 mod mfma_packed;
 mod packed;
@@ -1493,6 +1495,20 @@ impl Wave {
             Op::VAlignbyteB32 => tri32!(int::alignbyte, false),
             Op::VPermB32 => tri32!(int::perm, false),
             Op::VSadU8 => tri32!(int::sad_u8, false),
+            Op::VSadHiU8 => tri32!(media::sad_hi_u8, false),
+            Op::VSadU16 => tri32!(media::sad_u16, false),
+            Op::VMsadU8 => tri32!(media::msad_u8, false),
+            Op::VLerpU8 => tri32!(media::lerp_u8, false),
+            Op::VCvtPkU8F32 => tri32!(media::cvt_pk_u8_f32, false),
+            Op::VCvtPkI16I32 => bin32!(media::cvt_pk_i16_i32, false),
+            Op::VCvtPkU16U32 => bin32!(media::cvt_pk_u16_u32, false),
+            Op::VCvtPknormI16F32 => bin32!(media::cvt_pknorm_i16_f32, false),
+            Op::VCvtPknormU16F32 => bin32!(media::cvt_pknorm_u16_f32, false),
+            Op::VCubeidF32 => tri32!(media::cubeid, true),
+            Op::VCubemaF32 => tri32!(media::cubema, true),
+            Op::VCubescF32 => tri32!(media::cubesc, true),
+            Op::VCubetcF32 => tri32!(media::cubetc, true),
+            Op::VQsadPkU16U8 | Op::VMqsadPkU16U8 | Op::VMqsadU32U8 => self.qsad(c),
             Op::VSadU32 => tri32!(int::sad_u32, false),
             Op::VLshlAddU32 => tri32!(|a, b, d: u32| int::shl32(a, b).wrapping_add(d), false),
             Op::VAddLshlU32 => tri32!(|a: u32, b, d| int::shl32(a.wrapping_add(b), d), false),
@@ -1803,6 +1819,52 @@ impl Wave {
 }
 
 impl Wave {
+    /// `v_qsad_pk_u16_u8`, `v_mqsad_pk_u16_u8` (64-bit results) and `v_mqsad_u32_u8` (128-bit):
+    /// SADs of a 32-bit reference against the four byte windows of a 64-bit source.
+    fn qsad(&mut self, c: &Cached) -> R<()> {
+        let op = c.inst.op;
+        let a = self.src64(c, Field::A, 0, Mods::default())?;
+        let b = self.src32(c, Field::B, 1, Mods::default())?;
+        let dwords = if op == Op::VMqsadU32U8 { 4 } else { 2 };
+        // SRC2: as many VGPRs as the result, or a constant in every dword
+        let mut acc = [[0u32; WAVE_SIZE]; 4];
+        match opnd(c, Field::C) {
+            Some(Operand::Vgpr { first, .. }) => {
+                for (i, d) in acc.iter_mut().enumerate().take(dwords) {
+                    *d = *self.v(usize::from(first) + i)?;
+                }
+            }
+            Some(o) => {
+                let v = self.sread(o, SrcType::Int, false) as u32;
+                acc = [[v; WAVE_SIZE]; 4];
+            }
+            None => {}
+        }
+        let Some(Operand::Vgpr { first: d, .. }) = opnd(c, Field::D) else {
+            return Err(illegal(self.pc, c));
+        };
+        let mut out = [[0u32; WAVE_SIZE]; 4];
+        for l in 0..WAVE_SIZE {
+            if op == Op::VMqsadU32U8 {
+                let r =
+                    media::mqsad_u32_u8(a[l], b[l], [acc[0][l], acc[1][l], acc[2][l], acc[3][l]]);
+                for (i, x) in r.into_iter().enumerate() {
+                    out[i][l] = x;
+                }
+            } else {
+                let cin = u64::from(acc[0][l]) | u64::from(acc[1][l]) << 32;
+                let r = media::qsad_pk_u16_u8(a[l], b[l], cin, op == Op::VMqsadPkU16U8);
+                out[0][l] = r as u32;
+                out[1][l] = (r >> 32) as u32;
+            }
+        }
+        let exec = self.exec();
+        for (i, r) in out.iter().enumerate().take(dwords) {
+            write_masked(self.v_mut(usize::from(d) + i)?, r, exec);
+        }
+        Ok(())
+    }
+
     /// `v_swap_b32`: VDST and SRC0 (both VGPRs) exchange their values in the EXEC lanes.
     fn swap(&mut self, c: &Cached) -> R<()> {
         let (Some(Operand::Vgpr { first: d, .. }), Some(Operand::Vgpr { first: s, .. })) =

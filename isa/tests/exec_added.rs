@@ -526,13 +526,12 @@ v_cvt_pk_u8_f32 v10, v3, 2, v9",
     assert_eq!(r.go(), Stop::EndOfProgram);
     // references written out per value class rather than by clamping
     let sat_i16 = |x: i32| -> u32 {
-        (if x > 32767 {
-            32767
-        } else if x < -32768 {
-            -32768
-        } else {
-            x
-        }) as u16 as u32
+        let v = match x {
+            ..=-32768 => -32768,
+            32767.. => 32767,
+            _ => x,
+        };
+        v as u16 as u32
     };
     let sat_u16 = |x: u32| if x > 0xffff { 0xffff } else { x };
     let norm = |f: f32, signed: bool| -> u32 {

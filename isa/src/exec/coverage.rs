@@ -3,7 +3,7 @@
 //! [`probes`] builds one instruction for every row of a target's table (plus the SDWA and DPP
 //! forms of each VOP1/VOP2/VOPC row that has them), with fixed operands: VGPRs v10 (first
 //! source), v20, v32 and v64 (destination), SGPRs s12, s16, s20 and s32, a buffer resource in
-//! s[8:11], an image resource in s[16:23] and a sampler in s[24:27]. [`run_one`] runs one
+//! `s[8:11]`, an image resource in `s[16:23]` and a sampler in `s[24:27]`. [`run_one`] runs one
 //! instruction in a wave with every register allocated and zero, a valid resource in the
 //! SGPRs the instruction names as its buffer or image, memory mapped at `[0, 2 MiB)` and
 //! 64 KiB of LDS, and says whether the interpreter executed it: anything but an

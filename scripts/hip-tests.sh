@@ -47,8 +47,13 @@
 #                with point and linear filtering, normalized and unnormalized coordinates and the
 #                wrap/clamp/mirror/border address modes (image_sample*), against a host reference.
 # Prints one PASS/FAIL/SKIP line per check and ends with "hip: N passed, M failed".
+#
+# KFD_HIP_STACK=trixie runs the same programs and checks on Debian 13's stack instead (HIP 5.7,
+# hipcc with clang-17, ROCr 6.1, libhsakmt 6.2) inside the root scripts/trixie-root.sh builds,
+# through scripts/trixie-run.sh (scripts/rocm6-tests.sh does this).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+stack=${KFD_HIP_STACK:-host}
 
 CARGO=${CARGO:-cargo}
 target_dir=${CARGO_TARGET_DIR:-target}
@@ -60,14 +65,27 @@ failed=0
 pass() { echo "PASS $1"; passed=$((passed + 1)); }
 fail() { echo "FAIL $1"; failed=$((failed + 1)); }
 
-if ! command -v hipcc >/dev/null; then
-  echo "SKIP hip programs: hipcc is missing (scripts/ensure-deps.sh installs it)"
-  echo "hip: 0 passed, 0 failed"
-  exit 0
-fi
-
 $CARGO build -q -p kfd-preload || { echo "hip: cargo build -p kfd-preload failed"; exit 1; }
 shim=$(realpath "$target_dir/debug/libkfd_preload.so")
+
+# hipcc_for ARGS...: the stack's hipcc; in_stack COMMAND...: runs a program of the stack under
+# the shim with the environment given (KFD_MODEL_PRESET, HSA_XNACK, ...).
+case $stack in
+  host)
+    if ! command -v hipcc >/dev/null; then
+      echo "SKIP hip programs: hipcc is missing (scripts/ensure-deps.sh installs it)"
+      echo "hip: 0 passed, 0 failed"
+      exit 0
+    fi
+    hipcc_for() { hipcc "$@"; }
+    in_stack() { LD_PRELOAD=$shim "$@"; }
+    ;;
+  trixie)
+    hipcc_for() { scripts/trixie-run.sh --no-shim --bind "$work" hipcc "$@"; }
+    in_stack() { KFD_PRELOAD_SO=$shim scripts/trixie-run.sh --bind "$work" "$@"; }
+    ;;
+  *) echo "hip: KFD_HIP_STACK=$stack: choose host or trixie"; exit 2 ;;
+esac
 
 programs=(vadd lds_atomics scratch wild_pointer trap printf shuffle grid3d memcpy memcpy2d math illegal
   forever apertures managed coop images)
@@ -76,15 +94,15 @@ flat_scratch_programs=(scratch apertures)
 archs=(gfx900 gfx90a)
 for arch in "${archs[@]}"; do
   for p in "${programs[@]}"; do
-    hipcc --offload-arch="$arch" -O2 -o "$work/$p-$arch" "tests/hip/$p.hip" 2>"$work/$p-$arch.build" \
+    hipcc_for --offload-arch="$arch" -O2 -o "$work/$p-$arch" "tests/hip/$p.hip" 2>"$work/$p-$arch.build" \
       || { fail "hipcc $p for $arch"; sed 's/^/    /' "$work/$p-$arch.build"; }
   done
   if [ "$arch" = gfx90a ]; then
-    hipcc --offload-arch=gfx90a -O2 -o "$work/mfma-gfx90a" tests/hip/mfma.hip 2>"$work/mfma-gfx90a.build" \
+    hipcc_for --offload-arch=gfx90a -O2 -o "$work/mfma-gfx90a" tests/hip/mfma.hip 2>"$work/mfma-gfx90a.build" \
       || { fail "hipcc mfma for gfx90a"; sed 's/^/    /' "$work/mfma-gfx90a.build"; }
   fi
   for p in "${flat_scratch_programs[@]}"; do
-    hipcc --offload-arch="$arch" -O2 -Xclang -target-feature -Xclang +enable-flat-scratch \
+    hipcc_for --offload-arch="$arch" -O2 -Xclang -target-feature -Xclang +enable-flat-scratch \
       -o "$work/${p}_fs-$arch" "tests/hip/$p.hip" 2>"$work/${p}_fs-$arch.build" \
       || { fail "hipcc $p (flat scratch) for $arch"; sed 's/^/    /' "$work/${p}_fs-$arch.build"; }
   done
@@ -93,7 +111,7 @@ done
 run() { # program arch -> status in $status, output in $work/<program>-<arch>.log
   # bash's own "Aborted" notice (the wild pointer's expected end) goes to /dev/null.
   exec 3>&2 2>/dev/null
-  KFD_MODEL_PRESET=$2 LD_PRELOAD=$shim timeout 60 "$work/$1-$2" >"$work/$1-$2.log" 2>&1
+  KFD_MODEL_PRESET=$2 in_stack timeout 60 "$work/$1-$2" >"$work/$1-$2.log" 2>&1
   status=$?
   exec 2>&3 3>&-
 }
@@ -160,8 +178,8 @@ for arch in "${archs[@]}"; do
   if [ "$arch" = gfx90a ] && [ -x "$work/managed-$arch" ]; then
     # XNACK on: ROCr hands managed memory to the GPU as SVM ranges mapped on first touch.
     exec 3>&2 2>/dev/null
-    HSA_XNACK=1 KFD_MODEL_LOG=kfd::interrupt=debug KFD_MODEL_PRESET=$arch LD_PRELOAD=$shim \
-      timeout 60 "$work/managed-$arch" \
+    HSA_XNACK=1 KFD_MODEL_LOG=kfd::interrupt=debug KFD_MODEL_PRESET=$arch \
+      in_stack timeout 60 "$work/managed-$arch" \
       >"$work/managed-xnack.log" 2>&1
     status=$?
     exec 2>&3 3>&-
@@ -187,5 +205,6 @@ for arch in "${archs[@]}"; do
   fi
 done
 
-echo "hip: $passed passed, $failed failed"
+label=hip; [ "$stack" = host ] || label=hip-$stack
+echo "$label: $passed passed, $failed failed"
 [ $failed -eq 0 ]

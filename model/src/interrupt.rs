@@ -54,7 +54,7 @@ fn dbg_ev_from_interrupt(
     doorbell_id: u32,
     trap_mask: u64,
 ) -> bool {
-    if trap_mask & kfd_sys::KFD_EC_MASK_QUEUE == 0 || !p.lock().runtime_enabled {
+    if trap_mask & kfd_sys::KFD_EC_MASK_QUEUE == 0 || !p.lock().runtime.enabled {
         return false;
     }
     let ctx_save = {

@@ -485,12 +485,13 @@ impl Model {
                 pdds,
                 bos: BTreeMap::new(),
                 xnack_enabled: false,
-                runtime_enabled: false,
+                runtime: RuntimeInfo::default(),
                 pqm: Pqm::default(),
                 svm: crate::svm::SvmRanges::default(),
             }),
             user,
             svm_deferred: Mutex::new(Vec::new()),
+            startup_refusal_reported: Default::default(),
         });
         lock(&self.inner.processes).insert(pasid, Arc::downgrade(&inner));
         log::debug!(target: "kfd::process", "open: pasid {pasid:#x}");
@@ -712,10 +713,24 @@ pub(crate) struct ProcessState {
     pub pdds: Vec<ProcessDevice>,
     pub bos: BTreeMap<u64, BoEntry>,
     pub xnack_enabled: bool,
-    pub runtime_enabled: bool,
+    /// What `RUNTIME_ENABLE` set (`kfd_process.runtime_info`).
+    pub runtime: RuntimeInfo,
     pub pqm: Pqm,
     /// SVM ranges (`kfd_process.svms`).
     pub svm: crate::svm::SvmRanges,
+}
+
+/// The runtime's registration with the driver (`kfd_runtime_info`): set by `RUNTIME_ENABLE`,
+/// cleared by its disable form. While it is enabled, queue exceptions go to the runtime.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct RuntimeInfo {
+    /// `DEBUG_RUNTIME_STATE_ENABLED`.
+    pub enabled: bool,
+    /// The runtime's `r_debug` address (for a debugger to find its loaded code objects).
+    pub r_debug: u64,
+    /// The runtime asked for the trap temporaries to be set up at wave launch
+    /// (`KFD_RUNTIME_ENABLE_MODE_TTMP_SAVE_MASK`).
+    pub ttmp_setup: bool,
 }
 
 impl ProcessState {
@@ -737,6 +752,8 @@ pub(crate) struct ProcessInner {
     pub user: Arc<dyn UserAccess>,
     /// CPU unmaps reported while the state was locked, for the next SVM entry.
     pub svm_deferred: Mutex<Vec<crate::svm::CpuChange>>,
+    /// A refusal that stops a runtime was reported (one warning line per process).
+    pub startup_refusal_reported: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for ProcessInner {

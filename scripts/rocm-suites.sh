@@ -18,4 +18,7 @@ scripts/trixie-root.sh --tests
 ${CARGO:-cargo} build -q --release -p kfd-preload
 out=${KFD_SUITES_OUT:-${CARGO_TARGET_DIR:-target}/rocm-suites}
 mkdir -p "$out"
+# The whole run uses one copy of the shim, whatever is rebuilt meanwhile.
+cp "${CARGO_TARGET_DIR:-target}/release/libkfd_preload.so" "$out/libkfd_preload.so"
+export KFD_PRELOAD_SO=$out/libkfd_preload.so
 exec python3 scripts/rocm_suites.py --repo "$PWD" --out "$(realpath "$out")" "$@"

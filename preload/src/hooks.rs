@@ -1183,7 +1183,8 @@ unsafe fn rights_in(msg: *const libc::msghdr) -> Vec<c_int> {
         if level == libc::SOL_SOCKET && kind == libc::SCM_RIGHTS {
             // SAFETY: CMSG_LEN(0) is the header's size; the data follows it within `len`.
             let header = unsafe { libc::CMSG_LEN(0) } as usize;
-            let count = (len as usize).saturating_sub(header) / core::mem::size_of::<c_int>();
+            // `cmsg_len` is a `size_t` on glibc x86-64.
+            let count = len.saturating_sub(header) / core::mem::size_of::<c_int>();
             // SAFETY: the data of this message holds `count` descriptors (possibly unaligned).
             let data = unsafe { libc::CMSG_DATA(cmsg) }.cast::<c_int>();
             for i in 0..count {

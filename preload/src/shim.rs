@@ -604,8 +604,8 @@ pub(crate) fn forget_fd(fd: c_int) {
 pub(crate) fn forget_fd_range(first: c_uint, last: c_uint) {
     let end = usize::try_from(last).map_or(MAX_FDS, |l| l.saturating_add(1).min(MAX_FDS));
     let start = usize::try_from(first).unwrap_or(MAX_FDS).min(end);
-    for fd in start..end {
-        if FDS[fd].load(Ordering::Acquire) != FD_NONE {
+    for (fd, slot) in FDS.iter().enumerate().take(end).skip(start) {
+        if slot.load(Ordering::Acquire) != FD_NONE {
             forget_fd(fd as c_int);
         }
     }

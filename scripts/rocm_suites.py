@@ -33,8 +33,9 @@ SUITES = [
          group="suite", take=30, gpus=1),
     dict(name="rocSOLVER", bins=["librocsolver0-tests/rocsolver-test"], filter="checkin_lapack/*",
          group="suite", take=30, gpus=1),
+    # rocsparse-test also parses its data file in every process.
     dict(name="rocSPARSE", bins=["librocsparse0-tests/rocsparse-test"], filter="quick/*",
-         group="suite", take=40, gpus=1),
+         group="suite", take=40, gpus=1, chunk=10, timeout=1200),
     # rocFFT's smoke set: the first cases of each enabled accuracy suite.
     dict(name="rocFFT", bins=["librocfft0-tests/rocfft-test"], filter="*accuracy_test*:-DISABLED*",
          group="suite", take=30, gpus=1),
@@ -149,6 +150,12 @@ def run_chunk(repo, env, binary, names, timeout, log):
         verdict = "timed out" if status in (124, 137) else "crashed"
         results[current] = (verdict, error_line(lines[start:]) + f" (exit {status})")
     leftovers = [n for n in names if n not in results]
+    if status in (124, 137) and not results and leftovers:
+        # Out of time before the first case started (start-up, the suite's own set-up): the
+        # cases are charged, not run again one by one.
+        for n in leftovers:
+            results[n] = ("timed out", error_line(lines) + " (before any case started)")
+        leftovers = []
     if status not in (0, 1, 124, 137) and current is None and leftovers:
         # The process died outside any case (start-up or exit): every case is charged.
         for n in leftovers:

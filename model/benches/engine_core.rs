@@ -18,6 +18,7 @@
 mod common;
 
 use common::*;
+use kfd_model::hw::engine::affinity::thread_last_core as last_core;
 use kfd_model::{ModelConfig, Preset};
 use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
 use nix::unistd::Pid;
@@ -41,14 +42,6 @@ fn threads_named(name: &str) -> Vec<u32> {
         .unwrap_or_default()
 }
 
-/// The core thread `tid` last ran on (field 39 of its `stat`).
-fn last_core(tid: u32) -> Option<usize> {
-    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
-    // The command name (field 2) is in parentheses and may hold spaces: count after it.
-    let after_comm = &stat[stat.rfind(')')? + 2..];
-    after_comm.split(' ').nth(39 - 3)?.parse().ok()
-}
-
 fn pin_to(core: usize) {
     let mut set = CpuSet::new();
     if set.set(core).is_ok() {
@@ -56,9 +49,23 @@ fn pin_to(core: usize) {
     }
 }
 
+/// The cores the bench was allowed at its start.
+static ALLOWED: std::sync::OnceLock<Option<CpuSet>> = std::sync::OnceLock::new();
+
+fn allowed() -> Option<CpuSet> {
+    *ALLOWED.get_or_init(|| sched_getaffinity(Pid::from_raw(0)).ok())
+}
+
+/// Lets this thread run on every core the bench was allowed at its start.
+fn unpin() {
+    if let Some(all) = allowed() {
+        let _ = sched_setaffinity(Pid::from_raw(0), &all);
+    }
+}
+
 /// The first two cores this thread may run on, or `None` with fewer.
 fn two_cores() -> Option<[usize; 2]> {
-    let all = sched_getaffinity(Pid::from_raw(0)).ok()?;
+    let all = allowed()?;
     let mut cores = (0..CpuSet::count()).filter(|&c| all.is_set(c).unwrap_or(false));
     Some([cores.next()?, cores.next()?])
 }
@@ -77,15 +84,23 @@ struct Watched {
 
 impl Watched {
     fn new(affinity: bool) -> Option<Watched> {
+        // The engine thread inherits its creator's CPU mask: create the model unpinned.
+        unpin();
         let cfg = ModelConfig::new(Preset::Gfx900).with_engine_affinity(affinity);
+        // The last row's thread may still be ending: the new one is the one not seen before.
+        let before = threads_named("kfd-model-engines");
         let (model, c, q, mem, bell) = watched_pm4_queue_with(cfg);
-        // A new thread names itself once it runs; the last row's thread ends soon after its
-        // model.
+        let new_engines = || -> Vec<u32> {
+            let mut now = threads_named("kfd-model-engines");
+            now.retain(|t| !before.contains(t));
+            now
+        };
+        // A new thread names itself once it runs.
         let since = Instant::now();
-        let mut engine = threads_named("kfd-model-engines");
+        let mut engine = new_engines();
         while engine.len() != 1 && since.elapsed() < HANG {
             std::thread::yield_now();
-            engine = threads_named("kfd-model-engines");
+            engine = new_engines();
         }
         let [engine] = engine[..] else {
             println!("  could not find the one engine thread: {engine:?}");
@@ -129,6 +144,7 @@ fn follows_the_doorbell(affinity: bool, cores: [usize; 2]) -> Option<usize> {
     let mut w = Watched::new(affinity)?;
     let rounds = [cores[0], cores[1], cores[0], cores[1]];
     let mut slept_on = Vec::new();
+    let mut policy_core = Vec::new();
     for &core in &rounds {
         w.ring_after_idle_from(core);
         let busy = Instant::now();
@@ -137,6 +153,7 @@ fn follows_the_doorbell(affinity: bool, cores: [usize; 2]) -> Option<usize> {
         }
         std::thread::sleep(Duration::from_millis(150));
         slept_on.push(last_core(w.engine));
+        policy_core.push(w.model.engine_affinity().doorbell_core);
     }
     let followed = rounds
         .iter()
@@ -145,9 +162,10 @@ fn follows_the_doorbell(affinity: bool, cores: [usize; 2]) -> Option<usize> {
         .count();
     println!(
         "  policy {}: stores from {rounds:?}, engine asleep on {slept_on:?}: {followed} of 4; the \
-         policy asked for {} moves",
+         policy took the doorbell's core for {policy_core:?} and asked for {} moves ({} slow)",
         on_off(affinity),
-        w.model.engine_affinity().doorbell_moves
+        w.model.engine_affinity().doorbell_moves,
+        w.model.engine_affinity().slow_moves
     );
     Some(followed)
 }

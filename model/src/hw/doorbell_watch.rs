@@ -24,8 +24,9 @@
 //! `uffd_msg` records whose `UFFD_EVENT_PAGEFAULT` carries `UFFD_PAGEFAULT_FLAG_WP`.
 
 use std::io;
+use std::num::NonZeroU32;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -36,6 +37,9 @@ const UFFD_USER_MODE_ONLY: libc::c_int = 1;
 /// `UFFD_FEATURE_WP_HUGETLBFS_SHMEM`: write protection of shared memory (the doorbell page
 /// is a memfd).
 const UFFD_FEATURE_WP_HUGETLBFS_SHMEM: u64 = 1 << 12;
+/// `UFFD_FEATURE_THREAD_ID`: a page-fault message names the faulting thread (`feat.ptid`, the
+/// 32 bits after the address).
+const UFFD_FEATURE_THREAD_ID: u64 = 1 << 8;
 /// `UFFDIO_REGISTER_MODE_WP`.
 const UFFDIO_REGISTER_MODE_WP: u64 = 1 << 1;
 /// `UFFDIO_WRITEPROTECT_MODE_WP`.
@@ -101,6 +105,8 @@ pub struct DoorbellWatch {
     last_fault: Mutex<Option<Instant>>,
     /// Times a store woke the engine thread.
     wakeups: AtomicU64,
+    /// The thread id of the last store that faulted (0 before any).
+    last_storer: AtomicU32,
     /// Counts every change the engine thread could have missed a store through: each arm,
     /// disarm and fault read. The same value twice, armed both times, means every store in
     /// between faulted ([`DoorbellWatch::armed_epoch`]).
@@ -135,7 +141,7 @@ impl DoorbellWatch {
         let uffd = unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) };
         let mut api = UffdioApi {
             api: UFFD_API,
-            features: UFFD_FEATURE_WP_HUGETLBFS_SHMEM,
+            features: UFFD_FEATURE_WP_HUGETLBFS_SHMEM | UFFD_FEATURE_THREAD_ID,
             ioctls: 0,
         };
         uffd_ioctl(&uffd, UFFDIO_API, &mut api)?;
@@ -155,6 +161,7 @@ impl DoorbellWatch {
             stop: AtomicBool::new(false),
             last_fault: Mutex::new(None),
             wakeups: AtomicU64::new(0),
+            last_storer: AtomicU32::new(0),
             epoch: AtomicU64::new(0),
         }))
     }
@@ -293,6 +300,12 @@ impl DoorbellWatch {
         self.wakeups.load(Ordering::Relaxed)
     }
 
+    /// The thread whose store last woke the engine (its id, as `gettid` gives it), if the
+    /// kernel named it.
+    pub fn last_storer(&self) -> Option<u32> {
+        NonZeroU32::new(self.last_storer.load(Ordering::Relaxed)).map(NonZeroU32::get)
+    }
+
     /// Whether the mappings are protected now.
     pub fn is_armed(&self) -> bool {
         self.armed.load(Ordering::Acquire)
@@ -406,6 +419,8 @@ impl DoorbellWatch {
                 let flags = u64::from_le_bytes(msg[8..16].try_into().unwrap_or([0; 8]));
                 if msg[0] == UFFD_EVENT_PAGEFAULT && flags & UFFD_PAGEFAULT_FLAG_WP != 0 {
                     faulted = true;
+                    let ptid = u32::from_le_bytes(msg[24..28].try_into().unwrap_or([0; 4]));
+                    self.last_storer.store(ptid, Ordering::Relaxed);
                 }
             }
             if n < msgs.len() {
@@ -628,6 +643,24 @@ mod tests {
         assert!(woke && completed);
         assert!(!woke_again, "a fault's message was left for the next wait");
         assert_eq!((first.load(), second.load()), (1, 2));
+    }
+
+    #[test]
+    fn a_wake_up_names_the_thread_that_stored() {
+        let Some(watch) = watch() else { return };
+        let page = SharedPage::new();
+        // SAFETY: a shared mapping that outlives the watch's use of it.
+        unsafe { watch.watch(page.addr as u64, 4096) }.unwrap();
+        assert_eq!(watch.last_storer(), None, "no store yet");
+        assert!(watch.arm());
+        let (tid, done) = page.store_from_a_thread_named(7);
+        until_blocked(tid);
+        let woke = watch.wait(HANG);
+        watch.disarm();
+        let completed = done.recv_timeout(HANG).is_ok();
+        watch.stop();
+        assert!(woke && completed);
+        assert_eq!(watch.last_storer(), u32::try_from(tid).ok());
     }
 
     #[test]

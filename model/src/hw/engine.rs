@@ -612,7 +612,8 @@ pub fn spawn(
                 }
                 let kicked = waker.kicked.swap(false, Ordering::AcqRel);
                 if kicked {
-                    affinity.woken_by_doorbell();
+                    let storer = waker.watch.get().and_then(|w| w.last_storer());
+                    affinity.woken_by_doorbell(storer);
                 }
                 if activity.progressed() || kicked {
                     last_work = now;

@@ -8,10 +8,14 @@
 //!   with the engine's own spinning: each round trip took the engine's whole hot spin (21.5 µs
 //!   instead of 0.5 µs) until the scheduler moved one of them, which for a short program
 //!   (issue #22's 100-round runs: 79 of 108 processes) was never.
-//! - **Before a watched sleep, back to the doorbell's core** ([`DoorbellCore`]): the core a
-//!   doorbell store last woke it on. A client rings from the same thread, which mostly keeps
-//!   its core, and the next store's fault wakes the engine on that core; a thread asleep on
-//!   another one is migrated there and runs its pass with the other core's caches. On a
+//! - **Before a watched sleep, back to the doorbell's core** ([`DoorbellCore`]): the core of
+//!   the thread whose store last woke it (`userfaultfd` names the faulting thread; its core is
+//!   read from `/proc` as the engine is about to sleep, off the doorbell path; where the
+//!   kernel does not name it, the core the wake-up ran on). A client rings from the same
+//!   thread, which mostly keeps its core, and on a small host the next store's fault wakes the
+//!   engine on that core; a thread asleep on another one is migrated there and runs its pass
+//!   with the other core's caches. (On an idle many-core host the scheduler wakes it on an
+//!   idle core instead: the core the wake-up ran on is not the storer's.) On a
 //!   2-vCPU guest, of 40 stores after an idle second, the 26 that found the engine thread
 //!   asleep on their own core saw doorbell to packets executed in 26 µs at p50 (22–44 µs and
 //!   one 140), the 14 that found it on the other core in 57 µs (36–60 µs, and 164 and 215).
@@ -27,7 +31,7 @@
 //! runs and moves it, and counts what it decided (`Model::engine_affinity`); `model/benches`
 //! measure what the moves buy (`dispatch`'s doorbell-after-idle rows, `engine_core`).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -81,6 +85,12 @@ impl DoorbellCore {
         self.not_before = None;
     }
 
+    /// The store that last woke the thread came from `core` (read after the wake-up): the
+    /// doorbell's core, in place of the one the wake-up ran on.
+    pub fn stored_from(&mut self, core: usize) {
+        self.core = Some(core);
+    }
+
     /// Before a watched sleep, on core `now_core` at `now`: the core to move to, or `None` to
     /// stay — no doorbell core known yet, already there (or the host cannot tell), or a move
     /// since the last doorbell found that core busy and the back-off has not run out.
@@ -130,16 +140,33 @@ pub struct AffinityStats {
     pub doorbell_moves: u64,
     /// Of those, moves that had to wait for a busy core and started a back-off.
     pub slow_moves: u64,
+    /// The core the policy takes for the doorbell's now, if any.
+    pub doorbell_core: Option<usize>,
 }
 
 /// The counters behind [`AffinityStats`], shared between the engine thread and the model.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct AffinityCounters {
     enabled: std::sync::atomic::AtomicBool,
     start_moves: AtomicU64,
     doorbell_cores: AtomicU64,
     doorbell_moves: AtomicU64,
     slow_moves: AtomicU64,
+    /// [`AffinityStats::doorbell_core`], `usize::MAX` for none.
+    doorbell_core: AtomicUsize,
+}
+
+impl Default for AffinityCounters {
+    fn default() -> Self {
+        AffinityCounters {
+            enabled: Default::default(),
+            start_moves: Default::default(),
+            doorbell_cores: Default::default(),
+            doorbell_moves: Default::default(),
+            slow_moves: Default::default(),
+            doorbell_core: AtomicUsize::new(usize::MAX),
+        }
+    }
 }
 
 impl AffinityCounters {
@@ -151,6 +178,8 @@ impl AffinityCounters {
             doorbell_cores: self.doorbell_cores.load(Ordering::Relaxed),
             doorbell_moves: self.doorbell_moves.load(Ordering::Relaxed),
             slow_moves: self.slow_moves.load(Ordering::Relaxed),
+            doorbell_core: Some(self.doorbell_core.load(Ordering::Relaxed))
+                .filter(|&c| c != usize::MAX),
         }
     }
 }
@@ -161,6 +190,8 @@ impl AffinityCounters {
 pub struct EngineAffinity {
     enabled: bool,
     doorbell: DoorbellCore,
+    /// The thread whose store woke the engine last, until its core is read.
+    storer: Option<u32>,
     counters: Arc<AffinityCounters>,
 }
 
@@ -171,6 +202,7 @@ impl EngineAffinity {
         EngineAffinity {
             enabled,
             doorbell: DoorbellCore::default(),
+            storer: None,
             counters,
         }
     }
@@ -185,13 +217,16 @@ impl EngineAffinity {
         }
     }
 
-    /// A doorbell store's fault woke the thread: its core is the doorbell's core now.
-    pub fn woken_by_doorbell(&mut self) {
+    /// A doorbell store's fault woke the thread; `storer` is the storing thread when the
+    /// kernel named it. Its core is the doorbell's core: read before the next watched sleep,
+    /// not here, on the doorbell path. Until then the core this wake-up runs on stands in.
+    pub fn woken_by_doorbell(&mut self, storer: Option<u32>) {
         if !self.enabled {
             return;
         }
+        self.storer = storer;
         let core = current_core();
-        if core.is_some() {
+        if storer.is_none() && core.is_some() {
             self.counters.doorbell_cores.fetch_add(1, Ordering::Relaxed);
         }
         self.doorbell.woken_by_doorbell(core);
@@ -202,11 +237,21 @@ impl EngineAffinity {
         if !self.enabled {
             return;
         }
+        if let Some(core) = self.storer.take().and_then(thread_last_core) {
+            self.counters.doorbell_cores.fetch_add(1, Ordering::Relaxed);
+            self.doorbell.stored_from(core);
+        }
+        if let Some(core) = self.doorbell.core() {
+            self.counters.doorbell_core.store(core, Ordering::Relaxed);
+        }
         let Some(core) = self.doorbell.before_sleep(current_core(), Instant::now()) else {
             return;
         };
         let started = Instant::now();
-        hop_to(|c| c == core);
+        if !hop_to(|c| c == core) {
+            // Not a core this thread may run on (it inherits its creator's mask): stay.
+            return;
+        }
         let took = started.elapsed();
         self.counters.doorbell_moves.fetch_add(1, Ordering::Relaxed);
         if took > DoorbellCore::SLOW_MOVE {
@@ -219,6 +264,20 @@ impl EngineAffinity {
 /// The core the calling thread runs on, if the host says.
 pub fn current_core() -> Option<usize> {
     nix::sched::sched_getcpu().ok()
+}
+
+/// The core thread `tid` of this process last ran on (`processor`, field 39 of its
+/// `/proc/self/task/<tid>/stat`), if the host says.
+pub fn thread_last_core(tid: u32) -> Option<usize> {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
+    last_core_in_stat(&stat)
+}
+
+/// Field 39 of a `stat` line. The command name (field 2) is in parentheses and may hold
+/// spaces and parentheses: fields are counted after its last `)`.
+fn last_core_in_stat(stat: &str) -> Option<usize> {
+    let after_comm = stat.get(stat.rfind(')')? + 2..)?;
+    after_comm.split(' ').nth(39 - 3)?.parse().ok()
 }
 
 /// Moves the calling thread onto the allowed cores that `to` accepts, then allows it every
@@ -277,6 +336,30 @@ mod tests {
         // A wake-up whose core is unknown keeps the last one known.
         p.woken_by_doorbell(None);
         assert_eq!(p.core(), Some(1));
+    }
+
+    #[test]
+    fn the_storing_threads_core_replaces_the_core_the_wake_up_ran_on() {
+        let t0 = Instant::now();
+        let mut p = DoorbellCore::default();
+        // Woken on an idle core 8 by a store from core 3.
+        p.woken_by_doorbell(Some(8));
+        p.stored_from(3);
+        assert_eq!(p.core(), Some(3));
+        assert_eq!(p.before_sleep(Some(8), t0), Some(3));
+        assert_eq!(p.before_sleep(Some(3), t0), None);
+    }
+
+    #[test]
+    fn the_core_is_field_39_of_stat_counted_after_the_command_name() {
+        let fields_after_comm: Vec<String> = (3..=52).map(|f| f.to_string()).collect();
+        let line = format!("4242 (a (tricky) name) {}", fields_after_comm.join(" "));
+        assert_eq!(last_core_in_stat(&line), Some(39));
+        assert_eq!(last_core_in_stat("4242 (cut short) S 1 2"), None);
+        assert_eq!(last_core_in_stat("no parentheses"), None);
+        assert_eq!(last_core_in_stat(")"), None);
+        // This thread's own line parses.
+        assert!(thread_last_core(nix::unistd::gettid().as_raw() as u32).is_some());
     }
 
     #[test]
@@ -340,7 +423,7 @@ mod tests {
         let counters = Arc::new(AffinityCounters::default());
         let mut a = EngineAffinity::new(false, counters.clone());
         a.at_start(current_core());
-        a.woken_by_doorbell();
+        a.woken_by_doorbell(Some(nix::unistd::gettid().as_raw() as u32));
         a.before_watched_sleep();
         assert_eq!(
             counters.stats(),

@@ -714,6 +714,64 @@ fn workgroups_on_one_and_several_host_threads_give_the_same_exact_result() {
     }
 }
 
+/// A GWS semaphore of count 1 (`ds_gws_init` loads it, as kfdtest's KFDGWSTest.Semaphore
+/// does) guards a plain read-modify-write that many waves of many workgroups, on several host
+/// threads, repeat: each wave waits in `ds_gws_sema_p` until the one inside leaves with
+/// `ds_gws_sema_v`, so no increment is lost and no wave ever finds another inside.
+#[test]
+fn a_gws_semaphore_of_one_gives_many_waves_mutual_exclusion() {
+    for (preset, mcpu) in presets() {
+        let cfg = ModelConfig::new(preset)
+            .with_engine_thread(false)
+            .with_cu_threads(4);
+        let mut g = Gpu::with_config(cfg, mcpu);
+        let mut a = kfd_ioctl_alloc_queue_gws_args {
+            queue_id: g.queue.0,
+            num_gws: 1,
+            ..Default::default()
+        };
+        ioctl(&g.c.p, AMDKFD_IOC_ALLOC_QUEUE_GWS, &mut a).unwrap();
+        assert_eq!(a.first_gws, 0, "{mcpu}");
+        let init = g.kernel("gws_init");
+        let signal = g.dispatch(&init, &1u32.to_le_bytes(), [64, 1, 1], [64, 1, 1], 0);
+        g.model.run_until_idle();
+        assert_eq!(g.signal_value(signal), 0, "{mcpu}: init");
+        const GROUPS: u32 = 12;
+        const WAVES_PER_GROUP: u32 = 4;
+        const ROUNDS: u32 = 3;
+        let total = g.alloc(&i32s(&[7]));
+        let inside = g.alloc(&i32s(&[0]));
+        let overlaps = g.alloc(&i32s(&[0]));
+        let mut args = Vec::new();
+        for p in [total, inside, overlaps] {
+            args.extend(p.to_le_bytes());
+        }
+        args.extend(ROUNDS.to_le_bytes());
+        let k = g.kernel("gws_mutex");
+        let local = 64 * WAVES_PER_GROUP;
+        let signal = g.dispatch(&k, &args, [local as u16, 1, 1], [local * GROUPS, 1, 1], 0);
+        g.model.run_until_idle();
+        assert_eq!(g.c.p.queue_error(g.queue.0), None, "{mcpu}");
+        assert_eq!(
+            g.signal_value(signal),
+            0,
+            "{mcpu}: every wave got through the semaphore"
+        );
+        let waves = GROUPS * WAVES_PER_GROUP;
+        assert_eq!(
+            to_i32s(&g.read(total, 4))[0],
+            7 + (waves * ROUNDS) as i32,
+            "{mcpu}: no increment lost"
+        );
+        assert_eq!(
+            to_i32s(&g.read(overlaps, 4))[0],
+            0,
+            "{mcpu}: one wave inside at a time"
+        );
+        assert_eq!(to_i32s(&g.read(inside, 4))[0], 0, "{mcpu}");
+    }
+}
+
 #[test]
 fn the_cu_thread_count_comes_from_the_config_or_the_environment() {
     let cfg = ModelConfig::new(Preset::Gfx900);

@@ -11,8 +11,11 @@
 //! * VRAM placement: the bytes are copied into a piece of the GPU's device memory and that
 //!   memory is mapped over the CPU range (`MAP_FIXED`), so the CPU keeps reading and writing the
 //!   same bytes at the same address — a coherent large-BAR view. The kernel instead installs
-//!   device-private entries that fault back to system memory on a CPU touch. Moving back maps
-//!   fresh anonymous memory and copies the bytes into it.
+//!   device-private entries that fault back to system memory on a CPU touch. Moving back
+//!   copies the bytes into fresh anonymous memory and moves that over the range in one step,
+//!   so a CPU reader sees the data throughout (the kernel holds its faults meanwhile; a CPU
+//!   *write* racing a migration may be lost in the model). As in the kernel, only anonymous
+//!   pages migrate: a file's pages stay in system memory, where the GPUs write the file.
 //! * MMU notifiers: a user-space model is not told about `munmap`. It looks instead: every SVM
 //!   ioctl and every GPU fault first drops the pages of its ranges that are no longer mapped
 //!   (found with `msync`, which fails with `ENOMEM` on an unmapped page), and
@@ -33,6 +36,7 @@
 //!   wave at the faulting instruction and the rest of the dispatch suspended; once the queue
 //!   is mapped again the dispatch resumes and the wave retries that instruction.
 
+use crate::config::KernelVersion;
 use crate::device::KfdNode;
 use crate::errno::{Errno, KResult};
 use crate::hw::mem::{DeviceMemory, PAGE_SIZE};
@@ -50,8 +54,20 @@ pub const SVM_MAPPING_HANDLE: u64 = u64::MAX;
 /// Default migration granularity: 2^9 pages (2 MiB).
 pub const DEFAULT_GRANULARITY: u8 = 9;
 
-/// Largest granularity SET_ATTR stores (larger values are clamped to it).
+/// Largest granularity SET_ATTR stores from Linux 6.7 on (larger values are clamped to it).
 pub const MAX_GRANULARITY: u8 = 0x3F;
+
+/// The granularity SET_ATTR stores for `value`. The range keeps it in a byte
+/// (`svm_range.granularity` is a `uint8_t`); Linux 6.1 stores the value's low byte as given,
+/// and from 6.7 on (upstream 282c1d793076, "drm/amdkfd: Fix shift out-of-bounds issue";
+/// later proposed for the stable series, the model follows 6.1 as released) the value is
+/// clamped to [`MAX_GRANULARITY`] first.
+pub fn granularity(value: u32, kernel: KernelVersion) -> u8 {
+    match kernel {
+        KernelVersion::Linux6_1 => value as u8,
+        KernelVersion::Linux6_12 => value.min(u32::from(MAX_GRANULARITY)) as u8,
+    }
+}
 
 /// Flags a new range starts with.
 pub const DEFAULT_FLAGS: u32 = KFD_IOCTL_SVM_FLAG_HOST_ACCESS | KFD_IOCTL_SVM_FLAG_COHERENT;
@@ -121,7 +137,12 @@ impl SvmAttributes {
         }
     }
 
-    fn apply(&mut self, attr: &kfd_ioctl_svm_attribute, gpuidx: impl Fn(u32) -> Option<usize>) {
+    fn apply(
+        &mut self,
+        attr: &kfd_ioctl_svm_attribute,
+        gpuidx: impl Fn(u32) -> Option<usize>,
+        kernel: KernelVersion,
+    ) {
         let bit = |v| gpuidx(v).map_or(0, |i| 1u64 << i);
         match attr.r#type {
             KFD_IOCTL_SVM_ATTR_PREFERRED_LOC => self.preferred_loc = attr.value,
@@ -141,7 +162,7 @@ impl SvmAttributes {
             KFD_IOCTL_SVM_ATTR_SET_FLAGS => self.flags |= attr.value,
             KFD_IOCTL_SVM_ATTR_CLR_FLAGS => self.flags &= !attr.value,
             KFD_IOCTL_SVM_ATTR_GRANULARITY => {
-                self.granularity = attr.value.min(u32::from(MAX_GRANULARITY)) as u8;
+                self.granularity = granularity(attr.value, kernel);
             }
             _ => {}
         }
@@ -446,15 +467,57 @@ fn cpu_access(start: u64, end: u64) -> CpuAccess {
     }
 }
 
+/// Whether every page of `[start, end)` is private anonymous memory (`/proc/self/maps`: a
+/// private mapping of no file). Only such pages migrate to VRAM: the kernel's
+/// `migrate_vma_setup` collects anonymous pages alone, so a file's pages (a shared or private
+/// file mapping, shared memory) stay in system memory, where the GPUs map them and write
+/// through to the file.
+fn cpu_private_anonymous(start: u64, end: u64) -> bool {
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+        return false;
+    };
+    let mut cur = start;
+    for line in maps.lines() {
+        let mut fields = line.split_whitespace();
+        let (Some(range), Some(perms), Some(_offset), Some(_dev), Some(inode)) = (
+            fields.next(),
+            fields.next(),
+            fields.next(),
+            fields.next(),
+            fields.next(),
+        ) else {
+            continue;
+        };
+        let Some((a, b)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(a), Ok(b)) = (u64::from_str_radix(a, 16), u64::from_str_radix(b, 16)) else {
+            continue;
+        };
+        if b <= cur || a > cur {
+            continue;
+        }
+        if perms.as_bytes().get(3) != Some(&b'p') || inode != "0" {
+            return false;
+        }
+        cur = b;
+        if cur >= end {
+            return true;
+        }
+    }
+    cur >= end
+}
+
 fn map_error(what: &str, e: nix::Error) -> Errno {
     log::warn!(target: "kfd::svm", "{what}: {e}");
     Errno::ENOMEM
 }
 
-/// `svm_migrate_ram_to_vram`: the bytes move into `node`'s VRAM, which then backs the CPU range.
-fn migrate_to_vram(r: &mut SvmRange, node: &Arc<KfdNode>) -> KResult<()> {
+/// `svm_migrate_ram_to_vram`: the bytes move into `node`'s VRAM, which then backs the CPU range;
+/// `false` when they stay where they are (a file's pages, which the kernel does not migrate).
+fn migrate_to_vram(r: &mut SvmRange, node: &Arc<KfdNode>) -> KResult<bool> {
     if r.vram.as_ref().is_some_and(|v| Arc::ptr_eq(&v.node, node)) {
-        return Ok(());
+        return Ok(false);
     }
     if r.vram.is_some() {
         migrate_to_ram(r)?;
@@ -462,6 +525,10 @@ fn migrate_to_vram(r: &mut SvmRange, node: &Arc<KfdNode>) -> KResult<()> {
     if r.cpu == CpuAccess::None {
         // Its bytes cannot be read through the CPU mapping.
         return Err(Errno::EFAULT);
+    }
+    if !cpu_private_anonymous(r.start, r.end) {
+        log::debug!(target: "kfd::svm", "[{:#x}, {:#x}) is not all anonymous memory: it stays in system memory", r.start, r.end);
+        return Ok(false);
     }
     let len = usize::try_from(r.len()).map_err(|_| Errno::ENOMEM)?;
     node.reserve_vram(r.len())?;
@@ -504,49 +571,69 @@ fn migrate_to_vram(r: &mut SvmRange, node: &Arc<KfdNode>) -> KResult<()> {
         mem,
         offset: 0,
     });
-    Ok(())
+    Ok(true)
 }
 
-/// `svm_migrate_vram_to_ram`: fresh anonymous memory backs the CPU range and gets the bytes.
+/// `svm_migrate_vram_to_ram`: fresh anonymous memory gets the bytes and then takes the CPU
+/// range's place in one step (`mremap`), so a CPU thread reading the range meanwhile sees its
+/// data throughout, as the kernel's migration (which holds CPU faults until the pages moved)
+/// shows it; never a page of zeros.
 fn migrate_to_ram(r: &mut SvmRange) -> KResult<()> {
     let Some(v) = r.vram.take() else {
         return Ok(());
     };
     let len = r.len();
-    let at = std::num::NonZeroUsize::new(r.start as usize).ok_or(Errno::EINVAL)?;
     let size = std::num::NonZeroUsize::new(len as usize).ok_or(Errno::EINVAL)?;
-    use nix::sys::mman::{mmap_anonymous, MapFlags, ProtFlags};
-    // SAFETY: the range is this SVM range's own VRAM view, mapped by `migrate_to_vram`; it is
-    // replaced by zeroed private memory that receives the same bytes right below.
-    let mapped = unsafe {
+    let at = std::ptr::NonNull::new(r.start as *mut libc::c_void).ok_or(Errno::EINVAL)?;
+    use nix::sys::mman::{mmap_anonymous, mremap, MRemapFlags, MapFlags, ProtFlags};
+    // SAFETY: a fresh private mapping anywhere the kernel chooses; nothing else refers to it.
+    let fresh = unsafe {
         mmap_anonymous(
-            Some(at),
+            None,
             size,
             ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
-            MapFlags::MAP_PRIVATE | MapFlags::MAP_FIXED,
+            MapFlags::MAP_PRIVATE,
         )
     };
-    if let Err(e) = mapped {
-        r.vram = Some(v);
-        return Err(map_error("mapping system memory over the range", e));
-    }
+    let fresh = match fresh {
+        Ok(f) => f,
+        Err(e) => {
+            r.vram = Some(v);
+            return Err(map_error("mapping system memory for the range", e));
+        }
+    };
     // SAFETY: `offset..offset+len` lies inside the device memory (the range was carved from it)
-    // and the fresh anonymous mapping of `len` bytes is distinct from it.
+    // and the fresh mapping of `len` bytes made above is distinct from it.
     unsafe {
         std::ptr::copy_nonoverlapping(
             (v.mem.host_base() + v.offset as u64) as *const u8,
-            r.start as *mut u8,
+            fresh.as_ptr().cast::<u8>(),
             len as usize,
         );
     }
-    fork_views::remove(r.start, r.end);
     if r.cpu != CpuAccess::ReadWrite {
-        if let Some(at) = std::ptr::NonNull::new(r.start as *mut libc::c_void) {
-            // SAFETY: the fresh mapping made above; only its protection changes back to
-            // what the client had set.
-            let _ = unsafe { nix::sys::mman::mprotect(at, len as usize, r.cpu.prot()) };
-        }
+        // SAFETY: the fresh mapping made above; only its protection changes to what the client
+        // had set on the range.
+        let _ = unsafe { nix::sys::mman::mprotect(fresh, len as usize, r.cpu.prot()) };
     }
+    // SAFETY: moves the fresh mapping over this SVM range's own VRAM view (mapped by
+    // `migrate_to_vram`), which the move unmaps: the CPU view keeps its content.
+    let moved = unsafe {
+        mremap(
+            fresh,
+            len as usize,
+            len as usize,
+            MRemapFlags::MREMAP_MAYMOVE | MRemapFlags::MREMAP_FIXED,
+            Some(at),
+        )
+    };
+    if let Err(e) = moved {
+        // SAFETY: the fresh mapping made above, not moved.
+        let _ = unsafe { nix::sys::mman::munmap(fresh, len as usize) };
+        r.vram = Some(v);
+        return Err(map_error("moving system memory over the range", e));
+    }
+    fork_views::remove(r.start, r.end);
     v.node.release_vram(len);
     log::debug!(target: "kfd::svm", "migrated [{:#x}, {:#x}) from VRAM of gpu {:#x} to system memory", r.start, r.end, v.node.gpu_id);
     Ok(())
@@ -619,7 +706,13 @@ pub(crate) fn cpu_unmapped(p: &ProcessInner, st: &mut ProcessState, start: u64, 
     if removed.is_empty() {
         return;
     }
-    unmap_from_gpus(st, p.owner_pid, start, end, UnmapTrigger::UnmapFromCpu);
+    unmap_from_gpus(
+        st,
+        p.owner_pid,
+        start,
+        end,
+        Some(UnmapTrigger::UnmapFromCpu),
+    );
     if !st.xnack_enabled {
         let bytes = removed.iter().map(SvmRange::len).sum();
         unreserve(p, st, bytes);
@@ -675,7 +768,7 @@ pub(crate) fn cpu_protection_changed(
         log::debug!(target: "kfd::svm", "CPU protection of [{:#x}, {:#x}): {before:?} -> {:?}", r.start, r.end, r.cpu);
     }
     for (s, e) in unmap {
-        unmap_from_gpus(st, p.owner_pid, s, e, UnmapTrigger::MmuNotify);
+        unmap_from_gpus(st, p.owner_pid, s, e, Some(UnmapTrigger::MmuNotify));
     }
     st.svm.stats.cpu_protection_changes += 1;
     st.svm.coalesce();
@@ -1003,8 +1096,14 @@ fn best_prefetch_location(r: &SvmRange, xnack: bool, idx: impl Fn(u32) -> Option
 }
 
 /// `svm_range_unmap_from_gpus`: the GPUs that map part of `[start, end)` as SVM memory stop
-/// mapping it (and SMI clients hear of it).
-fn unmap_from_gpus(st: &ProcessState, pid: u32, start: u64, end: u64, trigger: UnmapTrigger) {
+/// mapping it (and SMI clients hear of it, with `trigger`; `None` tells no one).
+fn unmap_from_gpus(
+    st: &ProcessState,
+    pid: u32,
+    start: u64,
+    end: u64,
+    trigger: Option<UnmapTrigger>,
+) {
     for pdd in &st.pdds {
         let mut vm = pdd.vm.write().unwrap_or_else(|e| e.into_inner());
         let stale: Vec<u64> = vm
@@ -1018,18 +1117,27 @@ fn unmap_from_gpus(st: &ProcessState, pid: u32, start: u64, end: u64, trigger: U
         for va in stale {
             vm.unmap(va);
         }
-        smi::unmap_from_gpu(&pdd.node, pid, start, end, trigger);
+        if let Some(t) = trigger {
+            smi::unmap_from_gpu(&pdd.node, pid, start, end, t);
+        }
     }
 }
 
 /// Moves range `key` to `loc` (0: system memory, else a gpu_id). Returns whether bytes moved.
+///
+/// Each leg happens in the kernel's order: the migration-start event (`svm_migrate_vma_to_*`
+/// sends it before `migrate_vma_setup`), then the MMU notifier that setup calls
+/// ([`invalidate_for_migration`]), then the copy and the migration-end event. `evicted` says
+/// whether the process's queues are already stopped for this operation.
 fn migrate(
+    p: &ProcessInner,
     st: &mut ProcessState,
-    pid: u32,
     key: u64,
     loc: u32,
     trigger: MigrateTrigger,
+    evicted: &mut bool,
 ) -> KResult<bool> {
+    let pid = p.owner_pid;
     let node = if loc == KFD_IOCTL_SVM_LOCATION_SYSMEM {
         None
     } else {
@@ -1042,26 +1150,23 @@ fn migrate(
     if r.actual_loc() == loc {
         return Ok(false);
     }
-    // The GPUs lose the range before its bytes move (the MMU notifier's invalidation), so a
-    // write the engines make meanwhile faults instead of landing in the old copy.
     let (start, end) = (r.start, r.end);
+    let start_loc = r.actual_loc();
     let mut m = smi::Migration {
         start,
         end,
-        from: r.actual_loc(),
+        from: start_loc,
         to: loc,
         prefetch_loc: r.attrs.prefetch_loc,
         preferred_loc: r.attrs.preferred_loc,
         trigger,
     };
-    unmap_from_gpus(st, pid, start, end, UnmapTrigger::MmuNotifyMigrate);
-    let Some(r) = st.svm.ranges.get_mut(&key) else {
-        return Ok(false);
-    };
     // VRAM to another GPU's VRAM goes through system memory.
     if let Some(v) = r.vram.clone() {
         m.to = KFD_IOCTL_SVM_LOCATION_SYSMEM;
         smi::migration_start(&v.node, pid, &m);
+        invalidate_for_migration(p, st, start, end, evicted);
+        let r = st.svm.ranges.get_mut(&key).ok_or(Errno::EINVAL)?;
         migrate_to_ram(r)?;
         smi::migration_end(&v.node, pid, &m);
         st.svm.stats.migrations_to_ram += 1;
@@ -1070,17 +1175,46 @@ fn migrate(
         m.from = KFD_IOCTL_SVM_LOCATION_SYSMEM;
         m.to = loc;
         smi::migration_start(&n, pid, &m);
-        migrate_to_vram(r, &n)?;
+        invalidate_for_migration(p, st, start, end, evicted);
+        let r = st.svm.ranges.get_mut(&key).ok_or(Errno::EINVAL)?;
+        let moved = migrate_to_vram(r, &n)?;
         smi::migration_end(&n, pid, &m);
+        if !moved {
+            // Only the leg out of another GPU's VRAM (if any) moved bytes.
+            return Ok(start_loc != KFD_IOCTL_SVM_LOCATION_SYSMEM);
+        }
         st.svm.stats.migrations_to_vram += 1;
     }
     Ok(true)
 }
 
-/// With XNACK off a migration goes through the MMU notifier, which evicts the process's queues
-/// until the restore work has the new mappings in place; with XNACK on the GPU simply faults.
-fn evict_for_migration(p: &ProcessInner, st: &mut ProcessState) -> bool {
-    !st.xnack_enabled && evict_queues(p, st)
+/// `svm_range_evict` for the MMU_NOTIFY_MIGRATE invalidation a migration raises: with XNACK
+/// off the first one stops the process's queues (they come back once the range is mapped
+/// again); with XNACK on the GPUs unmap the range (SMI trigger MMU_NOTIFY_MIGRATE). Either
+/// way the GPUs lose the range before its bytes move, so an engine write meanwhile faults
+/// instead of landing in the old copy (with XNACK off the kernel leaves the stopped GPUs'
+/// mapping alone and tells no SMI client; the model drops it silently).
+fn invalidate_for_migration(
+    p: &ProcessInner,
+    st: &mut ProcessState,
+    start: u64,
+    end: u64,
+    evicted: &mut bool,
+) {
+    if st.xnack_enabled {
+        unmap_from_gpus(
+            st,
+            p.owner_pid,
+            start,
+            end,
+            Some(UnmapTrigger::MmuNotifyMigrate),
+        );
+    } else {
+        if !*evicted {
+            *evicted = evict_queues(p, st);
+        }
+        unmap_from_gpus(st, p.owner_pid, start, end, None);
+    }
 }
 
 /// `kgd2kfd_quiesce_mm` for the SVM code (trigger SVM): the process's queues stop until
@@ -1153,13 +1287,14 @@ fn set_attr(
         }
     }
     let fresh = SvmAttributes::new_range(all_gpus(st), st.xnack_enabled);
+    let kernel = p.model.config.kernel;
     let keys = st.svm.carve(start, end, fresh);
     for &k in &keys {
         let gpu_ids: Vec<u32> = st.pdds.iter().map(|d| d.node.gpu_id).collect();
         let idx = |g: u32| gpu_ids.iter().position(|&x| x == g);
         if let Some(r) = st.svm.ranges.get_mut(&k) {
             for a in attrs {
-                r.attrs.apply(a, idx);
+                r.attrs.apply(a, idx, kernel);
             }
         }
     }
@@ -1176,10 +1311,7 @@ fn set_attr(
         {
             continue;
         }
-        if !evicted {
-            evicted = evict_for_migration(p, st);
-        }
-        if let Err(e) = migrate(st, p.owner_pid, k, best, MigrateTrigger::Prefetch) {
+        if let Err(e) = migrate(p, st, k, best, MigrateTrigger::Prefetch, &mut evicted) {
             result = Err(e);
             break;
         }
@@ -1406,7 +1538,15 @@ pub(crate) fn restore_pages(p: &ProcessInner, node: &KfdNode, va: u64, write: bo
     st.svm.split_at(gs);
     st.svm.split_at(ge);
     log::info!(target: "kfd::svm", "pasid {:#x}: recoverable GPU fault at {va:#x} on gpu {:#x} ({}): range [{gs:#x}, {ge:#x}) -> {}", p.pasid, node.gpu_id, if write { "write" } else { "read" }, if best == 0 { "system memory".to_owned() } else { format!("VRAM of gpu {best:#x}") });
-    let migrated = match migrate(&mut st, p.owner_pid, gs, best, MigrateTrigger::PagefaultGpu) {
+    let mut evicted = false;
+    let migrated = match migrate(
+        p,
+        &mut st,
+        gs,
+        best,
+        MigrateTrigger::PagefaultGpu,
+        &mut evicted,
+    ) {
         Ok(moved) => moved,
         Err(e) => {
             log::warn!(target: "kfd::svm", "migration for the fault at {va:#x} failed: {e}; mapping in place");
@@ -1522,14 +1662,27 @@ mod tests {
                 value: 200,
             },
             idx,
+            KernelVersion::Linux6_12,
         );
         assert_eq!(a.granularity, MAX_GRANULARITY);
+        assert_eq!(
+            granularity(200, KernelVersion::Linux6_1),
+            200,
+            "6.1: as given"
+        );
+        assert_eq!(
+            granularity(0x1FF, KernelVersion::Linux6_1),
+            0xFF,
+            "6.1: a byte"
+        );
+        assert_eq!(granularity(0x3F, KernelVersion::Linux6_12), 0x3F);
         a.apply(
             &kfd_ioctl_svm_attribute {
                 r#type: KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE,
                 value: 7,
             },
             idx,
+            KernelVersion::Linux6_12,
         );
         assert_eq!((a.access, a.access_in_place), (0, 0b10));
         a.apply(
@@ -1538,6 +1691,7 @@ mod tests {
                 value: 7,
             },
             idx,
+            KernelVersion::Linux6_12,
         );
         assert_eq!((a.access, a.access_in_place), (0b10, 0));
     }

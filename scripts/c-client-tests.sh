@@ -294,6 +294,8 @@ run_fidelity oversubscribe
 # the driver then needs amdgpu.no_system_mem_limit=1, and so does the model.
 run_fidelity register_huge KFD_MODEL_NO_SYSTEM_MEM_LIMIT=1
 run_fidelity big_alloc
+# A benchmark as much as a check: its rounds print time and minor faults per page.
+run_fidelity zero_init
 run_fidelity amdgpu_bo
 
 # --- 5. bystanders are unaffected ---------------------------------------------------------

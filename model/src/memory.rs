@@ -400,6 +400,7 @@ fn backing_of(
                 log::debug!(target: "kfd::memory", "userptr {:#x}+{size:#x} is a doorbell mapping", req.user_addr);
                 return Err(Errno::EFAULT);
             }
+            crate::user::populate_user_range_for_write(req.user_addr, size)?;
             (
                 // SAFETY: the user address arrived in ALLOC's argument bytes, which the caller of
                 // `Process::ioctl` promised are its memory for as long as the GPU maps them;

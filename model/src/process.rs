@@ -865,6 +865,7 @@ impl Process {
     /// thread, inside the driver) the unmap is queued and handled by the next SVM entry, as
     /// the kernel defers its notifier work.
     pub fn svm_cpu_unmapped(&self, addr: u64, len: u64) {
+        crate::user::forget_populated(addr, len);
         let end = addr.saturating_add(len);
         match self.inner.state.try_lock() {
             Ok(mut st) => {

@@ -366,6 +366,55 @@ fn every_memory_kind_allocates_maps_and_frees() {
     assert_eq!(gtt.handle >> 32, u64::from(c.gpu()));
 }
 
+/// A USERPTR registration populates its range for writing, as amdgpu's
+/// `amdgpu_ttm_tt_get_user_pages` does with `hmm_range_fault` (KFD registers user memory
+/// writable): fresh anonymous pages are resident after ALLOC, each faulted in once, so the
+/// CPU's and the GPU's accesses find them; the content stays zero.
+#[test]
+fn a_userptr_registration_populates_its_pages() {
+    let model = model(Preset::Gfx900, 1);
+    let c = Client::new(&model);
+    const PAGES: usize = 64;
+    let len = std::num::NonZeroUsize::new(PAGES * 4096).unwrap();
+    // SAFETY: a fresh private mapping the test owns (never unmapped: the registration
+    // outlives it, as USERPTR memory must).
+    let mem = unsafe {
+        nix::sys::mman::mmap_anonymous(
+            None,
+            len,
+            nix::sys::mman::ProtFlags::PROT_READ | nix::sys::mman::ProtFlags::PROT_WRITE,
+            nix::sys::mman::MapFlags::MAP_PRIVATE,
+        )
+    }
+    .unwrap();
+    let addr = mem.as_ptr() as u64;
+    let resident = || {
+        let mut v = [0u8; PAGES];
+        // SAFETY: mincore reads the page tables of the test's mapping into one byte per page.
+        let r = unsafe { libc::mincore(mem.as_ptr(), PAGES * 4096, v.as_mut_ptr()) };
+        assert_eq!(r, 0);
+        v.iter().filter(|&&b| b & 1 != 0).count()
+    };
+    assert_eq!(resident(), 0, "untouched before");
+    let mut up = kfd_ioctl_alloc_memory_of_gpu_args {
+        va_addr: addr,
+        size: (PAGES * 4096) as u64,
+        mmap_offset: addr,
+        gpu_id: c.gpu(),
+        flags: KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+        ..Default::default()
+    };
+    ioctl(&c.p, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut up).unwrap();
+    assert_eq!(
+        resident(),
+        PAGES,
+        "every page faulted in by the registration"
+    );
+    // SAFETY: reads the test's own (registered) mapping.
+    let words = unsafe { std::slice::from_raw_parts(addr as *const u64, PAGES * 512) };
+    assert!(words.iter().all(|&w| w == 0), "content unchanged");
+}
+
 #[test]
 fn one_buffer_mapped_to_two_gpus() {
     let model = model(Preset::Gfx90a, 2);

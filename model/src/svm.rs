@@ -5,17 +5,18 @@
 //! where a SET_ATTR span starts or ends inside one; the model also joins neighbours whose
 //! attributes and placement became equal again (the kernel leaves them split: nothing a client
 //! can query tells the two apart). A range lives in system memory or in one GPU's VRAM;
-//! prefetching moves its bytes and the GPU mappings follow.
+//! prefetching moves it and the GPU mappings follow.
 //!
 //! What the model does differently, and why:
-//! * VRAM placement: the bytes are copied into a piece of the GPU's device memory and that
-//!   memory is mapped over the CPU range (`MAP_FIXED`), so the CPU keeps reading and writing the
-//!   same bytes at the same address — a coherent large-BAR view. The kernel instead installs
-//!   device-private entries that fault back to system memory on a CPU touch. Moving back
-//!   copies the bytes into fresh anonymous memory and moves that over the range in one step,
-//!   so a CPU reader sees the data throughout (the kernel holds its faults meanwhile; a CPU
-//!   *write* racing a migration may be lost in the model). As in the kernel, only anonymous
-//!   pages migrate: a file's pages stay in system memory, where the GPUs write the file.
+//! * VRAM placement: a range in VRAM is accounted to that GPU's VRAM (SMI events, statistics
+//!   and VRAM use as the kernel's), but its bytes stay in the CPU's pages, which the GPUs map —
+//!   a coherent large-BAR view of the same bytes at the same address. The kernel instead moves
+//!   them into device pages and installs device-private entries that fault back to system
+//!   memory on a CPU touch. The model's VRAM is host memory: moving the bytes would cost host
+//!   memory for every page, touched or not (an untouched page is the shared zero page for the
+//!   CPU's and the GPU's reads), and would open a window in which a CPU reader misses the
+//!   data. As in the kernel, only anonymous pages migrate: a file's pages stay in system
+//!   memory, where the GPUs write the file.
 //! * MMU notifiers: a user-space model is not told about `munmap`. It looks instead: every SVM
 //!   ioctl and every GPU fault first drops the pages of its ranges that are no longer mapped
 //!   (found with `msync`, which fails with `ENOMEM` on an unmapped page), and
@@ -25,9 +26,8 @@
 //!   copy-on-write protection) comes through [`crate::Process::svm_cpu_protection_changed`]
 //!   and [`crate::Process::svm_forked`]: ranges take the CPU's protection on the GPUs
 //!   (read-only, or unmapped), with the queues evicted meanwhile (XNACK off) or the pages
-//!   unmapped from the GPUs to be faulted in again (XNACK on). A range in VRAM is device
-//!   memory mapped shared over the range, so a fork handler gives a forked child a private
-//!   copy of it.
+//!   unmapped from the GPUs to be faulted in again (XNACK on). A forked child has its own
+//!   copy-on-write pages of every range, in VRAM or not, as in the kernel.
 //! * Recoverable faults (XNACK on): the hardware model stops the queue at the faulting packet
 //!   and posts the fault; the driver model maps (migrating if the preferred location says so)
 //!   and remaps the queue, which retries that packet. The hardware would stall the access
@@ -39,7 +39,7 @@
 use crate::config::KernelVersion;
 use crate::device::KfdNode;
 use crate::errno::{Errno, KResult};
-use crate::hw::mem::{DeviceMemory, PAGE_SIZE};
+use crate::hw::mem::PAGE_SIZE;
 use crate::hw::vm::{Backing, UserMemory, VmMapping};
 use crate::process::{ProcessInner, ProcessState};
 use crate::smi::{self, MigrateTrigger, UnmapTrigger};
@@ -93,17 +93,6 @@ pub enum CpuAccess {
     ReadOnly,
     /// Neither (or unmapped): the GPUs do not map it.
     None,
-}
-
-impl CpuAccess {
-    fn prot(self) -> nix::sys::mman::ProtFlags {
-        use nix::sys::mman::ProtFlags;
-        match self {
-            CpuAccess::ReadWrite => ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
-            CpuAccess::ReadOnly => ProtFlags::PROT_READ,
-            CpuAccess::None => ProtFlags::PROT_NONE,
-        }
-    }
 }
 
 /// The attributes of one range. GPUs are named by their index in the process (`gpuidx`).
@@ -169,21 +158,6 @@ impl SvmAttributes {
     }
 }
 
-/// A range's bytes in one GPU's VRAM: a piece of device memory, shared by the pieces of a
-/// range that was split after it moved.
-#[derive(Clone)]
-struct Vram {
-    node: Arc<KfdNode>,
-    mem: Arc<DeviceMemory>,
-    offset: usize,
-}
-
-impl std::fmt::Debug for Vram {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "gpu {:#x} +{:#x}", self.node.gpu_id, self.offset)
-    }
-}
-
 /// One SVM range: `[start, end)` in bytes, page aligned.
 #[derive(Debug, Clone)]
 pub struct SvmRange {
@@ -193,7 +167,10 @@ pub struct SvmRange {
     pub end: u64,
     /// Its attributes.
     pub attrs: SvmAttributes,
-    vram: Option<Vram>,
+    /// The GPU whose VRAM holds it (accounted there; its bytes stay where the CPU maps them).
+    vram: Option<Arc<KfdNode>>,
+    /// When it last moved into VRAM (the order in which a full VRAM evicts ranges).
+    placed: u64,
     /// GPUs a recoverable fault mapped it on (XNACK on maps lazily).
     fault_mapped: u64,
     /// What the CPU may do with its pages (SET_ATTR requires read-write; `mprotect` changes
@@ -208,6 +185,7 @@ impl SvmRange {
             end,
             attrs,
             vram: None,
+            placed: 0,
             fault_mapped: 0,
             cpu: CpuAccess::ReadWrite,
         }
@@ -219,16 +197,13 @@ impl SvmRange {
 
     /// Where the bytes are: 0 for system memory, else the gpu_id whose VRAM holds them.
     pub fn actual_loc(&self) -> u32 {
-        self.vram.as_ref().map_or(0, |v| v.node.gpu_id)
+        self.vram.as_ref().map_or(0, |n| n.gpu_id)
     }
 
     /// The part from `at` on, leaving `[start, at)` in `self`.
     fn split_off(&mut self, at: u64) -> SvmRange {
         let mut tail = self.clone();
         tail.start = at;
-        if let Some(v) = &mut tail.vram {
-            v.offset += (at - self.start) as usize;
-        }
         self.end = at;
         tail
     }
@@ -241,9 +216,8 @@ impl SvmRange {
             && self.cpu == next.cpu
             && match (&self.vram, &next.vram) {
                 (None, None) => true,
-                (Some(a), Some(b)) => {
-                    Arc::ptr_eq(&a.mem, &b.mem) && a.offset + self.len() as usize == b.offset
-                }
+                // Placed together (one buffer in the kernel: TTM evicts it whole).
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b) && self.placed == next.placed,
                 _ => false,
             }
     }
@@ -256,6 +230,8 @@ pub struct SvmStats {
     pub migrations_to_vram: u64,
     /// Ranges moved from VRAM to system memory.
     pub migrations_to_ram: u64,
+    /// Of those, ranges a full VRAM evicted to make room for another (TTM eviction).
+    pub vram_evictions: u64,
     /// Times the process's queues were evicted around a migration (XNACK off).
     pub queue_evictions: u64,
     /// Times they were restored after one.
@@ -274,6 +250,8 @@ pub struct SvmStats {
 #[derive(Debug, Default)]
 pub struct SvmRanges {
     ranges: BTreeMap<u64, SvmRange>,
+    /// The last [`SvmRange::placed`] given out.
+    placements: u64,
     /// Counters.
     pub stats: SvmStats,
 }
@@ -508,15 +486,14 @@ fn cpu_private_anonymous(start: u64, end: u64) -> bool {
     cur >= end
 }
 
-fn map_error(what: &str, e: nix::Error) -> Errno {
-    log::warn!(target: "kfd::svm", "{what}: {e}");
-    Errno::ENOMEM
-}
-
-/// `svm_migrate_ram_to_vram`: the bytes move into `node`'s VRAM, which then backs the CPU range;
-/// `false` when they stay where they are (a file's pages, which the kernel does not migrate).
+/// `svm_migrate_ram_to_vram`: the range moves into `node`'s VRAM: its bytes are accounted
+/// there; `false` when it stays where it is (a file's pages, which the kernel does not
+/// migrate). The bytes themselves stay in the CPU's pages: the model's VRAM is host memory, so
+/// moving them would only cost host memory for pages the client never touched (an untouched
+/// page is the shared zero page for the CPU's and the GPU's reads alike) and give CPU readers
+/// a window without the data; what the CPU and the GPUs see is the same either way.
 fn migrate_to_vram(r: &mut SvmRange, node: &Arc<KfdNode>) -> KResult<bool> {
-    if r.vram.as_ref().is_some_and(|v| Arc::ptr_eq(&v.node, node)) {
+    if r.vram.as_ref().is_some_and(|n| Arc::ptr_eq(n, node)) {
         return Ok(false);
     }
     if r.vram.is_some() {
@@ -530,112 +507,20 @@ fn migrate_to_vram(r: &mut SvmRange, node: &Arc<KfdNode>) -> KResult<bool> {
         log::debug!(target: "kfd::svm", "[{:#x}, {:#x}) is not all anonymous memory: it stays in system memory", r.start, r.end);
         return Ok(false);
     }
-    let len = usize::try_from(r.len()).map_err(|_| Errno::ENOMEM)?;
     node.reserve_vram(r.len())?;
-    let mem = match DeviceMemory::new(&format!("svm-{:#x}", r.start), r.len()) {
-        Ok(m) => Arc::new(m),
-        Err(e) => {
-            node.release_vram(r.len());
-            return Err(e);
-        }
-    };
-    // SAFETY: the range was checked mapped and is the GPU's by the SVM contract (the client
-    // gave it to the device and touches it only through the CPU mapping, which stays valid
-    // below); the device memory is a distinct mapping of the same length.
-    unsafe {
-        std::ptr::copy_nonoverlapping(r.start as *const u8, mem.host_base() as *mut u8, len);
-    }
-    let at = std::num::NonZeroUsize::new(r.start as usize).ok_or(Errno::EINVAL)?;
-    let size = std::num::NonZeroUsize::new(len).ok_or(Errno::EINVAL)?;
-    use nix::sys::mman::{mmap, MapFlags};
-    // SAFETY: replaces the client's pages of this SVM range, which the client handed to the GPU,
-    // with the device memory holding the same bytes: the CPU view keeps its content.
-    let mapped = unsafe {
-        mmap(
-            Some(at),
-            size,
-            r.cpu.prot(),
-            MapFlags::MAP_SHARED | MapFlags::MAP_FIXED,
-            mem.fd(),
-            0,
-        )
-    };
-    if let Err(e) = mapped {
-        node.release_vram(r.len());
-        return Err(map_error("mapping VRAM over the range", e));
-    }
-    fork_views::add(r.start, r.end, &mem, 0, r.cpu);
     log::debug!(target: "kfd::svm", "migrated [{:#x}, {:#x}) to VRAM of gpu {:#x}", r.start, r.end, node.gpu_id);
-    r.vram = Some(Vram {
-        node: node.clone(),
-        mem,
-        offset: 0,
-    });
+    r.vram = Some(node.clone());
     Ok(true)
 }
 
-/// `svm_migrate_vram_to_ram`: fresh anonymous memory gets the bytes and then takes the CPU
-/// range's place in one step (`mremap`), so a CPU thread reading the range meanwhile sees its
-/// data throughout, as the kernel's migration (which holds CPU faults until the pages moved)
-/// shows it; never a page of zeros.
+/// `svm_migrate_vram_to_ram`: the range leaves its GPU's VRAM (its bytes never left the CPU's
+/// pages, so a CPU thread reading meanwhile sees them throughout).
 fn migrate_to_ram(r: &mut SvmRange) -> KResult<()> {
-    let Some(v) = r.vram.take() else {
+    let Some(node) = r.vram.take() else {
         return Ok(());
     };
-    let len = r.len();
-    let size = std::num::NonZeroUsize::new(len as usize).ok_or(Errno::EINVAL)?;
-    let at = std::ptr::NonNull::new(r.start as *mut libc::c_void).ok_or(Errno::EINVAL)?;
-    use nix::sys::mman::{mmap_anonymous, mremap, MRemapFlags, MapFlags, ProtFlags};
-    // SAFETY: a fresh private mapping anywhere the kernel chooses; nothing else refers to it.
-    let fresh = unsafe {
-        mmap_anonymous(
-            None,
-            size,
-            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
-            MapFlags::MAP_PRIVATE,
-        )
-    };
-    let fresh = match fresh {
-        Ok(f) => f,
-        Err(e) => {
-            r.vram = Some(v);
-            return Err(map_error("mapping system memory for the range", e));
-        }
-    };
-    // SAFETY: `offset..offset+len` lies inside the device memory (the range was carved from it)
-    // and the fresh mapping of `len` bytes made above is distinct from it.
-    unsafe {
-        std::ptr::copy_nonoverlapping(
-            (v.mem.host_base() + v.offset as u64) as *const u8,
-            fresh.as_ptr().cast::<u8>(),
-            len as usize,
-        );
-    }
-    if r.cpu != CpuAccess::ReadWrite {
-        // SAFETY: the fresh mapping made above; only its protection changes to what the client
-        // had set on the range.
-        let _ = unsafe { nix::sys::mman::mprotect(fresh, len as usize, r.cpu.prot()) };
-    }
-    // SAFETY: moves the fresh mapping over this SVM range's own VRAM view (mapped by
-    // `migrate_to_vram`), which the move unmaps: the CPU view keeps its content.
-    let moved = unsafe {
-        mremap(
-            fresh,
-            len as usize,
-            len as usize,
-            MRemapFlags::MREMAP_MAYMOVE | MRemapFlags::MREMAP_FIXED,
-            Some(at),
-        )
-    };
-    if let Err(e) = moved {
-        // SAFETY: the fresh mapping made above, not moved.
-        let _ = unsafe { nix::sys::mman::munmap(fresh, len as usize) };
-        r.vram = Some(v);
-        return Err(map_error("moving system memory over the range", e));
-    }
-    fork_views::remove(r.start, r.end);
-    v.node.release_vram(len);
-    log::debug!(target: "kfd::svm", "migrated [{:#x}, {:#x}) from VRAM of gpu {:#x} to system memory", r.start, r.end, v.node.gpu_id);
+    node.release_vram(r.len());
+    log::debug!(target: "kfd::svm", "migrated [{:#x}, {:#x}) from VRAM of gpu {:#x} to system memory", r.start, r.end, node.gpu_id);
     Ok(())
 }
 
@@ -674,16 +559,10 @@ pub(crate) fn sync_gpu_mappings(st: &ProcessState) {
             if mapped_gpus(r, st.xnack_enabled, &idx) & (1 << d) == 0 {
                 continue;
             }
-            let backing = match &r.vram {
-                Some(v) => Backing::Device {
-                    mem: v.mem.clone(),
-                    offset: v.offset,
-                },
-                // SAFETY: the client gave this range to the GPU through AMDKFD_IOC_SVM, the
-                // promise `Process::ioctl` takes for every address handed to the device; pages
-                // the CPU unmapped are dropped from the ranges before they are mapped again.
-                None => Backing::User(unsafe { UserMemory::new(r.start) }),
-            };
+            // SAFETY: the client gave this range to the GPU through AMDKFD_IOC_SVM, the
+            // promise `Process::ioctl` takes for every address handed to the device; pages
+            // the CPU unmapped are dropped from the ranges before they are mapped again.
+            let backing = Backing::User(unsafe { UserMemory::new(r.start) });
             let ok = vm.map(VmMapping {
                 va: r.start,
                 len: r.len(),
@@ -718,9 +597,8 @@ pub(crate) fn cpu_unmapped(p: &ProcessInner, st: &mut ProcessState, start: u64, 
         unreserve(p, st, bytes);
     }
     for r in &removed {
-        if let Some(v) = &r.vram {
-            v.node.release_vram(r.len());
-            fork_views::remove(r.start, r.end);
+        if let Some(node) = &r.vram {
+            node.release_vram(r.len());
         }
         log::debug!(target: "kfd::svm", "CPU unmapped [{:#x}, {:#x}): range dropped, GPU mappings removed", r.start, r.end);
     }
@@ -758,9 +636,6 @@ pub(crate) fn cpu_protection_changed(
         };
         let before = r.cpu;
         r.cpu = cpu_access(r.start, r.end);
-        if r.vram.is_some() {
-            fork_views::set_access(r.start, r.end, r.cpu);
-        }
         if st.xnack_enabled && r.attrs.flags & KFD_IOCTL_SVM_FLAG_GPU_ALWAYS_MAPPED == 0 {
             r.fault_mapped = 0;
             unmap.push((r.start, r.end));
@@ -795,183 +670,6 @@ pub(crate) fn reap_cpu_unmapped(p: &ProcessInner, st: &mut ProcessState) {
     }
     for (s, e) in runs {
         cpu_unmapped(p, st, s, e);
-    }
-}
-
-/// The CPU views of ranges in VRAM (device memory mapped shared over the range), for the
-/// fork handler: a forked child must not share them with its parent, so it gets private
-/// copies (in the kernel the child's pages are its own copy-on-write pages).
-mod fork_views {
-    use super::CpuAccess;
-    use crate::hw::mem::DeviceMemory;
-    use std::sync::{Arc, Mutex, Once};
-
-    struct View {
-        start: u64,
-        end: u64,
-        mem: Arc<DeviceMemory>,
-        offset: u64,
-        access: CpuAccess,
-    }
-
-    static VIEWS: Mutex<Vec<View>> = Mutex::new(Vec::new());
-    static AT_FORK: Once = Once::new();
-
-    /// Held around every change of [`VIEWS`] and across `fork` (taken by the prepare
-    /// handler, released in parent and child), so the child finds the list consistent and
-    /// unlocked. A pthread mutex: it is locked and unlocked in different callbacks.
-    struct ForkLock(std::cell::UnsafeCell<libc::pthread_mutex_t>);
-    // SAFETY: a pthread mutex is made to be shared between threads; it is only used through
-    // pthread_mutex_lock/unlock.
-    unsafe impl Sync for ForkLock {}
-    static FORK_LOCK: ForkLock =
-        ForkLock(std::cell::UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER));
-
-    fn fork_lock() {
-        // SAFETY: a statically initialised mutex, never moved.
-        unsafe { libc::pthread_mutex_lock(FORK_LOCK.0.get()) };
-    }
-
-    extern "C" fn fork_unlock() {
-        // SAFETY: called by the thread that locked it (or its copy in the child).
-        unsafe { libc::pthread_mutex_unlock(FORK_LOCK.0.get()) };
-    }
-
-    extern "C" fn fork_prepare() {
-        fork_lock();
-    }
-
-    /// Runs `f` on the views with the fork lock held.
-    fn with_views<R>(f: impl FnOnce(&mut Vec<View>) -> R) -> R {
-        fork_lock();
-        let r = f(&mut VIEWS.lock().unwrap_or_else(|e| e.into_inner()));
-        fork_unlock();
-        r
-    }
-
-    /// `[start, end)` now shows `mem` from `offset` on.
-    pub(super) fn add(
-        start: u64,
-        end: u64,
-        mem: &Arc<DeviceMemory>,
-        offset: u64,
-        access: CpuAccess,
-    ) {
-        AT_FORK.call_once(|| {
-            // SAFETY: registers handlers that only take and release a mutex, map memory and
-            // copy bytes.
-            let _ = unsafe {
-                libc::pthread_atfork(
-                    Some(fork_prepare),
-                    Some(fork_unlock),
-                    Some(privatize_in_child),
-                )
-            };
-        });
-        remove(start, end);
-        with_views(|v| {
-            v.push(View {
-                start,
-                end,
-                mem: mem.clone(),
-                offset,
-                access,
-            })
-        });
-    }
-
-    /// `[start, end)` no longer shows device memory (its pieces outside stay).
-    pub(super) fn remove(start: u64, end: u64) {
-        with_views(|v| remove_locked(v, start, end));
-    }
-
-    fn remove_locked(v: &mut Vec<View>, start: u64, end: u64) {
-        let mut kept = Vec::with_capacity(v.len());
-        for w in v.drain(..) {
-            if w.end <= start || end <= w.start {
-                kept.push(w);
-                continue;
-            }
-            if w.start < start {
-                kept.push(View {
-                    end: start,
-                    mem: w.mem.clone(),
-                    ..w
-                });
-            }
-            if end < w.end {
-                kept.push(View {
-                    start: end,
-                    offset: w.offset + (end - w.start),
-                    mem: w.mem.clone(),
-                    ..w
-                });
-            }
-        }
-        *v = kept;
-    }
-
-    /// The CPU protection of `[start, end)` changed.
-    pub(super) fn set_access(start: u64, end: u64, access: CpuAccess) {
-        let pieces: Vec<(u64, u64, Arc<DeviceMemory>, u64)> = with_views(|v| {
-            v.iter()
-                .filter(|w| w.start < end && start < w.end)
-                .map(|w| {
-                    let (s, e) = (w.start.max(start), w.end.min(end));
-                    (s, e, w.mem.clone(), w.offset + (s - w.start))
-                })
-                .collect()
-        });
-        for (s, e, mem, offset) in pieces {
-            add(s, e, &mem, offset, access);
-        }
-    }
-
-    /// The fork handler in the child: every view becomes private memory with the same bytes.
-    extern "C" fn privatize_in_child() {
-        privatize_views();
-        fork_unlock();
-    }
-
-    fn privatize_views() {
-        // The fork lock (held since the prepare handler) kept every other thread out.
-        let Ok(v) = VIEWS.try_lock() else {
-            return;
-        };
-        use nix::sys::mman::{mmap_anonymous, mprotect, MapFlags, ProtFlags};
-        for w in v.iter() {
-            let (Some(at), Some(len)) = (
-                std::num::NonZeroUsize::new(w.start as usize),
-                std::num::NonZeroUsize::new((w.end - w.start) as usize),
-            ) else {
-                continue;
-            };
-            // SAFETY: the range is a VRAM view of the parent's SVM range, copied into this
-            // child by fork; it is replaced by private memory that receives the same bytes
-            // from the device memory's own mapping (distinct from the range).
-            unsafe {
-                if mmap_anonymous(
-                    Some(at),
-                    len,
-                    ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
-                    MapFlags::MAP_PRIVATE | MapFlags::MAP_FIXED,
-                )
-                .is_err()
-                {
-                    continue;
-                }
-                std::ptr::copy_nonoverlapping(
-                    (w.mem.host_base() + w.offset) as *const u8,
-                    w.start as *mut u8,
-                    len.get(),
-                );
-                if w.access != CpuAccess::ReadWrite {
-                    if let Some(p) = std::ptr::NonNull::new(w.start as *mut libc::c_void) {
-                        let _ = mprotect(p, len.get(), w.access.prot());
-                    }
-                }
-            }
-        }
     }
 }
 
@@ -1162,13 +860,13 @@ fn migrate(
         trigger,
     };
     // VRAM to another GPU's VRAM goes through system memory.
-    if let Some(v) = r.vram.clone() {
+    if let Some(from) = r.vram.clone() {
         m.to = KFD_IOCTL_SVM_LOCATION_SYSMEM;
-        smi::migration_start(&v.node, pid, &m);
+        smi::migration_start(&from, pid, &m);
         invalidate_for_migration(p, st, start, end, evicted);
         let r = st.svm.ranges.get_mut(&key).ok_or(Errno::EINVAL)?;
         migrate_to_ram(r)?;
-        smi::migration_end(&v.node, pid, &m);
+        smi::migration_end(&from, pid, &m);
         st.svm.stats.migrations_to_ram += 1;
     }
     if let Some(n) = node {
@@ -1176,8 +874,12 @@ fn migrate(
         m.to = loc;
         smi::migration_start(&n, pid, &m);
         invalidate_for_migration(p, st, start, end, evicted);
+        make_room_in_vram(p, st, &n, key, end - start, evicted);
+        st.svm.placements += 1;
+        let placed = st.svm.placements;
         let r = st.svm.ranges.get_mut(&key).ok_or(Errno::EINVAL)?;
         let moved = migrate_to_vram(r, &n)?;
+        r.placed = placed;
         smi::migration_end(&n, pid, &m);
         if !moved {
             // Only the leg out of another GPU's VRAM (if any) moved bytes.
@@ -1186,6 +888,57 @@ fn migrate(
         st.svm.stats.migrations_to_vram += 1;
     }
     Ok(true)
+}
+
+/// TTM's eviction for a range that does not fit `node`'s VRAM: the process's other ranges
+/// there go back to system memory, least recently placed first (`svm_range_evict_svm_bo`,
+/// SMI trigger TTM_EVICTION), until `len` bytes are free or none is left. What still does not
+/// fit makes the migration fail with `ENOMEM`, as a VRAM allocation TTM cannot satisfy.
+fn make_room_in_vram(
+    p: &ProcessInner,
+    st: &mut ProcessState,
+    node: &Arc<KfdNode>,
+    key: u64,
+    len: u64,
+    evicted: &mut bool,
+) {
+    if node.vram_available() >= len {
+        return;
+    }
+    let mut victims: Vec<(u64, u64)> = st
+        .svm
+        .ranges
+        .iter()
+        .filter(|&(&k, r)| k != key && r.vram.as_ref().is_some_and(|n| Arc::ptr_eq(n, node)))
+        .map(|(&k, r)| (r.placed, k))
+        .collect();
+    victims.sort_unstable();
+    for (_, k) in victims {
+        if node.vram_available() >= len {
+            break;
+        }
+        let Some(r) = st.svm.ranges.get(&k) else {
+            continue;
+        };
+        let m = smi::Migration {
+            start: r.start,
+            end: r.end,
+            from: node.gpu_id,
+            to: KFD_IOCTL_SVM_LOCATION_SYSMEM,
+            prefetch_loc: r.attrs.prefetch_loc,
+            preferred_loc: r.attrs.preferred_loc,
+            trigger: MigrateTrigger::TtmEviction,
+        };
+        smi::migration_start(node, p.owner_pid, &m);
+        invalidate_for_migration(p, st, m.start, m.end, evicted);
+        if let Some(r) = st.svm.ranges.get_mut(&k) {
+            let _ = migrate_to_ram(r);
+        }
+        smi::migration_end(node, p.owner_pid, &m);
+        st.svm.stats.migrations_to_ram += 1;
+        st.svm.stats.vram_evictions += 1;
+        log::debug!(target: "kfd::svm", "VRAM of gpu {:#x} full: [{:#x}, {:#x}) evicted to system memory", node.gpu_id, m.start, m.end);
+    }
 }
 
 /// `svm_range_evict` for the MMU_NOTIFY_MIGRATE invalidation a migration raises: with XNACK

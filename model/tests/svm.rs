@@ -1868,3 +1868,140 @@ fn a_file_backed_range_stays_in_the_file_and_gpu_writes_reach_it() {
     assert_eq!(&back[..16], &[0x33; 16], "the GPU's write is in the file");
     assert_eq!(back[16], 0x30);
 }
+
+/// The process's resident anonymous and shared memory (`/proc/self/status`), bytes.
+fn resident_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .filter(|l| l.starts_with("RssAnon:") || l.starts_with("RssShmem:"))
+        .map(|l| {
+            let kib: u64 = l.split_whitespace().nth(1).unwrap().parse().unwrap();
+            kib * 1024
+        })
+        .sum()
+}
+
+/// A range prefetched to VRAM is accounted there but costs host memory only where it is
+/// touched (kfdtest's KFDSVMEvictTest prefetches more than the host holds): a GiB of untouched
+/// memory moved to VRAM and read by SDMA adds next to nothing to the process's resident
+/// memory; the GPU reads zeros and then what the CPU wrote.
+#[test]
+fn a_range_in_vram_costs_host_memory_only_where_touched() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let c = Client::new(&m);
+    let gpu = c.gpu();
+    const LEN: u64 = 1 << 30;
+    let len = std::num::NonZeroUsize::new(LEN as usize).unwrap();
+    // SAFETY: a fresh private mapping the test owns, unmapped below.
+    let mem = unsafe {
+        mmap_anonymous(
+            None,
+            len,
+            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+            MapFlags::MAP_PRIVATE | MapFlags::MAP_NORESERVE,
+        )
+    }
+    .unwrap();
+    let base = mem.as_ptr() as u64;
+    let (qid, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+    let mut ring = RingWriter::sdma(&q);
+    let out = Anon::new(4);
+    set(
+        &c,
+        out.base,
+        4 * PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu)],
+    )
+    .unwrap();
+    let vram = c.node().vram_available();
+    let before = resident_bytes();
+    set(
+        &c,
+        base,
+        LEN,
+        &[
+            attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu),
+            attr(KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, gpu),
+        ],
+    )
+    .unwrap();
+    assert_eq!(ranges(&c)[0].2, gpu, "in VRAM");
+    assert_eq!(vram - c.node().vram_available(), LEN, "accounted to VRAM");
+    out.write_u32(0, 0xFFFF_FFFF);
+    sdma_copy(&c, &q, &mut ring, base + LEN / 2, out.base, 4 * PAGE);
+    assert_eq!(c.p.queue_error(qid), None);
+    assert_eq!(out.read_u32(0), 0, "untouched VRAM reads zero");
+    let grown = resident_bytes().saturating_sub(before);
+    assert!(
+        grown < 256 << 20,
+        "a GiB moved to VRAM and read made the process {grown} bytes bigger"
+    );
+    // SAFETY: a page of the mapping above.
+    unsafe { std::ptr::write_volatile((base + LEN / 2) as *mut u32, 0x0BAD_CAFE) };
+    sdma_copy(&c, &q, &mut ring, base + LEN / 2, out.base, 4);
+    assert_eq!(out.read_u32(0), 0x0BAD_CAFE);
+    c.p.svm_cpu_unmapped(base, LEN);
+    // SAFETY: the mapping made above.
+    unsafe { munmap(mem, LEN as usize) }.unwrap();
+    assert_eq!(c.node().vram_available(), vram, "VRAM given back");
+}
+
+/// A range that does not fit a full VRAM makes room as TTM does: the process's other ranges
+/// there go back to system memory, least recently placed first, with the SMI trigger
+/// TTM_EVICTION; their bytes stay intact.
+#[test]
+fn a_full_vram_evicts_the_least_recently_placed_range() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let c = Client::new(&m);
+    let gpu = c.gpu();
+    let node = c.node();
+    const MIB: u64 = 1 << 20;
+    // All but 2 MiB of VRAM is someone else's.
+    let taken = node.vram_available() - 2 * MIB;
+    node.reserve_vram(taken).unwrap();
+    let smi = Smi::open(&c, gpu).unwrap();
+    smi.enable(&[KFD_SMI_EVENT_MIGRATE_START]);
+    let pieces: Vec<Anon> = (0..3).map(|_| Anon::new(MIB / PAGE)).collect();
+    for (i, a) in pieces.iter().enumerate() {
+        a.write_u32(0, 0xA000 + i as u32);
+        set(
+            &c,
+            a.base,
+            MIB,
+            &[
+                attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu),
+                attr(KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, gpu),
+            ],
+        )
+        .unwrap_or_else(|e| panic!("prefetch of piece {i}: {e}"));
+    }
+    let loc = |a: &Anon| {
+        ranges(&c)
+            .iter()
+            .find(|r| r.0 <= a.base && a.base < r.1)
+            .map(|r| r.2)
+            .unwrap()
+    };
+    assert_eq!(
+        [loc(&pieces[0]), loc(&pieces[1]), loc(&pieces[2])],
+        [0, gpu, gpu],
+        "the first placed went back to system memory"
+    );
+    assert_eq!(c.p.svm_stats().vram_evictions, 1);
+    assert_eq!(node.vram_available(), 0);
+    let evictions: Vec<String> = smi
+        .lines()
+        .into_iter()
+        .filter(|l| l.ends_with(" 3"))
+        .collect();
+    assert_eq!(evictions.len(), 1, "{evictions:?}");
+    assert!(
+        evictions[0].contains(&format!("@{:x}(100) {gpu:x}->0 ", pieces[0].base >> 12)),
+        "{evictions:?}"
+    );
+    for (i, a) in pieces.iter().enumerate() {
+        assert_eq!(a.read_u32(0), 0xA000 + i as u32);
+    }
+    node.release_vram(taken);
+}

@@ -517,3 +517,21 @@ fn generated_words_match_llvm_mc() {
     }
     assert_eq!(total_mismatch, 0, "disassembly differs from llvm-mc-15");
 }
+
+/// VOP3 words whose VDST is v249 or v250 decode (those are SDWA/DPP markers only in the
+/// SRC0 field of the 32-bit encodings). Found in clang-17's rocSPARSE for gfx90a; the texts
+/// are llvm-mc-15's.
+#[test]
+fn vop3_with_vdst_v249_or_v250_decodes() {
+    for (words, text) in [
+        (
+            [0xd3d8_40fa_u32, 0x1800_0176],
+            "v_accvgpr_read_b32 v250, a118",
+        ),
+        ([0xd3d8_40f9, 0x1800_0175], "v_accvgpr_read_b32 v249, a117"),
+    ] {
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let (inst, len) = decode(&bytes, 0, Target::Gfx90a).expect("decodes");
+        assert_eq!((inst.to_string().as_str(), len), (text, 8));
+    }
+}

@@ -378,6 +378,91 @@ fn gfx1030_dispatches_stop_with_isa_not_modelled() {
     assert_eq!(to_i32s(&g.read(p, 4))[0], 0, "nothing ran");
 }
 
+/// Runs `lds_past_end` over one workgroup of 64 work-items with 260 bytes of dynamic LDS and
+/// a stride of 4 ints: lane l uses bytes 16l..16l+4, so lanes 0–31 stay inside the 512 bytes
+/// the SPI allocates (one granule, 260 rounded up) and lanes 32–63 are past it. Returns the
+/// 192 output ints (-1 where nothing was written) and the completion signal's value.
+fn lds_past_end(preset: Preset, mcpu: &str) -> (Vec<i32>, u64, Gpu) {
+    let mut g = Gpu::new(preset, mcpu);
+    g.set_queue_inactive_signal(None);
+    let out = g.alloc(&i32s(&[-1; 192]));
+    let k = g.kernel("lds_past_end");
+    let mut args = out.to_le_bytes().to_vec();
+    args.extend(k.descriptor.group_segment_fixed_size.to_le_bytes());
+    args.extend(4u32.to_le_bytes());
+    let signal = g.dispatch(&k, &args, [64, 1, 1], [64, 1, 1], 260);
+    g.model.run_until_idle();
+    let got = to_i32s(&g.read(out, 4 * 192));
+    let value = g.signal_value(signal);
+    (got, value, g)
+}
+
+#[test]
+fn lds_past_the_allocation_is_dropped_as_the_hardware_does() {
+    if std::env::var_os(kfd_model::config::STRICT_ENV).is_some() {
+        return; // the strict child below runs in this binary with the variable set
+    }
+    for (preset, mcpu) in presets() {
+        let (got, signal, g) = lds_past_end(preset, mcpu);
+        assert_eq!(g.c.p.queue_error(g.queue.0), None, "{mcpu}");
+        assert_eq!(signal, 0, "{mcpu}: the dispatch completes");
+        for l in 0..64 {
+            let inside = l < 32;
+            let v = l as i32 + 1;
+            let (read, old, after) = (got[l], got[64 + l], got[128 + l]);
+            if inside {
+                assert_eq!((read, old, after), (v, v, v + 10), "{mcpu}: lane {l}");
+            } else {
+                assert_eq!(
+                    (read, old, after),
+                    (0, 0, 0),
+                    "{mcpu}: lane {l} is past the LDS"
+                );
+            }
+        }
+    }
+}
+
+/// The strict half of the LDS test, run by [`lds_past_the_allocation_faults_with_strict_lds`]
+/// in a child process of this test binary with `KFD_MODEL_STRICT=lds` (the model reads it per
+/// dispatch).
+#[test]
+#[ignore = "run by lds_past_the_allocation_faults_with_strict_lds with KFD_MODEL_STRICT=lds"]
+fn strict_lds_child() {
+    assert_eq!(
+        std::env::var(kfd_model::config::STRICT_ENV).as_deref(),
+        Ok("lds")
+    );
+    for (preset, mcpu) in presets() {
+        let (got, signal, g) = lds_past_end(preset, mcpu);
+        assert_eq!(signal, 1, "{mcpu}: never a silent success");
+        assert_ne!(
+            g.signals.read_u64(0xF08),
+            0,
+            "{mcpu}: the wave's error is reported"
+        );
+        assert!(
+            got.iter().all(|&x| x == -1),
+            "{mcpu}: the wave stopped at the first store past the LDS: {got:?}"
+        );
+    }
+}
+
+#[test]
+fn lds_past_the_allocation_faults_with_strict_lds() {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "strict_lds_child", "--ignored", "--nocapture"])
+        .env(kfd_model::config::STRICT_ENV, "lds")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("1 passed"),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// ROCr's scratch V#: base, SWIZZLE_ENABLE; NUM_RECORDS = size; ELEMENT_SIZE 4 B (1 << 19),
 /// INDEX_STRIDE 64 (3 << 21), ADD_TID_ENABLE (1 << 23).
 fn scratch_resource(base: u64, size: u32) -> [u32; 4] {

@@ -154,4 +154,17 @@ kernel void gws_mutex(volatile global uint *total, global uint *inside, global u
         __builtin_amdgcn_fence(__ATOMIC_RELEASE, "agent");
         __builtin_amdgcn_ds_gws_sema_v(0);
     }
+
+// Stores, loads and atomics past the workgroup's LDS on purpose (issue #37): work-item l
+// uses the int at tmp[l * stride]; the dispatch gives fewer bytes than the last lanes reach.
+// out[l]: the value read back; out[64 + l]: what the atomic add returned; out[128 + l]: the
+// value after the add.
+kernel void lds_past_end(global int *out, local int *tmp, uint stride) {
+    uint l = LOCAL_X();
+    tmp[l * stride] = (int)l + 1;
+    BARRIER();
+    out[l] = tmp[l * stride];
+    out[64 + l] = __atomic_fetch_add(&tmp[l * stride], 10, __ATOMIC_RELAXED);
+    BARRIER();
+    out[128 + l] = tmp[l * stride];
 }

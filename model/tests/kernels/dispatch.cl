@@ -154,6 +154,7 @@ kernel void gws_mutex(volatile global uint *total, global uint *inside, global u
         __builtin_amdgcn_fence(__ATOMIC_RELEASE, "agent");
         __builtin_amdgcn_ds_gws_sema_v(0);
     }
+}
 
 // Stores, loads and atomics past the workgroup's LDS on purpose (issue #37): work-item l
 // uses the int at tmp[l * stride]; the dispatch gives fewer bytes than the last lanes reach.

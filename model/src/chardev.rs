@@ -492,7 +492,7 @@ fn free_memory(p: &ProcessInner, a: &mut kfd_ioctl_free_memory_of_gpu_args) -> K
         entry
             .bo
             .device_memory()
-            .is_some_and(|(m, _)| std::sync::Arc::ptr_eq(&m, &pg.mem))
+            .is_some_and(|(m, off)| std::sync::Arc::ptr_eq(&m, &pg.mem) && off == pg.offset)
             && !pg.kernel_allocated
     }) {
         log::debug!(target: "kfd::memory", "freeing the signal event page is not allowed");

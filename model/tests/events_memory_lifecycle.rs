@@ -370,6 +370,57 @@ fn every_memory_kind_allocates_maps_and_frees() {
 /// `amdgpu_ttm_tt_get_user_pages` does with `hmm_range_fault` (KFD registers user memory
 /// writable): fresh anonymous pages are resident after ALLOC, each faulted in once, so the
 /// CPU's and the GPU's accesses find them; the content stays zero.
+/// Thousands of live buffers are blocks of a few shared files (the real driver's buffers are
+/// kernel objects, not descriptors of the client: kfdtest's `KFDLocalMemoryTest.Fragmentation`
+/// keeps more than a process may have descriptors), each its own bytes, and a block given out
+/// again reads zeros.
+#[test]
+fn many_buffers_are_blocks_of_a_few_files() {
+    let model = model(Preset::Gfx900, 1);
+    let c = Client::new(&model);
+    const N: usize = 3000;
+    let flags = KFD_IOC_ALLOC_MEM_FLAGS_VRAM
+        | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE
+        | KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC;
+    let bufs: Vec<Buf> = (0..N)
+        .map(|_| c.alloc_on(c.gpu(), 4096, flags).expect("vram"))
+        .collect();
+    let mut files: Vec<*const kfd_model::hw::mem::DeviceMemory> = bufs
+        .iter()
+        .map(|b| std::sync::Arc::as_ptr(&b.mem.as_ref().unwrap().memory))
+        .collect();
+    files.sort();
+    files.dedup();
+    assert_eq!(
+        files.len(),
+        1,
+        "{N} buffers of 4 KiB lie in one shared file"
+    );
+    for (i, b) in bufs.iter().enumerate() {
+        b.write_u32(0, 0x5eed_0000 + i as u32);
+        b.write_u32(4092, !(i as u32));
+    }
+    for (i, b) in bufs.iter().enumerate() {
+        assert_eq!(
+            (b.read_u32(0), b.read_u32(4092)),
+            (0x5eed_0000 + i as u32, !(i as u32)),
+            "buffer {i} holds its own bytes"
+        );
+    }
+    let victim = &bufs[N / 2];
+    let victim_place = victim.mem.as_ref().unwrap().offset;
+    c.free(victim).unwrap();
+    let again = c.alloc_on(c.gpu(), 4096, flags).unwrap();
+    assert_eq!(
+        again.mem.as_ref().unwrap().offset,
+        victim_place,
+        "the freed block is the best fit"
+    );
+    let mut page = [0xAAu8; 4096];
+    again.read_bytes(0, &mut page);
+    assert!(page.iter().all(|&b| b == 0), "a reused block reads zeros");
+}
+
 #[test]
 fn a_userptr_registration_populates_its_pages() {
     let model = model(Preset::Gfx900, 1);

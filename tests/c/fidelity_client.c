@@ -26,6 +26,12 @@
  *                  driver populates a USERPTR range when it is registered (hmm_range_fault),
  *                  so the reads and the fill fault nothing more. ZERO_INIT_MIB sets the size
  *                  (default 512).
+ *   many_buffers   50,000 live 4 KiB VRAM buffers (kfdtest's KFDLocalMemoryTest.Fragmentation
+ *                  keeps as many): each allocated CPU-visible and written through its CPU
+ *                  mapping, all read back intact, a PM4 WRITE_DATA into the last one seen by
+ *                  the CPU; the process's descriptors stay few (the driver's buffers are
+ *                  kernel objects, not descriptors of the client) and /proc/self/maps still
+ *                  opens; then all freed.
  *   amdgpu_bo      a GTT buffer from amdgpu_bo_alloc, CPU-mapped with amdgpu_bo_cpu_map,
  *                  VA-mapped with amdgpu_bo_va_op, exported as a dma-buf, registered with
  *                  hsaKmtRegisterGraphicsHandleToNodes and mapped with hsaKmtMapMemoryToGPU: a
@@ -44,6 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <dirent.h>
 #include <sys/resource.h>
 #include <sys/sysinfo.h>
 #include <time.h>
@@ -410,6 +417,96 @@ static int t_zero_init(void)
 
 /* ---------------------------------------------------------------------------------------- */
 
+#define MANY_BUFFERS 50000
+
+static int open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+    if (!d)
+        return -1;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n - 2; /* . and .. */
+}
+
+static int t_many_buffers(void)
+{
+    static uint32_t *bufs[MANY_BUFFERS];
+    HsaMemFlags flags = {0};
+    flags.ui32.PageSize = HSA_PAGE_SIZE_4KB;
+    flags.ui32.HostAccess = 1;
+    flags.ui32.NonPaged = 1;
+    int fds_before = open_fds(), ok = 1, n = 0;
+    double t0 = now_ms();
+    for (; n < MANY_BUFFERS; n++) {
+        HSAKMT_STATUS s = hsaKmtAllocMemory(gpu_node, 4096, flags, (void **)&bufs[n]);
+        if (s != HSAKMT_STATUS_SUCCESS) {
+            snprintf(why, sizeof why, "hsaKmtAllocMemory(VRAM) #%d = %d (%d descriptors open)", n, s,
+                     open_fds());
+            ok = 0;
+            break;
+        }
+        bufs[n][0] = 0x5eed0000u + (uint32_t)n;
+        bufs[n][1023] = ~(uint32_t)n;
+    }
+    printf("    %d buffers allocated and written in %.0f ms; %d descriptors open (%d before)\n", n,
+           now_ms() - t0, open_fds(), fds_before);
+    if (ok && open_fds() > fds_before + 64) {
+        snprintf(why, sizeof why, "%d live buffers hold %d descriptors", n, open_fds() - fds_before);
+        ok = 0;
+    }
+    FILE *maps = fopen("/proc/self/maps", "r");
+    if (ok && !maps) {
+        snprintf(why, sizeof why, "/proc/self/maps does not open: %s", strerror(errno));
+        ok = 0;
+    }
+    if (maps)
+        fclose(maps);
+    for (int i = 0; ok && i < n; i++)
+        if (bufs[i][0] != 0x5eed0000u + (uint32_t)i || bufs[i][1023] != ~(uint32_t)i) {
+            snprintf(why, sizeof why, "buffer %d reads %#x/%#x: another buffer's memory?", i,
+                     bufs[i][0], bufs[i][1023]);
+            ok = 0;
+        }
+    if (ok) {
+        /* The GPU reaches the last one. */
+        uint32_t *last = bufs[n - 1];
+        HSAuint64 alternate_va = 0;
+        struct queue q;
+        if (hsaKmtMapMemoryToGPU(last, 4096, &alternate_va) != HSAKMT_STATUS_SUCCESS) {
+            snprintf(why, sizeof why, "hsaKmtMapMemoryToGPU of the last buffer failed");
+            ok = 0;
+        } else if (queue_create(&q, 4096)) {
+            /* GPU VA = CPU VA on a dGPU (the alternate VA is for APUs). */
+            put_write_data(&q, (uint64_t)(uintptr_t)last + 8, 0xfeedf00d);
+            queue_submit(&q);
+            double end = now_ms() + 5000;
+            while (((volatile uint32_t *)last)[2] != 0xfeedf00d && now_ms() < end)
+                usleep(100);
+            if (((volatile uint32_t *)last)[2] != 0xfeedf00d) {
+                snprintf(why, sizeof why, "WRITE_DATA into the last buffer did not reach the CPU");
+                ok = 0;
+            }
+            queue_destroy(&q);
+            hsaKmtUnmapMemoryToGPU(last);
+        } else {
+            ok = 0;
+        }
+    }
+    t0 = now_ms();
+    for (int i = 0; i < n; i++)
+        if (hsaKmtFreeMemory(bufs[i], 4096) != HSAKMT_STATUS_SUCCESS && ok) {
+            snprintf(why, sizeof why, "hsaKmtFreeMemory #%d failed", i);
+            ok = 0;
+        }
+    printf("    freed in %.0f ms; %d descriptors open\n", now_ms() - t0, open_fds());
+    return ok;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
 static int t_amdgpu_bo(void)
 {
     HsaNodeProperties props;
@@ -508,6 +605,7 @@ int main(int argc, char **argv)
         {"register_huge", t_register_huge},
         {"big_alloc", t_big_alloc},
         {"zero_init", t_zero_init},
+        {"many_buffers", t_many_buffers},
         {"amdgpu_bo", t_amdgpu_bo},
     };
     int (*fn)(void) = NULL;
@@ -515,7 +613,7 @@ int main(int argc, char **argv)
         if (strcmp(argv[1], cases[i].name) == 0)
             fn = cases[i].fn;
     if (!fn) {
-        fprintf(stderr, "usage: %s oversubscribe|register_huge|big_alloc|zero_init|amdgpu_bo\n", argv[0]);
+        fprintf(stderr, "usage: %s oversubscribe|register_huge|big_alloc|zero_init|many_buffers|amdgpu_bo\n", argv[0]);
         return 2;
     }
     if (hsaKmtOpenKFD() != HSAKMT_STATUS_SUCCESS) {

@@ -12,7 +12,8 @@
 #      time-sliced queue by queue, 1 TiB of registered user memory, big zeroed GTT
 #      allocations, 50,000 live VRAM buffers, amdgpu buffer objects shared with KFD as a
 #      dma-buf — each timed;
-#   5. processes that never touch /dev/kfd are unaffected, and nothing appears on /dev.
+#   5. processes that never touch /dev/kfd are unaffected, and nothing appears on /dev;
+#   tests/c/fd_paths.c: every way a descriptor is duplicated or passed names the same file.
 # Prints one PASS/FAIL/SKIP line per check and ends with "c-clients: N passed, M failed".
 # Needs libhsakmt-dev, libhsakmt1, rocminfo and libdrm-dev (scripts/ensure-deps.sh installs them).
 set -uo pipefail
@@ -47,6 +48,10 @@ gcc -O2 -Wall -Wextra -Werror -I/usr/include/libdrm -o "$work/fidelity_client" \
   || die "building tests/c/fidelity_client.c against libhsakmt and libdrm_amdgpu failed"
 gcc -O2 -Wall -Wextra -Werror -o "$work/hsakmt_svm" tests/c/hsakmt_svm.c -lhsakmt \
   || die "building tests/c/hsakmt_svm.c against libhsakmt failed"
+# linux/kfd_ioctl.h includes <drm/drm.h>, which Debian ships as libdrm's drm.h.
+mkdir -p "$work/include" && ln -s /usr/include/libdrm "$work/include/drm"
+gcc -O2 -Wall -Wextra -Werror -I"$work/include" -o "$work/fd_paths" tests/c/fd_paths.c \
+  || die "building tests/c/fd_paths.c failed"
 
 skip_args=()
 
@@ -115,6 +120,20 @@ run_svm_client() { # preset
 }
 run_svm_client gfx90a
 run_svm_client gfx900
+
+# --- 1c. descriptors duplicated and passed (dup*, fcntl, SCM_RIGHTS, /proc/self/fd, fork) ----
+for arch in gfx900 gfx90a; do
+  log="$work/fd-paths-$arch.log"
+  KFD_MODEL_PRESET=$arch LD_PRELOAD=$shim timeout 120 "$work/fd_paths" >"$log" 2>&1
+  status=$?
+  last=$(tail -n 1 "$log")
+  if [ $status -eq 0 ] && [[ "$last" =~ ^[0-9]+\ passed,\ 0\ failed ]]; then
+    pass "descriptor duplicates and passing on $arch ($last)"
+  else
+    sed 's/^/    /' "$log"
+    fail "descriptor duplicates and passing on $arch (exit $status; last line: $last)"
+  fi
+done
 
 # --- 2. rocminfo -------------------------------------------------------------------------
 # ROCr 5.2.3 knows gfx900, gfx90a and gfx1030 (not gfx942).

@@ -300,11 +300,10 @@ fn execution_coverage_matches_isa_coverage_md() {
     );
 }
 
-/// Every corpus sample's text is llvm-mc-15's for its bytes (skipped without llvm-mc-15).
+/// Every corpus sample's text is llvm-mc-15's for its bytes (needs llvm-mc-15: `kfd_testkit`).
 #[test]
 fn corpus_samples_disassemble_as_llvm_does() {
     let Some(mc) = common::tool("llvm-mc-15") else {
-        println!("llvm-mc-15 not installed: skipped");
         return;
     };
     let samples = corpus();

@@ -1968,6 +1968,50 @@ fn a_handler_message_with_an_exception_code_reaches_the_runtime_through_the_erro
     }
 }
 
+/// A packet the model does not execute stops the queue; as amdkfd's
+/// `kfd_set_dbg_ev_from_interrupt`, the CP's queue-error interrupt reaches an enabled runtime
+/// through the queue's error payload (`KFD_EC_MASK(EC_QUEUE_PACKET_UNSUPPORTED)`) and event, so
+/// it reports the error instead of waiting for a completion that never comes.
+#[test]
+fn a_packet_the_model_cannot_run_reaches_the_runtime_as_a_queue_exception() {
+    for (preset, mcpu) in presets() {
+        let mut g = Gpu::new(preset, mcpu);
+        g.c.destroy_queue(g.queue.0).unwrap();
+        let mut r = kfd_ioctl_runtime_enable_args {
+            mode_mask: KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK,
+            ..Default::default()
+        };
+        ioctl(&g.c.p, AMDKFD_IOC_RUNTIME_ENABLE, &mut r).unwrap();
+        g.queue =
+            g.c.create_queue_sized(g.c.gpu(), KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, 100, 4096)
+                .unwrap();
+        let page = g.c.event_page();
+        let queue_ev = create_event(&g.c, KFD_IOC_EVENT_SIGNAL, false, page.handle).unwrap();
+        let (ctx, _) = g
+            .queue
+            .1
+            .ctx
+            .as_ref()
+            .expect("an AQL queue has a CWSR area");
+        g.signals.write_u64(0xE00, 0);
+        ctx.write_u64(24, g.signals.va + 0xE00);
+        ctx.write_u32(32, queue_ev.event_id);
+        // An AGENT_DISPATCH packet (type 4), barrier bit set, system-scope fences.
+        let header: u32 = 4 | 1 << 8 | 2 << 9 | 2 << 11;
+        g.queue.1.ring.write_u32(0, header);
+        g.packets = 1;
+        g.c.submit(&g.queue.1, 1);
+        g.model.run_until_idle();
+        let (r, result) = wait_events(&g.c, &[queue_ev.event_id], true, 1000);
+        assert_eq!((r, result), (Ok(0), COMPLETE), "{mcpu}: err_event_id set");
+        assert_eq!(
+            g.signals.read_u64(0xE00),
+            KFD_EC_MASK(EC_QUEUE_PACKET_UNSUPPORTED),
+            "{mcpu}: the runtime sees an unsupported packet"
+        );
+    }
+}
+
 /// Instructions that reach the SPI's own paths (barriers, traps, messages, halts, sleeps,
 /// loops that never end, GWS waits that never open, wild stores and kernarg loads), mixed
 /// into the random ones.

@@ -319,6 +319,8 @@ run_fidelity zero_init
 # 50,000 live buffers: more than the process may have descriptors (issue #35 item 4).
 run_fidelity many_buffers
 run_fidelity amdgpu_bo
+# Contexts and buffer metadata through libdrm_amdgpu (issue #35 item 2).
+run_fidelity amdgpu_ctx_metadata
 
 # --- 5. bystanders are unaffected ---------------------------------------------------------
 same_output() { # description, command...

@@ -65,6 +65,8 @@ pub struct RenderNode {
     key: RenderFileKey,
     /// The file's GEM objects and GPU VA mappings.
     gem: Mutex<crate::gem::GemFile>,
+    /// The file's command-submission contexts.
+    contexts: Mutex<crate::ctx::CtxTable>,
 }
 
 impl RenderNode {
@@ -106,10 +108,32 @@ impl RenderNode {
 }
 
 impl RenderNode {
-    /// `DRM_IOCTL_AMDGPU_GEM_CREATE`: a buffer of `size` bytes in `domains`
-    /// (`AMDGPU_GEM_DOMAIN_*`) with `flags` (`AMDGPU_GEM_CREATE_*`); returns its GEM handle.
-    pub fn gem_create(&self, size: u64, domains: u64, flags: u64) -> KResult<u32> {
-        lock(&self.gem).create(&self.node, size, domains, flags)
+    /// `DRM_IOCTL_AMDGPU_GEM_CREATE`: a buffer of `size` bytes aligned to `alignment` bytes in
+    /// `domains` (`AMDGPU_GEM_DOMAIN_*`) with `flags` (`AMDGPU_GEM_CREATE_*`); returns its GEM
+    /// handle.
+    pub fn gem_create(&self, size: u64, alignment: u64, domains: u64, flags: u64) -> KResult<u32> {
+        lock(&self.gem).create(&self.node, size, alignment, domains, flags)
+    }
+
+    /// `DRM_IOCTL_AMDGPU_GEM_METADATA`, `SET_METADATA`.
+    pub fn gem_set_metadata(&self, handle: u32, metadata: crate::gem::BoMetadata) -> KResult<()> {
+        lock(&self.gem).set_metadata(handle, metadata)
+    }
+
+    /// `DRM_IOCTL_AMDGPU_GEM_METADATA`, `GET_METADATA`.
+    pub fn gem_metadata(&self, handle: u32) -> KResult<crate::gem::BoMetadata> {
+        lock(&self.gem).metadata(handle)
+    }
+
+    /// `DRM_IOCTL_AMDGPU_GEM_OP`, `GET_GEM_CREATE_INFO`.
+    pub fn gem_create_info(&self, handle: u32) -> KResult<crate::gem::GemCreateInfo> {
+        lock(&self.gem).create_info(handle)
+    }
+
+    /// `DRM_IOCTL_AMDGPU_CTX`: allocates, frees or queries one of the file's submission
+    /// contexts.
+    pub fn ctx(&self, request: crate::ctx::CtxRequest) -> KResult<crate::ctx::CtxAnswer> {
+        lock(&self.contexts).ioctl(request)
     }
 
     /// `DRM_IOCTL_AMDGPU_GEM_MMAP`: the offset at which `mmap` of this render node reaches
@@ -526,6 +550,7 @@ impl Model {
             fd,
             key,
             gem: Mutex::new(Default::default()),
+            contexts: Mutex::new(Default::default()),
         })
     }
 

@@ -1,13 +1,19 @@
 //! The DRM ioctls libdrm and libdrm_amdgpu send to a render node, answered from the model's
 //! topology: `DRM_IOCTL_VERSION` (driver name `amdgpu`) and `DRM_IOCTL_AMDGPU_INFO` (device
 //! information, memory sizes, register reads); and the buffer-object ioctls, answered by the
-//! model's render-node file ([`gem_answer`]): `GEM_CREATE`, `GEM_MMAP`, `GEM_VA`, `GEM_CLOSE`
-//! and `PRIME_HANDLE_TO_FD`.
+//! model's render-node file ([`gem_answer`]): `GEM_CREATE`, `GEM_MMAP`, `GEM_VA`, `GEM_CLOSE`,
+//! `GEM_METADATA`, `GEM_OP` (`GET_GEM_CREATE_INFO`), `PRIME_HANDLE_TO_FD`, and the file's
+//! submission contexts (`CTX`).
 //!
 //! The argument structs are spelled here (byte offsets as in `drm.h` / `amdgpu_drm.h` on
 //! x86-64) because only the shim needs them. Every answer is built into a byte buffer; the
 //! caller copies it to user memory, so a bad user pointer is `EFAULT`, never a crash.
 
+use kfd_model::ctx::{CtxAnswer, CtxRequest};
+use kfd_model::gem::{
+    BoMetadata, AMDGPU_GEM_METADATA_OP_GET_METADATA, AMDGPU_GEM_METADATA_OP_SET_METADATA,
+    AMDGPU_GEM_OP_GET_GEM_CREATE_INFO, AMDGPU_GEM_OP_SET_PLACEMENT,
+};
 use kfd_model::topology::Node;
 use kfd_model::{Errno, KernelVersion, Preset};
 use kfd_sys::gpu::VramType;
@@ -29,6 +35,12 @@ pub const DRM_IOCTL_AMDGPU_GEM_CREATE: u32 = 0xC020_6440;
 pub const DRM_IOCTL_AMDGPU_GEM_MMAP: u32 = 0xC008_6441;
 /// `DRM_IOCTL_AMDGPU_GEM_VA`: `_IOW('d', 0x40 + 0x08, struct drm_amdgpu_gem_va)`.
 pub const DRM_IOCTL_AMDGPU_GEM_VA: u32 = 0x4028_6448;
+/// `DRM_IOCTL_AMDGPU_CTX`: `_IOWR('d', 0x40 + 0x02, union drm_amdgpu_ctx)`.
+pub const DRM_IOCTL_AMDGPU_CTX: u32 = 0xC010_6442;
+/// `DRM_IOCTL_AMDGPU_GEM_METADATA`: `_IOWR('d', 0x40 + 0x06, struct drm_amdgpu_gem_metadata)`.
+pub const DRM_IOCTL_AMDGPU_GEM_METADATA: u32 = 0xC120_6446;
+/// `DRM_IOCTL_AMDGPU_GEM_OP`: `_IOWR('d', 0x40 + 0x10, struct drm_amdgpu_gem_op)`.
+pub const DRM_IOCTL_AMDGPU_GEM_OP: u32 = 0xC010_6450;
 
 /// `AMDGPU_INFO_ACCEL_WORKING`.
 pub const AMDGPU_INFO_ACCEL_WORKING: u32 = 0x00;
@@ -152,6 +164,56 @@ pub struct DrmAmdgpuGemVa {
     pub offset_in_bo: u64,
     /// Bytes.
     pub map_size: u64,
+}
+
+/// `struct drm_amdgpu_ctx_in` (16 bytes); `union drm_amdgpu_ctx_out` overlays it.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct DrmAmdgpuCtxIn {
+    /// `AMDGPU_CTX_OP_*`.
+    pub op: u32,
+    /// Flags of the operation.
+    pub flags: u32,
+    /// The context.
+    pub ctx_id: u32,
+    /// `AMDGPU_CTX_PRIORITY_*`.
+    pub priority: i32,
+}
+
+/// `struct drm_amdgpu_gem_metadata` (288 bytes), input and output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[repr(C)]
+pub struct DrmAmdgpuGemMetadata {
+    /// @0 GEM handle.
+    pub handle: u32,
+    /// @4 `AMDGPU_GEM_METADATA_OP_*`.
+    pub op: u32,
+    /// @8 metadata flags.
+    pub flags: u64,
+    /// @16 tiling word.
+    pub tiling_info: u64,
+    /// @24 bytes used of `data`.
+    pub data_size_bytes: u32,
+    /// @28 the metadata.
+    pub data: [u8; 256],
+    /// @284 padding to the struct's 8-byte alignment.
+    pub pad: u32,
+}
+
+/// `struct drm_amdgpu_gem_op` (16 bytes).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct DrmAmdgpuGemOp {
+    /// GEM handle.
+    pub handle: u32,
+    /// `AMDGPU_GEM_OP_*`.
+    pub op: u32,
+    /// In or out: for `GET_GEM_CREATE_INFO` a user pointer to a `drm_amdgpu_gem_create_in`.
+    pub value: u64,
 }
 
 /// `struct drm_gem_close` (8 bytes).
@@ -283,6 +345,9 @@ pub struct DrmAmdgpuInfoDevice {
 }
 
 const _: () = assert!(core::mem::size_of::<DrmVersion>() == 64);
+const _: () = assert!(core::mem::size_of::<DrmAmdgpuCtxIn>() == 16);
+const _: () = assert!(core::mem::size_of::<DrmAmdgpuGemMetadata>() == 288);
+const _: () = assert!(core::mem::size_of::<DrmAmdgpuGemOp>() == 16);
 const _: () = assert!(core::mem::size_of::<DrmAmdgpuInfo>() == 32);
 const _: () = assert!(core::mem::size_of::<DrmAmdgpuInfoDevice>() == 368);
 
@@ -359,6 +424,9 @@ pub fn gem_request(request: u32) -> Option<u32> {
         DRM_IOCTL_AMDGPU_GEM_CREATE,
         DRM_IOCTL_AMDGPU_GEM_MMAP,
         DRM_IOCTL_AMDGPU_GEM_VA,
+        DRM_IOCTL_AMDGPU_GEM_METADATA,
+        DRM_IOCTL_AMDGPU_GEM_OP,
+        DRM_IOCTL_AMDGPU_CTX,
         DRM_IOCTL_GEM_CLOSE,
         DRM_IOCTL_PRIME_HANDLE_TO_FD,
     ]
@@ -382,7 +450,7 @@ pub fn gem_answer(
     match request {
         DRM_IOCTL_AMDGPU_GEM_CREATE => {
             let (a, _) = DrmAmdgpuGemCreateIn::read_from_prefix(arg).map_err(|_| Errno::EFAULT)?;
-            let handle = file.gem_create(a.bo_size, a.domains, a.domain_flags)?;
+            let handle = file.gem_create(a.bo_size, a.alignment, a.domains, a.domain_flags)?;
             let mut out = [0u8; 32];
             out[..8].copy_from_slice(DrmAmdgpuGemCreateOut { handle, pad: 0 }.as_bytes());
             reply(&out)
@@ -404,6 +472,60 @@ pub fn gem_answer(
             })?;
             Ok(DrmAnswer::default())
         }
+        DRM_IOCTL_AMDGPU_GEM_METADATA => gem_metadata(file, arg),
+        DRM_IOCTL_AMDGPU_GEM_OP => {
+            let (a, _) = DrmAmdgpuGemOp::read_from_prefix(arg).map_err(|_| Errno::EFAULT)?;
+            // The handle first (ENOENT), then the operation.
+            let info = file.gem_create_info(a.handle)?;
+            match a.op {
+                AMDGPU_GEM_OP_GET_GEM_CREATE_INFO => Ok(DrmAnswer {
+                    arg: None,
+                    writes: vec![UserWrite {
+                        addr: a.value,
+                        data: DrmAmdgpuGemCreateIn {
+                            bo_size: info.bo_size,
+                            alignment: info.alignment,
+                            domains: info.domains,
+                            domain_flags: info.domain_flags,
+                        }
+                        .as_bytes()
+                        .to_vec(),
+                    }],
+                }),
+                AMDGPU_GEM_OP_SET_PLACEMENT => {
+                    log::debug!(target: "preload", "GEM_OP SET_PLACEMENT: not modelled (the model does not move buffers)");
+                    Err(Errno::EINVAL)
+                }
+                _ => Err(Errno::EINVAL),
+            }
+        }
+        DRM_IOCTL_AMDGPU_CTX => {
+            let (a, _) = DrmAmdgpuCtxIn::read_from_prefix(arg).map_err(|_| Errno::EFAULT)?;
+            let answer = file.ctx(CtxRequest {
+                op: a.op,
+                flags: a.flags,
+                ctx_id: a.ctx_id,
+                priority: a.priority,
+            })?;
+            // The output overlays the input: only the fields the operation writes change.
+            let mut out = [0u8; 16];
+            out.copy_from_slice(&arg[..16]);
+            match answer {
+                CtxAnswer::Alloc { ctx_id } => out[..4].copy_from_slice(&ctx_id.to_ne_bytes()),
+                CtxAnswer::Done => {}
+                CtxAnswer::State {
+                    flags,
+                    hangs,
+                    reset_status,
+                } => {
+                    out[..8].copy_from_slice(&flags.to_ne_bytes());
+                    out[8..12].copy_from_slice(&hangs.to_ne_bytes());
+                    out[12..].copy_from_slice(&reset_status.to_ne_bytes());
+                }
+                CtxAnswer::Pstate { flags } => out[..4].copy_from_slice(&flags.to_ne_bytes()),
+            }
+            reply(&out)
+        }
         DRM_IOCTL_GEM_CLOSE => {
             let (a, _) = DrmGemClose::read_from_prefix(arg).map_err(|_| Errno::EFAULT)?;
             file.gem_close(a.handle)?;
@@ -416,6 +538,38 @@ pub fn gem_answer(
         }
         _ => Err(Errno::ENOTTY),
     }
+}
+
+/// `amdgpu_gem_metadata_ioctl`: the handle first (`ENOENT`), then the operation (`EINVAL`
+/// for an unknown one or more than 256 bytes to set).
+fn gem_metadata(file: &kfd_model::RenderNode, arg: &[u8]) -> Result<DrmAnswer, Errno> {
+    let (mut a, _) = DrmAmdgpuGemMetadata::read_from_prefix(arg).map_err(|_| Errno::EFAULT)?;
+    let current = file.gem_metadata(a.handle)?;
+    match a.op {
+        AMDGPU_GEM_METADATA_OP_SET_METADATA => {
+            let n = a.data_size_bytes as usize;
+            let data = a.data.get(..n).ok_or(Errno::EINVAL)?.to_vec();
+            file.gem_set_metadata(
+                a.handle,
+                BoMetadata {
+                    flags: a.flags,
+                    tiling_info: a.tiling_info,
+                    data,
+                },
+            )?;
+        }
+        AMDGPU_GEM_METADATA_OP_GET_METADATA => {
+            a.flags = current.flags;
+            a.tiling_info = current.tiling_info;
+            a.data_size_bytes = current.data.len() as u32;
+            a.data[..current.data.len()].copy_from_slice(&current.data);
+        }
+        _ => return Err(Errno::EINVAL),
+    }
+    Ok(DrmAnswer {
+        arg: Some(a.as_bytes().to_vec()),
+        writes: Vec::new(),
+    })
 }
 
 /// `drm_copy_field`: at most the room given, and the full length reported back.
@@ -583,6 +737,13 @@ mod tests {
             DRM_IOCTL_AMDGPU_INFO,
             ioc(IOC_WRITE, DRM_IOCTL_BASE, 0x45, 32)
         );
+        let rw = IOC_READ | IOC_WRITE;
+        assert_eq!(DRM_IOCTL_AMDGPU_CTX, ioc(rw, DRM_IOCTL_BASE, 0x42, 16));
+        assert_eq!(
+            DRM_IOCTL_AMDGPU_GEM_METADATA,
+            ioc(rw, DRM_IOCTL_BASE, 0x46, 288)
+        );
+        assert_eq!(DRM_IOCTL_AMDGPU_GEM_OP, ioc(rw, DRM_IOCTL_BASE, 0x50, 16));
     }
 
     #[test]

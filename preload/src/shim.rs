@@ -787,6 +787,9 @@ pub(crate) fn render_ioctl(
         let answer = drm::gem_answer(&file, table_cmd, &buf).inspect_err(|e| {
             log::debug!(target: "preload", "renderD{minor}: GEM ioctl {request:#010x} = {e}");
         })?;
+        for w in &answer.writes {
+            SelfProcess.write(w.addr, &w.data)?;
+        }
         if let (true, Some(new_arg)) = (both & kfd_sys::IOC_READ != 0, &answer.arg) {
             SelfProcess.write(addr, &new_arg[..n_in.min(new_arg.len())])?;
         }

@@ -38,6 +38,13 @@
  *                  VA-mapped with amdgpu_bo_va_op, exported as a dma-buf, registered with
  *                  hsaKmtRegisterGraphicsHandleToNodes and mapped with hsaKmtMapMemoryToGPU: a
  *                  PM4 WRITE_DATA into it shows in the amdgpu CPU map.
+ *   amdgpu_ctx_metadata  submission contexts through amdgpu_cs_ctx_create/_free and the reset
+ *                  queries (ids from 1, no reset; EINVAL for a freed id or an unknown op);
+ *                  26 bytes of metadata and a tiling word set with amdgpu_bo_set_metadata on
+ *                  a VRAM buffer object, read back by amdgpu_bo_query_info (with its size,
+ *                  alignment, heap and flags) and by hsaKmtRegisterGraphicsHandleToNodes
+ *                  (KFD's GET_DMABUF_INFO), as kfdtest's RegisterGraphicsHandle expects;
+ *                  ENOENT for no handle, EINVAL for 257 bytes.
  *
  * Prints "PASS case (N ms)" or "FAIL case: why (N ms)"; exit 0 only on PASS.
  */
@@ -620,6 +627,138 @@ static int t_amdgpu_bo(void)
 
 /* ---------------------------------------------------------------------------------------- */
 
+/* kfdtest's KFDGraphicsInterop.RegisterGraphicsHandle metadata: 26 bytes with the NUL. */
+static const char umd_metadata[] = "This data is really meta.";
+
+static int t_amdgpu_ctx_metadata(void)
+{
+    HsaNodeProperties props;
+    CHECK_OK(hsaKmtGetNodeProperties(gpu_node, &props));
+    char path[64];
+    snprintf(path, sizeof path, "/dev/dri/renderD%u", props.DrmRenderMinor);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    CHECK(fd >= 0, "open %s: %s", path, strerror(errno));
+    uint32_t major = 0, minor = 0;
+    amdgpu_device_handle dev = NULL;
+    int r = amdgpu_device_initialize(fd, &major, &minor, &dev);
+    CHECK(r == 0, "amdgpu_device_initialize = %d", r);
+    int dev_fd = amdgpu_device_get_fd(dev);
+
+    /* Submission contexts (what KFDEvictTest creates first). */
+    amdgpu_context_handle ctx[2] = {NULL, NULL};
+    for (int i = 0; i < 2; i++) {
+        r = amdgpu_cs_ctx_create(dev, &ctx[i]);
+        CHECK(r == 0, "amdgpu_cs_ctx_create #%d = %d", i, r);
+    }
+    uint32_t state = 99, hangs = 99;
+    r = amdgpu_cs_query_reset_state(ctx[1], &state, &hangs);
+    CHECK(r == 0 && state == AMDGPU_CTX_NO_RESET && hangs == 0,
+          "amdgpu_cs_query_reset_state = %d (state %u, hangs %u)", r, state, hangs);
+    uint64_t flags2 = 99;
+    r = amdgpu_cs_query_reset_state2(ctx[0], &flags2);
+    CHECK(r == 0 && flags2 == 0, "amdgpu_cs_query_reset_state2 = %d (flags %#llx)", r,
+          (unsigned long long)flags2);
+    union drm_amdgpu_ctx raw;
+    memset(&raw, 0, sizeof raw);
+    raw.in.op = AMDGPU_CTX_OP_ALLOC_CTX;
+    raw.in.priority = AMDGPU_CTX_PRIORITY_LOW;
+    r = drmCommandWriteRead(dev_fd, DRM_AMDGPU_CTX, &raw, sizeof raw);
+    uint32_t third = raw.out.alloc.ctx_id;
+    CHECK(r == 0 && third == 3, "CTX ALLOC (low priority) = %d, id %u (want 3: ids count from 1)", r, third);
+    memset(&raw, 0, sizeof raw);
+    raw.in.op = AMDGPU_CTX_OP_FREE_CTX;
+    raw.in.ctx_id = third;
+    r = drmCommandWriteRead(dev_fd, DRM_AMDGPU_CTX, &raw, sizeof raw);
+    CHECK(r == 0, "CTX FREE %u = %d", third, r);
+    r = drmCommandWriteRead(dev_fd, DRM_AMDGPU_CTX, &raw, sizeof raw);
+    CHECK(r == -EINVAL, "CTX FREE of a freed context = %d (want -EINVAL)", r);
+    raw.in.op = 77;
+    r = drmCommandWriteRead(dev_fd, DRM_AMDGPU_CTX, &raw, sizeof raw);
+    CHECK(r == -EINVAL, "CTX op 77 = %d (want -EINVAL)", r);
+    for (int i = 0; i < 2; i++) {
+        r = amdgpu_cs_ctx_free(ctx[i]);
+        CHECK(r == 0, "amdgpu_cs_ctx_free #%d = %d", i, r);
+    }
+
+    /* Metadata set on a VRAM buffer object, read back by libdrm and by KFD's importer. */
+    const uint64_t size = 64 << 10;
+    struct amdgpu_bo_alloc_request req = {
+        .alloc_size = size,
+        .phys_alignment = 4096,
+        .preferred_heap = AMDGPU_GEM_DOMAIN_VRAM,
+        .flags = AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED,
+    };
+    amdgpu_bo_handle bo = NULL;
+    r = amdgpu_bo_alloc(dev, &req, &bo);
+    CHECK(r == 0, "amdgpu_bo_alloc = %d", r);
+    struct amdgpu_bo_metadata meta;
+    memset(&meta, 0, sizeof meta);
+    meta.tiling_info = 0x1234;
+    meta.size_metadata = sizeof umd_metadata;
+    memcpy(meta.umd_metadata, umd_metadata, sizeof umd_metadata);
+    r = amdgpu_bo_set_metadata(bo, &meta);
+    CHECK(r == 0, "amdgpu_bo_set_metadata = %d", r);
+    struct amdgpu_bo_info bo_info;
+    memset(&bo_info, 0, sizeof bo_info);
+    r = amdgpu_bo_query_info(bo, &bo_info);
+    CHECK(r == 0, "amdgpu_bo_query_info = %d", r);
+    CHECK(bo_info.alloc_size == size && bo_info.phys_alignment == 4096 &&
+              bo_info.preferred_heap == AMDGPU_GEM_DOMAIN_VRAM &&
+              bo_info.alloc_flags == AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED,
+          "amdgpu_bo_query_info: size %llu, alignment %llu, heap %#x, flags %#llx",
+          (unsigned long long)bo_info.alloc_size, (unsigned long long)bo_info.phys_alignment,
+          bo_info.preferred_heap, (unsigned long long)bo_info.alloc_flags);
+    CHECK(bo_info.metadata.size_metadata == sizeof umd_metadata &&
+              bo_info.metadata.tiling_info == 0x1234 &&
+              memcmp(bo_info.metadata.umd_metadata, umd_metadata, sizeof umd_metadata) == 0,
+          "amdgpu_bo_query_info: %u bytes of metadata, tiling %#llx",
+          bo_info.metadata.size_metadata, (unsigned long long)bo_info.metadata.tiling_info);
+    printf("    contexts 1, 2, 3 created and freed; %u bytes of metadata read back by libdrm\n",
+           bo_info.metadata.size_metadata);
+
+    /* The kernel's errnos: more than 256 bytes, no such handle. */
+    struct drm_amdgpu_gem_metadata raw_meta;
+    memset(&raw_meta, 0, sizeof raw_meta);
+    raw_meta.handle = 0x7fff;
+    raw_meta.op = AMDGPU_GEM_METADATA_OP_GET_METADATA;
+    r = drmCommandWriteRead(dev_fd, DRM_AMDGPU_GEM_METADATA, &raw_meta, sizeof raw_meta);
+    CHECK(r == -ENOENT, "GEM_METADATA of no handle = %d (want -ENOENT)", r);
+    uint32_t kms = 0;
+    r = amdgpu_bo_export(bo, amdgpu_bo_handle_type_kms, &kms);
+    CHECK(r == 0, "amdgpu_bo_export(kms) = %d", r);
+    raw_meta.handle = kms;
+    raw_meta.op = AMDGPU_GEM_METADATA_OP_SET_METADATA;
+    raw_meta.data.data_size_bytes = sizeof raw_meta.data.data + 1;
+    r = drmCommandWriteRead(dev_fd, DRM_AMDGPU_GEM_METADATA, &raw_meta, sizeof raw_meta);
+    CHECK(r == -EINVAL, "GEM_METADATA set of 257 bytes = %d (want -EINVAL)", r);
+
+    uint32_t dmabuf = 0;
+    r = amdgpu_bo_export(bo, amdgpu_bo_handle_type_dma_buf_fd, &dmabuf);
+    CHECK(r == 0, "amdgpu_bo_export(dma-buf) = %d", r);
+    HsaGraphicsResourceInfo info;
+    memset(&info, 0, sizeof info);
+    HSAuint32 nodes[1] = {gpu_node};
+    CHECK_OK(hsaKmtRegisterGraphicsHandleToNodes(dmabuf, &info, 1, nodes));
+    printf("    registered through KFD: %llu bytes, %u bytes of metadata \"%s\"\n",
+           (unsigned long long)info.SizeInBytes, info.MetadataSizeInBytes,
+           info.Metadata ? (const char *)info.Metadata : "(none)");
+    CHECK(info.SizeInBytes == size, "registered %llu bytes (want %llu)",
+          (unsigned long long)info.SizeInBytes, (unsigned long long)size);
+    CHECK(info.MetadataSizeInBytes == sizeof umd_metadata && info.Metadata &&
+              strcmp(info.Metadata, umd_metadata) == 0,
+          "KFD's GET_DMABUF_INFO gave %u bytes of metadata (want %zu)", info.MetadataSizeInBytes,
+          sizeof umd_metadata);
+    CHECK_OK(hsaKmtDeregisterMemory(info.MemoryAddress));
+    close((int)dmabuf);
+    r = amdgpu_bo_free(bo);
+    CHECK(r == 0, "amdgpu_bo_free = %d", r);
+    amdgpu_device_deinitialize(dev);
+    close(fd);
+    return 1;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
 int main(int argc, char **argv)
 {
     static const struct {
@@ -632,13 +771,14 @@ int main(int argc, char **argv)
         {"zero_init", t_zero_init},
         {"many_buffers", t_many_buffers},
         {"amdgpu_bo", t_amdgpu_bo},
+        {"amdgpu_ctx_metadata", t_amdgpu_ctx_metadata},
     };
     int (*fn)(void) = NULL;
     for (size_t i = 0; argc == 2 && i < sizeof cases / sizeof cases[0]; i++)
         if (strcmp(argv[1], cases[i].name) == 0)
             fn = cases[i].fn;
     if (!fn) {
-        fprintf(stderr, "usage: %s oversubscribe|register_huge|big_alloc|zero_init|many_buffers|amdgpu_bo\n", argv[0]);
+        fprintf(stderr, "usage: %s oversubscribe|register_huge|big_alloc|zero_init|many_buffers|amdgpu_bo|amdgpu_ctx_metadata\n", argv[0]);
         return 2;
     }
     if (hsaKmtOpenKFD() != HSAKMT_STATUS_SUCCESS) {

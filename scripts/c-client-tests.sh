@@ -321,6 +321,8 @@ run_fidelity many_buffers
 run_fidelity amdgpu_bo
 # Contexts and buffer metadata through libdrm_amdgpu (issue #35 item 2).
 run_fidelity amdgpu_ctx_metadata
+# KFDEvictTest's submission path: SDMA IBs on a context (issue #35 item 2).
+run_fidelity amdgpu_cs
 
 # --- 5. bystanders are unaffected ---------------------------------------------------------
 same_output() { # description, command...

@@ -89,10 +89,12 @@ pub enum CtxAnswer {
     },
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Ctx {
     priority: i32,
     stable_pstate: u32,
+    /// The last sequence number handed out per ring (`ip_type`, `ip_instance`, `ring`).
+    submitted: BTreeMap<(u32, u32, u32), u64>,
 }
 
 /// The contexts of one render-node file (`amdgpu_ctx_mgr`).
@@ -157,6 +159,7 @@ impl CtxTable {
                     Ctx {
                         priority,
                         stable_pstate: AMDGPU_CTX_STABLE_PSTATE_NONE,
+                        submitted: BTreeMap::new(),
                     },
                 );
                 log::debug!(target: "kfd::gem", "CTX alloc {id} (priority {priority})");
@@ -194,6 +197,22 @@ impl CtxTable {
             }
             _ => Err(Errno::EINVAL),
         }
+    }
+
+    /// A submission of context `id` to `ring` (`ip_type`, `ip_instance`, `ring`): its sequence
+    /// number, counting from 1 per ring (`EINVAL` for no such context).
+    pub fn submit(&mut self, id: u32, ring: (u32, u32, u32)) -> KResult<u64> {
+        let ctx = self.contexts.get_mut(&id).ok_or(Errno::EINVAL)?;
+        let seq = ctx.submitted.entry(ring).or_insert(0);
+        *seq += 1;
+        Ok(*seq)
+    }
+
+    /// The last sequence number context `id` handed out on `ring` (0 for none; `EINVAL` for
+    /// no such context).
+    pub fn last_submitted(&self, id: u32, ring: (u32, u32, u32)) -> KResult<u64> {
+        let ctx = self.contexts.get(&id).ok_or(Errno::EINVAL)?;
+        Ok(ctx.submitted.get(&ring).copied().unwrap_or(0))
     }
 
     /// The priority context `id` was created with, if it is live.

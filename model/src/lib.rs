@@ -33,6 +33,7 @@
 
 mod chardev;
 pub mod config;
+pub mod cs;
 pub mod ctx;
 pub mod debugfs;
 pub mod device;

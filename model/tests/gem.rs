@@ -312,3 +312,92 @@ fn metadata_set_on_a_gem_buffer_reaches_kfds_dmabuf_info() {
     r.gem_set_metadata(h, BoMetadata::default()).unwrap();
     assert_eq!(dmabuf_info(&c, fd).unwrap().metadata_size, 0, "cleared");
 }
+
+/// kfdtest's `KFDEvictTest` submission path: a context, a BO list, SDMA IBs submitted with
+/// `CS` (sequence numbers from 1) that run through the file's GPU VM, `WAIT_CS` for them.
+#[test]
+fn an_sdma_ib_submitted_on_a_context_runs_through_the_files_vm() {
+    use kfd_model::cs::*;
+    use kfd_model::ctx::*;
+    let model = model_with(ModelConfig::new(Preset::Gfx900).with_engine_thread(false));
+    let c = Client::new(&model);
+    let r = render(&c);
+    let (ib_va, target_va) = (0x10_0000_0000, 0x10_0010_0000);
+    let ib = r.gem_create(4096, 0, GTT, 0).unwrap();
+    let target = r.gem_create(4096, 0, GTT, 0).unwrap();
+    r.gem_va(va_req(ib, AMDGPU_VA_OP_MAP, ib_va, 0, 4096))
+        .unwrap();
+    r.gem_va(va_req(target, AMDGPU_VA_OP_MAP, target_va, 0, 4096))
+        .unwrap();
+    let ib_cpu = r.mmap(r.gem_mmap_offset(ib).unwrap(), 4096).unwrap();
+    let target_cpu = r.mmap(r.gem_mmap_offset(target).unwrap(), 4096).unwrap();
+    // SDMA WRITE_LINEAR of one dword (count field = dwords - 1), then NOPs.
+    let words: [u32; 8] = [
+        2,
+        target_va as u32,
+        (target_va >> 32) as u32,
+        0,
+        0x600d_cafe,
+        0,
+        0,
+        0,
+    ];
+    ib_cpu
+        .memory
+        .write(ib_cpu.offset as usize, words.as_bytes())
+        .unwrap();
+
+    let ctx = match r
+        .ctx(CtxRequest {
+            op: AMDGPU_CTX_OP_ALLOC_CTX,
+            ..Default::default()
+        })
+        .unwrap()
+    {
+        CtxAnswer::Alloc { ctx_id } => ctx_id,
+        other => panic!("{other:?}"),
+    };
+    assert_errno(
+        r.bo_list(AMDGPU_BO_LIST_OP_CREATE, 0, vec![ib, 77]),
+        Errno::ENOENT,
+        "handle 77",
+    );
+    let list = r
+        .bo_list(AMDGPU_BO_LIST_OP_CREATE, 0, vec![ib, target])
+        .unwrap();
+    assert_eq!(list, 1);
+    let request = CsRequest {
+        ctx_id: ctx,
+        bo_list_handle: list,
+        ibs: vec![CsIb {
+            va_start: ib_va,
+            ib_bytes: 32,
+            ip_type: AMDGPU_HW_IP_DMA,
+            ..Default::default()
+        }],
+        num_chunks: 1,
+        ..Default::default()
+    };
+    let ring = (AMDGPU_HW_IP_DMA, 0, 0);
+    assert_eq!(r.cs_submit(&request), Ok(1));
+    assert_eq!(
+        target_cpu.memory.load_u32(target_cpu.offset as usize),
+        Some(0x600d_cafe),
+        "the IB's WRITE reached the target through the file's VM"
+    );
+    assert_eq!(r.cs_submit(&request), Ok(2));
+    assert_eq!(r.wait_cs(ctx, ring, 2), Ok(true));
+    assert_errno(r.wait_cs(ctx, ring, 3), Errno::EINVAL, "not handed out");
+    assert_errno(
+        r.wait_cs(ctx + 1, ring, 1),
+        Errno::EINVAL,
+        "no such context",
+    );
+    let mut bad = request.clone();
+    bad.ctx_id = ctx + 1;
+    assert_errno(r.cs_submit(&bad), Errno::EINVAL, "no such context");
+    bad.ctx_id = ctx;
+    bad.bo_list_handle = 5;
+    assert_errno(r.cs_submit(&bad), Errno::ENOENT, "no such BO list");
+    assert_eq!(r.bo_list(AMDGPU_BO_LIST_OP_DESTROY, list, vec![]), Ok(0));
+}

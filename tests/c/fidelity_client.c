@@ -45,6 +45,12 @@
  *                  alignment, heap and flags) and by hsaKmtRegisterGraphicsHandleToNodes
  *                  (KFD's GET_DMABUF_INFO), as kfdtest's RegisterGraphicsHandle expects;
  *                  ENOENT for no handle, EINVAL for 257 bytes.
+ *   amdgpu_cs      kfdtest's KFDEvictTest submission path through libdrm_amdgpu: a context,
+ *                  a BO list, SDMA IBs (a WRITE_LINEAR padded with NOPs to 16 dwords)
+ *                  submitted with amdgpu_cs_submit and waited for with
+ *                  amdgpu_cs_query_fence_status: sequence numbers 1, 2, 3, each fence
+ *                  signalled, each WRITE in the target buffer; EINVAL for a fence not handed
+ *                  out or an unknown context, ENOENT for a BO list naming no buffer.
  *
  * Prints "PASS case (N ms)" or "FAIL case: why (N ms)"; exit 0 only on PASS.
  */
@@ -759,6 +765,138 @@ static int t_amdgpu_ctx_metadata(void)
 
 /* ---------------------------------------------------------------------------------------- */
 
+/* GTT buffer object mapped for the CPU and in the render node's own VM (libdrm's VA manager). */
+struct gfx_bo {
+    amdgpu_bo_handle bo;
+    amdgpu_va_handle va_handle;
+    uint64_t va;
+    uint32_t *cpu;
+};
+
+static int gfx_bo_create(amdgpu_device_handle dev, uint64_t size, struct gfx_bo *b)
+{
+    struct amdgpu_bo_alloc_request req = {
+        .alloc_size = size, .phys_alignment = 4096, .preferred_heap = AMDGPU_GEM_DOMAIN_GTT};
+    memset(b, 0, sizeof *b);
+    int r = amdgpu_bo_alloc(dev, &req, &b->bo);
+    CHECK(r == 0, "amdgpu_bo_alloc = %d", r);
+    r = amdgpu_va_range_alloc(dev, amdgpu_gpu_va_range_general, size, 4096, 0, &b->va, &b->va_handle, 0);
+    CHECK(r == 0, "amdgpu_va_range_alloc = %d", r);
+    r = amdgpu_bo_va_op(b->bo, 0, size, b->va, 0, AMDGPU_VA_OP_MAP);
+    CHECK(r == 0, "amdgpu_bo_va_op(MAP) = %d", r);
+    r = amdgpu_bo_cpu_map(b->bo, (void **)&b->cpu);
+    CHECK(r == 0, "amdgpu_bo_cpu_map = %d", r);
+    return 1;
+}
+
+static void gfx_bo_destroy(struct gfx_bo *b, uint64_t size)
+{
+    if (!b->bo)
+        return;
+    amdgpu_bo_cpu_unmap(b->bo);
+    amdgpu_bo_va_op(b->bo, 0, size, b->va, 0, AMDGPU_VA_OP_UNMAP);
+    amdgpu_va_range_free(b->va_handle);
+    amdgpu_bo_free(b->bo);
+}
+
+#define CS_ROUNDS 3
+
+static int t_amdgpu_cs(void)
+{
+    HsaNodeProperties props;
+    CHECK_OK(hsaKmtGetNodeProperties(gpu_node, &props));
+    char path[64];
+    snprintf(path, sizeof path, "/dev/dri/renderD%u", props.DrmRenderMinor);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    CHECK(fd >= 0, "open %s: %s", path, strerror(errno));
+    uint32_t major = 0, minor = 0;
+    amdgpu_device_handle dev = NULL;
+    int r = amdgpu_device_initialize(fd, &major, &minor, &dev);
+    CHECK(r == 0, "amdgpu_device_initialize = %d", r);
+    int dev_fd = amdgpu_device_get_fd(dev);
+    amdgpu_context_handle ctx = NULL;
+    r = amdgpu_cs_ctx_create(dev, &ctx);
+    CHECK(r == 0, "amdgpu_cs_ctx_create = %d", r);
+
+    struct gfx_bo ib, target;
+    if (!gfx_bo_create(dev, 4096, &ib) || !gfx_bo_create(dev, 4096, &target))
+        return 0;
+    amdgpu_bo_handle resources[2] = {ib.bo, target.bo};
+    amdgpu_bo_list_handle list = NULL;
+    r = amdgpu_bo_list_create(dev, 2, resources, NULL, &list);
+    CHECK(r == 0, "amdgpu_bo_list_create = %d", r);
+
+    for (int round = 1; round <= CS_ROUNDS; round++) {
+        /* SDMA WRITE_LINEAR (op 2, sub-op 0; dw3 = dwords - 1) of two dwords into the target,
+         * then NOPs (0) to 16 dwords, as KFDEvictTest pads its IB. */
+        memset(ib.cpu, 0, 64);
+        ib.cpu[0] = 2;
+        ib.cpu[1] = (uint32_t)(target.va + 8 * round);
+        ib.cpu[2] = (uint32_t)((target.va + 8 * round) >> 32);
+        ib.cpu[3] = 1;
+        ib.cpu[4] = 0xc5000000u | (uint32_t)round;
+        ib.cpu[5] = 0xc5100000u | (uint32_t)round;
+        struct amdgpu_cs_ib_info ib_info = {.ib_mc_address = ib.va, .size = 16};
+        struct amdgpu_cs_request req;
+        memset(&req, 0, sizeof req);
+        req.ip_type = AMDGPU_HW_IP_DMA;
+        req.number_of_ibs = 1;
+        req.ibs = &ib_info;
+        req.resources = list;
+        r = amdgpu_cs_submit(ctx, 0, &req, 1);
+        CHECK(r == 0, "amdgpu_cs_submit #%d = %d", round, r);
+        CHECK(req.seq_no == (uint64_t)round, "submission %d got sequence number %llu", round,
+              (unsigned long long)req.seq_no);
+        struct amdgpu_cs_fence fence = {
+            .context = ctx, .ip_type = AMDGPU_HW_IP_DMA, .fence = req.seq_no};
+        uint32_t expired = 0;
+        r = amdgpu_cs_query_fence_status(&fence, 5000000000ull, 0, &expired);
+        CHECK(r == 0 && expired, "amdgpu_cs_query_fence_status #%d = %d, expired %u", round, r, expired);
+        CHECK(target.cpu[2 * round] == (0xc5000000u | (uint32_t)round) &&
+                  target.cpu[2 * round + 1] == (0xc5100000u | (uint32_t)round),
+              "round %d: the IB's WRITE left %#x %#x", round, target.cpu[2 * round],
+              target.cpu[2 * round + 1]);
+    }
+    printf("    %d SDMA IBs submitted on a context: sequence numbers 1..%d, each fence signalled, "
+           "each WRITE landed\n", CS_ROUNDS, CS_ROUNDS);
+
+    /* The kernel's errnos: a fence not handed out yet, a context that does not exist, a list
+     * naming no buffer. */
+    struct amdgpu_cs_fence later = {.context = ctx, .ip_type = AMDGPU_HW_IP_DMA, .fence = CS_ROUNDS + 5};
+    uint32_t expired = 0;
+    r = amdgpu_cs_query_fence_status(&later, 0, 0, &expired);
+    CHECK(r == -EINVAL, "waiting for sequence %d = %d (want -EINVAL)", CS_ROUNDS + 5, r);
+    union drm_amdgpu_cs cs;
+    memset(&cs, 0, sizeof cs);
+    uint64_t no_chunks = 0;
+    cs.in.ctx_id = 99;
+    cs.in.num_chunks = 0;
+    cs.in.chunks = (uint64_t)(uintptr_t)&no_chunks;
+    r = drmCommandWriteRead(dev_fd, DRM_AMDGPU_CS, &cs, sizeof cs);
+    CHECK(r == -EINVAL, "CS on context 99 = %d (want -EINVAL)", r);
+    struct drm_amdgpu_bo_list_entry bad = {.bo_handle = 0x7fff};
+    union drm_amdgpu_bo_list raw_list;
+    memset(&raw_list, 0, sizeof raw_list);
+    raw_list.in.operation = AMDGPU_BO_LIST_OP_CREATE;
+    raw_list.in.bo_number = 1;
+    raw_list.in.bo_info_size = sizeof bad;
+    raw_list.in.bo_info_ptr = (uint64_t)(uintptr_t)&bad;
+    r = drmCommandWriteRead(dev_fd, DRM_AMDGPU_BO_LIST, &raw_list, sizeof raw_list);
+    CHECK(r == -ENOENT, "BO_LIST create naming no buffer = %d (want -ENOENT)", r);
+
+    r = amdgpu_bo_list_destroy(list);
+    CHECK(r == 0, "amdgpu_bo_list_destroy = %d", r);
+    gfx_bo_destroy(&ib, 4096);
+    gfx_bo_destroy(&target, 4096);
+    r = amdgpu_cs_ctx_free(ctx);
+    CHECK(r == 0, "amdgpu_cs_ctx_free = %d", r);
+    amdgpu_device_deinitialize(dev);
+    close(fd);
+    return 1;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
 int main(int argc, char **argv)
 {
     static const struct {
@@ -772,13 +910,14 @@ int main(int argc, char **argv)
         {"many_buffers", t_many_buffers},
         {"amdgpu_bo", t_amdgpu_bo},
         {"amdgpu_ctx_metadata", t_amdgpu_ctx_metadata},
+        {"amdgpu_cs", t_amdgpu_cs},
     };
     int (*fn)(void) = NULL;
     for (size_t i = 0; argc == 2 && i < sizeof cases / sizeof cases[0]; i++)
         if (strcmp(argv[1], cases[i].name) == 0)
             fn = cases[i].fn;
     if (!fn) {
-        fprintf(stderr, "usage: %s oversubscribe|register_huge|big_alloc|zero_init|many_buffers|amdgpu_bo|amdgpu_ctx_metadata\n", argv[0]);
+        fprintf(stderr, "usage: %s oversubscribe|register_huge|big_alloc|zero_init|many_buffers|amdgpu_bo|amdgpu_ctx_metadata|amdgpu_cs\n", argv[0]);
         return 2;
     }
     if (hsaKmtOpenKFD() != HSAKMT_STATUS_SUCCESS) {

@@ -10,7 +10,8 @@
 #   3. the thunk's DevKfd integration tests run their real-syscall path under the shim;
 #   4. fidelity at scale (issue #20, tests/c/fidelity_client.c): an oversubscribed runlist
 #      time-sliced queue by queue, 1 TiB of registered user memory, big zeroed GTT
-#      allocations, amdgpu buffer objects shared with KFD as a dma-buf — each timed;
+#      allocations, 50,000 live VRAM buffers, amdgpu buffer objects shared with KFD as a
+#      dma-buf — each timed;
 #   5. processes that never touch /dev/kfd are unaffected, and nothing appears on /dev;
 #   tests/c/fd_paths.c: every way a descriptor is duplicated or passed names the same file.
 # Prints one PASS/FAIL/SKIP line per check and ends with "c-clients: N passed, M failed".
@@ -313,7 +314,15 @@ run_fidelity oversubscribe
 # the driver then needs amdgpu.no_system_mem_limit=1, and so does the model.
 run_fidelity register_huge KFD_MODEL_NO_SYSTEM_MEM_LIMIT=1
 run_fidelity big_alloc
+# A benchmark as much as a check: its rounds print time and minor faults per page.
+run_fidelity zero_init
+# 50,000 live buffers: more than the process may have descriptors (issue #35 item 4).
+run_fidelity many_buffers
 run_fidelity amdgpu_bo
+# Contexts and buffer metadata through libdrm_amdgpu (issue #35 item 2).
+run_fidelity amdgpu_ctx_metadata
+# KFDEvictTest's submission path: SDMA IBs on a context (issue #35 item 2).
+run_fidelity amdgpu_cs
 
 # --- 5. bystanders are unaffected ---------------------------------------------------------
 same_output() { # description, command...

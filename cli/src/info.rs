@@ -54,6 +54,33 @@ pub struct Info {
     pub platform: Platform,
     /// The nodes.
     pub nodes: Vec<NodeInfo>,
+    /// The host's memory, when the source is the model (whose VRAM is host memory).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_memory: Option<HostMemory>,
+}
+
+/// The host's memory (`/proc/meminfo`), bytes.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct HostMemory {
+    /// `MemTotal`.
+    pub total_bytes: u64,
+    /// `MemAvailable`.
+    pub available_bytes: u64,
+}
+
+impl HostMemory {
+    /// Reads `/proc/meminfo`; `None` where it cannot be read.
+    pub fn read() -> Option<HostMemory> {
+        let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+        let kib = |key: &str| -> Option<u64> {
+            let line = text.lines().find(|l| l.starts_with(key))?;
+            line[key.len()..].split_whitespace().next()?.parse().ok()
+        };
+        Some(HostMemory {
+            total_bytes: kib("MemTotal:")? * 1024,
+            available_bytes: kib("MemAvailable:")? * 1024,
+        })
+    }
 }
 
 /// `system_properties`.
@@ -321,6 +348,9 @@ pub fn gather(device: &DeviceArgs) -> CliResult<Info> {
 /// The report of an open device.
 pub fn from_kfd(kfd: &Kfd, source: Source) -> Info {
     let mut info = from_topology(kfd.topology(), source, Some(kfd.version().to_string()));
+    if info.source.is_model() {
+        info.host_memory = HostMemory::read();
+    }
     for gpu in kfd.gpus() {
         let Some(entry) = info
             .nodes
@@ -350,6 +380,7 @@ pub fn from_topology(topology: &Topology, source: Source, interface: Option<Stri
             rev: topology.system.platform_rev,
         },
         nodes: topology.nodes.iter().map(node_info).collect(),
+        host_memory: None,
     }
 }
 
@@ -640,6 +671,21 @@ pub fn render(info: &Info, only: Option<u32>, style: Style) -> Vec<String> {
         info.generation_id,
         info.nodes.len()
     ));
+    if let Some(h) = info.host_memory {
+        let vram: u64 = info
+            .nodes
+            .iter()
+            .filter_map(|n| n.gpu.as_ref())
+            .map(|g| g.vram_bytes)
+            .sum();
+        lines.push(format!(
+            "host memory {} of {} available · the modelled VRAM ({} in all) is host memory \
+             where it is touched",
+            units::bytes(h.available_bytes),
+            units::bytes(h.total_bytes),
+            units::bytes(vram)
+        ));
+    }
     for n in info
         .nodes
         .iter()

@@ -321,3 +321,28 @@ fn the_mi210_preset_runs_with_ecc_on() {
         );
     }
 }
+
+/// On the model, whose VRAM is host memory, `kfd info` names the host's memory beside the
+/// modelled VRAM: `MemTotal` as /proc/meminfo gives it, and every GPU's VRAM added up.
+#[test]
+fn info_on_the_model_reports_the_host_memory_beside_the_modelled_vram() {
+    let out = ok(&["info", "--model", "gfx90a", "--gpus", "2"]);
+    let line = field(&out, "host memory");
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let total_kib: u64 = meminfo
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    assert!(
+        line.starts_with("host memory ") && line.contains(" available · "),
+        "{line}"
+    );
+    assert!(
+        line.ends_with("the modelled VRAM (128 GiB in all) is host memory where it is touched"),
+        "{line}"
+    );
+    let v = json(&ok(&["info", "--model", "gfx900", "--json"]));
+    assert_eq!(v["host_memory"]["total_bytes"], total_kib * 1024);
+}

@@ -48,13 +48,22 @@ fn gfx90a_vgprs_past_acc_offset_are_the_agprs() {
 
 #[test]
 fn gfx908_keeps_separate_files() {
+    // gfx908 has no v19 in a 16-VGPR wave: an out-of-range source reads v0 (the ISA guides'
+    // out-of-range rule), not a1's AGPR; a strict world faults.
     let (mut w, mut env, cache) = wave("v_mov_b32_e32 v1, v19", Target::Gfx908);
+    w.vgpr[0] = lanes(|l| l as u32 + 7);
+    w.agpr[3] = lanes(|_| 0xbad);
+    assert_eq!(w.run(&cache, &mut env, 100), Stop::EndOfProgram);
+    assert_eq!(w.vgpr[1], lanes(|l| l as u32 + 7));
+    assert_eq!(env.vgpr_out_of_range, [(19, false)]);
+    let (mut w, mut env, cache) = wave("v_mov_b32_e32 v1, v19", Target::Gfx908);
+    env.vgpr_strict = true;
     match w.run(&cache, &mut env, 100) {
         Stop::Fault(WaveFault::RegisterOutOfRange {
             file: 'v',
             index: 19,
         }) => {}
-        other => panic!("gfx908 has no v19 in a 16-VGPR wave: {other:?}"),
+        other => panic!("strict: {other:?}"),
     }
 }
 

@@ -460,9 +460,11 @@ fn alloc_memory(p: &ProcessInner, a: &mut kfd_ioctl_alloc_memory_of_gpu_args) ->
     Ok(0)
 }
 
-/// `kfd_ioctl_get_dmabuf_info`: size, GPU and KFD memory flags of an amdgpu dma-buf. The
-/// model keeps no GEM metadata (`GEM_METADATA` is not modelled), so `metadata_size` is 0 and
-/// nothing is copied to `metadata_ptr`.
+/// `kfd_ioctl_get_dmabuf_info`: size, GPU, KFD memory flags and the user-mode metadata
+/// (`GEM_METADATA`) of an amdgpu dma-buf. `metadata_size` says the room at `metadata_ptr`
+/// and comes back as the metadata's size; with a pointer, less room than the metadata is
+/// `EINVAL` (`amdgpu_bo_get_metadata`), and the bytes are copied there; without one only the
+/// size comes back.
 fn get_dmabuf_info(p: &ProcessInner, a: &mut kfd_ioctl_get_dmabuf_info_args) -> KResult<i32> {
     let gem = p.model.dmabufs.lookup(a.dmabuf_fd as i32)?;
     let bo = &gem.bo;
@@ -478,8 +480,15 @@ fn get_dmabuf_info(p: &ProcessInner, a: &mut kfd_ioctl_get_dmabuf_info_args) -> 
     if gem.flags & crate::gem::AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED != 0 {
         a.flags |= KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC;
     }
-    a.metadata_size = 0;
-    log::debug!(target: "kfd::memory", "pasid {:#x}: dma-buf fd {}: {:#x} bytes on gpu {:#x}, flags {:#x}", p.pasid, a.dmabuf_fd, a.size, a.gpu_id, a.flags);
+    let metadata = gem.metadata().data;
+    if a.metadata_ptr != 0 {
+        if (a.metadata_size as usize) < metadata.len() {
+            return Err(Errno::EINVAL);
+        }
+        p.user.write(a.metadata_ptr, &metadata)?;
+    }
+    a.metadata_size = metadata.len() as u32;
+    log::debug!(target: "kfd::memory", "pasid {:#x}: dma-buf fd {}: {:#x} bytes on gpu {:#x}, flags {:#x}, {} bytes of metadata", p.pasid, a.dmabuf_fd, a.size, a.gpu_id, a.flags, a.metadata_size);
     Ok(0)
 }
 
@@ -519,7 +528,7 @@ fn free_memory(p: &ProcessInner, a: &mut kfd_ioctl_free_memory_of_gpu_args) -> K
         entry
             .bo
             .device_memory()
-            .is_some_and(|(m, _)| std::sync::Arc::ptr_eq(&m, &pg.mem))
+            .is_some_and(|(m, off)| std::sync::Arc::ptr_eq(&m, &pg.mem) && off == pg.offset)
             && !pg.kernel_allocated
     }) {
         log::debug!(target: "kfd::memory", "freeing the signal event page is not allowed");

@@ -94,7 +94,7 @@ pub fn default_cu_threads() -> usize {
 }
 
 /// The environment variable listing the deliberate deviations from the hardware the model
-/// makes on request: `KFD_MODEL_STRICT=lds` (comma-separated; `all` for every one).
+/// makes on request: `KFD_MODEL_STRICT=lds,vgprs` (comma-separated; `all` for every one).
 pub const STRICT_ENV: &str = "KFD_MODEL_STRICT";
 
 /// Where the model reports what the hardware silently tolerates, to find the kernel bug. By
@@ -104,20 +104,30 @@ pub struct Strict {
     /// A DS (or FLAT shared-aperture) access outside the workgroup's LDS allocation stops the
     /// wave as a fault (the hardware drops the write and reads 0).
     pub lds: bool,
+    /// An instruction that names a VGPR past the wave's allocation stops the wave as a fault
+    /// (the hardware reads VGPR0 for such a source and ignores an instruction with such a
+    /// destination).
+    pub vgprs: bool,
 }
 
 impl Strict {
-    /// Parses a `KFD_MODEL_STRICT` value: names separated by commas (`lds`, `all`); an
+    /// Parses a `KFD_MODEL_STRICT` value: names separated by commas (`lds`, `vgprs`, `all`); an
     /// unknown name is an error that lists the known ones.
     pub fn parse(spec: &str) -> Result<Strict, String> {
         let mut s = Strict::default();
         for name in spec.split(',').map(str::trim).filter(|n| !n.is_empty()) {
             match name {
                 "lds" => s.lds = true,
-                "all" => s = Strict { lds: true },
+                "vgprs" => s.vgprs = true,
+                "all" => {
+                    s = Strict {
+                        lds: true,
+                        vgprs: true,
+                    }
+                }
                 other => {
                     return Err(format!(
-                        "{STRICT_ENV}: unknown entry {other:?} (known: lds, all)"
+                        "{STRICT_ENV}: unknown entry {other:?} (known: lds, vgprs, all)"
                     ))
                 }
             }
@@ -256,8 +266,24 @@ mod tests {
     #[test]
     fn strict_entries_parse() {
         assert_eq!(Strict::parse(""), Ok(Strict::default()));
-        assert_eq!(Strict::parse("lds"), Ok(Strict { lds: true }));
-        assert_eq!(Strict::parse(" all ,"), Ok(Strict { lds: true }));
+        let lds = Strict {
+            lds: true,
+            vgprs: false,
+        };
+        let all = Strict {
+            lds: true,
+            vgprs: true,
+        };
+        assert_eq!(Strict::parse("lds"), Ok(lds));
+        assert_eq!(
+            Strict::parse("vgprs"),
+            Ok(Strict {
+                lds: false,
+                vgprs: true
+            })
+        );
+        assert_eq!(Strict::parse("lds, vgprs"), Ok(all));
+        assert_eq!(Strict::parse(" all ,"), Ok(all));
         let err = Strict::parse("lds,regs").unwrap_err();
         assert!(
             err.contains("\"regs\"") && err.contains("known: lds"),

@@ -33,6 +33,8 @@ pub struct Gpu {
     pub doorbells: DoorbellBar,
     /// The MMIO remap page (HDP flush registers).
     pub mmio: Arc<DeviceMemory>,
+    /// Where its buffers (VRAM and GTT of KFD) are carved from.
+    pub heap: Arc<crate::hw::heap::DeviceHeap>,
     /// The timestamp clock.
     pub clock: GpuClock,
     /// The scheduler firmware (and the engines' saved queue contexts).
@@ -69,6 +71,7 @@ impl Gpu {
             gart: Gart::new(GART_SIZE)?,
             doorbells: DoorbellBar::new(layout)?,
             mmio: Arc::new(DeviceMemory::new("mmio remap", 4096)?),
+            heap: crate::hw::heap::DeviceHeap::new(&format!("buffers-{:x}", topo.gpu_id)),
             clock: GpuClock::new(),
             hws: Hws::new(
                 pm4_gen,

@@ -1,7 +1,10 @@
 //! `amdgpu_gem`: the buffer objects a render-node file creates (`DRM_IOCTL_AMDGPU_GEM_*`),
 //! their CPU-map offsets, the file's own GPU VA mappings (`GEM_VA`), export as a dma-buf
-//! (`DRM_IOCTL_PRIME_HANDLE_TO_FD`) and what KFD needs to import such a buffer
-//! (`AMDKFD_IOC_GET_DMABUF_INFO` / `AMDKFD_IOC_IMPORT_DMABUF`).
+//! (`DRM_IOCTL_PRIME_HANDLE_TO_FD`), the user-mode metadata a buffer carries
+//! (`DRM_IOCTL_AMDGPU_GEM_METADATA`: tiling word, flags and up to 256 bytes that KFD's
+//! `GET_DMABUF_INFO` hands an importer), how it was created (`DRM_IOCTL_AMDGPU_GEM_OP`) and
+//! what KFD needs to import such a buffer (`AMDKFD_IOC_GET_DMABUF_INFO` /
+//! `AMDKFD_IOC_IMPORT_DMABUF`).
 //!
 //! A GEM object is a [`Bo`] of VRAM or GTT, backed like a KFD buffer (a lazily backed `memfd`),
 //! so the render node's `mmap` at its offset reaches it as it reaches KFD buffers. Its dma-buf
@@ -52,6 +55,18 @@ pub const AMDGPU_VM_PAGE_WRITEABLE: u32 = 1 << 2;
 /// `AMDGPU_VM_PAGE_PRT` (partially resident textures: not modelled).
 pub const AMDGPU_VM_PAGE_PRT: u32 = 1 << 4;
 
+/// `AMDGPU_GEM_METADATA_OP_SET_METADATA`.
+pub const AMDGPU_GEM_METADATA_OP_SET_METADATA: u32 = 1;
+/// `AMDGPU_GEM_METADATA_OP_GET_METADATA`.
+pub const AMDGPU_GEM_METADATA_OP_GET_METADATA: u32 = 2;
+/// Most bytes of user-mode metadata a buffer carries (`drm_amdgpu_gem_metadata.data.data`).
+pub const AMDGPU_GEM_METADATA_MAX_SIZE: usize = 256;
+
+/// `AMDGPU_GEM_OP_GET_GEM_CREATE_INFO`.
+pub const AMDGPU_GEM_OP_GET_GEM_CREATE_INFO: u32 = 0;
+/// `AMDGPU_GEM_OP_SET_PLACEMENT` (not modelled: the model does not move buffers).
+pub const AMDGPU_GEM_OP_SET_PLACEMENT: u32 = 1;
+
 /// Lowest VA a `GEM_VA` mapping may use (`AMDGPU_VA_RESERVED_SIZE`, 1 MiB before Linux 6.10).
 pub const AMDGPU_VA_RESERVED_SIZE: u64 = 1 << 20;
 /// One past the highest VA of the low half of the 48-bit GPU address space.
@@ -95,6 +110,44 @@ pub struct GemObject {
     pub domains: u64,
     /// `AMDGPU_GEM_CREATE_*` flags.
     pub flags: u64,
+    /// Physical alignment in bytes (the one asked for, rounded up to pages; 0 for none).
+    pub alignment: u64,
+    metadata: Mutex<BoMetadata>,
+}
+
+/// What `GEM_METADATA` sets on a buffer for other users of it (a display server, an
+/// importing process): `amdgpu_bo`'s tiling flags, metadata flags and metadata bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BoMetadata {
+    /// Metadata flags (none are defined; kept as given).
+    pub flags: u64,
+    /// The family-specific tiling word.
+    pub tiling_info: u64,
+    /// The user-mode metadata, at most [`AMDGPU_GEM_METADATA_MAX_SIZE`] bytes.
+    pub data: Vec<u8>,
+}
+
+/// `GEM_OP(GET_GEM_CREATE_INFO)`: how a buffer was created, as `drm_amdgpu_gem_create_in`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GemCreateInfo {
+    /// Bytes (page aligned).
+    pub bo_size: u64,
+    /// Physical alignment in bytes.
+    pub alignment: u64,
+    /// Preferred `AMDGPU_GEM_DOMAIN_*`.
+    pub domains: u64,
+    /// `AMDGPU_GEM_CREATE_*`.
+    pub domain_flags: u64,
+}
+
+impl GemObject {
+    /// Its metadata now (`amdgpu_bo_get_metadata` and the tiling flags).
+    pub fn metadata(&self) -> BoMetadata {
+        self.metadata
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
 }
 
 /// Dma-bufs exported from GEM objects, by the identity of their open file: KFD finds the
@@ -123,11 +176,13 @@ impl DmaBufTable {
 }
 
 impl GemFile {
-    /// `amdgpu_gem_create_ioctl`: a buffer of `size` bytes in `domains`; returns its handle.
+    /// `amdgpu_gem_create_ioctl`: a buffer of `size` bytes in `domains`, aligned to
+    /// `alignment` bytes; returns its handle.
     pub fn create(
         &mut self,
         node: &Arc<KfdNode>,
         size: u64,
+        alignment: u64,
         domains: u64,
         flags: u64,
     ) -> KResult<u32> {
@@ -146,11 +201,19 @@ impl GemFile {
             BoKind::Gtt
         };
         let size = page_align(size).filter(|&s| s > 0).ok_or(Errno::EINVAL)?;
+        // TTM keeps the alignment in pages.
+        let alignment = page_align(alignment).ok_or(Errno::EINVAL)?;
         let handle = self.next_free_handle()?;
         let bo = Arc::new(crate::memory::alloc_graphics_bo(node, kind, size)?);
         crate::memory::publish_graphics_bo(&bo);
-        self.objects
-            .insert(handle, Arc::new(GemObject { bo, domains, flags }));
+        let object = GemObject {
+            bo,
+            domains,
+            flags,
+            alignment,
+            metadata: Mutex::new(BoMetadata::default()),
+        };
+        self.objects.insert(handle, Arc::new(object));
         log::debug!(target: "kfd::gem", "GEM_CREATE {kind:?} size {size:#x} domains {domains:#x} flags {flags:#x} = handle {handle}");
         Ok(handle)
     }
@@ -176,6 +239,34 @@ impl GemFile {
     /// `amdgpu_gem_mmap_ioctl`: the offset to `mmap` the render node at for CPU access.
     pub fn mmap_offset(&self, handle: u32) -> KResult<u64> {
         Ok(self.object(handle)?.bo.mmap_offset)
+    }
+
+    /// `amdgpu_gem_metadata_ioctl(SET_METADATA)`: replaces the buffer's metadata; more than
+    /// [`AMDGPU_GEM_METADATA_MAX_SIZE`] bytes is `EINVAL`, no bytes clears them.
+    pub fn set_metadata(&self, handle: u32, metadata: BoMetadata) -> KResult<()> {
+        let obj = self.object(handle)?;
+        if metadata.data.len() > AMDGPU_GEM_METADATA_MAX_SIZE {
+            return Err(Errno::EINVAL);
+        }
+        log::debug!(target: "kfd::gem", "GEM_METADATA set handle {handle}: {} bytes, tiling {:#x}, flags {:#x}", metadata.data.len(), metadata.tiling_info, metadata.flags);
+        *obj.metadata.lock().unwrap_or_else(|e| e.into_inner()) = metadata;
+        Ok(())
+    }
+
+    /// `amdgpu_gem_metadata_ioctl(GET_METADATA)`.
+    pub fn metadata(&self, handle: u32) -> KResult<BoMetadata> {
+        Ok(self.object(handle)?.metadata())
+    }
+
+    /// `amdgpu_gem_op_ioctl(GET_GEM_CREATE_INFO)`.
+    pub fn create_info(&self, handle: u32) -> KResult<GemCreateInfo> {
+        let obj = self.object(handle)?;
+        Ok(GemCreateInfo {
+            bo_size: obj.bo.size,
+            alignment: obj.alignment,
+            domains: obj.domains,
+            domain_flags: obj.flags,
+        })
     }
 
     /// `DRM_IOCTL_GEM_CLOSE`: drops the handle and the file's mappings of the buffer.

@@ -33,6 +33,8 @@
 
 mod chardev;
 pub mod config;
+pub mod cs;
+pub mod ctx;
 pub mod debugfs;
 pub mod device;
 pub mod dqm;

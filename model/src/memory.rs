@@ -170,6 +170,9 @@ pub struct Bo {
     /// For a KFD buffer imported from a dma-buf: the GEM object it shares (which owns the
     /// memory, its VRAM reservation and its render-node offset).
     imported: Option<Arc<crate::gem::GemObject>>,
+    /// The block of the GPU's heap its memory is (KFD VRAM and GTT buffers): held so that
+    /// dropping the buffer frees it.
+    _block: Option<crate::hw::heap::HeapBlock>,
 }
 
 impl Bo {
@@ -252,13 +255,14 @@ pub fn alloc_bo(
     };
     let (system, ttm) = KfdMemLimit::charge(kind, charged);
     mem_limit.reserve(system, ttm)?;
-    let (backing, mmap_offset) = match backing_of(node, kind, size, req, doorbell_slice) {
-        Ok(b) => b,
-        Err(e) => {
-            mem_limit.unreserve(system, ttm);
-            return Err(e);
-        }
-    };
+    let (backing, mmap_offset, block) =
+        match backing_of(node, kind, size, req, doorbell_slice, true) {
+            Ok(b) => b,
+            Err(e) => {
+                mem_limit.unreserve(system, ttm);
+                return Err(e);
+            }
+        };
     let bo = Arc::new(Bo {
         handle,
         node: node.clone(),
@@ -270,6 +274,7 @@ pub fn alloc_bo(
         mmap_offset,
         mem_limit: ((system, ttm) != (0, 0)).then(|| (mem_limit.clone(), system, ttm)),
         imported: None,
+        _block: block,
     });
     if matches!(kind, BoKind::Vram | BoKind::Gtt) {
         node.bo_offsets
@@ -294,7 +299,8 @@ pub fn alloc_graphics_bo(node: &Arc<KfdNode>, kind: BoKind, size: u64) -> KResul
         flags: 0,
         user_addr: 0,
     };
-    let (backing, mmap_offset) = backing_of(node, kind, size, req, None)?;
+    // A graphics buffer has memory of its own: a dma-buf exported from it is that file.
+    let (backing, mmap_offset, _) = backing_of(node, kind, size, req, None, false)?;
     let bo = Bo {
         handle: 0,
         node: node.clone(),
@@ -311,6 +317,7 @@ pub fn alloc_graphics_bo(node: &Arc<KfdNode>, kind: BoKind, size: u64) -> KResul
         mmap_offset,
         mem_limit: None,
         imported: None,
+        _block: None,
     };
     Ok(bo)
 }
@@ -350,38 +357,47 @@ pub fn import_bo(
         mmap_offset: 0,
         mem_limit: None,
         imported: Some(gem.clone()),
+        _block: None,
     }))
 }
 
-/// What backs a new buffer of `kind`, and its mmap offset.
+/// What backs a new buffer of `kind`, its mmap offset, and for VRAM and GTT carved from the
+/// GPU's heap (`from_heap`) the block it owns.
 fn backing_of(
     node: &Arc<KfdNode>,
     kind: BoKind,
     size: u64,
     req: AllocRequest,
     doorbell_slice: Option<u32>,
-) -> KResult<(Backing, u64)> {
+    from_heap: bool,
+) -> KResult<(Backing, u64, Option<crate::hw::heap::HeapBlock>)> {
     Ok(match kind {
         BoKind::Vram | BoKind::Gtt => {
             if kind == BoKind::Vram {
                 node.reserve_vram(size)?;
             }
-            let mem =
-                match DeviceMemory::new(if kind == BoKind::Vram { "vram" } else { "gtt" }, size) {
-                    Ok(m) => m,
-                    Err(e) => {
-                        if kind == BoKind::Vram {
-                            node.release_vram(size);
-                        }
-                        return Err(e);
+            let carved = if from_heap {
+                node.gpu
+                    .heap
+                    .alloc(size)
+                    .map(|b| (b.memory().clone(), b.offset(), Some(b)))
+            } else {
+                DeviceMemory::new(if kind == BoKind::Vram { "vram" } else { "gtt" }, size)
+                    .map(|m| (Arc::new(m), 0, None))
+            };
+            let (mem, offset, block) = match carved {
+                Ok(c) => c,
+                Err(e) => {
+                    if kind == BoKind::Vram {
+                        node.release_vram(size);
                     }
-                };
+                    return Err(e);
+                }
+            };
             (
-                Backing::Device {
-                    mem: Arc::new(mem),
-                    offset: 0,
-                },
+                Backing::Device { mem, offset },
                 node.new_bo_offset(size),
+                block,
             )
         }
         BoKind::Userptr => {
@@ -400,12 +416,14 @@ fn backing_of(
                 log::debug!(target: "kfd::memory", "userptr {:#x}+{size:#x} is a doorbell mapping", req.user_addr);
                 return Err(Errno::EFAULT);
             }
+            crate::user::populate_user_range_for_write(req.user_addr, size)?;
             (
                 // SAFETY: the user address arrived in ALLOC's argument bytes, which the caller of
                 // `Process::ioctl` promised are its memory for as long as the GPU maps them;
                 // that it is mapped read-write was checked just above.
                 Backing::User(unsafe { UserMemory::new(req.user_addr) }),
                 req.user_addr,
+                None,
             )
         }
         BoKind::Doorbell => {
@@ -426,6 +444,7 @@ fn backing_of(
                     offset: DoorbellBar::slice_offset(slice),
                 },
                 offset,
+                None,
             )
         }
         BoKind::MmioRemap => {
@@ -444,6 +463,7 @@ fn backing_of(
                     offset: 0,
                 },
                 offset,
+                None,
             )
         }
     })

@@ -65,6 +65,10 @@ pub struct RenderNode {
     key: RenderFileKey,
     /// The file's GEM objects and GPU VA mappings.
     gem: Mutex<crate::gem::GemFile>,
+    /// The file's command-submission contexts.
+    contexts: Mutex<crate::ctx::CtxTable>,
+    /// The file's BO lists.
+    bo_lists: Mutex<crate::cs::BoLists>,
 }
 
 impl RenderNode {
@@ -106,10 +110,127 @@ impl RenderNode {
 }
 
 impl RenderNode {
-    /// `DRM_IOCTL_AMDGPU_GEM_CREATE`: a buffer of `size` bytes in `domains`
-    /// (`AMDGPU_GEM_DOMAIN_*`) with `flags` (`AMDGPU_GEM_CREATE_*`); returns its GEM handle.
-    pub fn gem_create(&self, size: u64, domains: u64, flags: u64) -> KResult<u32> {
-        lock(&self.gem).create(&self.node, size, domains, flags)
+    /// `DRM_IOCTL_AMDGPU_GEM_CREATE`: a buffer of `size` bytes aligned to `alignment` bytes in
+    /// `domains` (`AMDGPU_GEM_DOMAIN_*`) with `flags` (`AMDGPU_GEM_CREATE_*`); returns its GEM
+    /// handle.
+    pub fn gem_create(&self, size: u64, alignment: u64, domains: u64, flags: u64) -> KResult<u32> {
+        lock(&self.gem).create(&self.node, size, alignment, domains, flags)
+    }
+
+    /// `DRM_IOCTL_AMDGPU_GEM_METADATA`, `SET_METADATA`.
+    pub fn gem_set_metadata(&self, handle: u32, metadata: crate::gem::BoMetadata) -> KResult<()> {
+        lock(&self.gem).set_metadata(handle, metadata)
+    }
+
+    /// `DRM_IOCTL_AMDGPU_GEM_METADATA`, `GET_METADATA`.
+    pub fn gem_metadata(&self, handle: u32) -> KResult<crate::gem::BoMetadata> {
+        lock(&self.gem).metadata(handle)
+    }
+
+    /// `DRM_IOCTL_AMDGPU_GEM_OP`, `GET_GEM_CREATE_INFO`.
+    pub fn gem_create_info(&self, handle: u32) -> KResult<crate::gem::GemCreateInfo> {
+        lock(&self.gem).create_info(handle)
+    }
+
+    /// `DRM_IOCTL_AMDGPU_BO_LIST`: `operation` (`AMDGPU_BO_LIST_OP_*`) on list `list` with
+    /// the GEM `handles` (`ENOENT` for one that is not open, or an unknown list to update;
+    /// `EINVAL` for an unknown operation); the list's id (0 after `DESTROY`).
+    pub fn bo_list(&self, operation: u32, list: u32, handles: Vec<u32>) -> KResult<u32> {
+        use crate::cs::*;
+        if matches!(
+            operation,
+            AMDGPU_BO_LIST_OP_CREATE | AMDGPU_BO_LIST_OP_UPDATE
+        ) {
+            let gem = lock(&self.gem);
+            for &h in &handles {
+                gem.object(h)?;
+            }
+        }
+        let mut lists = lock(&self.bo_lists);
+        match operation {
+            AMDGPU_BO_LIST_OP_CREATE => Ok(lists.create(handles)),
+            AMDGPU_BO_LIST_OP_DESTROY => {
+                lists.destroy(list);
+                Ok(0)
+            }
+            AMDGPU_BO_LIST_OP_UPDATE => lists.update(list, handles).map(|()| list),
+            _ => Err(Errno::EINVAL),
+        }
+    }
+
+    /// `DRM_IOCTL_AMDGPU_CS`: runs the submission's IBs on their SDMA engines through the
+    /// file's GPU VM and returns the sequence number of the last (`EINVAL` for an unknown
+    /// context or a bad chunk, `ENOENT` for an unknown BO list). An IB that faults is logged;
+    /// its fence signals all the same, as the GPU's does after a fault.
+    pub fn cs_submit(&self, request: &crate::cs::CsRequest) -> KResult<u64> {
+        use crate::hw::engine::{ExecEnv, IbFrame, QueueIdentity};
+        let p = &self.node.topo.properties;
+        let dma_rings = (p.num_sdma_engines + p.num_sdma_xgmi_engines) as u32;
+        let mut contexts = lock(&self.contexts);
+        contexts.last_submitted(request.ctx_id, (0, 0, 0))?;
+        if request.bo_list_handle != 0 && lock(&self.bo_lists).get(request.bo_list_handle).is_none()
+        {
+            return Err(Errno::ENOENT);
+        }
+        crate::cs::check(request, dma_rings)?;
+        let gem = lock(&self.gem);
+        let gen = pm4::SdmaGen::from(self.node.gpu.mqd_gen);
+        let mut seq = 0;
+        for ib in &request.ibs {
+            let id = QueueIdentity {
+                slot: crate::hw::hws::HqdSlot::Sdma {
+                    engine: ib.ring as u8,
+                    queue: 0,
+                },
+                pasid: 0,
+                vmid: 0,
+                doorbell_offset: 0,
+            };
+            // The graphics driver's own interrupts (fences, traps) go to amdgpu, not to KFD.
+            let ih = crate::hw::ih::IhRing::new();
+            let mut registers = Default::default();
+            let mut env = ExecEnv {
+                vm: gem.vm(),
+                clock: &self.node.gpu.clock,
+                registers: &mut registers,
+                ih: &ih,
+                queue: id,
+            };
+            let frame = IbFrame::new(ib.va_start, ib.ib_bytes / 4);
+            match crate::hw::sdma::SdmaQueue::run_submitted_ib(
+                gen,
+                id,
+                frame,
+                &mut env,
+                crate::cs::SUBMITTED_IB_BUDGET,
+            ) {
+                Ok(n) => {
+                    log::debug!(target: "kfd::gem", "CS ctx {} sdma{}: IB {:#x} ({} bytes), {n} packet(s)", request.ctx_id, ib.ring, ib.va_start, ib.ib_bytes)
+                }
+                Err(e) => {
+                    log::warn!(target: "kfd::gem", "CS ctx {} sdma{}: the IB at {:#x} stopped: {e}", request.ctx_id, ib.ring, ib.va_start)
+                }
+            }
+            seq = contexts.submit(request.ctx_id, (ib.ip_type, ib.ip_instance, ib.ring))?;
+        }
+        Ok(seq)
+    }
+
+    /// `DRM_IOCTL_AMDGPU_WAIT_CS`: whether submission `seq` of context `ctx_id` on `ring`
+    /// (`ip_type`, `ip_instance`, `ring`) has completed — always, once submitted (`EINVAL` for
+    /// an unknown context or a sequence number not handed out yet).
+    pub fn wait_cs(&self, ctx_id: u32, ring: (u32, u32, u32), seq: u64) -> KResult<bool> {
+        let last = lock(&self.contexts).last_submitted(ctx_id, ring)?;
+        if seq > last {
+            return Err(Errno::EINVAL);
+        }
+        Ok(true)
+    }
+
+    /// `DRM_IOCTL_AMDGPU_CTX`: allocates, frees or queries one of the file's submission
+    /// contexts.
+    pub fn ctx(&self, request: crate::ctx::CtxRequest) -> KResult<crate::ctx::CtxAnswer> {
+        lock(&self.contexts).ioctl(request)
     }
 
     /// `DRM_IOCTL_AMDGPU_GEM_MMAP`: the offset at which `mmap` of this render node reaches
@@ -526,6 +647,8 @@ impl Model {
             fd,
             key,
             gem: Mutex::new(Default::default()),
+            contexts: Mutex::new(Default::default()),
+            bo_lists: Mutex::new(Default::default()),
         })
     }
 
@@ -903,6 +1026,7 @@ impl Process {
     /// thread, inside the driver) the unmap is queued and handled by the next SVM entry, as
     /// the kernel defers its notifier work.
     pub fn svm_cpu_unmapped(&self, addr: u64, len: u64) {
+        crate::user::forget_populated(addr, len);
         let end = addr.saturating_add(len);
         match self.inner.state.try_lock() {
             Ok(mut st) => {

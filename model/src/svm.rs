@@ -5,14 +5,18 @@
 //! where a SET_ATTR span starts or ends inside one; the model also joins neighbours whose
 //! attributes and placement became equal again (the kernel leaves them split: nothing a client
 //! can query tells the two apart). A range lives in system memory or in one GPU's VRAM;
-//! prefetching moves its bytes and the GPU mappings follow.
+//! prefetching moves it and the GPU mappings follow.
 //!
 //! What the model does differently, and why:
-//! * VRAM placement: the bytes are copied into a piece of the GPU's device memory and that
-//!   memory is mapped over the CPU range (`MAP_FIXED`), so the CPU keeps reading and writing the
-//!   same bytes at the same address — a coherent large-BAR view. The kernel instead installs
-//!   device-private entries that fault back to system memory on a CPU touch. Moving back maps
-//!   fresh anonymous memory and copies the bytes into it.
+//! * VRAM placement: a range in VRAM is accounted to that GPU's VRAM (SMI events, statistics
+//!   and VRAM use as the kernel's), but its bytes stay in the CPU's pages, which the GPUs map —
+//!   a coherent large-BAR view of the same bytes at the same address. The kernel instead moves
+//!   them into device pages and installs device-private entries that fault back to system
+//!   memory on a CPU touch. The model's VRAM is host memory: moving the bytes would cost host
+//!   memory for every page, touched or not (an untouched page is the shared zero page for the
+//!   CPU's and the GPU's reads), and would open a window in which a CPU reader misses the
+//!   data. As in the kernel, only anonymous pages migrate: a file's pages stay in system
+//!   memory, where the GPUs write the file.
 //! * MMU notifiers: a user-space model is not told about `munmap`. It looks instead: every SVM
 //!   ioctl and every GPU fault first drops the pages of its ranges that are no longer mapped
 //!   (found with `msync`, which fails with `ENOMEM` on an unmapped page), and
@@ -22,9 +26,8 @@
 //!   copy-on-write protection) comes through [`crate::Process::svm_cpu_protection_changed`]
 //!   and [`crate::Process::svm_forked`]: ranges take the CPU's protection on the GPUs
 //!   (read-only, or unmapped), with the queues evicted meanwhile (XNACK off) or the pages
-//!   unmapped from the GPUs to be faulted in again (XNACK on). A range in VRAM is device
-//!   memory mapped shared over the range, so a fork handler gives a forked child a private
-//!   copy of it.
+//!   unmapped from the GPUs to be faulted in again (XNACK on). A forked child has its own
+//!   copy-on-write pages of every range, in VRAM or not, as in the kernel.
 //! * Recoverable faults (XNACK on): the hardware model stops the queue at the faulting packet
 //!   and posts the fault; the driver model maps (migrating if the preferred location says so)
 //!   and remaps the queue, which retries that packet. The hardware would stall the access
@@ -33,9 +36,10 @@
 //!   wave at the faulting instruction and the rest of the dispatch suspended; once the queue
 //!   is mapped again the dispatch resumes and the wave retries that instruction.
 
+use crate::config::KernelVersion;
 use crate::device::KfdNode;
 use crate::errno::{Errno, KResult};
-use crate::hw::mem::{DeviceMemory, PAGE_SIZE};
+use crate::hw::mem::PAGE_SIZE;
 use crate::hw::vm::{Backing, UserMemory, VmMapping};
 use crate::process::{ProcessInner, ProcessState};
 use crate::smi::{self, MigrateTrigger, UnmapTrigger};
@@ -50,8 +54,20 @@ pub const SVM_MAPPING_HANDLE: u64 = u64::MAX;
 /// Default migration granularity: 2^9 pages (2 MiB).
 pub const DEFAULT_GRANULARITY: u8 = 9;
 
-/// Largest granularity SET_ATTR stores (larger values are clamped to it).
+/// Largest granularity SET_ATTR stores from Linux 6.7 on (larger values are clamped to it).
 pub const MAX_GRANULARITY: u8 = 0x3F;
+
+/// The granularity SET_ATTR stores for `value`. The range keeps it in a byte
+/// (`svm_range.granularity` is a `uint8_t`); Linux 6.1 stores the value's low byte as given,
+/// and from 6.7 on (upstream 282c1d793076, "drm/amdkfd: Fix shift out-of-bounds issue";
+/// later proposed for the stable series, the model follows 6.1 as released) the value is
+/// clamped to [`MAX_GRANULARITY`] first.
+pub fn granularity(value: u32, kernel: KernelVersion) -> u8 {
+    match kernel {
+        KernelVersion::Linux6_1 => value as u8,
+        KernelVersion::Linux6_12 => value.min(u32::from(MAX_GRANULARITY)) as u8,
+    }
+}
 
 /// Flags a new range starts with.
 pub const DEFAULT_FLAGS: u32 = KFD_IOCTL_SVM_FLAG_HOST_ACCESS | KFD_IOCTL_SVM_FLAG_COHERENT;
@@ -77,17 +93,6 @@ pub enum CpuAccess {
     ReadOnly,
     /// Neither (or unmapped): the GPUs do not map it.
     None,
-}
-
-impl CpuAccess {
-    fn prot(self) -> nix::sys::mman::ProtFlags {
-        use nix::sys::mman::ProtFlags;
-        match self {
-            CpuAccess::ReadWrite => ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
-            CpuAccess::ReadOnly => ProtFlags::PROT_READ,
-            CpuAccess::None => ProtFlags::PROT_NONE,
-        }
-    }
 }
 
 /// The attributes of one range. GPUs are named by their index in the process (`gpuidx`).
@@ -121,7 +126,12 @@ impl SvmAttributes {
         }
     }
 
-    fn apply(&mut self, attr: &kfd_ioctl_svm_attribute, gpuidx: impl Fn(u32) -> Option<usize>) {
+    fn apply(
+        &mut self,
+        attr: &kfd_ioctl_svm_attribute,
+        gpuidx: impl Fn(u32) -> Option<usize>,
+        kernel: KernelVersion,
+    ) {
         let bit = |v| gpuidx(v).map_or(0, |i| 1u64 << i);
         match attr.r#type {
             KFD_IOCTL_SVM_ATTR_PREFERRED_LOC => self.preferred_loc = attr.value,
@@ -141,25 +151,10 @@ impl SvmAttributes {
             KFD_IOCTL_SVM_ATTR_SET_FLAGS => self.flags |= attr.value,
             KFD_IOCTL_SVM_ATTR_CLR_FLAGS => self.flags &= !attr.value,
             KFD_IOCTL_SVM_ATTR_GRANULARITY => {
-                self.granularity = attr.value.min(u32::from(MAX_GRANULARITY)) as u8;
+                self.granularity = granularity(attr.value, kernel);
             }
             _ => {}
         }
-    }
-}
-
-/// A range's bytes in one GPU's VRAM: a piece of device memory, shared by the pieces of a
-/// range that was split after it moved.
-#[derive(Clone)]
-struct Vram {
-    node: Arc<KfdNode>,
-    mem: Arc<DeviceMemory>,
-    offset: usize,
-}
-
-impl std::fmt::Debug for Vram {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "gpu {:#x} +{:#x}", self.node.gpu_id, self.offset)
     }
 }
 
@@ -172,7 +167,10 @@ pub struct SvmRange {
     pub end: u64,
     /// Its attributes.
     pub attrs: SvmAttributes,
-    vram: Option<Vram>,
+    /// The GPU whose VRAM holds it (accounted there; its bytes stay where the CPU maps them).
+    vram: Option<Arc<KfdNode>>,
+    /// When it last moved into VRAM (the order in which a full VRAM evicts ranges).
+    placed: u64,
     /// GPUs a recoverable fault mapped it on (XNACK on maps lazily).
     fault_mapped: u64,
     /// What the CPU may do with its pages (SET_ATTR requires read-write; `mprotect` changes
@@ -187,6 +185,7 @@ impl SvmRange {
             end,
             attrs,
             vram: None,
+            placed: 0,
             fault_mapped: 0,
             cpu: CpuAccess::ReadWrite,
         }
@@ -198,16 +197,13 @@ impl SvmRange {
 
     /// Where the bytes are: 0 for system memory, else the gpu_id whose VRAM holds them.
     pub fn actual_loc(&self) -> u32 {
-        self.vram.as_ref().map_or(0, |v| v.node.gpu_id)
+        self.vram.as_ref().map_or(0, |n| n.gpu_id)
     }
 
     /// The part from `at` on, leaving `[start, at)` in `self`.
     fn split_off(&mut self, at: u64) -> SvmRange {
         let mut tail = self.clone();
         tail.start = at;
-        if let Some(v) = &mut tail.vram {
-            v.offset += (at - self.start) as usize;
-        }
         self.end = at;
         tail
     }
@@ -220,9 +216,8 @@ impl SvmRange {
             && self.cpu == next.cpu
             && match (&self.vram, &next.vram) {
                 (None, None) => true,
-                (Some(a), Some(b)) => {
-                    Arc::ptr_eq(&a.mem, &b.mem) && a.offset + self.len() as usize == b.offset
-                }
+                // Placed together (one buffer in the kernel: TTM evicts it whole).
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b) && self.placed == next.placed,
                 _ => false,
             }
     }
@@ -235,6 +230,8 @@ pub struct SvmStats {
     pub migrations_to_vram: u64,
     /// Ranges moved from VRAM to system memory.
     pub migrations_to_ram: u64,
+    /// Of those, ranges a full VRAM evicted to make room for another (TTM eviction).
+    pub vram_evictions: u64,
     /// Times the process's queues were evicted around a migration (XNACK off).
     pub queue_evictions: u64,
     /// Times they were restored after one.
@@ -253,6 +250,8 @@ pub struct SvmStats {
 #[derive(Debug, Default)]
 pub struct SvmRanges {
     ranges: BTreeMap<u64, SvmRange>,
+    /// The last [`SvmRange::placed`] given out.
+    placements: u64,
     /// Counters.
     pub stats: SvmStats,
 }
@@ -446,15 +445,56 @@ fn cpu_access(start: u64, end: u64) -> CpuAccess {
     }
 }
 
-fn map_error(what: &str, e: nix::Error) -> Errno {
-    log::warn!(target: "kfd::svm", "{what}: {e}");
-    Errno::ENOMEM
+/// Whether every page of `[start, end)` is private anonymous memory (`/proc/self/maps`: a
+/// private mapping of no file). Only such pages migrate to VRAM: the kernel's
+/// `migrate_vma_setup` collects anonymous pages alone, so a file's pages (a shared or private
+/// file mapping, shared memory) stay in system memory, where the GPUs map them and write
+/// through to the file.
+fn cpu_private_anonymous(start: u64, end: u64) -> bool {
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+        return false;
+    };
+    let mut cur = start;
+    for line in maps.lines() {
+        let mut fields = line.split_whitespace();
+        let (Some(range), Some(perms), Some(_offset), Some(_dev), Some(inode)) = (
+            fields.next(),
+            fields.next(),
+            fields.next(),
+            fields.next(),
+            fields.next(),
+        ) else {
+            continue;
+        };
+        let Some((a, b)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(a), Ok(b)) = (u64::from_str_radix(a, 16), u64::from_str_radix(b, 16)) else {
+            continue;
+        };
+        if b <= cur || a > cur {
+            continue;
+        }
+        if perms.as_bytes().get(3) != Some(&b'p') || inode != "0" {
+            return false;
+        }
+        cur = b;
+        if cur >= end {
+            return true;
+        }
+    }
+    cur >= end
 }
 
-/// `svm_migrate_ram_to_vram`: the bytes move into `node`'s VRAM, which then backs the CPU range.
-fn migrate_to_vram(r: &mut SvmRange, node: &Arc<KfdNode>) -> KResult<()> {
-    if r.vram.as_ref().is_some_and(|v| Arc::ptr_eq(&v.node, node)) {
-        return Ok(());
+/// `svm_migrate_ram_to_vram`: the range moves into `node`'s VRAM: its bytes are accounted
+/// there; `false` when it stays where it is (a file's pages, which the kernel does not
+/// migrate). The bytes themselves stay in the CPU's pages: the model's VRAM is host memory, so
+/// moving them would only cost host memory for pages the client never touched (an untouched
+/// page is the shared zero page for the CPU's and the GPU's reads alike) and give CPU readers
+/// a window without the data; what the CPU and the GPUs see is the same either way.
+fn migrate_to_vram(r: &mut SvmRange, node: &Arc<KfdNode>) -> KResult<bool> {
+    if r.vram.as_ref().is_some_and(|n| Arc::ptr_eq(n, node)) {
+        return Ok(false);
     }
     if r.vram.is_some() {
         migrate_to_ram(r)?;
@@ -463,92 +503,24 @@ fn migrate_to_vram(r: &mut SvmRange, node: &Arc<KfdNode>) -> KResult<()> {
         // Its bytes cannot be read through the CPU mapping.
         return Err(Errno::EFAULT);
     }
-    let len = usize::try_from(r.len()).map_err(|_| Errno::ENOMEM)?;
+    if !cpu_private_anonymous(r.start, r.end) {
+        log::debug!(target: "kfd::svm", "[{:#x}, {:#x}) is not all anonymous memory: it stays in system memory", r.start, r.end);
+        return Ok(false);
+    }
     node.reserve_vram(r.len())?;
-    let mem = match DeviceMemory::new(&format!("svm-{:#x}", r.start), r.len()) {
-        Ok(m) => Arc::new(m),
-        Err(e) => {
-            node.release_vram(r.len());
-            return Err(e);
-        }
-    };
-    // SAFETY: the range was checked mapped and is the GPU's by the SVM contract (the client
-    // gave it to the device and touches it only through the CPU mapping, which stays valid
-    // below); the device memory is a distinct mapping of the same length.
-    unsafe {
-        std::ptr::copy_nonoverlapping(r.start as *const u8, mem.host_base() as *mut u8, len);
-    }
-    let at = std::num::NonZeroUsize::new(r.start as usize).ok_or(Errno::EINVAL)?;
-    let size = std::num::NonZeroUsize::new(len).ok_or(Errno::EINVAL)?;
-    use nix::sys::mman::{mmap, MapFlags};
-    // SAFETY: replaces the client's pages of this SVM range, which the client handed to the GPU,
-    // with the device memory holding the same bytes: the CPU view keeps its content.
-    let mapped = unsafe {
-        mmap(
-            Some(at),
-            size,
-            r.cpu.prot(),
-            MapFlags::MAP_SHARED | MapFlags::MAP_FIXED,
-            mem.fd(),
-            0,
-        )
-    };
-    if let Err(e) = mapped {
-        node.release_vram(r.len());
-        return Err(map_error("mapping VRAM over the range", e));
-    }
-    fork_views::add(r.start, r.end, &mem, 0, r.cpu);
     log::debug!(target: "kfd::svm", "migrated [{:#x}, {:#x}) to VRAM of gpu {:#x}", r.start, r.end, node.gpu_id);
-    r.vram = Some(Vram {
-        node: node.clone(),
-        mem,
-        offset: 0,
-    });
-    Ok(())
+    r.vram = Some(node.clone());
+    Ok(true)
 }
 
-/// `svm_migrate_vram_to_ram`: fresh anonymous memory backs the CPU range and gets the bytes.
+/// `svm_migrate_vram_to_ram`: the range leaves its GPU's VRAM (its bytes never left the CPU's
+/// pages, so a CPU thread reading meanwhile sees them throughout).
 fn migrate_to_ram(r: &mut SvmRange) -> KResult<()> {
-    let Some(v) = r.vram.take() else {
+    let Some(node) = r.vram.take() else {
         return Ok(());
     };
-    let len = r.len();
-    let at = std::num::NonZeroUsize::new(r.start as usize).ok_or(Errno::EINVAL)?;
-    let size = std::num::NonZeroUsize::new(len as usize).ok_or(Errno::EINVAL)?;
-    use nix::sys::mman::{mmap_anonymous, MapFlags, ProtFlags};
-    // SAFETY: the range is this SVM range's own VRAM view, mapped by `migrate_to_vram`; it is
-    // replaced by zeroed private memory that receives the same bytes right below.
-    let mapped = unsafe {
-        mmap_anonymous(
-            Some(at),
-            size,
-            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
-            MapFlags::MAP_PRIVATE | MapFlags::MAP_FIXED,
-        )
-    };
-    if let Err(e) = mapped {
-        r.vram = Some(v);
-        return Err(map_error("mapping system memory over the range", e));
-    }
-    // SAFETY: `offset..offset+len` lies inside the device memory (the range was carved from it)
-    // and the fresh anonymous mapping of `len` bytes is distinct from it.
-    unsafe {
-        std::ptr::copy_nonoverlapping(
-            (v.mem.host_base() + v.offset as u64) as *const u8,
-            r.start as *mut u8,
-            len as usize,
-        );
-    }
-    fork_views::remove(r.start, r.end);
-    if r.cpu != CpuAccess::ReadWrite {
-        if let Some(at) = std::ptr::NonNull::new(r.start as *mut libc::c_void) {
-            // SAFETY: the fresh mapping made above; only its protection changes back to
-            // what the client had set.
-            let _ = unsafe { nix::sys::mman::mprotect(at, len as usize, r.cpu.prot()) };
-        }
-    }
-    v.node.release_vram(len);
-    log::debug!(target: "kfd::svm", "migrated [{:#x}, {:#x}) from VRAM of gpu {:#x} to system memory", r.start, r.end, v.node.gpu_id);
+    node.release_vram(r.len());
+    log::debug!(target: "kfd::svm", "migrated [{:#x}, {:#x}) from VRAM of gpu {:#x} to system memory", r.start, r.end, node.gpu_id);
     Ok(())
 }
 
@@ -587,16 +559,10 @@ pub(crate) fn sync_gpu_mappings(st: &ProcessState) {
             if mapped_gpus(r, st.xnack_enabled, &idx) & (1 << d) == 0 {
                 continue;
             }
-            let backing = match &r.vram {
-                Some(v) => Backing::Device {
-                    mem: v.mem.clone(),
-                    offset: v.offset,
-                },
-                // SAFETY: the client gave this range to the GPU through AMDKFD_IOC_SVM, the
-                // promise `Process::ioctl` takes for every address handed to the device; pages
-                // the CPU unmapped are dropped from the ranges before they are mapped again.
-                None => Backing::User(unsafe { UserMemory::new(r.start) }),
-            };
+            // SAFETY: the client gave this range to the GPU through AMDKFD_IOC_SVM, the
+            // promise `Process::ioctl` takes for every address handed to the device; pages
+            // the CPU unmapped are dropped from the ranges before they are mapped again.
+            let backing = Backing::User(unsafe { UserMemory::new(r.start) });
             let ok = vm.map(VmMapping {
                 va: r.start,
                 len: r.len(),
@@ -619,15 +585,20 @@ pub(crate) fn cpu_unmapped(p: &ProcessInner, st: &mut ProcessState, start: u64, 
     if removed.is_empty() {
         return;
     }
-    unmap_from_gpus(st, p.owner_pid, start, end, UnmapTrigger::UnmapFromCpu);
+    unmap_from_gpus(
+        st,
+        p.owner_pid,
+        start,
+        end,
+        Some(UnmapTrigger::UnmapFromCpu),
+    );
     if !st.xnack_enabled {
         let bytes = removed.iter().map(SvmRange::len).sum();
         unreserve(p, st, bytes);
     }
     for r in &removed {
-        if let Some(v) = &r.vram {
-            v.node.release_vram(r.len());
-            fork_views::remove(r.start, r.end);
+        if let Some(node) = &r.vram {
+            node.release_vram(r.len());
         }
         log::debug!(target: "kfd::svm", "CPU unmapped [{:#x}, {:#x}): range dropped, GPU mappings removed", r.start, r.end);
     }
@@ -665,9 +636,6 @@ pub(crate) fn cpu_protection_changed(
         };
         let before = r.cpu;
         r.cpu = cpu_access(r.start, r.end);
-        if r.vram.is_some() {
-            fork_views::set_access(r.start, r.end, r.cpu);
-        }
         if st.xnack_enabled && r.attrs.flags & KFD_IOCTL_SVM_FLAG_GPU_ALWAYS_MAPPED == 0 {
             r.fault_mapped = 0;
             unmap.push((r.start, r.end));
@@ -675,7 +643,7 @@ pub(crate) fn cpu_protection_changed(
         log::debug!(target: "kfd::svm", "CPU protection of [{:#x}, {:#x}): {before:?} -> {:?}", r.start, r.end, r.cpu);
     }
     for (s, e) in unmap {
-        unmap_from_gpus(st, p.owner_pid, s, e, UnmapTrigger::MmuNotify);
+        unmap_from_gpus(st, p.owner_pid, s, e, Some(UnmapTrigger::MmuNotify));
     }
     st.svm.stats.cpu_protection_changes += 1;
     st.svm.coalesce();
@@ -702,183 +670,6 @@ pub(crate) fn reap_cpu_unmapped(p: &ProcessInner, st: &mut ProcessState) {
     }
     for (s, e) in runs {
         cpu_unmapped(p, st, s, e);
-    }
-}
-
-/// The CPU views of ranges in VRAM (device memory mapped shared over the range), for the
-/// fork handler: a forked child must not share them with its parent, so it gets private
-/// copies (in the kernel the child's pages are its own copy-on-write pages).
-mod fork_views {
-    use super::CpuAccess;
-    use crate::hw::mem::DeviceMemory;
-    use std::sync::{Arc, Mutex, Once};
-
-    struct View {
-        start: u64,
-        end: u64,
-        mem: Arc<DeviceMemory>,
-        offset: u64,
-        access: CpuAccess,
-    }
-
-    static VIEWS: Mutex<Vec<View>> = Mutex::new(Vec::new());
-    static AT_FORK: Once = Once::new();
-
-    /// Held around every change of [`VIEWS`] and across `fork` (taken by the prepare
-    /// handler, released in parent and child), so the child finds the list consistent and
-    /// unlocked. A pthread mutex: it is locked and unlocked in different callbacks.
-    struct ForkLock(std::cell::UnsafeCell<libc::pthread_mutex_t>);
-    // SAFETY: a pthread mutex is made to be shared between threads; it is only used through
-    // pthread_mutex_lock/unlock.
-    unsafe impl Sync for ForkLock {}
-    static FORK_LOCK: ForkLock =
-        ForkLock(std::cell::UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER));
-
-    fn fork_lock() {
-        // SAFETY: a statically initialised mutex, never moved.
-        unsafe { libc::pthread_mutex_lock(FORK_LOCK.0.get()) };
-    }
-
-    extern "C" fn fork_unlock() {
-        // SAFETY: called by the thread that locked it (or its copy in the child).
-        unsafe { libc::pthread_mutex_unlock(FORK_LOCK.0.get()) };
-    }
-
-    extern "C" fn fork_prepare() {
-        fork_lock();
-    }
-
-    /// Runs `f` on the views with the fork lock held.
-    fn with_views<R>(f: impl FnOnce(&mut Vec<View>) -> R) -> R {
-        fork_lock();
-        let r = f(&mut VIEWS.lock().unwrap_or_else(|e| e.into_inner()));
-        fork_unlock();
-        r
-    }
-
-    /// `[start, end)` now shows `mem` from `offset` on.
-    pub(super) fn add(
-        start: u64,
-        end: u64,
-        mem: &Arc<DeviceMemory>,
-        offset: u64,
-        access: CpuAccess,
-    ) {
-        AT_FORK.call_once(|| {
-            // SAFETY: registers handlers that only take and release a mutex, map memory and
-            // copy bytes.
-            let _ = unsafe {
-                libc::pthread_atfork(
-                    Some(fork_prepare),
-                    Some(fork_unlock),
-                    Some(privatize_in_child),
-                )
-            };
-        });
-        remove(start, end);
-        with_views(|v| {
-            v.push(View {
-                start,
-                end,
-                mem: mem.clone(),
-                offset,
-                access,
-            })
-        });
-    }
-
-    /// `[start, end)` no longer shows device memory (its pieces outside stay).
-    pub(super) fn remove(start: u64, end: u64) {
-        with_views(|v| remove_locked(v, start, end));
-    }
-
-    fn remove_locked(v: &mut Vec<View>, start: u64, end: u64) {
-        let mut kept = Vec::with_capacity(v.len());
-        for w in v.drain(..) {
-            if w.end <= start || end <= w.start {
-                kept.push(w);
-                continue;
-            }
-            if w.start < start {
-                kept.push(View {
-                    end: start,
-                    mem: w.mem.clone(),
-                    ..w
-                });
-            }
-            if end < w.end {
-                kept.push(View {
-                    start: end,
-                    offset: w.offset + (end - w.start),
-                    mem: w.mem.clone(),
-                    ..w
-                });
-            }
-        }
-        *v = kept;
-    }
-
-    /// The CPU protection of `[start, end)` changed.
-    pub(super) fn set_access(start: u64, end: u64, access: CpuAccess) {
-        let pieces: Vec<(u64, u64, Arc<DeviceMemory>, u64)> = with_views(|v| {
-            v.iter()
-                .filter(|w| w.start < end && start < w.end)
-                .map(|w| {
-                    let (s, e) = (w.start.max(start), w.end.min(end));
-                    (s, e, w.mem.clone(), w.offset + (s - w.start))
-                })
-                .collect()
-        });
-        for (s, e, mem, offset) in pieces {
-            add(s, e, &mem, offset, access);
-        }
-    }
-
-    /// The fork handler in the child: every view becomes private memory with the same bytes.
-    extern "C" fn privatize_in_child() {
-        privatize_views();
-        fork_unlock();
-    }
-
-    fn privatize_views() {
-        // The fork lock (held since the prepare handler) kept every other thread out.
-        let Ok(v) = VIEWS.try_lock() else {
-            return;
-        };
-        use nix::sys::mman::{mmap_anonymous, mprotect, MapFlags, ProtFlags};
-        for w in v.iter() {
-            let (Some(at), Some(len)) = (
-                std::num::NonZeroUsize::new(w.start as usize),
-                std::num::NonZeroUsize::new((w.end - w.start) as usize),
-            ) else {
-                continue;
-            };
-            // SAFETY: the range is a VRAM view of the parent's SVM range, copied into this
-            // child by fork; it is replaced by private memory that receives the same bytes
-            // from the device memory's own mapping (distinct from the range).
-            unsafe {
-                if mmap_anonymous(
-                    Some(at),
-                    len,
-                    ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
-                    MapFlags::MAP_PRIVATE | MapFlags::MAP_FIXED,
-                )
-                .is_err()
-                {
-                    continue;
-                }
-                std::ptr::copy_nonoverlapping(
-                    (w.mem.host_base() + w.offset) as *const u8,
-                    w.start as *mut u8,
-                    len.get(),
-                );
-                if w.access != CpuAccess::ReadWrite {
-                    if let Some(p) = std::ptr::NonNull::new(w.start as *mut libc::c_void) {
-                        let _ = mprotect(p, len.get(), w.access.prot());
-                    }
-                }
-            }
-        }
     }
 }
 
@@ -1003,8 +794,14 @@ fn best_prefetch_location(r: &SvmRange, xnack: bool, idx: impl Fn(u32) -> Option
 }
 
 /// `svm_range_unmap_from_gpus`: the GPUs that map part of `[start, end)` as SVM memory stop
-/// mapping it (and SMI clients hear of it).
-fn unmap_from_gpus(st: &ProcessState, pid: u32, start: u64, end: u64, trigger: UnmapTrigger) {
+/// mapping it (and SMI clients hear of it, with `trigger`; `None` tells no one).
+fn unmap_from_gpus(
+    st: &ProcessState,
+    pid: u32,
+    start: u64,
+    end: u64,
+    trigger: Option<UnmapTrigger>,
+) {
     for pdd in &st.pdds {
         let mut vm = pdd.vm.write().unwrap_or_else(|e| e.into_inner());
         let stale: Vec<u64> = vm
@@ -1018,18 +815,27 @@ fn unmap_from_gpus(st: &ProcessState, pid: u32, start: u64, end: u64, trigger: U
         for va in stale {
             vm.unmap(va);
         }
-        smi::unmap_from_gpu(&pdd.node, pid, start, end, trigger);
+        if let Some(t) = trigger {
+            smi::unmap_from_gpu(&pdd.node, pid, start, end, t);
+        }
     }
 }
 
 /// Moves range `key` to `loc` (0: system memory, else a gpu_id). Returns whether bytes moved.
+///
+/// Each leg happens in the kernel's order: the migration-start event (`svm_migrate_vma_to_*`
+/// sends it before `migrate_vma_setup`), then the MMU notifier that setup calls
+/// ([`invalidate_for_migration`]), then the copy and the migration-end event. `evicted` says
+/// whether the process's queues are already stopped for this operation.
 fn migrate(
+    p: &ProcessInner,
     st: &mut ProcessState,
-    pid: u32,
     key: u64,
     loc: u32,
     trigger: MigrateTrigger,
+    evicted: &mut bool,
 ) -> KResult<bool> {
+    let pid = p.owner_pid;
     let node = if loc == KFD_IOCTL_SVM_LOCATION_SYSMEM {
         None
     } else {
@@ -1042,45 +848,126 @@ fn migrate(
     if r.actual_loc() == loc {
         return Ok(false);
     }
-    // The GPUs lose the range before its bytes move (the MMU notifier's invalidation), so a
-    // write the engines make meanwhile faults instead of landing in the old copy.
     let (start, end) = (r.start, r.end);
+    let start_loc = r.actual_loc();
     let mut m = smi::Migration {
         start,
         end,
-        from: r.actual_loc(),
+        from: start_loc,
         to: loc,
         prefetch_loc: r.attrs.prefetch_loc,
         preferred_loc: r.attrs.preferred_loc,
         trigger,
     };
-    unmap_from_gpus(st, pid, start, end, UnmapTrigger::MmuNotifyMigrate);
-    let Some(r) = st.svm.ranges.get_mut(&key) else {
-        return Ok(false);
-    };
     // VRAM to another GPU's VRAM goes through system memory.
-    if let Some(v) = r.vram.clone() {
+    if let Some(from) = r.vram.clone() {
         m.to = KFD_IOCTL_SVM_LOCATION_SYSMEM;
-        smi::migration_start(&v.node, pid, &m);
+        smi::migration_start(&from, pid, &m);
+        invalidate_for_migration(p, st, start, end, evicted);
+        let r = st.svm.ranges.get_mut(&key).ok_or(Errno::EINVAL)?;
         migrate_to_ram(r)?;
-        smi::migration_end(&v.node, pid, &m);
+        smi::migration_end(&from, pid, &m);
         st.svm.stats.migrations_to_ram += 1;
     }
     if let Some(n) = node {
         m.from = KFD_IOCTL_SVM_LOCATION_SYSMEM;
         m.to = loc;
         smi::migration_start(&n, pid, &m);
-        migrate_to_vram(r, &n)?;
+        invalidate_for_migration(p, st, start, end, evicted);
+        make_room_in_vram(p, st, &n, key, end - start, evicted);
+        st.svm.placements += 1;
+        let placed = st.svm.placements;
+        let r = st.svm.ranges.get_mut(&key).ok_or(Errno::EINVAL)?;
+        let moved = migrate_to_vram(r, &n)?;
+        r.placed = placed;
         smi::migration_end(&n, pid, &m);
+        if !moved {
+            // Only the leg out of another GPU's VRAM (if any) moved bytes.
+            return Ok(start_loc != KFD_IOCTL_SVM_LOCATION_SYSMEM);
+        }
         st.svm.stats.migrations_to_vram += 1;
     }
     Ok(true)
 }
 
-/// With XNACK off a migration goes through the MMU notifier, which evicts the process's queues
-/// until the restore work has the new mappings in place; with XNACK on the GPU simply faults.
-fn evict_for_migration(p: &ProcessInner, st: &mut ProcessState) -> bool {
-    !st.xnack_enabled && evict_queues(p, st)
+/// TTM's eviction for a range that does not fit `node`'s VRAM: the process's other ranges
+/// there go back to system memory, least recently placed first (`svm_range_evict_svm_bo`,
+/// SMI trigger TTM_EVICTION), until `len` bytes are free or none is left. What still does not
+/// fit makes the migration fail with `ENOMEM`, as a VRAM allocation TTM cannot satisfy.
+fn make_room_in_vram(
+    p: &ProcessInner,
+    st: &mut ProcessState,
+    node: &Arc<KfdNode>,
+    key: u64,
+    len: u64,
+    evicted: &mut bool,
+) {
+    if node.vram_available() >= len {
+        return;
+    }
+    let mut victims: Vec<(u64, u64)> = st
+        .svm
+        .ranges
+        .iter()
+        .filter(|&(&k, r)| k != key && r.vram.as_ref().is_some_and(|n| Arc::ptr_eq(n, node)))
+        .map(|(&k, r)| (r.placed, k))
+        .collect();
+    victims.sort_unstable();
+    for (_, k) in victims {
+        if node.vram_available() >= len {
+            break;
+        }
+        let Some(r) = st.svm.ranges.get(&k) else {
+            continue;
+        };
+        let m = smi::Migration {
+            start: r.start,
+            end: r.end,
+            from: node.gpu_id,
+            to: KFD_IOCTL_SVM_LOCATION_SYSMEM,
+            prefetch_loc: r.attrs.prefetch_loc,
+            preferred_loc: r.attrs.preferred_loc,
+            trigger: MigrateTrigger::TtmEviction,
+        };
+        smi::migration_start(node, p.owner_pid, &m);
+        invalidate_for_migration(p, st, m.start, m.end, evicted);
+        if let Some(r) = st.svm.ranges.get_mut(&k) {
+            let _ = migrate_to_ram(r);
+        }
+        smi::migration_end(node, p.owner_pid, &m);
+        st.svm.stats.migrations_to_ram += 1;
+        st.svm.stats.vram_evictions += 1;
+        log::debug!(target: "kfd::svm", "VRAM of gpu {:#x} full: [{:#x}, {:#x}) evicted to system memory", node.gpu_id, m.start, m.end);
+    }
+}
+
+/// `svm_range_evict` for the MMU_NOTIFY_MIGRATE invalidation a migration raises: with XNACK
+/// off the first one stops the process's queues (they come back once the range is mapped
+/// again); with XNACK on the GPUs unmap the range (SMI trigger MMU_NOTIFY_MIGRATE). Either
+/// way the GPUs lose the range before its bytes move, so an engine write meanwhile faults
+/// instead of landing in the old copy (with XNACK off the kernel leaves the stopped GPUs'
+/// mapping alone and tells no SMI client; the model drops it silently).
+fn invalidate_for_migration(
+    p: &ProcessInner,
+    st: &mut ProcessState,
+    start: u64,
+    end: u64,
+    evicted: &mut bool,
+) {
+    if st.xnack_enabled {
+        unmap_from_gpus(
+            st,
+            p.owner_pid,
+            start,
+            end,
+            Some(UnmapTrigger::MmuNotifyMigrate),
+        );
+    } else {
+        if !*evicted {
+            *evicted = evict_queues(p, st);
+        }
+        unmap_from_gpus(st, p.owner_pid, start, end, None);
+    }
 }
 
 /// `kgd2kfd_quiesce_mm` for the SVM code (trigger SVM): the process's queues stop until
@@ -1153,13 +1040,14 @@ fn set_attr(
         }
     }
     let fresh = SvmAttributes::new_range(all_gpus(st), st.xnack_enabled);
+    let kernel = p.model.config.kernel;
     let keys = st.svm.carve(start, end, fresh);
     for &k in &keys {
         let gpu_ids: Vec<u32> = st.pdds.iter().map(|d| d.node.gpu_id).collect();
         let idx = |g: u32| gpu_ids.iter().position(|&x| x == g);
         if let Some(r) = st.svm.ranges.get_mut(&k) {
             for a in attrs {
-                r.attrs.apply(a, idx);
+                r.attrs.apply(a, idx, kernel);
             }
         }
     }
@@ -1176,10 +1064,7 @@ fn set_attr(
         {
             continue;
         }
-        if !evicted {
-            evicted = evict_for_migration(p, st);
-        }
-        if let Err(e) = migrate(st, p.owner_pid, k, best, MigrateTrigger::Prefetch) {
+        if let Err(e) = migrate(p, st, k, best, MigrateTrigger::Prefetch, &mut evicted) {
             result = Err(e);
             break;
         }
@@ -1406,7 +1291,15 @@ pub(crate) fn restore_pages(p: &ProcessInner, node: &KfdNode, va: u64, write: bo
     st.svm.split_at(gs);
     st.svm.split_at(ge);
     log::info!(target: "kfd::svm", "pasid {:#x}: recoverable GPU fault at {va:#x} on gpu {:#x} ({}): range [{gs:#x}, {ge:#x}) -> {}", p.pasid, node.gpu_id, if write { "write" } else { "read" }, if best == 0 { "system memory".to_owned() } else { format!("VRAM of gpu {best:#x}") });
-    let migrated = match migrate(&mut st, p.owner_pid, gs, best, MigrateTrigger::PagefaultGpu) {
+    let mut evicted = false;
+    let migrated = match migrate(
+        p,
+        &mut st,
+        gs,
+        best,
+        MigrateTrigger::PagefaultGpu,
+        &mut evicted,
+    ) {
         Ok(moved) => moved,
         Err(e) => {
             log::warn!(target: "kfd::svm", "migration for the fault at {va:#x} failed: {e}; mapping in place");
@@ -1522,14 +1415,27 @@ mod tests {
                 value: 200,
             },
             idx,
+            KernelVersion::Linux6_12,
         );
         assert_eq!(a.granularity, MAX_GRANULARITY);
+        assert_eq!(
+            granularity(200, KernelVersion::Linux6_1),
+            200,
+            "6.1: as given"
+        );
+        assert_eq!(
+            granularity(0x1FF, KernelVersion::Linux6_1),
+            0xFF,
+            "6.1: a byte"
+        );
+        assert_eq!(granularity(0x3F, KernelVersion::Linux6_12), 0x3F);
         a.apply(
             &kfd_ioctl_svm_attribute {
                 r#type: KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE,
                 value: 7,
             },
             idx,
+            KernelVersion::Linux6_12,
         );
         assert_eq!((a.access, a.access_in_place), (0, 0b10));
         a.apply(
@@ -1538,6 +1444,7 @@ mod tests {
                 value: 7,
             },
             idx,
+            KernelVersion::Linux6_12,
         );
         assert_eq!((a.access, a.access_in_place), (0b10, 0));
     }

@@ -234,9 +234,168 @@ fn maps_range_rw(addr: u64, end: u64) -> bool {
     false
 }
 
+/// Page runs of this address space that a USERPTR registration populated (start → end, merged,
+/// disjoint). A re-registration of them skips the residency check; `munmap` forgets them
+/// ([`forget_populated`]). A stale entry (memory dropped some other way, as by
+/// `MADV_DONTNEED`) only means its pages fault in on use again: populating changes no content.
+static POPULATED: std::sync::Mutex<std::collections::BTreeMap<u64, u64>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+fn populated() -> std::sync::MutexGuard<'static, std::collections::BTreeMap<u64, u64>> {
+    POPULATED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The parts of `[start, end)` outside the runs of `map`.
+fn uncovered(map: &std::collections::BTreeMap<u64, u64>, start: u64, end: u64) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let mut cur = start;
+    let first = map.range(..=start).next_back().map_or(start, |(&s, _)| s);
+    for (&s, &e) in map.range(first..end) {
+        if e <= cur {
+            continue;
+        }
+        if s > cur {
+            out.push((cur, s.min(end)));
+        }
+        cur = cur.max(e);
+        if cur >= end {
+            break;
+        }
+    }
+    if cur < end {
+        out.push((cur, end));
+    }
+    out
+}
+
+/// Removes `[start, end)` from the runs of `map` (splitting a run it cuts).
+fn remove_run(map: &mut std::collections::BTreeMap<u64, u64>, start: u64, end: u64) {
+    let first = map.range(..start).next_back().map_or(start, |(&s, _)| s);
+    let hit: Vec<(u64, u64)> = map
+        .range(first..end)
+        .filter(|&(_, &e)| e > start)
+        .map(|(&s, &e)| (s, e))
+        .collect();
+    for (s, e) in hit {
+        map.remove(&s);
+        if s < start {
+            map.insert(s, start);
+        }
+        if e > end {
+            map.insert(end, e);
+        }
+    }
+}
+
+/// Adds `[start, end)` to the runs of `map`, merging it with the runs it touches.
+fn add_run(map: &mut std::collections::BTreeMap<u64, u64>, start: u64, end: u64) {
+    let (mut s, mut e) = (start, end);
+    let first = map.range(..=start).next_back().map_or(start, |(&k, _)| k);
+    let touched: Vec<(u64, u64)> = map
+        .range(first..=end)
+        .filter(|&(_, &re)| re >= start)
+        .map(|(&k, &v)| (k, v))
+        .collect();
+    for (k, v) in touched {
+        map.remove(&k);
+        s = s.min(k);
+        e = e.max(v);
+    }
+    map.insert(s, e);
+}
+
+/// The CPU unmapped `[addr, addr+len)`: a later registration there populates again.
+pub fn forget_populated(addr: u64, len: u64) {
+    let mut map = populated();
+    if !map.is_empty() {
+        remove_run(&mut map, addr, addr.saturating_add(len));
+    }
+}
+
+/// `hmm_range_fault` for a USERPTR registration (amdgpu's `amdgpu_ttm_tt_get_user_pages`): the
+/// range's pages are faulted in, for writing (KFD registers user memory writable), when the
+/// buffer is made, so the GPU's and the CPU's later accesses find them present. Pages already
+/// resident are left alone (found with `mincore`, and not looked at again while a registration
+/// of them stands in the cache above); the others are populated run by run with
+/// `MADV_POPULATE_WRITE`. A host kernel without it (before 5.14: `EINVAL`) leaves the
+/// pages to fault in on use. `EFAULT` when the range cannot be populated.
+pub fn populate_user_range_for_write(addr: u64, len: u64) -> KResult<()> {
+    const PAGE: u64 = 4096;
+    let end = addr.checked_add(len).ok_or(Errno::EINVAL)?;
+    if len == 0 || addr % PAGE != 0 {
+        return Err(Errno::EINVAL);
+    }
+    let todo = uncovered(&populated(), addr, end.next_multiple_of(PAGE));
+    for (s, e) in todo {
+        populate_run(s, e - s)?;
+    }
+    add_run(&mut populated(), addr, end.next_multiple_of(PAGE));
+    Ok(())
+}
+
+/// [`populate_user_range_for_write`] of one run the cache does not know populated.
+fn populate_run(addr: u64, len: u64) -> KResult<()> {
+    const PAGE: u64 = 4096;
+    let pages = len.div_ceil(PAGE) as usize;
+    // mincore sets bit 0 of a page's byte when it is resident (the other bits are 0). A short
+    // run is populated without looking first: populating a resident page costs no more.
+    let mut resident = vec![0u8; pages];
+    let looked = pages <= 16 || {
+        // SAFETY: mincore only reads the page tables of the range and writes one byte per page
+        // into `resident`, which has exactly that many; an unmapped range is an ENOMEM return.
+        let r = unsafe {
+            libc::mincore(
+                addr as *mut libc::c_void,
+                len as usize,
+                resident.as_mut_ptr(),
+            )
+        };
+        r == 0
+    };
+    if !looked {
+        return Err(Errno::EFAULT);
+    }
+    let mut page = 0;
+    while let Some(first) = find_byte(&resident[page..], 0) {
+        let start_page = page + first;
+        let run = find_byte(&resident[start_page..], 1).unwrap_or(pages - start_page);
+        let start = addr + start_page as u64 * PAGE;
+        // SAFETY: MADV_POPULATE_WRITE faults the pages of a mapping the caller registered as
+        // its own user memory (write-faulting them as a store would); it changes no content.
+        let r = unsafe {
+            libc::madvise(
+                start as *mut libc::c_void,
+                run * PAGE as usize,
+                libc::MADV_POPULATE_WRITE,
+            )
+        };
+        if r != 0 {
+            let e = std::io::Error::last_os_error().raw_os_error();
+            if e == Some(libc::EINVAL) {
+                log::debug!(target: "kfd::memory", "MADV_POPULATE_WRITE is not supported here: user pages fault in on use");
+                return Ok(());
+            }
+            log::debug!(target: "kfd::memory", "populating user pages at {start:#x}: errno {e:?}");
+            return Err(Errno::EFAULT);
+        }
+        page = start_page + run;
+    }
+    Ok(())
+}
+
+/// The index of the first byte of `bytes` equal to `value` (libc's `memchr`: a scan of a
+/// million pages' residency must stay cheap in a debug build too).
+fn find_byte(bytes: &[u8], value: u8) -> Option<usize> {
+    // SAFETY: memchr reads at most `bytes.len()` bytes from the slice's start and returns a
+    // pointer into it or null.
+    let p = unsafe { libc::memchr(bytes.as_ptr().cast(), i32::from(value), bytes.len()) };
+    (!p.is_null()).then(|| p as usize - bytes.as_ptr() as usize)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     #[test]
     fn the_pid_cache_is_cleared_in_a_forked_child() {
@@ -354,5 +513,28 @@ mod tests {
         }
         // SAFETY: unmaps the three pages still mapped above.
         unsafe { libc::munmap(base as *mut libc::c_void, 3 * PAGE) };
+    }
+
+    #[test]
+    fn populated_runs_merge_split_and_report_gaps() {
+        let mut m = BTreeMap::new();
+        add_run(&mut m, 0x1000, 0x3000);
+        add_run(&mut m, 0x5000, 0x6000);
+        assert_eq!(
+            uncovered(&m, 0, 0x7000),
+            [(0, 0x1000), (0x3000, 0x5000), (0x6000, 0x7000)]
+        );
+        assert_eq!(uncovered(&m, 0x1000, 0x3000), []);
+        assert_eq!(uncovered(&m, 0x2000, 0x5800), [(0x3000, 0x5000)]);
+        add_run(&mut m, 0x3000, 0x5000);
+        assert_eq!(m.into_iter().collect::<Vec<_>>(), [(0x1000, 0x6000)]);
+        let mut m = BTreeMap::from([(0x1000, 0x6000)]);
+        remove_run(&mut m, 0x2000, 0x3000);
+        assert_eq!(
+            m.clone().into_iter().collect::<Vec<_>>(),
+            [(0x1000, 0x2000), (0x3000, 0x6000)]
+        );
+        remove_run(&mut m, 0, 0x4000);
+        assert_eq!(m.into_iter().collect::<Vec<_>>(), [(0x4000, 0x6000)]);
     }
 }

@@ -463,6 +463,139 @@ fn lds_past_the_allocation_faults_with_strict_lds() {
     );
 }
 
+/// kfdtest's PM4 dispatch (`Dispatch::BuildIb`): COMPUTE_PGM_RSRC1.VGPRS = 4 gives a gfx900
+/// wave 20 VGPRs (granules of 4; gfx90a's granules are 8: VGPRS = 2 gives 24), while its loop
+/// shader names VGPRs past them. Here: v0 = 0x11, a write to v24 (ignored), v1 = v24 (reads
+/// v0), a scalar loop of 3 rounds (back 5 dwords) adding 1 to v2 and writing v25, then v1
+/// and v2 stored
+/// through USER_DATA s[0:1] (v[4:5], in range). Returns the two stored words (0 where nothing was stored), the
+/// queue's error and the number of QUEUE_EVENT events that fired.
+fn pm4_vgprs_past_the_allocation(preset: Preset, mcpu: &str) -> ([i32; 2], Option<String>, u32) {
+    use pm4::regs::ShReg;
+    use pm4::user::{DispatchDirect, DispatchInitiator, SetShReg};
+    let mut g = Gpu::new(preset, mcpu);
+    let out = g.alloc(&i32s(&[0, 0]));
+    let code = assemble(
+        "v_mov_b32_e32 v0, 0x11\n\
+         v_mov_b32_e32 v24, 0x77\n\
+         v_mov_b32_e32 v1, v24\n\
+         v_mov_b32_e32 v2, 5\n\
+         s_mov_b32 s4, 3\n\
+         v_add_u32_e32 v25, v2, v2\n\
+         v_add_u32_e32 v2, 1, v2\n\
+         s_sub_u32 s4, s4, 1\n\
+         s_cmp_lg_u32 s4, 0\n\
+         s_cbranch_scc1 65531\n\
+         v_mov_b32_e32 v4, s0\n\
+         v_mov_b32_e32 v5, s1\n\
+         flat_store_dword v[4:5], v1\n\
+         flat_store_dword v[4:5], v2 offset:4\n\
+         s_waitcnt vmcnt(0) lgkmcnt(0)\n\
+         s_endpgm\n",
+        mcpu,
+    );
+    let flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT
+        | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE
+        | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE;
+    let code_buf = g.c.alloc_on(g.c.gpu(), 4096, flags).unwrap();
+    code_buf.write_bytes(0, &code);
+    let pgm = code_buf.va;
+    let vgpr_granules = if preset == Preset::Gfx90a { 2 } else { 4 };
+    // RSRC1: VGPRS [5:0], SGPRS [9:6] = 2 (48); RSRC2: USER_SGPR [5:1] = 2.
+    let rsrc = [vgpr_granules | 2 << 6, 2 << 1];
+    let page = g.c.event_page();
+    let ev = create_event(&g.c, KFD_IOC_EVENT_QUEUE_EVENT, false, page.handle).unwrap();
+    let (qid, q) = g.c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
+    let mut ring = RingWriter::pm4(&q);
+    ring.push(
+        &q,
+        &SetShReg::new(
+            ShReg::COMPUTE_PGM_LO.0,
+            &[(pgm >> 8) as u32, (pgm >> 40) as u32],
+        )
+        .unwrap(),
+    );
+    ring.push(
+        &q,
+        &SetShReg::new(ShReg::COMPUTE_PGM_RSRC1.0, &rsrc).unwrap(),
+    );
+    ring.push(
+        &q,
+        &SetShReg::new(
+            ShReg::COMPUTE_USER_DATA_0.0,
+            &[out as u32, (out >> 32) as u32],
+        )
+        .unwrap(),
+    );
+    ring.push(
+        &q,
+        &SetShReg::new(ShReg::COMPUTE_NUM_THREAD_X.0, &[64, 1, 1]).unwrap(),
+    );
+    ring.push(
+        &q,
+        &DispatchDirect::new(
+            [2, 1, 1],
+            DispatchInitiator::new().with_compute_shader_en(true),
+        ),
+    );
+    g.c.submit(&q, ring.wptr());
+    g.model.run_until_idle();
+    let got = to_i32s(&g.read(out, 8));
+    let (_, fired) = wait_events(&g.c, &[ev.event_id], true, 0);
+    let error = g.c.p.queue_error(qid).map(|e| e.to_string());
+    ([got[0], got[1]], error, u32::from(fired == COMPLETE))
+}
+
+#[test]
+fn vgprs_past_the_allocation_read_v0_and_writes_to_them_are_ignored() {
+    if std::env::var_os(kfd_model::config::STRICT_ENV).is_some() {
+        return; // the strict child below runs in this binary with the variable set
+    }
+    for (preset, mcpu) in presets() {
+        let (got, error, fired) = pm4_vgprs_past_the_allocation(preset, mcpu);
+        assert_eq!(error, None, "{mcpu}: the queue keeps running");
+        assert_eq!(fired, 0, "{mcpu}: no queue event");
+        assert_eq!(
+            got,
+            [0x11, 8],
+            "{mcpu}: v24 read as v0; the loop ran its 3 rounds"
+        );
+    }
+}
+
+/// The strict half, run by [`vgprs_past_the_allocation_stop_the_queue_with_strict_vgprs`] in a
+/// child process with `KFD_MODEL_STRICT=vgprs`.
+#[test]
+#[ignore = "run by vgprs_past_the_allocation_stop_the_queue_with_strict_vgprs with KFD_MODEL_STRICT=vgprs"]
+fn strict_vgprs_child() {
+    assert_eq!(
+        std::env::var(kfd_model::config::STRICT_ENV).as_deref(),
+        Ok("vgprs")
+    );
+    for (preset, mcpu) in presets() {
+        let (got, error, fired) = pm4_vgprs_past_the_allocation(preset, mcpu);
+        let error = error.unwrap_or_else(|| panic!("{mcpu}: the queue stops with an error"));
+        assert!(error.contains("v24"), "{mcpu}: {error}");
+        assert_eq!(fired, 1, "{mcpu}: the runtime hears of it (QUEUE_EVENT)");
+        assert_eq!(got, [0, 0], "{mcpu}: nothing stored");
+    }
+}
+
+#[test]
+fn vgprs_past_the_allocation_stop_the_queue_with_strict_vgprs() {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "strict_vgprs_child", "--ignored", "--nocapture"])
+        .env(kfd_model::config::STRICT_ENV, "vgprs")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("1 passed"),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// ROCr's scratch V#: base, SWIZZLE_ENABLE; NUM_RECORDS = size; ELEMENT_SIZE 4 B (1 << 19),
 /// INDEX_STRIDE 64 (3 << 21), ADD_TID_ENABLE (1 << 23).
 fn scratch_resource(base: u64, size: u32) -> [u32; 4] {
@@ -796,6 +929,64 @@ fn workgroups_on_one_and_several_host_threads_give_the_same_exact_result() {
             [want_sum, n],
             "{mcpu}: atomics from 4 threads lose no update"
         );
+    }
+}
+
+/// A GWS semaphore of count 1 (`ds_gws_init` loads it, as kfdtest's KFDGWSTest.Semaphore
+/// does) guards a plain read-modify-write that many waves of many workgroups, on several host
+/// threads, repeat: each wave waits in `ds_gws_sema_p` until the one inside leaves with
+/// `ds_gws_sema_v`, so no increment is lost and no wave ever finds another inside.
+#[test]
+fn a_gws_semaphore_of_one_gives_many_waves_mutual_exclusion() {
+    for (preset, mcpu) in presets() {
+        let cfg = ModelConfig::new(preset)
+            .with_engine_thread(false)
+            .with_cu_threads(4);
+        let mut g = Gpu::with_config(cfg, mcpu);
+        let mut a = kfd_ioctl_alloc_queue_gws_args {
+            queue_id: g.queue.0,
+            num_gws: 1,
+            ..Default::default()
+        };
+        ioctl(&g.c.p, AMDKFD_IOC_ALLOC_QUEUE_GWS, &mut a).unwrap();
+        assert_eq!(a.first_gws, 0, "{mcpu}");
+        let init = g.kernel("gws_init");
+        let signal = g.dispatch(&init, &1u32.to_le_bytes(), [64, 1, 1], [64, 1, 1], 0);
+        g.model.run_until_idle();
+        assert_eq!(g.signal_value(signal), 0, "{mcpu}: init");
+        const GROUPS: u32 = 12;
+        const WAVES_PER_GROUP: u32 = 4;
+        const ROUNDS: u32 = 3;
+        let total = g.alloc(&i32s(&[7]));
+        let inside = g.alloc(&i32s(&[0]));
+        let overlaps = g.alloc(&i32s(&[0]));
+        let mut args = Vec::new();
+        for p in [total, inside, overlaps] {
+            args.extend(p.to_le_bytes());
+        }
+        args.extend(ROUNDS.to_le_bytes());
+        let k = g.kernel("gws_mutex");
+        let local = 64 * WAVES_PER_GROUP;
+        let signal = g.dispatch(&k, &args, [local as u16, 1, 1], [local * GROUPS, 1, 1], 0);
+        g.model.run_until_idle();
+        assert_eq!(g.c.p.queue_error(g.queue.0), None, "{mcpu}");
+        assert_eq!(
+            g.signal_value(signal),
+            0,
+            "{mcpu}: every wave got through the semaphore"
+        );
+        let waves = GROUPS * WAVES_PER_GROUP;
+        assert_eq!(
+            to_i32s(&g.read(total, 4))[0],
+            7 + (waves * ROUNDS) as i32,
+            "{mcpu}: no increment lost"
+        );
+        assert_eq!(
+            to_i32s(&g.read(overlaps, 4))[0],
+            0,
+            "{mcpu}: one wave inside at a time"
+        );
+        assert_eq!(to_i32s(&g.read(inside, 4))[0], 0, "{mcpu}");
     }
 }
 

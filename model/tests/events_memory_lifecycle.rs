@@ -366,6 +366,106 @@ fn every_memory_kind_allocates_maps_and_frees() {
     assert_eq!(gtt.handle >> 32, u64::from(c.gpu()));
 }
 
+/// A USERPTR registration populates its range for writing, as amdgpu's
+/// `amdgpu_ttm_tt_get_user_pages` does with `hmm_range_fault` (KFD registers user memory
+/// writable): fresh anonymous pages are resident after ALLOC, each faulted in once, so the
+/// CPU's and the GPU's accesses find them; the content stays zero.
+/// Thousands of live buffers are blocks of a few shared files (the real driver's buffers are
+/// kernel objects, not descriptors of the client: kfdtest's `KFDLocalMemoryTest.Fragmentation`
+/// keeps more than a process may have descriptors), each its own bytes, and a block given out
+/// again reads zeros.
+#[test]
+fn many_buffers_are_blocks_of_a_few_files() {
+    let model = model(Preset::Gfx900, 1);
+    let c = Client::new(&model);
+    const N: usize = 3000;
+    let flags = KFD_IOC_ALLOC_MEM_FLAGS_VRAM
+        | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE
+        | KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC;
+    let bufs: Vec<Buf> = (0..N)
+        .map(|_| c.alloc_on(c.gpu(), 4096, flags).expect("vram"))
+        .collect();
+    let mut files: Vec<*const kfd_model::hw::mem::DeviceMemory> = bufs
+        .iter()
+        .map(|b| std::sync::Arc::as_ptr(&b.mem.as_ref().unwrap().memory))
+        .collect();
+    files.sort();
+    files.dedup();
+    assert_eq!(
+        files.len(),
+        1,
+        "{N} buffers of 4 KiB lie in one shared file"
+    );
+    for (i, b) in bufs.iter().enumerate() {
+        b.write_u32(0, 0x5eed_0000 + i as u32);
+        b.write_u32(4092, !(i as u32));
+    }
+    for (i, b) in bufs.iter().enumerate() {
+        assert_eq!(
+            (b.read_u32(0), b.read_u32(4092)),
+            (0x5eed_0000 + i as u32, !(i as u32)),
+            "buffer {i} holds its own bytes"
+        );
+    }
+    let victim = &bufs[N / 2];
+    let victim_place = victim.mem.as_ref().unwrap().offset;
+    c.free(victim).unwrap();
+    let again = c.alloc_on(c.gpu(), 4096, flags).unwrap();
+    assert_eq!(
+        again.mem.as_ref().unwrap().offset,
+        victim_place,
+        "the freed block is the best fit"
+    );
+    let mut page = [0xAAu8; 4096];
+    again.read_bytes(0, &mut page);
+    assert!(page.iter().all(|&b| b == 0), "a reused block reads zeros");
+}
+
+#[test]
+fn a_userptr_registration_populates_its_pages() {
+    let model = model(Preset::Gfx900, 1);
+    let c = Client::new(&model);
+    const PAGES: usize = 64;
+    let len = std::num::NonZeroUsize::new(PAGES * 4096).unwrap();
+    // SAFETY: a fresh private mapping the test owns (never unmapped: the registration
+    // outlives it, as USERPTR memory must).
+    let mem = unsafe {
+        nix::sys::mman::mmap_anonymous(
+            None,
+            len,
+            nix::sys::mman::ProtFlags::PROT_READ | nix::sys::mman::ProtFlags::PROT_WRITE,
+            nix::sys::mman::MapFlags::MAP_PRIVATE,
+        )
+    }
+    .unwrap();
+    let addr = mem.as_ptr() as u64;
+    let resident = || {
+        let mut v = [0u8; PAGES];
+        // SAFETY: mincore reads the page tables of the test's mapping into one byte per page.
+        let r = unsafe { libc::mincore(mem.as_ptr(), PAGES * 4096, v.as_mut_ptr()) };
+        assert_eq!(r, 0);
+        v.iter().filter(|&&b| b & 1 != 0).count()
+    };
+    assert_eq!(resident(), 0, "untouched before");
+    let mut up = kfd_ioctl_alloc_memory_of_gpu_args {
+        va_addr: addr,
+        size: (PAGES * 4096) as u64,
+        mmap_offset: addr,
+        gpu_id: c.gpu(),
+        flags: KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+        ..Default::default()
+    };
+    ioctl(&c.p, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut up).unwrap();
+    assert_eq!(
+        resident(),
+        PAGES,
+        "every page faulted in by the registration"
+    );
+    // SAFETY: reads the test's own (registered) mapping.
+    let words = unsafe { std::slice::from_raw_parts(addr as *const u64, PAGES * 512) };
+    assert!(words.iter().all(|&w| w == 0), "content unchanged");
+}
+
 #[test]
 fn one_buffer_mapped_to_two_gpus() {
     let model = model(Preset::Gfx90a, 2);

@@ -34,20 +34,24 @@ fn gem_ioctls_answer_with_the_kernels_errnos() {
     let model = model(Preset::Gfx900, 1);
     let c = Client::new(&model);
     let r = render(&c);
-    assert_errno(r.gem_create(0, GTT, 0), Errno::EINVAL, "size 0");
-    assert_errno(r.gem_create(4096, 0x40, 0), Errno::EINVAL, "unknown domain");
+    assert_errno(r.gem_create(0, 0, GTT, 0), Errno::EINVAL, "size 0");
     assert_errno(
-        r.gem_create(4096, GTT, 1 << 40),
+        r.gem_create(4096, 0, 0x40, 0),
+        Errno::EINVAL,
+        "unknown domain",
+    );
+    assert_errno(
+        r.gem_create(4096, 0, GTT, 1 << 40),
         Errno::EINVAL,
         "unknown flag",
     );
     assert_errno(
-        r.gem_create(4096, AMDGPU_GEM_DOMAIN_GDS, 0),
+        r.gem_create(4096, 0, AMDGPU_GEM_DOMAIN_GDS, 0),
         Errno::EINVAL,
         "GDS",
     );
-    let a = r.gem_create(5000, GTT, 0).unwrap();
-    let b = r.gem_create(4096, AMDGPU_GEM_DOMAIN_VRAM, 0).unwrap();
+    let a = r.gem_create(5000, 0, GTT, 0).unwrap();
+    let b = r.gem_create(4096, 0, AMDGPU_GEM_DOMAIN_VRAM, 0).unwrap();
     assert_eq!((a, b), (1, 2), "handles count from 1");
     assert_eq!(
         r.gem_objects(),
@@ -130,7 +134,7 @@ fn a_gem_buffer_exported_as_dma_buf_is_imported_mapped_and_written_by_the_gpu() 
     let r = render(&c);
     let size = 64 << 10;
     let h = r
-        .gem_create(size, GTT, AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED)
+        .gem_create(size, 0, GTT, AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED)
         .unwrap();
     let cpu = r.mmap(r.gem_mmap_offset(h).unwrap(), size).unwrap();
     cpu.memory
@@ -226,4 +230,174 @@ fn a_gem_buffer_exported_as_dma_buf_is_imported_mapped_and_written_by_the_gpu() 
     unsafe { libc::munmap(p, size as usize) };
     assert_eq!(seen, 0xab0c_0de5);
     drop(dmabuf);
+}
+
+/// `GEM_METADATA` set on a buffer object reaches an importer through KFD's
+/// `GET_DMABUF_INFO` (kfdtest's `KFDGraphicsInterop.RegisterGraphicsHandle` reads back 26
+/// bytes), and `GEM_OP(GET_GEM_CREATE_INFO)` says how the buffer was created.
+#[test]
+fn metadata_set_on_a_gem_buffer_reaches_kfds_dmabuf_info() {
+    let model = model_with(ModelConfig::new(Preset::Gfx900).with_engine_thread(false));
+    let c = Client::new(&model);
+    let r = render(&c);
+    let h = r
+        .gem_create(
+            8192,
+            5000,
+            AMDGPU_GEM_DOMAIN_VRAM,
+            AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED,
+        )
+        .unwrap();
+    assert_eq!(
+        r.gem_create_info(h).unwrap(),
+        GemCreateInfo {
+            bo_size: 8192,
+            alignment: 8192,
+            domains: AMDGPU_GEM_DOMAIN_VRAM,
+            domain_flags: AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED,
+        },
+        "the alignment in whole pages"
+    );
+    assert_eq!(r.gem_metadata(h).unwrap(), BoMetadata::default());
+    let umd = b"This data is really meta.\0".to_vec();
+    let metadata = BoMetadata {
+        flags: 0,
+        tiling_info: 0x1234,
+        data: umd.clone(),
+    };
+    r.gem_set_metadata(h, metadata.clone()).unwrap();
+    assert_eq!(r.gem_metadata(h).unwrap(), metadata);
+    let too_long = BoMetadata {
+        data: vec![1; AMDGPU_GEM_METADATA_MAX_SIZE + 1],
+        ..Default::default()
+    };
+    assert_errno(r.gem_set_metadata(h, too_long), Errno::EINVAL, "257 bytes");
+    assert_errno(r.gem_metadata(99), Errno::ENOENT, "no handle");
+    assert_errno(r.gem_create_info(99), Errno::ENOENT, "no handle");
+
+    let fd = r.prime_handle_to_fd(h, libc::O_CLOEXEC as u32).unwrap();
+    // SAFETY: the descriptor was just created for this test, which now owns it.
+    let _dmabuf = unsafe { OwnedFd::from_raw_fd(fd) };
+    let info = dmabuf_info(&c, fd).unwrap();
+    assert_eq!(
+        info.metadata_size, 26,
+        "the size without a buffer to copy to"
+    );
+    let mut room = [0xEEu8; 64];
+    let mut a = kfd_ioctl_get_dmabuf_info_args {
+        dmabuf_fd: fd as u32,
+        metadata_ptr: room.as_mut_ptr() as u64,
+        metadata_size: room.len() as u32,
+        ..Default::default()
+    };
+    ioctl(&c.p, AMDKFD_IOC_GET_DMABUF_INFO, &mut a).unwrap();
+    assert_eq!(a.metadata_size, 26);
+    assert_eq!(&room[..26], &umd[..]);
+    assert_eq!(room[26], 0xEE, "nothing past the metadata is written");
+    assert_eq!(
+        a.flags,
+        KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC
+    );
+    let mut small = kfd_ioctl_get_dmabuf_info_args {
+        dmabuf_fd: fd as u32,
+        metadata_ptr: room.as_mut_ptr() as u64,
+        metadata_size: 25,
+        ..Default::default()
+    };
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_GET_DMABUF_INFO, &mut small),
+        Errno::EINVAL,
+        "less room than the metadata",
+    );
+    r.gem_set_metadata(h, BoMetadata::default()).unwrap();
+    assert_eq!(dmabuf_info(&c, fd).unwrap().metadata_size, 0, "cleared");
+}
+
+/// kfdtest's `KFDEvictTest` submission path: a context, a BO list, SDMA IBs submitted with
+/// `CS` (sequence numbers from 1) that run through the file's GPU VM, `WAIT_CS` for them.
+#[test]
+fn an_sdma_ib_submitted_on_a_context_runs_through_the_files_vm() {
+    use kfd_model::cs::*;
+    use kfd_model::ctx::*;
+    let model = model_with(ModelConfig::new(Preset::Gfx900).with_engine_thread(false));
+    let c = Client::new(&model);
+    let r = render(&c);
+    let (ib_va, target_va) = (0x10_0000_0000, 0x10_0010_0000);
+    let ib = r.gem_create(4096, 0, GTT, 0).unwrap();
+    let target = r.gem_create(4096, 0, GTT, 0).unwrap();
+    r.gem_va(va_req(ib, AMDGPU_VA_OP_MAP, ib_va, 0, 4096))
+        .unwrap();
+    r.gem_va(va_req(target, AMDGPU_VA_OP_MAP, target_va, 0, 4096))
+        .unwrap();
+    let ib_cpu = r.mmap(r.gem_mmap_offset(ib).unwrap(), 4096).unwrap();
+    let target_cpu = r.mmap(r.gem_mmap_offset(target).unwrap(), 4096).unwrap();
+    // SDMA WRITE_LINEAR of one dword (count field = dwords - 1), then NOPs.
+    let words: [u32; 8] = [
+        2,
+        target_va as u32,
+        (target_va >> 32) as u32,
+        0,
+        0x600d_cafe,
+        0,
+        0,
+        0,
+    ];
+    ib_cpu
+        .memory
+        .write(ib_cpu.offset as usize, words.as_bytes())
+        .unwrap();
+
+    let ctx = match r
+        .ctx(CtxRequest {
+            op: AMDGPU_CTX_OP_ALLOC_CTX,
+            ..Default::default()
+        })
+        .unwrap()
+    {
+        CtxAnswer::Alloc { ctx_id } => ctx_id,
+        other => panic!("{other:?}"),
+    };
+    assert_errno(
+        r.bo_list(AMDGPU_BO_LIST_OP_CREATE, 0, vec![ib, 77]),
+        Errno::ENOENT,
+        "handle 77",
+    );
+    let list = r
+        .bo_list(AMDGPU_BO_LIST_OP_CREATE, 0, vec![ib, target])
+        .unwrap();
+    assert_eq!(list, 1);
+    let request = CsRequest {
+        ctx_id: ctx,
+        bo_list_handle: list,
+        ibs: vec![CsIb {
+            va_start: ib_va,
+            ib_bytes: 32,
+            ip_type: AMDGPU_HW_IP_DMA,
+            ..Default::default()
+        }],
+        num_chunks: 1,
+        ..Default::default()
+    };
+    let ring = (AMDGPU_HW_IP_DMA, 0, 0);
+    assert_eq!(r.cs_submit(&request), Ok(1));
+    assert_eq!(
+        target_cpu.memory.load_u32(target_cpu.offset as usize),
+        Some(0x600d_cafe),
+        "the IB's WRITE reached the target through the file's VM"
+    );
+    assert_eq!(r.cs_submit(&request), Ok(2));
+    assert_eq!(r.wait_cs(ctx, ring, 2), Ok(true));
+    assert_errno(r.wait_cs(ctx, ring, 3), Errno::EINVAL, "not handed out");
+    assert_errno(
+        r.wait_cs(ctx + 1, ring, 1),
+        Errno::EINVAL,
+        "no such context",
+    );
+    let mut bad = request.clone();
+    bad.ctx_id = ctx + 1;
+    assert_errno(r.cs_submit(&bad), Errno::EINVAL, "no such context");
+    bad.ctx_id = ctx;
+    bad.bo_list_handle = 5;
+    assert_errno(r.cs_submit(&bad), Errno::ENOENT, "no such BO list");
+    assert_eq!(r.bo_list(AMDGPU_BO_LIST_OP_DESTROY, list, vec![]), Ok(0));
 }

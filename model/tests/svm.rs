@@ -1209,9 +1209,10 @@ fn smi_events_file_mask_and_errnos() {
     assert!(lines[0].starts_with("5 "), "{lines:?}");
 }
 
-/// XNACK off: a prefetch to VRAM evicts the queues, unmaps the range from the GPU, migrates
-/// it and restores the queues; a CPU munmap unmaps it from the GPU. Each client sees what
-/// its mask enables, in the kernel's text format.
+/// XNACK off: a prefetch to VRAM starts the migration, evicts the queues, migrates the range
+/// and restores the queues; a CPU munmap unmaps it from the GPU. Each client sees what its
+/// mask enables, in the kernel's text format and order (kfdtest's HMMProfilingEvent reads the
+/// first event and wants the migration start).
 #[test]
 fn smi_events_of_a_migration_and_a_cpu_unmap() {
     let m = stepped(Preset::Gfx90a, 1);
@@ -1247,18 +1248,17 @@ fn smi_events_of_a_migration_and_a_cpu_unmap() {
     let page = mem.base >> 12;
     let undef = KFD_IOCTL_SVM_LOCATION_UNDEFINED;
     let t1 = boottime_ns();
+    // The kernel's order: the migration-start event, then the MMU notifier that
+    // migrate_vma_setup raises (XNACK off: it stops the queues; no unmap event), the copy,
+    // the migration-end event, and the queues back once the range is mapped again.
     check_smi(
         &all.lines(),
         &[
-            (KFD_SMI_EVENT_QUEUE_EVICTION, format!("{gpu:x} 0")),
-            (
-                KFD_SMI_EVENT_UNMAP_FROM_GPU,
-                format!("@{page:x}(2) {gpu:x} 1"),
-            ),
             (
                 KFD_SMI_EVENT_MIGRATE_START,
                 format!("@{page:x}(2) 0->{gpu:x} {gpu:x}:{undef:x} 0"),
             ),
+            (KFD_SMI_EVENT_QUEUE_EVICTION, format!("{gpu:x} 0")),
             (
                 KFD_SMI_EVENT_MIGRATE_END,
                 format!("@{page:x}(2) 0->{gpu:x} 0"),
@@ -1292,6 +1292,60 @@ fn smi_events_of_a_migration_and_a_cpu_unmap() {
         boottime_ns(),
     );
     assert!(migrations.lines().is_empty());
+}
+
+/// XNACK on: a prefetch of a range the GPU maps in place sends the migration start, then the
+/// unmap its MMU notifier makes (trigger MMU_NOTIFY_MIGRATE), then the migration end.
+#[test]
+fn smi_events_of_a_migration_with_xnack_on() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let c = Client::new(&m);
+    let gpu = c.gpu();
+    assert_eq!(xnack(&c, 1), Ok(1));
+    let smi = Smi::open(&c, gpu).unwrap();
+    smi.enable(&[
+        KFD_SMI_EVENT_MIGRATE_START,
+        KFD_SMI_EVENT_MIGRATE_END,
+        KFD_SMI_EVENT_QUEUE_EVICTION,
+        KFD_SMI_EVENT_UNMAP_FROM_GPU,
+    ]);
+    let mem = Anon::new(4);
+    let t0 = boottime_ns();
+    set(
+        &c,
+        mem.base,
+        4 * PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE, gpu)],
+    )
+    .unwrap();
+    set(
+        &c,
+        mem.base,
+        4 * PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, gpu)],
+    )
+    .unwrap();
+    let page = mem.base >> 12;
+    let undef = KFD_IOCTL_SVM_LOCATION_UNDEFINED;
+    check_smi(
+        &smi.lines(),
+        &[
+            (
+                KFD_SMI_EVENT_MIGRATE_START,
+                format!("@{page:x}(4) 0->{gpu:x} {gpu:x}:{undef:x} 0"),
+            ),
+            (
+                KFD_SMI_EVENT_UNMAP_FROM_GPU,
+                format!("@{page:x}(4) {gpu:x} 1"),
+            ),
+            (
+                KFD_SMI_EVENT_MIGRATE_END,
+                format!("@{page:x}(4) 0->{gpu:x} 0"),
+            ),
+        ],
+        t0,
+        boottime_ns(),
+    );
 }
 
 /// XNACK on: a recoverable fault is reported from start (`W` write) to end (`M` migrated),
@@ -1663,4 +1717,291 @@ fn svm_memory_counts_against_the_system_limit_only_with_xnack_off() {
     a.unmap();
     set(&c, e.base, e.len, &acc).unwrap();
     assert_eq!(c.p.svm_stats().reserved_bytes, 204 * MIB + 4096);
+}
+
+/// SET_ATTR's granularity as each kernel keeps it: Linux 6.1 stores the value's low byte as
+/// given (kfdtest 5.x's SetGetAttributesTest sets 0xFF and reads 0xFF back); Linux 6.7 and
+/// later clamp it to 0x3F first.
+#[test]
+fn the_granularity_is_stored_as_the_followed_kernel_stores_it() {
+    for (kernel, want) in [
+        (kfd_model::KernelVersion::Linux6_1, [0xFF, 0xFF, 0x3F, 0]),
+        (kfd_model::KernelVersion::Linux6_12, [0x3F, 0x3F, 0x3F, 0]),
+    ] {
+        let m = model_with(
+            ModelConfig::new(Preset::Gfx90a)
+                .with_engine_thread(false)
+                .with_kernel(kernel),
+        );
+        let c = Client::new(&m);
+        let mem = Anon::new(1);
+        for (value, want) in [0xFF, 0x1FF, 0x3F, 0].into_iter().zip(want) {
+            set(
+                &c,
+                mem.base,
+                PAGE,
+                &[attr(KFD_IOCTL_SVM_ATTR_GRANULARITY, value)],
+            )
+            .unwrap();
+            assert_eq!(
+                get_one(&c, mem.base, PAGE, KFD_IOCTL_SVM_ATTR_GRANULARITY, 0).1,
+                want,
+                "{kernel:?}: granularity {value:#x}"
+            );
+        }
+    }
+}
+
+/// A CPU thread keeps reading a range while another moves it between VRAM and system memory
+/// (kfdtest's MultiThreadMigrationTest): the kernel holds the CPU's faults until the pages
+/// moved, so the reader never sees anything but the data, here never a zero. The last word is
+/// the one a copy reaches last.
+#[test]
+fn cpu_reads_during_migrations_keep_seeing_the_data() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let c = Client::new(&m);
+    let gpu = c.gpu();
+    const PAGES: u64 = 512;
+    let mem = Anon::new(PAGES);
+    for i in 0..PAGES * PAGE / 4 {
+        mem.write_u32(i * 4, 0x1000_0000 | i as u32);
+    }
+    set(
+        &c,
+        mem.base,
+        PAGES * PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu)],
+    )
+    .unwrap();
+    let last = mem.base + PAGES * PAGE - 4;
+    let want = 0x1000_0000 | (PAGES * PAGE / 4 - 1) as u32;
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (reads, wrong) = std::thread::scope(|s| {
+        let reader = s.spawn(|| {
+            let (mut reads, mut wrong) = (0u64, 0u64);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // SAFETY: the range stays mapped throughout (each migration replaces its
+                // mapping in one step); only its backing changes.
+                let v = unsafe { std::ptr::read_volatile(last as *const u32) };
+                reads += 1;
+                if v != want {
+                    wrong += 1;
+                }
+            }
+            (reads, wrong)
+        });
+        for _ in 0..100 {
+            for loc in [gpu, 0] {
+                set(
+                    &c,
+                    mem.base,
+                    PAGES * PAGE,
+                    &[attr(KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, loc)],
+                )
+                .unwrap();
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        reader.join().unwrap()
+    });
+    let s = c.p.svm_stats();
+    assert_eq!((s.migrations_to_vram, s.migrations_to_ram), (100, 100));
+    assert!(reads > 0);
+    assert_eq!(
+        wrong, 0,
+        "{wrong} of {reads} reads saw other data during a migration"
+    );
+    for i in 0..PAGES * PAGE / 4 {
+        assert_eq!(mem.read_u32(i * 4), 0x1000_0000 | i as u32, "word {i}");
+    }
+}
+
+/// A range of a file's shared mapping (kfdtest's MigrateFileBackedRangeTest): the kernel
+/// migrates anonymous pages only, so with the GPU preferred and prefetched the range stays in
+/// system memory — the file's pages — and an SDMA fill reaches the file, which keeps it after
+/// munmap.
+#[test]
+fn a_file_backed_range_stays_in_the_file_and_gpu_writes_reach_it() {
+    use std::io::{Read, Seek, Write};
+    let m = stepped(Preset::Gfx90a, 1);
+    let c = Client::new(&m);
+    let gpu = c.gpu();
+    let mut file = tempfile::tempfile().unwrap();
+    file.write_all(&[0x30; PAGE as usize]).unwrap();
+    let len = std::num::NonZeroUsize::new(PAGE as usize).unwrap();
+    // SAFETY: a fresh shared mapping of the test's own file.
+    let map = unsafe {
+        nix::sys::mman::mmap(
+            None,
+            len,
+            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+            MapFlags::MAP_SHARED,
+            &file,
+            0,
+        )
+    }
+    .unwrap();
+    let va = map.as_ptr() as u64;
+    let (qid, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+    let mut ring = RingWriter::sdma(&q);
+    set(
+        &c,
+        va,
+        PAGE,
+        &[
+            attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu),
+            attr(KFD_IOCTL_SVM_ATTR_PREFERRED_LOC, gpu),
+            attr(KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, gpu),
+        ],
+    )
+    .unwrap();
+    assert_eq!(ranges(&c)[0].2, 0, "a file's pages stay in system memory");
+    assert_eq!(c.p.svm_stats().migrations_to_vram, 0);
+    sdma_write(&c, &q, &mut ring, va, &[0x3333_3333; 4]);
+    assert_eq!(c.p.queue_error(qid), None);
+    c.p.svm_cpu_unmapped(va, PAGE);
+    // SAFETY: the mapping made above; nothing uses it any more.
+    unsafe { munmap(map, PAGE as usize) }.unwrap();
+    let mut back = vec![0u8; PAGE as usize];
+    file.rewind().unwrap();
+    file.read_exact(&mut back).unwrap();
+    assert_eq!(&back[..16], &[0x33; 16], "the GPU's write is in the file");
+    assert_eq!(back[16], 0x30);
+}
+
+/// The process's resident anonymous and shared memory (`/proc/self/status`), bytes.
+fn resident_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .filter(|l| l.starts_with("RssAnon:") || l.starts_with("RssShmem:"))
+        .map(|l| {
+            let kib: u64 = l.split_whitespace().nth(1).unwrap().parse().unwrap();
+            kib * 1024
+        })
+        .sum()
+}
+
+/// A range prefetched to VRAM is accounted there but costs host memory only where it is
+/// touched (kfdtest's KFDSVMEvictTest prefetches more than the host holds): a GiB of untouched
+/// memory moved to VRAM and read by SDMA adds next to nothing to the process's resident
+/// memory; the GPU reads zeros and then what the CPU wrote.
+#[test]
+fn a_range_in_vram_costs_host_memory_only_where_touched() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let c = Client::new(&m);
+    let gpu = c.gpu();
+    const LEN: u64 = 1 << 30;
+    let len = std::num::NonZeroUsize::new(LEN as usize).unwrap();
+    // SAFETY: a fresh private mapping the test owns, unmapped below.
+    let mem = unsafe {
+        mmap_anonymous(
+            None,
+            len,
+            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+            MapFlags::MAP_PRIVATE | MapFlags::MAP_NORESERVE,
+        )
+    }
+    .unwrap();
+    let base = mem.as_ptr() as u64;
+    let (qid, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+    let mut ring = RingWriter::sdma(&q);
+    let out = Anon::new(4);
+    set(
+        &c,
+        out.base,
+        4 * PAGE,
+        &[attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu)],
+    )
+    .unwrap();
+    let vram = c.node().vram_available();
+    let before = resident_bytes();
+    set(
+        &c,
+        base,
+        LEN,
+        &[
+            attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu),
+            attr(KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, gpu),
+        ],
+    )
+    .unwrap();
+    assert_eq!(ranges(&c)[0].2, gpu, "in VRAM");
+    assert_eq!(vram - c.node().vram_available(), LEN, "accounted to VRAM");
+    out.write_u32(0, 0xFFFF_FFFF);
+    sdma_copy(&c, &q, &mut ring, base + LEN / 2, out.base, 4 * PAGE);
+    assert_eq!(c.p.queue_error(qid), None);
+    assert_eq!(out.read_u32(0), 0, "untouched VRAM reads zero");
+    let grown = resident_bytes().saturating_sub(before);
+    assert!(
+        grown < 256 << 20,
+        "a GiB moved to VRAM and read made the process {grown} bytes bigger"
+    );
+    // SAFETY: a page of the mapping above.
+    unsafe { std::ptr::write_volatile((base + LEN / 2) as *mut u32, 0x0BAD_CAFE) };
+    sdma_copy(&c, &q, &mut ring, base + LEN / 2, out.base, 4);
+    assert_eq!(out.read_u32(0), 0x0BAD_CAFE);
+    c.p.svm_cpu_unmapped(base, LEN);
+    // SAFETY: the mapping made above.
+    unsafe { munmap(mem, LEN as usize) }.unwrap();
+    assert_eq!(c.node().vram_available(), vram, "VRAM given back");
+}
+
+/// A range that does not fit a full VRAM makes room as TTM does: the process's other ranges
+/// there go back to system memory, least recently placed first, with the SMI trigger
+/// TTM_EVICTION; their bytes stay intact.
+#[test]
+fn a_full_vram_evicts_the_least_recently_placed_range() {
+    let m = stepped(Preset::Gfx90a, 1);
+    let c = Client::new(&m);
+    let gpu = c.gpu();
+    let node = c.node();
+    const MIB: u64 = 1 << 20;
+    // All but 2 MiB of VRAM is someone else's.
+    let taken = node.vram_available() - 2 * MIB;
+    node.reserve_vram(taken).unwrap();
+    let smi = Smi::open(&c, gpu).unwrap();
+    smi.enable(&[KFD_SMI_EVENT_MIGRATE_START]);
+    let pieces: Vec<Anon> = (0..3).map(|_| Anon::new(MIB / PAGE)).collect();
+    for (i, a) in pieces.iter().enumerate() {
+        a.write_u32(0, 0xA000 + i as u32);
+        set(
+            &c,
+            a.base,
+            MIB,
+            &[
+                attr(KFD_IOCTL_SVM_ATTR_ACCESS, gpu),
+                attr(KFD_IOCTL_SVM_ATTR_PREFETCH_LOC, gpu),
+            ],
+        )
+        .unwrap_or_else(|e| panic!("prefetch of piece {i}: {e}"));
+    }
+    let loc = |a: &Anon| {
+        ranges(&c)
+            .iter()
+            .find(|r| r.0 <= a.base && a.base < r.1)
+            .map(|r| r.2)
+            .unwrap()
+    };
+    assert_eq!(
+        [loc(&pieces[0]), loc(&pieces[1]), loc(&pieces[2])],
+        [0, gpu, gpu],
+        "the first placed went back to system memory"
+    );
+    assert_eq!(c.p.svm_stats().vram_evictions, 1);
+    assert_eq!(node.vram_available(), 0);
+    let evictions: Vec<String> = smi
+        .lines()
+        .into_iter()
+        .filter(|l| l.ends_with(" 3"))
+        .collect();
+    assert_eq!(evictions.len(), 1, "{evictions:?}");
+    assert!(
+        evictions[0].contains(&format!("@{:x}(100) {gpu:x}->0 ", pieces[0].base >> 12)),
+        "{evictions:?}"
+    );
+    for (i, a) in pieces.iter().enumerate() {
+        assert_eq!(a.read_u32(0), 0xA000 + i as u32);
+    }
+    node.release_vram(taken);
 }

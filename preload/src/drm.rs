@@ -1,13 +1,20 @@
 //! The DRM ioctls libdrm and libdrm_amdgpu send to a render node, answered from the model's
 //! topology: `DRM_IOCTL_VERSION` (driver name `amdgpu`) and `DRM_IOCTL_AMDGPU_INFO` (device
 //! information, memory sizes, register reads); and the buffer-object ioctls, answered by the
-//! model's render-node file ([`gem_answer`]): `GEM_CREATE`, `GEM_MMAP`, `GEM_VA`, `GEM_CLOSE`
-//! and `PRIME_HANDLE_TO_FD`.
+//! model's render-node file ([`gem_answer`]): `GEM_CREATE`, `GEM_MMAP`, `GEM_VA`, `GEM_CLOSE`,
+//! `GEM_METADATA`, `GEM_OP` (`GET_GEM_CREATE_INFO`), `PRIME_HANDLE_TO_FD`, the file's
+//! submission contexts (`CTX`), BO lists (`BO_LIST`) and command submission (`CS`,
+//! `WAIT_CS`).
 //!
 //! The argument structs are spelled here (byte offsets as in `drm.h` / `amdgpu_drm.h` on
 //! x86-64) because only the shim needs them. Every answer is built into a byte buffer; the
 //! caller copies it to user memory, so a bad user pointer is `EFAULT`, never a crash.
 
+use kfd_model::ctx::{CtxAnswer, CtxRequest};
+use kfd_model::gem::{
+    BoMetadata, AMDGPU_GEM_METADATA_OP_GET_METADATA, AMDGPU_GEM_METADATA_OP_SET_METADATA,
+    AMDGPU_GEM_OP_GET_GEM_CREATE_INFO, AMDGPU_GEM_OP_SET_PLACEMENT,
+};
 use kfd_model::topology::Node;
 use kfd_model::{Errno, KernelVersion, Preset};
 use kfd_sys::gpu::VramType;
@@ -29,6 +36,21 @@ pub const DRM_IOCTL_AMDGPU_GEM_CREATE: u32 = 0xC020_6440;
 pub const DRM_IOCTL_AMDGPU_GEM_MMAP: u32 = 0xC008_6441;
 /// `DRM_IOCTL_AMDGPU_GEM_VA`: `_IOW('d', 0x40 + 0x08, struct drm_amdgpu_gem_va)`.
 pub const DRM_IOCTL_AMDGPU_GEM_VA: u32 = 0x4028_6448;
+/// `DRM_IOCTL_AMDGPU_CTX`: `_IOWR('d', 0x40 + 0x02, union drm_amdgpu_ctx)`.
+pub const DRM_IOCTL_AMDGPU_CTX: u32 = 0xC010_6442;
+/// `DRM_IOCTL_AMDGPU_GEM_METADATA`: `_IOWR('d', 0x40 + 0x06, struct drm_amdgpu_gem_metadata)`.
+pub const DRM_IOCTL_AMDGPU_GEM_METADATA: u32 = 0xC120_6446;
+/// `DRM_IOCTL_AMDGPU_GEM_OP`: `_IOWR('d', 0x40 + 0x10, struct drm_amdgpu_gem_op)`.
+pub const DRM_IOCTL_AMDGPU_GEM_OP: u32 = 0xC010_6450;
+/// `DRM_IOCTL_AMDGPU_BO_LIST`: `_IOWR('d', 0x40 + 0x03, union drm_amdgpu_bo_list)`.
+pub const DRM_IOCTL_AMDGPU_BO_LIST: u32 = 0xC018_6443;
+/// `DRM_IOCTL_AMDGPU_CS`: `_IOWR('d', 0x40 + 0x04, union drm_amdgpu_cs)`.
+pub const DRM_IOCTL_AMDGPU_CS: u32 = 0xC018_6444;
+/// `DRM_IOCTL_AMDGPU_WAIT_CS`: `_IOWR('d', 0x40 + 0x09, union drm_amdgpu_wait_cs)`.
+pub const DRM_IOCTL_AMDGPU_WAIT_CS: u32 = 0xC020_6449;
+
+/// Most entries of one BO list and chunks of one submission the shim reads.
+pub const MAX_CS_ENTRIES: u32 = 1 << 16;
 
 /// `AMDGPU_INFO_ACCEL_WORKING`.
 pub const AMDGPU_INFO_ACCEL_WORKING: u32 = 0x00;
@@ -152,6 +174,149 @@ pub struct DrmAmdgpuGemVa {
     pub offset_in_bo: u64,
     /// Bytes.
     pub map_size: u64,
+}
+
+/// `struct drm_amdgpu_ctx_in` (16 bytes); `union drm_amdgpu_ctx_out` overlays it.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct DrmAmdgpuCtxIn {
+    /// `AMDGPU_CTX_OP_*`.
+    pub op: u32,
+    /// Flags of the operation.
+    pub flags: u32,
+    /// The context.
+    pub ctx_id: u32,
+    /// `AMDGPU_CTX_PRIORITY_*`.
+    pub priority: i32,
+}
+
+/// `struct drm_amdgpu_gem_metadata` (288 bytes), input and output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[repr(C)]
+pub struct DrmAmdgpuGemMetadata {
+    /// @0 GEM handle.
+    pub handle: u32,
+    /// @4 `AMDGPU_GEM_METADATA_OP_*`.
+    pub op: u32,
+    /// @8 metadata flags.
+    pub flags: u64,
+    /// @16 tiling word.
+    pub tiling_info: u64,
+    /// @24 bytes used of `data`.
+    pub data_size_bytes: u32,
+    /// @28 the metadata.
+    pub data: [u8; 256],
+    /// @284 padding to the struct's 8-byte alignment.
+    pub pad: u32,
+}
+
+/// `struct drm_amdgpu_gem_op` (16 bytes).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct DrmAmdgpuGemOp {
+    /// GEM handle.
+    pub handle: u32,
+    /// `AMDGPU_GEM_OP_*`.
+    pub op: u32,
+    /// In or out: for `GET_GEM_CREATE_INFO` a user pointer to a `drm_amdgpu_gem_create_in`.
+    pub value: u64,
+}
+
+/// `struct drm_amdgpu_bo_list_in` (24 bytes); the output (`list_handle`, pad) overlays it.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct DrmAmdgpuBoListIn {
+    /// `AMDGPU_BO_LIST_OP_*`.
+    pub operation: u32,
+    /// The list (`DESTROY`, `UPDATE`).
+    pub list_handle: u32,
+    /// Entries at `bo_info_ptr`.
+    pub bo_number: u32,
+    /// Bytes of one entry as the caller lays them out.
+    pub bo_info_size: u32,
+    /// User pointer to the `drm_amdgpu_bo_list_entry` array.
+    pub bo_info_ptr: u64,
+}
+
+/// `struct drm_amdgpu_cs_in` (24 bytes); the output (the sequence number, a u64) overlays it.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct DrmAmdgpuCsIn {
+    /// The context.
+    pub ctx_id: u32,
+    /// A BO list, or 0.
+    pub bo_list_handle: u32,
+    /// Chunks at `chunks`.
+    pub num_chunks: u32,
+    /// Flags.
+    pub flags: u32,
+    /// User pointer to `num_chunks` user pointers to `drm_amdgpu_cs_chunk`s.
+    pub chunks: u64,
+}
+
+/// `struct drm_amdgpu_cs_chunk` (16 bytes).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct DrmAmdgpuCsChunk {
+    /// `AMDGPU_CHUNK_ID_*`.
+    pub chunk_id: u32,
+    /// Dwords at `chunk_data`.
+    pub length_dw: u32,
+    /// User pointer to the chunk's data.
+    pub chunk_data: u64,
+}
+
+/// `struct drm_amdgpu_cs_chunk_ib` (32 bytes).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct DrmAmdgpuCsChunkIb {
+    /// Padding.
+    pub pad: u32,
+    /// `AMDGPU_IB_FLAG_*`.
+    pub flags: u32,
+    /// GPU VA of the IB.
+    pub va_start: u64,
+    /// Its size in bytes.
+    pub ib_bytes: u32,
+    /// `AMDGPU_HW_IP_*`.
+    pub ip_type: u32,
+    /// IP instance.
+    pub ip_instance: u32,
+    /// Ring.
+    pub ring: u32,
+}
+
+/// `struct drm_amdgpu_wait_cs_in` (32 bytes); the output (`status`, a u64: 0 once signalled)
+/// overlays it.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct DrmAmdgpuWaitCsIn {
+    /// The sequence number `CS` returned.
+    pub handle: u64,
+    /// Absolute timeout in ns.
+    pub timeout: u64,
+    /// `AMDGPU_HW_IP_*`.
+    pub ip_type: u32,
+    /// IP instance.
+    pub ip_instance: u32,
+    /// Ring.
+    pub ring: u32,
+    /// The context.
+    pub ctx_id: u32,
 }
 
 /// `struct drm_gem_close` (8 bytes).
@@ -283,6 +448,14 @@ pub struct DrmAmdgpuInfoDevice {
 }
 
 const _: () = assert!(core::mem::size_of::<DrmVersion>() == 64);
+const _: () = assert!(core::mem::size_of::<DrmAmdgpuCtxIn>() == 16);
+const _: () = assert!(core::mem::size_of::<DrmAmdgpuGemMetadata>() == 288);
+const _: () = assert!(core::mem::size_of::<DrmAmdgpuGemOp>() == 16);
+const _: () = assert!(core::mem::size_of::<DrmAmdgpuBoListIn>() == 24);
+const _: () = assert!(core::mem::size_of::<DrmAmdgpuCsIn>() == 24);
+const _: () = assert!(core::mem::size_of::<DrmAmdgpuCsChunk>() == 16);
+const _: () = assert!(core::mem::size_of::<DrmAmdgpuCsChunkIb>() == 32);
+const _: () = assert!(core::mem::size_of::<DrmAmdgpuWaitCsIn>() == 32);
 const _: () = assert!(core::mem::size_of::<DrmAmdgpuInfo>() == 32);
 const _: () = assert!(core::mem::size_of::<DrmAmdgpuInfoDevice>() == 368);
 
@@ -359,6 +532,12 @@ pub fn gem_request(request: u32) -> Option<u32> {
         DRM_IOCTL_AMDGPU_GEM_CREATE,
         DRM_IOCTL_AMDGPU_GEM_MMAP,
         DRM_IOCTL_AMDGPU_GEM_VA,
+        DRM_IOCTL_AMDGPU_GEM_METADATA,
+        DRM_IOCTL_AMDGPU_GEM_OP,
+        DRM_IOCTL_AMDGPU_CTX,
+        DRM_IOCTL_AMDGPU_BO_LIST,
+        DRM_IOCTL_AMDGPU_CS,
+        DRM_IOCTL_AMDGPU_WAIT_CS,
         DRM_IOCTL_GEM_CLOSE,
         DRM_IOCTL_PRIME_HANDLE_TO_FD,
     ]
@@ -366,12 +545,18 @@ pub fn gem_request(request: u32) -> Option<u32> {
     .find(|&c| c & TYPE_NR == request & TYPE_NR)
 }
 
+/// Reads user memory for an answer: `buf.len()` bytes at an address (`EFAULT` when they are
+/// not readable).
+pub type UserRead<'a> = &'a dyn Fn(u64, &mut [u8]) -> Result<(), Errno>;
+
 /// Answers a buffer-object ioctl on the render-node file `file`: the new argument bytes (a
-/// union's output overlays its input) or the kernel's errno.
+/// union's output overlays its input) or the kernel's errno. `read` reaches the arrays the
+/// argument points to (BO list entries, CS chunks).
 pub fn gem_answer(
     file: &kfd_model::RenderNode,
     request: u32,
     arg: &[u8],
+    read: UserRead<'_>,
 ) -> Result<DrmAnswer, Errno> {
     let reply = |bytes: &[u8]| {
         Ok(DrmAnswer {
@@ -382,7 +567,7 @@ pub fn gem_answer(
     match request {
         DRM_IOCTL_AMDGPU_GEM_CREATE => {
             let (a, _) = DrmAmdgpuGemCreateIn::read_from_prefix(arg).map_err(|_| Errno::EFAULT)?;
-            let handle = file.gem_create(a.bo_size, a.domains, a.domain_flags)?;
+            let handle = file.gem_create(a.bo_size, a.alignment, a.domains, a.domain_flags)?;
             let mut out = [0u8; 32];
             out[..8].copy_from_slice(DrmAmdgpuGemCreateOut { handle, pad: 0 }.as_bytes());
             reply(&out)
@@ -404,6 +589,92 @@ pub fn gem_answer(
             })?;
             Ok(DrmAnswer::default())
         }
+        DRM_IOCTL_AMDGPU_GEM_METADATA => gem_metadata(file, arg),
+        DRM_IOCTL_AMDGPU_GEM_OP => {
+            let (a, _) = DrmAmdgpuGemOp::read_from_prefix(arg).map_err(|_| Errno::EFAULT)?;
+            // The handle first (ENOENT), then the operation.
+            let info = file.gem_create_info(a.handle)?;
+            match a.op {
+                AMDGPU_GEM_OP_GET_GEM_CREATE_INFO => Ok(DrmAnswer {
+                    arg: None,
+                    writes: vec![UserWrite {
+                        addr: a.value,
+                        data: DrmAmdgpuGemCreateIn {
+                            bo_size: info.bo_size,
+                            alignment: info.alignment,
+                            domains: info.domains,
+                            domain_flags: info.domain_flags,
+                        }
+                        .as_bytes()
+                        .to_vec(),
+                    }],
+                }),
+                AMDGPU_GEM_OP_SET_PLACEMENT => {
+                    log::debug!(target: "preload", "GEM_OP SET_PLACEMENT: not modelled (the model does not move buffers)");
+                    Err(Errno::EINVAL)
+                }
+                _ => Err(Errno::EINVAL),
+            }
+        }
+        DRM_IOCTL_AMDGPU_CTX => {
+            let (a, _) = DrmAmdgpuCtxIn::read_from_prefix(arg).map_err(|_| Errno::EFAULT)?;
+            let answer = file.ctx(CtxRequest {
+                op: a.op,
+                flags: a.flags,
+                ctx_id: a.ctx_id,
+                priority: a.priority,
+            })?;
+            // The output overlays the input: only the fields the operation writes change.
+            let mut out = [0u8; 16];
+            out.copy_from_slice(&arg[..16]);
+            match answer {
+                CtxAnswer::Alloc { ctx_id } => out[..4].copy_from_slice(&ctx_id.to_ne_bytes()),
+                CtxAnswer::Done => {}
+                CtxAnswer::State {
+                    flags,
+                    hangs,
+                    reset_status,
+                } => {
+                    out[..8].copy_from_slice(&flags.to_ne_bytes());
+                    out[8..12].copy_from_slice(&hangs.to_ne_bytes());
+                    out[12..].copy_from_slice(&reset_status.to_ne_bytes());
+                }
+                CtxAnswer::Pstate { flags } => out[..4].copy_from_slice(&flags.to_ne_bytes()),
+            }
+            reply(&out)
+        }
+        DRM_IOCTL_AMDGPU_BO_LIST => {
+            let (a, _) = DrmAmdgpuBoListIn::read_from_prefix(arg).map_err(|_| Errno::EFAULT)?;
+            let handles = if matches!(
+                a.operation,
+                kfd_model::cs::AMDGPU_BO_LIST_OP_CREATE | kfd_model::cs::AMDGPU_BO_LIST_OP_UPDATE
+            ) {
+                bo_list_entries(&a, read)?
+            } else {
+                Vec::new()
+            };
+            let list = file.bo_list(a.operation, a.list_handle, handles)?;
+            let mut out = [0u8; 24];
+            out.copy_from_slice(&arg[..24]);
+            out[..8].copy_from_slice(&u64::from(list).to_ne_bytes());
+            reply(&out)
+        }
+        DRM_IOCTL_AMDGPU_CS => {
+            let (a, _) = DrmAmdgpuCsIn::read_from_prefix(arg).map_err(|_| Errno::EFAULT)?;
+            let seq = file.cs_submit(&cs_request(&a, read)?)?;
+            let mut out = [0u8; 24];
+            out.copy_from_slice(&arg[..24]);
+            out[..8].copy_from_slice(&seq.to_ne_bytes());
+            reply(&out)
+        }
+        DRM_IOCTL_AMDGPU_WAIT_CS => {
+            let (a, _) = DrmAmdgpuWaitCsIn::read_from_prefix(arg).map_err(|_| Errno::EFAULT)?;
+            let done = file.wait_cs(a.ctx_id, (a.ip_type, a.ip_instance, a.ring), a.handle)?;
+            // The kernel clears the union and writes 1 while the fence is busy.
+            let mut out = [0u8; 32];
+            out[..8].copy_from_slice(&u64::from(!done).to_ne_bytes());
+            reply(&out)
+        }
         DRM_IOCTL_GEM_CLOSE => {
             let (a, _) = DrmGemClose::read_from_prefix(arg).map_err(|_| Errno::EFAULT)?;
             file.gem_close(a.handle)?;
@@ -416,6 +687,110 @@ pub fn gem_answer(
         }
         _ => Err(Errno::ENOTTY),
     }
+}
+
+/// The GEM handles of a BO list request: `bo_number` entries of `bo_info_size` bytes, the
+/// handle in the first 4 bytes of each (an entry shorter than that reads as zeros past its
+/// end, as the kernel copies it).
+fn bo_list_entries(a: &DrmAmdgpuBoListIn, read: UserRead<'_>) -> Result<Vec<u32>, Errno> {
+    if a.bo_number > MAX_CS_ENTRIES {
+        return Err(Errno::EINVAL);
+    }
+    let size = a.bo_info_size.min(4) as usize;
+    let mut handles = Vec::with_capacity(a.bo_number as usize);
+    for i in 0..u64::from(a.bo_number) {
+        let mut h = [0u8; 4];
+        let addr = a
+            .bo_info_ptr
+            .checked_add(i * u64::from(a.bo_info_size))
+            .ok_or(Errno::EFAULT)?;
+        read(addr, &mut h[..size])?;
+        handles.push(u32::from_ne_bytes(h));
+    }
+    Ok(handles)
+}
+
+/// The chunks of a `CS` request, read from user memory: the IBs and whether an unknown chunk
+/// id came (an IB chunk shorter than its struct is `EINVAL`).
+fn cs_request(a: &DrmAmdgpuCsIn, read: UserRead<'_>) -> Result<kfd_model::cs::CsRequest, Errno> {
+    use kfd_model::cs::*;
+    if a.num_chunks > MAX_CS_ENTRIES {
+        return Err(Errno::EINVAL);
+    }
+    let mut request = CsRequest {
+        ctx_id: a.ctx_id,
+        bo_list_handle: a.bo_list_handle,
+        num_chunks: a.num_chunks,
+        ..Default::default()
+    };
+    for i in 0..u64::from(a.num_chunks) {
+        let mut ptr = [0u8; 8];
+        read(a.chunks.checked_add(i * 8).ok_or(Errno::EFAULT)?, &mut ptr)?;
+        let mut raw = [0u8; 16];
+        read(u64::from_ne_bytes(ptr), &mut raw)?;
+        let (chunk, _) = DrmAmdgpuCsChunk::read_from_prefix(&raw).map_err(|_| Errno::EFAULT)?;
+        match chunk.chunk_id {
+            AMDGPU_CHUNK_ID_IB => {
+                if (chunk.length_dw as usize) * 4 < core::mem::size_of::<DrmAmdgpuCsChunkIb>() {
+                    return Err(Errno::EINVAL);
+                }
+                let mut bytes = [0u8; 32];
+                read(chunk.chunk_data, &mut bytes)?;
+                let (ib, _) =
+                    DrmAmdgpuCsChunkIb::read_from_prefix(&bytes).map_err(|_| Errno::EFAULT)?;
+                request.ibs.push(CsIb {
+                    flags: ib.flags,
+                    va_start: ib.va_start,
+                    ib_bytes: ib.ib_bytes,
+                    ip_type: ib.ip_type,
+                    ip_instance: ib.ip_instance,
+                    ring: ib.ring,
+                });
+            }
+            AMDGPU_CHUNK_ID_FENCE
+            | AMDGPU_CHUNK_ID_DEPENDENCIES
+            | AMDGPU_CHUNK_ID_SYNCOBJ_IN
+            | AMDGPU_CHUNK_ID_SYNCOBJ_OUT
+            | AMDGPU_CHUNK_ID_BO_HANDLES
+            | AMDGPU_CHUNK_ID_SCHEDULED_DEPENDENCIES
+            | AMDGPU_CHUNK_ID_SYNCOBJ_TIMELINE_WAIT
+            | AMDGPU_CHUNK_ID_SYNCOBJ_TIMELINE_SIGNAL => {}
+            _ => request.unknown_chunk = true,
+        }
+    }
+    Ok(request)
+}
+
+/// `amdgpu_gem_metadata_ioctl`: the handle first (`ENOENT`), then the operation (`EINVAL`
+/// for an unknown one or more than 256 bytes to set).
+fn gem_metadata(file: &kfd_model::RenderNode, arg: &[u8]) -> Result<DrmAnswer, Errno> {
+    let (mut a, _) = DrmAmdgpuGemMetadata::read_from_prefix(arg).map_err(|_| Errno::EFAULT)?;
+    let current = file.gem_metadata(a.handle)?;
+    match a.op {
+        AMDGPU_GEM_METADATA_OP_SET_METADATA => {
+            let n = a.data_size_bytes as usize;
+            let data = a.data.get(..n).ok_or(Errno::EINVAL)?.to_vec();
+            file.gem_set_metadata(
+                a.handle,
+                BoMetadata {
+                    flags: a.flags,
+                    tiling_info: a.tiling_info,
+                    data,
+                },
+            )?;
+        }
+        AMDGPU_GEM_METADATA_OP_GET_METADATA => {
+            a.flags = current.flags;
+            a.tiling_info = current.tiling_info;
+            a.data_size_bytes = current.data.len() as u32;
+            a.data[..current.data.len()].copy_from_slice(&current.data);
+        }
+        _ => return Err(Errno::EINVAL),
+    }
+    Ok(DrmAnswer {
+        arg: Some(a.as_bytes().to_vec()),
+        writes: Vec::new(),
+    })
 }
 
 /// `drm_copy_field`: at most the room given, and the full length reported back.
@@ -583,6 +958,16 @@ mod tests {
             DRM_IOCTL_AMDGPU_INFO,
             ioc(IOC_WRITE, DRM_IOCTL_BASE, 0x45, 32)
         );
+        let rw = IOC_READ | IOC_WRITE;
+        assert_eq!(DRM_IOCTL_AMDGPU_CTX, ioc(rw, DRM_IOCTL_BASE, 0x42, 16));
+        assert_eq!(
+            DRM_IOCTL_AMDGPU_GEM_METADATA,
+            ioc(rw, DRM_IOCTL_BASE, 0x46, 288)
+        );
+        assert_eq!(DRM_IOCTL_AMDGPU_GEM_OP, ioc(rw, DRM_IOCTL_BASE, 0x50, 16));
+        assert_eq!(DRM_IOCTL_AMDGPU_BO_LIST, ioc(rw, DRM_IOCTL_BASE, 0x43, 24));
+        assert_eq!(DRM_IOCTL_AMDGPU_CS, ioc(rw, DRM_IOCTL_BASE, 0x44, 24));
+        assert_eq!(DRM_IOCTL_AMDGPU_WAIT_CS, ioc(rw, DRM_IOCTL_BASE, 0x49, 32));
     }
 
     #[test]

@@ -784,9 +784,13 @@ pub(crate) fn render_ioctl(
         if both & kfd_sys::IOC_WRITE != 0 {
             SelfProcess.read(addr, &mut buf[..n_in])?;
         }
-        let answer = drm::gem_answer(&file, table_cmd, &buf).inspect_err(|e| {
+        let read = |at: u64, out: &mut [u8]| SelfProcess.read(at, out);
+        let answer = drm::gem_answer(&file, table_cmd, &buf, &read).inspect_err(|e| {
             log::debug!(target: "preload", "renderD{minor}: GEM ioctl {request:#010x} = {e}");
         })?;
+        for w in &answer.writes {
+            SelfProcess.write(w.addr, &w.data)?;
+        }
         if let (true, Some(new_arg)) = (both & kfd_sys::IOC_READ != 0, &answer.arg) {
             SelfProcess.write(addr, &new_arg[..n_in.min(new_arg.len())])?;
         }

@@ -20,10 +20,37 @@
  *                  KFD_MODEL_NO_SYSTEM_MEM_LIMIT=1.
  *   big_alloc      a quarter of the system memory the topology reports (which must not exceed
  *                  the host's MemTotal) allocated as GTT five times; each reads as zeros.
+ *   zero_init      kfdtest's CheckZeroInitializationSysMem as a benchmark: five rounds of a
+ *                  system-memory buffer (hsaKmtAllocMemory on node 0, which libhsakmt makes
+ *                  a USERPTR registration of fresh anonymous memory), GPU-mapped, read at two
+ *                  dwords of every page (all zero), filled with 0xFF by the CPU, freed. Prints
+ *                  each round's time and the process's minor page faults (getrusage): the
+ *                  driver populates a USERPTR range when it is registered (hmm_range_fault),
+ *                  so the reads and the fill fault nothing more. ZERO_INIT_MIB sets the size
+ *                  (default 512).
+ *   many_buffers   50,000 live 4 KiB VRAM buffers (kfdtest's KFDLocalMemoryTest.Fragmentation
+ *                  keeps as many): each allocated CPU-visible and written through its CPU
+ *                  mapping, all read back intact, a PM4 WRITE_DATA into the last one seen by
+ *                  the CPU; the process's descriptors stay few (the driver's buffers are
+ *                  kernel objects, not descriptors of the client) and /proc/self/maps still
+ *                  opens; then all freed.
  *   amdgpu_bo      a GTT buffer from amdgpu_bo_alloc, CPU-mapped with amdgpu_bo_cpu_map,
  *                  VA-mapped with amdgpu_bo_va_op, exported as a dma-buf, registered with
  *                  hsaKmtRegisterGraphicsHandleToNodes and mapped with hsaKmtMapMemoryToGPU: a
  *                  PM4 WRITE_DATA into it shows in the amdgpu CPU map.
+ *   amdgpu_ctx_metadata  submission contexts through amdgpu_cs_ctx_create/_free and the reset
+ *                  queries (ids from 1, no reset; EINVAL for a freed id or an unknown op);
+ *                  26 bytes of metadata and a tiling word set with amdgpu_bo_set_metadata on
+ *                  a VRAM buffer object, read back by amdgpu_bo_query_info (with its size,
+ *                  alignment, heap and flags) and by hsaKmtRegisterGraphicsHandleToNodes
+ *                  (KFD's GET_DMABUF_INFO), as kfdtest's RegisterGraphicsHandle expects;
+ *                  ENOENT for no handle, EINVAL for 257 bytes.
+ *   amdgpu_cs      kfdtest's KFDEvictTest submission path through libdrm_amdgpu: a context,
+ *                  a BO list, SDMA IBs (a WRITE_LINEAR padded with NOPs to 16 dwords)
+ *                  submitted with amdgpu_cs_submit and waited for with
+ *                  amdgpu_cs_query_fence_status: sequence numbers 1, 2, 3, each fence
+ *                  signalled, each WRITE in the target buffer; EINVAL for a fence not handed
+ *                  out or an unknown context, ENOENT for a BO list naming no buffer.
  *
  * Prints "PASS case (N ms)" or "FAIL case: why (N ms)"; exit 0 only on PASS.
  */
@@ -38,6 +65,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <dirent.h>
+#include <sys/resource.h>
 #include <sys/sysinfo.h>
 #include <time.h>
 #include <unistd.h>
@@ -384,6 +413,138 @@ static int t_big_alloc(void)
 
 /* ---------------------------------------------------------------------------------------- */
 
+static long minor_faults(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_minflt;
+}
+
+static int t_zero_init(void)
+{
+    const char *env = getenv("ZERO_INIT_MIB");
+    HSAuint64 mib = env ? strtoull(env, NULL, 0) : 512;
+    CHECK(mib > 0, "ZERO_INIT_MIB=%s is no size", env);
+    const HSAuint64 size = mib << 20;
+    const size_t per_page = 4096 / sizeof(uint64_t), offset = 257;
+    double total_ms = 0;
+    long total_faults = 0;
+    for (int round = 0; round < 5; round++) {
+        long f0 = minor_faults();
+        double t0 = now_ms();
+        HsaMemFlags flags = system_flags(0);
+        volatile uint64_t *p = NULL;
+        CHECK_OK(hsaKmtAllocMemory(0, size, flags, (void **)&p));
+        CHECK_OK(hsaKmtMapMemoryToGPU((void *)p, size, NULL));
+        for (size_t i = 0; i < size / sizeof *p; i += per_page)
+            CHECK(p[i] == 0 && p[i + offset] == 0, "round %d: page %zu is not zero", round,
+                  i / per_page);
+        memset((void *)p, 0xff, size);
+        CHECK_OK(hsaKmtUnmapMemoryToGPU((void *)p));
+        CHECK_OK(hsaKmtFreeMemory((void *)p, size));
+        double ms = now_ms() - t0;
+        long faults = minor_faults() - f0;
+        total_ms += ms;
+        total_faults += faults;
+        printf("    round %d: %llu MiB: %.0f ms, %ld minor faults (%.2f per page)\n", round,
+               (unsigned long long)mib, ms, faults, (double)faults / (size / 4096));
+    }
+    printf("    5 rounds: %.0f ms, %ld minor faults\n", total_ms, total_faults);
+    return 1;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+#define MANY_BUFFERS 50000
+
+static int open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+    if (!d)
+        return -1;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n - 2; /* . and .. */
+}
+
+static int t_many_buffers(void)
+{
+    static uint32_t *bufs[MANY_BUFFERS];
+    HsaMemFlags flags = {0};
+    flags.ui32.PageSize = HSA_PAGE_SIZE_4KB;
+    flags.ui32.HostAccess = 1;
+    flags.ui32.NonPaged = 1;
+    int fds_before = open_fds(), ok = 1, n = 0;
+    double t0 = now_ms();
+    for (; n < MANY_BUFFERS; n++) {
+        HSAKMT_STATUS s = hsaKmtAllocMemory(gpu_node, 4096, flags, (void **)&bufs[n]);
+        if (s != HSAKMT_STATUS_SUCCESS) {
+            snprintf(why, sizeof why, "hsaKmtAllocMemory(VRAM) #%d = %d (%d descriptors open)", n, s,
+                     open_fds());
+            ok = 0;
+            break;
+        }
+        bufs[n][0] = 0x5eed0000u + (uint32_t)n;
+        bufs[n][1023] = ~(uint32_t)n;
+    }
+    printf("    %d buffers allocated and written in %.0f ms; %d descriptors open (%d before)\n", n,
+           now_ms() - t0, open_fds(), fds_before);
+    if (ok && open_fds() > fds_before + 64) {
+        snprintf(why, sizeof why, "%d live buffers hold %d descriptors", n, open_fds() - fds_before);
+        ok = 0;
+    }
+    FILE *maps = fopen("/proc/self/maps", "r");
+    if (ok && !maps) {
+        snprintf(why, sizeof why, "/proc/self/maps does not open: %s", strerror(errno));
+        ok = 0;
+    }
+    if (maps)
+        fclose(maps);
+    for (int i = 0; ok && i < n; i++)
+        if (bufs[i][0] != 0x5eed0000u + (uint32_t)i || bufs[i][1023] != ~(uint32_t)i) {
+            snprintf(why, sizeof why, "buffer %d reads %#x/%#x: another buffer's memory?", i,
+                     bufs[i][0], bufs[i][1023]);
+            ok = 0;
+        }
+    if (ok) {
+        /* The GPU reaches the last one. */
+        uint32_t *last = bufs[n - 1];
+        HSAuint64 alternate_va = 0;
+        struct queue q;
+        if (hsaKmtMapMemoryToGPU(last, 4096, &alternate_va) != HSAKMT_STATUS_SUCCESS) {
+            snprintf(why, sizeof why, "hsaKmtMapMemoryToGPU of the last buffer failed");
+            ok = 0;
+        } else if (queue_create(&q, 4096)) {
+            /* GPU VA = CPU VA on a dGPU (the alternate VA is for APUs). */
+            put_write_data(&q, (uint64_t)(uintptr_t)last + 8, 0xfeedf00d);
+            queue_submit(&q);
+            double end = now_ms() + 5000;
+            while (((volatile uint32_t *)last)[2] != 0xfeedf00d && now_ms() < end)
+                usleep(100);
+            if (((volatile uint32_t *)last)[2] != 0xfeedf00d) {
+                snprintf(why, sizeof why, "WRITE_DATA into the last buffer did not reach the CPU");
+                ok = 0;
+            }
+            queue_destroy(&q);
+            hsaKmtUnmapMemoryToGPU(last);
+        } else {
+            ok = 0;
+        }
+    }
+    t0 = now_ms();
+    for (int i = 0; i < n; i++)
+        if (hsaKmtFreeMemory(bufs[i], 4096) != HSAKMT_STATUS_SUCCESS && ok) {
+            snprintf(why, sizeof why, "hsaKmtFreeMemory #%d failed", i);
+            ok = 0;
+        }
+    printf("    freed in %.0f ms; %d descriptors open\n", now_ms() - t0, open_fds());
+    return ok;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
 static int t_amdgpu_bo(void)
 {
     HsaNodeProperties props;
@@ -472,6 +633,270 @@ static int t_amdgpu_bo(void)
 
 /* ---------------------------------------------------------------------------------------- */
 
+/* kfdtest's KFDGraphicsInterop.RegisterGraphicsHandle metadata: 26 bytes with the NUL. */
+static const char umd_metadata[] = "This data is really meta.";
+
+static int t_amdgpu_ctx_metadata(void)
+{
+    HsaNodeProperties props;
+    CHECK_OK(hsaKmtGetNodeProperties(gpu_node, &props));
+    char path[64];
+    snprintf(path, sizeof path, "/dev/dri/renderD%u", props.DrmRenderMinor);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    CHECK(fd >= 0, "open %s: %s", path, strerror(errno));
+    uint32_t major = 0, minor = 0;
+    amdgpu_device_handle dev = NULL;
+    int r = amdgpu_device_initialize(fd, &major, &minor, &dev);
+    CHECK(r == 0, "amdgpu_device_initialize = %d", r);
+    int dev_fd = amdgpu_device_get_fd(dev);
+
+    /* Submission contexts (what KFDEvictTest creates first). */
+    amdgpu_context_handle ctx[2] = {NULL, NULL};
+    for (int i = 0; i < 2; i++) {
+        r = amdgpu_cs_ctx_create(dev, &ctx[i]);
+        CHECK(r == 0, "amdgpu_cs_ctx_create #%d = %d", i, r);
+    }
+    uint32_t state = 99, hangs = 99;
+    r = amdgpu_cs_query_reset_state(ctx[1], &state, &hangs);
+    CHECK(r == 0 && state == AMDGPU_CTX_NO_RESET && hangs == 0,
+          "amdgpu_cs_query_reset_state = %d (state %u, hangs %u)", r, state, hangs);
+    uint64_t flags2 = 99;
+    r = amdgpu_cs_query_reset_state2(ctx[0], &flags2);
+    CHECK(r == 0 && flags2 == 0, "amdgpu_cs_query_reset_state2 = %d (flags %#llx)", r,
+          (unsigned long long)flags2);
+    union drm_amdgpu_ctx raw;
+    memset(&raw, 0, sizeof raw);
+    raw.in.op = AMDGPU_CTX_OP_ALLOC_CTX;
+    raw.in.priority = AMDGPU_CTX_PRIORITY_LOW;
+    r = drmCommandWriteRead(dev_fd, DRM_AMDGPU_CTX, &raw, sizeof raw);
+    uint32_t third = raw.out.alloc.ctx_id;
+    CHECK(r == 0 && third == 3, "CTX ALLOC (low priority) = %d, id %u (want 3: ids count from 1)", r, third);
+    memset(&raw, 0, sizeof raw);
+    raw.in.op = AMDGPU_CTX_OP_FREE_CTX;
+    raw.in.ctx_id = third;
+    r = drmCommandWriteRead(dev_fd, DRM_AMDGPU_CTX, &raw, sizeof raw);
+    CHECK(r == 0, "CTX FREE %u = %d", third, r);
+    r = drmCommandWriteRead(dev_fd, DRM_AMDGPU_CTX, &raw, sizeof raw);
+    CHECK(r == -EINVAL, "CTX FREE of a freed context = %d (want -EINVAL)", r);
+    raw.in.op = 77;
+    r = drmCommandWriteRead(dev_fd, DRM_AMDGPU_CTX, &raw, sizeof raw);
+    CHECK(r == -EINVAL, "CTX op 77 = %d (want -EINVAL)", r);
+    for (int i = 0; i < 2; i++) {
+        r = amdgpu_cs_ctx_free(ctx[i]);
+        CHECK(r == 0, "amdgpu_cs_ctx_free #%d = %d", i, r);
+    }
+
+    /* Metadata set on a VRAM buffer object, read back by libdrm and by KFD's importer. */
+    const uint64_t size = 64 << 10;
+    struct amdgpu_bo_alloc_request req = {
+        .alloc_size = size,
+        .phys_alignment = 4096,
+        .preferred_heap = AMDGPU_GEM_DOMAIN_VRAM,
+        .flags = AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED,
+    };
+    amdgpu_bo_handle bo = NULL;
+    r = amdgpu_bo_alloc(dev, &req, &bo);
+    CHECK(r == 0, "amdgpu_bo_alloc = %d", r);
+    struct amdgpu_bo_metadata meta;
+    memset(&meta, 0, sizeof meta);
+    meta.tiling_info = 0x1234;
+    meta.size_metadata = sizeof umd_metadata;
+    memcpy(meta.umd_metadata, umd_metadata, sizeof umd_metadata);
+    r = amdgpu_bo_set_metadata(bo, &meta);
+    CHECK(r == 0, "amdgpu_bo_set_metadata = %d", r);
+    struct amdgpu_bo_info bo_info;
+    memset(&bo_info, 0, sizeof bo_info);
+    r = amdgpu_bo_query_info(bo, &bo_info);
+    CHECK(r == 0, "amdgpu_bo_query_info = %d", r);
+    CHECK(bo_info.alloc_size == size && bo_info.phys_alignment == 4096 &&
+              bo_info.preferred_heap == AMDGPU_GEM_DOMAIN_VRAM &&
+              bo_info.alloc_flags == AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED,
+          "amdgpu_bo_query_info: size %llu, alignment %llu, heap %#x, flags %#llx",
+          (unsigned long long)bo_info.alloc_size, (unsigned long long)bo_info.phys_alignment,
+          bo_info.preferred_heap, (unsigned long long)bo_info.alloc_flags);
+    CHECK(bo_info.metadata.size_metadata == sizeof umd_metadata &&
+              bo_info.metadata.tiling_info == 0x1234 &&
+              memcmp(bo_info.metadata.umd_metadata, umd_metadata, sizeof umd_metadata) == 0,
+          "amdgpu_bo_query_info: %u bytes of metadata, tiling %#llx",
+          bo_info.metadata.size_metadata, (unsigned long long)bo_info.metadata.tiling_info);
+    printf("    contexts 1, 2, 3 created and freed; %u bytes of metadata read back by libdrm\n",
+           bo_info.metadata.size_metadata);
+
+    /* The kernel's errnos: more than 256 bytes, no such handle. */
+    struct drm_amdgpu_gem_metadata raw_meta;
+    memset(&raw_meta, 0, sizeof raw_meta);
+    raw_meta.handle = 0x7fff;
+    raw_meta.op = AMDGPU_GEM_METADATA_OP_GET_METADATA;
+    r = drmCommandWriteRead(dev_fd, DRM_AMDGPU_GEM_METADATA, &raw_meta, sizeof raw_meta);
+    CHECK(r == -ENOENT, "GEM_METADATA of no handle = %d (want -ENOENT)", r);
+    uint32_t kms = 0;
+    r = amdgpu_bo_export(bo, amdgpu_bo_handle_type_kms, &kms);
+    CHECK(r == 0, "amdgpu_bo_export(kms) = %d", r);
+    raw_meta.handle = kms;
+    raw_meta.op = AMDGPU_GEM_METADATA_OP_SET_METADATA;
+    raw_meta.data.data_size_bytes = sizeof raw_meta.data.data + 1;
+    r = drmCommandWriteRead(dev_fd, DRM_AMDGPU_GEM_METADATA, &raw_meta, sizeof raw_meta);
+    CHECK(r == -EINVAL, "GEM_METADATA set of 257 bytes = %d (want -EINVAL)", r);
+
+    uint32_t dmabuf = 0;
+    r = amdgpu_bo_export(bo, amdgpu_bo_handle_type_dma_buf_fd, &dmabuf);
+    CHECK(r == 0, "amdgpu_bo_export(dma-buf) = %d", r);
+    HsaGraphicsResourceInfo info;
+    memset(&info, 0, sizeof info);
+    HSAuint32 nodes[1] = {gpu_node};
+    CHECK_OK(hsaKmtRegisterGraphicsHandleToNodes(dmabuf, &info, 1, nodes));
+    printf("    registered through KFD: %llu bytes, %u bytes of metadata \"%s\"\n",
+           (unsigned long long)info.SizeInBytes, info.MetadataSizeInBytes,
+           info.Metadata ? (const char *)info.Metadata : "(none)");
+    CHECK(info.SizeInBytes == size, "registered %llu bytes (want %llu)",
+          (unsigned long long)info.SizeInBytes, (unsigned long long)size);
+    CHECK(info.MetadataSizeInBytes == sizeof umd_metadata && info.Metadata &&
+              strcmp(info.Metadata, umd_metadata) == 0,
+          "KFD's GET_DMABUF_INFO gave %u bytes of metadata (want %zu)", info.MetadataSizeInBytes,
+          sizeof umd_metadata);
+    CHECK_OK(hsaKmtDeregisterMemory(info.MemoryAddress));
+    close((int)dmabuf);
+    r = amdgpu_bo_free(bo);
+    CHECK(r == 0, "amdgpu_bo_free = %d", r);
+    amdgpu_device_deinitialize(dev);
+    close(fd);
+    return 1;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+/* GTT buffer object mapped for the CPU and in the render node's own VM (libdrm's VA manager). */
+struct gfx_bo {
+    amdgpu_bo_handle bo;
+    amdgpu_va_handle va_handle;
+    uint64_t va;
+    uint32_t *cpu;
+};
+
+static int gfx_bo_create(amdgpu_device_handle dev, uint64_t size, struct gfx_bo *b)
+{
+    struct amdgpu_bo_alloc_request req = {
+        .alloc_size = size, .phys_alignment = 4096, .preferred_heap = AMDGPU_GEM_DOMAIN_GTT};
+    memset(b, 0, sizeof *b);
+    int r = amdgpu_bo_alloc(dev, &req, &b->bo);
+    CHECK(r == 0, "amdgpu_bo_alloc = %d", r);
+    r = amdgpu_va_range_alloc(dev, amdgpu_gpu_va_range_general, size, 4096, 0, &b->va, &b->va_handle, 0);
+    CHECK(r == 0, "amdgpu_va_range_alloc = %d", r);
+    r = amdgpu_bo_va_op(b->bo, 0, size, b->va, 0, AMDGPU_VA_OP_MAP);
+    CHECK(r == 0, "amdgpu_bo_va_op(MAP) = %d", r);
+    r = amdgpu_bo_cpu_map(b->bo, (void **)&b->cpu);
+    CHECK(r == 0, "amdgpu_bo_cpu_map = %d", r);
+    return 1;
+}
+
+static void gfx_bo_destroy(struct gfx_bo *b, uint64_t size)
+{
+    if (!b->bo)
+        return;
+    amdgpu_bo_cpu_unmap(b->bo);
+    amdgpu_bo_va_op(b->bo, 0, size, b->va, 0, AMDGPU_VA_OP_UNMAP);
+    amdgpu_va_range_free(b->va_handle);
+    amdgpu_bo_free(b->bo);
+}
+
+#define CS_ROUNDS 3
+
+static int t_amdgpu_cs(void)
+{
+    HsaNodeProperties props;
+    CHECK_OK(hsaKmtGetNodeProperties(gpu_node, &props));
+    char path[64];
+    snprintf(path, sizeof path, "/dev/dri/renderD%u", props.DrmRenderMinor);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    CHECK(fd >= 0, "open %s: %s", path, strerror(errno));
+    uint32_t major = 0, minor = 0;
+    amdgpu_device_handle dev = NULL;
+    int r = amdgpu_device_initialize(fd, &major, &minor, &dev);
+    CHECK(r == 0, "amdgpu_device_initialize = %d", r);
+    int dev_fd = amdgpu_device_get_fd(dev);
+    amdgpu_context_handle ctx = NULL;
+    r = amdgpu_cs_ctx_create(dev, &ctx);
+    CHECK(r == 0, "amdgpu_cs_ctx_create = %d", r);
+
+    struct gfx_bo ib, target;
+    if (!gfx_bo_create(dev, 4096, &ib) || !gfx_bo_create(dev, 4096, &target))
+        return 0;
+    amdgpu_bo_handle resources[2] = {ib.bo, target.bo};
+    amdgpu_bo_list_handle list = NULL;
+    r = amdgpu_bo_list_create(dev, 2, resources, NULL, &list);
+    CHECK(r == 0, "amdgpu_bo_list_create = %d", r);
+
+    for (int round = 1; round <= CS_ROUNDS; round++) {
+        /* SDMA WRITE_LINEAR (op 2, sub-op 0; dw3 = dwords - 1) of two dwords into the target,
+         * then NOPs (0) to 16 dwords, as KFDEvictTest pads its IB. */
+        memset(ib.cpu, 0, 64);
+        ib.cpu[0] = 2;
+        ib.cpu[1] = (uint32_t)(target.va + 8 * round);
+        ib.cpu[2] = (uint32_t)((target.va + 8 * round) >> 32);
+        ib.cpu[3] = 1;
+        ib.cpu[4] = 0xc5000000u | (uint32_t)round;
+        ib.cpu[5] = 0xc5100000u | (uint32_t)round;
+        struct amdgpu_cs_ib_info ib_info = {.ib_mc_address = ib.va, .size = 16};
+        struct amdgpu_cs_request req;
+        memset(&req, 0, sizeof req);
+        req.ip_type = AMDGPU_HW_IP_DMA;
+        req.number_of_ibs = 1;
+        req.ibs = &ib_info;
+        req.resources = list;
+        r = amdgpu_cs_submit(ctx, 0, &req, 1);
+        CHECK(r == 0, "amdgpu_cs_submit #%d = %d", round, r);
+        CHECK(req.seq_no == (uint64_t)round, "submission %d got sequence number %llu", round,
+              (unsigned long long)req.seq_no);
+        struct amdgpu_cs_fence fence = {
+            .context = ctx, .ip_type = AMDGPU_HW_IP_DMA, .fence = req.seq_no};
+        uint32_t expired = 0;
+        r = amdgpu_cs_query_fence_status(&fence, 5000000000ull, 0, &expired);
+        CHECK(r == 0 && expired, "amdgpu_cs_query_fence_status #%d = %d, expired %u", round, r, expired);
+        CHECK(target.cpu[2 * round] == (0xc5000000u | (uint32_t)round) &&
+                  target.cpu[2 * round + 1] == (0xc5100000u | (uint32_t)round),
+              "round %d: the IB's WRITE left %#x %#x", round, target.cpu[2 * round],
+              target.cpu[2 * round + 1]);
+    }
+    printf("    %d SDMA IBs submitted on a context: sequence numbers 1..%d, each fence signalled, "
+           "each WRITE landed\n", CS_ROUNDS, CS_ROUNDS);
+
+    /* The kernel's errnos: a fence not handed out yet, a context that does not exist, a list
+     * naming no buffer. */
+    struct amdgpu_cs_fence later = {.context = ctx, .ip_type = AMDGPU_HW_IP_DMA, .fence = CS_ROUNDS + 5};
+    uint32_t expired = 0;
+    r = amdgpu_cs_query_fence_status(&later, 0, 0, &expired);
+    CHECK(r == -EINVAL, "waiting for sequence %d = %d (want -EINVAL)", CS_ROUNDS + 5, r);
+    union drm_amdgpu_cs cs;
+    memset(&cs, 0, sizeof cs);
+    uint64_t no_chunks = 0;
+    cs.in.ctx_id = 99;
+    cs.in.num_chunks = 0;
+    cs.in.chunks = (uint64_t)(uintptr_t)&no_chunks;
+    r = drmCommandWriteRead(dev_fd, DRM_AMDGPU_CS, &cs, sizeof cs);
+    CHECK(r == -EINVAL, "CS on context 99 = %d (want -EINVAL)", r);
+    struct drm_amdgpu_bo_list_entry bad = {.bo_handle = 0x7fff};
+    union drm_amdgpu_bo_list raw_list;
+    memset(&raw_list, 0, sizeof raw_list);
+    raw_list.in.operation = AMDGPU_BO_LIST_OP_CREATE;
+    raw_list.in.bo_number = 1;
+    raw_list.in.bo_info_size = sizeof bad;
+    raw_list.in.bo_info_ptr = (uint64_t)(uintptr_t)&bad;
+    r = drmCommandWriteRead(dev_fd, DRM_AMDGPU_BO_LIST, &raw_list, sizeof raw_list);
+    CHECK(r == -ENOENT, "BO_LIST create naming no buffer = %d (want -ENOENT)", r);
+
+    r = amdgpu_bo_list_destroy(list);
+    CHECK(r == 0, "amdgpu_bo_list_destroy = %d", r);
+    gfx_bo_destroy(&ib, 4096);
+    gfx_bo_destroy(&target, 4096);
+    r = amdgpu_cs_ctx_free(ctx);
+    CHECK(r == 0, "amdgpu_cs_ctx_free = %d", r);
+    amdgpu_device_deinitialize(dev);
+    close(fd);
+    return 1;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
 int main(int argc, char **argv)
 {
     static const struct {
@@ -481,14 +906,18 @@ int main(int argc, char **argv)
         {"oversubscribe", t_oversubscribe},
         {"register_huge", t_register_huge},
         {"big_alloc", t_big_alloc},
+        {"zero_init", t_zero_init},
+        {"many_buffers", t_many_buffers},
         {"amdgpu_bo", t_amdgpu_bo},
+        {"amdgpu_ctx_metadata", t_amdgpu_ctx_metadata},
+        {"amdgpu_cs", t_amdgpu_cs},
     };
     int (*fn)(void) = NULL;
     for (size_t i = 0; argc == 2 && i < sizeof cases / sizeof cases[0]; i++)
         if (strcmp(argv[1], cases[i].name) == 0)
             fn = cases[i].fn;
     if (!fn) {
-        fprintf(stderr, "usage: %s oversubscribe|register_huge|big_alloc|amdgpu_bo\n", argv[0]);
+        fprintf(stderr, "usage: %s oversubscribe|register_huge|big_alloc|zero_init|many_buffers|amdgpu_bo|amdgpu_ctx_metadata|amdgpu_cs\n", argv[0]);
         return 2;
     }
     if (hsaKmtOpenKFD() != HSAKMT_STATUS_SUCCESS) {

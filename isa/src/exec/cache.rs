@@ -77,6 +77,8 @@ pub struct Cached {
     pub fields: [Option<Operand>; 5],
     /// The fast-path plan, for the common VALU instructions without modifiers.
     pub(crate) fast: super::fast::Plan,
+    /// The VGPRs it names (for the out-of-range rules).
+    pub vgprs: super::vgpr_range::VgprUse,
 }
 
 /// Operand type of a vector compare.
@@ -276,6 +278,7 @@ fn classify(inst: Instruction) -> Cached {
         Some(f) => super::fast::Plan::Vector(f),
         None => super::fast::plan_scalar(&inst, &fields),
     };
+    let vgprs = super::vgpr_range::vgpr_use(&inst, &fields, mem);
     Cached {
         inst,
         src_type,
@@ -283,6 +286,7 @@ fn classify(inst: Instruction) -> Cached {
         cmp,
         fields,
         fast,
+        vgprs,
     }
 }
 

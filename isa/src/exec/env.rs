@@ -248,6 +248,21 @@ pub trait WaveEnv {
         let _ = offset;
     }
 
+    /// Whether an instruction that names a VGPR past the wave's allocation stops the wave with
+    /// [`WaveFault::RegisterOutOfRange`](super::WaveFault::RegisterOutOfRange) (a strict
+    /// model) instead of doing what the hardware does (the ISA guides' out-of-range rules: a
+    /// source reads VGPR0, an instruction whose destination is out of range is ignored; see
+    /// [`vgpr_range`](super::vgpr_range)). Default: the hardware's way.
+    fn vgpr_strict(&self) -> bool {
+        false
+    }
+
+    /// Told, in the hardware's way, of an instruction that named VGPR `index` past the
+    /// allocation (`destination`: it was the destination, so the instruction was ignored).
+    fn vgpr_out_of_range(&mut self, index: u32, destination: bool) {
+        let _ = (index, destination);
+    }
+
     /// `s_sendmsg`/`s_sendmsghalt`: the message id (SIMM16) and M0.
     fn send_message(&mut self, simm16: u16, m0: u32);
 
@@ -275,6 +290,10 @@ pub struct HostEnv {
     pub lds_strict: bool,
     /// The offsets [`WaveEnv::lds_out_of_range`] was told of.
     pub lds_out_of_range: Vec<u32>,
+    /// [`WaveEnv::vgpr_strict`].
+    pub vgpr_strict: bool,
+    /// What [`WaveEnv::vgpr_out_of_range`] was told of.
+    pub vgpr_out_of_range: Vec<(u32, bool)>,
 }
 
 impl HostEnv {
@@ -573,6 +592,14 @@ impl WaveEnv for HostEnv {
 
     fn lds_out_of_range(&mut self, offset: u32) {
         self.lds_out_of_range.push(offset);
+    }
+
+    fn vgpr_strict(&self) -> bool {
+        self.vgpr_strict
+    }
+
+    fn vgpr_out_of_range(&mut self, index: u32, destination: bool) {
+        self.vgpr_out_of_range.push((index, destination));
     }
 
     fn send_message(&mut self, simm16: u16, m0: u32) {

@@ -134,16 +134,17 @@ pub struct GwsRequest {
     pub op: GwsOp,
     /// The resource: `M0[21:16]` plus the instruction's offset, modulo the 64 resources.
     pub resource: u32,
-    /// The operand (ADDR's VGPR in the first active lane; 0 without one): for init and
-    /// barrier, the number of waves the barrier counts minus one; for `sema_br`, the count
-    /// to release.
+    /// The operand (ADDR's VGPR in the first active lane; 0 without one): for init, the
+    /// resource counter's new value (a barrier's waves minus one, or a semaphore's count); for
+    /// barrier, the waves minus one its next round counts; for `sema_br`, the count to release.
     pub value: u32,
 }
 
 /// The global wave sync operations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GwsOp {
-    /// `ds_gws_init`: sets up a barrier for `value + 1` waves.
+    /// `ds_gws_init`: loads the resource's counter with `value` (a barrier for `value + 1`
+    /// waves, or a semaphore of count `value`).
     Init,
     /// `ds_gws_sema_v`: semaphore count + 1.
     SemaV,

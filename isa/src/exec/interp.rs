@@ -162,7 +162,11 @@ impl Wave {
                     continue;
                 }
             }
-            let flow = self.execute(cached, next, env);
+            let flow = if usize::from(cached.vgprs.end) > self.vgpr_file_len() {
+                self.execute_out_of_range(cached, next, env)
+            } else {
+                self.execute(cached, next, env)
+            };
             if flow.is_ok() {
                 self.retired += 1;
             }
@@ -235,6 +239,39 @@ impl Wave {
             Some(false) => self.mode.0 &= !super::wave::Mode::GPR_IDX_EN,
             None => {}
         }
+    }
+
+    /// An instruction that names a VGPR past the wave's allocation, under the ISA guides'
+    /// out-of-range rules (`vgpr_range`): ignored when its destination is out of range, run
+    /// with VGPR0 for each source that is (the accessor's rule); a fault in a strict world.
+    fn execute_out_of_range<E: WaveEnv + ?Sized>(
+        &mut self,
+        c: &Cached,
+        next: u64,
+        env: &mut E,
+    ) -> R<Flow> {
+        let file = self.vgpr_file_len();
+        let dest_out = c
+            .vgprs
+            .dest
+            .filter(|&(first, count)| usize::from(first + count) > file);
+        let index = match dest_out {
+            Some((first, count)) => (first..first + count)
+                .find(|&r| usize::from(r) >= file)
+                .unwrap_or(first),
+            None => c.vgprs.end - 1,
+        };
+        if env.vgpr_strict() {
+            return Err(WaveFault::RegisterOutOfRange {
+                file: 'v',
+                index: u32::from(index),
+            });
+        }
+        env.vgpr_out_of_range(u32::from(index), dest_out.is_some());
+        if dest_out.is_some() {
+            return Ok(Flow::Next);
+        }
+        self.execute(c, next, env)
     }
 
     fn execute<E: WaveEnv + ?Sized>(&mut self, c: &Cached, next: u64, env: &mut E) -> R<Flow> {

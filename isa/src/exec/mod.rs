@@ -27,6 +27,7 @@ mod interp;
 pub mod lanes;
 pub mod media;
 pub mod mfma;
+pub mod vgpr_range;
 pub mod wave;
 
 pub use cache::CodeCache;

@@ -468,7 +468,8 @@ impl Wave {
         self.sgpr[sreg::M0]
     }
 
-    /// A VGPR by number, or an operand fault if the kernel did not allocate it.
+    /// A VGPR by number. A number past the wave's allocation reads VGPR0, as the ISA guides'
+    /// out-of-range rules say (an operand fault only for a wave with no VGPRs at all).
     ///
     /// On gfx90a VGPRs and AGPRs are one unified file: the AGPRs start at the kernel's
     /// ACC_OFFSET, which is where `vgpr` ends, so `v[n]` past the VGPRs is `a[n - ACC_OFFSET]`.
@@ -477,10 +478,21 @@ impl Wave {
             Some(r) => Ok(r),
             None => self
                 .unified_agpr(index)
+                .or_else(|| self.vgpr.first())
                 .ok_or(WaveFault::RegisterOutOfRange {
                     file: 'v',
                     index: index as u32,
                 }),
+        }
+    }
+
+    /// How many VGPRs the wave owns: its VGPRs, and on gfx90a the AGPRs of the unified file
+    /// after them (a VGPR number at or past this is out of range).
+    pub fn vgpr_file_len(&self) -> usize {
+        if self.target == Target::Gfx90a {
+            self.vgpr.len() + self.agpr.len()
+        } else {
+            self.vgpr.len()
         }
     }
 

@@ -9,17 +9,17 @@
 use isa::exec::{GwsOp, GwsRequest, GWS_RESOURCES};
 use std::sync::{Mutex, MutexGuard};
 
-/// One GWS resource: a barrier and a semaphore.
+/// One GWS resource. Hardware keeps one counter per resource and acts on it as a barrier or
+/// as a semaphore, whichever instruction reaches it: `ds_gws_init` loads the counter with its
+/// operand (a barrier's waves minus one, or a semaphore's count); a barrier wave that finds it
+/// at 0 opens the barrier and reloads it with its own operand, any other barrier wave takes 1
+/// and waits; `sema_v`/`sema_br` add to it, `sema_p` takes 1 once it is above 0.
 #[derive(Debug, Clone, Copy, Default)]
 struct Resource {
-    /// Waves the barrier waits for (0: not initialised; the first barrier sets it).
-    waves: u32,
-    /// Waves that arrived since the barrier last opened.
-    arrived: u32,
-    /// Times the barrier opened.
+    /// The counter (0 on a queue's new resources).
+    counter: i64,
+    /// Times the barrier opened (hardware toggles a flag; a count tells rounds apart too).
     opened: u64,
-    /// The semaphore's count.
-    count: i64,
     /// Times `sema_release_all` ran.
     released: u64,
 }
@@ -66,25 +66,20 @@ impl Gws {
     pub fn apply(&self, req: GwsRequest) -> Option<GwsWait> {
         let mut all = self.lock();
         let r = &mut all[(req.resource % GWS_RESOURCES) as usize];
-        let waves = req.value.saturating_add(1);
+        let value = i64::from(req.value);
         match req.op {
             GwsOp::Init => {
-                r.waves = waves;
-                r.arrived = 0;
+                r.counter = value;
                 None
             }
             GwsOp::Barrier => {
-                if r.waves == 0 {
-                    r.waves = waves;
-                }
-                r.arrived += 1;
-                if r.arrived >= r.waves {
-                    // The last wave opens the barrier; each barrier names the next size.
-                    r.arrived = 0;
+                if r.counter <= 0 {
+                    // The last wave opens the barrier; its operand sizes the next round.
+                    r.counter = value;
                     r.opened += 1;
-                    r.waves = waves;
                     None
                 } else {
+                    r.counter -= 1;
                     Some(GwsWait::Barrier {
                         resource: req.resource,
                         opened: r.opened,
@@ -92,11 +87,11 @@ impl Gws {
                 }
             }
             GwsOp::SemaV => {
-                r.count += 1;
+                r.counter += 1;
                 None
             }
             GwsOp::SemaBr => {
-                r.count += i64::from(req.value);
+                r.counter += value;
                 None
             }
             GwsOp::SemaReleaseAll => {
@@ -104,8 +99,8 @@ impl Gws {
                 None
             }
             GwsOp::SemaP => {
-                if r.count > 0 {
-                    r.count -= 1;
+                if r.counter > 0 {
+                    r.counter -= 1;
                     None
                 } else {
                     Some(GwsWait::Semaphore {
@@ -135,9 +130,9 @@ impl Gws {
                 let r = &mut all[resource as usize];
                 if r.released != released {
                     true
-                } else if r.count > 0 {
+                } else if r.counter > 0 {
                     if take {
-                        r.count -= 1;
+                        r.counter -= 1;
                     }
                     true
                 } else {
@@ -189,6 +184,30 @@ mod tests {
         assert_eq!(g.apply(req(GwsOp::SemaP, 0, 0)), None);
         let w = g.apply(req(GwsOp::SemaP, 0, 0)).unwrap();
         g.apply(req(GwsOp::SemaReleaseAll, 0, 0));
+        assert!(g.may_go(w));
+    }
+
+    #[test]
+    fn init_loads_the_semaphore_count_that_sema_p_takes() {
+        let g = Gws::default();
+        assert_eq!(g.apply(req(GwsOp::Init, 5, 2)), None);
+        assert_eq!(g.apply(req(GwsOp::SemaP, 5, 0)), None, "count 2");
+        assert_eq!(g.apply(req(GwsOp::SemaP, 5, 0)), None, "count 1");
+        let w = g.apply(req(GwsOp::SemaP, 5, 0)).expect("count 0: waits");
+        assert!(!g.could_go(w));
+        g.apply(req(GwsOp::SemaV, 5, 0));
+        assert!(g.may_go(w));
+        // A new init replaces the count; init 0 makes the first P wait.
+        g.apply(req(GwsOp::Init, 5, 0));
+        assert!(g.apply(req(GwsOp::SemaP, 5, 0)).is_some());
+    }
+
+    #[test]
+    fn a_barrier_on_an_uninitialised_resource_opens_at_once_then_counts_its_operand() {
+        let g = Gws::default();
+        assert_eq!(g.apply(req(GwsOp::Barrier, 7, 1)), None, "counter 0: opens");
+        let w = g.apply(req(GwsOp::Barrier, 7, 1)).expect("counter 1");
+        assert_eq!(g.apply(req(GwsOp::Barrier, 7, 1)), None, "second of two");
         assert!(g.may_go(w));
     }
 }

@@ -4,7 +4,8 @@
 //! Each piece is an anonymous shared file (`memfd`) that the model maps once for its own
 //! accesses (what the GPU reaches through its page tables) and that clients map wherever they
 //! ask (what the CPU reaches through the BAR or the render node) — two views of the same pages,
-//! as on the real device. All accessors are bounds-checked; out-of-range offsets return `None`.
+//! as on the real device. KFD's VRAM and GTT buffers are blocks of a few large such files
+//! ([`crate::hw::heap`]). All accessors are bounds-checked; out-of-range offsets return `None`.
 
 use crate::errno::from_nix;
 use crate::errno::{Errno, KResult};

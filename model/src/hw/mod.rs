@@ -22,6 +22,7 @@ pub mod doorbell_watch;
 pub mod engine;
 pub mod gart;
 pub mod gws;
+pub mod heap;
 pub mod hws;
 pub mod ih;
 pub mod mem;

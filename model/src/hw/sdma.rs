@@ -195,37 +195,13 @@ impl SdmaQueue {
         self.last_wptr = SdmaBytePtr::new(wptr);
         let ring_dw = ring / 4;
         while *done < budget {
-            if let Some(frame) = self.ib {
-                if frame.remaining() == 0 {
-                    self.ib = None;
-                    continue;
+            if self.ib.is_some() {
+                match self.ib_step(env, scratch)? {
+                    None => {}
+                    Some(Flow::Park) => return Ok(RunState::Parked),
+                    Some(Flow::Yield) => return Ok(RunState::Yielded),
+                    Some(_) => *done += 1,
                 }
-                let addr = frame.cursor();
-                let avail = u64::from(frame.remaining());
-                let src = |n: usize, out: &mut Vec<u32>| read_linear(env.vm, addr, n, out);
-                let Some(len) = fetch_sdma(src, avail, self.gen, scratch)? else {
-                    return Err(QueueError::BadPacket {
-                        addr,
-                        reason: format!(
-                            "the packet runs past the end of the IB ({avail} dwords left)"
-                        ),
-                    });
-                };
-                match self.exec(&scratch[..len], addr, env)? {
-                    Flow::Park => return Ok(RunState::Parked),
-                    Flow::Yield => return Ok(RunState::Yielded),
-                    Flow::Next => {}
-                    Flow::Call(_) | Flow::Chain(_) => {
-                        return Err(QueueError::NotModelled {
-                            addr,
-                            what: "an SDMA INDIRECT inside an IB".into(),
-                        })
-                    }
-                }
-                if let Some(f) = self.ib.as_mut() {
-                    f.pos += len as u32;
-                }
-                *done += 1;
                 continue;
             }
             let avail = (wptr - self.rptr.get()) / 4;
@@ -255,6 +231,96 @@ impl SdmaQueue {
             *done += 1;
         }
         Ok(RunState::Busy)
+    }
+
+    /// Runs the next packet of the current IB: `None` when the IB is done (and dropped), else
+    /// what the packet asks; the IB moves past it unless it waits (`Park`) or yields.
+    fn ib_step(
+        &mut self,
+        env: &mut ExecEnv<'_>,
+        scratch: &mut Vec<u32>,
+    ) -> Result<Option<Flow>, QueueError> {
+        let Some(frame) = self.ib else {
+            return Ok(None);
+        };
+        if frame.remaining() == 0 {
+            self.ib = None;
+            return Ok(None);
+        }
+        let addr = frame.cursor();
+        let avail = u64::from(frame.remaining());
+        let src = |n: usize, out: &mut Vec<u32>| read_linear(env.vm, addr, n, out);
+        let Some(len) = fetch_sdma(src, avail, self.gen, scratch)? else {
+            return Err(QueueError::BadPacket {
+                addr,
+                reason: format!("the packet runs past the end of the IB ({avail} dwords left)"),
+            });
+        };
+        let flow = self.exec(&scratch[..len], addr, env)?;
+        match flow {
+            Flow::Park | Flow::Yield => {}
+            Flow::Next => {
+                if let Some(f) = self.ib.as_mut() {
+                    f.pos += len as u32;
+                }
+            }
+            Flow::Call(_) | Flow::Chain(_) => {
+                return Err(QueueError::NotModelled {
+                    addr,
+                    what: "an SDMA INDIRECT inside an IB".into(),
+                })
+            }
+        }
+        Ok(Some(flow))
+    }
+
+    /// An indirect buffer the graphics driver submits to this engine (a render node's
+    /// `DRM_AMDGPU_CS` on an SDMA ring), run to its end through `env.vm`: the packets it ran.
+    /// A packet that would wait (an unmet `POLL_REGMEM`) is not modelled here, nor is an IB of
+    /// more than `budget` packets.
+    pub fn run_submitted_ib(
+        gen: SdmaGen,
+        id: QueueIdentity,
+        ib: IbFrame,
+        env: &mut ExecEnv<'_>,
+        budget: usize,
+    ) -> Result<usize, QueueError> {
+        let mut engine = SdmaQueue {
+            ring: SdmaRing {
+                base: 0,
+                bytes: 0,
+                rptr_writeback: 0,
+                wptr_addr: 0,
+            },
+            id,
+            rptr: SdmaBytePtr::new(0),
+            last_wptr: SdmaBytePtr::new(0),
+            ib: Some(ib),
+            timestamp_offset: 0,
+            status: QueueStatus::default(),
+            gen,
+            scratch: Vec::new(),
+            progress: 0,
+        };
+        let mut scratch = Vec::new();
+        let mut ran = 0;
+        for _ in 0..budget {
+            match engine.ib_step(env, &mut scratch)? {
+                None => return Ok(ran),
+                Some(Flow::Park) => {
+                    return Err(QueueError::NotModelled {
+                        addr: ib.addr,
+                        what: "a submitted IB that waits (POLL_REGMEM)".into(),
+                    })
+                }
+                Some(Flow::Yield) => {}
+                Some(_) => ran += 1,
+            }
+        }
+        Err(QueueError::NotModelled {
+            addr: ib.addr,
+            what: format!("a submitted IB of more than {budget} packets"),
+        })
     }
 
     fn write_back(&self, vm: &GpuVm) -> Result<(), VmFault> {

@@ -451,6 +451,9 @@ pub struct KernelRun {
     strict: crate::config::Strict,
     /// An LDS access outside the allocation was dropped and said so (once per dispatch).
     lds_warned: Arc<AtomicBool>,
+    /// A VGPR past a wave's allocation was read as VGPR0 or ignored and said so (once per
+    /// dispatch).
+    vgprs_warned: Arc<AtomicBool>,
 }
 
 impl KernelRun {
@@ -658,6 +661,7 @@ impl KernelRun {
             started: false,
             strict: crate::config::Strict::from_env(),
             lds_warned: Arc::default(),
+            vgprs_warned: Arc::default(),
         })
     }
 
@@ -986,6 +990,8 @@ impl KernelRun {
                     privileged: in_handler,
                     lds_strict: self.strict.lds,
                     lds_warned: &self.lds_warned,
+                    vgpr_strict: self.strict.vgprs,
+                    vgprs_warned: &self.vgprs_warned,
                     kernel_object: self.setup.kernel_object,
                 };
                 let wave = &mut group.waves[i].0;
@@ -1531,7 +1537,11 @@ struct VmEnv<'a> {
     lds_strict: bool,
     /// The dispatch's "LDS access dropped" warning has been logged.
     lds_warned: &'a AtomicBool,
-    /// The dispatch's kernel object, to name it in that warning.
+    /// `KFD_MODEL_STRICT=vgprs`: naming a VGPR past the wave's allocation faults.
+    vgpr_strict: bool,
+    /// The dispatch's "VGPR past the allocation" warning has been logged.
+    vgprs_warned: &'a AtomicBool,
+    /// The dispatch's kernel object, to name it in those warnings.
     kernel_object: u64,
 }
 
@@ -1663,6 +1673,28 @@ impl WaveEnv for VmEnv<'_> {
                  dropped as the hardware does (writes lost, reads 0); {}=lds reports it instead",
                 self.kernel_object,
                 self.lds.len(),
+                crate::config::STRICT_ENV
+            );
+        }
+    }
+
+    fn vgpr_strict(&self) -> bool {
+        self.vgpr_strict
+    }
+
+    fn vgpr_out_of_range(&mut self, index: u32, destination: bool) {
+        if !self.vgprs_warned.swap(true, Ordering::Relaxed) {
+            let what = if destination {
+                "writing it, the instruction is ignored"
+            } else {
+                "reading it reads v0"
+            };
+            log::warn!(
+                target: "hw::spi",
+                "dispatch {:#x}: v{index} is past the wave's VGPR allocation \
+                 (COMPUTE_PGM_RSRC1.VGPRS): {what}, as the hardware does; {}=vgprs reports it \
+                 instead",
+                self.kernel_object,
                 crate::config::STRICT_ENV
             );
         }

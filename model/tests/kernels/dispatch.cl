@@ -128,6 +128,34 @@ kernel void hw_id(global uint *out) {
         out[GROUP_X() * (LOCAL_SIZE_X() / 64) + LOCAL_X() / 64] = id;
 }
 
+// Global wave sync resource 0 as a semaphore of count `count` (the init kernel kfdtest's
+// KFDGWSTest.Semaphore and HIP dispatch before the kernel that uses the resource).
+kernel void gws_init(uint count) {
+    __builtin_amdgcn_ds_gws_init(count, 0);
+}
+
+// Mutual exclusion through GWS semaphore 0: each wave takes it, adds 1 to `*total` with a
+// plain load and store (no atomic), sleeping in between so that other waves run, and gives
+// it back — `rounds` times. `inside` counts the waves in the critical section; an entry that
+// finds another wave there counts in `overlaps`.
+kernel void gws_mutex(volatile global uint *total, global uint *inside, global uint *overlaps,
+                      uint rounds) {
+    for (uint r = 0; r < rounds; r++) {
+        __builtin_amdgcn_ds_gws_sema_p(0);
+        __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "agent");
+        if (LOCAL_X() % 64 == 0) {
+            if (__atomic_fetch_add(inside, 1u, __ATOMIC_RELAXED) != 0)
+                __atomic_fetch_add(overlaps, 1u, __ATOMIC_RELAXED);
+            uint v = *total;
+            __builtin_amdgcn_s_sleep(1);
+            *total = v + 1;
+            __atomic_fetch_sub(inside, 1u, __ATOMIC_RELAXED);
+        }
+        __builtin_amdgcn_fence(__ATOMIC_RELEASE, "agent");
+        __builtin_amdgcn_ds_gws_sema_v(0);
+    }
+}
+
 // Stores, loads and atomics past the workgroup's LDS on purpose (issue #37): work-item l
 // uses the int at tmp[l * stride]; the dispatch gives fewer bytes than the last lanes reach.
 // out[l]: the value read back; out[64 + l]: what the atomic add returned; out[128 + l]: the

@@ -1,0 +1,198 @@
+//! `amdgpu_cs` and `amdgpu_bo_list`: the graphics driver's command submission on a
+//! render-node file — lists of GEM buffers (`DRM_IOCTL_AMDGPU_BO_LIST`), indirect buffers
+//! submitted on a context (`DRM_IOCTL_AMDGPU_CS`) and waits for them (`DRM_IOCTL_AMDGPU_WAIT_CS`)
+//! — what `amdgpu_bo_list_create`, `amdgpu_cs_submit` and `amdgpu_cs_query_fence_status` send
+//! (kfdtest's `KFDEvictTest` keeps an SDMA ring busy this way).
+//!
+//! What is modelled: an IB for an SDMA ring runs on that engine, through the file's GPU VM
+//! (`GEM_VA` mappings), when it is submitted, so its fence has signalled by the time the ioctl
+//! returns. Not modelled: IBs for the GFX and compute rings (`EINVAL`, logged); the buffers a
+//! submission names being made resident (the model never moves a buffer out of VRAM, so
+//! submissions never evict KFD's buffers or queues as TTM does under VRAM pressure).
+
+use crate::errno::{Errno, KResult};
+use std::collections::BTreeMap;
+
+/// `AMDGPU_BO_LIST_OP_CREATE`.
+pub const AMDGPU_BO_LIST_OP_CREATE: u32 = 0;
+/// `AMDGPU_BO_LIST_OP_DESTROY`.
+pub const AMDGPU_BO_LIST_OP_DESTROY: u32 = 1;
+/// `AMDGPU_BO_LIST_OP_UPDATE`.
+pub const AMDGPU_BO_LIST_OP_UPDATE: u32 = 2;
+
+/// `AMDGPU_HW_IP_GFX`.
+pub const AMDGPU_HW_IP_GFX: u32 = 0;
+/// `AMDGPU_HW_IP_COMPUTE`.
+pub const AMDGPU_HW_IP_COMPUTE: u32 = 1;
+/// `AMDGPU_HW_IP_DMA` (the SDMA engines).
+pub const AMDGPU_HW_IP_DMA: u32 = 2;
+/// `AMDGPU_HW_IP_NUM`: IP types are below it.
+pub const AMDGPU_HW_IP_NUM: u32 = 9;
+
+/// `AMDGPU_CHUNK_ID_IB`.
+pub const AMDGPU_CHUNK_ID_IB: u32 = 0x01;
+/// `AMDGPU_CHUNK_ID_FENCE`.
+pub const AMDGPU_CHUNK_ID_FENCE: u32 = 0x02;
+/// `AMDGPU_CHUNK_ID_DEPENDENCIES`.
+pub const AMDGPU_CHUNK_ID_DEPENDENCIES: u32 = 0x03;
+/// `AMDGPU_CHUNK_ID_SYNCOBJ_IN`.
+pub const AMDGPU_CHUNK_ID_SYNCOBJ_IN: u32 = 0x04;
+/// `AMDGPU_CHUNK_ID_SYNCOBJ_OUT`.
+pub const AMDGPU_CHUNK_ID_SYNCOBJ_OUT: u32 = 0x05;
+/// `AMDGPU_CHUNK_ID_BO_HANDLES`.
+pub const AMDGPU_CHUNK_ID_BO_HANDLES: u32 = 0x06;
+/// `AMDGPU_CHUNK_ID_SCHEDULED_DEPENDENCIES`.
+pub const AMDGPU_CHUNK_ID_SCHEDULED_DEPENDENCIES: u32 = 0x07;
+/// `AMDGPU_CHUNK_ID_SYNCOBJ_TIMELINE_WAIT`.
+pub const AMDGPU_CHUNK_ID_SYNCOBJ_TIMELINE_WAIT: u32 = 0x08;
+/// `AMDGPU_CHUNK_ID_SYNCOBJ_TIMELINE_SIGNAL`.
+pub const AMDGPU_CHUNK_ID_SYNCOBJ_TIMELINE_SIGNAL: u32 = 0x09;
+
+/// Most packets one submitted IB may run (the model runs it to its end in the ioctl).
+pub const SUBMITTED_IB_BUDGET: usize = 1 << 16;
+
+/// One `AMDGPU_CHUNK_ID_IB` chunk (`struct drm_amdgpu_cs_chunk_ib`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CsIb {
+    /// `AMDGPU_IB_FLAG_*`.
+    pub flags: u32,
+    /// GPU VA of the IB in the file's VM.
+    pub va_start: u64,
+    /// Its size in bytes.
+    pub ib_bytes: u32,
+    /// `AMDGPU_HW_IP_*`.
+    pub ip_type: u32,
+    /// Instance of the IP (only 0 exists).
+    pub ip_instance: u32,
+    /// Ring of the IP.
+    pub ring: u32,
+}
+
+/// A `DRM_IOCTL_AMDGPU_CS` as the model sees it: the IB chunks, and whether any chunk was of
+/// an unknown kind (`EINVAL`). Fence, dependency, syncobj and BO-handle chunks change nothing
+/// here (every earlier submission has completed).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CsRequest {
+    /// The context.
+    pub ctx_id: u32,
+    /// A BO list (0 for none).
+    pub bo_list_handle: u32,
+    /// The IB chunks in order.
+    pub ibs: Vec<CsIb>,
+    /// How many chunks there were.
+    pub num_chunks: u32,
+    /// Whether a chunk id was not one of `AMDGPU_CHUNK_ID_*`.
+    pub unknown_chunk: bool,
+}
+
+/// The BO lists of one render-node file (`fpriv->bo_list_handles`).
+#[derive(Debug, Default)]
+pub struct BoLists {
+    lists: BTreeMap<u32, Vec<u32>>,
+}
+
+impl BoLists {
+    /// `AMDGPU_BO_LIST_OP_CREATE` of GEM `handles` (checked by the caller): the new list's
+    /// id, the lowest free from 1.
+    pub fn create(&mut self, handles: Vec<u32>) -> u32 {
+        let id = (1..)
+            .zip(self.lists.keys())
+            .find(|(want, &have)| *want != have)
+            .map_or(self.lists.len() as u32 + 1, |(want, _)| want);
+        self.lists.insert(id, handles);
+        id
+    }
+
+    /// `AMDGPU_BO_LIST_OP_DESTROY` (no error for an unknown list, as the kernel).
+    pub fn destroy(&mut self, id: u32) {
+        self.lists.remove(&id);
+    }
+
+    /// `AMDGPU_BO_LIST_OP_UPDATE`: `ENOENT` for an unknown list.
+    pub fn update(&mut self, id: u32, handles: Vec<u32>) -> KResult<()> {
+        *self.lists.get_mut(&id).ok_or(Errno::ENOENT)? = handles;
+        Ok(())
+    }
+
+    /// The GEM handles of list `id`, if it exists.
+    pub fn get(&self, id: u32) -> Option<&[u32]> {
+        self.lists.get(&id).map(Vec::as_slice)
+    }
+}
+
+/// The checks `amdgpu_cs_ioctl` makes before it runs anything: at least one chunk, no
+/// unknown chunk, at least one IB, each on an IP and ring that exists (`dma_rings` SDMA
+/// rings), instance 0, a whole number of dwords. `EINVAL` for any failure.
+pub fn check(request: &CsRequest, dma_rings: u32) -> KResult<()> {
+    if request.num_chunks == 0 || request.unknown_chunk || request.ibs.is_empty() {
+        return Err(Errno::EINVAL);
+    }
+    for ib in &request.ibs {
+        if ib.ip_type >= AMDGPU_HW_IP_NUM || ib.ip_instance != 0 {
+            return Err(Errno::EINVAL);
+        }
+        if ib.ip_type != AMDGPU_HW_IP_DMA {
+            log::debug!(target: "kfd::gem", "CS: IBs for IP type {} are not modelled (SDMA only)", ib.ip_type);
+            return Err(Errno::EINVAL);
+        }
+        if ib.ring >= dma_rings || ib.ib_bytes == 0 || ib.ib_bytes % 4 != 0 {
+            return Err(Errno::EINVAL);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bo_lists_take_the_lowest_free_id_and_updates_need_a_list() {
+        let mut l = BoLists::default();
+        assert_eq!((l.create(vec![1]), l.create(vec![2, 3])), (1, 2));
+        l.destroy(1);
+        l.destroy(7);
+        assert_eq!(l.create(vec![4]), 1);
+        assert_eq!(l.update(9, vec![]), Err(Errno::ENOENT));
+        l.update(2, vec![5]).unwrap();
+        assert_eq!(l.get(2), Some(&[5][..]));
+    }
+
+    #[test]
+    fn a_submission_needs_chunks_and_an_sdma_ib_on_a_ring_that_exists() {
+        let ib = CsIb {
+            va_start: 0x10_0000,
+            ib_bytes: 64,
+            ip_type: AMDGPU_HW_IP_DMA,
+            ..Default::default()
+        };
+        let ok = CsRequest {
+            ctx_id: 1,
+            ibs: vec![ib],
+            num_chunks: 1,
+            ..Default::default()
+        };
+        assert_eq!(check(&ok, 2), Ok(()));
+        let with = |f: &dyn Fn(&mut CsRequest)| {
+            let mut r = ok.clone();
+            f(&mut r);
+            check(&r, 2)
+        };
+        assert_eq!(with(&|r| r.num_chunks = 0), Err(Errno::EINVAL));
+        assert_eq!(with(&|r| r.unknown_chunk = true), Err(Errno::EINVAL));
+        assert_eq!(with(&|r| r.ibs.clear()), Err(Errno::EINVAL));
+        assert_eq!(
+            with(&|r| r.ibs[0].ring = 2),
+            Err(Errno::EINVAL),
+            "ring 2 of 2"
+        );
+        assert_eq!(with(&|r| r.ibs[0].ip_instance = 1), Err(Errno::EINVAL));
+        assert_eq!(with(&|r| r.ibs[0].ib_bytes = 6), Err(Errno::EINVAL));
+        assert_eq!(
+            with(&|r| r.ibs[0].ip_type = AMDGPU_HW_IP_GFX),
+            Err(Errno::EINVAL),
+            "GFX IBs are not modelled"
+        );
+        assert_eq!(with(&|r| r.ibs[0].ip_type = 9), Err(Errno::EINVAL));
+    }
+}

@@ -943,6 +943,36 @@ fn aql_barrier_and_across_queues_then_or_and_barrier_value() {
     assert_eq!(c.p.queue_state(a_id).unwrap().unit, "packets");
 }
 
+/// ROCclr (HIP 5.7) writes a BARRIER_VALUE with a null signal, value 0, mask 0 and EQ when
+/// it has nothing to wait for; `hsa_ext_amd.h` calls a null signal a satisfied dependency.
+#[test]
+fn a_barrier_value_packet_with_a_null_signal_completes_at_once() {
+    for preset in [Preset::Gfx900, Preset::Gfx90a] {
+        let model = stepped(preset);
+        let c = Client::new(&model);
+        let sigs = c.gtt(4096);
+        let done = amd_signal(&sigs, 0, 2, None);
+        let (id, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE_AQL).unwrap();
+        // Also with a mask and a condition that a signal value of 0 would not meet.
+        put_aql(
+            &q,
+            0,
+            &aql_packet(VENDOR, 2, &[(2, 0), (3, 0), (4, 0)], done),
+        );
+        put_aql(
+            &q,
+            1,
+            &aql_packet(VENDOR, 2, &[(2, 7), (3, u64::MAX), (4, 0)], done),
+        );
+        c.submit(&q, 2);
+        let act = model.run_until_idle();
+        assert_eq!((act.parked, act.packets), (0, 2), "{preset:?}");
+        assert_eq!(sigs.read_u64(8), 0, "{preset:?}: both packets completed");
+        assert_eq!(q.ptrs.read_u64(0x80), 2, "{preset:?}: read_dispatch_id");
+        assert_eq!(c.p.queue_error(id), None, "{preset:?}: no VM fault at 0x8");
+    }
+}
+
 #[test]
 fn an_aql_pm4_ib_vendor_packet_runs_pm4() {
     let model = stepped(Preset::Gfx900);

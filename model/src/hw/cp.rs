@@ -763,6 +763,12 @@ impl CpQueue {
                     self.complete_aql(env, pkt)?;
                     *done += 1;
                 }
+                // hsa_ext_amd.h: a null signal is a satisfied dependency (ROCclr sends one
+                // with mask 0 when a barrier-value packet has nothing to wait for).
+                AqlPacket::BarrierValue(v) if v.signal == 0 => {
+                    self.complete_aql(env, pkt)?;
+                    *done += 1;
+                }
                 AqlPacket::BarrierValue(v) => {
                     let Some(cond) = SignalCondition::from_raw(v.cond) else {
                         return Err(QueueError::BadPacket {

@@ -169,6 +169,8 @@ pub struct EngineQueueState {
 struct State {
     pm4_gen: GfxGen,
     mqd_gen: Generation,
+    /// The SDMA engines' IP version (count widths, broadcast copy).
+    sdma_gen: SdmaGen,
     /// The ISA of the compute units, or why the model cannot run this GPU's shaders.
     shader_isa: Result<isa::Target, String>,
     /// Host threads a dispatch's workgroups run on.
@@ -231,6 +233,15 @@ impl Hws {
         self
     }
 
+    /// The SDMA engines are of IP version `gen` (by default the oldest of the MQD
+    /// generation's).
+    pub fn with_sdma_gen(self, gen: SdmaGen) -> Self {
+        if let Ok(mut s) = self.state.lock() {
+            s.sdma_gen = gen;
+        }
+        self
+    }
+
     /// Dispatches run their workgroups on `threads` host threads (at least 1).
     pub fn with_cu_threads(self, threads: usize) -> Self {
         if let Ok(mut s) = self.state.lock() {
@@ -259,6 +270,7 @@ impl Hws {
             state: Mutex::new(State {
                 pm4_gen,
                 mqd_gen,
+                sdma_gen: SdmaGen::from(mqd_gen),
                 shader_isa: Err("ISA not modelled for this GPU".into()),
                 cu_threads: 1,
                 shader_array: ShaderArray::default(),
@@ -543,6 +555,7 @@ impl Hws {
             remapped,
             pm4_gen,
             mqd_gen,
+            sdma_gen,
             shader_isa,
             cu_threads,
             shader_array,
@@ -613,7 +626,7 @@ impl Hws {
                                 &mqd,
                                 m.queue.wptr_addr,
                                 id,
-                                SdmaGen::from(*mqd_gen),
+                                *sdma_gen,
                             ))
                         }
                     };

@@ -950,7 +950,7 @@ impl KernelRun {
                 let stop_reason = loop {
                     // Borrowed, not cloned: the threads of a slice share the code's `Arc`,
                     // whose count they would otherwise pass back and forth for every wave.
-                    let found = local_code.iter().position(|c| c.get(wave.pc).is_some());
+                    let found = local_code.iter().position(|c| holds(c, wave.pc));
                     let at = match found {
                         Some(at) => at,
                         None => match self.decode_at(vm, wave.pc, local_code, shared_code) {
@@ -975,17 +975,28 @@ impl KernelRun {
                             stop
                         }
                     };
-                    // A fetch outside the decoded window: decode the window around the PC.
-                    if let Stop::Fault(WaveFault::Memory(MemFault {
-                        access: Access::Fetch,
-                        ..
-                    })) = stop
-                    {
-                        if code.get(wave.pc).is_none() && vm.probe(wave.pc, 4, false).is_ok() {
-                            match self.decode_at(vm, wave.pc, local_code, shared_code) {
-                                Ok(_) => continue,
-                                Err(e) => break Stop::Fault(WaveFault::Memory(e)),
+                    // An instruction outside the decoded window, or cut by its end: decode the
+                    // window around the PC (`code_window`).
+                    let outside = match &stop {
+                        Stop::Fault(WaveFault::Memory(MemFault {
+                            access: Access::Fetch,
+                            ..
+                        })) => vm.probe(wave.pc, 4, false).is_ok(),
+                        Stop::Fault(WaveFault::IllegalInstruction { pc, .. }) => *pc == wave.pc,
+                        _ => false,
+                    };
+                    if outside && !holds(code, wave.pc) {
+                        match self.decode_at(vm, wave.pc, local_code, shared_code) {
+                            // Cut in the window around it too: the dword after it is not
+                            // mapped, and fetching it faults as on hardware.
+                            Ok(fresh) if !holds(&fresh, wave.pc) => {
+                                break Stop::Fault(WaveFault::Memory(MemFault {
+                                    address: wave.pc + 4,
+                                    access: Access::Fetch,
+                                }))
                             }
+                            Ok(_) => continue,
+                            Err(e) => break Stop::Fault(WaveFault::Memory(e)),
                         }
                     }
                     break stop;
@@ -1163,10 +1174,7 @@ impl KernelRun {
         local_code: &mut Vec<Arc<CodeCache>>,
         shared_code: &Mutex<Vec<DecodedCode>>,
     ) -> Result<Arc<CodeCache>, MemFault> {
-        if let Some(c) = locked(shared_code)
-            .iter()
-            .find(|c| c.cache.get(pc).is_some())
-        {
+        if let Some(c) = locked(shared_code).iter().find(|c| holds(&c.cache, pc)) {
             local_code.push(c.cache.clone());
             return Ok(c.cache.clone());
         }
@@ -1465,7 +1473,20 @@ fn enter_trap_handler(wave: &mut Wave, handler: TrapHandler, error: u64) {
     wave.pc = handler.tba;
 }
 
-/// Decodes the code window around `pc` (inside the mapping that holds it).
+/// Whether `code` holds the whole instruction at `pc`. An instruction whose first dword is
+/// a window's last and whose second is not in it is cut by the window, not by memory: the
+/// window around `pc` decodes it whole.
+fn holds(code: &CodeCache, pc: u64) -> bool {
+    !matches!(
+        code.get(pc),
+        None | Some(Err(isa::DecodeError::Truncated { .. }))
+    )
+}
+
+/// Decodes the code window around `pc`: inside the mapping that holds it, plus the first
+/// dword after the mapping when memory is mapped there (an 8-byte instruction may start in
+/// one mapping's last dword and end in the next's first, as the fetch of hardware sees one
+/// address space).
 fn code_window(vm: &GpuVm, target: Target, pc: u64) -> Result<DecodedCode, MemFault> {
     let fault = MemFault {
         address: pc,
@@ -1473,9 +1494,16 @@ fn code_window(vm: &GpuVm, target: Target, pc: u64) -> Result<DecodedCode, MemFa
     };
     let m = vm.lookup(pc).ok_or(fault)?;
     let start = pc.saturating_sub(CODE_WINDOW / 4).max(m.va) & !3;
-    let end = pc.saturating_add(CODE_WINDOW).min(m.va + m.len);
+    let mapping_end = m.va + m.len;
+    let end = pc.saturating_add(CODE_WINDOW).min(mapping_end);
     let mut bytes = vec![0u8; (end - start) as usize];
     vm.read(start, &mut bytes).map_err(|_| fault)?;
+    if end == mapping_end {
+        let mut next = [0u8; 4];
+        if vm.read(end, &mut next).is_ok() {
+            bytes.extend_from_slice(&next);
+        }
+    }
     Ok(DecodedCode {
         start,
         cache: Arc::new(CodeCache::new(target, start, &bytes)),

@@ -1,7 +1,7 @@
 # The two commands a newcomer needs: `make run` and `make test`.
 CARGO ?= cargo
 
-.PHONY: run test deps fmt fmt-check lint doc unit c-clients hip valgrind abi bench bench-hip fuzz miri clean
+.PHONY: run test deps fmt fmt-check lint doc unit c-clients hip rocm-libs valgrind abi bench bench-hip fuzz miri clean
 
 ## run: the main job — `kfd demo`: the whole stack end to end on the GPU, or on the model when
 ## there is no /dev/kfd (optimised: the demo prints measured numbers)
@@ -9,7 +9,7 @@ run:
 	$(CARGO) run --release -q -p kfd-cli -- demo
 
 ## test: everything — deps, format, clippy, docs, unit and integration tests, the header check
-test: deps fmt-check lint doc unit c-clients hip valgrind abi
+test: deps fmt-check lint doc unit c-clients hip rocm-libs valgrind abi
 	@echo "make test: all green"
 
 deps:
@@ -37,6 +37,11 @@ c-clients:
 # Unmodified HIP programs (Debian's hipcc, gfx900 and gfx90a) on the model through the shim.
 hip:
 	./scripts/hip-tests.sh
+
+# Debian 12's rocRAND, rocSPARSE and rocPRIM called from HIP programs (gfx900 and gfx90a) on the
+# model through the shim, each against a host reference.
+rocm-libs:
+	./scripts/rocm-libs-tests.sh
 
 # The same C clients under valgrind memcheck: no memory error, no definite leak from the shim or
 # the model.

@@ -29,6 +29,10 @@ declare -A need=(
   [hipcc]=/usr/bin/hipcc
   [libamdhip64-dev]=/usr/include/hip/hip_runtime.h
   [libhsa-runtime-dev]=/usr/include/hsa/amd_hsa_kernel_code.h
+  # ROCm libraries that scripts/rocm-libs-tests.sh calls from HIP programs.
+  [librocrand-dev]=/usr/include/rocrand/rocrand.h
+  [librocsparse-dev]=/usr/include/rocsparse/rocsparse.h
+  [librocprim-dev]=/usr/include/rocprim/rocprim.hpp
 )
 
 missing=()

@@ -1,7 +1,9 @@
 # The two commands a newcomer needs: `make run` and `make test`.
 CARGO ?= cargo
+# Under make, a missing tool is a failure in every test (kfd-testkit's policy): never skip.
+unexport KFD_SKIP_MISSING_TOOLS
 
-.PHONY: run test deps fmt fmt-check lint doc unit c-clients hip rocm-libs valgrind abi bench bench-hip fuzz miri clean
+.PHONY: run test stress-test deps fmt fmt-check lint doc unit c-clients hip rocm-libs rocm6 valgrind abi bench bench-hip fuzz miri rocm-suites trixie-root clean
 
 ## run: the main job — `kfd demo`: the whole stack end to end on the GPU, or on the model when
 ## there is no /dev/kfd (optimised: the demo prints measured numbers)
@@ -9,8 +11,14 @@ run:
 	$(CARGO) run --release -q -p kfd-cli -- demo
 
 ## test: everything — deps, format, clippy, docs, unit and integration tests, the header check
-test: deps fmt-check lint doc unit c-clients hip rocm-libs valgrind abi
+test: deps fmt-check lint doc unit c-clients hip rocm-libs rocm6 valgrind abi
 	@echo "make test: all green"
+
+## stress-test: `make test` on a fresh clone, three times in a row, while `yes` processes keep
+## every core busy (after one quiet run for comparison): the suite must not depend on the host's
+## speed or scheduling
+stress-test:
+	./scripts/stress-ci.sh --fresh --quiet-first --runs 3
 
 deps:
 	./scripts/ensure-deps.sh
@@ -42,6 +50,20 @@ hip:
 # model through the shim, each against a host reference.
 rocm-libs:
 	./scripts/rocm-libs-tests.sh
+
+# Debian 13's ROCm 6 stack (ROCr 6.1, libhsakmt 6.2, HIP 5.7, rocminfo, rocm-smi, the ROCm
+# OpenCL runtime) on the model, gfx900 and gfx90a, in a trixie root built on first use.
+rocm6:
+	./scripts/rocm6-tests.sh
+
+## trixie-root: the Debian 13 root with the ROCm 6 stack and AMD's test suites (cached)
+trixie-root:
+	./scripts/trixie-root.sh --tests
+
+## rocm-suites: AMD's library test suites (rocBLAS, rocSPARSE, rocFFT, RCCL, ...) on the model,
+## a chosen subset per suite, gfx900 and gfx90a; prints the table of results and causes
+rocm-suites:
+	./scripts/rocm-suites.sh
 
 # The same C clients under valgrind memcheck: no memory error, no definite leak from the shim or
 # the model.

@@ -11,7 +11,8 @@
 #   4. fidelity at scale (issue #20, tests/c/fidelity_client.c): an oversubscribed runlist
 #      time-sliced queue by queue, 1 TiB of registered user memory, big zeroed GTT
 #      allocations, amdgpu buffer objects shared with KFD as a dma-buf — each timed;
-#   5. processes that never touch /dev/kfd are unaffected, and nothing appears on /dev.
+#   5. processes that never touch /dev/kfd are unaffected, and nothing appears on /dev;
+#   tests/c/fd_paths.c: every way a descriptor is duplicated or passed names the same file.
 # Prints one PASS/FAIL/SKIP line per check and ends with "c-clients: N passed, M failed".
 # Needs libhsakmt-dev, libhsakmt1, rocminfo and libdrm-dev (scripts/ensure-deps.sh installs them).
 set -uo pipefail
@@ -46,6 +47,10 @@ gcc -O2 -Wall -Wextra -Werror -I/usr/include/libdrm -o "$work/fidelity_client" \
   || die "building tests/c/fidelity_client.c against libhsakmt and libdrm_amdgpu failed"
 gcc -O2 -Wall -Wextra -Werror -o "$work/hsakmt_svm" tests/c/hsakmt_svm.c -lhsakmt \
   || die "building tests/c/hsakmt_svm.c against libhsakmt failed"
+# linux/kfd_ioctl.h includes <drm/drm.h>, which Debian ships as libdrm's drm.h.
+mkdir -p "$work/include" && ln -s /usr/include/libdrm "$work/include/drm"
+gcc -O2 -Wall -Wextra -Werror -I"$work/include" -o "$work/fd_paths" tests/c/fd_paths.c \
+  || die "building tests/c/fd_paths.c failed"
 
 skip_args=()
 
@@ -115,6 +120,20 @@ run_svm_client() { # preset
 run_svm_client gfx90a
 run_svm_client gfx900
 
+# --- 1c. descriptors duplicated and passed (dup*, fcntl, SCM_RIGHTS, /proc/self/fd, fork) ----
+for arch in gfx900 gfx90a; do
+  log="$work/fd-paths-$arch.log"
+  KFD_MODEL_PRESET=$arch LD_PRELOAD=$shim timeout 120 "$work/fd_paths" >"$log" 2>&1
+  status=$?
+  last=$(tail -n 1 "$log")
+  if [ $status -eq 0 ] && [[ "$last" =~ ^[0-9]+\ passed,\ 0\ failed ]]; then
+    pass "descriptor duplicates and passing on $arch ($last)"
+  else
+    sed 's/^/    /' "$log"
+    fail "descriptor duplicates and passing on $arch (exit $status; last line: $last)"
+  fi
+done
+
 # --- 2. rocminfo -------------------------------------------------------------------------
 # ROCr 5.2.3 knows gfx900, gfx90a and gfx1030 (not gfx942).
 run_rocminfo() { # preset gpus cus
@@ -159,7 +178,7 @@ rocminfo_names() { # preset gpus marketing-name isa cache-lines...
 }
 rocminfo_names gfx900 1 "AMD Radeon Instinct MI25" "gfx900:xnack-" \
   "L1: +16\(0x10\) KB" "L2: +4096\(0x1000\) KB"
-rocminfo_names gfx90a 2 "AMD Instinct MI210" "gfx90a:sramecc-:xnack-" \
+rocminfo_names gfx90a 2 "AMD Instinct MI210" "gfx90a:sramecc\\+:xnack-" \
   "L1: +16\(0x10\) KB" "L2: +8192\(0x2000\) KB"
 rocminfo_names gfx1030 1 "AMD Radeon RX 6900 XT" "gfx1030" \
   "L1: +16\(0x10\) KB" "L2: +4096\(0x1000\) KB" "L3: +131072\(0x20000\) KB"
@@ -326,8 +345,19 @@ else
   fail "/dev changed under the shim: before '$dev_before', after '$dev_after'"
 fi
 trees_after=$(trees)
-# Only trees that appeared during this run count: another program's may come and go meanwhile.
-left=$(comm -13 <(echo "$trees_before") <(echo "$trees_after") | grep . | tr '\n' ' ' || true)
+# Only trees that appeared during this run and whose process is gone count: every client this
+# script started has exited by now, while another program using the shim meanwhile (another
+# user's, another build's) may still be running and own its tree. A tree is named
+# kfd-preload-<pid>-… (kfd_model::tmpdirs).
+dead_owner() { # tree path
+  local pid=${1##*/kfd-preload-}
+  pid=${pid%%-*}
+  [[ $pid =~ ^[0-9]+$ ]] && [ ! -d "/proc/$pid" ]
+}
+left=""
+for tree in $(comm -13 <(echo "$trees_before") <(echo "$trees_after") | grep . || true); do
+  if dead_owner "$tree"; then left+="$tree "; fi
+done
 if [ -z "$left" ]; then
   pass "every served sysfs tree was removed at exit"
 else

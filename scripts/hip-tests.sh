@@ -29,7 +29,9 @@
 #                bounds of a host reference (packed f16/f32, f16 transcendentals);
 #   illegal      an invalid instruction word: ROCr's trap handler reports it and halts the wave,
 #                ROCr reports HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION and aborts (status 134);
-#   forever      a never-ending kernel abandoned by main: the process ends within 10 s;
+#   forever      a never-ending kernel abandoned by main: the process ends (well inside the
+#                time limit) and its teardown preempts the waves without the driver's
+#                preemption timeout (no "unsuccessful queues preemption"); the time is printed;
 #   apertures    generic pointers into private, shared and global memory (FLAT routed by
 #                aperture), 16-bit loads/stores of both register halves;
 #   scratch_fs, apertures_fs  scratch and apertures built with flat scratch (scratch_*
@@ -47,8 +49,13 @@
 #                with point and linear filtering, normalized and unnormalized coordinates and the
 #                wrap/clamp/mirror/border address modes (image_sample*), against a host reference.
 # Prints one PASS/FAIL/SKIP line per check and ends with "hip: N passed, M failed".
+#
+# KFD_HIP_STACK=trixie runs the same programs and checks on Debian 13's stack instead (HIP 5.7,
+# hipcc with clang-17, ROCr 6.1, libhsakmt 6.2) inside the root scripts/trixie-root.sh builds,
+# through scripts/trixie-run.sh (scripts/rocm6-tests.sh does this).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+stack=${KFD_HIP_STACK:-host}
 
 CARGO=${CARGO:-cargo}
 target_dir=${CARGO_TARGET_DIR:-target}
@@ -60,43 +67,79 @@ failed=0
 pass() { echo "PASS $1"; passed=$((passed + 1)); }
 fail() { echo "FAIL $1"; failed=$((failed + 1)); }
 
-if ! command -v hipcc >/dev/null; then
-  echo "SKIP hip programs: hipcc is missing (scripts/ensure-deps.sh installs it)"
-  echo "hip: 0 passed, 0 failed"
-  exit 0
-fi
-
 $CARGO build -q -p kfd-preload || { echo "hip: cargo build -p kfd-preload failed"; exit 1; }
 shim=$(realpath "$target_dir/debug/libkfd_preload.so")
+
+# hipcc_for ARGS...: the stack's hipcc; in_stack COMMAND...: runs a program of the stack under
+# the shim with the environment given (KFD_MODEL_PRESET, HSA_XNACK, ...).
+case $stack in
+  host)
+    if ! command -v hipcc >/dev/null; then
+      echo "SKIP hip programs: hipcc is missing (scripts/ensure-deps.sh installs it)"
+      echo "hip: 0 passed, 0 failed"
+      exit 0
+    fi
+    hipcc_for() { hipcc "$@"; }
+    in_stack() { LD_PRELOAD=$shim "$@"; }
+    ;;
+  trixie)
+    hipcc_for() { scripts/trixie-run.sh --no-shim --bind "$work" hipcc "$@"; }
+    in_stack() { KFD_PRELOAD_SO=$shim scripts/trixie-run.sh --bind "$work" "$@"; }
+    ;;
+  *) echo "hip: KFD_HIP_STACK=$stack: choose host or trixie"; exit 2 ;;
+esac
 
 programs=(vadd lds_atomics scratch wild_pointer trap printf shuffle grid3d memcpy memcpy2d math illegal
   forever apertures managed coop images)
 # Built a second time with flat scratch (the host compile ignores the device feature).
 flat_scratch_programs=(scratch apertures)
 archs=(gfx900 gfx90a)
-for arch in "${archs[@]}"; do
-  for p in "${programs[@]}"; do
-    hipcc --offload-arch="$arch" -O2 -o "$work/$p-$arch" "tests/hip/$p.hip" 2>"$work/$p-$arch.build" \
-      || { fail "hipcc $p for $arch"; sed 's/^/    /' "$work/$p-$arch.build"; }
-  done
-  if [ "$arch" = gfx90a ]; then
-    hipcc --offload-arch=gfx90a -O2 -o "$work/mfma-gfx90a" tests/hip/mfma.hip 2>"$work/mfma-gfx90a.build" \
-      || { fail "hipcc mfma for gfx90a"; sed 's/^/    /' "$work/mfma-gfx90a.build"; }
+# Each program is built once with a code object for every target (one host compile); the run
+# picks the modelled GPU's. Two compiles at a time.
+build() { # name source targets extra-hipcc-args...: $work/<name>, linked as $work/<name>-<target>
+  local name=$1 src=$2 targets=$3 flags=() t
+  shift 3
+  for t in $targets; do flags+=(--offload-arch="$t"); done
+  if hipcc_for "${flags[@]}" -O2 "$@" -o "$work/$name" "$src" 2>"$work/$name.build"; then
+    for t in $targets; do ln -s "$name" "$work/$name-$t"; done
+  else
+    echo "$name" >>"$work/build-failures"
   fi
-  for p in "${flat_scratch_programs[@]}"; do
-    hipcc --offload-arch="$arch" -O2 -Xclang -target-feature -Xclang +enable-flat-scratch \
-      -o "$work/${p}_fs-$arch" "tests/hip/$p.hip" 2>"$work/${p}_fs-$arch.build" \
-      || { fail "hipcc $p (flat scratch) for $arch"; sed 's/^/    /' "$work/${p}_fs-$arch.build"; }
-  done
+}
+spawn() { # runs "$@" in the background, at most two at a time
+  while [ "$(jobs -rp | wc -l)" -ge 2 ]; do wait -n; done
+  "$@" &
+}
+for p in "${programs[@]}"; do
+  spawn build "$p" "tests/hip/$p.hip" "${archs[*]}"
 done
+spawn build mfma tests/hip/mfma.hip gfx90a
+for p in "${flat_scratch_programs[@]}"; do
+  spawn build "${p}_fs" "tests/hip/$p.hip" "${archs[*]}" -Xclang -target-feature -Xclang +enable-flat-scratch
+done
+wait
+while read -r name; do
+  fail "hipcc $name"
+  sed 's/^/    /' "$work/$name.build"
+done < <(cat "$work/build-failures" 2>/dev/null)
 
 run() { # program arch -> status in $status, output in $work/<program>-<arch>.log
   # bash's own "Aborted" notice (the wild pointer's expected end) goes to /dev/null.
   exec 3>&2 2>/dev/null
-  KFD_MODEL_PRESET=$2 LD_PRELOAD=$shim timeout 60 "$work/$1-$2" >"$work/$1-$2.log" 2>&1
+  KFD_MODEL_PRESET=$2 in_stack timeout 60 "$work/$1-$2" >"$work/$1-$2.log" 2>&1
   status=$?
   exec 2>&3 3>&-
 }
+
+# Failures whose cause lies outside this stack's runtime path, reported as XFAIL with the
+# cause (program-target -> cause); a known issue that passes says so.
+declare -A known_issues=()
+if [ "$stack" = trixie ]; then
+  # ROCr 6.1 puts an AMD vendor BARRIER_VALUE packet with a null signal in front of copies on
+  # gfx90a; the CP reads the signal at address 0x8 and VM-faults (model/src/hw/cp.rs).
+  known_issues[lds_atomics-gfx90a]="AQL barrier-value packet with a null signal faults at 0x8 (hw::cp)"
+  known_issues[memcpy-gfx90a]="AQL barrier-value packet with a null signal faults at 0x8 (hw::cp)"
+fi
 
 for arch in "${archs[@]}"; do
   for p in vadd lds_atomics scratch shuffle grid3d memcpy memcpy2d math apertures scratch_fs apertures_fs mfma \
@@ -105,8 +148,11 @@ for arch in "${archs[@]}"; do
     run "$p" "$arch"
     name=${p%_fs} # the flat-scratch builds print their source's name
     last=$(grep "^$name:" "$work/$p-$arch.log" | tail -n 1)
+    known=${known_issues[$p-$arch]:-}
     if [ $status -eq 0 ] && { [ "$last" = "vadd: 10000 of 10000 correct" ] || [ "${last%% (*}" = "$name: ok" ]; }; then
-      pass "$p on $arch ($last)"
+      pass "$p on $arch ($last)${known:+ (was a known issue: drop it from known_issues)}"
+    elif [ -n "$known" ]; then
+      echo "XFAIL $p on $arch (exit $status; last line: ${last:-none}): $known"
     else
       fail "$p on $arch (exit $status; last line: ${last:-none})"
       tail -n 20 "$work/$p-$arch.log" | sed 's/^/    /'
@@ -160,8 +206,8 @@ for arch in "${archs[@]}"; do
   if [ "$arch" = gfx90a ] && [ -x "$work/managed-$arch" ]; then
     # XNACK on: ROCr hands managed memory to the GPU as SVM ranges mapped on first touch.
     exec 3>&2 2>/dev/null
-    HSA_XNACK=1 KFD_MODEL_LOG=kfd::interrupt=debug KFD_MODEL_PRESET=$arch LD_PRELOAD=$shim \
-      timeout 60 "$work/managed-$arch" \
+    HSA_XNACK=1 KFD_MODEL_LOG=kfd::interrupt=debug KFD_MODEL_PRESET=$arch \
+      in_stack timeout 60 "$work/managed-$arch" \
       >"$work/managed-xnack.log" 2>&1
     status=$?
     exec 2>&3 3>&-
@@ -178,14 +224,18 @@ for arch in "${archs[@]}"; do
     start=$(date +%s%N)
     run forever "$arch"
     ms=$((($(date +%s%N) - start) / 1000000))
-    if [ $status -eq 0 ] && [ $ms -le 10000 ] && grep -q '^forever: launched$' "$work/forever-$arch.log"; then
+    # How long it took is the host's business (printed); a hang is the time limit's, and a
+    # teardown that waited out the preemption timeout says so in the log.
+    if [ $status -eq 0 ] && grep -q '^forever: launched$' "$work/forever-$arch.log" \
+      && ! grep -qE 'unsuccessful queues preemption|did not preempt' "$work/forever-$arch.log"; then
       pass "forever on $arch (process ended ${ms} ms after start with the kernel still running)"
     else
-      fail "forever on $arch (exit $status after ${ms} ms; limit 10000 ms)"
+      fail "forever on $arch (exit $status after ${ms} ms)"
       tail -n 20 "$work/forever-$arch.log" | sed 's/^/    /'
     fi
   fi
 done
 
-echo "hip: $passed passed, $failed failed"
+label=hip; [ "$stack" = host ] || label=hip-$stack
+echo "$label: $passed passed, $failed failed"
 [ $failed -eq 0 ]

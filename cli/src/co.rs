@@ -2,13 +2,18 @@
 //! kernels (descriptor and entry addresses, code size, segment sizes, registers), the device
 //! functions and variables with their sizes, the symbols it needs from other code objects; for a
 //! HIP program or library also the host-side kernel symbols paired with their device kernels.
+//!
+//! A HIP program of several translation units, or a ROCm library, holds one offload bundle per
+//! unit: every one of them is listed (with `--target`, each bundle's code objects for that
+//! target — the loader loads one from every bundle).
 
 use std::path::PathBuf;
 
-use codeobj::{Binding, CodeObject, Container, ContainerKind, TargetId};
+use codeobj::{Binding, CodeObject, Container, ContainerEntry, ContainerKind, TargetId};
 use serde_json::{json, Value};
 
 use crate::error::{CliError, CliResult};
+use crate::names;
 use crate::output::{Out, Style, Tone};
 
 /// `kfd co` arguments.
@@ -16,10 +21,15 @@ use crate::output::{Out, Style, Tone};
 pub struct CoArgs {
     /// A code object (`.co`, `.hsaco`), a clang offload bundle, or a HIP program or shared library.
     pub file: PathBuf,
-    /// Show only the code object that would run on this agent (a target ID such as `gfx90a`,
-    /// `gfx90a:xnack-`, `amdgcn-amd-amdhsa--gfx900`).
+    /// Show only the code objects for this target: a processor (`gfx90a`, matching any
+    /// xnack/sramecc setting) or a full target ID (`gfx90a:xnack-`,
+    /// `amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`).
     #[arg(long, value_name = "TARGET_ID")]
     pub target: Option<String>,
+    /// Show C++ names demangled (`void bitonic<int>(int*, int)`), as `llvm-objdump -C` does;
+    /// the JSON always has both.
+    #[arg(long, short = 'C')]
+    pub demangle: bool,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -28,64 +38,91 @@ pub struct CoArgs {
 /// Runs `kfd co`.
 pub fn run(args: &CoArgs, style: Style) -> CliResult<()> {
     let label = args.file.display().to_string();
-    let bytes = std::fs::read(&args.file)
-        .map_err(|e| CliError::usage(format!("cannot read '{label}': {e}")))?;
+    if let Some(t) = &args.target {
+        parse_query("--target", t)?;
+    }
+    let bytes = crate::code_file::open(&args.file)?;
     let report = inspect(&bytes, args.target.as_deref()).map_err(|e| e.context(&label))?;
     let mut out = Out::stdout();
     if args.json {
         out.json(&report)?;
     } else {
-        out.text(&render(&label, &report, style))?;
+        out.text(&render(&label, &report, args.demangle, style))?;
     }
     out.flush()
 }
 
-/// What `kfd co` reports about `bytes`, as JSON (the text view is rendered from it, so both
-/// always say the same).
-pub fn inspect(bytes: &[u8], target: Option<&str>) -> CliResult<Value> {
-    let container = Container::parse(bytes).map_err(|e| {
+/// The container in `bytes`, or the error that says it is none.
+pub fn parse_container(bytes: &[u8]) -> CliResult<Container<'_>> {
+    Container::parse(bytes).map_err(|e| {
         CliError::failure(format!(
             "not a code object, offload bundle or HIP program: {e}"
         ))
-    })?;
-    let agent = target
-        .map(|t| {
-            t.parse::<TargetId>()
-                .map_err(|e| CliError::usage(format!("--target {t:?}: {e}")))
-        })
-        .transpose()?;
-    let chosen: Vec<_> = match &agent {
-        Some(a) => vec![container.select(a).map_err(|e| {
-            let have: Vec<String> = container
-                .entries()
-                .iter()
-                .map(|e| e.target.to_string())
-                .collect();
+    })
+}
+
+/// The target ID of `--target`/`--gfx` (`option`), as a query.
+pub fn parse_query(option: &str, text: &str) -> CliResult<TargetId> {
+    text.parse::<TargetId>().map_err(|_| {
+        CliError::usage(format!(
+            "{option} {text:?} is not a target ID (a processor such as gfx90a, optionally with \
+             :sramecc± and :xnack±, or amdgcn-amd-amdhsa--gfx90a:xnack-)"
+        ))
+    })
+}
+
+/// The entries of `container` for `query` (every entry without one); the error names each
+/// target the file has once.
+pub fn choose<'c, 'data>(
+    container: &'c Container<'data>,
+    query: Option<&TargetId>,
+) -> CliResult<Vec<&'c ContainerEntry<'data>>> {
+    match query {
+        Some(q) => container.matching(q).map_err(|_| {
+            let have = container.distinct_targets();
             CliError::failure(format!(
-                "no code object for {a}: {e} (the file has: {})",
-                have.join(", ")
+                "no code object for {q}; the file has {}",
+                if have.is_empty() {
+                    "none".to_owned()
+                } else {
+                    have.join(", ")
+                }
             ))
-        })?],
-        None => container.entries().iter().collect(),
-    };
+        }),
+        None => Ok(container.entries().iter().collect()),
+    }
+}
+
+/// What `kfd co` reports about `bytes`, as JSON (the text view is rendered from it, so both
+/// always say the same). An entry whose code object does not parse is listed with its error.
+pub fn inspect(bytes: &[u8], target: Option<&str>) -> CliResult<Value> {
+    let container = parse_container(bytes)?;
+    let query = target.map(|t| parse_query("--target", t)).transpose()?;
+    let chosen = choose(&container, query.as_ref())?;
     let mut objects = Vec::new();
-    for entry in chosen {
-        let co = entry
-            .code_object()
-            .map_err(|e| CliError::failure(format!("entry {}: {e}", entry.id)))?;
-        let mut o = code_object_json(&co);
+    let mut parsed = Vec::new();
+    for entry in &chosen {
+        let mut o = match entry.code_object() {
+            Ok(co) => {
+                parsed.push(*entry);
+                code_object_json(&co)
+            }
+            Err(e) => json!({"target": entry.target.to_string(), "error": e.to_string()}),
+        };
         o["entry"] = json!(entry.id);
+        o["bundle"] = json!(entry.bundle);
         o["file_offset"] = json!(entry.file_offset);
         o["bytes"] = json!(entry.bytes.len());
         objects.push(o);
     }
     let host_kernels: Vec<Value> = container
-        .host_kernels()
+        .host_kernels_of(&parsed)
         .map_err(|e| CliError::failure(format!("host kernel symbols: {e}")))?
         .into_iter()
         .map(|k| {
             json!({
                 "device_kernel": k.device_name,
+                "demangled": names::demangle(&k.device_name),
                 "handle": {"name": k.handle.name, "address": k.handle.address},
                 "stub": k.stub.map(|s| json!({"name": s.name, "address": s.address})),
                 "targets": k.targets.iter().map(|t| t.to_string()).collect::<Vec<_>>(),
@@ -94,6 +131,8 @@ pub fn inspect(bytes: &[u8], target: Option<&str>) -> CliResult<Value> {
         .collect();
     Ok(json!({
         "container": kind_name(container.kind()),
+        "bundles": container.bundle_count(),
+        "targets": container.distinct_targets(),
         "code_objects": objects,
         "host_kernels": host_kernels,
     }))
@@ -124,6 +163,7 @@ fn code_object_json(co: &CodeObject) -> Value {
             let m = k.metadata.as_ref();
             json!({
                 "name": k.name,
+                "demangled": names::demangle(&k.name),
                 "descriptor": k.descriptor_address,
                 "entry": k.entry_address,
                 "code_size": k.code_size,
@@ -142,6 +182,7 @@ fn code_object_json(co: &CodeObject) -> Value {
         it.map(|s| {
             json!({
                 "name": s.name,
+                "demangled": names::demangle(&s.name),
                 "address": s.value,
                 "size": s.size,
                 "binding": binding_name(s.binding),
@@ -151,6 +192,8 @@ fn code_object_json(co: &CodeObject) -> Value {
     };
     json!({
         "target": co.target().to_string(),
+        "processor_named": co.target().is_named(),
+        "e_flags": co.e_flags(),
         "version": format!("{:?}", co.version()),
         "kernels": kernels,
         "device_functions": symbols(&mut co.device_functions()),
@@ -171,18 +214,53 @@ fn text(v: &Value) -> &str {
     v.as_str().unwrap_or("-")
 }
 
-/// The text view of an [`inspect`] report.
-pub fn render(label: &str, report: &Value, style: Style) -> String {
+/// A symbol's name as the text view shows it: demangled with `-C`.
+fn name_of(v: &Value, demangled: bool) -> &str {
+    match v["demangled"].as_str() {
+        Some(d) if demangled => d,
+        _ => text(&v["name"]),
+    }
+}
+
+/// The text view of an [`inspect`] report; `demangled` shows C++ names demangled.
+pub fn render(label: &str, report: &Value, demangled: bool, style: Style) -> String {
     let mut s = String::new();
     let objects = report["code_objects"].as_array().map_or(&[][..], |v| v);
+    let bundles = report["bundles"].as_u64().unwrap_or(0);
     s += &format!(
-        "{label}: {}, {} device code object(s)\n",
+        "{label}: {}, {} device code object(s){}\n",
         text(&report["container"]),
-        objects.len()
+        objects.len(),
+        if bundles > 1 {
+            format!(" from {bundles} bundles (one per translation unit)")
+        } else {
+            String::new()
+        }
     );
     for o in objects {
+        let bundle = if bundles > 1 {
+            format!(", bundle {}", num(&o["bundle"]))
+        } else {
+            String::new()
+        };
+        if let Some(e) = o["error"].as_str() {
+            s += &format!(
+                "\n{} — target {}{bundle}, {} bytes at file offset {}: {}\n",
+                style.paint(Tone::Bold, text(&o["entry"])),
+                text(&o["target"]),
+                num(&o["bytes"]),
+                hex(&o["file_offset"]),
+                style.paint(Tone::Error, e),
+            );
+            continue;
+        }
+        let unnamed = if o["processor_named"].as_bool() == Some(false) {
+            " (a processor kfd has no name for)"
+        } else {
+            ""
+        };
         s += &format!(
-            "\n{} — target {}, code object {}, {} bytes at file offset {}\n",
+            "\n{} — target {}{unnamed}{bundle}, code object {}, {} bytes at file offset {}\n",
             style.paint(Tone::Bold, text(&o["entry"])),
             text(&o["target"]),
             text(&o["version"]),
@@ -192,7 +270,7 @@ pub fn render(label: &str, report: &Value, style: Style) -> String {
         for k in o["kernels"].as_array().into_iter().flatten() {
             s += &format!(
                 "  kernel    {}\n            descriptor {}  entry {}  code {} B  kernarg {} B  LDS {} B  scratch {} B/lane  sgpr {} vgpr {}{}  wave{}\n",
-                style.paint(Tone::Name, text(&k["name"])),
+                style.paint(Tone::Name, name_of(k, demangled)),
                 hex(&k["descriptor"]),
                 hex(&k["entry"]),
                 num(&k["code_size"]),
@@ -211,7 +289,7 @@ pub fn render(label: &str, report: &Value, style: Style) -> String {
             for f in o[key].as_array().into_iter().flatten() {
                 s += &format!(
                     "  {what:<9} {}  at {}  {} B  {}\n",
-                    style.paint(Tone::Name, text(&f["name"])),
+                    style.paint(Tone::Name, name_of(f, demangled)),
                     hex(&f["address"]),
                     num(&f["size"]),
                     text(&f["binding"]),
@@ -236,7 +314,13 @@ pub fn render(label: &str, report: &Value, style: Style) -> String {
                 } else {
                     format!("{} at {}", text(&stub["name"]), hex(&stub["address"]))
                 },
-                style.paint(Tone::Name, text(&h["device_kernel"])),
+                style.paint(
+                    Tone::Name,
+                    match h["demangled"].as_str() {
+                        Some(d) if demangled => d,
+                        _ => text(&h["device_kernel"]),
+                    }
+                ),
                 h["targets"]
                     .as_array()
                     .into_iter()

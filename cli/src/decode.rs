@@ -394,9 +394,15 @@ pub fn run(args: &DecodeArgs, style: Style) -> CliResult<()> {
     let mut buf = Vec::new();
     remaining -= input.read_into(CHUNK_DWORDS.min(remaining), &mut buf)?;
     if buf.is_empty() && args.skip == 0 && input.at_end()? {
-        return Err(CliError::usage(format!(
-            "{label} holds no dwords to decode"
-        )));
+        let trailing = input.trailing_bytes();
+        return Err(CliError::usage(if trailing > 0 {
+            format!(
+                "{label} holds {trailing} byte(s), less than one dword: nothing to decode \
+                 (--format bytes reads bytes in memory order, 4 to a dword)"
+            )
+        } else {
+            format!("{label} holds no dwords to decode")
+        }));
     }
     let engine = match args.engine {
         Engine::Auto => detect_engine(&buf),

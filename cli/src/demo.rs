@@ -125,7 +125,7 @@ fn plain(text: String) -> (String, String) {
 }
 
 fn thunk_err(what: &'static str) -> impl Fn(thunk::Error) -> CliError {
-    move |e| CliError::failure(format!("{what}: {e}"))
+    move |e| CliError::failure_in(what, e)
 }
 
 const STEPS: usize = 10;

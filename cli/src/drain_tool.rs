@@ -222,6 +222,13 @@ impl DrainArgs {
         }
         let mut config = DrainConfig::new(channel, total);
         config.kernel_waves = self.waves;
+        if self.record_size.is_none() {
+            // Records of about the default size that add up to exactly --total.
+            let most = slot_size.saturating_sub(72);
+            if let Some(payload) = payload_filling(total, config.record_payload, most) {
+                config.record_payload = payload;
+            }
+        }
         if let Some(size) = self.record_size {
             let most = slot_size.saturating_sub(72);
             let payload = u32::try_from(size)
@@ -255,6 +262,24 @@ impl DrainArgs {
         config.progress_every = Duration::from_millis(100);
         Ok(config)
     }
+}
+
+/// A record payload near `default` (a multiple of 8 from 24 to `most` bytes) whose records,
+/// headers included, add up to exactly `total`; `None` when no count of records near the
+/// default's does (the session then rounds up to whole records, and the report says so).
+pub fn payload_filling(total: u64, default: u32, most: u32) -> Option<u32> {
+    let header = drain::layout::record_size(0);
+    let near = total.div_ceil(drain::layout::record_size(default)).max(1);
+    // Record counts nearest the default's first, a few either way.
+    let counts = (0..64u64).flat_map(|d| [near.checked_sub(d), near.checked_add(d + 1)]);
+    counts.flatten().find_map(|records| {
+        if records == 0 || total % records != 0 {
+            return None;
+        }
+        let size = total / records;
+        let payload = u32::try_from(size.checked_sub(header)?).ok()?;
+        (size % 8 == 0 && (24..=most).contains(&payload)).then_some(payload)
+    })
 }
 
 /// The JSON report.
@@ -434,6 +459,20 @@ fn opt_ns(v: Option<u64>) -> String {
     v.map_or("-".into(), |n| units::duration(Duration::from_nanos(n)))
 }
 
+/// Why the bytes moved differ from `--total`, when they do: whole records (of the payload
+/// asked for) do not add up to it.
+fn rounding_note(s: &DrainSummary) -> String {
+    let asked = s.config.total;
+    if s.bytes == asked || s.records_dropped > 0 {
+        return String::new();
+    }
+    format!(
+        " ({} asked: rounded up to whole {}-byte records)",
+        units::bytes(asked),
+        drain::layout::record_size(s.config.record_payload)
+    )
+}
+
 /// The text report.
 pub fn render(s: &DrainSummary, style: Style) -> Vec<String> {
     let c = &s.config;
@@ -462,11 +501,12 @@ pub fn render(s: &DrainSummary, style: Style) -> Vec<String> {
         field(
             "moved",
             format!(
-                "{} in {} records of {} payload bytes, verified: {}",
+                "{} in {} records of {} payload bytes, verified: {}{}",
                 units::bytes(s.bytes),
                 s.records,
                 c.record_payload,
-                c.verify
+                c.verify,
+                rounding_note(s)
             ),
         ),
     ];
@@ -540,6 +580,20 @@ pub fn run(args: &DrainArgs, style: Style) -> CliResult<()> {
     let gpu = kfd
         .gpu(0)
         .ok_or_else(|| CliError::failure(format!("{} has no usable GPU", source.description)))?;
+    if args.producer == ProducerChoice::Kernel && source.is_model() {
+        // The model runs kernels in its GFX9 interpreter: another part's kernel would stop
+        // its queue at the first instruction.
+        let gfx = gpu
+            .node()
+            .gfx_target_name()
+            .unwrap_or_else(|| "this GPU".to_owned());
+        if gfx.parse::<isa::Target>().is_err() {
+            return Err(CliError::usage(format!(
+                "--producer kernel runs its kernel in the model's GFX9 interpreter (gfx900, \
+                 gfx906, gfx908, gfx90a), not on {gfx}: use --model gfx900 or --model gfx90a"
+            )));
+        }
+    }
     let total = config.total_bytes;
     let mut line = ProgressLine::new(true);
     let report = drain::run(&gpu, &config, |p| {
@@ -576,6 +630,31 @@ pub fn run(args: &DrainArgs, style: Style) -> CliResult<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn payloads_fill_the_total_exactly_when_they_can() {
+        // 1 MiB in 1 MiB slots: the default quarter-slot record (262072 + 8 bytes) would move
+        // 5 records, 1.25 MiB; 4 records of 262144 bytes are exactly 1 MiB.
+        let default = (1u32 << 20) / 4 - 72;
+        assert_eq!(
+            payload_filling(1 << 20, default, (1 << 20) - 72),
+            Some(262_136)
+        );
+        // 256 MiB: 1024 records of 256 KiB.
+        assert_eq!(
+            payload_filling(256 << 20, default, (1 << 20) - 72),
+            Some(262_136)
+        );
+        // A prime number of bytes has no whole-record split.
+        assert_eq!(payload_filling(1_000_003, default, (1 << 20) - 72), None);
+        // Always a multiple of 8 that fits the slot.
+        for total in [4096u64, 100_000, 3 << 20, 12_345_680] {
+            if let Some(p) = payload_filling(total, 4000, 65_000) {
+                assert_eq!((p % 8, total % (u64::from(p) + 8)), (0, 0), "{total}");
+                assert!((24..=65_000).contains(&p));
+            }
+        }
+    }
 
     #[test]
     fn durations_take_units() {

@@ -34,11 +34,26 @@ impl CliError {
         }
     }
 
-    /// The same error with `context: ` in front of its message.
+    /// The same error with `context: ` in front of its message (a closed stdout stays the
+    /// quiet stop it is).
     pub fn context(self, context: impl fmt::Display) -> Self {
+        if self.message == crate::output::BROKEN_PIPE {
+            return self;
+        }
         CliError {
             message: format!("{context}: {}", self.message),
             code: self.code,
+        }
+    }
+
+    /// A failure `what: message`, where a message that already starts with `what`'s first
+    /// word (`CREATE_QUEUE: …` under `CREATE_QUEUE (AQL)`) does not say it twice.
+    pub fn failure_in(what: &str, message: impl fmt::Display) -> Self {
+        let message = message.to_string();
+        let word = what.split_whitespace().next().unwrap_or(what);
+        match message.strip_prefix(word).and_then(|r| r.strip_prefix(':')) {
+            Some(rest) if !word.is_empty() => CliError::failure(format!("{what}:{rest}")),
+            _ => CliError::failure(format!("{what}: {message}")),
         }
     }
 
@@ -85,5 +100,15 @@ mod tests {
             CliError::failure("x").context("decode").message,
             "decode: x"
         );
+    }
+
+    #[test]
+    fn a_context_is_said_once() {
+        let e = CliError::failure_in("CREATE_QUEUE", "CREATE_QUEUE: no room");
+        assert_eq!(e.message, "CREATE_QUEUE: no room");
+        let e = CliError::failure_in("CREATE_QUEUE (AQL)", "CREATE_QUEUE: no room");
+        assert_eq!(e.message, "CREATE_QUEUE (AQL): no room");
+        let e = CliError::failure_in("PM4 queue", "CREATE_QUEUE: no room");
+        assert_eq!(e.message, "PM4 queue: CREATE_QUEUE: no room");
     }
 }

@@ -65,7 +65,7 @@ pub struct Axpy {
 }
 
 fn thunk_err(what: &'static str) -> impl Fn(thunk::Error) -> CliError {
-    move |e| CliError::failure(format!("{what}: {e}"))
+    move |e| CliError::failure_in(what, e)
 }
 
 impl Axpy {

@@ -12,7 +12,9 @@
 //! | `kfd abi` | [`abi`] | the `/dev/kfd` ioctl table of `kfd-sys`, and struct layouts |
 //! | `kfd decode` | [`decode`] | disassembles PM4 or SDMA streams (file, stdin, hex text, binary dump) with dword offsets; errors point at the offending dword |
 //! | `kfd mqd` | [`mqd_tool`] | builds the MQD the kernel writes for a queue, decodes MQD dumps, lists MQD fields, per generation |
-//! | `kfd run` | [`run`](mod@run) | runs an unmodified ROCm program (HIP, libhsakmt, rocminfo) on the model under the LD_PRELOAD shim, passes its exit status through and prints what its kernels did: dispatches, workgroups, waves, instructions, faults |
+//! | `kfd co` | [`co`] | what a code object, offload bundle, HIP program or ROCm library holds, every bundle of it: targets, kernels, device functions, variables, host-side kernel symbols (`-C` demangled) |
+//! | `kfd disasm` | [`disasm`] | the code of those kernels and device functions in llvm-objdump-15's text, padding included, with each kernel's descriptor |
+//! | `kfd run` | [`run`](mod@run) | runs an unmodified ROCm program (HIP, libhsakmt, rocminfo) on the model under the LD_PRELOAD shim, passes SIGINT/SIGTERM/SIGHUP on to it ([`signals`]), passes its exit status through and prints what its kernels did: dispatches, workgroups, waves, instructions, faults |
 //! | `kfd trace` | [`trace`] | runs a scenario on the model (create-queue, oversubscribe, evict-restore, vm-fault, event-signal, dispatch, svm-fault) and prints the path of each request layer by layer (ioctl → pqm → dqm → packet manager → HIQ → HWS → HQD → CP/SDMA → SPI → waves → IH → events), with the PM4 of every packet, the MQD dwords that changed, a kernel's waves with their initial registers and one wave instruction by instruction, and a Chrome/Perfetto timeline |
 //!
 //! The subcommands that open a GPU share [`device`]: `--device PATH`, `--model PART`,
@@ -26,7 +28,8 @@
 //!
 //! Shared pieces: [`kernels`] holds the project's own kernel (`axpy`, kept compiled for gfx900
 //! and gfx90a) that `kfd demo` and `kfd trace dispatch` run; [`input`] reads files, stdin and
-//! hex text; [`target`] parses `--gfx`;
+//! hex text; [`code_file`] maps the files `kfd co` and `kfd disasm` read; [`names`] demangles
+//! C++ names; [`target`] parses `--gfx`;
 //! [`mqd_fields`] names MQD dwords; [`output`] holds the stdout writer and colours;
 //! [`logging`] tees log records to `kfd trace`; [`measure`] holds the self-timed
 //! measurements of `kfd bench` and `kfd demo`; [`progress`] the live line on stderr (only on a
@@ -70,6 +73,7 @@
 pub mod abi;
 pub mod bench;
 pub mod co;
+pub mod code_file;
 pub mod decode;
 pub mod demo;
 pub mod device;
@@ -83,9 +87,11 @@ pub mod logging;
 pub mod measure;
 pub mod mqd_fields;
 pub mod mqd_tool;
+pub mod names;
 pub mod output;
 pub mod progress;
 pub mod run;
+pub mod signals;
 pub mod target;
 pub mod thunk_ops;
 pub mod trace;
@@ -234,7 +240,10 @@ fn usage_error(e: &clap::Error) -> u8 {
     use clap::error::ErrorKind;
     match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
-            print!("{e}");
+            // A closed pipe (`kfd decode --help | head`) ends the help quietly.
+            use std::io::Write as _;
+            let _ = write!(std::io::stdout(), "{}", e.render())
+                .and_then(|()| std::io::stdout().flush());
             0
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {

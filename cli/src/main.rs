@@ -30,28 +30,33 @@ fn main() -> ExitCode {
     ExitCode::from(status)
 }
 
-/// Set once a SIGINT or SIGTERM is being handled.
+/// Set once a SIGINT, SIGTERM or SIGHUP is ending `kfd`.
 static TERMINATING: AtomicBool = AtomicBool::new(false);
 
-/// SIGINT and SIGTERM end `kfd` through one thread that first removes the model's sysfs trees
-/// under $TMPDIR (a signal handler itself could not: removing files is not async-signal-safe),
-/// then dies of the same signal so that the shell sees what happened.
+/// SIGINT, SIGTERM and SIGHUP go to one thread. While `kfd run` waits for its program, the
+/// library passes them on ([`kfd_cli::signals`]); otherwise the thread first removes the
+/// model's sysfs trees under $TMPDIR (a signal handler itself could not: removing files is not
+/// async-signal-safe), then dies of the same signal so that the shell sees what happened.
 fn remove_temporary_directories_on_signals() {
-    use nix::sys::signal::{raise, sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+    use nix::sys::signal::{raise, sigaction, SaFlags, SigAction, SigHandler, SigSet};
     let mut set = SigSet::empty();
-    set.add(Signal::SIGINT);
-    set.add(Signal::SIGTERM);
+    for signal in kfd_cli::signals::HANDLED {
+        set.add(signal);
+    }
     // Blocked before any other thread exists, so every thread inherits the mask and only
-    // the waiting thread takes these signals.
+    // the waiting thread takes these signals (`kfd run` unblocks them in its program).
     if set.thread_block().is_err() {
         return;
     }
     let waiter = std::thread::Builder::new()
         .name("kfd-signals".into())
-        .spawn(move || {
-            let Ok(signal) = set.wait() else {
+        .spawn(move || loop {
+            let Some((signal, from_a_process)) = wait_for(&set) else {
                 return;
             };
+            if kfd_cli::signals::deliver(signal, from_a_process) {
+                continue;
+            }
             TERMINATING.store(true, Ordering::Release);
             kfd_model::tmpdirs::remove_registered();
             let default = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
@@ -63,5 +68,27 @@ fn remove_temporary_directories_on_signals() {
         });
     if waiter.is_err() {
         let _ = set.thread_unblock();
+    }
+}
+
+/// The next signal of `set` and whether another process sent it (`kill`: `SI_USER`, or
+/// `sigqueue`: `SI_QUEUE`) rather than the terminal or the kernel.
+fn wait_for(set: &nix::sys::signal::SigSet) -> Option<(nix::sys::signal::Signal, bool)> {
+    use nix::libc;
+    loop {
+        let mut info = std::mem::MaybeUninit::<libc::siginfo_t>::zeroed();
+        // SAFETY: `set` is a valid signal set and `info` a writable siginfo_t; sigwaitinfo
+        // writes only into `info`.
+        let n = unsafe { libc::sigwaitinfo(set.as_ref(), info.as_mut_ptr()) };
+        if n < 0 {
+            if nix::errno::Errno::last() == nix::errno::Errno::EINTR {
+                continue;
+            }
+            return None;
+        }
+        // SAFETY: sigwaitinfo succeeded, so it filled `info` (and it was zeroed before).
+        let code = unsafe { info.assume_init() }.si_code;
+        let signal = nix::sys::signal::Signal::try_from(n).ok()?;
+        return Some((signal, code == libc::SI_USER || code == libc::SI_QUEUE));
     }
 }

@@ -689,8 +689,8 @@ fn read_dump(args: &DecodeMqdArgs) -> CliResult<(String, Vec<u8>)> {
 /// Compute: `cp_mqd_control.PRIV_STATE`, the persistent-state preload (0x53 on gfx9/10, 0x55
 /// on gfx11), `cp_hqd_pq_control.RPTR_BLOCK_SIZE` 5, `cp_hqd_quantum` 0x111,
 /// `compute_pipelinestat_enable` 1. SDMA: `rb_cntl` with RPTR_WRITEBACK_ENABLE and timer 6,
-/// `sdmax_rlcx_dummy_reg` 0xF.
-pub fn implausible_fields(mqd: &AnyMqd, target: Target) -> Vec<String> {
+/// `sdmax_rlcx_dummy_reg` 0xF. Returns the warnings and how many fields were checked.
+pub fn implausible_fields(mqd: &AnyMqd, target: Target) -> (Vec<String>, usize) {
     let generation = target.generation();
     let table = mqd_fields::table(generation, mqd.kind());
     let value = |name: &str| {
@@ -701,8 +701,10 @@ pub fn implausible_fields(mqd: &AnyMqd, target: Target) -> Vec<String> {
             .and_then(|f| mqd_fields::dword(mqd.bytes(), f.dword))
     };
     let mut out = Vec::new();
+    let mut checked = 0;
     let mut check = |name: &str, ok: &dyn Fn(u32) -> bool, expected: &str| {
         if let Some(v) = value(name) {
+            checked += 1;
             if !ok(v) {
                 out.push(format!(
                     "{name} is {v:#010x}; the kernel writes {expected} on every {} queue",
@@ -745,7 +747,7 @@ pub fn implausible_fields(mqd: &AnyMqd, target: Target) -> Vec<String> {
             check("sdmax_rlcx_dummy_reg", &|v| v == 0xF, "0x0000000f");
         }
     }
-    out
+    (out, checked)
 }
 
 /// Runs `kfd mqd`.
@@ -797,7 +799,22 @@ pub fn run(command: &MqdCommand, style: Style) -> CliResult<()> {
                     expected.size
                 ));
             }
-            warnings.extend(implausible_fields(&mqd, args.gfx));
+            let (implausible, checked) = implausible_fields(&mqd, args.gfx);
+            // A compute dump already passed the MQD header check; an SDMA MQD has no header,
+            // so one whose every checked field is off is not an MQD at all (random bytes).
+            if mqd.kind() == MqdKind::Sdma && checked > 0 && implausible.len() == checked {
+                return Err(CliError::failure(format!(
+                    "{label} is not an MQD: none of the fields the kernel writes on every {} \
+                     queue holds what it writes ({}); --kind compute reads it as a compute MQD",
+                    expected.name,
+                    implausible
+                        .iter()
+                        .map(|w| w.split(';').next().unwrap_or(w))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+            warnings.extend(implausible);
             let notes = DecodeNotes {
                 size: bytes.len(),
                 fits,

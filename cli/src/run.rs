@@ -27,8 +27,9 @@ pub const ENV_RUN_SUMMARY: &str = "KFD_RUN_SUMMARY";
 /// What `kfd run` was asked.
 #[derive(Clone, Debug, clap::Args)]
 pub struct RunArgs {
-    /// GPU part to model: gfx900, gfx90a, gfx942, gfx1030 (default: KFD_MODEL_PRESET, else gfx900).
-    #[arg(long, value_parser = parse_preset)]
+    /// GPU part to model: gfx900, gfx90a, gfx942, gfx1030 (default: KFD_MODEL_PRESET, else
+    /// gfx900); `--model` as in the other commands.
+    #[arg(long, visible_alias = "model", value_name = "PART", value_parser = parse_preset)]
     pub preset: Option<Preset>,
     /// Number of modelled GPUs, 1–64 (default: KFD_MODEL_GPUS, else 1).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64))]
@@ -43,13 +44,9 @@ pub struct RunArgs {
     /// Print no summary.
     #[arg(long, short, conflicts_with = "json")]
     pub quiet: bool,
-    /// The program and its arguments (after `--`).
-    #[arg(
-        required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "PROGRAM"
-    )]
+    /// The program and its arguments (after `--`; an option of `kfd run` before it that it
+    /// does not know is an error, not a program name).
+    #[arg(required = true, trailing_var_arg = true, value_name = "PROGRAM")]
     pub command: Vec<OsString>,
 }
 
@@ -251,6 +248,14 @@ pub fn run(args: &RunArgs, style: Style) -> CliResult<u8> {
         }
         Err(why) => return Err(CliError::usage(format!("'{shown}': {why}"))),
     }
+    let preset = args.preset.or_else(|| {
+        std::env::var("KFD_MODEL_PRESET")
+            .ok()
+            .and_then(|p| crate::device::parse_preset(&p).ok())
+    });
+    if let Some(p) = preset {
+        check_rocr_knows(p, &rocr_search_path())?;
+    }
     let exe = std::env::current_exe().ok();
     let shim = find_shim(exe.as_deref(), std::env::var_os(ENV_PRELOAD_LIB))?;
     let shim = shim.canonicalize().unwrap_or(shim);
@@ -277,26 +282,33 @@ pub fn run(args: &RunArgs, style: Style) -> CliResult<u8> {
             cmd.env("KFD_MODEL_LOG", "kfd=debug,hw=debug");
         }
     }
-    // `kfd` blocks SIGINT and SIGTERM in every thread (one thread waits for them to clean up)
-    // and a spawned program inherits its spawner's mask: start it from a thread that takes
-    // them again, so the program sees Ctrl-C and `kill` as it would without `kfd run`.
-    let status = std::thread::scope(|scope| {
-        scope
-            .spawn(|| {
-                use nix::sys::signal::{SigSet, Signal};
-                let mut set = SigSet::empty();
-                set.add(Signal::SIGINT);
-                set.add(Signal::SIGTERM);
-                let _ = set.thread_unblock();
-                cmd.status()
-            })
-            .join()
-            .unwrap_or_else(|_| {
-                Err(std::io::Error::other(
-                    "the thread starting the program panicked",
-                ))
-            })
+    // SIGINT, SIGTERM and SIGHUP sent to `kfd` go to the program while it runs, and `kfd`
+    // waits for it (`crate::signals`). `kfd` keeps them blocked in every thread and a program
+    // inherits the mask: the program takes them again between fork and exec.
+    let mut handled = nix::sys::signal::SigSet::empty();
+    for signal in crate::signals::HANDLED {
+        handled.add(signal);
+    }
+    #[allow(unsafe_code)]
+    // SAFETY: the closure runs in the forked child before exec and calls only sigprocmask,
+    // which is async-signal-safe; it allocates nothing and touches no lock (`handled` was
+    // built before the fork and is copied in).
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::sys::signal::sigprocmask(
+                nix::sys::signal::SigmaskHow::SIG_UNBLOCK,
+                Some(&handled),
+                None,
+            )
+            .map_err(std::io::Error::from)
+        });
+    }
+    let forwarding = crate::signals::Forwarding::begin();
+    let status = cmd.spawn().and_then(|mut child| {
+        forwarding.started(child.id());
+        child.wait()
     });
+    drop(forwarding);
     let text = std::fs::read_to_string(&summary_path).unwrap_or_default();
     let _ = std::fs::remove_file(&summary_path);
     let status = status.map_err(|e| CliError::failure(format!("cannot start '{shown}': {e}")))?;
@@ -386,6 +398,68 @@ pub fn summary_lines(
     lines
 }
 
+/// ROCr's library name (what HIP and rocminfo load).
+const ROCR_LIBRARY: &str = "libhsa-runtime64.so.1";
+
+/// Where the dynamic loader looks for ROCr, in its order as far as `kfd run` can tell:
+/// `LD_LIBRARY_PATH`, then ROCm's own prefix, then Debian's multiarch directory.
+pub fn rocr_search_path() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::env::var_os("LD_LIBRARY_PATH")
+        .map(|v| std::env::split_paths(&v).collect())
+        .unwrap_or_default();
+    dirs.extend(
+        [
+            "/opt/rocm/lib",
+            "/usr/lib/x86_64-linux-gnu",
+            "/usr/lib64",
+            "/usr/lib",
+        ]
+        .into_iter()
+        .map(PathBuf::from),
+    );
+    dirs
+}
+
+/// The minor version of the ROCr library `libhsa-runtime64.so.1.MINOR.PATCH` the first of
+/// `dirs` holds, and its path.
+pub fn installed_rocr(dirs: &[PathBuf]) -> Option<(PathBuf, u32)> {
+    dirs.iter().find_map(|d| {
+        let link = d.join(ROCR_LIBRARY);
+        let real = std::fs::canonicalize(&link).ok()?;
+        let name = real.file_name()?.to_str()?;
+        let minor = name
+            .strip_prefix(ROCR_LIBRARY)?
+            .strip_prefix('.')?
+            .split('.')
+            .next()?
+            .parse()
+            .ok()?;
+        Some((link, minor))
+    })
+}
+
+/// ROCr's first release that knows gfx942 (GC 9.4.3): ROCm 5.7's `libhsa-runtime64.so.1.11`.
+const ROCR_MINOR_FOR_GFX942: u32 = 11;
+
+/// Refuses a preset the installed ROCr cannot work with, before the program starts: ROCm 5.2
+/// (Debian 12's ROCr 1.5) does not know gfx942 and HIP programs crash inside it after its
+/// 'unrecognized id' message.
+pub fn check_rocr_knows(preset: Preset, dirs: &[PathBuf]) -> CliResult<()> {
+    if preset != Preset::Gfx942 {
+        return Ok(());
+    }
+    match installed_rocr(dirs) {
+        Some((path, minor)) if minor < ROCR_MINOR_FOR_GFX942 => Err(CliError::usage(format!(
+            "the gfx942 preset needs ROCm 5.7 or later (ROCr {ROCR_LIBRARY}.{ROCR_MINOR_FOR_GFX942}); \
+             the ROCr here, {} (1.{minor}; Debian 12 ships ROCm 5.2's 1.5), does not know gfx942 \
+             (GC 9.4.3): rocminfo reports an unrecognized id and HIP programs crash. Use \
+             --preset gfx90a, or point LD_LIBRARY_PATH at a newer ROCm",
+            path.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 fn read_head(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     let mut bytes = Vec::new();
@@ -447,6 +521,29 @@ mod tests {
             }]
         );
         assert!(parse_summaries("{\"pid\":1}").is_err());
+    }
+
+    #[test]
+    fn gfx942_needs_a_rocr_that_knows_it() {
+        let dir = std::env::temp_dir().join(format!("kfd-run-rocr-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let real = dir.join("libhsa-runtime64.so.1.5.0");
+        std::fs::write(&real, b"").unwrap();
+        let _ = std::fs::remove_file(dir.join(ROCR_LIBRARY));
+        std::os::unix::fs::symlink(&real, dir.join(ROCR_LIBRARY)).unwrap();
+        let dirs = [dir.clone()];
+        assert_eq!(installed_rocr(&dirs).map(|(_, m)| m), Some(5));
+        let e = check_rocr_knows(Preset::Gfx942, &dirs).unwrap_err();
+        assert!(e.message.contains("needs ROCm 5.7 or later"), "{e}");
+        assert!(check_rocr_knows(Preset::Gfx90a, &dirs).is_ok());
+        // ROCm 6.0's 1.12 knows it; no ROCr found at all is not kfd run's to judge.
+        std::fs::remove_file(dir.join(ROCR_LIBRARY)).unwrap();
+        let newer = dir.join("libhsa-runtime64.so.1.12.0");
+        std::fs::write(&newer, b"").unwrap();
+        std::os::unix::fs::symlink(&newer, dir.join(ROCR_LIBRARY)).unwrap();
+        assert!(check_rocr_knows(Preset::Gfx942, &dirs).is_ok());
+        assert!(check_rocr_knows(Preset::Gfx942, &[dir.join("none")]).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -189,7 +189,7 @@ fn info_names_the_board_and_the_isa_as_rocminfo_does() {
         ),
         (
             "gfx90a",
-            "AMD Instinct MI210 · ISA amdgcn-amd-amdhsa--gfx90a:sramecc-:xnack-",
+            "AMD Instinct MI210 · ISA amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-",
         ),
         (
             "gfx1030",
@@ -268,5 +268,56 @@ fn a_path_that_is_no_device_says_so_and_names_its_errno() {
             )
         );
         assert!(!err.contains("E?"), "{err}");
+    }
+}
+
+/// The README's `kfd info` block is what `kfd info` prints today, line for line (`…` marks
+/// what it leaves out; the host's memory size differs from machine to machine).
+#[test]
+fn the_readmes_info_block_is_current() {
+    let readme = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"),
+    )
+    .unwrap();
+    let start = readme
+        .find("$ kfd info\n")
+        .expect("the README shows kfd info");
+    let block = &readme[start..];
+    let block = &block[..block.find("```").unwrap()];
+    let out = ok(&["info"]);
+    let mut shown = 0;
+    for line in block.lines().skip(1) {
+        if line.trim() == "…" || line.contains("system ") {
+            continue;
+        }
+        assert!(
+            out.lines().any(|l| l == line),
+            "README line not printed: {line:?}\n{out}"
+        );
+        shown += 1;
+    }
+    assert!(shown > 15, "{shown} lines checked");
+}
+
+#[test]
+fn the_mi210_preset_runs_with_ecc_on() {
+    let out = ok(&["info", "--model", "gfx90a"]);
+    assert!(
+        out.contains("ISA amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-"),
+        "{out}"
+    );
+    assert!(out.contains("memory EDC, RAS events, SRAM EDC"), "{out}");
+    let out = ok(&["info", "--model", "gfx942"]);
+    assert!(
+        out.contains("ISA amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-"),
+        "{out}"
+    );
+    // Consumer and older parts: no ECC.
+    for part in ["gfx900", "gfx1030"] {
+        let out = ok(&["info", "--model", part]);
+        assert!(
+            !out.contains("SRAM EDC") && !out.contains("sramecc"),
+            "{part}: {out}"
+        );
     }
 }

@@ -262,24 +262,40 @@ fn build_refuses_out_of_range_sizes_and_engines() {
 fn decode_says_empty_size_fit_and_implausible_fields() {
     let e = usage_error(&kfd_with_stdin(&["mqd", "decode", "-"], b""));
     assert_eq!(e, "kfd: stdin: empty input");
-    // 512 random-looking bytes: decoded as the only 512-byte gfx9 layout, with the layouts
-    // of that size named and the fields the kernel always writes flagged.
-    let junk: Vec<u8> = (0..512u32)
-        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
-        .collect();
-    let o = kfd_with_stdin(&["mqd", "decode", "--format", "bin", "-"], &junk);
+    // 512 and 2048 random-looking bytes (issue 37): not an MQD, every field the kernel always
+    // writes is off; the status says so.
+    for size in [512u32, 2048] {
+        let junk: Vec<u8> = (0..size)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        let o = kfd_with_stdin(&["mqd", "decode", "--format", "bin", "-"], &junk);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with("kfd: stdin is not an MQD: none of the fields"),
+            "{err}"
+        );
+        assert!(err.contains("sdmax_rlcx_dummy_reg is 0x"), "{err}");
+        assert!(err.contains("sdmax_rlcx_rb_cntl is 0x"), "{err}");
+    }
+    // One field off: still an MQD, with a warning and the layouts of that size named.
+    let mut edited = kfd(&["mqd", "build", "--kind", "sdma", "--out", "-"]).stdout;
+    // dw27 is sdmax_rlcx_dummy_reg (kfd mqd fields --kind sdma).
+    edited[4 * 27..4 * 28].copy_from_slice(&0xdead_beefu32.to_le_bytes());
+    let o = kfd_with_stdin(&["mqd", "decode", "--format", "bin", "-"], &edited);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let out = stdout(&o);
     assert!(
-        out.contains("input                 512 bytes, the size of v9_sdma_mqd and v11_sdma_mqd"),
-        "{out}"
+        stderr(&o).contains("kfd: warning: sdmax_rlcx_dummy_reg is 0xdeadbeef"),
+        "{}",
+        stderr(&o)
     );
-    let err = stderr(&o);
     assert!(
-        err.contains("kfd: warning: sdmax_rlcx_dummy_reg is 0x"),
-        "{err}"
+        stdout(&o)
+            .contains("input                 512 bytes, the size of v9_sdma_mqd and v11_sdma_mqd"),
+        "{}",
+        stdout(&o)
     );
-    assert!(err.contains("sdmax_rlcx_rb_cntl is 0x"), "{err}");
     // A built MQD has no warnings, and JSON lists the fits.
     let built = kfd(&["mqd", "build", "--kind", "sdma", "--out", "-"]).stdout;
     let o = kfd_with_stdin(&["mqd", "decode", "--json", "-"], &built);

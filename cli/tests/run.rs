@@ -76,22 +76,15 @@ fn hipcc(arch: &str) -> Option<PathBuf> {
     let n = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let out = scratch(&format!("vadd-{arch}-{n}"));
     let src = workspace().join("tests/hip/vadd.hip");
-    match Command::new("hipcc")
+    let s = Command::new(kfd_testkit::tool("hipcc")?)
         .arg(format!("--offload-arch={arch}"))
         .args(["-O2", "-o"])
         .arg(&out)
         .arg(&src)
         .status()
-    {
-        Err(e) => {
-            eprintln!("skipped: hipcc is not available ({e})");
-            None
-        }
-        Ok(s) => {
-            assert!(s.success(), "hipcc failed for {arch}");
-            Some(out)
-        }
-    }
+        .expect("hipcc runs");
+    assert!(s.success(), "hipcc failed for {arch}");
+    Some(out)
 }
 
 #[test]
@@ -163,16 +156,20 @@ fn the_text_summary_names_the_program_the_part_and_the_counts() {
 fn a_libhsakmt_client_runs_and_dispatches_no_kernel() {
     let src = workspace().join("tests/c/hsakmt_client.c");
     let exe = scratch("hsakmt_client");
-    let built = Command::new("gcc")
+    let (Some(gcc), Some(_)) = (
+        kfd_testkit::tool("gcc"),
+        kfd_testkit::installed_file("/usr/include/hsakmt.h", "libhsakmt-dev"),
+    ) else {
+        return;
+    };
+    let built = Command::new(gcc)
         .args(["-O2", "-o"])
         .arg(&exe)
         .arg(&src)
         .arg("-lhsakmt")
-        .status();
-    if !built.is_ok_and(|s| s.success()) {
-        eprintln!("skipped: gcc or libhsakmt-dev is missing");
-        return;
-    }
+        .status()
+        .expect("gcc runs");
+    assert!(built.success(), "gcc {src:?} -lhsakmt");
     let o = kfd_run(&[
         "--preset",
         "gfx90a",
@@ -281,16 +278,17 @@ fn a_statically_linked_program_is_refused() {
     let src = scratch("static.c");
     let exe = scratch("static");
     std::fs::write(&src, "int main(void) { return 0; }\n").unwrap();
-    let built = Command::new("gcc")
+    let Some(gcc) = kfd_testkit::tool("gcc") else {
+        return;
+    };
+    let built = Command::new(gcc)
         .arg("-static")
         .arg("-o")
         .arg(&exe)
         .arg(&src)
-        .status();
-    if !built.is_ok_and(|s| s.success()) {
-        eprintln!("skipped: gcc -static is not available");
-        return;
-    }
+        .status()
+        .expect("gcc runs");
+    assert!(built.success(), "gcc -static (libc6-dev's static libc)");
     let o = kfd_run(&["--", exe.to_str().unwrap()]);
     let line = one_line_error(&o, 2);
     assert!(line.contains("is statically linked"), "{line}");
@@ -311,4 +309,234 @@ fn a_named_shim_that_is_missing_is_an_error() {
         one_line_error(&o, 2),
         "kfd: KFD_PRELOAD_LIB=/nonexistent/libkfd_preload.so is not a file"
     );
+}
+
+/// Waits until `path` exists, failing after a deadline that only catches a hang.
+fn wait_for_file(path: &std::path::Path) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !path.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::yield_now();
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// `kfd run ARGS…` started in the background, with its output collected.
+fn kfd_run_child(args: &[&str]) -> std::process::Child {
+    shim_built();
+    Command::new(env!("CARGO_BIN_EXE_kfd"))
+        .arg("run")
+        .args(args)
+        .env_remove("KFD_MODEL_PRESET")
+        .env_remove("KFD_MODEL_GPUS")
+        .env_remove("KFD_PRELOAD_LIB")
+        .env_remove("LD_PRELOAD")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kfd runs")
+}
+
+/// Whether process `pid` is alive (not a zombie).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+#[test]
+fn signals_sent_to_kfd_run_go_to_the_program_which_it_waits_for() {
+    for (signal, name) in [("TERM", "SIGTERM"), ("INT", "SIGINT"), ("HUP", "SIGHUP")] {
+        let ready = scratch(&format!("ready-{signal}"));
+        let got = scratch(&format!("got-{signal}"));
+        let _ = std::fs::remove_file(&ready);
+        // The program says it is ready once its trap is set, and exits 7 on the signal.
+        let script = format!(
+            "trap 'echo {signal} > \"{got}\"; exit 7' {signal}; echo $$ > \"{ready}.tmp\"; mv \"{ready}.tmp\" \"{ready}\"; while :; do sleep 0.05; done",
+            got = got.display(),
+            ready = ready.display()
+        );
+        let child = kfd_run_child(&["--json", "--", "sh", "-c", &script]);
+        wait_for_file(&ready);
+        let program: i32 = std::fs::read_to_string(&ready)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let sent = Command::new("kill")
+            .args([&format!("-{signal}"), &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let o = child.wait_with_output().unwrap();
+        let still_running = alive(program);
+        if still_running {
+            let _ = Command::new("kill")
+                .args(["-KILL", &program.to_string()])
+                .status();
+        }
+        assert!(!still_running, "{name}: the program outlived kfd run");
+        // kfd run waited for the program and ended with its status, summary printed.
+        assert_eq!(o.status.code(), Some(7), "{name}: {}", stderr(&o));
+        assert_eq!(
+            std::fs::read_to_string(&got).unwrap().trim(),
+            signal,
+            "{name}"
+        );
+        assert_eq!(summary(&o)["status"], 7, "{name}");
+        let _ = std::fs::remove_file(&ready);
+        let _ = std::fs::remove_file(&got);
+    }
+}
+
+#[test]
+fn a_program_killed_through_kfd_run_is_reported_by_its_signal() {
+    // The program does not catch SIGTERM: it dies of it, and kfd run reports 128 + 15.
+    let ready = scratch("ready-plain");
+    let _ = std::fs::remove_file(&ready);
+    let script = format!(
+        "echo $$ > \"{r}.tmp\"; mv \"{r}.tmp\" \"{r}\"; while :; do sleep 0.05; done",
+        r = ready.display()
+    );
+    let child = kfd_run_child(&["--", "sh", "-c", &script]);
+    wait_for_file(&ready);
+    let program: i32 = std::fs::read_to_string(&ready)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let o = child.wait_with_output().unwrap();
+    assert!(!alive(program), "the program outlived kfd run");
+    assert_eq!(o.status.code(), Some(143), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("kfd run: sh was killed by signal 15 (status 143)"),
+        "{}",
+        stderr(&o)
+    );
+    let _ = std::fs::remove_file(&ready);
+}
+
+#[test]
+fn a_hip_program_in_an_endless_kernel_ends_with_kfd_run() {
+    let src = scratch("spin.hip");
+    let exe = scratch("spin");
+    let ready = scratch("spin-ready");
+    let _ = std::fs::remove_file(&ready);
+    std::fs::write(
+        &src,
+        r#"#include <hip/hip_runtime.h>
+#include <stdio.h>
+#include <unistd.h>
+__global__ void spin(volatile int *flag) { while (*flag == 0) {} }
+int main(int argc, char **argv) {
+  int *flag;
+  if (hipMalloc(&flag, 4) != hipSuccess || hipMemset(flag, 0, 4) != hipSuccess) return 2;
+  hipLaunchKernelGGL(spin, dim3(1), dim3(64), 0, 0, flag);
+  FILE *f = fopen(argv[1], "w"); fprintf(f, "%d\n", (int)getpid()); fclose(f);
+  return hipDeviceSynchronize() == hipSuccess ? 0 : 1;
+}
+"#,
+    )
+    .unwrap();
+    let Some(hipcc) = kfd_testkit::tool("hipcc") else {
+        return;
+    };
+    let s = Command::new(hipcc)
+        .args(["--offload-arch=gfx900", "-O2", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .expect("hipcc runs");
+    assert!(s.success(), "hipcc failed");
+    let child = kfd_run_child(&["--", exe.to_str().unwrap(), ready.to_str().unwrap()]);
+    wait_for_file(&ready);
+    let program: i32 = std::fs::read_to_string(&ready)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let o = child.wait_with_output().unwrap();
+    let still_running = alive(program);
+    if still_running {
+        let _ = Command::new("kill")
+            .args(["-KILL", &program.to_string()])
+            .status();
+    }
+    assert!(!still_running, "the HIP program outlived kfd run");
+    assert_eq!(o.status.code(), Some(143), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("was killed by signal 15"),
+        "{}",
+        stderr(&o)
+    );
+    for f in [&src, &exe, &ready] {
+        let _ = std::fs::remove_file(f);
+    }
+}
+
+#[test]
+fn model_is_accepted_and_unknown_options_are_named() {
+    let o = kfd_run(&[
+        "--model",
+        "gfx90a",
+        "--quiet",
+        "--",
+        "sh",
+        "-c",
+        "echo $KFD_MODEL_PRESET",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "gfx90a\n");
+    let o = kfd_run(&["--bogus", "--", "true"]);
+    let err = one_line_error(&o, 2);
+    assert!(err.contains("unexpected argument '--bogus'"), "{err}");
+    // After the program's name, its options are its own, `--` or not.
+    let o = kfd_run(&["--quiet", "sh", "-c", "echo \"$1\"", "sh", "--json"]);
+    assert_eq!(stdout(&o), "--json\n", "{}", stderr(&o));
+}
+
+#[test]
+fn gfx942_is_refused_up_front_where_rocr_does_not_know_it() {
+    let dirs = kfd_cli::run::rocr_search_path();
+    match kfd_cli::run::installed_rocr(&dirs) {
+        Some((_, minor)) if minor < 11 => {}
+        other => {
+            eprintln!("SKIP: no ROCr older than 1.11 found ({other:?})");
+            return;
+        }
+    }
+    let o = kfd_run(&["--preset", "gfx942", "--", "rocminfo"]);
+    let err = one_line_error(&o, 2);
+    assert!(
+        err.contains("the gfx942 preset needs ROCm 5.7 or later"),
+        "{err}"
+    );
+    assert!(err.contains("--preset gfx90a"), "{err}");
+    // Through the environment too.
+    shim_built();
+    let o = Command::new(env!("CARGO_BIN_EXE_kfd"))
+        .args(["run", "--", "true"])
+        .env("KFD_MODEL_PRESET", "gfx942")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }

@@ -133,6 +133,18 @@ pub struct RelocationSymbol {
     pub weak: bool,
 }
 
+/// A section of machine code (`SHF_ALLOC | SHF_EXECINSTR`, `.text`): the span a disassembler
+/// walks, padding between functions included.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeSection {
+    /// The section's name.
+    pub name: String,
+    /// Its address (`sh_addr`; 0 in a relocatable object, whose symbols count from there).
+    pub address: u64,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
 /// A kernel: descriptor, entry point and metadata.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Kernel {
@@ -159,6 +171,7 @@ pub struct CodeObject {
     kind: ObjectKind,
     segments: Vec<LoadSegment>,
     symbols: Vec<Symbol>,
+    code_sections: Vec<CodeSection>,
     relocations: Vec<DynamicRelocation>,
     kernels: Vec<Kernel>,
     metadata: Option<Metadata>,
@@ -272,6 +285,24 @@ impl CodeObject {
             let name = sections.section_name(endian, sh).ok()?;
             std::str::from_utf8(name).ok().map(str::to_string)
         };
+        let code_flags = elf::SHF_ALLOC.0 | elf::SHF_EXECINSTR.0;
+        let code_sections = sections
+            .iter()
+            .filter(|sh| {
+                sh.sh_type(endian) == elf::SHT_PROGBITS
+                    && sh.sh_flags(endian).0 & code_flags == code_flags
+            })
+            .map(|sh| CodeSection {
+                name: sections
+                    .section_name(endian, sh)
+                    .ok()
+                    .and_then(|n| std::str::from_utf8(n).ok())
+                    .unwrap_or_default()
+                    .to_string(),
+                address: sh.sh_addr(endian),
+                size: sh.sh_size(endian),
+            })
+            .collect();
 
         // Symbols: the dynamic table first, then what only the static table has.
         let mut symbols: Vec<Symbol> = Vec::new();
@@ -438,6 +469,7 @@ impl CodeObject {
             kind,
             segments,
             symbols,
+            code_sections,
             relocations,
             kernels: Vec::new(),
             metadata,
@@ -560,6 +592,18 @@ impl CodeObject {
     /// Symbols referenced but not defined here.
     pub fn undefined_symbols(&self) -> impl Iterator<Item = &Symbol> {
         self.symbols_of(SymbolKind::Undefined)
+    }
+
+    /// The sections of machine code (`.text`), in file order.
+    pub fn code_sections(&self) -> &[CodeSection] {
+        &self.code_sections
+    }
+
+    /// The code section holding address `address`, if one does.
+    pub fn code_section_at(&self, address: u64) -> Option<&CodeSection> {
+        self.code_sections
+            .iter()
+            .find(|s| address >= s.address && address - s.address < s.size)
     }
 
     /// Dynamic relocations, in file order.

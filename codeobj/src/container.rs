@@ -3,6 +3,8 @@
 //! for an agent by target ID, and a HIP program's host-side kernel symbols are paired with the
 //! device kernels they launch.
 
+use std::collections::{HashMap, HashSet};
+
 use object::elf::{self, FileHeader64};
 use object::read::elf::{FileHeader, SectionHeader, Sym};
 use object::LittleEndian;
@@ -34,6 +36,9 @@ pub struct ContainerEntry<'data> {
     pub id: String,
     /// The target ID the entry announces.
     pub target: TargetId,
+    /// Which offload bundle of the file holds it, counting from 0 in file order (a HIP
+    /// program has one per translation unit; 0 for a bare code object or a lone bundle).
+    pub bundle: usize,
     /// Offset of the code object's bytes in the file.
     pub file_offset: u64,
     /// The code object's bytes.
@@ -83,7 +88,7 @@ pub struct Container<'data> {
 
 fn device_entries<'data>(
     bundle: &OffloadBundle<'data>,
-    bundle_offset: u64,
+    (bundle_index, bundle_offset): (usize, u64),
     out: &mut Vec<ContainerEntry<'data>>,
 ) -> Result<()> {
     for entry in bundle.entries() {
@@ -94,6 +99,7 @@ fn device_entries<'data>(
         out.push(ContainerEntry {
             id: entry.id.clone(),
             target,
+            bundle: bundle_index,
             file_offset: bundle_offset.saturating_add(entry.offset),
             bytes: bundle.entry_bytes(entry),
         });
@@ -117,7 +123,7 @@ impl<'data> Container<'data> {
         {
             let bundle = OffloadBundle::parse(data)?;
             let mut entries = Vec::new();
-            device_entries(&bundle, 0, &mut entries)?;
+            device_entries(&bundle, (0, 0), &mut entries)?;
             return Ok(Container {
                 kind: ContainerKind::OffloadBundle,
                 entries,
@@ -132,6 +138,7 @@ impl<'data> Container<'data> {
                 entries: vec![ContainerEntry {
                     id: format!("amdgcn-amd-amdhsa--{target}"),
                     target,
+                    bundle: 0,
                     file_offset: 0,
                     bytes: data,
                 }],
@@ -161,19 +168,22 @@ impl<'data> Container<'data> {
             .map_err(|_| Error::malformed("host ELF", ".hip_fatbin lies beyond the file"))?;
         let mut entries = Vec::new();
         let mut at = 0;
+        let mut bundles = 0;
         while let Some(start) = find(bytes, OFFLOAD_BUNDLE_MAGIC, at) {
             let bundle = OffloadBundle::parse(&bytes[start..])?;
             device_entries(
                 &bundle,
-                section_offset.saturating_add(start as u64),
+                (bundles, section_offset.saturating_add(start as u64)),
                 &mut entries,
             )?;
+            bundles += 1;
             at = start
                 + usize::try_from(bundle.extent())
                     .unwrap_or(usize::MAX)
                     .max(1);
         }
         let mut host_symbols = Vec::new();
+        let mut seen = HashSet::new();
         for table_type in [elf::SHT_SYMTAB, elf::SHT_DYNSYM] {
             let table = sections.symbols(endian, data, table_type).map_err(err)?;
             for sym in table.iter() {
@@ -187,7 +197,7 @@ impl<'data> Container<'data> {
                 else {
                     continue;
                 };
-                if host_symbols.iter().any(|s: &HostSymbol| s.name == name) {
+                if !seen.insert(name) {
                     continue;
                 }
                 host_symbols.push(HostSymbol {
@@ -231,8 +241,41 @@ impl<'data> Container<'data> {
         }
         best.ok_or_else(|| Error::NoMatchingTarget {
             agent: agent.to_string(),
-            available: self.entries.iter().map(|e| e.target.to_string()).collect(),
+            available: self.distinct_targets(),
         })
+    }
+
+    /// Every entry whose target matches a tool's `query` ([`TargetId::matches_query`]: a
+    /// feature the query leaves open matches any setting), in file order: one per bundle
+    /// (translation unit) of a HIP program, as its loader loads one from each.
+    pub fn matching(&self, query: &TargetId) -> Result<Vec<&ContainerEntry<'data>>> {
+        let found: Vec<_> = self
+            .entries
+            .iter()
+            .filter(|e| e.target.matches_query(query))
+            .collect();
+        if found.is_empty() {
+            return Err(Error::NoMatchingTarget {
+                agent: query.to_string(),
+                available: self.distinct_targets(),
+            });
+        }
+        Ok(found)
+    }
+
+    /// The entries' target IDs, each once, in the order they first appear.
+    pub fn distinct_targets(&self) -> Vec<String> {
+        let mut seen = HashSet::new();
+        self.entries
+            .iter()
+            .map(|e| e.target.to_string())
+            .filter(|t| seen.insert(t.clone()))
+            .collect()
+    }
+
+    /// How many offload bundles the file holds (1 for a bare code object).
+    pub fn bundle_count(&self) -> usize {
+        self.entries.iter().map(|e| e.bundle + 1).max().unwrap_or(0)
     }
 
     /// Parses the code object chosen for `agent`, and checks its own `e_flags` agree.
@@ -250,26 +293,44 @@ impl<'data> Container<'data> {
     /// Pairs the host ELF's kernel handles (symbols named like a device kernel) with the device
     /// kernels of every entry, and finds each kernel's `__device_stub__` launcher.
     pub fn host_kernels(&self) -> Result<Vec<HostKernel>> {
+        let all: Vec<_> = self.entries.iter().collect();
+        self.host_kernels_of(&all)
+    }
+
+    /// [`Container::host_kernels`] over the code objects of `entries` only (those a tool
+    /// chose for a target): the others are not parsed.
+    pub fn host_kernels_of(&self, entries: &[&ContainerEntry<'data>]) -> Result<Vec<HostKernel>> {
+        if self.host_symbols.is_empty() {
+            return Ok(Vec::new());
+        }
+        let by_name: HashMap<&str, &HostSymbol> = self
+            .host_symbols
+            .iter()
+            .map(|s| (s.name.as_str(), s))
+            .collect();
         let mut kernels: Vec<HostKernel> = Vec::new();
-        for entry in &self.entries {
+        let mut index_of: HashMap<String, usize> = HashMap::new();
+        for entry in entries {
             let code_object = entry.code_object()?;
             for kernel in code_object.kernels() {
-                if let Some(k) = kernels.iter_mut().find(|k| k.device_name == kernel.name) {
-                    k.targets.push(entry.target.clone());
+                if let Some(&i) = index_of.get(&kernel.name) {
+                    let targets = &mut kernels[i].targets;
+                    if !targets.contains(&entry.target) {
+                        targets.push(entry.target.clone());
+                    }
                     continue;
                 }
-                let Some(handle) = self.host_symbols.iter().find(|s| s.name == kernel.name) else {
+                let Some(handle) = by_name.get(kernel.name.as_str()) else {
                     continue;
                 };
-                let stub = stub_name(&kernel.name).and_then(|stub| {
-                    self.host_symbols
-                        .iter()
-                        .find(|s| s.is_function && s.name == stub)
-                        .cloned()
-                });
+                let stub = stub_name(&kernel.name)
+                    .and_then(|stub| by_name.get(stub.as_str()).copied())
+                    .filter(|s| s.is_function)
+                    .cloned();
+                index_of.insert(kernel.name.clone(), kernels.len());
                 kernels.push(HostKernel {
                     device_name: kernel.name.clone(),
-                    handle: handle.clone(),
+                    handle: (*handle).clone(),
                     stub,
                     targets: vec![entry.target.clone()],
                 });

@@ -44,7 +44,8 @@ pub mod target;
 
 pub use bundle::{BundleEntry, EntryId, OffloadBundle};
 pub use code_object::{
-    Binding, CodeObject, DynamicRelocation, Kernel, LoadSegment, ObjectKind, Symbol, SymbolKind,
+    Binding, CodeObject, CodeSection, DynamicRelocation, Kernel, LoadSegment, ObjectKind, Symbol,
+    SymbolKind,
 };
 pub use container::{Container, ContainerEntry, ContainerKind, HostKernel, HostSymbol};
 pub use descriptor::{

@@ -18,7 +18,8 @@ pub const EF_AMDGPU_FEATURE_XNACK_V4: u32 = 0x300;
 pub const EF_AMDGPU_FEATURE_SRAMECC_V4: u32 = 0xc00;
 
 /// `EF_AMDGPU_MACH_AMDGCN_*` values and the processor names they stand for (amd_hsa_elf.h and
-/// AMDGPUUsage's processor table).
+/// AMDGPUUsage's processor table; the gfx940 and gfx11 rows checked against the `e_flags`
+/// clang-15 writes for `-mcpu=gfx940` … `gfx1103`).
 const MACHINES: &[(u32, &str)] = &[
     (0x020, "gfx600"),
     (0x021, "gfx601"),
@@ -51,8 +52,17 @@ const MACHINES: &[(u32, &str)] = &[
     (0x03d, "gfx1035"),
     (0x03e, "gfx1034"),
     (0x03f, "gfx90a"),
+    (0x040, "gfx940"),
+    (0x041, "gfx1100"),
     (0x042, "gfx1013"),
+    (0x044, "gfx1103"),
+    (0x045, "gfx1036"),
+    (0x046, "gfx1101"),
+    (0x047, "gfx1102"),
 ];
+
+/// The first `EF_AMDGPU_MACH` value of an amdgcn processor (below are R600 parts and 0, none).
+pub const EF_AMDGPU_MACH_AMDGCN_FIRST: u32 = 0x020;
 
 /// The processor name of an `EF_AMDGPU_MACH_*` value, if it is one this crate knows.
 pub fn processor_name(mach: u32) -> Option<&'static str> {
@@ -62,6 +72,13 @@ pub fn processor_name(mach: u32) -> Option<&'static str> {
 /// The `EF_AMDGPU_MACH_*` value of a processor name.
 pub fn processor_mach(name: &str) -> Option<u32> {
     MACHINES.iter().find(|(_, n)| *n == name).map(|(m, _)| *m)
+}
+
+/// What a [`TargetId`] names as its processor when the code object's `EF_AMDGPU_MACH` is an
+/// amdgcn value this crate has no name for (a processor newer than its table): the number,
+/// as `EF_AMDGPU_MACH 0x04c`.
+pub fn unnamed_processor(mach: u32) -> String {
+    format!("EF_AMDGPU_MACH {mach:#05x}")
 }
 
 /// One target feature's setting in a target ID.
@@ -118,6 +135,9 @@ pub enum CodeObjectVersion {
     V4,
     /// `ELFABIVERSION_AMDGPU_HSA_V5` (3).
     V5,
+    /// `ELFABIVERSION_AMDGPU_HSA_V6` (4): v5's layout, plus a generic-processor version in
+    /// `e_flags` bits 24–31.
+    V6,
 }
 
 impl CodeObjectVersion {
@@ -127,8 +147,9 @@ impl CodeObjectVersion {
             1 => Ok(CodeObjectVersion::V3),
             2 => Ok(CodeObjectVersion::V4),
             3 => Ok(CodeObjectVersion::V5),
+            4 => Ok(CodeObjectVersion::V6),
             other => Err(Error::Unsupported(format!(
-                "code object ABI version {other} (v3 = 1, v4 = 2, v5 = 3 are read)"
+                "code object ABI version {other} (v3 = 1, v4 = 2, v5 = 3, v6 = 4 are read)"
             ))),
         }
     }
@@ -156,11 +177,19 @@ impl TargetId {
     }
 
     /// The target ID an AMDGPU ELF header's `e_flags` describes, for a code object `version`.
+    /// An amdgcn processor missing from this crate's table is named by its number
+    /// ([`unnamed_processor`]); an R600 or zero `EF_AMDGPU_MACH` is refused.
     pub fn from_e_flags(e_flags: u32, version: CodeObjectVersion) -> Result<Self> {
         let mach = e_flags & EF_AMDGPU_MACH;
-        let processor = processor_name(mach).ok_or_else(|| {
-            Error::Unsupported(format!("EF_AMDGPU_MACH {mach:#x} is not a known processor"))
-        })?;
+        let processor = match processor_name(mach) {
+            Some(name) => name.to_string(),
+            None if mach >= EF_AMDGPU_MACH_AMDGCN_FIRST => unnamed_processor(mach),
+            None => {
+                return Err(Error::Unsupported(format!(
+                    "EF_AMDGPU_MACH {mach:#x} is not an amdgcn processor (those start at {EF_AMDGPU_MACH_AMDGCN_FIRST:#x})"
+                )))
+            }
+        };
         let (xnack, sramecc) = match version {
             // v3 has one bit per feature; a clear bit is read as "any" (v3 had no off/any split).
             CodeObjectVersion::V3 => {
@@ -182,10 +211,15 @@ impl TargetId {
             ),
         };
         Ok(TargetId {
-            processor: processor.to_string(),
+            processor,
             sramecc,
             xnack,
         })
+    }
+
+    /// Whether the processor is one this crate names (not [`unnamed_processor`]).
+    pub fn is_named(&self) -> bool {
+        processor_mach(&self.processor).is_some()
     }
 
     /// Does code built for `self` (a code object's target) run on `agent`? Same processor, and
@@ -194,6 +228,19 @@ impl TargetId {
         self.processor == agent.processor
             && self.xnack.runs_on(agent.xnack)
             && self.sramecc.runs_on(agent.sramecc)
+    }
+
+    /// Does code built for `self` match what a tool was asked for (`kfd co --target`,
+    /// `kfd disasm --gfx`)? Unlike [`TargetId::runs_on`], whose agent has every feature
+    /// decided, a feature the query leaves open matches any setting: `gfx90a` finds
+    /// `gfx90a:xnack-` and `gfx90a:xnack+`, `gfx90a:xnack-` finds `gfx90a:xnack-` and `gfx90a`.
+    pub fn matches_query(&self, query: &TargetId) -> bool {
+        let feature = |code: FeatureSetting, asked: FeatureSetting| {
+            asked == FeatureSetting::Any || code.runs_on(asked)
+        };
+        self.processor == query.processor
+            && feature(self.xnack, query.xnack)
+            && feature(self.sramecc, query.sramecc)
     }
 
     /// How many features are pinned to on/off: a loader prefers the most specific match.
@@ -320,6 +367,30 @@ mod tests {
         assert_eq!(t.to_string(), "gfx906:sramecc+:xnack+");
         let t = TargetId::from_e_flags(0x12f, CodeObjectVersion::V3).unwrap();
         assert_eq!(t.to_string(), "gfx906:xnack+");
-        assert!(TargetId::from_e_flags(0x0ff, CodeObjectVersion::V4).is_err());
+        // An amdgcn value past the table is named by its number, features still read.
+        let t = TargetId::from_e_flags(0x64c, CodeObjectVersion::V5).unwrap();
+        assert_eq!(t.to_string(), "EF_AMDGPU_MACH 0x04c:xnack-");
+        assert!(!t.is_named());
+        let t = TargetId::from_e_flags(0x540, CodeObjectVersion::V4).unwrap();
+        assert_eq!((t.to_string().as_str(), t.is_named()), ("gfx940", true));
+        // R600 values and 0 are not amdgcn.
+        assert!(TargetId::from_e_flags(0x001, CodeObjectVersion::V4).is_err());
+        assert!(TargetId::from_e_flags(0x000, CodeObjectVersion::V4).is_err());
+    }
+
+    #[test]
+    fn queries_leave_open_features_open() {
+        let xnack_off: TargetId = "gfx90a:xnack-".parse().unwrap();
+        let xnack_on: TargetId = "gfx90a:xnack+".parse().unwrap();
+        let generic: TargetId = "gfx90a".parse().unwrap();
+        let bare: TargetId = "gfx90a".parse().unwrap();
+        assert!(xnack_off.matches_query(&bare) && xnack_on.matches_query(&bare));
+        assert!(xnack_off.matches_query(&xnack_off) && !xnack_on.matches_query(&xnack_off));
+        assert!(generic.matches_query(&xnack_off));
+        let full: TargetId = "gfx90a:sramecc+:xnack-".parse().unwrap();
+        assert!(xnack_off.matches_query(&full) && !xnack_on.matches_query(&full));
+        assert!(!xnack_off.matches_query(&"gfx900".parse().unwrap()));
+        // The loader's rule stays strict: an agent has xnack on or off.
+        assert!(!xnack_off.runs_on(&bare));
     }
 }

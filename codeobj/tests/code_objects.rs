@@ -737,7 +737,7 @@ fn hip_program_container_and_host_kernels() {
             "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-"
         ]
     );
-    if tool("roc-obj-ls") || Path::new("/usr/bin/roc-obj-ls").exists() {
+    if tool("roc-obj-ls") {
         let listing = run(Command::new("roc-obj-ls").arg(program));
         for e in container.entries() {
             let line = listing
@@ -751,8 +751,6 @@ fn hip_program_container_and_host_kernels() {
                 e.bytes.len()
             );
         }
-    } else {
-        eprintln!("SKIP (bundle offsets oracle): roc-obj-ls not installed");
     }
     // Selection by target ID.
     let pick = |agent: &str| {

@@ -3,7 +3,6 @@
 //! compiled by gcc that prints every field's offset.
 
 use std::mem::{offset_of, size_of};
-use std::path::Path;
 use std::process::Command;
 
 use codeobj::descriptor::{
@@ -20,12 +19,9 @@ macro_rules! fields {
 
 #[test]
 fn legacy_kernel_code_layout_matches_the_rocr_header() {
-    if !Path::new(HEADER).exists() {
-        eprintln!("SKIP: {HEADER} absent (make test installs libhsa-runtime-dev)");
-        return;
-    }
-    if Command::new("gcc").arg("--version").output().is_err() {
-        eprintln!("SKIP: gcc not installed");
+    if kfd_testkit::installed_file(HEADER, "libhsa-runtime-dev").is_none()
+        || kfd_testkit::tool("gcc").is_none()
+    {
         return;
     }
     let mut ours = fields!(AmdKernelCode, "amd_kernel_code_t":
@@ -105,8 +101,9 @@ macro_rules! masks {
 
 #[test]
 fn register_bit_fields_match_the_rocr_header() {
-    if !Path::new(HEADER).exists() || Command::new("gcc").arg("--version").output().is_err() {
-        eprintln!("SKIP: {HEADER} or gcc absent (make test installs libhsa-runtime-dev)");
+    if kfd_testkit::installed_file(HEADER, "libhsa-runtime-dev").is_none()
+        || kfd_testkit::tool("gcc").is_none()
+    {
         return;
     }
     let mut ours = masks!(ComputePgmRsrc1, "AMD_COMPUTE_PGM_RSRC_ONE_":

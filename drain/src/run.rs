@@ -12,7 +12,7 @@ use crate::synth::{SynthCheck, SynthSource, SYNTH_KIND};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use thunk::{Gpu, MemoryKind};
+use thunk::{Event, EventData, EventKind, Gpu, MemoryKind, WaitStatus};
 
 /// Who produces the records in [`run`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -164,6 +164,8 @@ pub fn run(
     config: &DrainConfig,
     mut progress: impl FnMut(&Progress),
 ) -> Result<DrainReport> {
+    // Before any queue exists: the events see only what happens after they are created.
+    let stops = StopNotices::new(gpu);
     let mut channel = Channel::new(gpu, config.channel.clone())?;
     let source = SynthSource::new(config.record_payload)?;
     let reference = source.clone();
@@ -357,6 +359,19 @@ pub fn run(
                 }
                 None => false,
             };
+            if !got {
+                // Nothing came: a queue the session needs may have stopped for good.
+                stops.check()?;
+                if let Some(k) = &kernel {
+                    if k.queue().error_payload() != 0 {
+                        return Err(Error::config(format!(
+                            "the kernel's queue reported error payload {:#x} (a wave trapped or \
+                             faulted): it will not finish",
+                            k.queue().error_payload()
+                        )));
+                    }
+                }
+            }
             if !got && done {
                 // The producer finished; close its last partial slot.
                 channel.flush()?;
@@ -407,6 +422,51 @@ pub fn run(
         application_results_ok,
         records_during_kernel,
     })
+}
+
+/// The driver's notices that the session's queues will not go on: a GPU memory fault (amdkfd
+/// evicts the process's queues) and a queue the GPU stopped (the model sets QUEUE_EVENT
+/// events then). Looked at whenever the reader waited in vain, so a stopped queue ends the
+/// session with its error instead of a wait without end.
+struct StopNotices {
+    memory: Option<Event>,
+    queue: Option<Event>,
+}
+
+impl StopNotices {
+    fn new(gpu: &Gpu) -> Self {
+        let kfd = gpu.kfd();
+        StopNotices {
+            memory: kfd.create_event(EventKind::MemoryException, false).ok(),
+            queue: kfd.create_event(EventKind::QueueEvent, false).ok(),
+        }
+    }
+
+    fn check(&self) -> Result<()> {
+        if let Some(e) = &self.memory {
+            if let Some(EventData::MemoryException(m)) = e.wait_data(Some(Duration::ZERO))? {
+                return Err(Error::config(format!(
+                    "GPU memory fault at {:#x} on GPU {:#x}{}: the driver stopped the session's \
+                     queues",
+                    m.va,
+                    m.gpu_id,
+                    if m.not_present {
+                        " (page not present)"
+                    } else {
+                        ""
+                    }
+                )));
+            }
+        }
+        if let Some(e) = &self.queue {
+            if e.wait(Some(Duration::ZERO))? == WaitStatus::Signaled {
+                return Err(Error::config(
+                    "the GPU stopped one of the session's queues (the driver's log says why)",
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The `traced_work` dispatch that produces `records_total` records of `config`'s payload.

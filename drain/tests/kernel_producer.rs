@@ -1,8 +1,9 @@
 //! Issue #18: an instrumented kernel as the producer, drained while it runs. The producer
 //! library (drain/device/producer.cl) and the application kernel (traced_work.cl) are built
 //! separately with clang-15 / ld.lld-15 and linked by the loader; the kernel runs on the model
-//! (gfx900 and gfx90a) while the channel's SDMA queue drains the slots it fills. Skipped with
-//! a message when the LLVM tools are missing.
+//! (gfx900 and gfx90a) while the channel's SDMA queue drains the slots it fills. Without the
+//! LLVM tools, a failure (or a skip with a message where `KFD_SKIP_MISSING_TOOLS=1`:
+//! `kfd_testkit`).
 
 use drain::device::{self, fnv1a_words, traced_work_filler, traced_work_value};
 use drain::{Channel, ChannelConfig, LossPolicy, SignalWait, Stats, Trigger};
@@ -16,12 +17,13 @@ const TARGETS: [(Preset, &str); 2] = [(Preset::Gfx900, "gfx900"), (Preset::Gfx90
 
 type Built = (Vec<u8>, Vec<u8>, Vec<u8>);
 
-/// The code objects for `mcpu`: (library, instrumented kernel, plain kernel); `None` with a
-/// message when clang-15 / ld.lld-15 are missing.
+/// The code objects for `mcpu`: (library, instrumented kernel, plain kernel); `None` when
+/// clang-15 / ld.lld-15 are missing and skipping is allowed.
 fn code(mcpu: &'static str) -> Option<&'static Built> {
     static BUILT: OnceLock<Mutex<HashMap<&'static str, Option<&'static Built>>>> = OnceLock::new();
     let mut map = BUILT.get_or_init(Default::default).lock().unwrap();
     *map.entry(mcpu).or_insert_with(|| {
+        kfd_testkit::tools(&["clang-15", "ld.lld-15"])?;
         let built = device::producer_library(mcpu).and_then(|lib| {
             Ok((
                 lib,
@@ -31,10 +33,7 @@ fn code(mcpu: &'static str) -> Option<&'static Built> {
         });
         match built {
             Ok(b) => Some(Box::leak(Box::new(b))),
-            Err(e) => {
-                eprintln!("skipped: {e}");
-                None
-            }
+            Err(e) => panic!("building the drain kernels for {mcpu}: {e}"),
         }
     })
 }

@@ -313,6 +313,71 @@ fn opcode_of(enc: Enc, w: u32) -> u16 {
     }) as u16
 }
 
+/// The words of an `enc` instruction with opcode `opcode` and every other field 0 (GLOBAL
+/// and SCRATCH with SADDR `off`): the inverse of [`classify`] and [`opcode_of`], for probes.
+pub(crate) fn encoding_prefix(enc: Enc, opcode: u16) -> [u32; 2] {
+    let op = u32::from(opcode);
+    match enc {
+        Enc::Sop2 => [0x8000_0000 | op << 23, 0],
+        Enc::Sopk => [0xB000_0000 | op << 23, 0],
+        Enc::Sop1 => [0xBE80_0000 | op << 8, 0],
+        Enc::Sopc => [0xBF00_0000 | op << 16, 0],
+        Enc::Sopp => [0xBF80_0000 | op << 16, 0],
+        Enc::Smem => [0xC000_0000 | op << 18, 0],
+        Enc::Vop2 => [op << 25, 0],
+        Enc::Vop1 => [0x7E00_0000 | op << 9, 0],
+        Enc::Vopc => [0x7C00_0000 | op << 17, 0],
+        Enc::Vop3 => [0xD000_0000 | op << 16, 0],
+        Enc::Ds => [0xD800_0000 | op << 17, 0],
+        Enc::Mubuf => [0xE000_0000 | op << 18, 0],
+        Enc::Flat => [0xDC00_0000 | op << 18, 0],
+        Enc::Scratch => [0xDC00_4000 | op << 18, 0x007F_0000],
+        Enc::Global => [0xDC00_8000 | op << 18, 0x007F_0000],
+        Enc::Mtbuf => [0xE800_0000 | op << 15, 0],
+        Enc::Exp => [0xC400_0000, 0],
+        Enc::Mimg => [0xF000_0000 | op << 18, 0],
+    }
+}
+
+/// Sets `field` of an `enc` instruction to `v` (the inverse of [`field_value`], which the
+/// probes of `exec::coverage` are checked against by decoding them).
+pub(crate) fn place_field(enc: Enc, field: Field, v: u32, w: &mut [u32; 2]) {
+    let [w0, w1] = w;
+    let (word, shift, mask, v) = match (enc, field) {
+        (Enc::Sop2 | Enc::Sop1 | Enc::Sopk, Field::D) => (w0, 16, 0x7F, v),
+        (Enc::Sop2 | Enc::Sop1 | Enc::Sopc, Field::A) => (w0, 0, 0xFF, v),
+        (Enc::Sop2 | Enc::Sopc, Field::B) => (w0, 8, 0xFF, v),
+        (Enc::Sopk | Enc::Sopp, Field::K) => (w0, 0, 0xFFFF, v),
+        (Enc::Smem, Field::D) => (w0, 6, 0x7F, v),
+        (Enc::Smem, Field::S) => (w0, 0, 0x3F, v >> 1),
+        (Enc::Smem, Field::O) => (w1, 0, 0x1F_FFFF, v),
+        (Enc::Vop2 | Enc::Vop1, Field::D) => (w0, 17, 0xFF, v),
+        (Enc::Vop2 | Enc::Vop1 | Enc::Vopc, Field::A) => (w0, 0, 0x1FF, v),
+        (Enc::Vop2 | Enc::Vopc, Field::B) => (w0, 9, 0xFF, v),
+        (Enc::Vop3, Field::D) => (w0, 0, 0xFF, v),
+        (Enc::Vop3, Field::E) => (w0, 8, 0x7F, v),
+        (Enc::Vop3, Field::A) => (w1, 0, 0x1FF, v),
+        (Enc::Vop3, Field::B) => (w1, 9, 0x1FF, v),
+        (Enc::Vop3, Field::C) => (w1, 18, 0x1FF, v),
+        (Enc::Ds | Enc::Exp, Field::A) => (w1, 0, 0xFF, v),
+        (Enc::Ds | Enc::Exp, Field::B) => (w1, 8, 0xFF, v),
+        (Enc::Ds | Enc::Exp, Field::C) => (w1, 16, 0xFF, v),
+        (Enc::Ds | Enc::Exp, Field::D) => (w1, 24, 0xFF, v),
+        (Enc::Mubuf | Enc::Mtbuf | Enc::Mimg, Field::A) => (w1, 0, 0xFF, v),
+        (Enc::Mubuf | Enc::Mtbuf | Enc::Mimg, Field::B) => (w1, 8, 0xFF, v),
+        (Enc::Mubuf | Enc::Mtbuf | Enc::Mimg, Field::R) => (w1, 16, 0x1F, v >> 2),
+        (Enc::Mubuf | Enc::Mtbuf, Field::O) => (w1, 24, 0xFF, v),
+        (Enc::Mimg, Field::S) => (w1, 21, 0x1F, v >> 2),
+        (Enc::Exp, Field::K) => (w0, 4, 0x3F, v),
+        (Enc::Flat | Enc::Global | Enc::Scratch, Field::A) => (w1, 0, 0xFF, v),
+        (Enc::Flat | Enc::Global | Enc::Scratch, Field::B) => (w1, 8, 0xFF, v),
+        (Enc::Flat | Enc::Global | Enc::Scratch, Field::S) => (w1, 16, 0x7F, v),
+        (Enc::Flat | Enc::Global | Enc::Scratch, Field::D) => (w1, 24, 0xFF, v),
+        _ => return,
+    };
+    *word = (*word & !(mask << shift)) | ((v & mask) << shift);
+}
+
 /// The raw value of `field` in encoding `enc` (bit positions of the GFX9 encodings).
 pub(crate) fn field_value(enc: Enc, field: Field, w0: u32, w1: u32) -> u32 {
     match (enc, field) {
@@ -700,8 +765,9 @@ pub fn decode(
         ));
     }
     let len = base_len + if literal.is_some() { 4 } else { 0 };
-    if !ext_ok && matches!(w0 & 0x1FF, 249 | 250) {
-        // llvm reads an SDWA/DPP dword after these even though SRC0 names a plain VGPR here.
+    if !ext_ok && enc == Enc::Vop1 && matches!(w0 & 0x1FF, 249 | 250) {
+        // llvm reads an SDWA/DPP dword after these even though SRC0 names a plain VGPR here
+        // (the 32-bit encoding only: in VOP3 these bits are VDST).
         return Err(DecodeError::Unsupported {
             addr,
             word: w0,

@@ -152,12 +152,23 @@ fn flat_lanes_go_to_private_shared_or_global_by_aperture() {
 }
 
 #[test]
-fn flat_lds_access_beyond_the_allocation_faults() {
-    let mut r = Run::new("flat_load_dword v3, v[0:1]", Target::Gfx900);
-    r.wave.vgpr[0] = [4096; 64]; // LDS is 1024 bytes
-    r.wave.vgpr[1] = [(SHARED_APERTURE >> 32) as u32; 64];
-    let stop = r.wave.run(&r.cache, &mut r.env, 10);
-    assert!(matches!(stop, Stop::Fault(_)), "{stop:?}");
+fn flat_lds_access_beyond_the_allocation_reads_zero_or_faults_when_strict() {
+    for strict in [false, true] {
+        let mut r = Run::new("flat_load_dword v3, v[0:1]", Target::Gfx900);
+        r.env.lds_strict = strict;
+        r.wave.vgpr[0] = [4096; 64]; // LDS is 1024 bytes
+        r.wave.vgpr[1] = [(SHARED_APERTURE >> 32) as u32; 64];
+        r.wave.vgpr[3] = [0x5a5a_5a5a; 64];
+        let stop = r.wave.run(&r.cache, &mut r.env, 10);
+        if strict {
+            assert!(matches!(stop, Stop::Fault(_)), "{stop:?}");
+        } else {
+            // the hardware's out-of-range rule: the read returns 0
+            assert_eq!(stop, Stop::EndOfProgram);
+            assert_eq!(r.wave.vgpr[3], [0; 64]);
+            assert_eq!(r.env.lds_out_of_range.len(), 64, "every lane told");
+        }
+    }
 }
 
 #[test]

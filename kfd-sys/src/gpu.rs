@@ -180,13 +180,21 @@ impl CacheFacts {
 /// when the part does not support it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TargetFeatures {
-    /// Whether the part supports `sramecc` (and whether the modelled board has it on).
+    /// Whether the part supports `sramecc` (and whether the modelled board has it on: the
+    /// Instinct boards ship with ECC on, so their target ID says `sramecc+`, and the driver
+    /// reports RAS with SRAM and memory EDC — see [`TargetFeatures::ecc_on`]).
     pub sramecc: Option<bool>,
     /// Whether the part supports `xnack` (and whether it is on by default).
     pub xnack: Option<bool>,
 }
 
 impl TargetFeatures {
+    /// Whether the board runs with ECC (RAS) on: amdkfd then sets the node's SRAM EDC,
+    /// memory EDC and RAS-event capability bits, from which ROCr takes the agent's `sramecc+`.
+    pub const fn ecc_on(self) -> bool {
+        matches!(self.sramecc, Some(true))
+    }
+
     /// The target ID as rocminfo prints it (`gfx90a:sramecc-:xnack-`, or the bare name for a
     /// part without either feature), as a `Display`.
     pub const fn target_id(self, gfx_name: &str) -> TargetId<'_> {
@@ -433,7 +441,7 @@ const GFX90A: PresetFacts = PresetFacts {
     board: "Instinct MI210",
     marketing_name: "AMD Instinct MI210",
     features: TargetFeatures {
-        sramecc: Some(false),
+        sramecc: Some(true),
         xnack: Some(false),
     },
     caches: ALDEBARAN_CACHES,
@@ -477,7 +485,7 @@ const GFX942: PresetFacts = PresetFacts {
     board: "Instinct MI300X",
     marketing_name: "AMD Instinct MI300X",
     features: TargetFeatures {
-        sramecc: Some(false),
+        sramecc: Some(true),
         xnack: Some(false),
     },
     caches: AQUA_VANJARAM_CACHES,
@@ -698,11 +706,12 @@ mod tests {
     #[test]
     fn target_ids_as_rocminfo_prints_them() {
         let id = |p: Preset| format!("{}", p.facts().features.target_id(p.name()));
-        // rocminfo 5.2.3 under the shim: amdgcn-amd-amdhsa--gfx900:xnack-, --gfx90a:sramecc-:xnack-,
+        // rocminfo 5.2.3 under the shim: amdgcn-amd-amdhsa--gfx900:xnack-, --gfx90a:sramecc+:xnack-
+        // (MI210 ships with ECC on),
         // --gfx1030.
         assert_eq!(id(Preset::Gfx900), "gfx900:xnack-");
-        assert_eq!(id(Preset::Gfx90a), "gfx90a:sramecc-:xnack-");
-        assert_eq!(id(Preset::Gfx942), "gfx942:sramecc-:xnack-");
+        assert_eq!(id(Preset::Gfx90a), "gfx90a:sramecc+:xnack-");
+        assert_eq!(id(Preset::Gfx942), "gfx942:sramecc+:xnack-");
         assert_eq!(id(Preset::Gfx1030), "gfx1030");
         let on = TargetFeatures {
             sramecc: Some(true),

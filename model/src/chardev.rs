@@ -11,7 +11,7 @@ use crate::errno::{Errno, KResult};
 use crate::events::WaitResult;
 use crate::hw::mem::PAGE_SIZE;
 use crate::memory::{alloc_bo, handle_gpu_id, AllocRequest};
-use crate::process::{render_file, BoEntry, MapSource, ProcessInner, ProcessState};
+use crate::process::{render_file, BoEntry, MapSource, ProcessInner, ProcessState, RuntimeInfo};
 use crate::user::UserAccessExt;
 use kfd_sys::ioctl::{ioc_nr, ioc_size, IoctlDesc, IOC_READ, IOC_WRITE};
 use kfd_sys::*;
@@ -54,12 +54,41 @@ pub(crate) fn ioctl(p: &ProcessInner, request: u32, arg: &mut [u8]) -> KResult<i
     let result = dispatch(p, nr, &mut kbuf);
     match result {
         Ok(r) => log::debug!(target: "kfd::ioctl", "pasid {:#x}: {} = {r}", p.pasid, def.name),
+        Err(e) if stops_a_runtime(nr, e) => report_startup_refusal(p, def.name, e),
         Err(e) => log::debug!(target: "kfd::ioctl", "pasid {:#x}: {} = {e}", p.pasid, def.name),
     }
     if dir & IOC_READ != 0 {
         arg[..user_size].copy_from_slice(&kbuf[..user_size]);
     }
     result
+}
+
+/// Whether a refusal of command `nr` ends a runtime's start: libhsakmt's `hsaKmtOpenKFD` and
+/// ROCr's start give up when these fail (the interface version, the apertures, a GPU's VM,
+/// its memory policy and trap handler, the runtime's registration). An interrupted wait is
+/// no refusal.
+fn stops_a_runtime(nr: u32, e: Errno) -> bool {
+    const STARTUP: &[u32] = &[
+        ioc_nr(AMDKFD_IOC_GET_VERSION),
+        ioc_nr(AMDKFD_IOC_SET_MEMORY_POLICY),
+        ioc_nr(AMDKFD_IOC_GET_PROCESS_APERTURES),
+        ioc_nr(AMDKFD_IOC_SET_TRAP_HANDLER),
+        ioc_nr(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW),
+        ioc_nr(AMDKFD_IOC_ACQUIRE_VM),
+        ioc_nr(AMDKFD_IOC_RUNTIME_ENABLE),
+    ];
+    STARTUP.contains(&nr) && e != Errno::ERESTARTSYS && e != Errno::EINTR
+}
+
+/// One warning line per process for the first refusal that stops a runtime (the details are
+/// at debug level: `KFD_MODEL_LOG=kfd=debug`); later ones stay at debug level.
+fn report_startup_refusal(p: &ProcessInner, name: &str, e: Errno) {
+    use std::sync::atomic::Ordering;
+    if p.startup_refusal_reported.swap(true, Ordering::Relaxed) {
+        log::debug!(target: "kfd::ioctl", "pasid {:#x}: {name} = {e}", p.pasid);
+    } else {
+        log::warn!(target: "kfd::ioctl", "pasid {:#x}: {name} refused with {e}; a runtime cannot start without it (KFD_MODEL_LOG=kfd=debug says why)", p.pasid);
+    }
 }
 
 /// Runs `f` on the argument struct held at the start of `kbuf`, then stores it back.
@@ -161,9 +190,7 @@ fn dispatch(p: &ProcessInner, nr: u32, kbuf: &mut [u8]) -> KResult<i32> {
         }),
         0x24 => not_modelled(p, "AMDKFD_IOC_EXPORT_DMABUF"),
         0x25 => with(kbuf, |a| runtime_enable(p, a)),
-        0x26 => with(kbuf, |a: &mut kfd_ioctl_dbg_trap_args| {
-            dbg_trap_target(p, a.pid)
-        }),
+        0x26 => with(kbuf, |a: &mut kfd_ioctl_dbg_trap_args| dbg_trap(p, a)),
         0x80 => not_modelled(p, "AMDKFD_IOC_IPC_IMPORT_HANDLE"),
         0x81 => not_modelled(p, "AMDKFD_IOC_IPC_EXPORT_HANDLE"),
         0x82 => with(kbuf, |a: &mut v1_8::kfd_ioctl_dbg_trap_args| {
@@ -604,21 +631,46 @@ fn set_xnack_mode(p: &ProcessInner, a: &mut kfd_ioctl_set_xnack_mode_args) -> KR
     Ok(0)
 }
 
+/// `kfd_ioctl_runtime_enable`: the runtime registers (its `r_debug` address, whether the
+/// trap temporaries are set up at wave launch) or deregisters. Enabling twice is `EBUSY`,
+/// enabling with queues already created `EEXIST`; disabling always succeeds. The kernel
+/// writes nothing back (`capabilities_mask` returns as it came). A process whose debug trap
+/// is enabled would wait here for its debugger's answer; no process of the model is
+/// debug-enabled (see [`dbg_trap`]).
 fn runtime_enable(p: &ProcessInner, a: &mut kfd_ioctl_runtime_enable_args) -> KResult<i32> {
     let mut st = p.lock();
     if a.mode_mask & KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK != 0 {
-        if st.runtime_enabled {
+        if st.runtime.enabled {
             return Err(Errno::EBUSY);
         }
         if !st.pqm.is_empty() {
             return Err(Errno::EEXIST);
         }
-        st.runtime_enabled = true;
+        st.runtime = RuntimeInfo {
+            enabled: true,
+            r_debug: a.r_debug,
+            ttmp_setup: a.mode_mask & KFD_RUNTIME_ENABLE_MODE_TTMP_SAVE_MASK != 0,
+        };
+        log::debug!(target: "kfd::ioctl", "pasid {:#x}: runtime enabled, r_debug {:#x}, ttmp setup {}", p.pasid, a.r_debug, st.runtime.ttmp_setup);
     } else {
-        st.runtime_enabled = false;
+        st.runtime = RuntimeInfo::default();
     }
-    a.capabilities_mask = 0;
     Ok(0)
+}
+
+/// `kfd_ioctl_set_debug_trap` as far as the model goes: each process has a model of its
+/// own, so no other process is known (`ESRCH`, as for a pid with no KFD process); a process
+/// may enable debugging of itself, which the model does not (a warning and `EINVAL`); any
+/// other operation on a process that is not debug-enabled is `EINVAL`.
+fn dbg_trap(p: &ProcessInner, a: &kfd_ioctl_dbg_trap_args) -> KResult<i32> {
+    if a.pid != p.owner_pid {
+        return Err(Errno::ESRCH);
+    }
+    if a.op == KFD_IOC_DBG_TRAP_ENABLE {
+        return not_modelled(p, "AMDKFD_IOC_DBG_TRAP enable (the debugger interface)");
+    }
+    log::debug!(target: "kfd::ioctl", "pasid {:#x}: debug trap op {} on a process that is not debug-enabled", p.pasid, a.op);
+    Err(Errno::EINVAL)
 }
 
 /// `KFD_CWSR_TBA_TMA_SIZE`: what a reserved-memory mapping must be.

@@ -62,6 +62,10 @@ pub struct ModelConfig {
     /// nothing executes until `Model::step` or `Model::run_until_idle` is called, which makes
     /// tests deterministic.
     pub engine_thread: bool,
+    /// The engine thread's CPU-affinity policy (`hw::engine::affinity`): start away from the
+    /// creator's core, sleep on the core of the last doorbell store. Default: on, unless
+    /// `KFD_MODEL_ENGINE_AFFINITY=0`. Off, the host's scheduler alone places the thread.
+    pub engine_affinity: bool,
     /// Faults injected into every GPU when the model starts (see [`crate::faults`]).
     pub faults: Vec<crate::Fault>,
     /// Host threads that run a dispatch's workgroups (the model's compute units). Default:
@@ -89,6 +93,51 @@ pub fn default_cu_threads() -> usize {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
+/// The environment variable listing the deliberate deviations from the hardware the model
+/// makes on request: `KFD_MODEL_STRICT=lds` (comma-separated; `all` for every one).
+pub const STRICT_ENV: &str = "KFD_MODEL_STRICT";
+
+/// Where the model reports what the hardware silently tolerates, to find the kernel bug. By
+/// default the model does what the hardware does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Strict {
+    /// A DS (or FLAT shared-aperture) access outside the workgroup's LDS allocation stops the
+    /// wave as a fault (the hardware drops the write and reads 0).
+    pub lds: bool,
+}
+
+impl Strict {
+    /// Parses a `KFD_MODEL_STRICT` value: names separated by commas (`lds`, `all`); an
+    /// unknown name is an error that lists the known ones.
+    pub fn parse(spec: &str) -> Result<Strict, String> {
+        let mut s = Strict::default();
+        for name in spec.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            match name {
+                "lds" => s.lds = true,
+                "all" => s = Strict { lds: true },
+                other => {
+                    return Err(format!(
+                        "{STRICT_ENV}: unknown entry {other:?} (known: lds, all)"
+                    ))
+                }
+            }
+        }
+        Ok(s)
+    }
+
+    /// [`Strict::parse`] of `KFD_MODEL_STRICT`; unset is the hardware's way, and a value that
+    /// does not parse is the hardware's way too, with a warning naming the entry.
+    pub fn from_env() -> Strict {
+        match std::env::var(STRICT_ENV) {
+            Ok(spec) => Strict::parse(&spec).unwrap_or_else(|e| {
+                log::warn!(target: "kfd::model", "{e}; ignored");
+                Strict::default()
+            }),
+            Err(_) => Strict::default(),
+        }
+    }
+}
+
 impl ModelConfig {
     /// One GPU of `preset` with the kernel's default module parameters, following Linux 6.12.
     pub fn new(preset: Preset) -> Self {
@@ -102,6 +151,7 @@ impl ModelConfig {
             hws_max_conc_proc: None,
             cwsr_enable: true,
             engine_thread: true,
+            engine_affinity: crate::hw::engine::affinity::default_engine_affinity(),
             faults: Vec::new(),
             cu_threads: default_cu_threads(),
             system_memory: None,
@@ -169,6 +219,13 @@ impl ModelConfig {
         self
     }
 
+    /// Turns the engine thread's CPU-affinity policy on or off (see
+    /// [`ModelConfig::engine_affinity`]).
+    pub fn with_engine_affinity(mut self, on: bool) -> Self {
+        self.engine_affinity = on;
+        self
+    }
+
     /// Turns the background engine thread on or off (see [`ModelConfig::engine_thread`]).
     pub fn with_engine_thread(mut self, on: bool) -> Self {
         self.engine_thread = on;
@@ -194,5 +251,17 @@ mod tests {
         assert_eq!("GFX90A".parse::<Preset>(), Ok(Preset::Gfx90a));
         let err = "gfx1100".parse::<Preset>().unwrap_err().to_string();
         assert!(err.contains("gfx900, gfx90a, gfx942, gfx1030"), "{err}");
+    }
+
+    #[test]
+    fn strict_entries_parse() {
+        assert_eq!(Strict::parse(""), Ok(Strict::default()));
+        assert_eq!(Strict::parse("lds"), Ok(Strict { lds: true }));
+        assert_eq!(Strict::parse(" all ,"), Ok(Strict { lds: true }));
+        let err = Strict::parse("lds,regs").unwrap_err();
+        assert!(
+            err.contains("\"regs\"") && err.contains("known: lds"),
+            "{err}"
+        );
     }
 }

@@ -10,6 +10,7 @@
 
 use crate::device::KfdNode;
 use crate::errno::{Errno, KResult};
+use crate::file::FileIdentity;
 use crate::hw::mem::page_align;
 use crate::hw::vm::{GpuVm, VmMapping};
 use crate::memory::{Bo, BoKind};
@@ -96,17 +97,12 @@ pub struct GemObject {
     pub flags: u64,
 }
 
-/// Dma-bufs exported from GEM objects, by the (device, inode) of their file: KFD finds the
+/// Dma-bufs exported from GEM objects, by the identity of their open file: KFD finds the
 /// object behind a descriptor it is given through this table. The model keeps an object
 /// alive through its handles and imports, not through the dma-buf descriptor.
 #[derive(Debug, Default)]
 pub struct DmaBufTable {
-    exported: Mutex<HashMap<(u64, u64), Weak<GemObject>>>,
-}
-
-fn file_key(fd: RawFd) -> KResult<(u64, u64)> {
-    let st = nix::sys::stat::fstat(fd).map_err(|_| Errno::EBADF)?;
-    Ok((st.st_dev, st.st_ino))
+    exported: Mutex<HashMap<FileIdentity, Weak<GemObject>>>,
 }
 
 impl DmaBufTable {
@@ -114,13 +110,13 @@ impl DmaBufTable {
     /// not open, `EINVAL` for one that is not an amdgpu dma-buf (`dma_buf_get` and the
     /// `amdgpu_dmabuf_ops` check).
     pub fn lookup(&self, fd: RawFd) -> KResult<Arc<GemObject>> {
-        let key = file_key(fd)?;
+        let key = FileIdentity::of(fd)?;
         let mut map = self.exported.lock().unwrap_or_else(|e| e.into_inner());
         map.retain(|_, w| w.strong_count() > 0);
         map.get(&key).and_then(Weak::upgrade).ok_or(Errno::EINVAL)
     }
 
-    fn register(&self, key: (u64, u64), object: &Arc<GemObject>) {
+    fn register(&self, key: FileIdentity, object: &Arc<GemObject>) {
         let mut map = self.exported.lock().unwrap_or_else(|e| e.into_inner());
         map.insert(key, Arc::downgrade(object));
     }
@@ -287,7 +283,7 @@ impl GemFile {
             nix::fcntl::FcntlArg::F_DUPFD(0)
         };
         let fd = nix::fcntl::fcntl(mem.fd().as_raw_fd(), cmd).map_err(crate::errno::from_nix)?;
-        match file_key(fd) {
+        match FileIdentity::of(fd) {
             Ok(key) => table.register(key, obj),
             Err(e) => {
                 let _ = nix::unistd::close(fd);

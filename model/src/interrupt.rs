@@ -34,6 +34,10 @@ use crate::hw::ih::{
 };
 use crate::process::ModelInner;
 use kfd_sys::{kfd_hsa_memory_exception_data, kfd_memory_exception_failure};
+use kfd_sys::{
+    EC_QUEUE_PACKET_RESERVED, EC_QUEUE_PACKET_UNSUPPORTED, EC_QUEUE_WAVE_MEMORY_VIOLATION,
+    KFD_EC_MASK,
+};
 
 /// SQ message data from a trap handler: the doorbell id of its queue (`KFD_DEBUG_DOORBELL_ID`).
 const DEBUG_DOORBELL_MASK: u32 = 0x3ff;
@@ -54,7 +58,7 @@ fn dbg_ev_from_interrupt(
     doorbell_id: u32,
     trap_mask: u64,
 ) -> bool {
-    if trap_mask & kfd_sys::KFD_EC_MASK_QUEUE == 0 || !p.lock().runtime_enabled {
+    if trap_mask & kfd_sys::KFD_EC_MASK_QUEUE == 0 || !p.lock().runtime.enabled {
         return false;
     }
     let ctx_save = {
@@ -255,10 +259,9 @@ fn handle(model: &ModelInner, node: &KfdNode, e: &IhEntry) {
             p.events.signal_memory_exception(data);
         }
         (_, SRC_CP_BAD_OPCODE) => {
-            let reason = node
-                .gpu
-                .hws
-                .queue_error(e.src_data[1])
+            let error = node.gpu.hws.queue_error(e.src_data[1]);
+            let reason = error
+                .as_ref()
                 .map_or_else(|| "unknown".to_owned(), |q| q.to_string());
             log::error!(
                 target: "kfd::interrupt",
@@ -266,9 +269,28 @@ fn handle(model: &ModelInner, node: &KfdNode, e: &IhEntry) {
                 e.pasid,
                 e.src_data[1]
             );
-            p.events.signal_queue_error();
+            // As the kernel's `kfd_set_dbg_ev_from_interrupt`: the runtime hears of the
+            // stopped queue through its error payload and event, and reports it instead of
+            // waiting for packets that will never complete.
+            let ecode = error
+                .as_ref()
+                .map_or(EC_QUEUE_PACKET_RESERVED, exception_code);
+            if !dbg_ev_from_interrupt(&p, node, ctxid & DEBUG_DOORBELL_MASK, KFD_EC_MASK(ecode)) {
+                p.events.signal_queue_error();
+            }
         }
         _ => log::debug!(target: "kfd::interrupt", "unhandled interrupt: {e}"),
+    }
+}
+
+/// The exception code (`KFD_EC`) a queue error reaches the runtime as: a packet the model does
+/// not execute is an unsupported packet, anything malformed a reserved one.
+fn exception_code(error: &crate::hw::engine::QueueError) -> u32 {
+    use crate::hw::engine::QueueError;
+    match error {
+        QueueError::NotModelled { .. } => EC_QUEUE_PACKET_UNSUPPORTED,
+        QueueError::VmFault(_) => EC_QUEUE_WAVE_MEMORY_VIOLATION,
+        QueueError::BadPacket { .. } | QueueError::WritePointer { .. } => EC_QUEUE_PACKET_RESERVED,
     }
 }
 

@@ -39,6 +39,7 @@ pub mod dqm;
 pub mod errno;
 pub mod events;
 pub mod faults;
+pub mod file;
 pub mod gem;
 pub mod hw;
 mod interrupt;

@@ -6,6 +6,7 @@ use crate::config::ModelConfig;
 use crate::device::KfdNode;
 use crate::errno::{Errno, KResult};
 use crate::events::EventTable;
+use crate::file::FileIdentity;
 use crate::hw::doorbell::DoorbellIds;
 use crate::hw::engine::{EngineActivity, EngineWaker, QueueError};
 use crate::hw::hws::EngineQueueState;
@@ -57,8 +58,11 @@ pub struct RenderNode {
     pub node: Arc<KfdNode>,
     /// A unique id of this open file.
     pub file_id: u64,
-    /// The file descriptor number `ACQUIRE_VM` will be given for it.
+    /// A descriptor number that names it to `ACQUIRE_VM`: a synthetic one (no real
+    /// descriptor stands for the file) until [`RenderNode::bind_fd`] gives it a real one.
     pub fd: i32,
+    /// How the driver finds this file from a descriptor.
+    key: RenderFileKey,
     /// The file's GEM objects and GPU VA mappings.
     gem: Mutex<crate::gem::GemFile>,
 }
@@ -69,13 +73,18 @@ impl RenderNode {
         self.node.topo.properties.drm_render_minor as u32
     }
 
-    /// Tells the model that ioctls will name this render node by file descriptor `fd` (the
-    /// shim's real descriptor); by default it is a synthetic number.
-    pub fn bind_fd(&mut self, fd: i32) {
+    /// Makes the open file behind the real descriptor `fd` (the shim's) this render file: from
+    /// now on `ACQUIRE_VM` knows it through `fd` and through every descriptor that names the
+    /// same open file (its duplicates, as the kernel's `fget` does), and no longer through
+    /// the synthetic number. `EBADF` when `fd` is not open.
+    pub fn bind_fd(&mut self, fd: i32) -> KResult<()> {
+        let key = RenderFileKey::File(FileIdentity::of(fd)?);
         let mut files = lock(&self.model.render_files);
-        files.remove(&self.fd);
-        files.insert(fd, (self.file_id, self.node.gpu_id));
+        files.remove(&self.key);
+        files.insert(key, (self.file_id, self.node.gpu_id));
+        self.key = key;
         self.fd = fd;
+        Ok(())
     }
 
     /// `mmap` on the render node: the buffer whose `mmap_offset` ALLOC returned.
@@ -143,8 +152,18 @@ impl RenderNode {
 
 impl Drop for RenderNode {
     fn drop(&mut self) {
-        lock(&self.model.render_files).remove(&self.fd);
+        lock(&self.model.render_files).remove(&self.key);
     }
+}
+
+/// How the driver finds a render file from a descriptor number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum RenderFileKey {
+    /// A number handed out by the model itself, for in-process clients with no real
+    /// descriptor (far above any real descriptor: the kernel's limit is 2^20).
+    Synthetic(i32),
+    /// The open file a real descriptor names.
+    File(FileIdentity),
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -160,8 +179,8 @@ pub(crate) struct ModelInner {
     pub mem_limit: Arc<crate::memory::KfdMemLimit>,
     processes: Mutex<BTreeMap<u32, Weak<ProcessInner>>>,
     next_pasid: AtomicU32,
-    /// fd number → (render file id, gpu id).
-    render_files: Mutex<HashMap<i32, (u64, u32)>>,
+    /// Render files by how descriptors name them → (render file id, gpu id).
+    render_files: Mutex<HashMap<RenderFileKey, (u64, u32)>>,
     next_render_file: AtomicU64,
     next_fake_fd: AtomicI32,
     /// dma-bufs exported from GEM objects, for KFD's import.
@@ -254,6 +273,7 @@ impl Model {
             }
         }
         let engine_thread = config.engine_thread;
+        let engine_affinity = config.engine_affinity;
         let engine = Arc::new(EngineWaker::default());
         for n in &nodes {
             n.gpu.set_waker(engine.clone());
@@ -278,6 +298,7 @@ impl Model {
             let (a, b) = (Arc::downgrade(&inner), Arc::downgrade(&inner));
             crate::hw::engine::spawn(
                 engine,
+                engine_affinity,
                 move || a.upgrade().map(|m| m.step()),
                 move || b.upgrade().map(|m| m.tick()).is_some(),
             )
@@ -403,6 +424,12 @@ impl Model {
         self.inner.engine.wakes()
     }
 
+    /// What the engine thread's CPU-affinity policy decided so far
+    /// ([`ModelConfig::engine_affinity`]): moves it asked for, not where the host ran it.
+    pub fn engine_affinity(&self) -> crate::hw::engine::affinity::AffinityStats {
+        self.inner.engine.affinity()
+    }
+
     /// Tells the engines a doorbell of `gpu_id` was just written, so they look now instead of
     /// at their next poll. Optional: the engine thread notices doorbell writes by itself.
     pub fn doorbell_rung(&self, gpu_id: u32) {
@@ -466,12 +493,13 @@ impl Model {
                 pdds,
                 bos: BTreeMap::new(),
                 xnack_enabled: false,
-                runtime_enabled: false,
+                runtime: RuntimeInfo::default(),
                 pqm: Pqm::default(),
                 svm: crate::svm::SvmRanges::default(),
             }),
             user,
             svm_deferred: Mutex::new(Vec::new()),
+            startup_refusal_reported: Default::default(),
         });
         lock(&self.inner.processes).insert(pasid, Arc::downgrade(&inner));
         log::debug!(target: "kfd::process", "open: pasid {pasid:#x}");
@@ -489,12 +517,14 @@ impl Model {
             .clone();
         let file_id = self.inner.next_render_file.fetch_add(1, Ordering::Relaxed);
         let fd = self.inner.next_fake_fd.fetch_add(1, Ordering::Relaxed);
-        lock(&self.inner.render_files).insert(fd, (file_id, node.gpu_id));
+        let key = RenderFileKey::Synthetic(fd);
+        lock(&self.inner.render_files).insert(key, (file_id, node.gpu_id));
         Ok(RenderNode {
             model: self.inner.clone(),
             node,
             file_id,
             fd,
+            key,
             gem: Mutex::new(Default::default()),
         })
     }
@@ -691,10 +721,24 @@ pub(crate) struct ProcessState {
     pub pdds: Vec<ProcessDevice>,
     pub bos: BTreeMap<u64, BoEntry>,
     pub xnack_enabled: bool,
-    pub runtime_enabled: bool,
+    /// What `RUNTIME_ENABLE` set (`kfd_process.runtime_info`).
+    pub runtime: RuntimeInfo,
     pub pqm: Pqm,
     /// SVM ranges (`kfd_process.svms`).
     pub svm: crate::svm::SvmRanges,
+}
+
+/// The runtime's registration with the driver (`kfd_runtime_info`): set by `RUNTIME_ENABLE`,
+/// cleared by its disable form. While it is enabled, queue exceptions go to the runtime.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct RuntimeInfo {
+    /// `DEBUG_RUNTIME_STATE_ENABLED`.
+    pub enabled: bool,
+    /// The runtime's `r_debug` address (for a debugger to find its loaded code objects).
+    pub r_debug: u64,
+    /// The runtime asked for the trap temporaries to be set up at wave launch
+    /// (`KFD_RUNTIME_ENABLE_MODE_TTMP_SAVE_MASK`).
+    pub ttmp_setup: bool,
 }
 
 impl ProcessState {
@@ -716,6 +760,8 @@ pub(crate) struct ProcessInner {
     pub user: Arc<dyn UserAccess>,
     /// CPU unmaps reported while the state was locked, for the next SVM entry.
     pub svm_deferred: Mutex<Vec<crate::svm::CpuChange>>,
+    /// A refusal that stops a runtime was reported (one warning line per process).
+    pub startup_refusal_reported: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for ProcessInner {
@@ -940,7 +986,14 @@ impl GpuVm {
     }
 }
 
-/// The render file (id, gpu id) behind an fd number.
+/// The render file (id, gpu id) behind descriptor number `fd` (`fget` and the check that
+/// it is an amdgpu DRM file): a synthetic number of the model's, else the open file a real
+/// descriptor names.
 pub(crate) fn render_file(model: &ModelInner, fd: i32) -> Option<(u64, u32)> {
-    lock(&model.render_files).get(&fd).copied()
+    let files = lock(&model.render_files);
+    if let Some(f) = files.get(&RenderFileKey::Synthetic(fd)) {
+        return Some(*f);
+    }
+    let key = RenderFileKey::File(FileIdentity::of(fd).ok()?);
+    files.get(&key).copied()
 }

@@ -114,6 +114,19 @@ const GPU_CAPABILITY: u32 = (sysfs::HSA_CAP_DOORBELL_TYPE_2_0
     // Every modelled part is GC 9.0.1 or newer, where amdkfd supports the SVM API.
     | sysfs::HSA_CAP_SVMAPI_SUPPORTED;
 
+/// The capability bits of a board with ECC on (amdkfd: SRAM EDC for the GFX RAS block,
+/// memory EDC for UMC, RAS event notification when any RAS block is on); ROCr reads SRAM EDC
+/// as the agent's `sramecc+`.
+const fn ras_capability(features: kfd_sys::gpu::TargetFeatures) -> u32 {
+    if features.ecc_on() {
+        sysfs::HSA_CAP_SRAM_EDCSUPPORTED
+            | sysfs::HSA_CAP_MEM_EDCSUPPORTED
+            | sysfs::HSA_CAP_RASEVENTNOTIFY
+    } else {
+        0
+    }
+}
+
 /// Cores, clock and memory of the modelled host CPU.
 const CPU_CORES: u64 = 16;
 const CPU_CLOCK_MHZ: u64 = 3000;
@@ -415,7 +428,7 @@ fn gpu_node(spec: &PresetFacts, index: usize, gpus: usize, preset: Preset) -> No
         max_engine_clk_fcompute: spec.clock_mhz,
         local_mem_size: spec.vram,
         fw_version: spec.fw_version,
-        capability: u64::from(GPU_CAPABILITY),
+        capability: u64::from(GPU_CAPABILITY | ras_capability(spec.features)),
         capability2: 0,
         debug_prop: 0x400 | (6 << 4) | 6,
         sdma_fw_version: spec.sdma_fw_version,

@@ -378,6 +378,91 @@ fn gfx1030_dispatches_stop_with_isa_not_modelled() {
     assert_eq!(to_i32s(&g.read(p, 4))[0], 0, "nothing ran");
 }
 
+/// Runs `lds_past_end` over one workgroup of 64 work-items with 260 bytes of dynamic LDS and
+/// a stride of 4 ints: lane l uses bytes 16l..16l+4, so lanes 0–31 stay inside the 512 bytes
+/// the SPI allocates (one granule, 260 rounded up) and lanes 32–63 are past it. Returns the
+/// 192 output ints (-1 where nothing was written) and the completion signal's value.
+fn lds_past_end(preset: Preset, mcpu: &str) -> (Vec<i32>, u64, Gpu) {
+    let mut g = Gpu::new(preset, mcpu);
+    g.set_queue_inactive_signal(None);
+    let out = g.alloc(&i32s(&[-1; 192]));
+    let k = g.kernel("lds_past_end");
+    let mut args = out.to_le_bytes().to_vec();
+    args.extend(k.descriptor.group_segment_fixed_size.to_le_bytes());
+    args.extend(4u32.to_le_bytes());
+    let signal = g.dispatch(&k, &args, [64, 1, 1], [64, 1, 1], 260);
+    g.model.run_until_idle();
+    let got = to_i32s(&g.read(out, 4 * 192));
+    let value = g.signal_value(signal);
+    (got, value, g)
+}
+
+#[test]
+fn lds_past_the_allocation_is_dropped_as_the_hardware_does() {
+    if std::env::var_os(kfd_model::config::STRICT_ENV).is_some() {
+        return; // the strict child below runs in this binary with the variable set
+    }
+    for (preset, mcpu) in presets() {
+        let (got, signal, g) = lds_past_end(preset, mcpu);
+        assert_eq!(g.c.p.queue_error(g.queue.0), None, "{mcpu}");
+        assert_eq!(signal, 0, "{mcpu}: the dispatch completes");
+        for l in 0..64 {
+            let inside = l < 32;
+            let v = l as i32 + 1;
+            let (read, old, after) = (got[l], got[64 + l], got[128 + l]);
+            if inside {
+                assert_eq!((read, old, after), (v, v, v + 10), "{mcpu}: lane {l}");
+            } else {
+                assert_eq!(
+                    (read, old, after),
+                    (0, 0, 0),
+                    "{mcpu}: lane {l} is past the LDS"
+                );
+            }
+        }
+    }
+}
+
+/// The strict half of the LDS test, run by [`lds_past_the_allocation_faults_with_strict_lds`]
+/// in a child process of this test binary with `KFD_MODEL_STRICT=lds` (the model reads it per
+/// dispatch).
+#[test]
+#[ignore = "run by lds_past_the_allocation_faults_with_strict_lds with KFD_MODEL_STRICT=lds"]
+fn strict_lds_child() {
+    assert_eq!(
+        std::env::var(kfd_model::config::STRICT_ENV).as_deref(),
+        Ok("lds")
+    );
+    for (preset, mcpu) in presets() {
+        let (got, signal, g) = lds_past_end(preset, mcpu);
+        assert_eq!(signal, 1, "{mcpu}: never a silent success");
+        assert_ne!(
+            g.signals.read_u64(0xF08),
+            0,
+            "{mcpu}: the wave's error is reported"
+        );
+        assert!(
+            got.iter().all(|&x| x == -1),
+            "{mcpu}: the wave stopped at the first store past the LDS: {got:?}"
+        );
+    }
+}
+
+#[test]
+fn lds_past_the_allocation_faults_with_strict_lds() {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "strict_lds_child", "--ignored", "--nocapture"])
+        .env(kfd_model::config::STRICT_ENV, "lds")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("1 passed"),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// ROCr's scratch V#: base, SWIZZLE_ENABLE; NUM_RECORDS = size; ELEMENT_SIZE 4 B (1 << 19),
 /// INDEX_STRIDE 64 (3 << 21), ADD_TID_ENABLE (1 << 23).
 fn scratch_resource(base: u64, size: u32) -> [u32; 4] {
@@ -853,7 +938,7 @@ fn an_sdma_copy_completes_while_a_kernel_spins_on_a_host_flag() {
         ring.push(&q, &SdmaTrap::new(ev.event_id).unwrap());
         g.c.submit(&q, ring.wptr());
         assert_eq!(
-            wait_events(&g.c, &[ev.event_id], true, 5000),
+            wait_events(&g.c, &[ev.event_id], true, HANG_MS),
             (Ok(0), COMPLETE),
             "{mcpu}: the copy completed"
         );
@@ -957,21 +1042,38 @@ fn start_spinning(g: &mut Gpu) -> (u64, u64, u64) {
 }
 
 #[test]
-fn destroying_the_queue_stops_its_waves_within_a_bounded_time() {
+fn destroying_the_queue_stops_its_waves() {
+    use pm4::user::WriteData;
     let mut g = Gpu::with_config(ModelConfig::new(Preset::Gfx900), "gfx900");
     let (flag, out, signal) = start_spinning(&mut g);
-    std::thread::sleep(std::time::Duration::from_millis(50));
+    wait_until("the spinning waves run", || {
+        g.model.shader_counts().instructions > 0
+    });
     assert_eq!(g.signal_value(signal), 1, "still spinning");
     let t = std::time::Instant::now();
     g.c.destroy_queue(g.queue.0).unwrap();
-    let took = t.elapsed();
-    assert!(
-        took < std::time::Duration::from_secs(1),
-        "destroy took {took:?}"
+    eprintln!(
+        "destroying the queue of a spinning kernel took {:?}",
+        t.elapsed()
     );
-    // The waves are gone: the flag they wait for changes nothing any more.
+    // The waves are gone: the flag they wait for changes nothing any more. Another queue's
+    // packets, run twice by the engine thread after the flag changed, show that the engines
+    // went on meanwhile; the waves, had they stayed, would have run in those passes.
+    let stopped = g.model.shader_counts();
     g.heap.write_u32(flag - g.heap.va, 9);
-    std::thread::sleep(std::time::Duration::from_millis(100));
+    let mem = g.c.gtt(4096);
+    let (_, q) = g.c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
+    let mut ring = RingWriter::pm4(&q);
+    for i in 1..=2u32 {
+        ring.push(&q, &WriteData::memory(mem.va, &[i]).unwrap());
+        g.c.submit(&q, ring.wptr());
+        wait_until("the other queue's WRITE_DATA", || mem.read_u32(0) == i);
+    }
+    assert_eq!(
+        g.model.shader_counts(),
+        stopped,
+        "no wave ran after the destroy"
+    );
     assert_eq!(to_i32s(&g.read(out, 4))[0], 0, "no wave ran after destroy");
     assert_eq!(g.signal_value(signal), 1);
 }
@@ -986,11 +1088,12 @@ fn ending_the_process_stops_its_waves_and_a_never_ending_kernel_blocks_no_other_
     let mem = other.gtt(4096);
     // Creating it goes through the HIQ (UNMAP_QUEUES, RUN_LIST), which the firmware serves
     // between two time slices of the spinning kernel.
+    // (How long it waits is printed, not tested: a never-ending kernel would block it for
+    // good, not for a while.)
     let t = std::time::Instant::now();
     let (_, q) = other.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
-    assert!(
-        t.elapsed() < std::time::Duration::from_secs(1),
-        "CREATE_QUEUE took {:?}",
+    eprintln!(
+        "CREATE_QUEUE beside a spinning kernel took {:?}",
         t.elapsed()
     );
     let mut ring = RingWriter::pm4(&q);
@@ -1000,11 +1103,9 @@ fn ending_the_process_stops_its_waves_and_a_never_ending_kernel_blocks_no_other_
             &WriteData::memory(mem.va + 4 * u64::from(i), &[i + 100]).unwrap(),
         );
         other.submit(&q, ring.wptr());
-        let t = std::time::Instant::now();
         wait_until("the other process's WRITE_DATA", || {
             mem.read_u32(4 * u64::from(i)) == i + 100
         });
-        assert!(t.elapsed() < std::time::Duration::from_secs(1));
     }
     assert_eq!(g.signal_value(signal), 1, "the first kernel still spins");
     let node = g.c.node();
@@ -1012,16 +1113,10 @@ fn ending_the_process_stops_its_waves_and_a_never_ending_kernel_blocks_no_other_
     // The spinning process ends: its queue and waves go.
     let Gpu { c, queue, .. } = g;
     drop(queue);
-    let t = std::time::Instant::now();
     drop(c);
     wait_until("the ended process's queue to leave the GPU", || {
         node.gpu.hws.mapped_queues().len() == 1
     });
-    assert!(
-        t.elapsed() < std::time::Duration::from_secs(1),
-        "{:?}",
-        t.elapsed()
-    );
 }
 
 /// A private array through PM4 DISPATCH_DIRECT: the client writes the scratch V# into
@@ -1175,13 +1270,13 @@ fn pm4_scratch_too_small_for_a_workgroup_stops_the_queue() {
 fn assemble(src: &str, mcpu: &str) -> Vec<u8> {
     use std::io::Write;
     use std::process::Stdio;
-    let mut child = Command::new("llvm-mc-15")
+    let mut child = Command::new(kfd_testkit::require("llvm-mc-15"))
         .args(["-arch=amdgcn", &format!("-mcpu={mcpu}"), "-show-encoding"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("llvm-mc-15 must be installed (scripts/ensure-deps.sh)");
+        .expect("llvm-mc-15 runs");
     child
         .stdin
         .take()
@@ -1755,7 +1850,7 @@ fn a_handler_message_with_an_exception_code_reaches_the_runtime_through_the_erro
             let act = g.model.run_until_idle();
             assert_eq!(act.parked, 1, "{mcpu}: the handler halted the wave");
             if runtime {
-                let (r, result) = wait_events(&g.c, &[queue_ev.event_id], true, 1000);
+                let (r, result) = wait_events(&g.c, &[queue_ev.event_id], true, HANG_MS);
                 assert_eq!((r, result), (Ok(0), COMPLETE), "{mcpu}: err_event_id set");
             }
             let want = if runtime {
@@ -1772,6 +1867,50 @@ fn a_handler_message_with_an_exception_code_reaches_the_runtime_through_the_erro
             assert_eq!(g.signals.read_u64(0xF08), 0, "{mcpu}: no CP stand-in");
             assert_eq!(g.signal_value(signal), 1, "{mcpu}");
         }
+    }
+}
+
+/// A packet the model does not execute stops the queue; as amdkfd's
+/// `kfd_set_dbg_ev_from_interrupt`, the CP's queue-error interrupt reaches an enabled runtime
+/// through the queue's error payload (`KFD_EC_MASK(EC_QUEUE_PACKET_UNSUPPORTED)`) and event, so
+/// it reports the error instead of waiting for a completion that never comes.
+#[test]
+fn a_packet_the_model_cannot_run_reaches_the_runtime_as_a_queue_exception() {
+    for (preset, mcpu) in presets() {
+        let mut g = Gpu::new(preset, mcpu);
+        g.c.destroy_queue(g.queue.0).unwrap();
+        let mut r = kfd_ioctl_runtime_enable_args {
+            mode_mask: KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK,
+            ..Default::default()
+        };
+        ioctl(&g.c.p, AMDKFD_IOC_RUNTIME_ENABLE, &mut r).unwrap();
+        g.queue =
+            g.c.create_queue_sized(g.c.gpu(), KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, 100, 4096)
+                .unwrap();
+        let page = g.c.event_page();
+        let queue_ev = create_event(&g.c, KFD_IOC_EVENT_SIGNAL, false, page.handle).unwrap();
+        let (ctx, _) = g
+            .queue
+            .1
+            .ctx
+            .as_ref()
+            .expect("an AQL queue has a CWSR area");
+        g.signals.write_u64(0xE00, 0);
+        ctx.write_u64(24, g.signals.va + 0xE00);
+        ctx.write_u32(32, queue_ev.event_id);
+        // An AGENT_DISPATCH packet (type 4), barrier bit set, system-scope fences.
+        let header: u32 = 4 | 1 << 8 | 2 << 9 | 2 << 11;
+        g.queue.1.ring.write_u32(0, header);
+        g.packets = 1;
+        g.c.submit(&g.queue.1, 1);
+        g.model.run_until_idle();
+        let (r, result) = wait_events(&g.c, &[queue_ev.event_id], true, 1000);
+        assert_eq!((r, result), (Ok(0), COMPLETE), "{mcpu}: err_event_id set");
+        assert_eq!(
+            g.signals.read_u64(0xE00),
+            KFD_EC_MASK(EC_QUEUE_PACKET_UNSUPPORTED),
+            "{mcpu}: the runtime sees an unsupported packet"
+        );
     }
 }
 
@@ -1834,7 +1973,7 @@ fn random_kernels_never_crash_or_hang_the_model() {
             .with_granulated_wavefront_sgpr_count(12);
         let mut rng = Rng(seed ^ target as u64 | 1);
         let (mut completed, mut stopped, mut running) = (0, 0, 0);
-        for i in 0..kernels {
+        for _ in 0..kernels {
             let h = Client::new(&g.model);
             let flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT
                 | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE
@@ -1885,14 +2024,10 @@ fn random_kernels_never_crash_or_hang_the_model() {
             } else {
                 running += 1;
             }
-            let t = std::time::Instant::now();
+            // A kernel that never ends must not hold the destroy and the exit (a hang would
+            // hold the test; how long they take is no test's business).
             h.destroy_queue(qid).unwrap();
             drop(h);
-            assert!(
-                t.elapsed() < std::time::Duration::from_secs(2),
-                "{mcpu} kernel {i}: destroy and exit took {:?}",
-                t.elapsed()
-            );
         }
         eprintln!(
             "{mcpu}: {kernels} random kernels: {completed} completed, {stopped} stopped their \

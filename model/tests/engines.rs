@@ -109,7 +109,7 @@ fn write_data_and_release_mem_interrupt_wake_wait_events() {
         );
         ring.write(&q, &signal_event(gen, page.va, ev.event_id));
         c.submit(&q, ring.wptr());
-        let (r, result) = wait_events(&c, &[ev.event_id], true, 5000);
+        let (r, result) = wait_events(&c, &[ev.event_id], true, HANG_MS);
         assert_eq!((r, result), (Ok(0), COMPLETE), "{preset}");
         assert_eq!(out.read_u32(16), 0xC0FF_EE00);
         assert_eq!(out.read_u32(20), 0xBEEF);
@@ -130,7 +130,7 @@ fn write_data_and_release_mem_interrupt_wake_wait_events() {
         c.submit(&q, ring.wptr());
         model.doorbell_rung(c.gpu());
         assert_eq!(
-            wait_events(&c, &[ev.event_id], true, 5000),
+            wait_events(&c, &[ev.event_id], true, HANG_MS),
             (Ok(0), COMPLETE)
         );
     }
@@ -167,7 +167,7 @@ fn pasids_stay_16_bit_wrap_past_live_processes_and_get_their_interrupts() {
     ring.write(&q, &signal_event(gen_of(&c), page.va, ev.event_id));
     c.submit(&q, ring.wptr());
     assert_eq!(
-        wait_events(&c, &[ev.event_id], true, 5000),
+        wait_events(&c, &[ev.event_id], true, HANG_MS),
         (Ok(0), COMPLETE),
         "the interrupt found the process of the wrapped PASID"
     );
@@ -443,7 +443,7 @@ fn sdma_copy_fence_and_trap_signal_an_event() {
         ring.push(&q, &SdmaTrap::new(ev.event_id).unwrap());
         c.submit(&q, ring.wptr());
         assert_eq!(
-            wait_events(&c, &[ev.event_id], true, 5000),
+            wait_events(&c, &[ev.event_id], true, HANG_MS),
             (Ok(0), COMPLETE),
             "{preset}"
         );
@@ -836,7 +836,7 @@ fn a_bad_address_raises_a_memory_exception_and_the_host_keeps_running() {
     let mut ring = RingWriter::pm4(&q);
     ring.push(&q, &WriteData::memory(0xdead_b008, &[1]).unwrap());
     c.submit(&q, ring.wptr());
-    let (r, result, data) = wait_events_data(&c, &[mem_ev.event_id], true, 5000);
+    let (r, result, data) = wait_events_data(&c, &[mem_ev.event_id], true, HANG_MS);
     assert_eq!((r, result), (Ok(0), COMPLETE));
     let m = data[0].data.memory_exception_data();
     assert_eq!(
@@ -860,22 +860,13 @@ fn a_bad_address_raises_a_memory_exception_and_the_host_keeps_running() {
     let mut ring2 = RingWriter::pm4(&q2);
     ring2.push(&q2, &WriteData::memory(out.va, &[42]).unwrap());
     other.submit(&q2, ring2.wptr());
-    let t = std::time::Instant::now();
-    while out.read_u32(0) != 42 && t.elapsed().as_secs() < 5 {
-        std::thread::yield_now();
-    }
-    assert_eq!(out.read_u32(0), 42);
+    wait_until("the other process's WRITE_DATA", || out.read_u32(0) == 42);
 
     // Restoring the queues retries the faulting packet: it faults again, and the process is
     // evicted again.
     let posted = node.gpu.ih.posted();
     c.p.restore_queues().unwrap();
-    let t = std::time::Instant::now();
-    while node.gpu.ih.posted() == posted && t.elapsed().as_secs() < 5 {
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
-    assert!(node.gpu.ih.posted() > posted, "a second fault");
-    let t = std::time::Instant::now();
+    wait_until("a second fault", || node.gpu.ih.posted() > posted);
     let mapped = || {
         node.gpu
             .hws
@@ -883,10 +874,7 @@ fn a_bad_address_raises_a_memory_exception_and_the_host_keeps_running() {
             .iter()
             .any(|m| u32::from(m.pasid) == c.pasid())
     };
-    while mapped() && t.elapsed().as_secs() < 5 {
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
-    assert!(!mapped(), "evicted again");
+    wait_until("the process evicted again", || !mapped());
 }
 
 #[test]
@@ -1104,7 +1092,7 @@ fn a_dispatch_stops_the_queue_with_a_clear_error() {
     put_aql(&aql, 0, &p);
     c.submit(&aql, 1);
     assert_eq!(
-        wait_events(&c, &[qev.event_id], true, 5000),
+        wait_events(&c, &[qev.event_id], true, HANG_MS),
         (Ok(0), COMPLETE)
     );
     let err = c.p.queue_error(aql_id).expect("an error");
@@ -1134,7 +1122,7 @@ fn a_dispatch_stops_the_queue_with_a_clear_error() {
     );
     c.submit(&pm4q, ring.wptr());
     assert_eq!(
-        wait_events(&c, &[qev.event_id], true, 5000),
+        wait_events(&c, &[qev.event_id], true, HANG_MS),
         (Ok(0), COMPLETE)
     );
     let text = c.p.queue_error(pm4_id).unwrap().to_string();
@@ -1341,11 +1329,9 @@ fn the_engine_thread_notices_a_doorbell_without_being_told() {
     let mut ring = RingWriter::pm4(&q);
     ring.push(&q, &WriteData::memory(out.va, &[9]).unwrap());
     c.submit(&q, ring.wptr());
-    let t = std::time::Instant::now();
-    while out.read_u32(0) != 9 && t.elapsed().as_secs() < 5 {
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
-    assert_eq!(out.read_u32(0), 9, "noticed without doorbell_rung");
+    wait_until("the WRITE_DATA, noticed without doorbell_rung", || {
+        out.read_u32(0) == 9
+    });
     assert_eq!(c.p.queue_state(qid).unwrap().error, None);
 }
 

@@ -424,6 +424,78 @@ fn libhsakmt_5_2_enables_the_runtime_through_the_dkms_debugger_entry() {
     assert_errno(enable(1), Errno::EEXIST, "queues exist");
 }
 
+/// RUNTIME_ENABLE (interface 1.13) as `kfd_ioctl_runtime_enable`: enabling twice is EBUSY,
+/// enabling once queues exist EEXIST, disabling always succeeds and allows enabling again;
+/// nothing is written back. DBG_TRAP on a process that is not debug-enabled is EINVAL, on a
+/// pid with no KFD process ESRCH. Linux 6.1 (interface 1.11) has neither (ENOTTY).
+#[test]
+fn runtime_enable_and_the_debug_state_as_the_kernel() {
+    let model = model(Preset::Gfx900, 1);
+    let c = Client::new(&model);
+    let runtime = |mode_mask: u32| {
+        let mut r = kfd_ioctl_runtime_enable_args {
+            r_debug: 0x7fff_0000_1000,
+            mode_mask,
+            capabilities_mask: 0xabcd,
+        };
+        ioctl(&c.p, AMDKFD_IOC_RUNTIME_ENABLE, &mut r).map(|_| r.capabilities_mask)
+    };
+    let enable = KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK | KFD_RUNTIME_ENABLE_MODE_TTMP_SAVE_MASK;
+    assert_eq!(
+        runtime(0),
+        Ok(0xabcd),
+        "disabling a disabled runtime; nothing written back"
+    );
+    assert_eq!(runtime(enable), Ok(0xabcd));
+    assert_errno(runtime(enable), Errno::EBUSY, "enabled twice");
+    assert_eq!(runtime(0), Ok(0xabcd));
+    assert_eq!(
+        runtime(KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK),
+        Ok(0xabcd),
+        "again after disable"
+    );
+    assert_eq!(runtime(0), Ok(0xabcd));
+    c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE_AQL).unwrap();
+    assert_errno(runtime(enable), Errno::EEXIST, "queues exist");
+
+    let trap = |pid: u32, op: u32| {
+        let mut t = kfd_ioctl_dbg_trap_args {
+            pid,
+            op,
+            ..Default::default()
+        };
+        ioctl(&c.p, AMDKFD_IOC_DBG_TRAP, &mut t)
+    };
+    let me = std::process::id();
+    assert_errno(
+        trap(me, KFD_IOC_DBG_TRAP_SET_FLAGS),
+        Errno::EINVAL,
+        "not debug-enabled",
+    );
+    assert_errno(
+        trap(me, KFD_IOC_DBG_TRAP_QUERY_DEBUG_EVENT),
+        Errno::EINVAL,
+        "not debug-enabled",
+    );
+    assert_errno(
+        trap(1, KFD_IOC_DBG_TRAP_ENABLE),
+        Errno::ESRCH,
+        "pid 1 has no KFD process here",
+    );
+
+    let old = model_with(ModelConfig::new(Preset::Gfx900).with_kernel(KernelVersion::Linux6_1));
+    let c = Client::new(&old);
+    let mut r = kfd_ioctl_runtime_enable_args {
+        mode_mask: KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK,
+        ..Default::default()
+    };
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_RUNTIME_ENABLE, &mut r),
+        Errno::ENOTTY,
+        "Linux 6.1 has no RUNTIME_ENABLE",
+    );
+}
+
 #[test]
 fn copy_out_happens_even_on_error() {
     let model = model(Preset::Gfx900, 2);

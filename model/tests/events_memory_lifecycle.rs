@@ -503,6 +503,50 @@ fn apertures_and_misc_queries() {
     );
 }
 
+/// A render file bound to a real descriptor is the same file through every duplicate of it
+/// (libhsakmt 6.x hands ACQUIRE_VM libdrm_amdgpu's `F_DUPFD_CLOEXEC` copy), lives while any
+/// of them is open, and is not the file of another open of the same node.
+#[test]
+fn acquire_vm_through_a_duplicate_of_the_render_descriptor() {
+    use std::os::fd::AsRawFd;
+    let model = model(Preset::Gfx900, 1);
+    let c = Client::unbound(&model);
+    let memfd = |name| {
+        nix::sys::memfd::memfd_create(name, nix::sys::memfd::MemFdCreateFlag::empty()).unwrap()
+    };
+    let opened = memfd(c"renderD128");
+    let mut render = model.open_render_node(128).unwrap();
+    let synthetic = render.fd;
+    render.bind_fd(opened.as_raw_fd()).unwrap();
+    let dup =
+        nix::fcntl::fcntl(opened.as_raw_fd(), nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(0)).unwrap();
+    drop(opened);
+    let mut acq = kfd_ioctl_acquire_vm_args {
+        drm_fd: synthetic as u32,
+        gpu_id: c.gpu(),
+    };
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_ACQUIRE_VM, &mut acq),
+        Errno::EINVAL,
+        "the synthetic number is gone once a real descriptor is bound",
+    );
+    let other_open = memfd(c"other");
+    acq.drm_fd = other_open.as_raw_fd() as u32;
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_ACQUIRE_VM, &mut acq),
+        Errno::EINVAL,
+        "a descriptor of another open file",
+    );
+    acq.drm_fd = dup as u32;
+    ioctl(&c.p, AMDKFD_IOC_ACQUIRE_VM, &mut acq).expect("ACQUIRE_VM through the duplicate");
+    let again = nix::unistd::dup(dup).unwrap();
+    acq.drm_fd = again as u32;
+    ioctl(&c.p, AMDKFD_IOC_ACQUIRE_VM, &mut acq).expect("the same file again: no EBUSY");
+    nix::unistd::close(again).unwrap();
+    nix::unistd::close(dup).unwrap();
+    drop(render);
+}
+
 #[test]
 fn termination_releases_everything() {
     let model = model(Preset::Gfx900, 1);

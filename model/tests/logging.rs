@@ -9,7 +9,10 @@ use kfd_model::Preset;
 use kfd_sys::*;
 use std::sync::Mutex;
 
-struct Capture(Mutex<Vec<(String, String)>>);
+struct Capture(
+    Mutex<Vec<(String, String)>>,
+    Mutex<Vec<(log::Level, String)>>,
+);
 
 impl log::Log for Capture {
     fn enabled(&self, _: &log::Metadata<'_>) -> bool {
@@ -20,16 +23,28 @@ impl log::Log for Capture {
             .lock()
             .unwrap()
             .push((r.target().to_owned(), r.args().to_string()));
+        self.1
+            .lock()
+            .unwrap()
+            .push((r.level(), r.args().to_string()));
     }
     fn flush(&self) {}
 }
 
-static LOGGER: Capture = Capture(Mutex::new(Vec::new()));
+static LOGGER: Capture = Capture(Mutex::new(Vec::new()), Mutex::new(Vec::new()));
+
+/// The tests share the logger: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn install_logger() {
+    let _ = log::set_logger(&LOGGER);
+    log::set_max_level(log::LevelFilter::Trace);
+}
 
 #[test]
 fn create_queue_is_traced_through_every_layer() {
-    log::set_logger(&LOGGER).unwrap();
-    log::set_max_level(log::LevelFilter::Trace);
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    install_logger();
     let model = model(Preset::Gfx900, 1);
     let c = Client::new(&model);
     let bufs = c.queue_buffers(c.gpu(), 4096, true);
@@ -66,4 +81,45 @@ fn create_queue_is_traced_through_every_layer() {
         .collect();
     assert_eq!(listing.len(), 2, "MAP_PROCESS and MAP_QUEUES: {listing:?}");
     assert!(listing[0].contains("MAP_PROCESS") && listing[1].contains("MAP_QUEUES"));
+}
+
+/// A refused ioctl that stops a runtime's start (here ACQUIRE_VM with a descriptor that is no
+/// render file) is one warning line per process; refusals the runtimes expect stay at debug.
+#[test]
+fn a_refusal_that_stops_a_runtime_is_one_warning() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    install_logger();
+    let model = model(Preset::Gfx900, 1);
+    let c = Client::unbound(&model);
+    LOGGER.1.lock().unwrap().clear();
+    let mut xnack = kfd_ioctl_set_xnack_mode_args { xnack_enabled: 1 };
+    assert_errno(
+        ioctl(&c.p, AMDKFD_IOC_SET_XNACK_MODE, &mut xnack),
+        kfd_model::Errno::EPERM,
+        "no XNACK on gfx900",
+    );
+    let mut acq = kfd_ioctl_acquire_vm_args {
+        drm_fd: 12345,
+        gpu_id: c.gpu(),
+    };
+    for _ in 0..2 {
+        assert_errno(
+            ioctl(&c.p, AMDKFD_IOC_ACQUIRE_VM, &mut acq),
+            kfd_model::Errno::EINVAL,
+            "not a render file",
+        );
+    }
+    let warnings: Vec<String> = LOGGER
+        .1
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(level, _)| *level <= log::Level::Warn)
+        .map(|(_, m)| m.clone())
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:#?}");
+    assert!(
+        warnings[0].contains("AMDKFD_IOC_ACQUIRE_VM refused with EINVAL"),
+        "{warnings:#?}"
+    );
 }

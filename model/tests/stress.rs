@@ -517,11 +517,9 @@ fn baseline(m: &Model) -> Baseline {
 
 fn assert_back_to_baseline(m: &Model, b: &Baseline, name: &str) {
     // The engine thread may still be finishing its last pass over unmapped queues.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while m.process_count() != 0 && Instant::now() < deadline {
-        thread::sleep(Duration::from_millis(10));
-    }
-    assert_eq!(m.process_count(), 0, "{name}: processes left");
+    wait_until(&format!("{name}: every process gone"), || {
+        m.process_count() == 0
+    });
     for (i, n) in m.nodes().iter().enumerate() {
         let c = n.counters();
         assert_eq!(

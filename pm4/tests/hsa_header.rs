@@ -1,8 +1,8 @@
 //! The AQL layouts of `pm4::aql` against the installed HSA headers (`hsa/hsa.h`,
 //! `hsa/hsa_ext_amd.h`, `hsa/amd_hsa_signal.h` from Debian's `libhsa-runtime-dev`; override the
 //! include directory with `HSA_INCLUDE_DIR`). A C probe compiled with the system C compiler
-//! prints sizes, offsets and enum values; each is compared with the Rust definition. Skipped,
-//! with a message, when the headers are not installed. ROCr's PM4-IB vendor packet is not in
+//! prints sizes, offsets and enum values; each is compared with the Rust definition. Missing
+//! headers are a failure, or a skip where `KFD_SKIP_MISSING_TOOLS=1` (`kfd_testkit`). ROCr's PM4-IB vendor packet is not in
 //! the installed headers; its layout is asserted in `pm4::aql`'s unit tests.
 
 use pm4::aql::*;
@@ -20,13 +20,10 @@ fn include_dir() -> PathBuf {
 /// Runs the probe; `None` when the headers are absent.
 fn probe() -> Option<BTreeMap<String, u64>> {
     let inc = include_dir();
-    if !inc.join("hsa/hsa.h").exists() {
-        eprintln!(
-            "SKIPPED: {} not found; install libhsa-runtime-dev or set HSA_INCLUDE_DIR",
-            inc.join("hsa/hsa.h").display()
-        );
-        return None;
-    }
+    kfd_testkit::installed_file(
+        &inc.join("hsa/hsa.h").display().to_string(),
+        "libhsa-runtime-dev (or set HSA_INCLUDE_DIR)",
+    )?;
     let mut c = String::from(
         "#include <stdio.h>\n#include <stddef.h>\n#include <hsa/hsa.h>\n#include <hsa/hsa_ext_amd.h>\n\
          #include <hsa/amd_hsa_signal.h>\n#include <hsa/amd_hsa_queue.h>\n#define P(name, v) printf(\"%s %llu\\n\", name, (unsigned long long)(v))\n\

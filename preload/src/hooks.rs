@@ -325,7 +325,10 @@ unsafe fn stat_fd(
     buf: *mut libc::stat,
     real_fstat: impl Fn() -> Option<c_int>,
 ) -> c_int {
-    match fd_kind(fd) {
+    // Inside the shim (the model asking which open file a descriptor names) the real file
+    // answers.
+    let kind = fd_kind(fd).and_then(|k| Guard::enter().map(|_| k));
+    match kind {
         Some(kind) if !buf.is_null() => {
             // SAFETY: `buf` is the caller's writable `struct stat`.
             unsafe { buf.write(shim::device_stat(kind)) };
@@ -661,7 +664,24 @@ pub unsafe extern "C" fn readlink(path: *const c_char, out: *mut c_char, size: s
         Route::Pass => pass(path),
         Route::Redirect(np) => pass(np.as_ptr()),
         Route::Fail(e) => fail(e, -1),
+        // A descriptor's link to a device the shim stands for reads as the device's path, as
+        // the kernel's does; the device node itself is no link.
+        route @ (Route::Kfd | Route::Render(_)) if crate::paths::is_fd_link(p.to_bytes()) => {
+            let target = device_path(&route);
+            let n = target.len().min(size);
+            // SAFETY: `out` is the caller's buffer of `size` bytes; `n` bytes fit.
+            unsafe { core::ptr::copy_nonoverlapping(target.as_ptr(), out.cast(), n) };
+            n as ssize_t
+        }
         Route::Kfd | Route::Render(_) | Route::ProcModules => fail(Errno::EINVAL, -1),
+    }
+}
+
+/// The path of the device node a route stands for (without NUL).
+fn device_path(route: &Route<'_>) -> Vec<u8> {
+    match route {
+        Route::Render(minor) => format!("/dev/dri/renderD{minor}").into_bytes(),
+        _ => crate::paths::DEV_KFD.to_vec(),
     }
 }
 
@@ -688,12 +708,15 @@ unsafe fn realpath_impl(
         Route::Pass | Route::ProcModules => or_enosys(real_realpath(path), null),
         Route::Redirect(np) => or_enosys(real_realpath(np.as_ptr()), null),
         Route::Fail(e) => fail(e, null),
-        Route::Kfd | Route::Render(_) => {
+        route @ (Route::Kfd | Route::Render(_)) => {
+            let mut canonical = device_path(&route);
+            canonical.push(0);
             if resolved.is_null() {
-                // SAFETY: `path` is a C string; strdup allocates with malloc, as realpath does.
-                unsafe { libc::strdup(path) }
+                // SAFETY: `canonical` is NUL-terminated; strdup allocates with malloc, as
+                // realpath does.
+                unsafe { libc::strdup(canonical.as_ptr().cast()) }
             } else {
-                let bytes = p.to_bytes_with_nul();
+                let bytes = &canonical[..];
                 if bytes.len() > libc::PATH_MAX as usize {
                     return fail(Errno(libc::ENAMETOOLONG), null);
                 }
@@ -1100,6 +1123,79 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     }
     // SAFETY: libc's close with the caller's descriptor.
     or_enosys(unsafe { real::close(fd) }, -1)
+}
+
+/// Interposed `close_range`: the shim forgets its descriptors in the range first (unless
+/// the call only marks them close-on-exec).
+#[no_mangle]
+pub unsafe extern "C" fn close_range(first: c_uint, last: c_uint, flags: c_int) -> c_int {
+    if flags & libc::CLOSE_RANGE_CLOEXEC as c_int == 0 {
+        if let Some(_guard) = Guard::enter() {
+            shim::forget_fd_range(first, last);
+        }
+    }
+    // SAFETY: libc's close_range with the caller's arguments.
+    or_enosys(unsafe { real::close_range(first, last, flags) }, -1)
+}
+
+/// Interposed `closefrom`.
+#[no_mangle]
+pub unsafe extern "C" fn closefrom(lowfd: c_int) {
+    if let Some(_guard) = Guard::enter() {
+        shim::forget_fd_range(c_uint::try_from(lowfd).unwrap_or(0), c_uint::MAX);
+    }
+    // SAFETY: libc's closefrom with the caller's argument.
+    if unsafe { real::closefrom(lowfd) }.is_none() {
+        set_errno(libc::ENOSYS);
+    }
+}
+
+/// Interposed `recvmsg`: descriptors that arrive through `SCM_RIGHTS` and stand for a device
+/// file of the shim's become known to it, as the kernel's file table knows them.
+#[no_mangle]
+pub unsafe extern "C" fn recvmsg(fd: c_int, msg: *mut libc::msghdr, flags: c_int) -> ssize_t {
+    // SAFETY: libc's recvmsg with the caller's arguments.
+    let n = or_enosys(unsafe { real::recvmsg(fd, msg, flags) }, -1);
+    if n >= 0 && !msg.is_null() {
+        if let Some(_guard) = Guard::enter() {
+            // SAFETY: recvmsg succeeded, so `msg` is the caller's valid header whose control
+            // buffer the kernel just filled (`msg_controllen` says how much).
+            let received = unsafe { rights_in(msg) };
+            shim::track_received(received.into_iter());
+        }
+    }
+    n
+}
+
+/// The descriptors of every `SCM_RIGHTS` message in the control data of `msg`.
+///
+/// # Safety
+/// `msg` is a valid `msghdr` whose control buffer holds `msg_controllen` bytes of control
+/// messages (as `recvmsg` leaves it).
+unsafe fn rights_in(msg: *const libc::msghdr) -> Vec<c_int> {
+    let mut fds = Vec::new();
+    // SAFETY: the contract; CMSG_FIRSTHDR/CMSG_NXTHDR walk the buffer within its length.
+    let mut cmsg = unsafe { libc::CMSG_FIRSTHDR(msg) };
+    while !cmsg.is_null() {
+        // SAFETY: a non-null header from CMSG_FIRSTHDR/NXTHDR lies inside the buffer.
+        let (level, kind, len) =
+            unsafe { ((*cmsg).cmsg_level, (*cmsg).cmsg_type, (*cmsg).cmsg_len) };
+        if level == libc::SOL_SOCKET && kind == libc::SCM_RIGHTS {
+            // SAFETY: CMSG_LEN(0) is the header's size; the data follows it within `len`.
+            let header = unsafe { libc::CMSG_LEN(0) } as usize;
+            // `cmsg_len` is a `size_t` on glibc x86-64.
+            let count = len.saturating_sub(header) / core::mem::size_of::<c_int>();
+            // SAFETY: the data of this message holds `count` descriptors (possibly unaligned).
+            let data = unsafe { libc::CMSG_DATA(cmsg) }.cast::<c_int>();
+            for i in 0..count {
+                // SAFETY: `i < count`, inside the message's data.
+                fds.push(unsafe { data.add(i).read_unaligned() });
+            }
+        }
+        // SAFETY: as above.
+        cmsg = unsafe { libc::CMSG_NXTHDR(msg, cmsg) };
+    }
+    fds
 }
 
 /// Records a successful duplicate of a shim descriptor (and forgets an overwritten one).

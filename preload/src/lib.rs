@@ -16,7 +16,10 @@
 //!   `ioctl` (every KFD ioctl through the model's chardev; `DRM_IOCTL_VERSION` and the
 //!   `AMDGPU_INFO` queries of libdrm_amdgpu, see [`drm`]), `mmap` (doorbell, event and MMIO
 //!   pages, VRAM/GTT buffers: the model's memory mapped at the address asked for), `fstat`,
-//!   `dup`/`fcntl(F_DUPFD)` and `close`. Nothing is ever created on the real `/dev`:
+//!   `close`, `close_range`, and every way a descriptor is duplicated or passed — `dup`,
+//!   `dup2`, `dup3`, `fcntl(F_DUPFD*)`, `recvmsg` with `SCM_RIGHTS`, a reopen of
+//!   `/proc/self/fd/N`, `fork` — naming the same file as in the kernel (see `shim`'s
+//!   `OpenFile`). Nothing is ever created on the real `/dev`:
 //!   `mknod`, `mkdir`, `chown`, `chmod`, `unlink` of those nodes are answered by the shim.
 //! - the sysfs the clients read — the KFD topology, `/sys/class/drm` (`card<N>` and
 //!   `renderD<minor>` with amdgpu's device files and hwmon, for rocm-smi),

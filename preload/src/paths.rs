@@ -47,6 +47,11 @@ pub enum PathClass<'a> {
     },
     /// `/proc/modules`: the real list plus an `amdgpu` line.
     ProcModules,
+    /// A descriptor's link in procfs (`/proc/self/fd/N`, `/proc/<pid>/fd/N`,
+    /// `/proc/<pid>/task/<tid>/fd/N`, `/proc/thread-self/fd/N`, `/dev/fd/N`): opening it opens
+    /// what the descriptor names anew, which for a device the shim stands for is a new open of
+    /// that device (see [`device_behind_link`]).
+    FdLink,
     /// Anything else: straight to libc.
     Other,
 }
@@ -106,6 +111,9 @@ pub fn classify(path: &[u8], gpus: u32) -> PathClass<'_> {
     if path == DEV_KFD {
         return PathClass::Kfd;
     }
+    if is_fd_link(path) {
+        return PathClass::FdLink;
+    }
     if path == PROC_MODULES {
         return PathClass::ProcModules;
     }
@@ -149,6 +157,66 @@ pub fn classify(path: &[u8], gpus: u32) -> PathClass<'_> {
         }
     }
     PathClass::Other
+}
+
+/// `/proc/<self|thread-self|pid>[/task/<tid>]/fd/<n>` or `/dev/fd/<n>`.
+pub fn is_fd_link(path: &[u8]) -> bool {
+    let fd_number = |rest: &[u8]| {
+        rest.strip_prefix(b"fd/")
+            .is_some_and(|n| parse_decimal(n).is_some())
+    };
+    if let Some(n) = path.strip_prefix(b"/dev/fd/") {
+        return parse_decimal(n).is_some();
+    }
+    let Some(rest) = path.strip_prefix(b"/proc/") else {
+        return false;
+    };
+    let (who, rest) = rest.split_at(rest.iter().position(|&b| b == b'/').unwrap_or(rest.len()));
+    let Some(rest) = rest.strip_prefix(b"/") else {
+        return false;
+    };
+    let is_pid = |w: &[u8]| parse_decimal(w).is_some();
+    match who {
+        b"self" | b"thread-self" => fd_number(rest),
+        w if is_pid(w) => {
+            if let Some(task) = rest.strip_prefix(b"task/") {
+                let end = task.iter().position(|&b| b == b'/').unwrap_or(task.len());
+                is_pid(&task[..end]) && task.get(end + 1..).is_some_and(fd_number)
+            } else {
+                fd_number(rest)
+            }
+        }
+        _ => false,
+    }
+}
+
+/// The `memfd_create` name of the descriptor the shim hands out for `/dev/kfd`. The kernel
+/// shows a memfd's name in its procfs link as `/memfd:<name> (deleted)`, so any process can
+/// tell what a descriptor it inherited or received stands for.
+pub const KFD_FILE_NAME: &[u8] = b"kfd-preload:kfd";
+/// The `memfd_create` name prefix of a render node's descriptor; the minor follows.
+pub const RENDER_FILE_PREFIX: &[u8] = b"kfd-preload:renderD";
+
+/// The device a descriptor stands for, from the target of its procfs link
+/// (`/memfd:kfd-preload:kfd (deleted)`): [`PathClass::Kfd`], [`PathClass::RenderNode`] of a
+/// modelled minor, or [`PathClass::Other`] for anything else.
+pub fn device_behind_link(target: &[u8], gpus: u32) -> PathClass<'static> {
+    let Some(name) = target
+        .strip_prefix(b"/memfd:")
+        .map(|n| n.strip_suffix(b" (deleted)").unwrap_or(n))
+    else {
+        return PathClass::Other;
+    };
+    if name == KFD_FILE_NAME {
+        return PathClass::Kfd;
+    }
+    match name
+        .strip_prefix(RENDER_FILE_PREFIX)
+        .and_then(parse_decimal)
+    {
+        Some(minor) if is_modelled_minor(minor, gpus) => PathClass::RenderNode(minor),
+        _ => PathClass::Other,
+    }
 }
 
 /// Writes `root` + `prefix` + `rest` + NUL into `buf`; `None` if it does not fit.
@@ -218,6 +286,69 @@ mod tests {
         assert_eq!(classify(b"/dev/null", 1), PathClass::Other);
         assert_eq!(classify(b"/proc/modules", 1), PathClass::ProcModules);
         assert_eq!(classify(b"/proc/modulesx", 1), PathClass::Other);
+    }
+
+    #[test]
+    fn descriptor_links() {
+        for p in [
+            &b"/proc/self/fd/3"[..],
+            b"/proc/thread-self/fd/17",
+            b"/proc/1234/fd/0",
+            b"/proc/1234/task/1240/fd/9",
+            b"/dev/fd/5",
+        ] {
+            assert_eq!(
+                classify(p, 1),
+                PathClass::FdLink,
+                "{}",
+                String::from_utf8_lossy(p)
+            );
+        }
+        for p in [
+            &b"/proc/self/fd"[..],
+            b"/proc/self/fd/",
+            b"/proc/self/fd/03",
+            b"/proc/self/fdinfo/3",
+            b"/proc/x/fd/3",
+            b"/proc/1234/task/fd/3",
+            b"/proc/1234/task/12/fd/3/x",
+            b"/dev/fd",
+            b"/dev/fd/x",
+        ] {
+            assert_ne!(
+                classify(p, 1),
+                PathClass::FdLink,
+                "{}",
+                String::from_utf8_lossy(p)
+            );
+        }
+    }
+
+    #[test]
+    fn devices_behind_descriptor_links() {
+        assert_eq!(
+            device_behind_link(b"/memfd:kfd-preload:kfd (deleted)", 1),
+            PathClass::Kfd
+        );
+        assert_eq!(
+            device_behind_link(b"/memfd:kfd-preload:renderD129 (deleted)", 2),
+            PathClass::RenderNode(129)
+        );
+        for other in [
+            &b"/memfd:kfd-preload:renderD129 (deleted)"[..],
+            b"/memfd:kfd-preload:renderD12 (deleted)",
+            b"/memfd:other (deleted)",
+            b"/dev/kfd",
+            b"socket:[1234]",
+            b"",
+        ] {
+            assert_eq!(
+                device_behind_link(other, 1),
+                PathClass::Other,
+                "{}",
+                String::from_utf8_lossy(other)
+            );
+        }
     }
 
     #[test]

@@ -107,4 +107,7 @@ real_fns! {
     fn dup3(fd: c_int, newfd: c_int, flags: c_int) -> c_int;
     fn fcntl(fd: c_int, cmd: c_int, arg: c_long) -> c_int;
     fn fcntl64(fd: c_int, cmd: c_int, arg: c_long) -> c_int;
+    fn close_range(first: c_uint, last: c_uint, flags: c_int) -> c_int;
+    fn closefrom(lowfd: c_int) -> ();
+    fn recvmsg(fd: c_int, msg: *mut libc::msghdr, flags: c_int) -> ssize_t;
 }

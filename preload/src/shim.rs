@@ -11,11 +11,12 @@ use crate::paths::{classify, redirect_into, PathClass};
 use crate::real;
 use crate::tree;
 use core::cell::Cell;
-use core::ffi::{c_int, c_void, CStr};
+use core::ffi::{c_int, c_uint, c_void, CStr};
+use kfd_model::file::FileIdentity;
 use kfd_model::topology::Topology;
 use kfd_model::user::{SelfProcess, UserAccess};
 use kfd_model::{Errno, MapSource, Model, Process, RenderNode};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -150,6 +151,27 @@ fn topology(cfg: &ShimConfig) -> &'static Topology {
     TOPOLOGY.get_or_init(|| Topology::from_config(&cfg.model_config()))
 }
 
+/// The open file behind one or more descriptors the shim handed out or learned of: its
+/// duplicates share it, and it goes when the last of them closes (the kernel's file
+/// reference count).
+#[derive(Debug, Clone)]
+enum OpenFile {
+    /// `/dev/kfd`, opened by this process.
+    Kfd,
+    /// `/dev/kfd` opened by another process (a descriptor inherited across `fork` or received
+    /// through `SCM_RIGHTS`): the kernel answers `EBADF` to its ioctls.
+    ForeignKfd,
+    /// A render node file.
+    Render(Arc<RenderNode>),
+}
+
+/// A descriptor the shim knows: the identity of its open file and what that file is.
+#[derive(Debug, Clone)]
+struct Descriptor {
+    identity: FileIdentity,
+    file: OpenFile,
+}
+
 /// The model side of one OS process.
 struct Shim {
     /// The process this state belongs to (a forked child starts over).
@@ -161,8 +183,8 @@ struct Shim {
     model: Option<Model>,
     /// The one `kfd_process` of this OS process, as the kernel keeps one per mm.
     process: Option<Arc<Process>>,
-    kfd_fds: HashSet<c_int>,
-    renders: HashMap<c_int, Arc<RenderNode>>,
+    /// Every descriptor of a device file, by number.
+    fds: HashMap<c_int, Descriptor>,
 }
 
 static SHIM: Mutex<Option<Shim>> = Mutex::new(None);
@@ -183,7 +205,8 @@ fn with_shim<R>(
     if guard.as_ref().is_some_and(|s| s.pid != pid) {
         // A forked child: the parent's model has no threads here and its process is not
         // ours (the kernel answers EBADF to a child). Start over without running any
-        // destructor of the parent's state.
+        // destructor of the parent's state; the descriptors it inherited are learned again
+        // on first use (see `Shim::descriptor`).
         core::mem::forget(guard.take());
     }
     let shim = guard.get_or_insert_with(|| Shim {
@@ -192,8 +215,7 @@ fn with_shim<R>(
         tree_failed: false,
         model: None,
         process: None,
-        kfd_fds: HashSet::new(),
-        renders: HashMap::new(),
+        fds: HashMap::new(),
     });
     f(shim, cfg)
 }
@@ -376,6 +398,7 @@ pub(crate) fn route<'b>(path: &CStr, buf: &'b mut [u8]) -> Route<'b> {
         PathClass::Kfd => Route::Kfd,
         PathClass::RenderNode(m) => Route::Render(m),
         PathClass::ProcModules => Route::ProcModules,
+        PathClass::FdLink => fd_link_route(path),
         PathClass::Redirect { prefix, rest } => {
             let routed = with_shim(|s, cfg| {
                 let root = s.tree(cfg)?;
@@ -394,7 +417,9 @@ pub(crate) fn route<'b>(path: &CStr, buf: &'b mut [u8]) -> Route<'b> {
     }
 }
 
-/// A descriptor standing for a device file: an empty memfd, so close/dup/poll/fcntl work.
+/// A descriptor standing for a device file: an empty memfd named for the device (see
+/// [`crate::paths::KFD_FILE_NAME`]), so close/dup/poll/fcntl work and every process can
+/// tell what an inherited or received descriptor is.
 fn device_fd(name: &CStr, flags: c_int) -> Result<c_int, Errno> {
     let memfd_flags = if flags & libc::O_CLOEXEC != 0 {
         libc::MFD_CLOEXEC
@@ -418,6 +443,14 @@ fn device_fd(name: &CStr, flags: c_int) -> Result<c_int, Errno> {
     Ok(fd)
 }
 
+/// The memfd name of render node `minor`'s descriptors.
+fn render_file_name(minor: u32) -> std::ffi::CString {
+    let mut name = crate::paths::RENDER_FILE_PREFIX.to_vec();
+    name.extend_from_slice(minor.to_string().as_bytes());
+    // The prefix and the digits hold no NUL.
+    std::ffi::CString::new(name).unwrap_or_default()
+}
+
 fn check_device_flags(flags: c_int) -> Result<(), Errno> {
     if flags & libc::O_DIRECTORY != 0 {
         return Err(Errno(libc::ENOTDIR));
@@ -425,31 +458,114 @@ fn check_device_flags(flags: c_int) -> Result<(), Errno> {
     Ok(())
 }
 
+impl Shim {
+    /// Records descriptor `fd` of `file`.
+    fn insert(&mut self, fd: c_int, identity: FileIdentity, file: OpenFile) {
+        let kind = match &file {
+            OpenFile::Kfd | OpenFile::ForeignKfd => FdKind::Kfd,
+            OpenFile::Render(r) => FdKind::Render(r.minor()),
+        };
+        self.fds.insert(fd, Descriptor { identity, file });
+        set_fd_kind(fd, Some(kind));
+    }
+
+    /// What descriptor `fd` stands for: one the shim handed out, a duplicate of one made
+    /// behind its back (received through `SCM_RIGHTS`), or one of a device file another
+    /// process opened (inherited across `fork`, received from another process), learned by
+    /// the memfd name in its procfs link. `None`: not a device file of the shim's.
+    fn descriptor(&mut self, fd: c_int, cfg: &ShimConfig) -> Option<Descriptor> {
+        if let Some(d) = self.fds.get(&fd) {
+            return Some(d.clone());
+        }
+        let identity = FileIdentity::of(fd).ok()?;
+        if let Some(same) = self.fds.values().find(|d| d.identity == identity).cloned() {
+            log::debug!(target: "preload", "fd {fd} names the same file as a known descriptor ({:?})", same.file);
+            self.insert(fd, identity, same.file.clone());
+            return Some(same);
+        }
+        let file = match device_behind_fd(fd, cfg.gpus)? {
+            PathClass::Kfd => {
+                log::debug!(target: "preload", "fd {fd}: /dev/kfd of another process");
+                OpenFile::ForeignKfd
+            }
+            PathClass::RenderNode(minor) => {
+                // The file another process opened cannot be shared with it until one model
+                // serves every process; this process gets a render file of its own on the
+                // same GPU (its GEM objects are this process's).
+                log::info!(target: "preload", "fd {fd}: renderD{minor} opened by another process; this process uses its own file of that GPU");
+                let mut node = self.model(cfg).ok()?.open_render_node(minor).ok()?;
+                node.bind_fd(fd).ok()?;
+                OpenFile::Render(Arc::new(node))
+            }
+            _ => return None,
+        };
+        self.insert(fd, identity, file.clone());
+        Some(Descriptor { identity, file })
+    }
+}
+
+/// What the procfs link of descriptor `fd` says it is (see [`crate::paths::device_behind_link`]).
+fn device_behind_fd(fd: c_int, gpus: u32) -> Option<PathClass<'static>> {
+    let link = std::ffi::CString::new(format!("/proc/self/fd/{fd}")).ok()?;
+    device_behind_path(&link, gpus)
+}
+
+/// What the procfs link at `link` points to, as far as the shim is concerned.
+fn device_behind_path(link: &CStr, gpus: u32) -> Option<PathClass<'static>> {
+    let mut target = [0u8; 256];
+    // SAFETY: `link` is NUL-terminated and `target` is writable for its length.
+    let n = unsafe { real::readlink(link.as_ptr(), target.as_mut_ptr().cast(), target.len()) }?;
+    let n = usize::try_from(n).ok()?;
+    Some(crate::paths::device_behind_link(target.get(..n)?, gpus))
+}
+
 /// `open("/dev/kfd")`: a new descriptor on this process's one `kfd_process`.
 pub(crate) fn open_kfd(flags: c_int) -> Result<c_int, Errno> {
     check_device_flags(flags)?;
     with_shim(|s, cfg| {
         s.process(cfg)?;
-        let fd = device_fd(c"kfd", flags)?;
-        s.kfd_fds.insert(fd);
-        set_fd_kind(fd, Some(FdKind::Kfd));
+        let name = std::ffi::CString::new(crate::paths::KFD_FILE_NAME).unwrap_or_default();
+        let fd = device_fd(&name, flags)?;
+        let identity = FileIdentity::of(fd)?;
+        s.insert(fd, identity, OpenFile::Kfd);
         log::debug!(target: "preload", "open /dev/kfd = fd {fd}");
         Ok(fd)
     })
 }
 
-/// `open("/dev/dri/renderD<minor>")`.
+/// `open("/dev/dri/renderD<minor>")`: a new render file.
 pub(crate) fn open_render(minor: u32, flags: c_int) -> Result<c_int, Errno> {
     check_device_flags(flags)?;
     with_shim(|s, cfg| {
         let mut node = s.model(cfg)?.open_render_node(minor)?;
-        let fd = device_fd(c"amdgpu-render", flags)?;
-        node.bind_fd(fd);
-        s.renders.insert(fd, Arc::new(node));
-        set_fd_kind(fd, Some(FdKind::Render(minor)));
+        let fd = device_fd(&render_file_name(minor), flags)?;
+        let bound = node.bind_fd(fd).and_then(|()| FileIdentity::of(fd));
+        let identity = match bound {
+            Ok(id) => id,
+            Err(e) => {
+                // SAFETY: closing the descriptor just created, which nobody else knows.
+                unsafe { real::close(fd) };
+                return Err(e);
+            }
+        };
+        s.insert(fd, identity, OpenFile::Render(Arc::new(node)));
         log::debug!(target: "preload", "open /dev/dri/renderD{minor} = fd {fd}");
         Ok(fd)
     })
+}
+
+/// `open` of a descriptor's procfs link (`/proc/self/fd/N` and the like): when it names a
+/// device file of the shim's, opening it is a new open of that device, as it is in the
+/// kernel (a character device's `open` runs again); anything else passes to libc.
+pub(crate) fn fd_link_route(path: &CStr) -> Route<'static> {
+    let Ok(cfg) = config() else {
+        return Route::Pass;
+    };
+    match device_behind_path(path, cfg.gpus) {
+        Some(PathClass::Kfd) => Route::Kfd,
+        Some(PathClass::RenderNode(m)) => Route::Render(m),
+        _ => Route::Pass,
+    }
 }
 
 /// `open("/proc/modules")`: the real list (if any) plus the `amdgpu` line, in a memfd.
@@ -471,18 +587,28 @@ pub(crate) fn open_proc_modules(flags: c_int) -> Result<c_int, Errno> {
     Ok(fd)
 }
 
-/// A descriptor closes: forget what it was (before libc reuses the number).
+/// A descriptor closes: forget what it was (before libc reuses the number). The file itself
+/// goes with its last descriptor.
 pub(crate) fn forget_fd(fd: c_int) {
     let Some(kind) = fd_kind(fd) else {
         return;
     };
     set_fd_kind(fd, None);
-    let dropped = with_shim(|s, _| {
-        s.kfd_fds.remove(&fd);
-        Ok(s.renders.remove(&fd))
-    });
+    let dropped = with_shim(|s, _| Ok(s.fds.remove(&fd)));
     log::debug!(target: "preload", "close fd {fd} ({kind:?})");
+    // A render file's last descriptor: the file is released here, outside the shim's lock.
     drop(dropped);
+}
+
+/// Forgets every descriptor of the shim's in `first..=last` (`close_range`, `closefrom`).
+pub(crate) fn forget_fd_range(first: c_uint, last: c_uint) {
+    let end = usize::try_from(last).map_or(MAX_FDS, |l| l.saturating_add(1).min(MAX_FDS));
+    let start = usize::try_from(first).unwrap_or(MAX_FDS).min(end);
+    for (fd, slot) in FDS.iter().enumerate().take(end).skip(start) {
+        if slot.load(Ordering::Acquire) != FD_NONE {
+            forget_fd(fd as c_int);
+        }
+    }
 }
 
 /// `dup`-like calls: `new` now names what `old` names.
@@ -491,25 +617,40 @@ pub(crate) fn track_dup(old: c_int, new: c_int) {
         return;
     }
     forget_fd(new);
-    let Some(kind) = fd_kind(old) else {
+    if fd_kind(old).is_none() {
         return;
-    };
-    let _ = with_shim(|s, _| {
-        match kind {
-            FdKind::Kfd => {
-                if s.kfd_fds.contains(&old) {
-                    s.kfd_fds.insert(new);
-                }
-            }
-            FdKind::Render(_) => {
-                if let Some(r) = s.renders.get(&old).cloned() {
-                    s.renders.insert(new, r);
-                }
-            }
+    }
+    let _ = with_shim(|s, cfg| {
+        if let Some(d) = s.descriptor(old, cfg) {
+            s.insert(new, d.identity, d.file);
         }
         Ok(())
     });
-    set_fd_kind(new, Some(kind));
+}
+
+/// Descriptors received through `SCM_RIGHTS`: those that stand for a device file of the
+/// shim's (a duplicate of one of this process's, or one another process opened) become
+/// known. A received number can only be a descriptor the shim has not seen.
+pub(crate) fn track_received(fds: impl Iterator<Item = c_int>) {
+    for fd in fds {
+        forget_fd(fd);
+        if !maybe_device_fd(fd) {
+            continue;
+        }
+        let _ = with_shim(|s, cfg| {
+            s.descriptor(fd, cfg);
+            Ok(())
+        });
+    }
+}
+
+/// A cheap first look: the shim's descriptors are memfds, regular files with no link.
+fn maybe_device_fd(fd: c_int) -> bool {
+    // SAFETY: `stat` is plain integers; fstat fills it or fails.
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    // SAFETY: `st` is writable; a bad descriptor only fails.
+    let ok = unsafe { real::fstat(fd, &mut st) } == Some(0);
+    ok && st.st_mode & libc::S_IFMT == libc::S_IFREG && st.st_nlink == 0
 }
 
 /// Set once this OS process opened the model's `/dev/kfd`: until then `munmap` has nothing to
@@ -561,11 +702,17 @@ fn notified_process() -> Option<Arc<Process>> {
 /// The `kfd_process` a descriptor reaches; `EBADF` for a descriptor inherited from a parent
 /// process (as the kernel answers).
 fn kfd_process(fd: c_int) -> Result<Arc<Process>, Errno> {
-    with_shim(|s, _| {
-        if !s.kfd_fds.contains(&fd) {
-            return Err(Errno::EBADF);
-        }
-        s.process.clone().ok_or(Errno::EBADF)
+    with_shim(|s, cfg| match s.descriptor(fd, cfg).map(|d| d.file) {
+        Some(OpenFile::Kfd) => s.process.clone().ok_or(Errno::EBADF),
+        _ => Err(Errno::EBADF),
+    })
+}
+
+/// The render file a descriptor names.
+fn render_file(fd: c_int) -> Result<Arc<RenderNode>, Errno> {
+    with_shim(|s, cfg| match s.descriptor(fd, cfg).map(|d| d.file) {
+        Some(OpenFile::Render(r)) => Ok(r),
+        _ => Err(Errno::EBADF),
     })
 }
 
@@ -627,7 +774,7 @@ pub(crate) fn render_ioctl(
     let cfg = config()?;
     let request = u32::try_from(request).map_err(|_| Errno::ENOTTY)?;
     if let Some(table_cmd) = drm::gem_request(request) {
-        let file = with_shim(|s, _| s.renders.get(&fd).cloned().ok_or(Errno::EBADF))?;
+        let file = render_file(fd)?;
         let user_size = kfd_sys::ioc_size(request);
         let size = kfd_sys::ioc_size(table_cmd);
         let addr = arg as u64;
@@ -679,10 +826,7 @@ pub(crate) fn map_source(
 ) -> Result<MapSource, Errno> {
     match kind {
         FdKind::Kfd => kfd_process(fd)?.mmap(offset, len),
-        FdKind::Render(_) => {
-            let node = with_shim(|s, _| s.renders.get(&fd).cloned().ok_or(Errno::EBADF))?;
-            node.mmap(offset, len)
-        }
+        FdKind::Render(_) => render_file(fd)?.mmap(offset, len),
     }
 }
 

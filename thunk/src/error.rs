@@ -128,9 +128,10 @@ fn explain(op: &str, errno: Errno) -> Option<&'static str> {
             "the process already has the maximum number of queues on this GPU (127; 255 on \
              GC 9.4.3 and later)",
         ),
-        ("CREATE_QUEUE", Errno::ENOMEM) => {
-            Some("no free queue id or no free SDMA queue slot on this GPU")
-        }
+        ("CREATE_QUEUE", Errno::ENOMEM) => Some(
+            "no free queue id or SDMA queue slot on this GPU, or no room in the HIQ, the \
+             ring the driver sends the scheduler its map packets on",
+        ),
         ("CREATE_QUEUE", Errno::EPERM) => Some(
             "the device queue limit is reached, or the scheduler runs without \
              oversubscription and has no free VMID or hardware queue",

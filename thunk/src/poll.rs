@@ -93,17 +93,25 @@ mod tests {
         assert!(!poll_until(Duration::from_millis(20), || false));
         let waited = t.elapsed();
         assert!(waited >= Duration::from_millis(20), "{waited:?}");
-        assert!(waited < Duration::from_secs(2), "{waited:?}");
-        let t = Instant::now();
-        assert!(!poll_until(Duration::ZERO, || false));
-        assert!(t.elapsed() < Duration::from_millis(100));
+        // A zero timeout checks a bounded number of times and gives up (how long that takes
+        // is the host's business: count the checks instead).
+        let mut checks = 0u32;
+        assert!(!poll_until(Duration::ZERO, || {
+            checks += 1;
+            false
+        }));
+        assert_eq!(
+            checks,
+            FIRST_BURST + 32 + 1,
+            "one burst, one round, the last look"
+        );
         let flag = Arc::new(AtomicBool::new(false));
         let f = flag.clone();
         let h = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(5));
             f.store(true, Ordering::Release);
         });
-        assert!(poll_until(Duration::from_secs(5), || flag.load(Ordering::Acquire)));
+        assert!(poll_until(Duration::from_secs(60), || flag.load(Ordering::Acquire)));
         h.join().unwrap();
     }
 }

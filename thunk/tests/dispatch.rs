@@ -1,6 +1,6 @@
 //! Loading code objects and dispatching kernels through the thunk (issue #16 item 5), on the
-//! model: OpenCL C kernels compiled by clang-15 at test time (skipped with a message when it
-//! is missing), loaded with `Executable`, dispatched with `AqlQueue::dispatch` and checked
+//! model: OpenCL C kernels compiled by clang-15 at test time (missing, a failure, or a skip
+//! where `KFD_SKIP_MISSING_TOOLS=1`: `kfd_testkit`), loaded with `Executable`, dispatched with `AqlQueue::dispatch` and checked
 //! against host references.
 
 mod common;
@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use thunk::{Errno, Executable, Gpu, Kfd, MemoryKind, QueueOptions, WaitStatus};
 
-/// Compiles tests/kernels/dispatch.cl for `mcpu` as code object version `cov`; `None` (with a
-/// message) without clang-15.
+/// Compiles tests/kernels/dispatch.cl for `mcpu` as code object version `cov`; `None` without
+/// clang-15 when skipping is allowed.
 fn compile(mcpu: &str, cov: u32) -> Option<Vec<u8>> {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/dispatch.cl");
     static SERIAL: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
@@ -20,7 +20,8 @@ fn compile(mcpu: &str, cov: u32) -> Option<Vec<u8>> {
         "thunk-dispatch-{}-{mcpu}-v{cov}-{n}.hsaco",
         std::process::id()
     ));
-    let status = Command::new("clang-15")
+    let clang = kfd_testkit::tool("clang-15")?;
+    let status = Command::new(clang)
         .args(["-x", "cl", "-cl-std=CL2.0", "-target", "amdgcn-amd-amdhsa"])
         .args(["-O2", "-nogpulib"])
         .arg(format!("-mcpu={mcpu}"))
@@ -29,18 +30,11 @@ fn compile(mcpu: &str, cov: u32) -> Option<Vec<u8>> {
         .arg("-o")
         .arg(&out)
         .status();
-    match status {
-        Err(e) => {
-            eprintln!("skipped: clang-15 is not available ({e})");
-            None
-        }
-        Ok(s) => {
-            assert!(s.success(), "clang-15 failed for {mcpu} v{cov}");
-            let elf = std::fs::read(&out).expect("code object");
-            let _ = std::fs::remove_file(&out);
-            Some(elf)
-        }
-    }
+    let s = status.expect("clang-15 runs");
+    assert!(s.success(), "clang-15 failed for {mcpu} v{cov}");
+    let elf = std::fs::read(&out).expect("code object");
+    let _ = std::fs::remove_file(&out);
+    Some(elf)
 }
 
 /// A model GPU of `preset` with the kernels for `mcpu` loaded.
@@ -418,15 +412,16 @@ fn completion_slots_are_reused_and_overflow_gets_its_own_buffer() {
 }
 
 /// Builds codeobj's test source `name` (codeobj/tests/src) for gfx900 as a shared code object;
-/// `None` without clang-15 / ld.lld-15.
+/// `None` without clang-15 / ld.lld-15 when skipping is allowed.
 fn shared_object(name: &str, allow_undefined: bool) -> Option<Vec<u8>> {
+    let [clang, lld] = <[_; 2]>::try_from(kfd_testkit::tools(&["clang-15", "ld.lld-15"])?).ok()?;
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../codeobj/tests/src")
         .join(name);
     let dir = std::env::temp_dir().join(format!("thunk-link-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (obj, co) = (dir.join("o.o"), dir.join("o.co"));
-    let compiled = Command::new("clang-15")
+    let compiled = Command::new(clang)
         .args([
             "-x",
             "cl",
@@ -440,22 +435,19 @@ fn shared_object(name: &str, allow_undefined: bool) -> Option<Vec<u8>> {
         .arg("-o")
         .arg(&obj)
         .status();
-    let Ok(s) = compiled else {
-        eprintln!("skipped: clang-15 is not available");
-        let _ = std::fs::remove_dir_all(&dir);
-        return None;
-    };
+    let s = compiled.expect("clang-15 runs");
     assert!(s.success(), "clang-15 {name}");
-    let mut lld = Command::new("ld.lld-15");
+    let mut lld = Command::new(lld);
     lld.arg("-shared");
     if allow_undefined {
         lld.arg("--allow-shlib-undefined");
     }
-    let Ok(s) = lld.arg(&obj).arg("-o").arg(&co).status() else {
-        eprintln!("skipped: ld.lld-15 is not available");
-        let _ = std::fs::remove_dir_all(&dir);
-        return None;
-    };
+    let s = lld
+        .arg(&obj)
+        .arg("-o")
+        .arg(&co)
+        .status()
+        .expect("ld.lld-15 runs");
     assert!(s.success(), "ld.lld-15 {name}");
     let bytes = std::fs::read(&co).unwrap();
     let _ = std::fs::remove_dir_all(&dir);

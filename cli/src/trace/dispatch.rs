@@ -365,7 +365,7 @@ pub fn dispatch(session: &mut Session, options: ScenarioOptions) -> CliResult<()
         Detail::Summary,
         |_| {
             gpu.create_aql_queue(&QueueOptions::new())
-                .map_err(|e| CliError::failure(format!("CREATE_QUEUE: {e}")))
+                .map_err(|e| CliError::failure_in("CREATE_QUEUE", e))
         },
         |q, s| {
             format!(

@@ -7,7 +7,7 @@ use thunk::model_access::{ModelBackend, ModelConfig};
 use thunk::{Gpu, Kfd, OpenOptions, Preset};
 
 /// A generous bound for waits that normally take microseconds (the machine may be loaded).
-pub const T: Duration = Duration::from_secs(20);
+pub const T: Duration = Duration::from_secs(60);
 
 /// One gfx900 of the in-process model.
 pub fn model_gpu() -> (Kfd, Gpu) {

@@ -232,6 +232,22 @@ pub trait WaveEnv {
     /// The workgroup's LDS as bytes (its allocated size).
     fn lds(&mut self) -> &mut [u8];
 
+    /// Whether a DS access outside the workgroup's LDS allocation stops the wave with
+    /// [`WaveFault::LdsOutOfRange`](super::WaveFault::LdsOutOfRange) (a strict model, for
+    /// finding the kernel bug) instead of doing what the hardware does: the ISA guides'
+    /// out-of-range rules drop such a write and return 0 for such a read. Default: the
+    /// hardware's way.
+    fn lds_strict(&self) -> bool {
+        false
+    }
+
+    /// Told, in the hardware's way, of a DS instruction that had lanes outside the LDS
+    /// allocation (`offset`: the first such lane's byte address), so the outside world can
+    /// say so once.
+    fn lds_out_of_range(&mut self, offset: u32) {
+        let _ = offset;
+    }
+
     /// `s_sendmsg`/`s_sendmsghalt`: the message id (SIMM16) and M0.
     fn send_message(&mut self, simm16: u16, m0: u32);
 
@@ -255,6 +271,10 @@ pub struct HostEnv {
     pub messages: Vec<(u16, u32)>,
     /// Shader clock; advances by one per `s_memtime`.
     pub clock: u64,
+    /// [`WaveEnv::lds_strict`].
+    pub lds_strict: bool,
+    /// The offsets [`WaveEnv::lds_out_of_range`] was told of.
+    pub lds_out_of_range: Vec<u32>,
 }
 
 impl HostEnv {
@@ -545,6 +565,14 @@ impl WaveEnv for HostEnv {
 
     fn lds(&mut self) -> &mut [u8] {
         &mut self.lds
+    }
+
+    fn lds_strict(&self) -> bool {
+        self.lds_strict
+    }
+
+    fn lds_out_of_range(&mut self, offset: u32) {
+        self.lds_out_of_range.push(offset);
     }
 
     fn send_message(&mut self, simm16: u16, m0: u32) {

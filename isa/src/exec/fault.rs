@@ -26,6 +26,16 @@ pub struct MemFault {
 }
 
 /// A fault that ends the wave.
+///
+/// How each compares with the hardware (the ISA guides' "Out-of-range behavior" section of
+/// chapter 3, and the exceptions of TRAPSTS): an illegal instruction and a memory fault are what
+/// the hardware reports too (TRAPSTS.ILLEGAL_INST, a memory violation or VM fault), except
+/// that an instruction the hardware runs and the interpreter does not is a gap of the model
+/// (listed in `isa/COVERAGE.md`); an LDS access past the allocation is dropped by the
+/// hardware, and is a fault only in a strict world; a register past the allocation is read as
+/// register 0 and written nowhere by the hardware (the instruction is nullified), which the
+/// interpreter does not follow: it reports the register; an unmodelled hardware register is a
+/// gap of the model.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WaveFault {
     /// An instruction the interpreter has no semantics for; `disassembly` names it.
@@ -49,8 +59,9 @@ pub enum WaveFault {
         /// The register id.
         id: u32,
     },
-    /// An LDS access outside the workgroup's allocation (the hardware drops it; reported so
-    /// tests see the kernel bug instead of a silent zero).
+    /// An LDS access outside the workgroup's allocation, in a strict world only
+    /// ([`WaveEnv::lds_strict`](super::WaveEnv::lds_strict)): the hardware drops the write
+    /// and reads 0, as the interpreter does otherwise.
     LdsOutOfRange {
         /// Byte offset into LDS.
         offset: u32,

@@ -12,11 +12,13 @@ use super::fault::{Access, MemFault, Stop, WaveFault};
 use super::float as fp;
 use super::int;
 use super::lanes;
+use super::media;
 use super::mfma::MfmaF32;
 use super::wave::{sreg, write_masked, HwRegField, Lanes, Wave, WAVE_SIZE};
 
 mod aperture;
 mod format;
+pub(crate) use format::mtbuf_format_bits;
 mod image;
 mod mfma_packed;
 mod packed;
@@ -119,6 +121,22 @@ impl Wave {
                 }
             };
             let next = self.pc.wrapping_add(u64::from(cached.inst.len));
+            let indexed;
+            let cached = if self.mode.gpr_idx()
+                && matches!(
+                    cached.inst.enc,
+                    Enc::Vop1 | Enc::Vop2 | Enc::Vopc | Enc::Vop3
+                ) {
+                match self.gpr_indexed(cached) {
+                    Ok(c) => {
+                        indexed = c;
+                        &indexed
+                    }
+                    Err(fault) => return Stop::Fault(fault),
+                }
+            } else {
+                cached
+            };
             match &cached.fast {
                 Plan::None => {}
                 Plan::Vector(f) => {
@@ -158,7 +176,75 @@ impl Wave {
         Stop::BudgetExhausted
     }
 
+    /// A VALU instruction as VGPR index mode makes it: M0`[7:0]` added to the VGPR operands
+    /// M0`[15:12]` enables (SRC0, SRC1, SRC2, VDST), run by the general interpreter.
+    fn gpr_indexed(&self, c: &Cached) -> R<Cached> {
+        let m0 = self.m0();
+        let (index, enabled) = ((m0 & 0xff) as u8, (m0 >> 12) & 0xf);
+        let mut c = c.clone();
+        c.fast = Plan::None;
+        for (bit, field) in [Field::A, Field::B, Field::C, Field::D]
+            .into_iter()
+            .enumerate()
+        {
+            if (enabled >> bit) & 1 == 0 {
+                continue;
+            }
+            let moved = |op: &mut Operand| -> R<()> {
+                if let Operand::Vgpr { first, .. } = op {
+                    *first = first
+                        .checked_add(index)
+                        .ok_or(WaveFault::RegisterOutOfRange {
+                            file: 'v',
+                            index: u32::from(*first) + u32::from(index),
+                        })?;
+                }
+                Ok(())
+            };
+            if let Some(op) = c.fields[bit].as_mut() {
+                moved(op)?;
+            }
+            let slots = c.inst.row().slots;
+            let n = usize::from(c.inst.n_operands);
+            for (slot, op) in slots.iter().zip(c.inst.operands[..n].iter_mut()) {
+                if slot.field == field {
+                    moved(op)?;
+                }
+            }
+        }
+        Ok(c)
+    }
+
+    /// `s_set_gpr_idx_on`, `_off`, `_idx` and `_mode`: VGPR index mode on (index from
+    /// SSRC0`[7:0]` into M0`[7:0]`, the operand mask from the immediate into M0`[15:12]`) or
+    /// off, a new index, a new mask.
+    fn set_gpr_idx(&mut self, c: &Cached) {
+        let [w0, _] = c.inst.words;
+        let src =
+            || opnd(c, Field::A).map_or(0, |o| self.sread(o, SrcType::Int, false) as u32) & 0xff;
+        let m0 = self.m0();
+        let (m0, on) = match c.inst.op {
+            Op::SSetGprIdxOn => ((m0 & !0xf0ff) | src() | ((w0 >> 8) & 0xf) << 12, Some(true)),
+            Op::SSetGprIdxIdx => ((m0 & !0xff) | src(), None),
+            Op::SSetGprIdxMode => ((m0 & !0xf000) | (w0 & 0xf) << 12, None),
+            _ => (m0, Some(false)),
+        };
+        self.sgpr[sreg::M0] = m0;
+        match on {
+            Some(true) => self.mode.0 |= super::wave::Mode::GPR_IDX_EN,
+            Some(false) => self.mode.0 &= !super::wave::Mode::GPR_IDX_EN,
+            None => {}
+        }
+    }
+
     fn execute<E: WaveEnv + ?Sized>(&mut self, c: &Cached, next: u64, env: &mut E) -> R<Flow> {
+        if matches!(
+            c.inst.op,
+            Op::SSetGprIdxOn | Op::SSetGprIdxOff | Op::SSetGprIdxIdx | Op::SSetGprIdxMode
+        ) {
+            self.set_gpr_idx(c);
+            return Ok(Flow::Next);
+        }
         match c.inst.enc {
             Enc::Sop2 | Enc::Sop1 | Enc::Sopc | Enc::Sopk => self.salu(c, next),
             Enc::Sopp => self.sopp(c, next, env),
@@ -1409,6 +1495,20 @@ impl Wave {
             Op::VAlignbyteB32 => tri32!(int::alignbyte, false),
             Op::VPermB32 => tri32!(int::perm, false),
             Op::VSadU8 => tri32!(int::sad_u8, false),
+            Op::VSadHiU8 => tri32!(media::sad_hi_u8, false),
+            Op::VSadU16 => tri32!(media::sad_u16, false),
+            Op::VMsadU8 => tri32!(media::msad_u8, false),
+            Op::VLerpU8 => tri32!(media::lerp_u8, false),
+            Op::VCvtPkU8F32 => tri32!(media::cvt_pk_u8_f32, false),
+            Op::VCvtPkI16I32 => bin32!(media::cvt_pk_i16_i32, false),
+            Op::VCvtPkU16U32 => bin32!(media::cvt_pk_u16_u32, false),
+            Op::VCvtPknormI16F32 => bin32!(media::cvt_pknorm_i16_f32, false),
+            Op::VCvtPknormU16F32 => bin32!(media::cvt_pknorm_u16_f32, false),
+            Op::VCubeidF32 => tri32!(media::cubeid, true),
+            Op::VCubemaF32 => tri32!(media::cubema, true),
+            Op::VCubescF32 => tri32!(media::cubesc, true),
+            Op::VCubetcF32 => tri32!(media::cubetc, true),
+            Op::VQsadPkU16U8 | Op::VMqsadPkU16U8 | Op::VMqsadU32U8 => self.qsad(c),
             Op::VSadU32 => tri32!(int::sad_u32, false),
             Op::VLshlAddU32 => tri32!(|a, b, d: u32| int::shl32(a, b).wrapping_add(d), false),
             Op::VAddLshlU32 => tri32!(|a: u32, b, d| int::shl32(a.wrapping_add(b), d), false),
@@ -1485,7 +1585,17 @@ impl Wave {
             | Op::VFmaLegacyF16
             | Op::VDivFixupLegacyF16
             | Op::VMadLegacyU16
-            | Op::VMadLegacyI16 => self.f16_op(c),
+            | Op::VMadLegacyI16
+            | Op::VMax3I16
+            | Op::VMax3U16
+            | Op::VMin3I16
+            | Op::VMin3U16
+            | Op::VMed3I16
+            | Op::VMed3U16
+            | Op::VAddI16
+            | Op::VSubI16 => self.f16_op(c),
+            Op::VMadU32U16 | Op::VMadI32I16 => self.mad_32_16(c),
+            Op::VSwapB32 => self.swap(c),
             Op::VPkAddF16
             | Op::VPkMulF16
             | Op::VPkFmaF16
@@ -1709,6 +1819,67 @@ impl Wave {
 }
 
 impl Wave {
+    /// `v_qsad_pk_u16_u8`, `v_mqsad_pk_u16_u8` (64-bit results) and `v_mqsad_u32_u8` (128-bit):
+    /// SADs of a 32-bit reference against the four byte windows of a 64-bit source.
+    fn qsad(&mut self, c: &Cached) -> R<()> {
+        let op = c.inst.op;
+        let a = self.src64(c, Field::A, 0, Mods::default())?;
+        let b = self.src32(c, Field::B, 1, Mods::default())?;
+        let dwords = if op == Op::VMqsadU32U8 { 4 } else { 2 };
+        // SRC2: as many VGPRs as the result, or a constant in every dword
+        let mut acc = [[0u32; WAVE_SIZE]; 4];
+        match opnd(c, Field::C) {
+            Some(Operand::Vgpr { first, .. }) => {
+                for (i, d) in acc.iter_mut().enumerate().take(dwords) {
+                    *d = *self.v(usize::from(first) + i)?;
+                }
+            }
+            Some(o) => {
+                let v = self.sread(o, SrcType::Int, false) as u32;
+                acc = [[v; WAVE_SIZE]; 4];
+            }
+            None => {}
+        }
+        let Some(Operand::Vgpr { first: d, .. }) = opnd(c, Field::D) else {
+            return Err(illegal(self.pc, c));
+        };
+        let mut out = [[0u32; WAVE_SIZE]; 4];
+        for l in 0..WAVE_SIZE {
+            if op == Op::VMqsadU32U8 {
+                let r =
+                    media::mqsad_u32_u8(a[l], b[l], [acc[0][l], acc[1][l], acc[2][l], acc[3][l]]);
+                for (i, x) in r.into_iter().enumerate() {
+                    out[i][l] = x;
+                }
+            } else {
+                let cin = u64::from(acc[0][l]) | u64::from(acc[1][l]) << 32;
+                let r = media::qsad_pk_u16_u8(a[l], b[l], cin, op == Op::VMqsadPkU16U8);
+                out[0][l] = r as u32;
+                out[1][l] = (r >> 32) as u32;
+            }
+        }
+        let exec = self.exec();
+        for (i, r) in out.iter().enumerate().take(dwords) {
+            write_masked(self.v_mut(usize::from(d) + i)?, r, exec);
+        }
+        Ok(())
+    }
+
+    /// `v_swap_b32`: VDST and SRC0 (both VGPRs) exchange their values in the EXEC lanes.
+    fn swap(&mut self, c: &Cached) -> R<()> {
+        let (Some(Operand::Vgpr { first: d, .. }), Some(Operand::Vgpr { first: s, .. })) =
+            (opnd(c, Field::D), opnd(c, Field::A))
+        else {
+            return Err(illegal(self.pc, c));
+        };
+        let (d, s) = (usize::from(d), usize::from(s));
+        let exec = self.exec();
+        let (x, y) = (*self.v(d)?, *self.v(s)?);
+        write_masked(self.v_mut(d)?, &y, exec);
+        write_masked(self.v_mut(s)?, &x, exec);
+        Ok(())
+    }
+
     /// A 32-bit source as lanes: a reference into the register file when it is a plain
     /// VGPR, else materialised (constant splat, modifiers) into `store`.
     #[inline(always)]
@@ -2636,12 +2807,19 @@ impl Wave {
         }
         let addr = *self.v(addr_r)?;
         let lds_len = env.lds().len();
-        let check = |a: u32, n: u32| -> R<usize> {
+        let strict = env.lds_strict();
+        // The first lane outside the allocation: the hardware drops its write and reads 0 for
+        // it (the ISA guides' out-of-range rules); a strict world stops the wave instead.
+        let mut dropped: Option<u32> = None;
+        let mut check = |a: u32, n: u32| -> R<Option<usize>> {
             let end = u64::from(a) + u64::from(n);
-            if end > lds_len as u64 {
+            if end <= lds_len as u64 {
+                Ok(Some(a as usize))
+            } else if strict {
                 Err(WaveFault::LdsOutOfRange { offset: a })
             } else {
-                Ok(a as usize)
+                dropped.get_or_insert(a);
+                Ok(None)
             }
         };
         let two = |name: &str| {
@@ -2690,7 +2868,9 @@ impl Wave {
                 }
                 for (half, off) in [(0usize, offset0), (1, offset1)] {
                     let a = addr[l].wrapping_add(off * scale);
-                    let base = check(a, size)?;
+                    let Some(base) = check(a, size)? else {
+                        continue; // dropped: the read's registers get 0
+                    };
                     for d in 0..dw {
                         let p = base + 4 * d;
                         if load {
@@ -2708,6 +2888,9 @@ impl Wave {
                     self.write_d(acc, vdst + i, r, exec)?;
                 }
             }
+            if let Some(offset) = dropped {
+                env.lds_out_of_range(offset);
+            }
             return Ok(());
         }
         match c.mem {
@@ -2724,9 +2907,11 @@ impl Wave {
                         continue;
                     }
                     let a = addr[l].wrapping_add(offset);
-                    let base = check(a, bytes)?;
-                    for i in 0..bytes as usize {
-                        out[i / 4][l] |= u32::from(lds[base + i]) << (8 * (i % 4));
+                    // dropped: the lane reads 0
+                    if let Some(base) = check(a, bytes)? {
+                        for i in 0..bytes as usize {
+                            out[i / 4][l] |= u32::from(lds[base + i]) << (8 * (i % 4));
+                        }
                     }
                     if signed {
                         let v = out[0][l];
@@ -2750,6 +2935,9 @@ impl Wave {
                 for (i, r) in out[..dwords].iter().enumerate() {
                     self.write_d(acc, vdst + i, r, exec)?;
                 }
+                if let Some(offset) = dropped {
+                    env.lds_out_of_range(offset);
+                }
                 Ok(())
             }
             MemKind::Store { bytes, half } => {
@@ -2767,10 +2955,15 @@ impl Wave {
                         continue;
                     }
                     let a = addr[l].wrapping_add(offset);
-                    let base = check(a, bytes)?;
+                    let Some(base) = check(a, bytes)? else {
+                        continue; // dropped
+                    };
                     for i in 0..bytes as usize {
                         lds[base + i] = (data[i / 4][l] >> (8 * (i % 4))) as u8;
                     }
+                }
+                if let Some(offset) = dropped {
+                    env.lds_out_of_range(offset);
                 }
                 Ok(())
             }
@@ -2801,7 +2994,10 @@ impl Wave {
                         continue;
                     }
                     let a = addr[l].wrapping_add(offset);
-                    let base = check(a, n)?;
+                    // dropped: no write, and the returned value is 0
+                    let Some(base) = check(a, n)? else {
+                        continue;
+                    };
                     let mut old = 0u64;
                     for i in 0..n as usize {
                         old |= u64::from(lds[base + i]) << (8 * i);
@@ -2820,6 +3016,9 @@ impl Wave {
                     if wide {
                         self.write_d(acc, vdst + 1, &old_hi, exec)?;
                     }
+                }
+                if let Some(offset) = dropped {
+                    env.lds_out_of_range(offset);
                 }
                 Ok(())
             }

@@ -4,8 +4,9 @@
 //! - [`wave`]: the register state ([`Wave`]) and MODE/STATUS/TRAPSTS.
 //! - [`env`](mod@env): [`WaveEnv`] (memory by address per instruction, atomics, LDS, messages,
 //!   clocks) and [`HostEnv`], a host-memory world for tests.
-//! - [`int`], [`float`], [`half`], [`lanes`], [`mfma`]: the semantics as pure functions of operands,
+//! - [`int`], [`float`], [`half`], [`lanes`], [`media`], [`mfma`]: the semantics as pure functions of operands,
 //!   each following the definitions of AMD's Vega and MI200 ISA guides.
+//! - [`coverage`]: which decoded instructions the interpreter does not run.
 //! - [`fault`]: why a wave stops ([`Stop`]) and its typed faults ([`WaveFault`]).
 //! - MIMG image instructions (`image_load`/`image_store` and their `_mip` forms,
 //!   `image_get_resinfo`, `image_sample`/`_lz`/`_l`) read the T# and S# from SGPRs and run
@@ -15,6 +16,7 @@
 //!   does not cover at run time, goes through the general interpreter with the same results.
 
 pub mod cache;
+pub mod coverage;
 pub mod env;
 mod fast;
 pub mod fault;
@@ -23,6 +25,7 @@ pub mod half;
 pub mod int;
 mod interp;
 pub mod lanes;
+pub mod media;
 pub mod mfma;
 pub mod wave;
 

@@ -138,6 +138,13 @@ impl Mode {
     pub fn ieee(self) -> bool {
         self.0 & (1 << 9) != 0
     }
+    /// GPR_IDX_EN `[27]`: VGPR index mode (`s_set_gpr_idx_on`); M0`[7:0]` is added to the
+    /// VALU's VGPR operands that M0`[15:12]` names (SRC0, SRC1, SRC2, VDST).
+    pub const GPR_IDX_EN: u32 = 1 << 27;
+    /// Whether VGPR index mode is on.
+    pub fn gpr_idx(self) -> bool {
+        self.0 & Self::GPR_IDX_EN != 0
+    }
 }
 
 /// Hardware register ids of `s_getreg_b32`/`s_setreg_b32` (the SIMM16 `id` field, `[5:0]`).

@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 
 /// Assembles `src` for `mcpu` with llvm-mc-15 (which must be installed) into machine code.
 pub fn asm(src: &str, mcpu: &str) -> Vec<u8> {
-    let mut child = Command::new("llvm-mc-15")
+    let mut child = Command::new(kfd_testkit::require("llvm-mc-15"))
         .args(["-arch=amdgcn", &format!("-mcpu={mcpu}"), "-show-encoding"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

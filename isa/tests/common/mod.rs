@@ -5,18 +5,10 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-/// The path of an LLVM 15 tool, or None (the caller then skips with a message).
+/// The path of an LLVM 15 tool, or None when it is missing and skipping is allowed (the
+/// workspace's one policy: `kfd_testkit::tool`).
 pub fn tool(name: &str) -> Option<String> {
-    let path = format!("/usr/bin/{name}");
-    if std::path::Path::new(&path).exists() {
-        return Some(path);
-    }
-    let ok = Command::new(name)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    ok.ok().filter(|s| s.success()).map(|_| name.to_string())
+    kfd_testkit::tool(name).map(|p| p.display().to_string())
 }
 
 /// The marker instruction between cases: `s_sethalt 0x1234`, never generated as a case.

@@ -31,7 +31,7 @@ pub fn compile(source: &str, mcpu: &str, extra: &[&str]) -> Vec<u8> {
     static SERIAL: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let out = dir.join(format!("{stem}-{mcpu}-{n}.hsaco"));
-    let status = Command::new("clang-15")
+    let status = Command::new(kfd_testkit::require("clang-15"))
         .args([
             "-x",
             "cl",

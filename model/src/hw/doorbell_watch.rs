@@ -477,16 +477,25 @@ mod tests {
 
         /// Stores `v` from another thread, which reports on `done` once the store completed.
         fn store_from_a_thread(&self, v: u64) -> mpsc::Receiver<()> {
+            self.store_from_a_thread_named(v).1
+        }
+
+        /// [`SharedPage::store_from_a_thread`], also giving the storing thread's id (sent just
+        /// before the store, which is all it does until `done`).
+        fn store_from_a_thread_named(&self, v: u64) -> (libc::pid_t, mpsc::Receiver<()>) {
             let (tx, done) = mpsc::channel();
+            let (tid_tx, tid) = mpsc::channel();
             let addr = self.addr;
             std::thread::spawn(move || {
+                let _ = tid_tx.send(nix::unistd::gettid().as_raw());
                 // SAFETY: the page stays mapped until the test has seen `done` or stopped the
                 // watch (which lets the store complete) and joined nothing: the test keeps
                 // the page alive past both.
                 unsafe { (addr as *mut u64).write_volatile(v) };
                 let _ = tx.send(());
             });
-            done
+            let tid = tid.recv_timeout(HANG).expect("the storing thread started");
+            (tid, done)
         }
 
         fn load(&self) -> u64 {
@@ -499,6 +508,31 @@ mod tests {
         fn drop(&mut self) {
             // SAFETY: the mapping made in `new`.
             unsafe { libc::munmap(self.addr as *mut libc::c_void, self.len) };
+        }
+    }
+
+    /// Long enough that only a hang runs out of it, on a host as busy as it gets.
+    const HANG: Duration = Duration::from_secs(30);
+
+    /// Waits until thread `tid` of this process sleeps in the kernel (state S or D). A storing
+    /// thread does nothing else after it reported its id, so it sleeps in its store's fault.
+    fn until_blocked(tid: libc::pid_t) {
+        let deadline = std::time::Instant::now() + HANG;
+        loop {
+            let stat =
+                std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap_or_default();
+            // The state follows the command name, which is in parentheses.
+            let state = stat
+                .rfind(')')
+                .and_then(|i| stat[i + 1..].split_whitespace().next());
+            if matches!(state, Some("S" | "D")) {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "thread {tid} never blocked in its store ({state:?})"
+            );
+            std::thread::yield_now();
         }
     }
 
@@ -520,16 +554,16 @@ mod tests {
         unsafe { watch.watch(page.addr as u64, 4096) }.unwrap();
         assert!(watch.arm());
         let done = page.store_from_a_thread(7);
-        assert!(watch.wait(Duration::from_secs(5)), "the store faulted");
+        assert!(watch.wait(HANG), "the store faulted");
         assert_eq!(watch.wakeups(), 1);
         // The flag went down between the wait that read the fault and the engine's disarm
         // (as `watch` of another mapping used to do): the store must still complete.
         watch.armed.store(false, Ordering::Release);
         watch.disarm();
-        let completed = done.recv_timeout(Duration::from_secs(2)).is_ok();
+        let completed = done.recv_timeout(HANG).is_ok();
         // Lets it complete anyway, before the page goes: a failure leaves no thread behind.
         watch.stop();
-        let _ = done.recv_timeout(Duration::from_secs(5));
+        let _ = done.recv_timeout(HANG);
         assert!(completed, "the faulting store completed after the disarm");
         assert_eq!(page.load(), 7);
     }
@@ -552,12 +586,12 @@ mod tests {
         assert_ne!(second, first, "a disarm in between shows");
         // A store's fault read by the engine: still armed, but a pass is owed to it.
         let done = page.store_from_a_thread(5);
-        assert!(watch.wait(Duration::from_secs(5)), "the store faulted");
+        assert!(watch.wait(HANG), "the store faulted");
         let after_fault = watch.armed_epoch();
         watch.disarm();
-        let completed = done.recv_timeout(Duration::from_secs(2)).is_ok();
+        let completed = done.recv_timeout(HANG).is_ok();
         watch.stop();
-        let _ = done.recv_timeout(Duration::from_secs(5));
+        let _ = done.recv_timeout(HANG);
         assert!(completed);
         assert!(
             after_fault.is_some_and(|e| e != second),
@@ -574,19 +608,22 @@ mod tests {
         // SAFETY: as above.
         unsafe { watch.watch(second.addr as u64, 4096) }.unwrap();
         assert!(watch.arm());
-        let done = [first.store_from_a_thread(1), second.store_from_a_thread(2)];
+        let (tids, done): (Vec<_>, Vec<_>) = [
+            first.store_from_a_thread_named(1),
+            second.store_from_a_thread_named(2),
+        ]
+        .into_iter()
+        .unzip();
         // Both stores fault and wait before the engine looks.
-        std::thread::sleep(Duration::from_millis(100));
-        let woke = watch.wait(Duration::from_secs(5));
+        tids.iter().for_each(|&t| until_blocked(t));
+        let woke = watch.wait(HANG);
         // Nothing is left unread: a second wait sleeps its whole time.
         let woke_again = watch.wait(Duration::from_millis(50));
         watch.disarm();
-        let completed = done
-            .iter()
-            .all(|d| d.recv_timeout(Duration::from_secs(2)).is_ok());
+        let completed = done.iter().all(|d| d.recv_timeout(HANG).is_ok());
         watch.stop();
         for d in &done {
-            let _ = d.recv_timeout(Duration::from_secs(5));
+            let _ = d.recv_timeout(HANG);
         }
         assert!(woke && completed);
         assert!(!woke_again, "a fault's message was left for the next wait");
@@ -604,17 +641,17 @@ mod tests {
         unsafe { watch.watch(second.addr as u64, 4096) }.unwrap();
         assert!(watch.is_armed(), "still armed: both mappings are protected");
         let done = second.store_from_a_thread(9);
-        let woke = watch.wait(Duration::from_secs(5));
+        let woke = watch.wait(HANG);
         watch.disarm();
-        let completed = done.recv_timeout(Duration::from_secs(2)).is_ok();
+        let completed = done.recv_timeout(HANG).is_ok();
         watch.stop();
-        let _ = done.recv_timeout(Duration::from_secs(5));
+        let _ = done.recv_timeout(HANG);
         assert!(woke, "a store into the mapping watched last woke the wait");
         assert!(completed);
         assert_eq!(second.load(), 9);
         // Lifted: stores complete without waiting for anyone.
         let done = first.store_from_a_thread(3);
-        assert!(done.recv_timeout(Duration::from_secs(2)).is_ok());
+        assert!(done.recv_timeout(HANG).is_ok());
         assert_eq!(first.load(), 3);
     }
 
@@ -632,9 +669,9 @@ mod tests {
         assert_eq!(unmapped, 0);
         pages.len = 4096;
         let done = pages.store_from_a_thread(5);
-        let woke = watch.wait(Duration::from_secs(5));
+        let woke = watch.wait(HANG);
         watch.disarm();
-        let completed = done.recv_timeout(Duration::from_secs(2)).is_ok();
+        let completed = done.recv_timeout(HANG).is_ok();
         if !completed {
             // The range is forgotten, so `stop` cannot help: keep the page and the watch so
             // that the waiting thread never stores into an unmapped page.

@@ -8,13 +8,17 @@
 //! [`DEEP_IDLE_AFTER`] without work, up to [`DEEP_IDLE_SLEEP`], so an idle model costs next to
 //! nothing. [`EngineWaker::wake`] (and [`EngineWaker::doorbell_rung`], what
 //! `Model::doorbell_rung` calls) ends a sleep at once; so does a store into a client's doorbell mapping registered with
-//! [`DoorbellWatch`] (write-protected while the thread sleeps).
+//! [`DoorbellWatch`] (write-protected while the thread sleeps). Where the thread runs is
+//! [`affinity`]'s decision.
+
+pub mod affinity;
 
 use crate::hw::clock::GpuClock;
 use crate::hw::doorbell_watch::DoorbellWatch;
 use crate::hw::hws::HqdSlot;
 use crate::hw::ih::{IhEntry, IhRing};
 use crate::hw::vm::{GpuVm, VmFault};
+use affinity::{AffinityCounters, AffinityStats, EngineAffinity};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
@@ -460,6 +464,8 @@ pub struct EngineWaker {
     kicked: AtomicBool,
     /// Times [`EngineWaker::wake`] ended a sleep.
     wakes: AtomicU64,
+    /// What the thread's CPU-affinity policy decided.
+    affinity: Arc<AffinityCounters>,
 }
 
 impl EngineWaker {
@@ -519,6 +525,11 @@ impl EngineWaker {
         self.wakes.load(Ordering::Relaxed)
     }
 
+    /// What the thread's CPU-affinity policy decided so far.
+    pub fn affinity(&self) -> AffinityStats {
+        self.affinity.stats()
+    }
+
     /// Watches the clients' doorbell mappings with `watch` while the thread sleeps (once;
     /// `false` when a watch was already set).
     pub fn set_doorbell_watch(&self, watch: Arc<DoorbellWatch>) -> bool {
@@ -572,21 +583,23 @@ impl EngineWaker {
 
 /// Starts the engine thread. `step` runs one pass over every GPU (and delivers the
 /// interrupts); it returns `None` once the model is gone, which ends the thread. `tick` is
-/// called every [`TIME_SLICE`].
+/// called every [`TIME_SLICE`]. `affinity_policy` turns the thread's CPU-affinity policy on
+/// ([`affinity`]).
 pub fn spawn(
     waker: Arc<EngineWaker>,
+    affinity_policy: bool,
     step: impl Fn() -> Option<EngineActivity> + Send + 'static,
     tick: impl Fn() -> bool + Send + 'static,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
-    let creator_cpu = nix::sched::sched_getcpu().ok();
+    let creator_cpu = affinity::current_core();
+    let mut affinity = EngineAffinity::new(affinity_policy, waker.affinity.clone());
     std::thread::Builder::new()
         .name("kfd-model-engines".into())
         .spawn(move || {
-            start_away_from(creator_cpu);
+            affinity.at_start(creator_cpu);
             let mut last_work = Instant::now();
             let mut last_tick = Instant::now();
             let mut sleep = Duration::from_micros(20);
-            let mut settle = DoorbellCore::default();
             log::debug!(target: "hw::engine", "engine thread started");
             while !waker.stop.load(Ordering::Acquire) {
                 let Some(activity) = step() else { break };
@@ -599,7 +612,7 @@ pub fn spawn(
                 }
                 let kicked = waker.kicked.swap(false, Ordering::AcqRel);
                 if kicked {
-                    settle.woken_by_doorbell();
+                    affinity.woken_by_doorbell();
                 }
                 if activity.progressed() || kicked {
                     last_work = now;
@@ -625,7 +638,7 @@ pub fn spawn(
                     // ends the sleep (`DoorbellWatch::wait`).
                     match waker.watch.get() {
                         Some(w) if w.arm() => continue,
-                        Some(w) if w.is_armed() => settle.before_sleep(),
+                        Some(w) if w.is_armed() => affinity.before_watched_sleep(),
                         _ => {}
                     }
                     waker.sleep(sleep);
@@ -643,103 +656,6 @@ pub fn spawn(
             }
             log::debug!(target: "hw::engine", "engine thread stopped");
         })
-}
-
-/// Where the engine thread sleeps while it watches the doorbells: on the core a doorbell store
-/// last woke it on. A client rings from the same thread, which mostly keeps its core, and the
-/// next store's fault wakes the engine on that core; a thread asleep on another one is
-/// migrated there and runs its pass with the other core's caches. On a 2-vCPU guest, of 40
-/// stores after an idle second, the 26 that found the engine thread asleep on their own core
-/// saw doorbell to packets executed in 26 µs at p50 (22–44 µs and one 140), the 14 that found
-/// it on the other core in 57 µs (36–60 µs, and 164 and 215). The thread drifts off that core
-/// while it polls after the store (the load balancer moves it off a core the client keeps
-/// busy) and when a timeout wakes it while that core is busy. Moving onto a core that another
-/// thread keeps busy waits for that thread's time slice (3.9 ms measured), and a doorbell rung
-/// from elsewhere meanwhile waits as long: so a slow move backs off, until the next doorbell
-/// store wakes the thread (its core was free then: the storing thread blocked in the fault).
-#[derive(Debug, Default)]
-struct DoorbellCore {
-    /// The core a doorbell store last woke the thread on.
-    core: Option<usize>,
-    /// No move before this: the last one had to wait for a busy core.
-    not_before: Option<Instant>,
-    backoff: Duration,
-}
-
-impl DoorbellCore {
-    /// A move that took longer waited for the core's current thread: that core is busy.
-    const SLOW_MOVE: Duration = Duration::from_millis(1);
-    /// The longest pause between moves onto a core that keeps being busy.
-    const MAX_BACKOFF: Duration = Duration::from_secs(16);
-
-    /// A doorbell store's fault woke the thread. The scheduler runs it on the storing core
-    /// (that thread is about to block in the fault), which was free then: any back-off ends.
-    fn woken_by_doorbell(&mut self) {
-        if let Ok(core) = nix::sched::sched_getcpu() {
-            self.core = Some(core);
-        }
-        self.backoff = Duration::ZERO;
-        self.not_before = None;
-    }
-
-    /// Before a watched sleep: moves the thread to the doorbell's core if it is elsewhere,
-    /// unless a move since the last doorbell found that core busy (then it waits 1 s,
-    /// doubling up to 16 s while it stays busy).
-    fn before_sleep(&mut self) {
-        let Some(core) = self.core else { return };
-        if nix::sched::sched_getcpu().map_or(true, |now| now == core)
-            || self.not_before.is_some_and(|t| Instant::now() < t)
-        {
-            return;
-        }
-        let started = Instant::now();
-        hop_to(|c| c == core);
-        if started.elapsed() > Self::SLOW_MOVE {
-            self.backoff = (self.backoff * 2).clamp(Duration::from_secs(1), Self::MAX_BACKOFF);
-            self.not_before = Some(Instant::now() + self.backoff);
-        } else {
-            self.backoff = Duration::ZERO;
-            self.not_before = None;
-        }
-    }
-}
-
-/// Moves the calling (engine) thread off `cpu`, the core of the thread that made the model,
-/// then lets it run anywhere again. A new thread tends to start on its creator's core, and a
-/// client that then waits for the engine by spinning shares that core with the engine's own
-/// spinning: each round trip took the engine's whole hot spin (21.5 µs instead of 0.5 µs)
-/// until the scheduler moved one of them, which for a short program (issue #22's 100-round
-/// runs: 79 of 108 processes) was never.
-fn start_away_from(cpu: Option<usize>) {
-    if let Some(cpu) = cpu {
-        hop_to(|c| c != cpu);
-    }
-}
-
-/// Moves the calling thread onto the allowed cores that `to` accepts, then allows it every
-/// core it was allowed before: it stays where it landed until the scheduler moves it. Does
-/// nothing unless some but not all allowed cores are accepted.
-fn hop_to(to: impl Fn(usize) -> bool) {
-    use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
-    use nix::unistd::Pid;
-    let Ok(all) = sched_getaffinity(Pid::from_raw(0)) else {
-        return;
-    };
-    let mut there = CpuSet::new();
-    let (mut allowed, mut accepted) = (0, 0);
-    for c in (0..CpuSet::count()).filter(|&c| all.is_set(c).unwrap_or(false)) {
-        allowed += 1;
-        if to(c) && there.set(c).is_ok() {
-            accepted += 1;
-        }
-    }
-    if accepted == 0 || accepted == allowed {
-        return;
-    }
-    if sched_setaffinity(Pid::from_raw(0), &there).is_ok() {
-        // Moved now; from here on the scheduler places the thread as it likes.
-        let _ = sched_setaffinity(Pid::from_raw(0), &all);
-    }
 }
 
 #[cfg(test)]

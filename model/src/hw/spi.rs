@@ -61,6 +61,9 @@ pub const POLL_TURN: u64 = 256;
 /// waiting for an earlier one gives its thread back (`group_queue` says how turns go round).
 pub const GROUP_TURN: u64 = 16 * 1024;
 
+/// Bytes of one LDS allocation granule (128 dwords).
+const LDS_GRANULE: usize = 512;
+
 /// Instructions a compute-unit thread runs between two reads of the clock (a slice ends
 /// within a few microseconds of its deadline; the clock is not read per small workgroup).
 const CLOCK_EVERY: u64 = 1024;
@@ -442,6 +445,10 @@ pub struct KernelRun {
     gws: Arc<Gws>,
     /// A slice has run (the first one starts on the calling thread alone, [`SOLO_START`]).
     started: bool,
+    /// What the waves report instead of doing the hardware's thing (`KFD_MODEL_STRICT`).
+    strict: crate::config::Strict,
+    /// An LDS access outside the allocation was dropped and said so (once per dispatch).
+    lds_warned: Arc<AtomicBool>,
 }
 
 impl KernelRun {
@@ -657,6 +664,8 @@ impl KernelRun {
             awaiting_retry: false,
             gws: Arc::default(),
             started: false,
+            strict: crate::config::Strict::from_env(),
+            lds_warned: Arc::default(),
         })
     }
 
@@ -945,6 +954,9 @@ impl KernelRun {
                     messages: &mut *messages,
                     privileged: in_handler,
                     activity: Activity::default(),
+                    lds_strict: self.strict.lds,
+                    lds_warned: &self.lds_warned,
+                    kernel_object: self.setup.kernel_object,
                 };
                 let wave = &mut group.waves[i].0;
                 let stop_reason = loop {
@@ -1198,8 +1210,12 @@ impl KernelRun {
         let wg = s.workgroup;
         let items = wg[0] * wg[1] * wg[2];
         let nwaves = items.div_ceil(WAVE_SIZE as u32);
+        // The SPI allocates LDS in granules (COMPUTE_PGM_RSRC2.LDS_SIZE counts 128 dwords on
+        // gfx7 and later): an access past the bytes asked for but inside the last granule is
+        // inside the allocation on the hardware.
         let lds = (self.info.group_segment_fixed_size as usize)
             .saturating_add(s.dynamic_lds as usize)
+            .next_multiple_of(LDS_GRANULE)
             .min(64 << 10);
         // Work-items of this group inside the grid (a partial last group has fewer).
         let extent = [0, 1, 2].map(|d| (s.grid[d] - id[d] * wg[d]).min(wg[d]));
@@ -1522,6 +1538,12 @@ struct VmEnv<'a> {
     privileged: bool,
     /// What the wave's accesses in this run did (whether it polls).
     activity: Activity,
+    /// `KFD_MODEL_STRICT=lds`: an LDS access outside the allocation faults.
+    lds_strict: bool,
+    /// The dispatch's "LDS access dropped" warning has been logged.
+    lds_warned: &'a AtomicBool,
+    /// The dispatch's kernel object, to name it in that warning.
+    kernel_object: u64,
 }
 
 /// The VM fault a wave's retry fault posts.
@@ -1664,6 +1686,23 @@ impl WaveEnv for VmEnv<'_> {
 
     fn lds(&mut self) -> &mut [u8] {
         self.lds
+    }
+
+    fn lds_strict(&self) -> bool {
+        self.lds_strict
+    }
+
+    fn lds_out_of_range(&mut self, offset: u32) {
+        if !self.lds_warned.swap(true, Ordering::Relaxed) {
+            log::warn!(
+                target: "hw::spi",
+                "dispatch {:#x}: LDS access at byte {offset:#x} is past the workgroup's {} bytes: \
+                 dropped as the hardware does (writes lost, reads 0); {}=lds reports it instead",
+                self.kernel_object,
+                self.lds.len(),
+                crate::config::STRICT_ENV
+            );
+        }
     }
 
     fn send_message(&mut self, simm16: u16, m0: u32) {

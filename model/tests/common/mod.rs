@@ -21,13 +21,20 @@ pub fn model_with(cfg: ModelConfig) -> Model {
     Model::new(cfg.with_preemption_timeout(Duration::from_millis(200))).expect("model")
 }
 
-/// Spins (yielding) until `cond` holds; fails the test after 5 s, naming `what` it waited for.
+/// How long a test waits for something that must happen before it calls it a hang: long
+/// enough for a 2-core host kept busy by other programs, never a measure of speed.
+pub const HANG: Duration = Duration::from_secs(60);
+/// [`HANG`] in milliseconds, for `WAIT_EVENTS` timeouts.
+pub const HANG_MS: u32 = HANG.as_millis() as u32;
+
+/// Spins (yielding) until `cond` holds; fails the test after [`HANG`], naming `what` it waited
+/// for.
 pub fn wait_until(what: &str, cond: impl Fn() -> bool) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let deadline = std::time::Instant::now() + HANG;
     while !cond() {
         assert!(
             std::time::Instant::now() < deadline,
-            "waited 5 s for {what}"
+            "waited {HANG:?} for {what}"
         );
         std::thread::yield_now();
     }
@@ -626,7 +633,12 @@ impl Drop for DoorbellMapping {
 
 /// A gfx900 model and a client with a PM4 queue and 4 KiB of GTT.
 pub fn pm4_queue() -> (Model, Client, QueueBufs, Buf) {
-    let model = model(Preset::Gfx900, 1);
+    pm4_queue_with(ModelConfig::new(Preset::Gfx900))
+}
+
+/// [`pm4_queue`] on a model built from `cfg` (with the tests' short preemption timeout).
+pub fn pm4_queue_with(cfg: ModelConfig) -> (Model, Client, QueueBufs, Buf) {
+    let model = model_with(cfg);
     let c = Client::new(&model);
     let (_, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
     let mem = c.gtt(4096);
@@ -636,7 +648,14 @@ pub fn pm4_queue() -> (Model, Client, QueueBufs, Buf) {
 /// [`pm4_queue`] and the client's own doorbell mapping, watched
 /// (`Model::watch_doorbell_mapping`).
 pub fn watched_pm4_queue() -> (Model, Client, QueueBufs, Buf, DoorbellMapping) {
-    let (model, c, q, mem) = pm4_queue();
+    watched_pm4_queue_with(ModelConfig::new(Preset::Gfx900))
+}
+
+/// [`watched_pm4_queue`] on a model built from `cfg`.
+pub fn watched_pm4_queue_with(
+    cfg: ModelConfig,
+) -> (Model, Client, QueueBufs, Buf, DoorbellMapping) {
+    let (model, c, q, mem) = pm4_queue_with(cfg);
     let bell = DoorbellMapping::new(&c, q.doorbell_offset);
     // SAFETY: `bell` is a shared mapping of the model's doorbell memory, unmapped only when
     // the test that holds it ends (it is dropped before or with the model).

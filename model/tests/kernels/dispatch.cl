@@ -127,3 +127,17 @@ kernel void hw_id(global uint *out) {
     if (LOCAL_X() % 64 == 0)
         out[GROUP_X() * (LOCAL_SIZE_X() / 64) + LOCAL_X() / 64] = id;
 }
+
+// Stores, loads and atomics past the workgroup's LDS on purpose (issue #37): work-item l
+// uses the int at tmp[l * stride]; the dispatch gives fewer bytes than the last lanes reach.
+// out[l]: the value read back; out[64 + l]: what the atomic add returned; out[128 + l]: the
+// value after the add.
+kernel void lds_past_end(global int *out, local int *tmp, uint stride) {
+    uint l = LOCAL_X();
+    tmp[l * stride] = (int)l + 1;
+    BARRIER();
+    out[l] = tmp[l * stride];
+    out[64 + l] = __atomic_fetch_add(&tmp[l * stride], 10, __ATOMIC_RELAXED);
+    BARRIER();
+    out[128 + l] = tmp[l * stride];
+}

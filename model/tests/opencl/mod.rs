@@ -17,7 +17,7 @@ pub fn compile(src: &Path, mcpu: &str) -> Vec<u8> {
         "kfd-model-opencl-{}-{mcpu}-{n}.hsaco",
         std::process::id()
     ));
-    let status = Command::new("clang-15")
+    let status = Command::new(kfd_testkit::require("clang-15"))
         .args([
             "-x",
             "cl",
@@ -32,7 +32,7 @@ pub fn compile(src: &Path, mcpu: &str) -> Vec<u8> {
         .arg("-o")
         .arg(&out)
         .status()
-        .expect("clang-15 must be installed (scripts/ensure-deps.sh)");
+        .expect("clang-15 runs");
     assert!(status.success(), "clang-15 failed for {mcpu}");
     let elf = std::fs::read(&out).expect("code object");
     let _ = std::fs::remove_file(&out);

@@ -101,13 +101,24 @@ impl<E: WaveEnv + ?Sized> Routed<'_, E> {
         Ok(chunks)
     }
 
-    /// The LDS byte range of `lane`'s shared-aperture access, or the fault.
-    fn lds_range(&mut self, address: u64, bytes: u32, access: Access) -> Result<usize, MemFault> {
-        let offset = address as u32 as usize;
-        if offset + bytes as usize > self.inner.lds().len() {
+    /// The LDS byte offset of a lane's shared-aperture access; None when it lies outside the
+    /// allocation, which the hardware drops as it does a DS access (the write is lost, the
+    /// read is 0); a strict world reports it as a memory fault.
+    fn lds_range(
+        &mut self,
+        address: u64,
+        bytes: u32,
+        access: Access,
+    ) -> Result<Option<usize>, MemFault> {
+        let offset = address as u32;
+        if offset as usize + bytes as usize <= self.inner.lds().len() {
+            return Ok(Some(offset as usize));
+        }
+        if self.inner.lds_strict() {
             return Err(MemFault { address, access });
         }
-        Ok(offset)
+        self.inner.lds_out_of_range(offset);
+        Ok(None)
     }
 }
 
@@ -139,11 +150,13 @@ impl<E: WaveEnv + ?Sized> WaveEnv for Routed<'_, E> {
             }
         }
         for l in (0..WAVE_SIZE).filter(|l| (s >> l) & 1 != 0) {
-            let base = self.lds_range(addresses[l], bytes, Access::Read)?;
-            let lds = self.inner.lds();
             for dword in out.iter_mut().take(bytes.div_ceil(4) as usize) {
                 dword[l] = 0;
             }
+            let Some(base) = self.lds_range(addresses[l], bytes, Access::Read)? else {
+                continue;
+            };
+            let lds = self.inner.lds();
             for i in 0..bytes as usize {
                 out[i / 4][l] |= u32::from(lds[base + i]) << (8 * (i % 4));
             }
@@ -172,7 +185,9 @@ impl<E: WaveEnv + ?Sized> WaveEnv for Routed<'_, E> {
             }
         }
         for l in (0..WAVE_SIZE).filter(|l| (s >> l) & 1 != 0) {
-            let base = self.lds_range(addresses[l], bytes, Access::Write)?;
+            let Some(base) = self.lds_range(addresses[l], bytes, Access::Write)? else {
+                continue;
+            };
             let lds = self.inner.lds();
             for i in 0..bytes as usize {
                 lds[base + i] = (data[i / 4][l] >> (8 * (i % 4))) as u8;
@@ -220,7 +235,10 @@ impl<E: WaveEnv + ?Sized> WaveEnv for Routed<'_, E> {
             self.store(request.addresses, p, n, &new[..(n / 4) as usize])?;
         }
         for l in (0..WAVE_SIZE).filter(|l| (s >> l) & 1 != 0) {
-            let base = self.lds_range(request.addresses[l], n, Access::Atomic)?;
+            let Some(base) = self.lds_range(request.addresses[l], n, Access::Atomic)? else {
+                old[l] = 0;
+                continue;
+            };
             let lds = self.inner.lds();
             let mut o = 0u64;
             for i in 0..n as usize {
@@ -239,6 +257,14 @@ impl<E: WaveEnv + ?Sized> WaveEnv for Routed<'_, E> {
 
     fn lds(&mut self) -> &mut [u8] {
         self.inner.lds()
+    }
+
+    fn lds_strict(&self) -> bool {
+        self.inner.lds_strict()
+    }
+
+    fn lds_out_of_range(&mut self, offset: u32) {
+        self.inner.lds_out_of_range(offset)
     }
 
     fn send_message(&mut self, simm16: u16, m0: u32) {

@@ -150,11 +150,20 @@ pub(super) fn from_d16(h: u32, nfmt: u32) -> u32 {
     }
 }
 
+/// Bit positions of MTBUF's DFMT (4 bits) and NFMT (3 bits) in the first dword.
+const MTBUF_DFMT: u32 = 19;
+const MTBUF_NFMT: u32 = 23;
+
+/// The first-dword bits of an MTBUF format (for probes).
+pub(crate) fn mtbuf_format_bits(dfmt: u32, nfmt: u32) -> u32 {
+    (dfmt & 0xf) << MTBUF_DFMT | (nfmt & 7) << MTBUF_NFMT
+}
+
 impl Wave {
     /// MTBUF: the format is the instruction's DFMT `[22:19]` and NFMT `[25:23]`.
     pub(super) fn mtbuf<E: WaveEnv + ?Sized>(&mut self, c: &Cached, env: &mut E) -> R<()> {
         let w0 = c.inst.words[0];
-        let (dfmt, nfmt) = ((w0 >> 19) & 0xf, (w0 >> 23) & 7);
+        let (dfmt, nfmt) = ((w0 >> MTBUF_DFMT) & 0xf, (w0 >> MTBUF_NFMT) & 7);
         self.format_access(c, env, dfmt, nfmt, None)
     }
 

@@ -49,7 +49,37 @@ fn vop3_op_sel(op: Op) -> bool {
             | Op::VMax3F16
             | Op::VMin3F16
             | Op::VMed3F16
+            | Op::VMax3I16
+            | Op::VMax3U16
+            | Op::VMin3I16
+            | Op::VMin3U16
+            | Op::VMed3I16
+            | Op::VMed3U16
+            | Op::VAddI16
+            | Op::VSubI16
     )
+}
+
+/// The 16-bit integer VOP3 ops of gfx9 (`op_sel` like the f16 ones, no float modifiers).
+fn int16_op(op: Op) -> bool {
+    matches!(
+        op,
+        Op::VMadU16
+            | Op::VMadI16
+            | Op::VMax3I16
+            | Op::VMax3U16
+            | Op::VMin3I16
+            | Op::VMin3U16
+            | Op::VMed3I16
+            | Op::VMed3U16
+            | Op::VAddI16
+            | Op::VSubI16
+    )
+}
+
+/// The median of three: the largest of the pairwise minima.
+fn med3<T: Ord + Copy>(a: T, b: T, c: T) -> T {
+    a.min(b).max(a.max(b).min(c))
 }
 
 impl Wave {
@@ -98,6 +128,9 @@ impl Wave {
             Op::VFmaF16 | Op::VMadF16 | Op::VDivFixupF16 | Op::VMadU16 | Op::VMadI16 => 3,
             Op::VMaxF16 | Op::VMinF16 | Op::VLdexpF16 | Op::VMacF16 => 2,
             Op::VMax3F16 | Op::VMin3F16 | Op::VMed3F16 => 3,
+            Op::VMax3I16 | Op::VMax3U16 | Op::VMin3I16 | Op::VMin3U16 => 3,
+            Op::VMed3I16 | Op::VMed3U16 => 3,
+            Op::VAddI16 | Op::VSubI16 => 2,
             _ => 1,
         };
         let mut src = [[0u16; WAVE_SIZE]; 3];
@@ -110,7 +143,7 @@ impl Wave {
             };
             let hi = (op_sel >> i) & 1 != 0;
             let (abs, neg) = ((m.abs >> i) & 1 != 0, (m.neg >> i) & 1 != 0);
-            let int = matches!(op, Op::VMadU16 | Op::VMadI16) || (op == Op::VLdexpF16 && i == 1);
+            let int = int16_op(op) || (op == Op::VLdexpF16 && i == 1);
             for l in 0..WAVE_SIZE {
                 let mut x = if hi { raw[l] >> 16 } else { raw[l] } as u16;
                 if !int && sdwa.is_none() {
@@ -185,6 +218,31 @@ impl Wave {
                     float_out = false;
                     h::packed_int16(PackedInt::MadI16, a, b, d, m.clamp)
                 }
+                Op::VAddI16 => {
+                    float_out = false;
+                    h::packed_int16(PackedInt::AddI16, a, b, 0, m.clamp)
+                }
+                Op::VSubI16 => {
+                    float_out = false;
+                    h::packed_int16(PackedInt::SubI16, a, b, 0, m.clamp)
+                }
+                Op::VMax3U16 | Op::VMin3U16 | Op::VMed3U16 => {
+                    float_out = false;
+                    match op {
+                        Op::VMax3U16 => a.max(b).max(d),
+                        Op::VMin3U16 => a.min(b).min(d),
+                        _ => med3(a, b, d),
+                    }
+                }
+                Op::VMax3I16 | Op::VMin3I16 | Op::VMed3I16 => {
+                    float_out = false;
+                    let (a, b, d) = (a as i16, b as i16, d as i16);
+                    (match op {
+                        Op::VMax3I16 => a.max(b).max(d),
+                        Op::VMin3I16 => a.min(b).min(d),
+                        _ => med3(a, b, d),
+                    }) as u16
+                }
                 u => match unary(u) {
                     Some(f) => h::unary_f16(f, a, mode),
                     None => return Err(illegal(self.pc, c)),
@@ -221,6 +279,45 @@ impl Wave {
             }
         }
         self.vwrite32(dst, &out, exec)
+    }
+
+    /// `v_mad_u32_u16` and `v_mad_i32_i16`: a 16-bit product (each factor the half of its
+    /// source that `op_sel` names, zero- or sign-extended) plus the 32-bit third source;
+    /// clamp saturates the 32-bit sum.
+    pub(super) fn mad_32_16(&mut self, c: &Cached) -> R<()> {
+        let signed = c.inst.op == Op::VMadI32I16;
+        let m = mods_of(c);
+        let op_sel = (c.inst.words[0] >> 11) & 3;
+        let a = self.raw_src32(c, Field::A, false)?;
+        let b = self.raw_src32(c, Field::B, false)?;
+        let d = self.raw_src32(c, Field::C, false)?;
+        let half = |x: u32, i: u32| -> i64 {
+            let h = if (op_sel >> i) & 1 != 0 { x >> 16 } else { x } as u16;
+            if signed {
+                i64::from(h as i16)
+            } else {
+                i64::from(h)
+            }
+        };
+        let mut r = [0u32; WAVE_SIZE];
+        for l in 0..WAVE_SIZE {
+            let addend = if signed {
+                i64::from(d[l] as i32)
+            } else {
+                i64::from(d[l])
+            };
+            let sum = half(a[l], 0) * half(b[l], 1) + addend;
+            r[l] = match (m.clamp, signed) {
+                (true, true) => sum.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as u32,
+                (true, false) => sum.clamp(0, i64::from(u32::MAX)) as u32,
+                _ => sum as u32,
+            };
+        }
+        let Some(dst) = opnd(c, Field::D) else {
+            return Ok(());
+        };
+        let exec = self.exec();
+        self.vwrite32(dst, &r, exec)
     }
 
     /// The VOP3P instructions other than `v_pk_mov_b32` and MFMA.
@@ -449,12 +546,13 @@ impl Wave {
     }
 
     /// The dot products (gfx906/gfx90a). Only the default operand selection is modelled
-    /// (`op_sel` 0, `op_sel_hi` all 1, no neg): anything else is an illegal-instruction
-    /// fault rather than a silently different result.
+    /// (`op_sel` 0, `op_sel_hi` 1 for the two packed sources, no neg): anything else is an
+    /// illegal-instruction fault rather than a silently different result. SRC2 is a 32-bit
+    /// accumulator whose `op_sel_hi` bit selects nothing: clang-15 sets it, clang-17 clears it.
     fn dot(&mut self, c: &Cached) -> R<()> {
         let op = c.inst.op;
         let pm = packed_mods(c);
-        if pm.op_sel != 0 || pm.op_sel_hi != 7 || pm.neg_lo != 0 || pm.neg_hi != 0 {
+        if pm.op_sel != 0 || pm.op_sel_hi & 3 != 3 || pm.neg_lo != 0 || pm.neg_hi != 0 {
             return Err(illegal(self.pc, c));
         }
         let mode = self.mode;

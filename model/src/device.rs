@@ -79,6 +79,7 @@ impl Gpu {
             .with_sdma_gen(sdma_gen(preset))
             .with_shader_isa(preset.name())
             .with_cu_threads(config.cu_threads)
+            .with_strict(config.strict)
             .with_shader_array(shader_array(topo)),
             ih: IhRing::new(),
             shader: Arc::new(ShaderActivity::default()),

@@ -424,8 +424,8 @@ fn lds_past_the_allocation_is_dropped_as_the_hardware_does() {
 }
 
 /// The strict half of the LDS test, run by [`lds_past_the_allocation_faults_with_strict_lds`]
-/// in a child process of this test binary with `KFD_MODEL_STRICT=lds` (the model reads it per
-/// dispatch).
+/// in a child process of this test binary with `KFD_MODEL_STRICT=lds` (`ModelConfig::new` reads
+/// it, and the GPU hands it to every queue's dispatches).
 #[test]
 #[ignore = "run by lds_past_the_allocation_faults_with_strict_lds with KFD_MODEL_STRICT=lds"]
 fn strict_lds_child() {

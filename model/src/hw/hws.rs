@@ -9,6 +9,7 @@
 //! ends, every queue is preempted, and mapping resumes queue by queue with the first queue the
 //! last quantum left out, so every queue of the runlist gets its turn.
 
+use crate::config::Strict;
 use crate::device::Gpu;
 use crate::hw::cp::{CpQueue, ShRegisters};
 use crate::hw::engine::{EngineActivity, ExecEnv, QueueError, QueueIdentity, RunState};
@@ -175,6 +176,8 @@ struct State {
     shader_isa: Result<isa::Target, String>,
     /// Host threads a dispatch's workgroups run on.
     cu_threads: usize,
+    /// What dispatches report instead of tolerating it (`KFD_MODEL_STRICT`).
+    strict: Strict,
     /// The compute units dispatches place their waves on.
     shader_array: ShaderArray,
     sdma_engines: u8,
@@ -250,6 +253,14 @@ impl Hws {
         self
     }
 
+    /// Dispatches report what `strict` names instead of tolerating it.
+    pub fn with_strict(self, strict: Strict) -> Self {
+        if let Ok(mut s) = self.state.lock() {
+            s.strict = strict;
+        }
+        self
+    }
+
     /// The GPU's compute units, over which dispatches place their waves (`HW_ID`).
     pub fn with_shader_array(self, array: ShaderArray) -> Self {
         if let Ok(mut s) = self.state.lock() {
@@ -273,6 +284,7 @@ impl Hws {
                 sdma_gen: SdmaGen::from(mqd_gen),
                 shader_isa: Err("ISA not modelled for this GPU".into()),
                 cu_threads: 1,
+                strict: Strict::default(),
                 shader_array: ShaderArray::default(),
                 sdma_engines,
                 sdma_queues_per_engine,
@@ -558,6 +570,7 @@ impl Hws {
             sdma_gen,
             shader_isa,
             cu_threads,
+            strict,
             shader_array,
             faults,
             not_before,
@@ -615,6 +628,7 @@ impl Hws {
                             q.set_shader_isa(shader_isa.clone());
                             q.set_shader_activity(gpu.shader.clone());
                             q.set_cu_threads(*cu_threads);
+                            q.set_strict(*strict);
                             q.set_shader_array(*shader_array);
                             QueueContext::Compute(q)
                         }

@@ -22,6 +22,7 @@
 mod group_queue;
 mod polling;
 
+use crate::config::Strict;
 use crate::hw::engine::QueueError;
 use crate::hw::gws::{Gws, GwsWait};
 use crate::hw::observe::{DispatchStart, ShaderActivity, Watch};
@@ -446,7 +447,7 @@ pub struct KernelRun {
     /// A slice has run (the first one starts on the calling thread alone, [`SOLO_START`]).
     started: bool,
     /// What the waves report instead of doing the hardware's thing (`KFD_MODEL_STRICT`).
-    strict: crate::config::Strict,
+    strict: Strict,
     /// An LDS access outside the allocation was dropped and said so (once per dispatch).
     lds_warned: Arc<AtomicBool>,
 }
@@ -557,6 +558,13 @@ impl KernelRun {
         self
     }
 
+    /// The same reporting what `strict` names instead of tolerating it as the hardware does
+    /// (default: nothing).
+    pub fn with_strict(mut self, strict: Strict) -> Self {
+        self.strict = strict;
+        self
+    }
+
     fn with_info(
         setup: DispatchSetup,
         info: DispatchInfo,
@@ -664,7 +672,7 @@ impl KernelRun {
             awaiting_retry: false,
             gws: Arc::default(),
             started: false,
-            strict: crate::config::Strict::from_env(),
+            strict: Strict::default(),
             lds_warned: Arc::default(),
         })
     }

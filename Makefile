@@ -3,7 +3,7 @@ CARGO ?= cargo
 # Under make, a missing tool is a failure in every test (kfd-testkit's policy): never skip.
 unexport KFD_SKIP_MISSING_TOOLS
 
-.PHONY: run test stress-test deps fmt fmt-check lint doc unit c-clients hip rocm6 valgrind abi bench bench-hip fuzz miri rocm-suites trixie-root clean
+.PHONY: run test stress-test deps fmt fmt-check lint doc unit c-clients hip rocm-libs rocm6 valgrind abi bench bench-hip fuzz miri rocm-suites trixie-root clean
 
 ## run: the main job — `kfd demo`: the whole stack end to end on the GPU, or on the model when
 ## there is no /dev/kfd (optimised: the demo prints measured numbers)
@@ -11,7 +11,7 @@ run:
 	$(CARGO) run --release -q -p kfd-cli -- demo
 
 ## test: everything — deps, format, clippy, docs, unit and integration tests, the header check
-test: deps fmt-check lint doc unit c-clients hip rocm6 valgrind abi
+test: deps fmt-check lint doc unit c-clients hip rocm-libs rocm6 valgrind abi
 	@echo "make test: all green"
 
 ## stress-test: `make test` on a fresh clone, three times in a row, while `yes` processes keep
@@ -45,6 +45,11 @@ c-clients:
 # Unmodified HIP programs (Debian's hipcc, gfx900 and gfx90a) on the model through the shim.
 hip:
 	./scripts/hip-tests.sh
+
+# Debian 12's rocRAND, rocSPARSE and rocPRIM called from HIP programs (gfx900 and gfx90a) on the
+# model through the shim, each against a host reference.
+rocm-libs:
+	./scripts/rocm-libs-tests.sh
 
 # Debian 13's ROCm 6 stack (ROCr 6.1, libhsakmt 6.2, HIP 5.7, rocminfo, rocm-smi, the ROCm
 # OpenCL runtime) on the model, gfx900 and gfx90a, in a trixie root built on first use.

@@ -33,6 +33,10 @@ declare -A need=(
   [clang-tools-15]=/usr/bin/clang-offload-bundler-15
   # A real ROCm library for `kfd co`/`kfd disasm` (cli/tests/co.rs reads its 111 bundles).
   [librocsparse0]=/usr/lib/x86_64-linux-gnu/librocsparse.so.0
+  # ROCm libraries that scripts/rocm-libs-tests.sh calls from HIP programs.
+  [librocrand-dev]=/usr/include/rocrand/rocrand.h
+  [librocsparse-dev]=/usr/include/rocsparse/rocsparse.h
+  [librocprim-dev]=/usr/include/rocprim/rocprim.hpp
 )
 
 missing=()

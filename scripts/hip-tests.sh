@@ -134,12 +134,6 @@ run() { # program arch -> status in $status, output in $work/<program>-<arch>.lo
 # Failures whose cause lies outside this stack's runtime path, reported as XFAIL with the
 # cause (program-target -> cause); a known issue that passes says so.
 declare -A known_issues=()
-if [ "$stack" = trixie ]; then
-  # ROCr 6.1 puts an AMD vendor BARRIER_VALUE packet with a null signal in front of copies on
-  # gfx90a; the CP reads the signal at address 0x8 and VM-faults (model/src/hw/cp.rs).
-  known_issues[lds_atomics-gfx90a]="AQL barrier-value packet with a null signal faults at 0x8 (hw::cp)"
-  known_issues[memcpy-gfx90a]="AQL barrier-value packet with a null signal faults at 0x8 (hw::cp)"
-fi
 
 for arch in "${archs[@]}"; do
   for p in vadd lds_atomics scratch shuffle grid3d memcpy memcpy2d math apertures scratch_fs apertures_fs mfma \

@@ -413,11 +413,7 @@ pub fn run(args: &DecodeArgs, style: Style) -> CliResult<()> {
             "sdma",
             format!(
                 "SDMA {} ({})",
-                match args.gfx.sdma() {
-                    pm4::SdmaGen::Sdma4 => 4,
-                    pm4::SdmaGen::Sdma5 => 5,
-                    pm4::SdmaGen::Sdma6 => 6,
-                },
+                args.gfx.sdma().major(),
                 args.gfx.generation()
             ),
         ),

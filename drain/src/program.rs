@@ -236,7 +236,11 @@ impl Drainer {
         let (gen, chunk, dwords) = match engine {
             DrainEngine::Sdma => {
                 let g = gpu.sdma_gen()?;
-                (Gen::Sdma(g), pm4::sdma::max_bytes(g), SDMA_PROGRAM_DWORDS)
+                (
+                    Gen::Sdma(g),
+                    pm4::sdma::max_copy_bytes(g),
+                    SDMA_PROGRAM_DWORDS,
+                )
             }
             DrainEngine::Pm4 => (Gen::Pm4(gpu.gfx_gen()?), PM4_COPY_CHUNK, PM4_PROGRAM_DWORDS),
         };

@@ -71,6 +71,9 @@ pub struct ModelConfig {
     /// Host threads that run a dispatch's workgroups (the model's compute units). Default:
     /// `KFD_MODEL_CU_THREADS` when set, else the host's available cores.
     pub cu_threads: usize,
+    /// What the compute units report instead of tolerating it as the hardware does. Default:
+    /// `KFD_MODEL_STRICT` ([`Strict::from_env`]), read once here.
+    pub strict: Strict,
     /// System memory the CPU node reports, in bytes (`None`: the host's RAM, at most
     /// [`crate::topology::MAX_SYSTEM_MEMORY`], so the topology never promises more than the host
     /// can back).
@@ -164,6 +167,7 @@ impl ModelConfig {
             engine_affinity: crate::hw::engine::affinity::default_engine_affinity(),
             faults: Vec::new(),
             cu_threads: default_cu_threads(),
+            strict: Strict::from_env(),
             system_memory: None,
             no_system_mem_limit: false,
         }
@@ -213,6 +217,12 @@ impl ModelConfig {
     /// The same with `threads` host threads running workgroups (at least 1).
     pub fn with_cu_threads(mut self, threads: usize) -> Self {
         self.cu_threads = threads.max(1);
+        self
+    }
+
+    /// The same with what the compute units report instead of tolerating it.
+    pub fn with_strict(mut self, strict: Strict) -> Self {
+        self.strict = strict;
         self
     }
 

@@ -79,8 +79,10 @@ impl Gpu {
                 engines,
                 p.num_sdma_queues_per_engine as u8,
             )
+            .with_sdma_gen(sdma_gen(preset))
             .with_shader_isa(preset.name())
             .with_cu_threads(config.cu_threads)
+            .with_strict(config.strict)
             .with_shader_array(shader_array(topo)),
             ih: IhRing::new(),
             shader: Arc::new(ShaderActivity::default()),
@@ -325,6 +327,14 @@ impl KfdNode {
     pub fn supports_xnack(&self) -> bool {
         matches!(self.gc_version(), (9, 4, 2..=4))
     }
+}
+
+/// The SDMA IP version of the preset's engines (the oldest of its generation's for one the
+/// packet layouts do not know).
+fn sdma_gen(preset: Preset) -> pm4::SdmaGen {
+    let v = preset.facts().sdma;
+    pm4::SdmaGen::from_ip_version(v.major, v.minor)
+        .unwrap_or_else(|| pm4::SdmaGen::from(preset.generation()))
 }
 
 /// The compute units as the topology describes them: `array_count` shader arrays in engines

@@ -424,8 +424,8 @@ fn lds_past_the_allocation_is_dropped_as_the_hardware_does() {
 }
 
 /// The strict half of the LDS test, run by [`lds_past_the_allocation_faults_with_strict_lds`]
-/// in a child process of this test binary with `KFD_MODEL_STRICT=lds` (the model reads it per
-/// dispatch).
+/// in a child process of this test binary with `KFD_MODEL_STRICT=lds` (`ModelConfig::new` reads
+/// it, and the GPU hands it to every queue's dispatches).
 #[test]
 #[ignore = "run by lds_past_the_allocation_faults_with_strict_lds with KFD_MODEL_STRICT=lds"]
 fn strict_lds_child() {
@@ -868,6 +868,99 @@ fn pm4_dispatch_direct_runs_the_program_the_sh_registers_name() {
             got, want,
             "{mcpu}: every work-item of 4 groups, then the marker"
         );
+    }
+}
+
+/// The SPI decodes code in 64 KiB windows from where a wave's PC first lands. A program that
+/// starts a code buffer and branches to an 8-byte instruction (a SOP1 with a literal) whose
+/// first dword is the first window's last runs it whole: decoding never depends on where a
+/// window ends. Where nothing is mapped after the first dword, fetching the second is a VM
+/// fault at its address, as on hardware.
+#[test]
+fn an_instruction_across_the_end_of_a_code_window_runs_whole() {
+    use pm4::regs::ShReg;
+    use pm4::user::{DispatchDirect, DispatchInitiator, SetShReg};
+    const WINDOW: usize = 64 << 10;
+    for (preset, mcpu) in presets() {
+        for cut_by_mapping in [false, true] {
+            let mut g = Gpu::new(preset, mcpu);
+            let flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
+            // A mapping that ends after the literal's dword, or right before it.
+            let size = if cut_by_mapping { WINDOW } else { 2 * WINDOW };
+            let code =
+                g.c.alloc_on(
+                    g.c.gpu(),
+                    size as u64,
+                    flags | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE,
+                )
+                .unwrap();
+            // s_branch to the window's last dword (the offset counts dwords after the branch).
+            let mut prog = assemble(&format!("s_branch {}", (WINDOW - 8) / 4), mcpu);
+            prog.resize(WINDOW - 4, 0);
+            let tail = assemble(
+                "s_mov_b32 s2, 0x12345678
+                 v_mov_b32 v1, s2
+                 v_mov_b32 v0, 0
+                 global_store_dword v0, v1, s[0:1]
+                 s_waitcnt vmcnt(0)
+                 s_endpgm",
+                mcpu,
+            );
+            assert_eq!(
+                tail[..8],
+                [0xff, 0x00, 0x82, 0xbe, 0x78, 0x56, 0x34, 0x12],
+                "s_mov_b32 s2 from a literal: 8 bytes"
+            );
+            prog.extend_from_slice(&tail);
+            prog.truncate(size);
+            code.write_bytes(0, &prog);
+            let out = g.alloc(&i32s(&[0]));
+            let pgm = code.va >> 8;
+            let (qid, q) = g.c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE).unwrap();
+            let mut ring = RingWriter::pm4(&q);
+            ring.push(
+                &q,
+                &SetShReg::new(ShReg::COMPUTE_PGM_LO.0, &[pgm as u32, (pgm >> 32) as u32]).unwrap(),
+            );
+            // RSRC1: the fewest VGPRs, 16 SGPRs; RSRC2: two user SGPRs (USER_SGPR, bits 5:1).
+            ring.push(
+                &q,
+                &SetShReg::new(ShReg::COMPUTE_PGM_RSRC1.0, &[1 << 6, 2 << 1]).unwrap(),
+            );
+            ring.push(
+                &q,
+                &SetShReg::new(
+                    ShReg::COMPUTE_USER_DATA_0.0,
+                    &[out as u32, (out >> 32) as u32],
+                )
+                .unwrap(),
+            );
+            ring.push(
+                &q,
+                &SetShReg::new(ShReg::COMPUTE_NUM_THREAD_X.0, &[64, 1, 1]).unwrap(),
+            );
+            ring.push(
+                &q,
+                &DispatchDirect::new(
+                    [1, 1, 1],
+                    DispatchInitiator::new().with_compute_shader_en(true),
+                ),
+            );
+            g.c.submit(&q, ring.wptr());
+            g.model.run_until_idle();
+            let error = g.c.p.queue_error(qid);
+            if cut_by_mapping {
+                let literal = code.va + WINDOW as u64;
+                assert!(
+                    matches!(error, Some(QueueError::VmFault(f)) if f.va == literal && !f.write),
+                    "{mcpu}: the literal at {literal:#x} is not mapped: {error:?}"
+                );
+                assert_eq!(to_i32s(&g.read(out, 4)), [0], "{mcpu}");
+            } else {
+                assert_eq!(error, None, "{mcpu}");
+                assert_eq!(to_i32s(&g.read(out, 4)), [0x12345678], "{mcpu}");
+            }
+        }
     }
 }
 

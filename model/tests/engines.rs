@@ -11,8 +11,8 @@ use kfd_model::{Model, ModelConfig, Preset, QueueError};
 use kfd_sys::*;
 use pm4::fields::CompareFunction;
 use pm4::sdma::{
-    SdmaConstantFill, SdmaCopyLinear, SdmaCopyLinearSubWind, SdmaFence, SdmaPollRegmem,
-    SdmaTimestamp, SdmaTrap, SdmaWrite, SubWindSurface, TimestampOp,
+    SdmaConstantFill, SdmaCopyLinear, SdmaCopyLinearBroadcast, SdmaCopyLinearSubWind, SdmaFence,
+    SdmaPollRegmem, SdmaTimestamp, SdmaTrap, SdmaWrite, SubWindSurface, TimestampOp,
 };
 use pm4::user::*;
 use pm4::{Encode, GfxGen, PacketWriter, SdmaGen};
@@ -457,6 +457,94 @@ fn sdma_copy_fence_and_trap_signal_an_event() {
         );
         let st = c.p.queue_state(qid).unwrap();
         assert_eq!((st.unit, st.packets, st.wptr), ("bytes", 3, ring.wptr()));
+    }
+}
+
+/// gfx90a's SDMA 4.4 takes the 30-bit COPY_LINEAR counts ROCr 6.1 writes for copies of 4 MiB
+/// and more, and the broadcast copy (one source, two destinations) kfdtest's P2P test and
+/// ROCr write; gfx900's SDMA 4.0 has 22-bit counts and no broadcast copy, and stops the
+/// queue on either as a packet with reserved bits set.
+#[test]
+fn sdma_4_4_copies_30_bit_counts_and_broadcasts() {
+    const BYTES: u64 = 5 << 20;
+    let pattern: Vec<u8> = (0..BYTES as u32).map(|i| (i * 13 + 1) as u8).collect();
+    for (preset, sgen) in [
+        (Preset::Gfx90a, SdmaGen::Sdma4_4),
+        (Preset::Gfx900, SdmaGen::Sdma4),
+    ] {
+        let model = stepped(preset);
+        let c = Client::new(&model);
+        let src = c.gtt(BYTES);
+        src.write_bytes(0, &pattern);
+        let dst = [c.gtt(BYTES), c.gtt(BYTES), c.gtt(BYTES)];
+        let out = c.gtt(4096);
+        let (qid, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+        let mut ring = RingWriter::sdma(&q);
+        // One packet of 5 MiB: count 0x4FFFFF, as ROCr writes it on gfx90a.
+        let mut copy = SdmaCopyLinear::new(SdmaGen::Sdma4_4, src.va, dst[0].va, BYTES).unwrap();
+        assert_eq!(copy.count, 0x4F_FFFF);
+        ring.push(&q, &copy);
+        ring.push(&q, &SdmaFence::new(out.va, 1).unwrap());
+        c.submit(&q, ring.wptr());
+        model.run_until_idle();
+        let error = c.p.queue_error(qid);
+        if sgen == SdmaGen::Sdma4 {
+            assert!(
+                format!("{error:?}").contains("reserved bits 0x00400000 set in dw1"),
+                "{preset}: {error:?}"
+            );
+            assert_eq!(out.read_u32(0), 0, "{preset}: stopped at the copy");
+            // Counts up to 22 bits still copy (after the stop, on a new queue).
+            let (qid, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_SDMA).unwrap();
+            let mut ring = RingWriter::sdma(&q);
+            copy.count = 0x3F_FFFF;
+            ring.push(&q, &copy);
+            ring.push(&q, &SdmaFence::new(out.va, 2).unwrap());
+            // The broadcast bit is reserved on SDMA 4.0.
+            let mut bcast =
+                SdmaCopyLinearBroadcast::new(SdmaGen::Sdma4_4, src.va, dst[1].va, dst[2].va, 4096)
+                    .unwrap();
+            bcast.count = 4095;
+            ring.push(&q, &bcast);
+            ring.push(&q, &SdmaFence::new(out.va, 3).unwrap());
+            c.submit(&q, ring.wptr());
+            model.run_until_idle();
+            assert_eq!(
+                out.read_u32(0),
+                2,
+                "{preset}: the 4 MiB copy ran, not the broadcast"
+            );
+            let error = c.p.queue_error(qid);
+            assert!(
+                format!("{error:?}").contains("reserved bits 0x08000000 set in dw0"),
+                "{preset}: {error:?}"
+            );
+            let mut got = vec![0u8; 4 << 20];
+            dst[0].read_bytes(0, &mut got);
+            assert!(got[..] == pattern[..4 << 20], "{preset}: 4 MiB copied");
+            continue;
+        }
+        assert_eq!(error, None, "{preset}");
+        assert_eq!(out.read_u32(0), 1, "{preset}");
+        let mut got = vec![0u8; BYTES as usize];
+        dst[0].read_bytes(0, &mut got);
+        assert!(got == pattern, "{preset}: 5 MiB in one packet");
+        // Broadcast: the same 5 MiB from one packet into two buffers.
+        let bcast =
+            SdmaCopyLinearBroadcast::new(sgen, src.va, dst[1].va, dst[2].va, BYTES).unwrap();
+        ring.push(&q, &bcast);
+        ring.push(&q, &SdmaFence::new(out.va, 2).unwrap());
+        c.submit(&q, ring.wptr());
+        model.run_until_idle();
+        assert_eq!(
+            (c.p.queue_error(qid), out.read_u32(0)),
+            (None, 2),
+            "{preset}"
+        );
+        for d in &dst[1..] {
+            d.read_bytes(0, &mut got);
+            assert!(got == pattern, "{preset}: both broadcast destinations");
+        }
     }
 }
 
@@ -929,6 +1017,36 @@ fn aql_barrier_and_across_queues_then_or_and_barrier_value() {
     assert_eq!(sigs.read_u64(328), 0);
     assert_eq!(a.ptrs.read_u64(0x80), 3);
     assert_eq!(c.p.queue_state(a_id).unwrap().unit, "packets");
+}
+
+/// ROCclr (HIP 5.7) writes a BARRIER_VALUE with a null signal, value 0, mask 0 and EQ when
+/// it has nothing to wait for; `hsa_ext_amd.h` calls a null signal a satisfied dependency.
+#[test]
+fn a_barrier_value_packet_with_a_null_signal_completes_at_once() {
+    for preset in [Preset::Gfx900, Preset::Gfx90a] {
+        let model = stepped(preset);
+        let c = Client::new(&model);
+        let sigs = c.gtt(4096);
+        let done = amd_signal(&sigs, 0, 2, None);
+        let (id, q) = c.create_queue(KFD_IOC_QUEUE_TYPE_COMPUTE_AQL).unwrap();
+        // Also with a mask and a condition that a signal value of 0 would not meet.
+        put_aql(
+            &q,
+            0,
+            &aql_packet(VENDOR, 2, &[(2, 0), (3, 0), (4, 0)], done),
+        );
+        put_aql(
+            &q,
+            1,
+            &aql_packet(VENDOR, 2, &[(2, 7), (3, u64::MAX), (4, 0)], done),
+        );
+        c.submit(&q, 2);
+        let act = model.run_until_idle();
+        assert_eq!((act.parked, act.packets), (0, 2), "{preset:?}");
+        assert_eq!(sigs.read_u64(8), 0, "{preset:?}: both packets completed");
+        assert_eq!(q.ptrs.read_u64(0x80), 2, "{preset:?}: read_dispatch_id");
+        assert_eq!(c.p.queue_error(id), None, "{preset:?}: no VM fault at 0x8");
+    }
 }
 
 #[test]

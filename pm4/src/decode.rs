@@ -443,6 +443,7 @@ impl core::iter::FusedIterator for Pm4Decoder<'_> {}
 pub enum SdmaPacket<'a> {
     Nop(SdmaNop<'a>),
     CopyLinear(SdmaCopyLinear),
+    CopyLinearBroadcast(SdmaCopyLinearBroadcast),
     CopyLinearSubWind(SdmaCopyLinearSubWind),
     Write(SdmaWrite<'a>),
     Indirect(SdmaIndirect),
@@ -459,6 +460,7 @@ impl SdmaPacket<'_> {
         match self {
             SdmaPacket::Nop(_) => "SDMA_NOP",
             SdmaPacket::CopyLinear(_) => SdmaCopyLinear::NAME,
+            SdmaPacket::CopyLinearBroadcast(_) => SdmaCopyLinearBroadcast::NAME,
             SdmaPacket::CopyLinearSubWind(_) => SdmaCopyLinearSubWind::NAME,
             SdmaPacket::Write(_) => "SDMA_WRITE_LINEAR",
             SdmaPacket::Indirect(_) => SdmaIndirect::NAME,
@@ -476,6 +478,7 @@ impl Encode for SdmaPacket<'_> {
         match self {
             SdmaPacket::Nop(p) => p.dwords(),
             SdmaPacket::CopyLinear(p) => p.dwords(),
+            SdmaPacket::CopyLinearBroadcast(p) => p.dwords(),
             SdmaPacket::CopyLinearSubWind(p) => p.dwords(),
             SdmaPacket::Write(p) => p.dwords(),
             SdmaPacket::Indirect(p) => p.dwords(),
@@ -490,6 +493,7 @@ impl Encode for SdmaPacket<'_> {
         match self {
             SdmaPacket::Nop(p) => p.encode_into(out),
             SdmaPacket::CopyLinear(p) => p.encode_into(out),
+            SdmaPacket::CopyLinearBroadcast(p) => p.encode_into(out),
             SdmaPacket::CopyLinearSubWind(p) => p.encode_into(out),
             SdmaPacket::Write(p) => p.encode_into(out),
             SdmaPacket::Indirect(p) => p.encode_into(out),
@@ -547,6 +551,13 @@ fn decode_sdma_at(rest: &[u32], gen: SdmaGen) -> Result<(SdmaPacket<'_>, usize),
             };
             p.validate()?;
             (SdmaPacket::Nop(p), n)
+        }
+        // The broadcast bit makes a COPY_LINEAR two dwords longer where the engine has it;
+        // elsewhere it is a reserved bit of the 7-dword packet.
+        (SdmaOpcode::COPY, 0)
+            if SdmaCopyHeader::from_bits(raw).broadcast() && has_broadcast_copy(gen) =>
+        {
+            fixed_op!(CopyLinearBroadcast, SdmaCopyLinearBroadcast)
         }
         (SdmaOpcode::COPY, 0) => fixed_op!(CopyLinear, SdmaCopyLinear),
         (SdmaOpcode::COPY, SDMA_SUBOP_COPY_LINEAR_SUB_WIND) => {

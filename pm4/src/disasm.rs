@@ -687,6 +687,30 @@ impl Display for SdmaCopyLinear {
     }
 }
 
+impl Display for SdmaCopyLinearBroadcast {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        let h = self.header;
+        let p = self.params;
+        let [dst1, dst2] = self.dsts();
+        write!(
+            f,
+            "SDMA_COPY_LINEAR_BROADCAST bytes={} src={:#x} dst1={:#x} dst2={:#x} encrypt={} tmz={} src_sw={} dst1_sw={} dst2_sw={} src_cache_policy={} dst1_cache_policy={} dst2_cache_policy={}",
+            self.byte_count(),
+            self.src(),
+            dst1,
+            dst2,
+            b(h.encrypt()),
+            b(h.tmz()),
+            p.src_sw(),
+            p.dst1_sw(),
+            p.dst2_sw(),
+            p.src_cache_policy(),
+            p.dst1_cache_policy(),
+            p.dst2_cache_policy()
+        )
+    }
+}
+
 impl Display for SdmaCopyLinearSubWind {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         let (s, d, [rx, ry, rz]) = (self.src(), self.dst(), self.rect());
@@ -805,6 +829,7 @@ impl Display for SdmaPacket<'_> {
         match self {
             SdmaPacket::Nop(p) => p.fmt(f),
             SdmaPacket::CopyLinear(p) => p.fmt(f),
+            SdmaPacket::CopyLinearBroadcast(p) => p.fmt(f),
             SdmaPacket::CopyLinearSubWind(p) => p.fmt(f),
             SdmaPacket::Write(p) => p.fmt(f),
             SdmaPacket::Indirect(p) => p.fmt(f),

@@ -117,7 +117,8 @@ impl From<kfd_sys::gpu::Generation> for GfxGen {
     }
 }
 
-/// The SDMA forms of a GPU generation: SDMA 4 on gfx9, 5 on gfx10, 6 on gfx11.
+/// The SDMA forms a GPU generation surely has: SDMA 4.0 on gfx9, 5.0 on gfx10, 6 on gfx11
+/// ([`SdmaGen::from_ip_version`] knows the later IP versions within a generation).
 impl From<kfd_sys::gpu::Generation> for SdmaGen {
     fn from(generation: kfd_sys::gpu::Generation) -> Self {
         use kfd_sys::gpu::Generation;
@@ -129,13 +130,52 @@ impl From<kfd_sys::gpu::Generation> for SdmaGen {
     }
 }
 
-/// The SDMA IP generation whose layouts apply (count widths, cache bits).
+/// The SDMA IP version whose layouts apply (count widths, cache bits, broadcast copy).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SdmaGen {
-    /// SDMA 4.x (gfx9).
+    /// SDMA 4.0–4.2 (gfx900, gfx906, gfx908).
     Sdma4,
-    /// SDMA 5.x (gfx10).
+    /// SDMA 4.4 (gfx90a, gfx942): SDMA 4's packets with 30-bit COPY_LINEAR counts and
+    /// broadcast copy.
+    Sdma4_4,
+    /// SDMA 5.0 (gfx101x).
     Sdma5,
+    /// SDMA 5.2 (gfx103x): SDMA 5's packets with 30-bit COPY_LINEAR counts.
+    Sdma5_2,
     /// SDMA 6.x (gfx11).
     Sdma6,
+}
+
+impl SdmaGen {
+    /// The generation of SDMA IP version `major.minor` (as amdgpu's IP discovery and the
+    /// presets name it); `None` for a version this crate has no layouts for.
+    pub const fn from_ip_version(major: u8, minor: u8) -> Option<SdmaGen> {
+        match (major, minor) {
+            (4, 0..=3) => Some(SdmaGen::Sdma4),
+            (4, _) => Some(SdmaGen::Sdma4_4),
+            (5, 0..=1) => Some(SdmaGen::Sdma5),
+            (5, _) => Some(SdmaGen::Sdma5_2),
+            (6, _) => Some(SdmaGen::Sdma6),
+            _ => None,
+        }
+    }
+
+    /// The IP major version (4, 5 or 6): the packet layouts of one major version agree
+    /// except where [`SdmaGen`]'s variants say otherwise.
+    pub const fn major(self) -> u8 {
+        match self {
+            SdmaGen::Sdma4 | SdmaGen::Sdma4_4 => 4,
+            SdmaGen::Sdma5 | SdmaGen::Sdma5_2 => 5,
+            SdmaGen::Sdma6 => 6,
+        }
+    }
+
+    /// Every generation, oldest first.
+    pub const ALL: [SdmaGen; 5] = [
+        SdmaGen::Sdma4,
+        SdmaGen::Sdma4_4,
+        SdmaGen::Sdma5,
+        SdmaGen::Sdma5_2,
+        SdmaGen::Sdma6,
+    ];
 }

@@ -3,8 +3,8 @@
 //!
 //! Header dw0 is `op [7:0]`, `sub_op [15:8]` and op-specific bits above. Byte counts
 //! are encoded as **bytes − 1**; constructors take the byte count and an explicit
-//! [`SdmaGen`], since the count width (22 bits on SDMA 4/5, 30 bits on SDMA 6) and some
-//! header bits depend on it.
+//! [`SdmaGen`], since the count widths ([`copy_count_bits`], [`fill_count_bits`]), some
+//! header bits and the broadcast copy depend on the SDMA IP version.
 //!
 //! ```
 //! use pm4::sdma::*;
@@ -13,6 +13,8 @@
 //! assert_eq!(copy.to_dwords()[..2], [0x0000_0001, 4095]);
 //! assert_eq!(copy.byte_count(), 4096);
 //! assert!(SdmaCopyLinear::new(SdmaGen::Sdma4, 0, 0, (4 << 20) + 1).is_err());
+//! // gfx90a's SDMA 4.4 copies up to 1 GiB in one packet.
+//! assert!(SdmaCopyLinear::new(SdmaGen::Sdma4_4, 0, 0, 1 << 30).is_ok());
 //! # Ok::<(), pm4::BuildError>(())
 //! ```
 
@@ -148,42 +150,66 @@ hw_enum! {
     }
 }
 
-/// Bits of the byte-count fields per generation (`[21:0]` on SDMA 4/5, `[29:0]` on 6).
-pub const fn count_bits(gen: SdmaGen) -> u32 {
+/// Bits of COPY_LINEAR's byte count: `[21:0]` on SDMA 4.0–4.2 and 5.0, `[29:0]` from SDMA 4.4
+/// and 5.2 on (ROCr splits copies at 2^22 − 1 bytes on gfx900–gfx908 and gfx101x, at 2^30 − 1
+/// bytes on gfx90a, gfx94x, gfx103x and gfx11).
+pub const fn copy_count_bits(gen: SdmaGen) -> u32 {
     match gen {
-        SdmaGen::Sdma6 => 30,
+        SdmaGen::Sdma4 | SdmaGen::Sdma5 => 22,
+        SdmaGen::Sdma4_4 | SdmaGen::Sdma5_2 | SdmaGen::Sdma6 => 30,
+    }
+}
+
+/// Bits of CONSTANT_FILL's byte count: `[21:0]` before SDMA 6, `[29:0]` on 6.
+pub const fn fill_count_bits(gen: SdmaGen) -> u32 {
+    match gen.major() {
+        6 => 30,
         _ => 22,
     }
 }
 
-/// Largest byte count a COPY_LINEAR/CONSTANT_FILL can move on `gen`.
-pub const fn max_bytes(gen: SdmaGen) -> u64 {
-    1u64 << count_bits(gen)
+/// Largest byte count one COPY_LINEAR moves on `gen`.
+pub const fn max_copy_bytes(gen: SdmaGen) -> u64 {
+    1u64 << copy_count_bits(gen)
 }
 
-fn check_bytes(packet: &'static str, gen: SdmaGen, bytes: u64) -> Result<u32, BuildError> {
-    if bytes == 0 || bytes > max_bytes(gen) {
+/// Largest byte count one CONSTANT_FILL writes on `gen`.
+pub const fn max_fill_bytes(gen: SdmaGen) -> u64 {
+    1u64 << fill_count_bits(gen)
+}
+
+/// Whether COPY_LINEAR's broadcast form (one source, two destinations) exists on `gen`: from
+/// SDMA 4.4 on (ROCr uses it on gfx90a, gfx94x and every gfx10+ part).
+pub const fn has_broadcast_copy(gen: SdmaGen) -> bool {
+    !matches!(gen, SdmaGen::Sdma4)
+}
+
+/// `bytes − 1`, checked against a count field of `bits`.
+fn check_bytes(packet: &'static str, bits: u32, bytes: u64) -> Result<u32, BuildError> {
+    let max = 1u64 << bits;
+    if bytes == 0 || bytes > max {
         return Err(BuildError::FieldOutOfRange {
             packet,
             field: "bytes",
             value: bytes,
-            max: max_bytes(gen),
+            max,
         });
     }
     Ok((bytes - 1) as u32)
 }
 
+/// A count dword of `bits` value bits, the rest reserved.
 fn check_count(
     packet: &'static str,
     dword: usize,
-    gen: SdmaGen,
+    bits: u32,
     count: u32,
 ) -> Result<(), DecodeErrorKind> {
     check_reserved(
         packet,
         dword,
         count,
-        !crate::fields::field_mask(0, count_bits(gen) as usize),
+        !crate::fields::field_mask(0, bits as usize),
     )
 }
 
@@ -278,8 +304,8 @@ impl Encode for SdmaNop<'_> {
 // COPY_LINEAR
 // ---------------------------------------------------------------------------------------
 
-/// COPY_LINEAR dw0. Bit 27 (broadcast) changes the layout and is not decoded: the
-/// decoder reports it as a reserved bit.
+/// COPY_LINEAR dw0. Bit 27 (broadcast) makes the packet a [`SdmaCopyLinearBroadcast`], two
+/// dwords longer.
 #[bitfield(u32)]
 #[derive(FromBytes, IntoBytes, Immutable, KnownLayout, PartialEq, Eq)]
 pub struct SdmaCopyHeader {
@@ -298,7 +324,11 @@ pub struct SdmaCopyHeader {
     __: u8,
     /// `[25]` copy backwards (SDMA 5+).
     pub backwards: bool,
-    #[bits(6)]
+    #[bits(1)]
+    __: u8,
+    /// `[27]` broadcast: the packet is a [`SdmaCopyLinearBroadcast`] (SDMA 4.4+).
+    pub broadcast: bool,
+    #[bits(4)]
     __: u8,
 }
 
@@ -368,11 +398,11 @@ zc_packet! {
 fixed_layout!(SdmaCopyLinear, 7, "SDMA_COPY_LINEAR");
 
 impl SdmaCopyLinear {
-    /// A copy of `bytes` (1..=[`max_bytes`]) from `src` to `dst`.
+    /// A copy of `bytes` (1..=[`max_copy_bytes`]) from `src` to `dst`.
     pub fn new(gen: SdmaGen, src: u64, dst: u64, bytes: u64) -> Result<Self, BuildError> {
         Ok(SdmaCopyLinear {
             header: SdmaCopyHeader::new().with_op(SdmaOpcode::COPY),
-            count: check_bytes(Self::NAME, gen, bytes)?,
+            count: check_bytes(Self::NAME, copy_count_bits(gen), bytes)?,
             params: SdmaCopyParams::new(),
             src_lo: lo32(src),
             src_hi: hi32(src),
@@ -399,15 +429,161 @@ impl SdmaCopyLinear {
     /// Checks reserved bits and field values as the decoder for `gen` does.
     pub fn validate(&self, gen: SdmaGen) -> Result<(), DecodeErrorKind> {
         const P: &str = SdmaCopyLinear::NAME;
-        let mut reserved = COPY_HEADER_RESERVED;
-        if gen == SdmaGen::Sdma4 {
+        // The broadcast bit makes the packet a broadcast copy, which the decoder reads as one.
+        let mut reserved = COPY_HEADER_RESERVED | 1 << SdmaCopyHeader::BROADCAST_OFFSET;
+        if gen.major() == 4 {
             reserved |= 1 << SdmaCopyHeader::BACKWARDS_OFFSET;
         }
         check_reserved(P, 0, self.header.into_bits(), reserved)?;
-        check_count(P, 1, gen, self.count)?;
+        check_count(P, 1, copy_count_bits(gen), self.count)?;
         let mut reserved = COPY_PARAMS_RESERVED;
-        if gen != SdmaGen::Sdma6 {
+        if gen.major() != 6 {
             reserved |= COPY_PARAMS_SDMA6_ONLY;
+        }
+        check_reserved(P, 2, self.params.into_bits(), reserved)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// COPY_LINEAR, broadcast
+// ---------------------------------------------------------------------------------------
+
+/// The broadcast copy's dw2: endian swaps and (SDMA 6) cache policies of the source and both
+/// destinations.
+#[bitfield(u32)]
+#[derive(FromBytes, IntoBytes, Immutable, KnownLayout, PartialEq, Eq)]
+pub struct SdmaBroadcastParams {
+    #[bits(8)]
+    __: u8,
+    /// `[9:8]` second destination's swap.
+    #[bits(2)]
+    pub dst2_sw: EndianSwap,
+    /// `[12:10]` second destination's cache policy (SDMA 6).
+    #[bits(3)]
+    pub dst2_cache_policy: u8,
+    #[bits(3)]
+    __: u8,
+    /// `[17:16]` first destination's swap.
+    #[bits(2)]
+    pub dst1_sw: EndianSwap,
+    /// `[20:18]` first destination's cache policy (SDMA 6).
+    #[bits(3)]
+    pub dst1_cache_policy: u8,
+    #[bits(3)]
+    __: u8,
+    /// `[25:24]` source swap.
+    #[bits(2)]
+    pub src_sw: EndianSwap,
+    /// `[28:26]` source cache policy (SDMA 6).
+    #[bits(3)]
+    pub src_cache_policy: u8,
+    #[bits(3)]
+    __: u8,
+}
+
+const BROADCAST_PARAMS_RESERVED: u32 = reserved_mask!(SdmaBroadcastParams:
+    DST2_SW_OFFSET / DST2_SW_BITS, DST2_CACHE_POLICY_OFFSET / DST2_CACHE_POLICY_BITS,
+    DST1_SW_OFFSET / DST1_SW_BITS, DST1_CACHE_POLICY_OFFSET / DST1_CACHE_POLICY_BITS,
+    SRC_SW_OFFSET / SRC_SW_BITS, SRC_CACHE_POLICY_OFFSET / SRC_CACHE_POLICY_BITS);
+const BROADCAST_PARAMS_SDMA6_ONLY: u32 = (0b111 << SdmaBroadcastParams::DST2_CACHE_POLICY_OFFSET)
+    | (0b111 << SdmaBroadcastParams::DST1_CACHE_POLICY_OFFSET)
+    | (0b111 << SdmaBroadcastParams::SRC_CACHE_POLICY_OFFSET);
+
+impl SdmaBroadcastParams {
+    /// Bits no named field covers; the decoder rejects packets with any of them set.
+    pub const RESERVED_MASK: u32 = BROADCAST_PARAMS_RESERVED;
+}
+
+zc_packet! {
+    /// COPY_LINEAR with the broadcast bit (op 1, sub-op 0, dw0 `[27]`), 9 dwords: the same
+    /// bytes from one source to two destinations (SDMA 4.4+, [`has_broadcast_copy`]; what
+    /// ROCr's broadcast copy and kfdtest's two-destination copy write).
+    pub struct SdmaCopyLinearBroadcast {
+        /// dw0 (broadcast set).
+        pub header: SdmaCopyHeader,
+        /// dw1: bytes − 1.
+        pub count: u32,
+        /// dw2: swaps and cache policies.
+        pub params: SdmaBroadcastParams,
+        /// dw3: source address bits 31:0.
+        pub src_lo: u32,
+        /// dw4: source address bits 63:32.
+        pub src_hi: u32,
+        /// dw5: first destination bits 31:0.
+        pub dst1_lo: u32,
+        /// dw6: first destination bits 63:32.
+        pub dst1_hi: u32,
+        /// dw7: second destination bits 31:0.
+        pub dst2_lo: u32,
+        /// dw8: second destination bits 63:32.
+        pub dst2_hi: u32,
+    }
+}
+fixed_layout!(SdmaCopyLinearBroadcast, 9, "SDMA_COPY_LINEAR_BROADCAST");
+
+impl SdmaCopyLinearBroadcast {
+    /// A copy of `bytes` (1..=[`max_copy_bytes`]) from `src` to both `dst1` and `dst2`; an
+    /// error on a generation without broadcast copy.
+    pub fn new(
+        gen: SdmaGen,
+        src: u64,
+        dst1: u64,
+        dst2: u64,
+        bytes: u64,
+    ) -> Result<Self, BuildError> {
+        if !has_broadcast_copy(gen) {
+            return Err(BuildError::Conflict {
+                packet: Self::NAME,
+                reason: "broadcast copy needs SDMA 4.4 or later",
+            });
+        }
+        Ok(SdmaCopyLinearBroadcast {
+            header: SdmaCopyHeader::new()
+                .with_op(SdmaOpcode::COPY)
+                .with_broadcast(true),
+            count: check_bytes(Self::NAME, copy_count_bits(gen), bytes)?,
+            params: SdmaBroadcastParams::new(),
+            src_lo: lo32(src),
+            src_hi: hi32(src),
+            dst1_lo: lo32(dst1),
+            dst1_hi: hi32(dst1),
+            dst2_lo: lo32(dst2),
+            dst2_hi: hi32(dst2),
+        })
+    }
+
+    /// Bytes copied to each destination (`count + 1`).
+    pub const fn byte_count(&self) -> u64 {
+        self.count as u64 + 1
+    }
+
+    /// Source address.
+    pub const fn src(&self) -> u64 {
+        join(self.src_lo, self.src_hi)
+    }
+
+    /// The two destination addresses.
+    pub const fn dsts(&self) -> [u64; 2] {
+        [
+            join(self.dst1_lo, self.dst1_hi),
+            join(self.dst2_lo, self.dst2_hi),
+        ]
+    }
+
+    /// Checks reserved bits and field values as the decoder for `gen` does (a generation
+    /// without broadcast copy reports the broadcast bit as reserved).
+    pub fn validate(&self, gen: SdmaGen) -> Result<(), DecodeErrorKind> {
+        const P: &str = SdmaCopyLinearBroadcast::NAME;
+        let broadcast = 1 << SdmaCopyHeader::BROADCAST_OFFSET;
+        let mut reserved = COPY_HEADER_RESERVED | 1 << SdmaCopyHeader::BACKWARDS_OFFSET;
+        if has_broadcast_copy(gen) {
+            reserved &= !broadcast;
+        }
+        check_reserved(P, 0, self.header.into_bits(), reserved)?;
+        check_count(P, 1, copy_count_bits(gen), self.count)?;
+        let mut reserved = BROADCAST_PARAMS_RESERVED;
+        if gen.major() != 6 {
+            reserved |= BROADCAST_PARAMS_SDMA6_ONLY;
         }
         check_reserved(P, 2, self.params.into_bits(), reserved)
     }
@@ -769,7 +945,7 @@ impl SdmaCopyLinearSubWind {
         check_reserved(P, 10, self.dst_slice_pitch, !SUB_WIND_SLICE_PITCH_MASK)?;
         check_reserved(P, 11, self.rect_xy.into_bits(), SUB_WIND_XY_RESERVED)?;
         let mut reserved = SUB_WIND_RECT_Z_RESERVED;
-        if gen != SdmaGen::Sdma6 {
+        if gen.major() != 6 {
             reserved |= SUB_WIND_RECT_Z_SDMA6_ONLY;
         }
         check_reserved(P, 12, self.rect_z.into_bits(), reserved)
@@ -984,7 +1160,7 @@ impl SdmaFence {
     /// Checks reserved bits as the decoder for `gen` does.
     pub fn validate(&self, gen: SdmaGen) -> Result<(), DecodeErrorKind> {
         let mut reserved = FENCE_HEADER_RESERVED;
-        if gen == SdmaGen::Sdma4 {
+        if gen.major() == 4 {
             reserved |= FENCE_SDMA5_ONLY;
         }
         check_reserved(Self::NAME, 0, self.header.into_bits(), reserved)?;
@@ -1199,7 +1375,7 @@ impl SdmaConstantFill {
             dst_lo: lo32(dst),
             dst_hi: hi32(dst),
             data,
-            count: check_bytes(Self::NAME, gen, bytes)?,
+            count: check_bytes(Self::NAME, fill_count_bits(gen), bytes)?,
         })
     }
 
@@ -1217,7 +1393,7 @@ impl SdmaConstantFill {
     pub fn validate(&self, gen: SdmaGen) -> Result<(), DecodeErrorKind> {
         check_reserved(Self::NAME, 0, self.header.into_bits(), FILL_HEADER_RESERVED)?;
         check_enum(Self::NAME, 0, "fillsize", self.header.fillsize())?;
-        check_count(Self::NAME, 4, gen, self.count)
+        check_count(Self::NAME, 4, fill_count_bits(gen), self.count)
     }
 }
 

@@ -1,7 +1,7 @@
 //! Golden vectors from the facts (§1, §3, §3.9, §4, §5, §10): header words, sizes,
 //! bitfield dwords, and their decoding back into typed fields.
 
-use pm4::decode::{decode_pm4_packet, decode_sdma_packet, Packet, SdmaPacket};
+use pm4::decode::{decode_pm4_packet, decode_sdma_packet, DecodeErrorKind, Packet, SdmaPacket};
 use pm4::fields::{CachePolicy, CompareFunction, EventType};
 use pm4::header::{Opcode, Type3Header, NOP_ONE_DWORD, TYPE2_FILLER};
 use pm4::hws::*;
@@ -655,6 +655,136 @@ fn sdma_counts_are_bytes_minus_one() {
         panic!()
     };
     assert_eq!(c.byte_count(), 0x40_0000);
+}
+
+/// The COPY_LINEAR counts each runtime writes: ROCr splits a copy at 0x3FFFFF bytes on
+/// gfx900–gfx908 and gfx101x (count 0x3FFFFE) and at 0x3FFFFFFF bytes on gfx90a, gfx94x, gfx103x
+/// and gfx11 (count 0x3FFFFFFE); kfdtest copies 2 MiB (count 0x1FFFFF) or, in newer versions,
+/// 1 GiB (count 0x3FFFFFFF) per packet. The IP version decides which the engine takes.
+#[test]
+fn sdma_copy_count_width_follows_the_ip_version() {
+    let gens = [
+        ((4, 0), SdmaGen::Sdma4),
+        ((4, 2), SdmaGen::Sdma4),
+        ((4, 4), SdmaGen::Sdma4_4),
+        ((5, 0), SdmaGen::Sdma5),
+        ((5, 2), SdmaGen::Sdma5_2),
+        ((6, 0), SdmaGen::Sdma6),
+    ];
+    for ((major, minor), gen) in gens {
+        assert_eq!(SdmaGen::from_ip_version(major, minor), Some(gen));
+        let wide = gen != SdmaGen::Sdma4 && gen != SdmaGen::Sdma5;
+        for (count, fits) in [
+            (0x1F_FFFF, true),
+            (0x3F_FFFE, true),
+            (0x3F_FFFF, true),
+            (0x40_0000, wide),
+            (0x3FFF_FFFE, wide),
+            (0x3FFF_FFFF, wide),
+        ] {
+            let words = [0x1, count, 0, 0x1000, 0, 0x2000, 0];
+            match decode_sdma_packet(&words, gen) {
+                Ok((SdmaPacket::CopyLinear(c), 7)) if fits => {
+                    assert_eq!(c.byte_count(), u64::from(count) + 1, "{gen:?}")
+                }
+                Err(e) if !fits => assert_eq!(
+                    e.kind,
+                    DecodeErrorKind::ReservedBits {
+                        packet: "SDMA_COPY_LINEAR",
+                        dword: 1,
+                        bits: count & !0x3F_FFFF
+                    },
+                    "{gen:?} count {count:#x}"
+                ),
+                other => panic!("{gen:?} count {count:#x}: {other:?}"),
+            }
+        }
+        assert_eq!(
+            SdmaCopyLinear::new(gen, 0, 0, 1 << 30).is_ok(),
+            wide,
+            "{gen:?} builds a 1 GiB copy"
+        );
+        assert!(SdmaCopyLinear::new(gen, 0, 0, (1 << 30) + 1).is_err());
+        // CONSTANT_FILL's count stays 22 bits before SDMA 6.
+        assert_eq!(
+            max_fill_bytes(gen),
+            1 << if gen == SdmaGen::Sdma6 { 30 } else { 22 }
+        );
+    }
+    assert_eq!(SdmaGen::from_ip_version(3, 0), None);
+    assert_eq!(SdmaGen::from_ip_version(7, 0), None);
+}
+
+/// COPY_LINEAR with the broadcast bit (dw0 `[27]`) as kfdtest's two-destination copy and
+/// ROCr's broadcast copy write it: 9 dwords, the second destination in dw7/dw8. SDMA 4.0–4.2
+/// have no such packet: the bit is reserved there.
+#[test]
+fn sdma_broadcast_copy_dwords() {
+    let words = [
+        0x0800_0001, // op COPY, sub_op LINEAR, broadcast
+        0x3F_FFFF,   // 4 MiB
+        0,
+        0x1000,
+        0x7F,
+        0x2000,
+        0x1,
+        0x3000,
+        0x2,
+    ];
+    let p = SdmaCopyLinearBroadcast::new(
+        SdmaGen::Sdma4_4,
+        0x7F_0000_1000,
+        0x1_0000_2000,
+        0x2_0000_3000,
+        4 << 20,
+    )
+    .unwrap();
+    assert_eq!(p.to_dwords(), words);
+    assert_eq!(std::mem::size_of::<SdmaCopyLinearBroadcast>(), 36);
+    for gen in [
+        SdmaGen::Sdma4_4,
+        SdmaGen::Sdma5,
+        SdmaGen::Sdma5_2,
+        SdmaGen::Sdma6,
+    ] {
+        let (SdmaPacket::CopyLinearBroadcast(c), 9) = decode_sdma_packet(&words, gen).unwrap()
+        else {
+            panic!("not a broadcast copy on {gen:?}")
+        };
+        assert_eq!(
+            (c.src(), c.dsts(), c.byte_count()),
+            (0x7F_0000_1000, [0x1_0000_2000, 0x2_0000_3000], 4 << 20)
+        );
+    }
+    let e = decode_sdma_packet(&words, SdmaGen::Sdma4).unwrap_err();
+    assert_eq!(
+        e.kind,
+        DecodeErrorKind::ReservedBits {
+            packet: "SDMA_COPY_LINEAR",
+            dword: 0,
+            bits: 1 << 27
+        }
+    );
+    assert!(SdmaCopyLinearBroadcast::new(SdmaGen::Sdma4, 0, 0, 0, 4).is_err());
+    // Only the source and destination swaps (and on SDMA 6 the cache policies) are fields
+    // of dw2; the broadcast form has no backwards bit.
+    let mut bad = words;
+    bad[2] = 1 << 30;
+    assert!(decode_sdma_packet(&bad, SdmaGen::Sdma4_4).is_err());
+    let mut bad = words;
+    bad[0] |= 1 << 25;
+    assert!(decode_sdma_packet(&bad, SdmaGen::Sdma5).is_err());
+    let mut swaps = words;
+    swaps[2] = 2 << 8 | 1 << 16 | 3 << 24;
+    let (SdmaPacket::CopyLinearBroadcast(c), 9) =
+        decode_sdma_packet(&swaps, SdmaGen::Sdma4_4).unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(
+        (c.params.dst2_sw(), c.params.dst1_sw(), c.params.src_sw()),
+        (EndianSwap::Swap32, EndianSwap::Swap16, EndianSwap::Swap64)
+    );
 }
 
 /// COPY_LINEAR_SUB_WIND dwords worked out by hand from the field positions (op `[7:0]`,

@@ -660,7 +660,7 @@ fn pseudo_random_streams_never_panic_and_reencode_exactly() {
     }
     for i in 0..STREAMS {
         random_sdma(&mut rng, &mut words);
-        let gen = [SdmaGen::Sdma4, SdmaGen::Sdma5, SdmaGen::Sdma6][i % 3];
+        let gen = SdmaGen::ALL[i % SdmaGen::ALL.len()];
         for item in SdmaDecoder::new(&words, gen) {
             match item {
                 Ok(d) => {

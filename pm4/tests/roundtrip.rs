@@ -699,13 +699,13 @@ impl OwnedSdma {
 }
 
 fn arb_sdma(gen: SdmaGen) -> impl Strategy<Value = OwnedSdma> {
-    let max = max_bytes(gen);
-    let sdma5 = gen != SdmaGen::Sdma4;
-    let sdma6 = gen == SdmaGen::Sdma6;
+    let max_copy = max_copy_bytes(gen);
+    let sdma5 = gen.major() >= 5;
+    let sdma6 = gen.major() == 6;
     let copy = (
         any::<u64>(),
         any::<u64>(),
-        1..=max,
+        1..=max_copy,
         any::<[bool; 3]>(),
         en::<EndianSwap>(),
         en::<EndianSwap>(),
@@ -810,7 +810,7 @@ fn arb_sdma(gen: SdmaGen) -> impl Strategy<Value = OwnedSdma> {
     let fill = (
         any::<u64>(),
         any::<u32>(),
-        1..=max,
+        1..=max_fill_bytes(gen),
         en::<EndianSwap>(),
         en::<FillSize>(),
     )
@@ -836,7 +836,39 @@ fn arb_sdma(gen: SdmaGen) -> impl Strategy<Value = OwnedSdma> {
             OwnedSdma::Fixed(SdmaPacket::Indirect(ib))
         });
     let nop = proptest::collection::vec(any::<u32>(), 0..30).prop_map(OwnedSdma::Nop);
-    prop_oneof![copy, sub_wind, write, fence, trap, poll, fill, ts, ib, nop]
+    // Where the engine has no broadcast copy, a plain copy stands in for it.
+    let broadcast = (
+        [any::<u64>(), any::<u64>(), any::<u64>()],
+        1..=max_copy,
+        any::<[bool; 2]>(),
+        [en::<EndianSwap>(), en::<EndianSwap>(), en::<EndianSwap>()],
+        [0u8..8, 0u8..8, 0u8..8],
+    )
+        .prop_map(
+            move |([s, d1, d2], n, b, [ssw, sw1, sw2], [scp, cp1, cp2])| {
+                let Ok(mut p) = SdmaCopyLinearBroadcast::new(gen, s, d1, d2, n) else {
+                    return OwnedSdma::Fixed(SdmaPacket::CopyLinear(
+                        SdmaCopyLinear::new(gen, s, d1, n).unwrap(),
+                    ));
+                };
+                assert_eq!((p.src(), p.dsts(), p.byte_count()), (s, [d1, d2], n));
+                p.header = p.header.with_encrypt(b[0]).with_tmz(b[1]);
+                p.params = p
+                    .params
+                    .with_src_sw(ssw)
+                    .with_dst1_sw(sw1)
+                    .with_dst2_sw(sw2);
+                if sdma6 {
+                    p.params = p
+                        .params
+                        .with_src_cache_policy(scp)
+                        .with_dst1_cache_policy(cp1)
+                        .with_dst2_cache_policy(cp2);
+                }
+                OwnedSdma::Fixed(SdmaPacket::CopyLinearBroadcast(p))
+            },
+        );
+    prop_oneof![copy, sub_wind, write, fence, trap, poll, fill, ts, ib, nop, broadcast]
 }
 
 /// The accessors give back what the builder was given (minus-one encodings undone).
@@ -850,7 +882,7 @@ fn assert_fields_round_trip(
 }
 
 fn arb_sdma_gen() -> impl Strategy<Value = SdmaGen> {
-    select(vec![SdmaGen::Sdma4, SdmaGen::Sdma5, SdmaGen::Sdma6])
+    select(SdmaGen::ALL.to_vec())
 }
 
 proptest! {

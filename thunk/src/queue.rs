@@ -1525,7 +1525,7 @@ impl Queue<Sdma> {
     /// Copies `bytes` from `src` to `dst` (as many COPY_LINEAR packets as the generation's
     /// byte-count field needs).
     pub fn push_copy(&mut self, dst: u64, src: u64, bytes: u64) -> Result<SdmaBytePtr> {
-        let max = pm4::sdma::max_bytes(self.kind.gen);
+        let max = pm4::sdma::max_copy_bytes(self.kind.gen);
         let mut done = 0;
         let mut w = self.pending_wptr();
         while done < bytes {
@@ -1540,7 +1540,7 @@ impl Queue<Sdma> {
 
     /// Fills `bytes` (a multiple of 4) at `dst` with the dword `value`.
     pub fn push_fill(&mut self, dst: u64, value: u32, bytes: u64) -> Result<SdmaBytePtr> {
-        let max = pm4::sdma::max_bytes(self.kind.gen) & !3;
+        let max = pm4::sdma::max_fill_bytes(self.kind.gen) & !3;
         let mut done = 0;
         let mut w = self.pending_wptr();
         while done < bytes {

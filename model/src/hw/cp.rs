@@ -28,6 +28,7 @@
 //! `cp_hqd_pq_wptr`) and its IB state, SH registers and the progress of a running packet stay
 //! in the engine's saved context, so it resumes on the same packet when mapped again.
 
+use crate::config::Strict;
 use crate::hw::doorbell::DoorbellBar;
 use crate::hw::engine::{
     read_linear, read_ring, unwrap_pointer, write_pointer, ExecEnv, Flow, IbFrame, QueueError,
@@ -129,6 +130,8 @@ pub struct CpState {
     pub shader_activity: Option<Arc<ShaderActivity>>,
     /// Host threads a dispatch's workgroups run on (0 counts as 1).
     pub cu_threads: usize,
+    /// What the queue's dispatches report instead of tolerating it (`KFD_MODEL_STRICT`).
+    pub strict: Strict,
     /// The GPU's compute units, over which the SPI places the waves.
     pub shader_array: ShaderArray,
     /// The owning process's trap handler (from its MAP_PROCESS), if it installed one.
@@ -314,6 +317,7 @@ impl CpQueue {
             fresh.state.shader_activity = self.state.shader_activity.take();
             fresh.state.shader_isa = self.state.shader_isa;
             fresh.state.cu_threads = self.state.cu_threads;
+            fresh.state.strict = self.state.strict;
             fresh.state.shader_array = self.state.shader_array;
             fresh.state.gws = self.state.gws.clone();
             *self = fresh;
@@ -348,6 +352,11 @@ impl CpQueue {
     /// Runs the queue's dispatches on `threads` host threads.
     pub fn set_cu_threads(&mut self, threads: usize) {
         self.state.cu_threads = threads.max(1);
+    }
+
+    /// The queue's dispatches report what `strict` names instead of tolerating it.
+    pub fn set_strict(&mut self, strict: Strict) {
+        self.state.strict = strict;
     }
 
     /// The GPU's compute units, over which dispatches of this queue place their waves.
@@ -668,6 +677,7 @@ impl CpQueue {
                         let kept = std::mem::take(&mut self.state.code);
                         let mut run = KernelRun::start(env.vm, setup)?
                             .with_cu_threads(self.state.cu_threads)
+                            .with_strict(self.state.strict)
                             .with_gws(self.state.gws.clone())
                             .with_code(env.vm, kept);
                         if let Some(a) = &self.state.shader_activity {
@@ -760,6 +770,12 @@ impl CpQueue {
                     if !ready {
                         return Ok(RunState::Parked);
                     }
+                    self.complete_aql(env, pkt)?;
+                    *done += 1;
+                }
+                // hsa_ext_amd.h: a null signal is a satisfied dependency (ROCclr sends one
+                // with mask 0 when a barrier-value packet has nothing to wait for).
+                AqlPacket::BarrierValue(v) if v.signal == 0 => {
                     self.complete_aql(env, pkt)?;
                     *done += 1;
                 }
@@ -1049,6 +1065,7 @@ fn dispatch_direct(
         let kept = std::mem::take(&mut state.code);
         let mut run = KernelRun::from_registers(setup, pgm, reg(ShReg::COMPUTE_PGM_RSRC1), rsrc2)?
             .with_cu_threads(state.cu_threads)
+            .with_strict(state.strict)
             .with_gws(state.gws.clone())
             .with_code(env.vm, kept);
         if let Some(a) = &state.shader_activity {

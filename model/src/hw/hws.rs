@@ -9,6 +9,7 @@
 //! ends, every queue is preempted, and mapping resumes queue by queue with the first queue the
 //! last quantum left out, so every queue of the runlist gets its turn.
 
+use crate::config::Strict;
 use crate::device::Gpu;
 use crate::hw::cp::{CpQueue, ShRegisters};
 use crate::hw::engine::{EngineActivity, ExecEnv, QueueError, QueueIdentity, RunState};
@@ -169,10 +170,14 @@ pub struct EngineQueueState {
 struct State {
     pm4_gen: GfxGen,
     mqd_gen: Generation,
+    /// The SDMA engines' IP version (count widths, broadcast copy).
+    sdma_gen: SdmaGen,
     /// The ISA of the compute units, or why the model cannot run this GPU's shaders.
     shader_isa: Result<isa::Target, String>,
     /// Host threads a dispatch's workgroups run on.
     cu_threads: usize,
+    /// What dispatches report instead of tolerating it (`KFD_MODEL_STRICT`).
+    strict: Strict,
     /// The compute units dispatches place their waves on.
     shader_array: ShaderArray,
     sdma_engines: u8,
@@ -231,10 +236,27 @@ impl Hws {
         self
     }
 
+    /// The SDMA engines are of IP version `gen` (by default the oldest of the MQD
+    /// generation's).
+    pub fn with_sdma_gen(self, gen: SdmaGen) -> Self {
+        if let Ok(mut s) = self.state.lock() {
+            s.sdma_gen = gen;
+        }
+        self
+    }
+
     /// Dispatches run their workgroups on `threads` host threads (at least 1).
     pub fn with_cu_threads(self, threads: usize) -> Self {
         if let Ok(mut s) = self.state.lock() {
             s.cu_threads = threads.max(1);
+        }
+        self
+    }
+
+    /// Dispatches report what `strict` names instead of tolerating it.
+    pub fn with_strict(self, strict: Strict) -> Self {
+        if let Ok(mut s) = self.state.lock() {
+            s.strict = strict;
         }
         self
     }
@@ -259,8 +281,10 @@ impl Hws {
             state: Mutex::new(State {
                 pm4_gen,
                 mqd_gen,
+                sdma_gen: SdmaGen::from(mqd_gen),
                 shader_isa: Err("ISA not modelled for this GPU".into()),
                 cu_threads: 1,
+                strict: Strict::default(),
                 shader_array: ShaderArray::default(),
                 sdma_engines,
                 sdma_queues_per_engine,
@@ -543,8 +567,10 @@ impl Hws {
             remapped,
             pm4_gen,
             mqd_gen,
+            sdma_gen,
             shader_isa,
             cu_threads,
+            strict,
             shader_array,
             faults,
             not_before,
@@ -602,6 +628,7 @@ impl Hws {
                             q.set_shader_isa(shader_isa.clone());
                             q.set_shader_activity(gpu.shader.clone());
                             q.set_cu_threads(*cu_threads);
+                            q.set_strict(*strict);
                             q.set_shader_array(*shader_array);
                             QueueContext::Compute(q)
                         }
@@ -613,7 +640,7 @@ impl Hws {
                                 &mqd,
                                 m.queue.wptr_addr,
                                 id,
-                                SdmaGen::from(*mqd_gen),
+                                *sdma_gen,
                             ))
                         }
                     };

@@ -350,13 +350,18 @@ impl SdmaQueue {
         match packet {
             SdmaPacket::Nop(_) => {}
             SdmaPacket::CopyLinear(c) => vm.copy(c.dst(), c.src(), c.byte_count())?,
+            SdmaPacket::CopyLinearBroadcast(c) => {
+                for dst in c.dsts() {
+                    vm.copy(dst, c.src(), c.byte_count())?;
+                }
+            }
             SdmaPacket::CopyLinearSubWind(c) => {
                 return Ok(copy_sub_wind(&c, &mut self.progress, vm)?)
             }
             SdmaPacket::Write(w) => vm.write(w.dst(), w.data.as_bytes())?,
             SdmaPacket::Fence(f) => vm.store_u32(f.addr(), f.data)?,
             SdmaPacket::Trap(t) => {
-                let (client, source) = if self.gen == SdmaGen::Sdma6 {
+                let (client, source) = if self.gen.major() == 6 {
                     (IH_CLIENT_GRBM_CP, SRC_SDMA_TRAP_SOC21)
                 } else {
                     (self.client(), SRC_SDMA_TRAP)

@@ -10,18 +10,25 @@
 //! process's mappings ends the dispatch with a VM fault. [`KernelRun::step`] runs for a time
 //! slice on up to `cu_threads` host threads (whole workgroups per thread) and returns, so a
 //! long kernel yields to the engine's other queues and can be preempted between slices;
-//! workgroups started and not finished stay suspended in the [`KernelRun`]. Each workgroup
+//! workgroups started and not finished stay suspended in the [`KernelRun`]. Workgroups start
+//! in dispatch order and take bounded turns, so one that waits on an earlier one never starves
+//! it (`group_queue`); waves that only poll memory run in short turns (`polling`). Each workgroup
 //! in flight holds a slot of the scratch, each wave its own slice of it. With a trap handler
 //! installed, `s_trap`, illegal instructions and memory violations enter it with the
 //! hardware's trap state; the handler runs to its end (ROCr's reports through scalar atomics
 //! or a PRIV `MSG_INTERRUPT` and halts the wave with STATUS.HALT).
 //! Decoded code is kept per queue and reused while memory still holds the same bytes.
 
+mod group_queue;
+mod polling;
+
+use crate::config::Strict;
 use crate::hw::engine::QueueError;
 use crate::hw::gws::{Gws, GwsWait};
 use crate::hw::observe::{DispatchStart, ShaderActivity, Watch};
 use crate::hw::vm::{GpuVm, Tlb, VmFault};
 use codeobj::{DispatchInfo, KernelCode};
+use group_queue::{GroupQueue, Turn};
 use isa::exec::wave::{HwId, HwIdFields};
 use isa::exec::{
     Access, AtomicRequest, CodeCache, Lanes, MemFault, Mode, Stop, Wave, WaveEnv, WaveFault,
@@ -29,7 +36,8 @@ use isa::exec::{
 };
 use isa::Target;
 use pm4::aql::KernelDispatchPacket;
-use std::collections::{HashMap, VecDeque};
+use polling::Activity;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
@@ -45,11 +53,14 @@ pub const SOLO_START: Duration = Duration::from_micros(100);
 /// Instructions a wave runs before the next wave of its workgroup gets a turn.
 pub const WAVE_TURN: u64 = 4096;
 
-/// At most this many new workgroups (of a dispatch without scratch) a compute-unit thread
-/// takes from the shared queue at once: one lock per batch instead of one per workgroup,
-/// which two threads would otherwise pass back and forth for small workgroups. Fewer near
-/// the end of the grid, so the threads finish together.
-const CLAIM_BATCH: u64 = 8;
+/// Instructions a wave that polled in its last run (`polling`) runs before the next wave of
+/// its workgroup gets a turn.
+pub const POLL_TURN: u64 = 256;
+
+/// Instructions a workgroup runs in one turn on a compute-unit thread (at least one round of
+/// its waves) before the thread takes the next workgroup's turn: a workgroup that spins
+/// waiting for an earlier one gives its thread back (`group_queue` says how turns go round).
+pub const GROUP_TURN: u64 = 16 * 1024;
 
 /// Bytes of one LDS allocation granule (128 dwords).
 const LDS_GRANULE: usize = 512;
@@ -370,6 +381,8 @@ struct Workgroup {
     /// Per wave: the exception its trap handler is handling (what is reported if the handler
     /// itself fails).
     in_handler: Vec<Option<WaveException>>,
+    /// Per wave: its last run's memory accesses, and whether that run polled.
+    activity: Vec<(Activity, bool)>,
     lds: Vec<u8>,
 }
 
@@ -379,6 +392,9 @@ enum GroupEnd {
     Done(Workgroup),
     /// The time slice is over (or another thread stopped the dispatch): resume it later.
     Unfinished(Workgroup),
+    /// Its waves only polled (`polling`): resume it later, and let the host run a thread
+    /// with other work first.
+    Polled(Workgroup),
     /// A wave faulted on memory.
     Fault(QueueError),
     /// A wave faulted on memory with XNACK replay on: the workgroup waits, the faulting wave
@@ -386,17 +402,6 @@ enum GroupEnd {
     Retry(Box<Workgroup>, QueueError),
     /// A wave halted on a trap or an exception.
     Halt(WaveException),
-}
-
-/// The workgroups waiting for a compute unit: those started and suspended, then the rest.
-#[derive(Debug, Default)]
-struct Pending {
-    active: VecDeque<Workgroup>,
-    next_group: u64,
-    /// Workgroups a thread took in a batch and did not start (run before `next_group`).
-    returned: Vec<u64>,
-    /// Scratch slots no workgroup holds (`None`: the dispatch has no scratch).
-    free_slots: Option<Vec<u32>>,
 }
 
 /// What the threads of one time slice found, beside finished workgroups.
@@ -422,12 +427,8 @@ pub struct KernelRun {
     info: DispatchInfo,
     entry: u64,
     groups: [u32; 3],
-    next_group: u64,
-    /// Workgroups started and suspended at the end of a time slice, oldest first.
-    active: VecDeque<Workgroup>,
-    /// Workgroups below `next_group` that a thread took and gave back unstarted, the next
-    /// to start last.
-    returned: Vec<u64>,
+    /// The workgroups not ended: suspended between turns, or not started.
+    queue: GroupQueue<Workgroup>,
     code: Vec<DecodedCode>,
     vgprs: usize,
     agprs: usize,
@@ -439,8 +440,6 @@ pub struct KernelRun {
     watch: Option<Watch>,
     /// Host threads the workgroups run on.
     cu_threads: usize,
-    /// Scratch slots no workgroup holds (`None`: the dispatch has no scratch).
-    free_slots: Option<Vec<u32>>,
     /// The last step stopped on a retry fault ([`DispatchSetup::retry_faults`]).
     awaiting_retry: bool,
     /// The queue's global wave sync resources.
@@ -448,7 +447,7 @@ pub struct KernelRun {
     /// A slice has run (the first one starts on the calling thread alone, [`SOLO_START`]).
     started: bool,
     /// What the waves report instead of doing the hardware's thing (`KFD_MODEL_STRICT`).
-    strict: crate::config::Strict,
+    strict: Strict,
     /// An LDS access outside the allocation was dropped and said so (once per dispatch).
     lds_warned: Arc<AtomicBool>,
     /// A VGPR past a wave's allocation was read as VGPR0 or ignored and said so (once per
@@ -562,6 +561,13 @@ impl KernelRun {
         self
     }
 
+    /// The same reporting what `strict` names instead of tolerating it as the hardware does
+    /// (default: nothing).
+    pub fn with_strict(mut self, strict: Strict) -> Self {
+        self.strict = strict;
+        self
+    }
+
     fn with_info(
         setup: DispatchSetup,
         info: DispatchInfo,
@@ -634,6 +640,19 @@ impl KernelRun {
         } else {
             None
         };
+        // As many workgroups as the compute units have wave slots for are started at once.
+        let a = &setup.placement.array;
+        let wave_slots = [
+            a.engines,
+            a.cus_per_engine,
+            a.simds_per_cu,
+            a.waves_per_simd,
+        ]
+        .iter()
+        .map(|&n| u64::from(n.max(1)))
+        .product::<u64>();
+        let resident_limit = wave_slots / wg_items.div_ceil(WAVE_SIZE as u64);
+        let total_groups = groups.iter().map(|&g| u64::from(g)).product();
         log::debug!(
             target: "hw::spi",
             "dispatch {:#x}: entry {entry:#x}, grid {:?} in workgroups of {:?}, {} VGPRs + {} AGPRs, LDS {}+{}",
@@ -645,9 +664,7 @@ impl KernelRun {
             info,
             entry,
             groups,
-            next_group: 0,
-            active: VecDeque::new(),
-            returned: Vec::new(),
+            queue: GroupQueue::new(total_groups, resident_limit, free_slots),
             code: Vec::new(),
             vgprs,
             agprs,
@@ -655,11 +672,10 @@ impl KernelRun {
             exception: None,
             watch: None,
             cu_threads: 1,
-            free_slots,
             awaiting_retry: false,
             gws: Arc::default(),
             started: false,
-            strict: crate::config::Strict::from_env(),
+            strict: Strict::default(),
             lds_warned: Arc::default(),
             vgprs_warned: Arc::default(),
         })
@@ -701,10 +717,6 @@ impl KernelRun {
         std::mem::take(&mut self.messages)
     }
 
-    fn total_groups(&self) -> u64 {
-        self.groups.iter().map(|&g| u64::from(g)).product()
-    }
-
     /// Whether the last [`KernelRun::step`] stopped on a retry fault: the dispatch is not
     /// over and the next step retries the faulting instruction.
     pub fn awaits_retry(&self) -> bool {
@@ -718,9 +730,7 @@ impl KernelRun {
 
     /// Workgroups not yet ended (started or not).
     pub fn workgroups_left(&self) -> u64 {
-        self.active.len() as u64
-            + self.returned.len() as u64
-            + self.total_groups().saturating_sub(self.next_group)
+        self.queue.left()
     }
 
     /// Runs waves for about [`DISPATCH_SLICE`] on up to `cu_threads` host threads (each takes
@@ -738,12 +748,8 @@ impl KernelRun {
             return Ok(true);
         }
         let deadline = Instant::now() + DISPATCH_SLICE;
-        let pending = Mutex::new(Pending {
-            active: std::mem::take(&mut self.active),
-            next_group: self.next_group,
-            returned: std::mem::take(&mut self.returned),
-            free_slots: self.free_slots.take(),
-        });
+        let empty = GroupQueue::new(0, 1, None);
+        let pending = Mutex::new(std::mem::replace(&mut self.queue, empty));
         let code = Mutex::new(std::mem::take(&mut self.code));
         let outcome = Mutex::new(SliceOutcome::default());
         let stop = AtomicBool::new(false);
@@ -757,10 +763,7 @@ impl KernelRun {
                 let solo = (Instant::now() + SOLO_START).min(deadline);
                 this.worker(vm, solo, &pending, &code, &outcome, &stop);
             }
-            let more = || {
-                let p = locked(&pending);
-                !p.active.is_empty() || !p.returned.is_empty() || p.next_group < this.total_groups()
-            };
+            let more = || locked(&pending).has_waiting();
             if workers == 1 {
                 work();
             } else if stop.load(Ordering::Acquire) || Instant::now() >= deadline || !more() {
@@ -790,11 +793,7 @@ impl KernelRun {
                 });
             }
         }
-        let pending = pending.into_inner().unwrap_or_else(|e| e.into_inner());
-        self.active = pending.active;
-        self.next_group = pending.next_group;
-        self.returned = pending.returned;
-        self.free_slots = pending.free_slots;
+        self.queue = pending.into_inner().unwrap_or_else(|e| e.into_inner());
         self.code = code.into_inner().unwrap_or_else(|e| e.into_inner());
         let outcome = outcome.into_inner().unwrap_or_else(|e| e.into_inner());
         self.messages.extend(outcome.messages);
@@ -809,13 +808,13 @@ impl KernelRun {
         Ok(self.workgroups_left() == 0)
     }
 
-    /// One compute unit's share of a time slice: takes workgroups (suspended ones first) and
-    /// runs each until it ends or the slice does.
+    /// One compute unit's share of a time slice: takes turns of workgroups as the queue
+    /// hands them out (`group_queue`) until the slice ends.
     fn worker(
         &self,
         vm: &GpuVm,
         deadline: Instant,
-        pending: &Mutex<Pending>,
+        pending: &Mutex<GroupQueue<Workgroup>>,
         code: &Mutex<Vec<DecodedCode>>,
         outcome: &Mutex<SliceOutcome>,
         stop: &AtomicBool,
@@ -825,7 +824,6 @@ impl KernelRun {
         let mut messages = Vec::new();
         // The translations of this worker's waves (valid while the VM keeps its generation).
         let mut tlb = Tlb::default();
-        let total = self.total_groups();
         // The last finished workgroup: the next new one takes over its waves' allocations.
         let mut spare: Option<Workgroup> = None;
         // Instructions retired in this slice, handed to the watch at its end.
@@ -846,44 +844,14 @@ impl KernelRun {
             }
             let next = match claimed.next() {
                 Some(g) => Err((g, 0)),
-                None => {
-                    let mut p = locked(pending);
-                    // Suspended workgroups first, except those waiting on a GWS barrier
-                    // that others must reach first.
-                    let runnable = p.active.iter().position(|g| !self.gws_blocked(g));
-                    match runnable.and_then(|i| p.active.remove(i)) {
-                        Some(g) => Ok(g),
-                        // No scratch slots to hand out: new workgroups in a batch.
-                        None if p.free_slots.is_none()
-                            && (!p.returned.is_empty() || p.next_group < total) =>
-                        {
-                            match p.returned.pop() {
-                                Some(g) => Err((g, 0)),
-                                None => {
-                                    let left = total - p.next_group;
-                                    let n = (left / (4 * workers)).clamp(1, CLAIM_BATCH);
-                                    let first = p.next_group;
-                                    p.next_group += n;
-                                    claimed = first + 1..first + n;
-                                    Err((first, 0))
-                                }
-                            }
-                        }
-                        None if p.next_group < total => {
-                            let slot = match &mut p.free_slots {
-                                None => 0,
-                                Some(free) => match free.pop() {
-                                    Some(s) => s,
-                                    // Every scratch slot is held: no new workgroup fits now.
-                                    None => break,
-                                },
-                            };
-                            p.next_group += 1;
-                            Err((p.next_group - 1, slot))
-                        }
-                        None => break,
+                None => match locked(pending).next_turn(workers, |g| self.gws_blocked(g)) {
+                    Turn::Resume(g) => Ok(g),
+                    Turn::Start { first, count, slot } => {
+                        claimed = first + 1..first + count;
+                        Err((first, slot))
                     }
-                }
+                    Turn::Idle => break,
+                },
             };
             let group = next.unwrap_or_else(|(g, slot)| {
                 let gx = u64::from(self.groups[0]);
@@ -915,14 +883,19 @@ impl KernelRun {
             );
             match end {
                 GroupEnd::Done(g) => {
-                    if let Some(free) = &mut locked(pending).free_slots {
-                        free.push(slot);
-                    }
+                    locked(pending).end(slot);
                     spare = Some(g);
                 }
                 GroupEnd::Unfinished(g) => {
-                    locked(pending).active.push_back(g);
+                    locked(pending).suspend(g.index, g);
                     clock_at = None;
+                }
+                GroupEnd::Polled(g) => {
+                    locked(pending).suspend(g.index, g);
+                    clock_at = None;
+                    // On a host with fewer free cores than compute-unit threads, the thread
+                    // running what this one waits for may be waiting for a core.
+                    std::thread::yield_now();
                 }
                 GroupEnd::Fault(e) => {
                     stop.store(true, Ordering::Release);
@@ -930,7 +903,7 @@ impl KernelRun {
                 }
                 GroupEnd::Retry(g, e) => {
                     stop.store(true, Ordering::Release);
-                    locked(pending).active.push_front(*g);
+                    locked(pending).suspend_first(g.index, *g);
                     let mut o = locked(outcome);
                     if o.fault.is_none() {
                         o.fault = Some(e);
@@ -944,8 +917,7 @@ impl KernelRun {
             }
         }
         if !claimed.is_empty() {
-            // The next to start is popped first.
-            locked(pending).returned.extend(claimed.rev());
+            locked(pending).give_back(claimed);
         }
         if let Some(w) = &self.watch {
             w.count_workgroups(groups_started, waves_started);
@@ -954,8 +926,8 @@ impl KernelRun {
         locked(outcome).messages.extend(messages);
     }
 
-    /// Runs a workgroup's waves round robin until they all end, one halts or faults, or the
-    /// slice is over.
+    /// Runs a workgroup's waves round robin until they all end, one halts or faults, its turn
+    /// ([`GROUP_TURN`] instructions) is over, or the slice is.
     #[allow(clippy::too_many_arguments)]
     fn run_group(
         &self,
@@ -969,13 +941,18 @@ impl KernelRun {
         messages: &mut Vec<SqMessage>,
         retired: &mut u64,
     ) -> GroupEnd {
+        let turn_end = *retired + GROUP_TURN;
         loop {
             let mut ran = false;
+            // Every wave that ran in this round polled (`polling`).
+            let mut all_polled = true;
             for i in 0..group.waves.len() {
                 if group.waves[i].1 != WaveState::Ready {
                     continue;
                 }
                 ran = true;
+                let (last_activity, polled) = group.activity[i];
+                let budget = if polled { POLL_TURN } else { WAVE_TURN };
                 let sent_before = messages.len();
                 // A wave enters and leaves its handler only at a stop, so PRIV at the start
                 // holds for what this run sends (an s_rfe_b64 that returns to the shader
@@ -988,6 +965,7 @@ impl KernelRun {
                     lds: &mut group.lds,
                     messages: &mut *messages,
                     privileged: in_handler,
+                    activity: Activity::default(),
                     lds_strict: self.strict.lds,
                     lds_warned: &self.lds_warned,
                     vgpr_strict: self.strict.vgprs,
@@ -998,7 +976,7 @@ impl KernelRun {
                 let stop_reason = loop {
                     // Borrowed, not cloned: the threads of a slice share the code's `Arc`,
                     // whose count they would otherwise pass back and forth for every wave.
-                    let found = local_code.iter().position(|c| c.get(wave.pc).is_some());
+                    let found = local_code.iter().position(|c| holds(c, wave.pc));
                     let at = match found {
                         Some(at) => at,
                         None => match self.decode_at(vm, wave.pc, local_code, shared_code) {
@@ -1013,31 +991,46 @@ impl KernelRun {
                             wave,
                             code,
                             &mut env,
-                            WAVE_TURN,
+                            budget,
                             retired,
                         ),
                         None => {
                             let before = wave.retired;
-                            let stop = wave.run(code, &mut env, WAVE_TURN);
+                            let stop = wave.run(code, &mut env, budget);
                             *retired += wave.retired - before;
                             stop
                         }
                     };
-                    // A fetch outside the decoded window: decode the window around the PC.
-                    if let Stop::Fault(WaveFault::Memory(MemFault {
-                        access: Access::Fetch,
-                        ..
-                    })) = stop
-                    {
-                        if code.get(wave.pc).is_none() && vm.probe(wave.pc, 4, false).is_ok() {
-                            match self.decode_at(vm, wave.pc, local_code, shared_code) {
-                                Ok(_) => continue,
-                                Err(e) => break Stop::Fault(WaveFault::Memory(e)),
+                    // An instruction outside the decoded window, or cut by its end: decode the
+                    // window around the PC (`code_window`).
+                    let outside = match &stop {
+                        Stop::Fault(WaveFault::Memory(MemFault {
+                            access: Access::Fetch,
+                            ..
+                        })) => vm.probe(wave.pc, 4, false).is_ok(),
+                        Stop::Fault(WaveFault::IllegalInstruction { pc, .. }) => *pc == wave.pc,
+                        _ => false,
+                    };
+                    if outside && !holds(code, wave.pc) {
+                        match self.decode_at(vm, wave.pc, local_code, shared_code) {
+                            // Cut in the window around it too: the dword after it is not
+                            // mapped, and fetching it faults as on hardware.
+                            Ok(fresh) if !holds(&fresh, wave.pc) => {
+                                break Stop::Fault(WaveFault::Memory(MemFault {
+                                    address: wave.pc + 4,
+                                    access: Access::Fetch,
+                                }))
                             }
+                            Ok(_) => continue,
+                            Err(e) => break Stop::Fault(WaveFault::Memory(e)),
                         }
                     }
                     break stop;
                 };
+                let activity = env.activity;
+                let polls = activity.polled_after(&last_activity);
+                group.activity[i] = (activity, polls);
+                all_polled &= polls;
                 let privileged = group.waves[i].0.status & isa::exec::wave::status::PRIV != 0;
                 let sent = &messages[sent_before..];
                 let asked_doorbell = sent.iter().any(|m| m.simm16 & 0xf == MSG_GET_DOORBELL);
@@ -1189,7 +1182,11 @@ impl KernelRun {
             } else if !ran {
                 return GroupEnd::Unfinished(group);
             }
-            if Instant::now() >= deadline || stop.load(Ordering::Acquire) {
+            // A workgroup whose waves only poll gives its turn to others at once.
+            if ran && all_polled {
+                return GroupEnd::Polled(group);
+            }
+            if *retired >= turn_end || Instant::now() >= deadline || stop.load(Ordering::Acquire) {
                 return GroupEnd::Unfinished(group);
             }
         }
@@ -1203,10 +1200,7 @@ impl KernelRun {
         local_code: &mut Vec<Arc<CodeCache>>,
         shared_code: &Mutex<Vec<DecodedCode>>,
     ) -> Result<Arc<CodeCache>, MemFault> {
-        if let Some(c) = locked(shared_code)
-            .iter()
-            .find(|c| c.cache.get(pc).is_some())
-        {
+        if let Some(c) = locked(shared_code).iter().find(|c| holds(&c.cache, pc)) {
             local_code.push(c.cache.clone());
             return Ok(c.cache.clone());
         }
@@ -1245,6 +1239,7 @@ impl KernelRun {
             first_wave: 0,
             slot,
             in_handler: Vec::new(),
+            activity: Vec::new(),
             waves: Vec::new(),
             lds: Vec::new(),
         });
@@ -1273,6 +1268,8 @@ impl KernelRun {
         }
         group.in_handler.clear();
         group.in_handler.resize(nwaves as usize, None);
+        group.activity.clear();
+        group.activity.resize(nwaves as usize, Default::default());
         group.lds.clear();
         group.lds.resize(lds, 0);
         group
@@ -1506,7 +1503,20 @@ fn enter_trap_handler(wave: &mut Wave, handler: TrapHandler, error: u64) {
     wave.pc = handler.tba;
 }
 
-/// Decodes the code window around `pc` (inside the mapping that holds it).
+/// Whether `code` holds the whole instruction at `pc`. An instruction whose first dword is
+/// a window's last and whose second is not in it is cut by the window, not by memory: the
+/// window around `pc` decodes it whole.
+fn holds(code: &CodeCache, pc: u64) -> bool {
+    !matches!(
+        code.get(pc),
+        None | Some(Err(isa::DecodeError::Truncated { .. }))
+    )
+}
+
+/// Decodes the code window around `pc`: inside the mapping that holds it, plus the first
+/// dword after the mapping when memory is mapped there (an 8-byte instruction may start in
+/// one mapping's last dword and end in the next's first, as the fetch of hardware sees one
+/// address space).
 fn code_window(vm: &GpuVm, target: Target, pc: u64) -> Result<DecodedCode, MemFault> {
     let fault = MemFault {
         address: pc,
@@ -1514,9 +1524,16 @@ fn code_window(vm: &GpuVm, target: Target, pc: u64) -> Result<DecodedCode, MemFa
     };
     let m = vm.lookup(pc).ok_or(fault)?;
     let start = pc.saturating_sub(CODE_WINDOW / 4).max(m.va) & !3;
-    let end = pc.saturating_add(CODE_WINDOW).min(m.va + m.len);
+    let mapping_end = m.va + m.len;
+    let end = pc.saturating_add(CODE_WINDOW).min(mapping_end);
     let mut bytes = vec![0u8; (end - start) as usize];
     vm.read(start, &mut bytes).map_err(|_| fault)?;
+    if end == mapping_end {
+        let mut next = [0u8; 4];
+        if vm.read(end, &mut next).is_ok() {
+            bytes.extend_from_slice(&next);
+        }
+    }
     Ok(DecodedCode {
         start,
         cache: Arc::new(CodeCache::new(target, start, &bytes)),
@@ -1533,6 +1550,8 @@ struct VmEnv<'a> {
     messages: &'a mut Vec<SqMessage>,
     /// The wave runs its trap handler (its messages carry PRIV).
     privileged: bool,
+    /// What the wave's accesses in this run did (whether it polls).
+    activity: Activity,
     /// `KFD_MODEL_STRICT=lds`: an LDS access outside the allocation faults.
     lds_strict: bool,
     /// The dispatch's "LDS access dropped" warning has been logged.
@@ -1571,7 +1590,12 @@ impl WaveEnv for VmEnv<'_> {
     ) -> Result<(), MemFault> {
         self.vm
             .load_lanes(self.tlb, addresses, exec, bytes as usize, out)
-            .map_err(|f| mem_fault(f, Access::Read))
+            .map_err(|f| mem_fault(f, Access::Read))?;
+        let lane = exec.trailing_zeros() as usize;
+        if let (Some(a), Some(v)) = (addresses.get(lane), out.first().and_then(|d| d.get(lane))) {
+            self.activity.read(*a, *v);
+        }
+        Ok(())
     }
 
     fn store(
@@ -1581,16 +1605,22 @@ impl WaveEnv for VmEnv<'_> {
         bytes: u32,
         data: &[Lanes],
     ) -> Result<(), MemFault> {
+        self.activity.write();
         self.vm
             .store_lanes(self.tlb, addresses, exec, bytes as usize, data)
             .map_err(|f| mem_fault(f, Access::Write))
     }
 
     fn load_run(&mut self, address: u64, out: &mut Lanes) -> bool {
-        self.vm.load_run(self.tlb, address, out)
+        let done = self.vm.load_run(self.tlb, address, out);
+        if done {
+            self.activity.read(address, out[0]);
+        }
+        done
     }
 
     fn store_run(&mut self, address: u64, data: &Lanes) -> bool {
+        self.activity.write();
         self.vm.store_run(self.tlb, address, data)
     }
 
@@ -1611,6 +1641,8 @@ impl WaveEnv for VmEnv<'_> {
         for (d, c) in out.iter_mut().zip(buf.chunks_exact(4)) {
             *d = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
         }
+        self.activity
+            .read(address, out.first().copied().unwrap_or(0));
         Ok(())
     }
 
@@ -1621,6 +1653,7 @@ impl WaveEnv for VmEnv<'_> {
         for (c, d) in bytes.chunks_exact_mut(4).zip(data) {
             c.copy_from_slice(&d.to_le_bytes());
         }
+        self.activity.write();
         // `GpuVm::write` checks the whole range (present and writable) before it writes.
         self.vm
             .write_for_wave(self.tlb, address, &bytes[..n])
@@ -1653,6 +1686,18 @@ impl WaveEnv for VmEnv<'_> {
                     .map(u64::from)
             }
             .map_err(|f| mem_fault(f, Access::Atomic))?;
+            // An atomic that left memory as it was (a poll with `atomicOr(p, 0)`) only read.
+            let new = op.apply(old[lane], src, cmp, r.wide);
+            let unchanged = if r.wide {
+                new == old[lane]
+            } else {
+                new as u32 == old[lane] as u32
+            };
+            if unchanged {
+                self.activity.read(r.addresses[lane], old[lane] as u32);
+            } else {
+                self.activity.write();
+            }
         }
         Ok(())
     }

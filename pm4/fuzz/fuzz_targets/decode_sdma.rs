@@ -12,7 +12,7 @@ fuzz_target!(|data: &[u8]| {
     let words: Vec<u32> = data.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
     let mut out = vec![0u32; (1 << 20) + 8];
     let mut text = String::new();
-    for gen in [SdmaGen::Sdma4, SdmaGen::Sdma5, SdmaGen::Sdma6] {
+    for gen in SdmaGen::ALL {
         for item in SdmaDecoder::new(&words, gen) {
             match item {
                 Ok(d) => {

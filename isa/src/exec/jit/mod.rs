@@ -19,12 +19,12 @@
 //! flushing, NaN selection, rounding MODE, carries), and a dependency tree larger than the
 //! crate; the differential tests below would then be the only guard of that second
 //! implementation. Threaded code reuses the interpreter's vectorised kernels, so it is exact
-//! by construction, and it leaves a clear seam ([`Step`]) where a later back end can compile
+//! by construction, and it leaves a clear seam (the `Step` enum) where a later back end can compile
 //! a whole block's lane loops into one.
 //!
 //! # Fallback
 //!
-//! Anything a block does not compile is a [`Step::Interp`] step: the interpreter runs that one
+//! Anything a block does not compile is a `Step::Interp` step: the interpreter runs that one
 //! instruction (it sets the PC, counts it, reports its faults). A compiled step that meets a
 //! case its kernel does not cover at run time (a partial EXEC for a whole-wave memory run, an
 //! LDS lane outside the allocation, a directed rounding MODE for the f32 kernels) hands the

@@ -104,6 +104,16 @@ pub(crate) enum Step {
         /// Unsigned 16-bit offset.
         offset: u16,
     },
+    /// `ds_read2_b32 vdst[0:1], addr offset0:… offset1:…` (dword offsets) with both dwords
+    /// of every enabled lane inside the LDS allocation.
+    DsRead2B32 {
+        /// Address VGPR.
+        addr: u8,
+        /// First of the two destination VGPRs.
+        vdst: u8,
+        /// The two offsets, in dwords.
+        offsets: [u8; 2],
+    },
     /// `ds_write_b32 addr, data offset:…` with every enabled lane inside the LDS allocation.
     DsWriteB32 {
         /// Address VGPR.
@@ -222,6 +232,7 @@ fn vgprs_named(step: &Step) -> usize {
             ..
         } => pair(vaddr, saddr).max(usize::from(vdata) + 1),
         Step::DsReadB32 { addr, vdst, .. } => usize::from(addr.max(vdst)) + 1,
+        Step::DsRead2B32 { addr, vdst, .. } => usize::from(addr).max(usize::from(vdst) + 1) + 1,
         Step::DsWriteB32 { addr, data, .. } => usize::from(addr.max(data)) + 1,
         _ => 0,
     }
@@ -279,7 +290,7 @@ fn step_of(c: &Cached, target: Target, next: u64) -> Step {
                 }
             }
         }
-        (Enc::Ds, Op::DsReadB32 | Op::DsWriteB32) => {
+        (Enc::Ds, Op::DsReadB32 | Op::DsWriteB32 | Op::DsRead2B32) => {
             let gds = (w0 >> 16) & 1 != 0;
             let acc = target == Target::Gfx90a && (w0 >> 25) & 1 != 0;
             if gds || acc {
@@ -287,7 +298,13 @@ fn step_of(c: &Cached, target: Target, next: u64) -> Step {
             }
             let addr = (w1 & 0xff) as u8;
             let offset = (w0 & 0xffff) as u16;
-            if c.inst.op == Op::DsReadB32 {
+            if c.inst.op == Op::DsRead2B32 {
+                Step::DsRead2B32 {
+                    addr,
+                    vdst: (w1 >> 24) as u8,
+                    offsets: [(w0 & 0xff) as u8, ((w0 >> 8) & 0xff) as u8],
+                }
+            } else if c.inst.op == Op::DsReadB32 {
                 Step::DsReadB32 {
                     addr,
                     vdst: (w1 >> 24) as u8,

@@ -104,6 +104,11 @@ impl Wave {
                     None => false,
                 },
                 Step::DsReadB32 { addr, vdst, offset } => self.ds_read_b32(env, addr, vdst, offset),
+                Step::DsRead2B32 {
+                    addr,
+                    vdst,
+                    offsets,
+                } => self.ds_read2_b32(env, addr, vdst, offsets),
                 Step::DsWriteB32 { addr, data, offset } => {
                     self.ds_write_b32(env, addr, data, offset)
                 }
@@ -207,6 +212,38 @@ impl Wave {
             }
         }
         write_masked(&mut self.vgpr[usize::from(vdst)], &out, exec);
+        true
+    }
+
+    /// `ds_read2_b32` when both dwords of every enabled lane lie inside the LDS allocation
+    /// (`false`, nothing written, otherwise).
+    #[inline(always)]
+    fn ds_read2_b32<E: WaveEnv + ?Sized>(
+        &mut self,
+        env: &mut E,
+        addr: u8,
+        vdst: u8,
+        offsets: [u8; 2],
+    ) -> bool {
+        let exec = self.exec();
+        let lds = env.lds();
+        let address = &self.vgpr[usize::from(addr)];
+        let mut out: [Lanes; 2] = [[0; WAVE_SIZE]; 2];
+        for l in 0..WAVE_SIZE {
+            if (exec >> l) & 1 == 0 {
+                continue;
+            }
+            for (half, off) in offsets.into_iter().enumerate() {
+                let a = address[l].wrapping_add(4 * u32::from(off)) as usize;
+                match lds.get(a..a.wrapping_add(4)) {
+                    Some(&[b0, b1, b2, b3]) => out[half][l] = u32::from_le_bytes([b0, b1, b2, b3]),
+                    _ => return false,
+                }
+            }
+        }
+        let d = usize::from(vdst);
+        write_masked(&mut self.vgpr[d], &out[0], exec);
+        write_masked(&mut self.vgpr[d + 1], &out[1], exec);
         true
     }
 

@@ -201,9 +201,24 @@ fn random_inst(rng: &mut Rng, target: Target) -> Vec<u32> {
             let load = rng.below(2) == 0;
             let addr = rng.pick(&[14u32, 15]);
             let offset = 4 * rng.below(32) as u32;
-            let op = if load { 0x36 } else { 0x0d };
+            // ds_read_b32 0x36, ds_write_b32 0x0d, ds_read2_b32 0x37 (offset0 [7:0] and
+            // offset1 [15:8] in dwords)
+            let two = load && rng.below(2) == 0;
+            let op = if two {
+                0x37
+            } else if load {
+                0x36
+            } else {
+                0x0d
+            };
+            let offset = if two {
+                rng.below(256) as u32 | (rng.below(256) as u32) << 8
+            } else {
+                offset
+            };
             let w0 = offset | op << 17 | 0x36 << 26;
-            let data = rng.below(u64::from(ALU_VGPRS)) as u32;
+            // (ds_read2_b32 writes a pair: its first register below v11)
+            let data = rng.below(u64::from(ALU_VGPRS) - 1) as u32;
             let w1 = if load {
                 addr | data << 24
             } else {
@@ -358,6 +373,7 @@ fn tally(code: &CodeCache, counts: &mut std::collections::BTreeMap<&'static str,
                 Step::GlobalLoadDword { .. } => "global_load_dword",
                 Step::GlobalStoreDword { .. } => "global_store_dword",
                 Step::DsReadB32 { .. } => "ds_read_b32",
+                Step::DsRead2B32 { .. } => "ds_read2_b32",
                 Step::DsWriteB32 { .. } => "ds_write_b32",
                 Step::Branch { .. } => "branch",
                 Step::Interp => "interpreted",
@@ -417,6 +433,7 @@ fn compiled_programs_match_the_interpreter() {
         "global_load_dword",
         "global_store_dword",
         "ds_read_b32",
+        "ds_read2_b32",
         "ds_write_b32",
         "branch",
         "interpreted",

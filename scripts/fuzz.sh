@@ -25,14 +25,14 @@ export RUSTC_BOOTSTRAP=1
 declare -A project=(
   [decode_pm4]=pm4/fuzz [decode_sdma]=pm4/fuzz
   [model_ioctl]=fuzz [model_engines]=fuzz [mqd_decode]=fuzz [topology_parse]=fuzz [codeobj_parse]=fuzz
-  [isa_decode]=fuzz [isa_exec]=fuzz
+  [isa_decode]=fuzz [isa_exec]=fuzz [isa_compiled]=fuzz
 )
 declare -A max_len=(
   [decode_pm4]=4096 [decode_sdma]=4096
   [model_ioctl]=8192 [model_engines]=8192 [mqd_decode]=4096 [topology_parse]=8192 [codeobj_parse]=65536
-  [isa_decode]=4096 [isa_exec]=4096
+  [isa_decode]=4096 [isa_exec]=4096 [isa_compiled]=4096
 )
-order=(decode_pm4 decode_sdma mqd_decode isa_decode isa_exec topology_parse codeobj_parse model_ioctl model_engines)
+order=(decode_pm4 decode_sdma mqd_decode isa_decode isa_exec isa_compiled topology_parse codeobj_parse model_ioctl model_engines)
 read -r -a targets <<<"${FUZZ_TARGETS:-${order[*]}}"
 
 if ! cargo fuzz --version >/dev/null 2>&1; then

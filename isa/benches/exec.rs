@@ -1,7 +1,9 @@
 //! Interpreter speed: wave-instructions per second on a VALU/SALU mix and on a memory mix,
 //! and the rate at which code is pre-decoded into a [`CodeCache`].
 //!
-//! The programs are fixed byte strings assembled once with `llvm-mc-15 -mcpu=gfx900`.
+//! The programs are fixed byte strings assembled once with `llvm-mc-15 -mcpu=gfx900`. Each
+//! program runs through the block compiler (`CodeCache::new`'s default unless
+//! `KFD_MODEL_JIT=0`) and, in the `_interpreted` row beside it, through the interpreter alone.
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -156,6 +158,10 @@ fn benches(c: &mut Criterion) {
     g.bench_function("alu_mix_wave_instructions", |b| {
         b.iter(|| run(&alu, &mut env, false))
     });
+    let alu_interpreted = alu.clone().without_compiler();
+    g.bench_function("alu_mix_wave_instructions_interpreted", |b| {
+        b.iter(|| run(&alu_interpreted, &mut env, false))
+    });
 
     let mem = CodeCache::new(Target::Gfx900, BASE, MEM_LOOP);
     let mut env = HostEnv::new(1024);
@@ -166,6 +172,10 @@ fn benches(c: &mut Criterion) {
     ));
     g.bench_function("memory_mix_wave_instructions", |b| {
         b.iter(|| run(&mem, &mut env, true))
+    });
+    let mem_interpreted = mem.clone().without_compiler();
+    g.bench_function("memory_mix_wave_instructions_interpreted", |b| {
+        b.iter(|| run(&mem_interpreted, &mut env, true))
     });
 
     let vadd = CodeCache::new(Target::Gfx900, BASE, VADD_LOOP);
@@ -185,6 +195,10 @@ fn benches(c: &mut Criterion) {
     g.bench_function("vadd_wave_instructions", |b| {
         b.iter(|| run_kernel(&vadd, &mut env))
     });
+    let vadd_interpreted = vadd.clone().without_compiler();
+    g.bench_function("vadd_wave_instructions_interpreted", |b| {
+        b.iter(|| run_kernel(&vadd_interpreted, &mut env))
+    });
     // the kernel computed c = a + b
     for i in [0u64, 1, 12345, bytes / 4 - 1] {
         let c = env.read(VADD_C + 4 * i, 4).expect("c is mapped");
@@ -203,6 +217,10 @@ fn benches(c: &mut Criterion) {
     ));
     g.bench_function("sgemm_wave_instructions", |b| {
         b.iter(|| run_kernel(&sgemm, &mut env))
+    });
+    let sgemm_interpreted = sgemm.clone().without_compiler();
+    g.bench_function("sgemm_wave_instructions_interpreted", |b| {
+        b.iter(|| run_kernel(&sgemm_interpreted, &mut env))
     });
 
     // pre-decoding: every dword offset of 4 KiB of the ALU loop repeated

@@ -181,32 +181,60 @@ pub struct CodeCache {
     base: u64,
     target: Target,
     entries: Vec<Result<Cached, DecodeError>>,
+    /// The compiled blocks, when the code runs compiled (see [`super::jit`]).
+    blocks: Option<super::jit::Blocks>,
 }
 
 impl CodeCache {
     /// Decodes `code` (loaded at `base`) for `target` at every dword offset, so a branch to
-    /// any dword finds its instruction decoded.
+    /// any dword finds its instruction decoded. The code runs compiled (blocks built on first
+    /// use, see [`super::jit`]) unless the environment variable `KFD_MODEL_JIT` is `0`.
     pub fn new(target: Target, base: u64, code: &[u8]) -> Self {
-        let entries = (0..code.len() / 4)
+        let entries: Vec<_> = (0..code.len() / 4)
             .map(|i| {
                 let off = i * 4;
                 decode(&code[off..], base + off as u64, target).map(|(inst, _)| classify(inst))
             })
             .collect();
-        CodeCache {
+        let cache = CodeCache {
             base,
             target,
             entries,
+            blocks: None,
+        };
+        if super::jit::enabled_by_environment() {
+            cache.with_compiler()
+        } else {
+            cache
         }
     }
 
-    /// The same code with the fast path switched off: every instruction runs through the
-    /// general interpreter. For differential tests of the fast path, and for debugging.
+    /// The same code, run through compiled blocks whatever the environment says.
+    pub fn with_compiler(mut self) -> Self {
+        self.blocks = Some(super::jit::Blocks::new(self.entries.len()));
+        self
+    }
+
+    /// The same code, run by the interpreter alone whatever the environment says: the
+    /// reference for differential tests of the compiler.
+    pub fn without_compiler(mut self) -> Self {
+        self.blocks = None;
+        self
+    }
+
+    /// The compiled blocks, if this code runs compiled.
+    pub fn blocks(&self) -> Option<&super::jit::Blocks> {
+        self.blocks.as_ref()
+    }
+
+    /// The same code with the fast path (and so the compiler, which builds on it) switched
+    /// off: every instruction runs through the general interpreter. For differential tests
+    /// of the fast path, and for debugging.
     pub fn without_fast_path(mut self) -> Self {
         for c in self.entries.iter_mut().flatten() {
             c.fast = super::fast::Plan::None;
         }
-        self
+        self.without_compiler()
     }
 
     /// How many entries have a fast-path plan (a measure of the fast path's coverage).

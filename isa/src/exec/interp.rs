@@ -100,7 +100,23 @@ impl Wave {
     /// Runs at most `budget` instructions of `code` from the current PC and says why it
     /// stopped. Resumable after every [`Stop`] except [`Stop::EndOfProgram`] and
     /// [`Stop::Fault`]; never panics on any instruction stream.
+    ///
+    /// Code compiled into blocks (see [`CodeCache::with_compiler`]) runs through them, with
+    /// the same results; the rest is interpreted.
     pub fn run<E: WaveEnv + ?Sized>(&mut self, code: &CodeCache, env: &mut E, budget: u64) -> Stop {
+        match code.blocks() {
+            Some(blocks) => self.run_compiled(code, blocks, env, budget),
+            None => self.interpret(code, env, budget),
+        }
+    }
+
+    /// The interpreter: [`Wave::run`] one instruction at a time through the decode cache.
+    pub(crate) fn interpret<E: WaveEnv + ?Sized>(
+        &mut self,
+        code: &CodeCache,
+        env: &mut E,
+        budget: u64,
+    ) -> Stop {
         if self.halted() {
             return Stop::Halt;
         }

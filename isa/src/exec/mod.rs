@@ -14,6 +14,9 @@
 //! - `fast` (private): the fast path [`CodeCache`] plans once per code address for the
 //!   common VALU/SALU instructions and branches; everything else, and every case the plan
 //!   does not cover at run time, goes through the general interpreter with the same results.
+//! - [`jit`]: the block compiler: straight-line runs of code pre-decoded into blocks of steps
+//!   on the fast path's kernels (and compiled global/LDS dword accesses), run without a
+//!   per-instruction lookup; the interpreter takes whatever a block does not cover.
 
 pub mod cache;
 pub mod coverage;
@@ -24,6 +27,7 @@ pub mod float;
 pub mod half;
 pub mod int;
 mod interp;
+pub mod jit;
 pub mod lanes;
 pub mod media;
 pub mod mfma;

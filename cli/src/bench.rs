@@ -195,9 +195,10 @@ fn latency_row(name: &'static str, on: &'static str, s: &Samples, target_ns: f64
         s,
         format!("median of {}", s.count()),
         format!(
-            "min {}, p90 {}, max {}",
+            "min {}, p90 {}, p99 {}, max {}",
             units::nanos(s.min()),
             units::nanos(s.quantile(0.9)),
+            units::nanos(s.quantile(0.99)),
             units::nanos(s.max())
         ),
     )

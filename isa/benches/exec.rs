@@ -1,14 +1,27 @@
 //! Interpreter speed: wave-instructions per second on a VALU/SALU mix and on a memory mix,
 //! and the rate at which code is pre-decoded into a [`CodeCache`].
 //!
+//! The rows whose names say `hostenv` run against `isa`'s test environment ([`HostEnv`]),
+//! whose memory is a map of byte vectors looked up per access: they time the interpreter
+//! plus that test double, not the model's memory path. The model's own memory path (its GPU
+//! page tables, with vadd and SGEMM kernels against native loops) is timed by
+//! `cargo bench -p kfd-model --bench kernels`.
+//!
+//! Absolute rates differ from one host to the next; after the criterion rows, the ALU mix
+//! and the LDS sgemm loop are also timed against a native Rust loop doing the same work on
+//! 64 lanes, alternately in the same run, and printed as that ratio (`-- --quick` runs fewer
+//! rounds).
+//!
 //! The programs are fixed byte strings assembled once with `llvm-mc-15 -mcpu=gfx900`. Each
 //! program runs through the block compiler (`CodeCache::new`'s default unless
 //! `KFD_MODEL_JIT=0`) and, in the `_interpreted` row beside it, through the interpreter alone.
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use criterion::{criterion_group, Criterion, Throughput};
 use isa::exec::{CodeCache, HostEnv, Mode, Stop, Wave};
 use isa::Target;
+use std::hint::black_box;
+use std::time::Instant;
 
 /// Loop of 12 instructions: 9 VALU (int, f32 mul/fma, carry chain, compare, cndmask), 3 SALU
 /// (counter, compare, branch back); then s_endpgm.
@@ -170,13 +183,14 @@ fn benches(c: &mut Criterion) {
     g.throughput(Throughput::Elements(
         MEM_LOOP_LEN * u64::from(ITERATIONS) + 1,
     ));
-    g.bench_function("memory_mix_wave_instructions", |b| {
+    g.bench_function("memory_mix_on_test_hostenv_wave_instructions", |b| {
         b.iter(|| run(&mem, &mut env, true))
     });
     let mem_interpreted = mem.clone().without_compiler();
-    g.bench_function("memory_mix_wave_instructions_interpreted", |b| {
-        b.iter(|| run(&mem_interpreted, &mut env, true))
-    });
+    g.bench_function(
+        "memory_mix_on_test_hostenv_wave_instructions_interpreted",
+        |b| b.iter(|| run(&mem_interpreted, &mut env, true)),
+    );
 
     let vadd = CodeCache::new(Target::Gfx900, BASE, VADD_LOOP);
     let mut env = HostEnv::new(0);
@@ -192,13 +206,14 @@ fn benches(c: &mut Criterion) {
     g.throughput(Throughput::Elements(
         VADD_LOOP_LEN * u64::from(ITERATIONS) + 1,
     ));
-    g.bench_function("vadd_wave_instructions", |b| {
+    g.bench_function("vadd_loop_on_test_hostenv_wave_instructions", |b| {
         b.iter(|| run_kernel(&vadd, &mut env))
     });
     let vadd_interpreted = vadd.clone().without_compiler();
-    g.bench_function("vadd_wave_instructions_interpreted", |b| {
-        b.iter(|| run_kernel(&vadd_interpreted, &mut env))
-    });
+    g.bench_function(
+        "vadd_loop_on_test_hostenv_wave_instructions_interpreted",
+        |b| b.iter(|| run_kernel(&vadd_interpreted, &mut env)),
+    );
     // the kernel computed c = a + b
     for i in [0u64, 1, 12345, bytes / 4 - 1] {
         let c = env.read(VADD_C + 4 * i, 4).expect("c is mapped");
@@ -232,5 +247,150 @@ fn benches(c: &mut Criterion) {
     g.finish();
 }
 
+/// The ALU loop's work as plain Rust over 64 lanes, one instruction at a time as the wave
+/// runs them; `v` holds v0..v9 (v0: lane ids, v3: 1.0), as [`wave`] sets them up.
+fn native_alu(v: &mut [[u32; 64]; 10], iterations: u32) {
+    for _ in 0..iterations {
+        let [v0, v1, v2, v3, v4, v5, v6, v7, v8, v9] = &mut *v;
+        let mut vcc = [false; 64];
+        for l in 0..64 {
+            v1[l] = v1[l].wrapping_add(v0[l]);
+            let mul = f32::from_bits(v2[l]) * f32::from_bits(v3[l]);
+            v2[l] = mul.to_bits();
+            v4[l] = mul
+                .mul_add(f32::from_bits(v3[l]), f32::from_bits(v4[l]))
+                .to_bits();
+            v5[l] ^= v1[l];
+            v6[l] = v5[l] << 3;
+            let (sum, carry) = v6[l].overflowing_add(v1[l]);
+            v7[l] = sum;
+            v8[l] = v8[l].wrapping_add(u32::from(carry));
+            vcc[l] = v7[l] > v8[l];
+            v9[l] = if vcc[l] { v2[l] } else { v1[l] };
+        }
+        black_box(&vcc);
+    }
+}
+
+/// The sgemm loop's work as plain Rust over 64 lanes: three LDS reads, two fmas, the
+/// pointer steps; `v` holds v1, v2, v10, v11.
+fn native_sgemm(lds: &[u8], v: &mut [[u32; 64]; 4], iterations: u32) {
+    let read = |at: u32| {
+        let at = at as usize;
+        u32::from_le_bytes([lds[at], lds[at + 1], lds[at + 2], lds[at + 3]])
+    };
+    for _ in 0..iterations {
+        let [v1, v2, v10, v11] = &mut *v;
+        for l in 0..64 {
+            let a = f32::from_bits(read(v1[l]));
+            let b0 = f32::from_bits(read(v2[l]));
+            let b1 = f32::from_bits(read(v2[l] + 256));
+            v10[l] = a.mul_add(b0, f32::from_bits(v10[l])).to_bits();
+            v11[l] = a.mul_add(b1, f32::from_bits(v11[l])).to_bits();
+            v1[l] = (v1[l] + 4) & 0x3ffc;
+            v2[l] = (v2[l] + 0x200) & 0x3ffc;
+        }
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Times `interp` and `native` alternately `rounds` times; prints the ratio of the medians.
+fn print_ratio(name: &str, rounds: usize, interp: &mut dyn FnMut(), native: &mut dyn FnMut()) {
+    let (mut i, mut n) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let t = Instant::now();
+        interp();
+        i.push(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        native();
+        n.push(t.elapsed().as_secs_f64());
+    }
+    let (i, n) = (median(i), median(n));
+    println!(
+        "{name}: interpreter {:.1} µs, native loop {:.1} µs: {:.1}× native (median of {rounds})",
+        i * 1e6,
+        n * 1e6,
+        i / n
+    );
+}
+
+/// The ALU mix and the sgemm loop as ratios to native loops, each checked to compute what
+/// the wave computes.
+fn ratios_to_native(rounds: usize) {
+    let alu = CodeCache::new(Target::Gfx900, BASE, ALU_LOOP);
+    let mut env = HostEnv::new(1024);
+    let mut w = wave(false);
+    assert_eq!(w.run(&alu, &mut env, u64::MAX), Stop::EndOfProgram);
+    let start = || {
+        let w = wave(false);
+        std::array::from_fn::<_, 10, _>(|r| std::array::from_fn(|l| w.vgpr[r][l]))
+    };
+    let mut v = start();
+    native_alu(&mut v, ITERATIONS);
+    for (r, lanes) in v.iter().enumerate() {
+        assert!(
+            (0..64).all(|l| w.vgpr[r][l] == lanes[l]),
+            "native ALU loop computes v{r} as the wave does"
+        );
+    }
+    print_ratio(
+        "alu_mix (12 instructions x 1000)",
+        rounds,
+        &mut || run(&alu, &mut env, false),
+        &mut || {
+            let mut v = start();
+            native_alu(&mut v, ITERATIONS);
+            black_box(&v);
+        },
+    );
+
+    let sgemm = CodeCache::new(Target::Gfx900, BASE, SGEMM_LOOP);
+    let mut env = HostEnv::new(64 * 1024);
+    for (i, b) in env.lds.iter_mut().enumerate() {
+        *b = if i % 4 == 3 { 0x3f } else { (i % 251) as u8 };
+    }
+    let lds = env.lds.clone();
+    let mut w = kernel_wave();
+    assert_eq!(w.run(&sgemm, &mut env, u64::MAX), Stop::EndOfProgram);
+    let start = || {
+        let w = kernel_wave();
+        [1, 2, 10, 11].map(|r| std::array::from_fn(|l| w.vgpr[r][l]))
+    };
+    let mut v = start();
+    native_sgemm(&lds, &mut v, ITERATIONS);
+    for (lanes, r) in v.iter().zip([1, 2, 10, 11]) {
+        assert!(
+            (0..64).all(|l| w.vgpr[r][l] == lanes[l]),
+            "native sgemm loop computes v{r} as the wave does"
+        );
+    }
+    print_ratio(
+        "sgemm LDS loop (13 instructions x 1000)",
+        rounds,
+        &mut || run_kernel(&sgemm, &mut env),
+        &mut || {
+            let mut v = start();
+            native_sgemm(&lds, &mut v, ITERATIONS);
+            black_box(&v);
+        },
+    );
+}
+
 criterion_group!(exec, benches);
-criterion_main!(exec);
+
+fn main() {
+    exec();
+    let quick = std::env::args().any(|a| a == "--quick");
+    // `cargo bench` passes `--bench`; a filter that names other rows skips the ratios.
+    let filtered = std::env::args()
+        .skip(1)
+        .any(|a| !a.starts_with("--") && !"ratios_to_native".contains(a.as_str()));
+    if !filtered {
+        ratios_to_native(if quick { 50 } else { 500 });
+    }
+    Criterion::default().configure_from_args().final_summary();
+}

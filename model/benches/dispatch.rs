@@ -1,13 +1,6 @@
 //! Kernel dispatch benchmarks (issue #17), OpenCL kernels compiled with clang-15 at bench
-//! time (`benches/kernels/bench.cl`) and run on the model's compute units:
-//! * `vadd_2^24/{native_1_core,model_1_thread,model_default_threads_N}`: c = a + b over
-//!   2^24 floats, the model on one host thread and on its default thread count (N:
-//!   `KFD_MODEL_CU_THREADS` or the host's cores). Target: model ≤ 10× the native loop on one
-//!   core.
-//! * `sgemm_256/{native_naive,model_tiled}`: 256×256 single-precision matrix product, a
-//!   16×16-tiled LDS kernel on the model against a naive triple loop. Target: ≤ 20×.
-//! * `sgemm_256_cu_threads/{1,2}`: the same kernel on 1 and 2 host threads. Target: ≥ 1.8×
-//!   speed-up (needs two idle cores).
+//! time (`benches/kernels/bench.cl`) and run on the model's compute units. (vadd and SGEMM
+//! against native loops, with their targets, are the `kernels` bench.)
 //! * `empty_kernel_dispatch_to_completion`: an AQL KERNEL_DISPATCH of an empty kernel on
 //!   the engine thread, from the doorbell to the completion signal's 0.
 //!
@@ -34,9 +27,6 @@
 //!   and then its first read of 64 pages spread over 64 MiB (written at start): what the
 //!   host adds to memory left alone for a second (a host that ages or reclaims idle guest
 //!   memory makes each first touch a fault the guest never sees).
-//!
-//! The throughput benches step the engines themselves (`Model::run_until_idle`), so they
-//! measure the dispatch alone.
 // criterion's macros generate undocumented public items.
 #![allow(missing_docs)]
 
@@ -46,131 +36,12 @@ mod common;
 mod opencl;
 mod rig;
 
-use codeobj::LoadedKernel;
 use common::*;
-use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
+use criterion::{criterion_group, Criterion};
 use kfd_model::{ModelConfig, Preset};
 use kfd_sys::*;
 use rig::*;
-use std::hint::black_box;
 use std::time::Duration;
-
-fn bench_vadd(c: &mut Criterion) {
-    const N: usize = 1 << 24;
-    let a: Vec<f32> = (0..N).map(|i| i as f32 * 0.25).collect();
-    let b: Vec<f32> = (0..N).map(|i| 7.0 - i as f32).collect();
-    let mut g = c.benchmark_group("vadd_2^24");
-    g.sample_size(10);
-    g.throughput(Throughput::Elements(N as u64));
-    // The reference, also computed when a filter skips the native bench.
-    let mut out: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
-    g.bench_function("native_1_core", |bench| {
-        bench.iter(|| {
-            for ((o, x), y) in out.iter_mut().zip(&a).zip(&b) {
-                *o = x + y;
-            }
-            black_box(&out);
-        })
-    });
-    let mut vadd = Vadd::new(1, &a, &b);
-    vadd.run();
-    assert!(
-        vadd.result() == out,
-        "the model's vadd equals the native one"
-    );
-    g.bench_function("model_1_thread", |bench| bench.iter(|| vadd.run()));
-    drop(vadd);
-    // The model's default: as many compute-unit threads as `KFD_MODEL_CU_THREADS` or the
-    // host's cores.
-    let threads = kfd_model::config::default_cu_threads();
-    let mut vadd = Vadd::new(threads, &a, &b);
-    vadd.run();
-    assert!(
-        vadd.result() == out,
-        "the model's vadd on {threads} threads equals the native one"
-    );
-    g.bench_function(format!("model_default_threads_{threads}"), |bench| {
-        bench.iter(|| vadd.run())
-    });
-    g.finish();
-}
-
-const SGEMM_N: usize = 256;
-
-fn sgemm_inputs() -> (Vec<f32>, Vec<f32>) {
-    let n = SGEMM_N;
-    let a = (0..n * n)
-        .map(|i| ((i * 7) % 13) as f32 * 0.5 - 3.0)
-        .collect();
-    let b = (0..n * n)
-        .map(|i| ((i * 5) % 11) as f32 * 0.25 - 1.0)
-        .collect();
-    (a, b)
-}
-
-fn sgemm_native(a: &[f32], b: &[f32], c: &mut [f32]) {
-    let n = SGEMM_N;
-    for i in 0..n {
-        for j in 0..n {
-            let mut acc = 0.0f32;
-            for k in 0..n {
-                acc += a[i * n + k] * b[k * n + j];
-            }
-            c[i * n + j] = acc;
-        }
-    }
-}
-
-/// A rig with the SGEMM inputs loaded; returns it, the kernel, its arguments and C.
-fn sgemm_rig(threads: usize, a: &[f32], b: &[f32]) -> (Rig, LoadedKernel, Vec<u8>, Buf) {
-    let rig = Rig::new(stepped(threads));
-    let bytes = (4 * SGEMM_N * SGEMM_N) as u64;
-    let (pa, pb, pc) = (rig.c.gtt(bytes), rig.c.gtt(bytes), rig.c.gtt(bytes));
-    pa.write_bytes(0, &f32_bytes(a));
-    pb.write_bytes(0, &f32_bytes(b));
-    let k = rig.kernel("sgemm_tiled");
-    let kargs = args(&[pa.va, pb.va, pc.va], SGEMM_N as u32);
-    (rig, k, kargs, pc)
-}
-
-fn bench_sgemm(c: &mut Criterion) {
-    let (a, b) = sgemm_inputs();
-    let n = SGEMM_N;
-    let grid = [n as u32, n as u32];
-    let mut want = vec![0f32; n * n];
-    sgemm_native(&a, &b, &mut want);
-    let mut g = c.benchmark_group("sgemm_256");
-    g.sample_size(10);
-    g.throughput(Throughput::Elements((n * n * n) as u64));
-    g.bench_function("native_naive", |bench| {
-        bench.iter(|| sgemm_native(black_box(&a), black_box(&b), &mut want))
-    });
-    let (mut rig, k, kargs, pc) = sgemm_rig(1, &a, &b);
-    rig.run(&k, &kargs, [16, 16], grid);
-    let got = read_f32s(&pc, n * n);
-    for (i, (m, w)) in got.iter().zip(&want).enumerate() {
-        assert!(
-            (m - w).abs() <= 1e-3 * w.abs().max(1.0),
-            "C[{i}]: model {m}, native {w}"
-        );
-    }
-    g.bench_function("model_tiled", |bench| {
-        bench.iter(|| rig.run(&k, &kargs, [16, 16], grid))
-    });
-    g.finish();
-
-    let mut g = c.benchmark_group("sgemm_256_cu_threads");
-    g.sample_size(10);
-    for threads in [1usize, 2] {
-        let (mut rig, k, kargs, _) = sgemm_rig(threads, &a, &b);
-        g.bench_with_input(
-            BenchmarkId::from_parameter(threads),
-            &threads,
-            |bench, _| bench.iter(|| rig.run(&k, &kargs, [16, 16], grid)),
-        );
-    }
-    g.finish();
-}
 
 fn bench_empty_dispatch(c: &mut Criterion) {
     let mut rig = Rig::new(ModelConfig::new(Preset::Gfx900));
@@ -506,7 +377,7 @@ impl WakeFloor {
     }
 }
 
-criterion_group!(benches, bench_vadd, bench_sgemm, bench_empty_dispatch);
+criterion_group!(benches, bench_empty_dispatch);
 
 fn main() {
     if std::env::var_os("KFD_BENCH_DOORBELL_ONLY").is_some() {

@@ -20,7 +20,7 @@ use crate::hw::ih::{IhEntry, IhRing};
 use crate::hw::vm::{GpuVm, VmFault};
 use affinity::{AffinityCounters, AffinityStats, EngineAffinity};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -43,6 +43,9 @@ pub const DEEP_IDLE_AFTER: Duration = Duration::from_secs(1);
 pub const NOTHING_MAPPED_SLEEP: Duration = Duration::from_millis(50);
 /// How often the scheduler firmware rotates an oversubscribed runlist.
 pub const TIME_SLICE: Duration = Duration::from_millis(10);
+/// The engine thread's timer slack: its timed sleeps end within this of when they say
+/// (Linux's default, 50 µs, more than doubles the first polling sleep).
+pub const ENGINE_TIMER_SLACK_NS: u64 = 1_000;
 
 /// A queue as the engines see it, for interrupts and logs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -451,13 +454,24 @@ struct WakeState {
     woken: bool,
 }
 
+/// No core known ([`EngineWaker`]'s core fields).
+const NO_CORE: usize = usize::MAX;
+
 /// Wakes the engine thread (a doorbell was rung) and tells it to stop.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct EngineWaker {
     state: Mutex<WakeState>,
     cv: Condvar,
     stop: AtomicBool,
     sleeping: AtomicBool,
+    /// A doorbell was rung through [`EngineWaker::doorbell_rung`] since the engine's last
+    /// pass began: a sleep about to start must not start (the ringer may have looked at
+    /// `sleeping` before it was set, and then woke nobody).
+    rung: AtomicBool,
+    /// The core the engine thread last found itself on while idle ([`NO_CORE`]: unknown).
+    engine_core: AtomicUsize,
+    /// The core of the thread that last rang through [`EngineWaker::doorbell_rung`].
+    ringer_core: AtomicUsize,
     /// The clients' doorbell mappings, write-protected while the thread sleeps.
     watch: OnceLock<Arc<DoorbellWatch>>,
     /// Work is coming (a doorbell store faulted): poll hot again, as after work.
@@ -466,6 +480,24 @@ pub struct EngineWaker {
     wakes: AtomicU64,
     /// What the thread's CPU-affinity policy decided.
     affinity: Arc<AffinityCounters>,
+}
+
+impl Default for EngineWaker {
+    fn default() -> Self {
+        EngineWaker {
+            state: Mutex::default(),
+            cv: Condvar::new(),
+            stop: AtomicBool::new(false),
+            sleeping: AtomicBool::new(false),
+            rung: AtomicBool::new(false),
+            engine_core: AtomicUsize::new(NO_CORE),
+            ringer_core: AtomicUsize::new(NO_CORE),
+            watch: OnceLock::new(),
+            kicked: AtomicBool::new(false),
+            wakes: AtomicU64::new(0),
+            affinity: Arc::default(),
+        }
+    }
 }
 
 impl EngineWaker {
@@ -477,7 +509,7 @@ impl EngineWaker {
     /// [`EngineWaker::wake`]; `true` when the thread was asleep (or falling asleep) and this
     /// call woke it.
     fn wake_if_asleep(&self) -> bool {
-        if !self.sleeping.load(Ordering::Acquire) {
+        if !self.sleeping.load(Ordering::SeqCst) {
             return false;
         }
         self.wakes.fetch_add(1, Ordering::Relaxed);
@@ -495,10 +527,31 @@ impl EngineWaker {
     /// `while` loop over memory) held it off for a whole time slice, 3.9 ms on every one of 12
     /// doorbells after an idle second, against 40 µs for a caller that yields. When the engine
     /// thread woke on another core the yield returns at once.
+    ///
+    /// An engine thread that is awake on the caller's core (polling for the next doorbell)
+    /// gets the core the same way, and it does not then spin for [`HOT_SPIN`] holding it off
+    /// the caller (`spawn`): on a 2-core machine with the other core busy, the two took turns
+    /// on one core, each holding it about 22 µs per round trip (a caller's first polling
+    /// burst, then the engine's hot spin), and a fence round trip took 44–105 µs instead of
+    /// under 1 µs. (Waiting blocked there instead of yielding, woken by the next ring, was
+    /// measured too: the scheduler then kept the two threads on one core, 6–9 µs a round
+    /// trip.)
     pub fn doorbell_rung(&self) {
-        if self.wake_if_asleep() {
+        let here = affinity::current_core().unwrap_or(NO_CORE);
+        self.ringer_core.store(here, Ordering::Relaxed);
+        // Before `sleeping` is read: either the engine's sleep sees this, or this sees it
+        // asleep (both sequentially consistent).
+        self.rung.store(true, Ordering::SeqCst);
+        if self.wake_if_asleep()
+            || (here != NO_CORE && self.engine_core.load(Ordering::Relaxed) == here)
+        {
             std::thread::yield_now();
         }
+    }
+
+    /// Whether the last ringer ran on `core`, the engine thread's own.
+    fn ringer_shares(&self, core: usize) -> bool {
+        core != NO_CORE && self.ringer_core.load(Ordering::Relaxed) == core
     }
 
     /// The doorbell watch's epoch while it is armed ([`DoorbellWatch::armed_epoch`]): pass
@@ -555,7 +608,12 @@ impl EngineWaker {
     /// is the watch's: a store into them ends it, without any other thread in between.
     fn sleep(&self, d: Duration) {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        self.sleeping.store(true, Ordering::Release);
+        self.sleeping.store(true, Ordering::SeqCst);
+        // A doorbell rung since the last pass began, by a caller that saw the thread awake:
+        // the next pass is due now.
+        if self.rung.swap(false, Ordering::SeqCst) {
+            s.woken = true;
+        }
         if !s.woken {
             match self.watch.get().filter(|w| w.is_armed()) {
                 Some(w) => {
@@ -597,11 +655,19 @@ pub fn spawn(
         .name("kfd-model-engines".into())
         .spawn(move || {
             affinity.at_start(creator_cpu);
+            // The thread's timed sleeps (the polling ones, 20 µs and up) end when they say,
+            // not up to the default 50 µs later.
+            if let Err(e) = nix::sys::prctl::set_timerslack(ENGINE_TIMER_SLACK_NS) {
+                log::debug!(target: "hw::engine", "timer slack not set: {e}");
+            }
             let mut last_work = Instant::now();
             let mut last_tick = Instant::now();
             let mut sleep = Duration::from_micros(20);
             log::debug!(target: "hw::engine", "engine thread started");
             while !waker.stop.load(Ordering::Acquire) {
+                // A doorbell rung from here on is seen by this pass or keeps the next sleep
+                // from starting.
+                waker.rung.store(false, Ordering::SeqCst);
                 let Some(activity) = step() else { break };
                 let now = Instant::now();
                 if now.duration_since(last_tick) >= TIME_SLICE {
@@ -629,10 +695,15 @@ pub fn spawn(
                     waker.sleep(Duration::from_micros(50));
                 } else if activity.queues == 0 {
                     waker.sleep(NOTHING_MAPPED_SLEEP);
-                } else if idle < HOT_SPIN {
-                    std::hint::spin_loop();
                 } else if idle < WARM_YIELD {
-                    std::thread::yield_now();
+                    let core = affinity::current_core().unwrap_or(NO_CORE);
+                    waker.engine_core.store(core, Ordering::Relaxed);
+                    // Spinning on the ringer's core would keep the ringer from its result.
+                    if idle < HOT_SPIN && !waker.ringer_shares(core) {
+                        std::hint::spin_loop();
+                    } else {
+                        std::thread::yield_now();
+                    }
                 } else {
                     // Write-protect the doorbell mappings first, then look once more: a store
                     // before the protection is seen by that pass, one after it faults and

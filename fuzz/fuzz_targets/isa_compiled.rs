@@ -6,7 +6,7 @@
 //! registers, memory and LDS.
 #![no_main]
 
-use isa::exec::{CodeCache, HostEnv, Mode, Stop, Wave};
+use isa::exec::{CodeCache, Mode, Stop};
 use isa::Target;
 use libfuzzer_sys::fuzz_target;
 
@@ -26,18 +26,7 @@ fuzz_target!(|data: &[u8]| {
     for target in [Target::Gfx900, Target::Gfx90a] {
         let compiled = CodeCache::new(target, 0x1000, code).with_compiler();
         let interpreted = compiled.clone().without_compiler();
-        let mut env = HostEnv::new(4096);
-        env.map(0, 0x1_0000);
-        let mut wave = Wave::new(target, 64, 32);
-        wave.pc = 0x1000;
-        for (i, s) in wave.sgpr.iter_mut().enumerate().take(102) {
-            *s = seed.wrapping_mul(i as u32 + 1) & 0xfffc;
-        }
-        for (r, v) in wave.vgpr.iter_mut().enumerate() {
-            for (l, x) in v.iter_mut().enumerate() {
-                *x = seed.rotate_left(r as u32).wrapping_add(4 * l as u32) & 0xfffc;
-            }
-        }
+        let (mut wave, env) = kfd_fuzz::seeded_wave(target, seed);
         // EXEC all ones when the input says nothing (the whole-wave memory steps' case)
         wave.set_exec(if exec == 0 { u64::MAX } else { exec });
         wave.mode = Mode(u32::from(mode) & 0x3ff);

@@ -4,7 +4,7 @@
 //! no panic; every run ends within its step budget with a typed stop.
 #![no_main]
 
-use isa::exec::{CodeCache, HostEnv, Stop, Wave};
+use isa::exec::{CodeCache, Stop};
 use isa::{decode, disasm, Target};
 use libfuzzer_sys::fuzz_target;
 
@@ -18,18 +18,7 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         let cache = CodeCache::new(target, 0x1000, code);
-        let mut env = HostEnv::new(4096);
-        env.map(0, 0x1_0000);
-        let mut wave = Wave::new(target, 64, 32);
-        wave.pc = 0x1000;
-        for (i, s) in wave.sgpr.iter_mut().enumerate().take(102) {
-            *s = seed.wrapping_mul(i as u32 + 1) & 0xfffc;
-        }
-        for (r, v) in wave.vgpr.iter_mut().enumerate() {
-            for (l, x) in v.iter_mut().enumerate() {
-                *x = seed.rotate_left(r as u32).wrapping_add(4 * l as u32) & 0xfffc;
-            }
-        }
+        let (mut wave, mut env) = kfd_fuzz::seeded_wave(target, seed);
         for _ in 0..8 {
             match wave.run(&cache, &mut env, 1000) {
                 Stop::Barrier

@@ -255,3 +255,22 @@ pub fn shared_model(key: ModelKey) -> &'static SharedModel {
 pub fn open(shared: &SharedModel, arena: Arc<Arena>) -> kfd_model::Process {
     shared.model.open_with(arena).expect("open /dev/kfd")
 }
+
+/// The isa targets' starting point: a 64-lane wave of `target` at 0x1000 with 32 VGPRs, its
+/// SGPRs and VGPRs seeded from `seed` (dword-aligned values below 64 KiB, so many addresses
+/// land in the sandbox), and a host memory of 4 KiB of LDS with 64 KiB mapped at 0.
+pub fn seeded_wave(target: isa::Target, seed: u32) -> (isa::exec::Wave, isa::exec::HostEnv) {
+    let mut env = isa::exec::HostEnv::new(4096);
+    env.map(0, 0x1_0000);
+    let mut wave = isa::exec::Wave::new(target, 64, 32);
+    wave.pc = 0x1000;
+    for (i, s) in wave.sgpr.iter_mut().enumerate().take(102) {
+        *s = seed.wrapping_mul(i as u32 + 1) & 0xfffc;
+    }
+    for (r, v) in wave.vgpr.iter_mut().enumerate() {
+        for (l, x) in v.iter_mut().enumerate() {
+            *x = seed.rotate_left(r as u32).wrapping_add(4 * l as u32) & 0xfffc;
+        }
+    }
+    (wave, env)
+}

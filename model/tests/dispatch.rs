@@ -5,11 +5,10 @@
 mod common;
 mod opencl;
 
-use codeobj::{CodeObject, Executable, LoadedKernel, TargetId};
+use codeobj::{Executable, LoadedKernel};
 use common::*;
 use kfd_model::{Model, ModelConfig, Preset, QueueError};
 use kfd_sys::*;
-use opencl::BufMemory;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -35,18 +34,7 @@ impl Gpu {
         let model = model_with(cfg);
         let c = Client::new(&model);
         let flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
-        let code = c
-            .alloc_on(c.gpu(), 1 << 20, flags | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE)
-            .unwrap();
-        let agent: TargetId = format!("amdgcn-amd-amdhsa--{mcpu}").parse().unwrap();
-        let mut exe = Executable::new(agent);
-        let mut mem = BufMemory {
-            buf: &code,
-            used: 0,
-        };
-        exe.load(CodeObject::parse(&compile_kernels(mcpu)).unwrap(), &mut mem)
-            .unwrap();
-        exe.freeze(&mut mem).unwrap();
+        let (_code, exe) = opencl::load(&c, mcpu, &compile_kernels(mcpu));
         let heap = c.alloc_on(c.gpu(), 4 << 20, flags).unwrap();
         let signals = c.gtt(4096);
         let queue = c

@@ -871,22 +871,11 @@ impl Shader {
         let c = Client::new(m);
         assert_eq!(xnack(&c, i32::from(xnack_on)), Ok(i32::from(xnack_on)));
         let flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
-        let code = c
-            .alloc_on(c.gpu(), 1 << 20, flags | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE)
-            .unwrap();
-        let agent: codeobj::TargetId = format!("amdgcn-amd-amdhsa--{mcpu}").parse().unwrap();
-        let mut exe = codeobj::Executable::new(agent);
-        let mut mem = opencl::BufMemory {
-            buf: &code,
-            used: 0,
-        };
         let elf = opencl::compile(
             &std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/svm.cl"),
             mcpu,
         );
-        exe.load(codeobj::CodeObject::parse(&elf).unwrap(), &mut mem)
-            .unwrap();
-        exe.freeze(&mut mem).unwrap();
+        let (code, exe) = opencl::load(&c, mcpu, &elf);
         let kernarg = c.alloc_on(c.gpu(), 4096, flags).unwrap();
         let signal = c.gtt(4096);
         let queue = c

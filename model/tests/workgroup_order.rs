@@ -8,11 +8,10 @@
 mod common;
 mod opencl;
 
-use codeobj::{CodeObject, Executable, LoadedKernel, TargetId};
+use codeobj::LoadedKernel;
 use common::*;
 use kfd_model::{Model, ModelConfig, Preset};
 use kfd_sys::*;
-use opencl::BufMemory;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -36,24 +35,9 @@ impl Scan {
             .with_cu_threads(cu_threads);
         let model = model_with(cfg);
         let c = Client::new(&model);
-        let flags = KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
-        let code = c
-            .alloc_on(c.gpu(), 1 << 20, flags | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE)
-            .unwrap();
-        let agent: TargetId = format!("amdgcn-amd-amdhsa--{mcpu}").parse().unwrap();
-        let mut exe = Executable::new(agent);
-        let mut mem = BufMemory {
-            buf: &code,
-            used: 0,
-        };
         let src =
             PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/workgroup_order.cl");
-        exe.load(
-            CodeObject::parse(&opencl::compile(&src, mcpu)).unwrap(),
-            &mut mem,
-        )
-        .unwrap();
-        exe.freeze(&mut mem).unwrap();
+        let (_code, exe) = opencl::load(&c, mcpu, &opencl::compile(&src, mcpu));
         let kernel = exe.kernel("lookback_scan").unwrap();
         let (_, queue) = c
             .create_queue_sized(c.gpu(), KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, 100, 4096)

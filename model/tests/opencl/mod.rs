@@ -2,8 +2,8 @@
 //! time, loaded by `codeobj` into a GPU buffer of the test client.
 #![allow(dead_code)]
 
-use crate::common::Buf;
-use codeobj::SegmentMemory;
+use crate::common::{Buf, Client};
+use codeobj::{CodeObject, Executable, SegmentMemory, TargetId};
 use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -37,6 +37,25 @@ pub fn compile(src: &Path, mcpu: &str) -> Vec<u8> {
     let elf = std::fs::read(&out).expect("code object");
     let _ = std::fs::remove_file(&out);
     elf
+}
+
+/// Loads `code_object` (built for `mcpu`) into a new 1 MiB executable GTT buffer on `c`'s GPU
+/// and freezes it: the buffer and the executable, ready to dispatch from.
+pub fn load(c: &Client, mcpu: &str, code_object: &[u8]) -> (Buf, Executable) {
+    let flags = kfd_sys::KFD_IOC_ALLOC_MEM_FLAGS_GTT
+        | kfd_sys::KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE
+        | kfd_sys::KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE;
+    let code = c.alloc_on(c.gpu(), 1 << 20, flags).unwrap();
+    let agent: TargetId = format!("amdgcn-amd-amdhsa--{mcpu}").parse().unwrap();
+    let mut exe = Executable::new(agent);
+    let mut mem = BufMemory {
+        buf: &code,
+        used: 0,
+    };
+    exe.load(CodeObject::parse(code_object).unwrap(), &mut mem)
+        .unwrap();
+    exe.freeze(&mut mem).unwrap();
+    (code, exe)
 }
 
 /// [`SegmentMemory`] inside one GPU buffer of the model.

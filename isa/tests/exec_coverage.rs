@@ -62,7 +62,6 @@ const REASONS: &[(&str, &str)] = &[
         "buffer_",
         "buffer format operation no compiler in the corpus emits",
     ),
-    ("v_mfma", "MFMA layout with no public description"),
     ("", "not emitted by the compilers in the corpus"),
 ];
 

@@ -19,13 +19,7 @@ use isa::{decode, disasm, Target};
 
 /// Corpus instructions the interpreter may leave unexecuted, and why: (mnemonic, a word of
 /// the text that marks the form, reason).
-const CORPUS_EXCEPTIONS: &[(&str, &str, &str)] = &[(
-    "buffer_load_dword",
-    "lds",
-    "a buffer load into LDS (LDS DMA), found only in Tensile's generated assembly kernels \
-     (rocBLAS `Cijk_*`), not in clang's output; where M0 and the offsets put the data in LDS is \
-     not described in a public source at hand",
-)];
+const CORPUS_EXCEPTIONS: &[(&str, &str, &str)] = &[];
 
 fn exception(mnemonic: &str, text: &str) -> Option<&'static str> {
     CORPUS_EXCEPTIONS
@@ -68,7 +62,6 @@ const REASONS: &[(&str, &str)] = &[
         "buffer_",
         "buffer format operation no compiler in the corpus emits",
     ),
-    ("v_mfma", "MFMA layout with no public description"),
     ("", "not emitted by the compilers in the corpus"),
 ];
 

@@ -294,3 +294,61 @@ fn gfx90a_f64_16x16x4_mfma() {
         }
     }
 }
+
+/// `v_mfma_f64_4x4x4f64`: four 4×4 blocks; A's `(i, k)` of block `b` in lane `i + 4b + 16k`,
+/// B's `(k, j)` in lane `j + 4b + 16k`, C's and D's `(i, j)` in lane `j + 4b + 16i` of one
+/// register pair (AMD's lab notes "AMD matrix cores", `mfma_fp64_4x4x4fp64.cpp`); D = C +
+/// Σk A·B per block with one fused multiply-add per k, in k order.
+#[test]
+fn gfx90a_f64_4x4x4_mfma() {
+    for (cd, base, acc) in [("v[8:9]", 8, false), ("a[2:3]", 2, true)] {
+        let text = format!("v_mfma_f64_4x4x4f64 {cd}, v[0:1], v[2:3], {cd}");
+        let code = asm(&format!("{text}\ns_endpgm\n"), "gfx90a");
+        let mut w = Wave::new(Target::Gfx90a, 32, 16);
+        w.pc = BASE;
+        let mut rng = Rng(0x4f64);
+        let mut val = || (rng.next() as i32 as f64) / 1e6 * 1.000_000_1;
+        // [block][row][column]
+        let mut mat = || -> Vec<Vec<Vec<f64>>> {
+            (0..4)
+                .map(|_| (0..4).map(|_| (0..4).map(|_| val()).collect()).collect())
+                .collect()
+        };
+        let (am, bm, cm) = (mat(), mat(), mat());
+        let put = |w: &mut Wave, reg: usize, lane: usize, x: f64, acc: bool| {
+            let b = x.to_bits();
+            let file = if acc { &mut w.agpr } else { &mut w.vgpr };
+            file[reg][lane] = b as u32;
+            file[reg + 1][lane] = (b >> 32) as u32;
+        };
+        for b in 0..4 {
+            for x in 0..4 {
+                for y in 0..4 {
+                    put(&mut w, 0, x + 4 * b + 16 * y, am[b][x][y], false); // A(i = x, k = y)
+                    put(&mut w, 2, y + 4 * b + 16 * x, bm[b][x][y], false); // B(k = x, j = y)
+                    put(&mut w, base, y + 4 * b + 16 * x, cm[b][x][y], acc); // C(i = x, j = y)
+                }
+            }
+        }
+        let cache = CodeCache::new(Target::Gfx90a, BASE, &code);
+        let mut env = HostEnv::new(0);
+        assert_eq!(w.run(&cache, &mut env, 10), Stop::EndOfProgram, "{text}");
+        let file = if acc { &w.agpr } else { &w.vgpr };
+        for b in 0..4 {
+            for i in 0..4 {
+                for j in 0..4 {
+                    let mut want = cm[b][i][j];
+                    for k in 0..4 {
+                        want = am[b][i][k].mul_add(bm[b][k][j], want);
+                    }
+                    let lane = j + 4 * b + 16 * i;
+                    let got = u64::from(file[base][lane]) | (u64::from(file[base + 1][lane]) << 32);
+                    assert_eq!(f64::from_bits(got), want, "{text}: D{b}[{i}][{j}]");
+                }
+            }
+        }
+        // nothing past the pair is written
+        let other = if acc { &w.agpr } else { &w.vgpr };
+        assert!(other[base + 2].iter().all(|&v| v == 0), "{text}");
+    }
+}

@@ -52,6 +52,37 @@ fn opnd(c: &Cached, field: Field) -> Option<Operand> {
         .map(|(_, o)| *o)
 }
 
+/// A 1- or 2-byte signed load's value (zero-extended by [`WaveEnv::load`]) sign-extended to
+/// 32 bits.
+fn sign_extend_load(v: u32, bytes: u32) -> u32 {
+    if bytes == 1 {
+        v as u8 as i8 as i32 as u32
+    } else {
+        v as u16 as i16 as i32 as u32
+    }
+}
+
+/// Where `n` bytes at LDS byte `a` lie in an LDS of `len` bytes: `Some(a)` inside the
+/// allocation. Outside it the hardware drops the write and reads 0 (the ISA guides'
+/// out-of-range rules): `None`, and the first such offset is kept in `dropped` for
+/// [`WaveEnv::lds_out_of_range`]; a strict world ([`WaveEnv::lds_strict`]) stops the wave.
+fn lds_place(
+    a: u32,
+    n: u32,
+    len: usize,
+    strict: bool,
+    dropped: &mut Option<u32>,
+) -> R<Option<usize>> {
+    if u64::from(a) + u64::from(n) <= len as u64 {
+        Ok(Some(a as usize))
+    } else if strict {
+        Err(WaveFault::LdsOutOfRange { offset: a })
+    } else {
+        dropped.get_or_insert(a);
+        Ok(None)
+    }
+}
+
 fn illegal(pc: u64, c: &Cached) -> WaveFault {
     WaveFault::IllegalInstruction {
         pc,
@@ -2491,14 +2522,74 @@ impl Wave {
         }
         let [w0, w1] = c.inst.words;
         if (w0 >> 16) & 1 != 0 {
-            // lds bit: loads into LDS are not modelled
-            return Err(illegal(self.pc, c));
+            return self.mubuf_load_to_lds(c, env);
         }
         let vdata = ((w1 >> 8) & 0xff) as usize;
         let glc = (w0 >> 14) & 1 != 0;
         let (addrs, mask) = self.buffer_addresses(c)?;
         let acc = self.target == crate::Target::Gfx90a && (w1 >> 23) & 1 != 0;
         self.vmem(c, env, &addrs, mask, vdata, glc, acc)
+    }
+
+    /// A MUBUF load with the `lds` bit ("LDS DMA": `buffer_load_{ubyte,sbyte,ushort,sshort,
+    /// dword} ... lds`, which Tensile's rocBLAS kernels use): the data goes to LDS, not to a
+    /// VGPR (VDATA is ignored; llvm-mc prints none).
+    ///
+    /// - The memory address, the buffer's range check and its out-of-range rule (the lane's
+    ///   data is 0) are those of the plain load ([`Wave::buffer_addresses`]).
+    /// - Lane `l` writes one dword at LDS byte `M0[15:0] + OFFSET + 4 * l` (the workgroup's
+    ///   LDS base is 0 here): the LDS address is "M0 + inst_offset + (TIDinWave * 4)" (LLVM
+    ///   review D125409, S. Mekhanoshin, AMD, on why wider LDS loads are useless); "LDS_ADDR
+    ///   = LDS_BASE + (M0&0xffff) + LANEID*4" (CLRX, `doc/GcnMemHandling.md`, which leaves
+    ///   out the instruction offset that D125409 and LLVM's `AMDGPUDMAOperations` ("offset
+    ///   applied to both src and LDS address") include); the stride is 4 bytes for every
+    ///   size up to a dword (`AMDGPUDMAOperations`: "implicitly offset by 4 * lane_id bytes
+    ///   for sizes up to 4 bytes").
+    /// - A byte or short is stored as a whole dword, zero-extended (CLRX, as above); the
+    ///   signed forms are sign-extended as the same load into a VGPR is (the model's reading:
+    ///   no source at hand says otherwise).
+    /// - EXEC-masked lanes write nothing. A dword past the LDS allocation follows the DS
+    ///   rule ([`lds_place`]): dropped, a fault only in a strict world.
+    ///
+    /// Wider loads (`dwordx2`..`x4`), D16 and format loads with the bit stay illegal:
+    /// llvm-mc-15 rejects the first two with `lds` on gfx9, and D125409 calls wider ones
+    /// useless (neighbouring lanes overwrite each other).
+    fn mubuf_load_to_lds<E: WaveEnv + ?Sized>(&mut self, c: &Cached, env: &mut E) -> R<()> {
+        let MemKind::Load {
+            bytes: bytes @ (1 | 2 | 4),
+            signed,
+            half: D16::Full,
+        } = c.mem
+        else {
+            return Err(illegal(self.pc, c));
+        };
+        let offset12 = c.inst.words[0] & 0xfff;
+        let (addrs, in_range) = self.buffer_addresses(c)?;
+        let mut data = [[0u32; WAVE_SIZE]; 1];
+        env.load(&addrs, in_range, bytes, &mut data)?;
+        let exec = self.exec();
+        let first = (self.m0() & 0xffff) + offset12;
+        let lds_len = env.lds().len();
+        let strict = env.lds_strict();
+        let mut dropped = None;
+        for (l, &raw) in data[0].iter().enumerate() {
+            if (exec >> l) & 1 == 0 {
+                continue;
+            }
+            let value = match (in_range >> l) & 1 {
+                0 => 0,
+                _ if signed => sign_extend_load(raw, bytes),
+                _ => raw,
+            };
+            let a = first + 4 * l as u32;
+            if let Some(p) = lds_place(a, 4, lds_len, strict, &mut dropped)? {
+                env.lds()[p..p + 4].copy_from_slice(&value.to_le_bytes());
+            }
+        }
+        if let Some(offset) = dropped {
+            env.lds_out_of_range(offset);
+        }
+        Ok(())
     }
 
     fn flat<E: WaveEnv + ?Sized>(&mut self, c: &Cached, env: &mut E) -> R<()> {
@@ -2662,11 +2753,7 @@ impl Wave {
                 env.load(addrs, mask, bytes, out)?;
                 if signed {
                     for v in out[0].iter_mut() {
-                        *v = if bytes == 1 {
-                            *v as u8 as i8 as i32 as u32
-                        } else {
-                            *v as u16 as i16 as i32 as u32
-                        };
+                        *v = sign_extend_load(*v, bytes);
                     }
                 }
                 // lanes out of buffer range read 0
@@ -2864,17 +2951,7 @@ impl Wave {
         // The first lane outside the allocation: the hardware drops its write and reads 0 for
         // it (the ISA guides' out-of-range rules); a strict world stops the wave instead.
         let mut dropped: Option<u32> = None;
-        let mut check = |a: u32, n: u32| -> R<Option<usize>> {
-            let end = u64::from(a) + u64::from(n);
-            if end <= lds_len as u64 {
-                Ok(Some(a as usize))
-            } else if strict {
-                Err(WaveFault::LdsOutOfRange { offset: a })
-            } else {
-                dropped.get_or_insert(a);
-                Ok(None)
-            }
-        };
+        let mut check = |a: u32, n: u32| lds_place(a, n, lds_len, strict, &mut dropped);
         let two = |name: &str| {
             name.contains("2st64") || name.contains("read2") || name.contains("write2")
         };
@@ -2967,12 +3044,7 @@ impl Wave {
                         }
                     }
                     if signed {
-                        let v = out[0][l];
-                        out[0][l] = if bytes == 1 {
-                            v as u8 as i8 as i32 as u32
-                        } else {
-                            v as u16 as i16 as i32 as u32
-                        };
+                        out[0][l] = sign_extend_load(out[0][l], bytes);
                     }
                 }
                 if half != D16::Full {

@@ -5,7 +5,8 @@
 //! `K' = K / pack`, B likewise with `j` and N, and D/C exactly as the f32 form of the same
 //! M×N and block count. Products are exact (f16/bf16 products fit an f64; i8 products an
 //! i32); each is added to the accumulator in K order, the sum formed in f64 and rounded to
-//! f32 (the i32 forms wrap).
+//! f32 (the i32 forms wrap). The f64 MFMAs of gfx90a (`v_mfma_f64_16x16x4f64`,
+//! `v_mfma_f64_4x4x4f64`) are here too, with their own layouts ([`MfmaF64`]).
 
 use super::{illegal, opnd, Wave, R};
 use crate::decode::Operand;
@@ -53,7 +54,66 @@ fn shape(op: Op) -> Option<(usize, usize, usize, usize, In, usize)> {
 
 /// Whether `op` is one of the MFMAs this module executes.
 pub(super) fn is_packed_mfma(op: Op) -> bool {
-    shape(op).is_some() || op == Op::VMfmaF6416x16x4f64
+    shape(op).is_some() || MfmaF64::of(op).is_some()
+}
+
+/// The f64 MFMAs of gfx90a, one f64 per lane of a register pair for A, B and each C/D pair.
+///
+/// - `v_mfma_f64_16x16x4f64`: one 16×16 block, K = 4. A's `(i, k)` is lane `i + 16k`, B's
+///   `(k, j)` lane `j + 16k`; D's `(i, j)` is the pair `2·(i / 4)` of lane `j + 16·(i mod 4)`
+///   (one row per lane group, not the f32 forms' groups of four); 8 C/D registers.
+/// - `v_mfma_f64_4x4x4f64`: four 4×4 blocks, K = 4. A's `(i, k)` of block `b` is lane
+///   `i + 4b + 16k`, B's `(k, j)` lane `j + 4b + 16k`, D's (and C's) `(i, j)` lane
+///   `j + 4b + 16i` of the one pair; 2 C/D registers. Source: AMD's lab notes "AMD matrix
+///   cores" (`amd/amd-lab-notes`, `matrix-cores/src/mfma_fp64_4x4x4fp64.cpp`: lanes 0-15
+///   hold the first column of each A / row of each B, four lanes per block; lanes 16i..16i+15
+///   hold row i of each D, four lanes per block; and its lane-layout figure; "the layout for
+///   output D and input C is the same as the layout for input B"), with the block count
+///   (4) and opcode (111) as in AMD's Matrix Instruction Calculator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MfmaF64 {
+    M16N16K4,
+    M4N4K4,
+}
+
+impl MfmaF64 {
+    fn of(op: Op) -> Option<Self> {
+        match op {
+            Op::VMfmaF6416x16x4f64 => Some(MfmaF64::M16N16K4),
+            Op::VMfmaF644x4x4f64 => Some(MfmaF64::M4N4K4),
+            _ => None,
+        }
+    }
+
+    /// (M, N, blocks); K is 4 for both.
+    fn dims(self) -> (usize, usize, usize) {
+        match self {
+            MfmaF64::M16N16K4 => (16, 16, 1),
+            MfmaF64::M4N4K4 => (4, 4, 4),
+        }
+    }
+
+    /// Lane of A's `(i, k)` in block `b` (B's `(k, j)` is the same with `j`).
+    fn input_lane(self, i: usize, k: usize, b: usize) -> usize {
+        match self {
+            MfmaF64::M16N16K4 => i + 16 * k,
+            MfmaF64::M4N4K4 => i + 4 * b + 16 * k,
+        }
+    }
+
+    /// (first register of the pair, lane) of D's `(i, j)` in block `b`.
+    fn d_location(self, i: usize, j: usize, b: usize) -> (usize, usize) {
+        match self {
+            MfmaF64::M16N16K4 => (2 * (i / 4), j + 16 * (i % 4)),
+            MfmaF64::M4N4K4 => (0, j + 4 * b + 16 * i),
+        }
+    }
+
+    /// C/D registers (two per f64).
+    fn result_registers(self) -> usize {
+        let (m, n, blocks) = self.dims();
+        2 * m * n * blocks / WAVE_SIZE
+    }
 }
 
 /// Element `e` of a lane's packed input, as f64 (floats) or as an integer in an f64.
@@ -86,8 +146,8 @@ impl Wave {
     }
 
     pub(super) fn mfma_packed(&mut self, c: &Cached, op: Op) -> R<()> {
-        if op == Op::VMfmaF6416x16x4f64 {
-            return self.mfma_f64_16x16x4(c);
+        if let Some(shape) = MfmaF64::of(op) {
+            return self.mfma_f64(c, shape);
         }
         let Some((m, n, k, blocks, ty, pack)) = shape(op) else {
             return Err(illegal(self.pc, c));
@@ -139,11 +199,9 @@ impl Wave {
 }
 
 impl Wave {
-    /// `v_mfma_f64_16x16x4f64` (gfx90a): one 16×16 block, K = 4, f64 in register pairs.
-    /// A's `(i, k)` is lane `i + 16k`, B's `(k, j)` lane `j + 16k`; D's `(i, j)` is the f64 in
-    /// registers `2·(i / 4)`, `+1` of lane `j + 16·(i mod 4)` (one row per lane group, not the
-    /// f32 forms' groups of four). Products accumulate in K order with fused multiply-adds.
-    fn mfma_f64_16x16x4(&mut self, c: &Cached) -> R<()> {
+    /// The f64 MFMAs ([`MfmaF64`], gfx90a). Products accumulate in K order with fused
+    /// multiply-adds.
+    fn mfma_f64(&mut self, c: &Cached, shape: MfmaF64) -> R<()> {
         let [w0, w1] = c.inst.words;
         // cbsz/abid/blgp (neg on later chips) are not modelled
         if (w0 >> 8) & 0x3f != 0 || (w1 >> 29) != 0 || self.target != crate::Target::Gfx90a {
@@ -156,8 +214,9 @@ impl Wave {
         let acc_cd = (w0 >> 15) & 1 != 0;
         let src2 = ((w1 >> 18) & 0x1ff) as usize;
         let vdst = (w0 & 0xff) as usize;
-        let mut cin = Vec::with_capacity(8);
-        for i in 0..8 {
+        let regs = shape.result_registers();
+        let mut cin = Vec::with_capacity(regs);
+        for i in 0..regs {
             cin.push(if src2 >= 256 {
                 if acc_cd {
                     *self.a(src2 - 256 + i)?
@@ -175,16 +234,20 @@ impl Wave {
                 }; WAVE_SIZE]
             });
         }
-        let mut d = vec![[0u32; WAVE_SIZE]; 8];
-        for i in 0..16 {
-            for j in 0..16 {
-                let (v, lane) = (i / 4, j + 16 * (i % 4));
-                let mut acc = pair(&cin[2 * v..2 * v + 2], lane);
-                for k in 0..4 {
-                    acc = pair(&a, i + 16 * k).mul_add(pair(&b, j + 16 * k), acc);
+        let (m, n, blocks) = shape.dims();
+        let mut d = vec![[0u32; WAVE_SIZE]; regs];
+        for blk in 0..blocks {
+            for i in 0..m {
+                for j in 0..n {
+                    let (v, lane) = shape.d_location(i, j, blk);
+                    let mut acc = pair(&cin[v..v + 2], lane);
+                    for k in 0..4 {
+                        let x = pair(&a, shape.input_lane(i, k, blk));
+                        acc = x.mul_add(pair(&b, shape.input_lane(j, k, blk)), acc);
+                    }
+                    d[v][lane] = acc.to_bits() as u32;
+                    d[v + 1][lane] = (acc.to_bits() >> 32) as u32;
                 }
-                d[2 * v][lane] = acc.to_bits() as u32;
-                d[2 * v + 1][lane] = (acc.to_bits() >> 32) as u32;
             }
         }
         for (i, r) in d.iter().enumerate() {

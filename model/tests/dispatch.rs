@@ -643,8 +643,21 @@ fn out_of_scratch_is_reported_through_queue_inactive_signal_and_the_dispatch_res
             "{mcpu}: the dispatch has not run"
         );
         // The runtime grows the scratch (one wave slot per wave of a workgroup is enough
-        // here) and stores 0.
+        // here) and stores 0. Its handler writes the scratch fields as plain stores, in the
+        // order its compiler chose: a lane size seen before the release store of 0 must not
+        // start the dispatch on the old (here: no) scratch base.
         let lane = k.descriptor.private_segment_fixed_size.next_multiple_of(16);
+        aq.write_u32(base + 176, lane);
+        let act = g.model.run_until_idle();
+        assert_eq!(
+            (
+                act.parked,
+                g.signal_value(signal),
+                g.c.p.queue_error(g.queue.0)
+            ),
+            (1, 1, None),
+            "{mcpu}: still waiting for queue_inactive_signal's 0 with only the lane size written"
+        );
         let size = lane * 64 * 4;
         let scratch =
             g.c.alloc_on(

@@ -615,8 +615,7 @@ impl CpQueue {
             if wptr == rptr.get() {
                 return Ok(RunState::Idle);
             }
-            let mut slot = [0u8; PACKET_SIZE];
-            env.vm.read(pkt, &mut slot)?;
+            let slot = read_aql_slot(env.vm, pkt)?;
             let packet = decode_aql(&slot).map_err(|e| match e {
                 AqlError::UnknownAmdFormat(f) => QueueError::NotModelled {
                     addr: pkt,
@@ -655,11 +654,20 @@ impl CpQueue {
                                 });
                             }
                         };
+                        // After an out-of-scratch stop the scratch fields are read only
+                        // once the runtime's release store of 0 into queue_inactive_signal
+                        // says it has written them all: its handler writes them as plain
+                        // stores in whatever order its compiler chose, so a new lane size
+                        // read early may come with the old (or no) scratch base.
+                        if self.scratch_wait {
+                            if let Some(waiting) = self.scratch_grown(env, pkt, queue_addr)? {
+                                return Ok(waiting);
+                            }
+                        }
                         let scratch = aql_scratch(env.vm, queue_addr);
                         if k.private_segment_size > scratch.lane_bytes {
                             return self.out_of_scratch(env, pkt, queue_addr);
                         }
-                        self.scratch_wait = false;
                         let setup = DispatchSetup {
                             trap_handler: self.state.trap_handler,
                             retry_faults: self.state.retry_faults,
@@ -827,8 +835,8 @@ impl CpQueue {
 
     /// The CP's out-of-scratch protocol (ROCr's dynamic scratch): the queue stops on the
     /// dispatch, error code 1 goes into `queue_inactive_signal` with its event; when the
-    /// runtime has grown the scratch it stores 0 and the dispatch starts. A value that is
-    /// neither (ROCr stores -1 when it gives up) leaves the queue stopped with an error.
+    /// runtime has grown the scratch it stores 0 there and the dispatch starts
+    /// ([`CpQueue::scratch_grown`]).
     fn out_of_scratch(
         &mut self,
         env: &ExecEnv<'_>,
@@ -844,21 +852,34 @@ impl CpQueue {
                     .into(),
             });
         }
-        let value_addr = signal_field(signal, amd_signal::VALUE)?;
-        if !self.scratch_wait {
-            log::debug!(target: "hw::cp", "{pkt:#x}: out of scratch; signalling {signal:#x}");
-            vm.store_u64(value_addr, QUEUE_ERROR_OUT_OF_SCRATCH)?;
-            notify_signal(env, signal)?;
-            self.scratch_wait = true;
-            return Ok(RunState::Parked);
-        }
-        match vm.load_u64(value_addr)? {
-            // Grown: the next pass reads the new scratch and starts the dispatch.
+        log::debug!(target: "hw::cp", "{pkt:#x}: out of scratch; signalling {signal:#x}");
+        vm.store_u64(
+            signal_field(signal, amd_signal::VALUE)?,
+            QUEUE_ERROR_OUT_OF_SCRATCH,
+        )?;
+        notify_signal(env, signal)?;
+        self.scratch_wait = true;
+        Ok(RunState::Parked)
+    }
+
+    /// Whether the runtime has answered an out-of-scratch stop: `None` once it stored 0 into
+    /// `queue_inactive_signal` (loaded with acquire, so the scratch fields it wrote before
+    /// are seen); the queue stays parked while the value is still the error code. Any other
+    /// value (ROCr stores -1 when it gives up) leaves the queue stopped with an error.
+    fn scratch_grown(
+        &mut self,
+        env: &ExecEnv<'_>,
+        pkt: u64,
+        queue_addr: u64,
+    ) -> Result<Option<RunState>, QueueError> {
+        let vm = env.vm;
+        let signal = vm.load_u64(queue_addr + amd_queue::QUEUE_INACTIVE_SIGNAL)?;
+        match vm.load_u64(signal_field(signal, amd_signal::VALUE)?)? {
             0 => {
                 self.scratch_wait = false;
-                Ok(RunState::Busy)
+                Ok(None)
             }
-            QUEUE_ERROR_OUT_OF_SCRATCH => Ok(RunState::Parked),
+            QUEUE_ERROR_OUT_OF_SCRATCH => Ok(Some(RunState::Parked)),
             other => Err(QueueError::NotModelled {
                 addr: pkt,
                 what: format!(
@@ -1209,6 +1230,21 @@ fn notify_signal(env: &ExecEnv<'_>, signal: u64) -> Result<(), VmFault> {
         env.interrupt(IH_CLIENT_GRBM_CP, SRC_CP_END_OF_PIPE, [event_id, 0, 0, 0]);
     }
     Ok(())
+}
+
+/// The AQL packet in the slot at `pkt`, read as the HSA packet protocol orders it: the
+/// producer fills the body, then stores the first dword (header and setup) with release
+/// semantics, and the write pointer may move before either (ROCr bumps `write_dispatch_id`,
+/// which the CP polls, before it fills the slot). So the first dword is loaded first, with
+/// acquire, and the copy of the whole slot after it keeps that dword: a header seen valid
+/// comes with the body written before it, never with the slot's stale body (which a single
+/// 64-byte copy, loading its halves in whatever order the compiler chose, could return).
+fn read_aql_slot(vm: &GpuVm, pkt: u64) -> Result<[u8; PACKET_SIZE], VmFault> {
+    let first = vm.load_u32(pkt)?;
+    let mut slot = [0u8; PACKET_SIZE];
+    vm.read(pkt, &mut slot)?;
+    slot[..4].copy_from_slice(&first.to_le_bytes());
+    Ok(slot)
 }
 
 /// The scratch ROCr set up in the `amd_queue_t` at `queue`; none when it cannot be read.

@@ -131,6 +131,12 @@ while read -r name; do
   sed 's/^/    /' "$work/$name.build"
 done < <(cat "$work/build-failures" 2>/dev/null)
 
+show_log() { # log: what a failure prints: the model's and ROCr's fault reports (which come
+  # before ROCr's long allocation dump), then the log's end
+  grep -E 'hw::|kfd::|Memory access fault|Reason:' "$1" | head -n 10 | sed 's/^/    | /'
+  tail -n 20 "$1" | sed 's/^/    /'
+}
+
 run() { # program arch -> status in $status, output in $work/<program>-<arch>.log
   # bash's own "Aborted" notice (the wild pointer's expected end) goes to /dev/null.
   exec 3>&2 2>/dev/null
@@ -157,7 +163,7 @@ for arch in "${archs[@]}"; do
       echo "XFAIL $p on $arch (exit $status; last line: ${last:-none}): $known"
     else
       fail "$p on $arch (exit $status; last line: ${last:-none})"
-      tail -n 20 "$work/$p-$arch.log" | sed 's/^/    /'
+      show_log "$work/$p-$arch.log"
     fi
   done
   if [ -x "$work/wild_pointer-$arch" ]; then
@@ -167,7 +173,7 @@ for arch in "${archs[@]}"; do
       pass "wild_pointer on $arch (ROCr reports the fault at 0x7dead0000, exit $status)"
     else
       fail "wild_pointer on $arch (exit $status)"
-      tail -n 20 "$work/wild_pointer-$arch.log" | sed 's/^/    /'
+      show_log "$work/wild_pointer-$arch.log"
     fi
   fi
   if [ -x "$work/printf-$arch" ]; then
@@ -178,7 +184,7 @@ for arch in "${archs[@]}"; do
       pass "printf on $arch (4 of 4 lines)"
     else
       fail "printf on $arch (exit $status, $hellos hello lines)"
-      tail -n 20 "$work/printf-$arch.log" | sed 's/^/    /'
+      show_log "$work/printf-$arch.log"
     fi
   fi
   # The SPI logs (hw::spi debug) a wave that its trap handler halted: the report came from
@@ -191,7 +197,7 @@ for arch in "${archs[@]}"; do
       pass "trap on $arch (ROCr's handler halted the wave; ROCr reports HSA_STATUS_ERROR_EXCEPTION, exit $status)"
     else
       fail "trap on $arch (exit $status)"
-      tail -n 20 "$work/trap-$arch.log" | sed 's/^/    /'
+      show_log "$work/trap-$arch.log"
     fi
   fi
   if [ -x "$work/illegal-$arch" ]; then
@@ -202,7 +208,7 @@ for arch in "${archs[@]}"; do
       pass "illegal on $arch (ROCr's handler halted the wave; ROCr reports HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION, exit $status)"
     else
       fail "illegal on $arch (exit $status)"
-      tail -n 20 "$work/illegal-$arch.log" | sed 's/^/    /'
+      show_log "$work/illegal-$arch.log"
     fi
   fi
   if [ "$arch" = gfx90a ] && [ -x "$work/managed-$arch" ]; then
@@ -219,7 +225,7 @@ for arch in "${archs[@]}"; do
       pass "managed on $arch with HSA_XNACK=1 ($last; $faults recovered GPU faults)"
     else
       fail "managed on $arch with HSA_XNACK=1 (exit $status, $faults GPU faults; last line: ${last:-none})"
-      tail -n 20 "$work/managed-xnack.log" | sed 's/^/    /'
+      show_log "$work/managed-xnack.log"
     fi
   fi
   if [ -x "$work/forever-$arch" ]; then
@@ -233,7 +239,7 @@ for arch in "${archs[@]}"; do
       pass "forever on $arch (process ended ${ms} ms after start with the kernel still running)"
     else
       fail "forever on $arch (exit $status after ${ms} ms)"
-      tail -n 20 "$work/forever-$arch.log" | sed 's/^/    /'
+      show_log "$work/forever-$arch.log"
     fi
   fi
 done

@@ -1114,7 +1114,17 @@ impl KernelRun {
                         return GroupEnd::Retry(Box::new(group), fault);
                     }
                     Stop::Fault(WaveFault::Memory(m)) if !privileged => {
-                        log::debug!(target: "hw::spi", "workgroup {:?} wave {i}: {m:?}", group.id);
+                        // As amdgpu prints a GPU page fault in the kernel log: the wave, the
+                        // instruction's address and the faulting address, whoever handles it.
+                        log::warn!(
+                            target: "hw::spi",
+                            "dispatch {:#x} workgroup {:?} wave {i} at pc {:#x}: {:?} fault at {:#x}",
+                            self.setup.kernel_object,
+                            group.id,
+                            group.waves[i].0.pc,
+                            m.access,
+                            m.address
+                        );
                         let fault = VmFault {
                             va: m.address,
                             write: matches!(m.access, Access::Write | Access::Atomic),

@@ -132,6 +132,11 @@ impl RenderNode {
         lock(&self.gem).create_info(handle)
     }
 
+    /// `DRM_IOCTL_AMDGPU_GEM_OP`, `SET_PLACEMENT`: the buffer's new domains.
+    pub fn gem_set_placement(&self, handle: u32, value: u64) -> KResult<crate::gem::Placement> {
+        lock(&self.gem).set_placement(handle, value)
+    }
+
     /// `DRM_IOCTL_AMDGPU_BO_LIST`: `operation` (`AMDGPU_BO_LIST_OP_*`) on list `list` with
     /// the GEM `handles` (`ENOENT` for one that is not open, or an unknown list to update;
     /// `EINVAL` for an unknown operation); the list's id (0 after `DESTROY`).

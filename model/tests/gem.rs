@@ -313,6 +313,69 @@ fn metadata_set_on_a_gem_buffer_reaches_kfds_dmabuf_info() {
     assert_eq!(dmabuf_info(&c, fd).unwrap().metadata_size, 0, "cleared");
 }
 
+/// `GEM_OP(SET_PLACEMENT)` changes a buffer's preferred and allowed domains: the VRAM, GTT
+/// and CPU bits of the value are kept and the rest dropped, VRAM alone may also go to GTT,
+/// and `GET_GEM_CREATE_INFO` and KFD's `GET_DMABUF_INFO` report the new preferred domain.
+#[test]
+fn set_placement_changes_the_domains_a_buffer_reports() {
+    let model = model_with(ModelConfig::new(Preset::Gfx900).with_engine_thread(false));
+    let c = Client::new(&model);
+    let r = render(&c);
+    let vram = AMDGPU_GEM_DOMAIN_VRAM;
+    let h = r.gem_create(4096, 0, vram, 0).unwrap();
+    let fd = r.prime_handle_to_fd(h, libc::O_CLOEXEC as u32).unwrap();
+    // SAFETY: the descriptor was just created for this test, which now owns it.
+    let _dmabuf = unsafe { OwnedFd::from_raw_fd(fd) };
+    assert_eq!(
+        dmabuf_info(&c, fd).unwrap().flags,
+        KFD_IOC_ALLOC_MEM_FLAGS_VRAM
+    );
+
+    let p = r.gem_set_placement(h, GTT).unwrap();
+    assert_eq!(
+        p,
+        Placement {
+            preferred_domains: GTT,
+            allowed_domains: GTT
+        }
+    );
+    assert_eq!(r.gem_create_info(h).unwrap().domains, GTT);
+    assert_eq!(
+        dmabuf_info(&c, fd).unwrap().flags,
+        KFD_IOC_ALLOC_MEM_FLAGS_GTT,
+        "KFD sees the new preferred domain"
+    );
+
+    // GDS (0x8), OA (0x20) and an undefined bit (0x100) are dropped, not refused.
+    let p = r
+        .gem_set_placement(
+            h,
+            vram | AMDGPU_GEM_DOMAIN_GDS | AMDGPU_GEM_DOMAIN_OA | 0x100,
+        )
+        .unwrap();
+    assert_eq!(
+        p,
+        Placement {
+            preferred_domains: 0x4,
+            allowed_domains: 0x6
+        },
+        "VRAM alone may also go to GTT"
+    );
+    assert_eq!(r.gem_create_info(h).unwrap().domains, 0x4);
+
+    let p = r
+        .gem_set_placement(h, vram | AMDGPU_GEM_DOMAIN_CPU)
+        .unwrap();
+    assert_eq!(p.allowed_domains, 0x5, "VRAM with CPU: no GTT added");
+    let p = r.gem_set_placement(h, 0).unwrap();
+    assert_eq!((p.preferred_domains, p.allowed_domains), (0, 0));
+    assert_eq!(r.gem_create_info(h).unwrap().domains, 0);
+
+    assert_errno(r.gem_set_placement(99, GTT), Errno::ENOENT, "no handle");
+    r.gem_close(h).unwrap();
+    assert_errno(r.gem_set_placement(h, GTT), Errno::ENOENT, "closed handle");
+}
+
 /// kfdtest's `KFDEvictTest` submission path: a context, a BO list, SDMA IBs submitted with
 /// `CS` (sequence numbers from 1) that run through the file's GPU VM, `WAIT_CS` for them.
 #[test]

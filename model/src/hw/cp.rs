@@ -283,6 +283,72 @@ impl CpQueue {
         }
     }
 
+    /// An indirect buffer the graphics driver submits to a GFX or compute ring (a render
+    /// node's `DRM_AMDGPU_CS`), run to its end through `env.vm` with a fresh CP state: the
+    /// packets it ran. A packet that would wait (an unmet `WAIT_REG_MEM`), a dispatch (no
+    /// shader ISA is set: the model runs no shaders for the graphics driver) and an IB of more
+    /// than `budget` packets are not modelled here: they stop the IB with an error that says
+    /// so.
+    pub fn run_submitted_ib(
+        gen: GfxGen,
+        id: QueueIdentity,
+        ib: IbFrame,
+        env: &mut ExecEnv<'_>,
+        budget: usize,
+    ) -> Result<usize, QueueError> {
+        let no_ring = CpReadPointer::Pm4(DwordPtr::new(0));
+        let mut queue = CpQueue {
+            ring: CpRing {
+                base: 0,
+                dwords: 0,
+                rptr_report: 0,
+                wptr_addr: 0,
+                aql: false,
+            },
+            id,
+            rptr: no_ring,
+            last_wptr: no_ring,
+            ibs: Vec::new(),
+            aql_ib_active: false,
+            status: QueueStatus::default(),
+            gen,
+            state: CpState::default(),
+            scratch: Vec::new(),
+            shader_isa: Err(
+                "the model runs no shaders for the graphics driver's submissions".into(),
+            ),
+            kernel: None,
+            scratch_wait: false,
+            wave_halted: false,
+            ctx_save_address: 0,
+            packet_start_ts: None,
+        };
+        queue.enter_ib(ib)?;
+        let mut scratch = Vec::new();
+        let mut ran = 0;
+        for _ in 0..budget {
+            if queue.ibs.is_empty() {
+                return Ok(ran);
+            }
+            let addr = queue.ibs.last().map_or(ib.addr, |f| f.cursor());
+            match queue.step_ib(env, &mut scratch)? {
+                None => {}
+                Some(RunState::Parked) => {
+                    return Err(QueueError::NotModelled {
+                        addr,
+                        what: "a submitted IB that waits (WAIT_REG_MEM)".into(),
+                    })
+                }
+                Some(RunState::Yielded) => {}
+                Some(_) => ran += 1,
+            }
+        }
+        Err(QueueError::NotModelled {
+            addr: ib.addr,
+            what: format!("a submitted IB of more than {budget} packets"),
+        })
+    }
+
     /// Mapped again (after a preemption): the queue resumes where it stopped, retrying a
     /// faulted packet. If the driver gave it another ring meanwhile (UPDATE_QUEUE), the context
     /// starts over on the new ring at the saved position, placed within one ring behind the

@@ -860,6 +860,44 @@ static int t_amdgpu_cs(void)
     printf("    %d SDMA IBs submitted on a context: sequence numbers 1..%d, each fence signalled, "
            "each WRITE landed\n", CS_ROUNDS, CS_ROUNDS);
 
+    /* A compute-ring IB: PM4 WRITE_DATA (type 3, opcode 0x37, count = dwords - 2 = 4;
+     * dw1 DST_SEL [11:8] = 5, memory, WR_CONFIRM bit 20) of two dwords, then a 2-dword NOP
+     * (opcode 0x10). It runs through the CP's packet processor with its own sequence numbers. */
+    memset(ib.cpu, 0, 64);
+    ib.cpu[0] = 0xc0043700u;
+    ib.cpu[1] = (5u << 8) | (1u << 20);
+    ib.cpu[2] = (uint32_t)(target.va + 256);
+    ib.cpu[3] = (uint32_t)((target.va + 256) >> 32);
+    ib.cpu[4] = 0xc0de0001u;
+    ib.cpu[5] = 0xc0de0002u;
+    ib.cpu[6] = 0xc0001000u;
+    ib.cpu[7] = 0;
+    struct amdgpu_cs_ib_info pm4_ib = {.ib_mc_address = ib.va, .size = 8};
+    struct amdgpu_cs_request pm4_req;
+    memset(&pm4_req, 0, sizeof pm4_req);
+    pm4_req.ip_type = AMDGPU_HW_IP_COMPUTE;
+    pm4_req.number_of_ibs = 1;
+    pm4_req.ibs = &pm4_ib;
+    pm4_req.resources = list;
+    r = amdgpu_cs_submit(ctx, 0, &pm4_req, 1);
+    CHECK(r == 0, "amdgpu_cs_submit of a compute IB = %d", r);
+    CHECK(pm4_req.seq_no == 1, "the compute ring's first sequence number is %llu",
+          (unsigned long long)pm4_req.seq_no);
+    struct amdgpu_cs_fence pm4_fence = {
+        .context = ctx, .ip_type = AMDGPU_HW_IP_COMPUTE, .fence = pm4_req.seq_no};
+    uint32_t pm4_expired = 0;
+    r = amdgpu_cs_query_fence_status(&pm4_fence, 5000000000ull, 0, &pm4_expired);
+    CHECK(r == 0 && pm4_expired, "compute fence: %d, expired %u", r, pm4_expired);
+    CHECK(target.cpu[64] == 0xc0de0001u && target.cpu[65] == 0xc0de0002u,
+          "the compute IB's WRITE_DATA left %#x %#x", target.cpu[64], target.cpu[65]);
+    /* A type-3 packet with an opcode nobody defines (0xee): the submission fails. */
+    ib.cpu[0] = 0xc000ee00u;
+    pm4_ib.size = 2;
+    r = amdgpu_cs_submit(ctx, 0, &pm4_req, 1);
+    CHECK(r == -EINVAL, "a compute IB with an unknown packet = %d (want -EINVAL)", r);
+    printf("    a compute-ring IB: WRITE_DATA landed, sequence number 1 signalled; an unknown "
+           "packet = -EINVAL\n");
+
     /* The kernel's errnos: a fence not handed out yet, a context that does not exist, a list
      * naming no buffer. */
     struct amdgpu_cs_fence later = {.context = ctx, .ip_type = AMDGPU_HW_IP_DMA, .fence = CS_ROUNDS + 5};

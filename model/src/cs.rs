@@ -13,6 +13,33 @@
 //! error in the log naming the packet. Not modelled: multimedia IPs (`EINVAL`); the buffers a
 //! submission names being made resident (the model never moves a buffer out of VRAM, so
 //! submissions never evict KFD's buffers or queues as TTM does under VRAM pressure).
+//!
+//! # Design: the eviction a submission would cause (not built yet)
+//!
+//! On the GPU, `amdgpu_cs_ioctl` validates every buffer of the submission's BO list into its
+//! preferred domain. When VRAM is full, TTM evicts other buffers to make room; a KFD buffer
+//! carries its process's eviction fence, and evicting it signals that fence, which makes
+//! amdkfd stop all the process's queues (`kfd_process_evict_queues`), and schedules the
+//! restore worker, which after a delay validates the KFD buffers back, remaps them and
+//! restarts the queues (`kfd_process_restore_queues`). `KFDEvictTest` counts on exactly that:
+//! its graphics buffers plus its KFD buffers exceed VRAM, and its KFD queues must keep
+//! producing correct results across the evictions. The model would do it in three parts:
+//! 1. VRAM accounting shared by the render node and KFD on one GPU: the bytes of VRAM buffers
+//!    resident now (GEM objects whose preferred domain is VRAM, KFD VRAM allocations), against
+//!    the GPU's VRAM size.
+//! 2. In `cs_submit`, before the IBs run: if the BO list's VRAM buffers do not fit beside what
+//!    is resident, take the needed bytes from the KFD buffers of the processes on that GPU (in
+//!    LRU order), call [`crate::Process::evict_queues`]'s path for each owning process and
+//!    mark those buffers evicted. The bytes stay in their `memfd` (the model never copies
+//!    them), so correctness of later reads is free; what is observable is the queues being
+//!    off the GPU (their doorbells do not run) and the eviction counters/SMI events.
+//! 3. A restore worker on the engine thread: after the kernel's restore delay on the model's
+//!    clock, mark the buffers resident again (evicting graphics buffers not in flight, which
+//!    here means all of them, since submissions complete when the ioctl returns) and call the
+//!    restore path, so the queues map again and run their pending packets.
+//!
+//! Under the shim each process has its own model GPU (#39), so the graphics and KFD sides of
+//! one test process share a GPU, which is what KFDEvictTest needs.
 
 use crate::errno::{Errno, KResult};
 use std::collections::BTreeMap;

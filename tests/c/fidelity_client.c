@@ -738,6 +738,27 @@ static int t_amdgpu_ctx_metadata(void)
     r = drmCommandWriteRead(dev_fd, DRM_AMDGPU_GEM_METADATA, &raw_meta, sizeof raw_meta);
     CHECK(r == -EINVAL, "GEM_METADATA set of 257 bytes = %d (want -EINVAL)", r);
 
+    /* GEM_OP(SET_PLACEMENT) moves the preferred domain to GTT (bits outside VRAM|GTT|CPU,
+     * here GDS 0x8, are dropped); libdrm's query reads it back; then back to VRAM. */
+    struct drm_amdgpu_gem_op op;
+    memset(&op, 0, sizeof op);
+    op.handle = kms;
+    op.op = AMDGPU_GEM_OP_SET_PLACEMENT;
+    op.value = AMDGPU_GEM_DOMAIN_GTT | AMDGPU_GEM_DOMAIN_GDS;
+    r = drmCommandWriteRead(dev_fd, DRM_AMDGPU_GEM_OP, &op, sizeof op);
+    CHECK(r == 0, "GEM_OP SET_PLACEMENT(GTT) = %d", r);
+    memset(&bo_info, 0, sizeof bo_info);
+    r = amdgpu_bo_query_info(bo, &bo_info);
+    CHECK(r == 0 && bo_info.preferred_heap == AMDGPU_GEM_DOMAIN_GTT,
+          "after SET_PLACEMENT(GTT): query %d, heap %#x", r, bo_info.preferred_heap);
+    op.value = AMDGPU_GEM_DOMAIN_VRAM;
+    r = drmCommandWriteRead(dev_fd, DRM_AMDGPU_GEM_OP, &op, sizeof op);
+    CHECK(r == 0, "GEM_OP SET_PLACEMENT(VRAM) = %d", r);
+    op.handle = 0x7fff;
+    r = drmCommandWriteRead(dev_fd, DRM_AMDGPU_GEM_OP, &op, sizeof op);
+    CHECK(r == -ENOENT, "GEM_OP SET_PLACEMENT of no handle = %d (want -ENOENT)", r);
+    printf("    SET_PLACEMENT: preferred heap GTT read back, then VRAM again\n");
+
     uint32_t dmabuf = 0;
     r = amdgpu_bo_export(bo, amdgpu_bo_handle_type_dma_buf_fd, &dmabuf);
     CHECK(r == 0, "amdgpu_bo_export(dma-buf) = %d", r);

@@ -1784,6 +1784,60 @@ mod tests {
         }
     }
 
+    /// A render node's compute-ring IB runs to its end (WRITE_DATA, RELEASE_MEM); one that
+    /// chains to itself forever stops at the packet budget instead of hanging.
+    #[test]
+    fn a_submitted_ib_runs_to_its_end_or_to_the_budget() {
+        let (vm, mem) = vm_with(0x10000);
+        let clock = GpuClock::new();
+        let ih = IhRing::new();
+        let mut regs = BTreeMap::new();
+        let mut env = ExecEnv {
+            vm: &vm,
+            clock: &clock,
+            registers: &mut regs,
+            ih: &ih,
+            queue: id(),
+        };
+        let mut ib = [0u32; 16];
+        let mut w = PacketWriter::new(&mut ib);
+        w.push(&WriteData::memory(BASE + 0x9000, &[0x5151]).unwrap())
+            .unwrap();
+        let rm = ReleaseMemGfx9::new(
+            &ReleaseMemArgs::event_signal(BASE + 0x9008, 9),
+            Default::default(),
+        )
+        .unwrap();
+        w.push(&rm).unwrap();
+        let n = w.len();
+        mem.write(0x2000, ib[..n].as_bytes()).unwrap();
+        let frame = IbFrame::new(BASE + 0x2000, n as u32);
+        let ran = CpQueue::run_submitted_ib(GfxGen::Gfx9, id(), frame, &mut env, 100);
+        assert_eq!(ran.unwrap(), 2);
+        assert_eq!(mem.load_u32(0x9000), Some(0x5151));
+        assert_eq!(mem.load_u32(0x9008), Some(9));
+
+        let mut looping = [0u32; 8];
+        let n = PacketWriter::new(&mut looping)
+            .push(
+                &pm4::user::IndirectBuffer::new(
+                    BASE + 0x4000,
+                    4,
+                    IndirectBufferControl::new().with_chain(true),
+                )
+                .unwrap(),
+            )
+            .unwrap();
+        assert_eq!(n, 4);
+        mem.write(0x4000, looping[..n].as_bytes()).unwrap();
+        let frame = IbFrame::new(BASE + 0x4000, 4);
+        let ran = CpQueue::run_submitted_ib(GfxGen::Gfx9, id(), frame, &mut env, 100);
+        assert!(
+            matches!(ran, Err(QueueError::NotModelled { ref what, .. }) if what.contains("more than 100 packets")),
+            "{ran:?}"
+        );
+    }
+
     #[test]
     fn write_data_and_release_mem_in_an_ib_chain() {
         let (vm, mem) = vm_with(0x10000);

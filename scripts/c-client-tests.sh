@@ -324,7 +324,7 @@ run_fidelity many_buffers
 run_fidelity amdgpu_bo
 # Contexts and buffer metadata through libdrm_amdgpu (issue #35 item 2).
 run_fidelity amdgpu_ctx_metadata
-# KFDEvictTest's submission path: SDMA IBs on a context (issue #35 item 2).
+# KFDEvictTest's submission path: SDMA IBs on a context, and a compute-ring PM4 IB (issue #35 item 2).
 run_fidelity amdgpu_cs
 
 # --- 5. bystanders are unaffected ---------------------------------------------------------

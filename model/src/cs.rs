@@ -6,9 +6,40 @@
 //!
 //! What is modelled: an IB for an SDMA ring runs on that engine, through the file's GPU VM
 //! (`GEM_VA` mappings), when it is submitted, so its fence has signalled by the time the ioctl
-//! returns. Not modelled: IBs for the GFX and compute rings (`EINVAL`, logged); the buffers a
+//! //! returns; an IB for a GFX or compute ring runs the same way through the CP's PM4 processor
+//! (`WRITE_DATA`, `RELEASE_MEM`, `NOP`, `COPY_DATA`, `DMA_DATA`, ...). An IB that faults is
+//! logged and still signals its fence, as the GPU's does after a fault; a PM4 IB the model
+//! cannot run (a bad packet, a wait, a dispatch) fails the submission with `EINVAL` and an
+//! error in the log naming the packet. Not modelled: multimedia IPs (`EINVAL`); the buffers a
 //! submission names being made resident (the model never moves a buffer out of VRAM, so
 //! submissions never evict KFD's buffers or queues as TTM does under VRAM pressure).
+//!
+//! # Design: the eviction a submission would cause (not built yet)
+//!
+//! On the GPU, `amdgpu_cs_ioctl` validates every buffer of the submission's BO list into its
+//! preferred domain. When VRAM is full, TTM evicts other buffers to make room; a KFD buffer
+//! carries its process's eviction fence, and evicting it signals that fence, which makes
+//! amdkfd stop all the process's queues (`kfd_process_evict_queues`), and schedules the
+//! restore worker, which after a delay validates the KFD buffers back, remaps them and
+//! restarts the queues (`kfd_process_restore_queues`). `KFDEvictTest` counts on exactly that:
+//! its graphics buffers plus its KFD buffers exceed VRAM, and its KFD queues must keep
+//! producing correct results across the evictions. The model would do it in three parts:
+//! 1. VRAM accounting shared by the render node and KFD on one GPU: the bytes of VRAM buffers
+//!    resident now (GEM objects whose preferred domain is VRAM, KFD VRAM allocations), against
+//!    the GPU's VRAM size.
+//! 2. In `cs_submit`, before the IBs run: if the BO list's VRAM buffers do not fit beside what
+//!    is resident, take the needed bytes from the KFD buffers of the processes on that GPU (in
+//!    LRU order), call [`crate::Process::evict_queues`]'s path for each owning process and
+//!    mark those buffers evicted. The bytes stay in their `memfd` (the model never copies
+//!    them), so correctness of later reads is free; what is observable is the queues being
+//!    off the GPU (their doorbells do not run) and the eviction counters/SMI events.
+//! 3. A restore worker on the engine thread: after the kernel's restore delay on the model's
+//!    clock, mark the buffers resident again (evicting graphics buffers not in flight, which
+//!    here means all of them, since submissions complete when the ioctl returns) and call the
+//!    restore path, so the queues map again and run their pending packets.
+//!
+//! Under the shim each process has its own model GPU (#39), so the graphics and KFD sides of
+//! one test process share a GPU, which is what KFDEvictTest needs.
 
 use crate::errno::{Errno, KResult};
 use std::collections::BTreeMap;
@@ -26,6 +57,11 @@ pub const AMDGPU_HW_IP_GFX: u32 = 0;
 pub const AMDGPU_HW_IP_COMPUTE: u32 = 1;
 /// `AMDGPU_HW_IP_DMA` (the SDMA engines).
 pub const AMDGPU_HW_IP_DMA: u32 = 2;
+/// GFX rings a GPU of the model has (`amdgpu`'s `num_gfx_rings` on gfx9: one).
+pub const GFX_RINGS: u32 = 1;
+/// Compute rings the graphics driver has (`amdgpu`'s kernel compute queues, `num_kcq`: 8
+/// by default).
+pub const COMPUTE_RINGS: u32 = 8;
 /// `AMDGPU_HW_IP_NUM`: IP types are below it.
 pub const AMDGPU_HW_IP_NUM: u32 = 9;
 
@@ -122,7 +158,9 @@ impl BoLists {
 
 /// The checks `amdgpu_cs_ioctl` makes before it runs anything: at least one chunk, no
 /// unknown chunk, at least one IB, each on an IP and ring that exists (`dma_rings` SDMA
-/// rings), instance 0, a whole number of dwords. `EINVAL` for any failure.
+/// rings, [`GFX_RINGS`], [`COMPUTE_RINGS`]), instance 0, a whole number of dwords; IPs other
+/// than GFX, compute and SDMA (the multimedia engines) are not modelled. `EINVAL` for any
+/// failure.
 pub fn check(request: &CsRequest, dma_rings: u32) -> KResult<()> {
     if request.num_chunks == 0 || request.unknown_chunk || request.ibs.is_empty() {
         return Err(Errno::EINVAL);
@@ -131,11 +169,16 @@ pub fn check(request: &CsRequest, dma_rings: u32) -> KResult<()> {
         if ib.ip_type >= AMDGPU_HW_IP_NUM || ib.ip_instance != 0 {
             return Err(Errno::EINVAL);
         }
-        if ib.ip_type != AMDGPU_HW_IP_DMA {
-            log::debug!(target: "kfd::gem", "CS: IBs for IP type {} are not modelled (SDMA only)", ib.ip_type);
-            return Err(Errno::EINVAL);
-        }
-        if ib.ring >= dma_rings || ib.ib_bytes == 0 || ib.ib_bytes % 4 != 0 {
+        let rings = match ib.ip_type {
+            AMDGPU_HW_IP_GFX => GFX_RINGS,
+            AMDGPU_HW_IP_COMPUTE => COMPUTE_RINGS,
+            AMDGPU_HW_IP_DMA => dma_rings,
+            other => {
+                log::debug!(target: "kfd::gem", "CS: IBs for IP type {other} are not modelled (GFX, compute and SDMA only)");
+                return Err(Errno::EINVAL);
+            }
+        };
+        if ib.ring >= rings || ib.ib_bytes == 0 || ib.ib_bytes % 4 != 0 {
             return Err(Errno::EINVAL);
         }
     }
@@ -159,7 +202,7 @@ mod tests {
     }
 
     #[test]
-    fn a_submission_needs_chunks_and_an_sdma_ib_on_a_ring_that_exists() {
+    fn a_submission_needs_chunks_and_ibs_on_rings_that_exist() {
         let ib = CsIb {
             va_start: 0x10_0000,
             ib_bytes: 64,
@@ -188,11 +231,17 @@ mod tests {
         );
         assert_eq!(with(&|r| r.ibs[0].ip_instance = 1), Err(Errno::EINVAL));
         assert_eq!(with(&|r| r.ibs[0].ib_bytes = 6), Err(Errno::EINVAL));
-        assert_eq!(
-            with(&|r| r.ibs[0].ip_type = AMDGPU_HW_IP_GFX),
-            Err(Errno::EINVAL),
-            "GFX IBs are not modelled"
-        );
+        let on = |ip: u32, ring: u32| {
+            with(&|r| {
+                r.ibs[0].ip_type = ip;
+                r.ibs[0].ring = ring;
+            })
+        };
+        assert_eq!(on(AMDGPU_HW_IP_GFX, 0), Ok(()));
+        assert_eq!(on(AMDGPU_HW_IP_GFX, 1), Err(Errno::EINVAL), "one GFX ring");
+        assert_eq!(on(AMDGPU_HW_IP_COMPUTE, 7), Ok(()));
+        assert_eq!(on(AMDGPU_HW_IP_COMPUTE, 8), Err(Errno::EINVAL), "8 rings");
+        assert_eq!(on(3, 0), Err(Errno::EINVAL), "UVD is not modelled");
         assert_eq!(with(&|r| r.ibs[0].ip_type = 9), Err(Errno::EINVAL));
     }
 }

@@ -64,8 +64,12 @@ pub const AMDGPU_GEM_METADATA_MAX_SIZE: usize = 256;
 
 /// `AMDGPU_GEM_OP_GET_GEM_CREATE_INFO`.
 pub const AMDGPU_GEM_OP_GET_GEM_CREATE_INFO: u32 = 0;
-/// `AMDGPU_GEM_OP_SET_PLACEMENT` (not modelled: the model does not move buffers).
+/// `AMDGPU_GEM_OP_SET_PLACEMENT`: new preferred and allowed domains for a buffer.
 pub const AMDGPU_GEM_OP_SET_PLACEMENT: u32 = 1;
+/// The domains `SET_PLACEMENT` keeps of the ones it is given (the memory a buffer can move
+/// between; GDS, GWS and OA are not places a buffer moves to).
+pub const AMDGPU_GEM_PLACEMENT_DOMAINS: u64 =
+    AMDGPU_GEM_DOMAIN_VRAM | AMDGPU_GEM_DOMAIN_GTT | AMDGPU_GEM_DOMAIN_CPU;
 
 /// Lowest VA a `GEM_VA` mapping may use (`AMDGPU_VA_RESERVED_SIZE`, 1 MiB before Linux 6.10).
 pub const AMDGPU_VA_RESERVED_SIZE: u64 = 1 << 20;
@@ -106,13 +110,41 @@ pub struct GemFile {
 pub struct GemObject {
     /// The buffer.
     pub bo: Arc<Bo>,
-    /// `AMDGPU_GEM_DOMAIN_*` it was created with.
-    pub domains: u64,
     /// `AMDGPU_GEM_CREATE_*` flags.
     pub flags: u64,
     /// Physical alignment in bytes (the one asked for, rounded up to pages; 0 for none).
     pub alignment: u64,
+    placement: Mutex<Placement>,
     metadata: Mutex<BoMetadata>,
+}
+
+/// Where a buffer may live (`amdgpu_bo`'s `preferred_domains` and `allowed_domains`): the
+/// domains it was created with until `GEM_OP(SET_PLACEMENT)` changes them. The model never
+/// moves a buffer's bytes; the domains are what the kernel reports and decides by (KFD's
+/// `GET_DMABUF_INFO`, `GET_GEM_CREATE_INFO`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    /// `AMDGPU_GEM_DOMAIN_*` the buffer is placed in when it can be.
+    pub preferred_domains: u64,
+    /// `AMDGPU_GEM_DOMAIN_*` it may be placed in.
+    pub allowed_domains: u64,
+}
+
+impl Placement {
+    /// The placement `SET_PLACEMENT` gives for `value`: the placement domains of it, and a
+    /// buffer that prefers VRAM alone may still go to GTT when VRAM is short.
+    pub fn requested(value: u64) -> Placement {
+        let preferred_domains = value & AMDGPU_GEM_PLACEMENT_DOMAINS;
+        let allowed_domains = if preferred_domains == AMDGPU_GEM_DOMAIN_VRAM {
+            preferred_domains | AMDGPU_GEM_DOMAIN_GTT
+        } else {
+            preferred_domains
+        };
+        Placement {
+            preferred_domains,
+            allowed_domains,
+        }
+    }
 }
 
 /// What `GEM_METADATA` sets on a buffer for other users of it (a display server, an
@@ -141,6 +173,11 @@ pub struct GemCreateInfo {
 }
 
 impl GemObject {
+    /// Its preferred and allowed domains now.
+    pub fn placement(&self) -> Placement {
+        *self.placement.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Its metadata now (`amdgpu_bo_get_metadata` and the tiling flags).
     pub fn metadata(&self) -> BoMetadata {
         self.metadata
@@ -208,9 +245,11 @@ impl GemFile {
         crate::memory::publish_graphics_bo(&bo);
         let object = GemObject {
             bo,
-            domains,
             flags,
             alignment,
+            // amdgpu_bo_create: the domains asked for, with GTT allowed for VRAM alone (the
+            // checks above leave only VRAM, GTT and CPU bits).
+            placement: Mutex::new(Placement::requested(domains)),
             metadata: Mutex::new(BoMetadata::default()),
         };
         self.objects.insert(handle, Arc::new(object));
@@ -264,9 +303,25 @@ impl GemFile {
         Ok(GemCreateInfo {
             bo_size: obj.bo.size,
             alignment: obj.alignment,
-            domains: obj.domains,
+            domains: obj.placement().preferred_domains,
             domain_flags: obj.flags,
         })
+    }
+
+    /// `amdgpu_gem_op_ioctl(SET_PLACEMENT)`: the buffer's preferred domains become the
+    /// VRAM, GTT and CPU bits of `value` (other bits are dropped, not refused); its allowed
+    /// domains follow ([`Placement::requested`]). The kernel refuses this for a userptr
+    /// buffer (`EPERM`), for an imported one asked into VRAM (`EINVAL`) and for one mapped by
+    /// another GPU of its XGMI hive (`EINVAL`); the model's render node creates none of
+    /// those (no userptr GEM objects, no `PRIME_FD_TO_HANDLE`, one GPU per file), so every
+    /// buffer it holds takes the new placement. The bytes stay where they are: the model
+    /// does not migrate buffers.
+    pub fn set_placement(&self, handle: u32, value: u64) -> KResult<Placement> {
+        let obj = self.object(handle)?;
+        let placement = Placement::requested(value);
+        *obj.placement.lock().unwrap_or_else(|e| e.into_inner()) = placement;
+        log::debug!(target: "kfd::gem", "GEM_OP SET_PLACEMENT handle {handle}: {value:#x} = {placement:?}");
+        Ok(placement)
     }
 
     /// `DRM_IOCTL_GEM_CLOSE`: drops the handle and the file's mappings of the buffer.

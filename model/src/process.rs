@@ -132,6 +132,11 @@ impl RenderNode {
         lock(&self.gem).create_info(handle)
     }
 
+    /// `DRM_IOCTL_AMDGPU_GEM_OP`, `SET_PLACEMENT`: the buffer's new domains.
+    pub fn gem_set_placement(&self, handle: u32, value: u64) -> KResult<crate::gem::Placement> {
+        lock(&self.gem).set_placement(handle, value)
+    }
+
     /// `DRM_IOCTL_AMDGPU_BO_LIST`: `operation` (`AMDGPU_BO_LIST_OP_*`) on list `list` with
     /// the GEM `handles` (`ENOENT` for one that is not open, or an unknown list to update;
     /// `EINVAL` for an unknown operation); the list's id (0 after `DESTROY`).
@@ -158,10 +163,14 @@ impl RenderNode {
         }
     }
 
-    /// `DRM_IOCTL_AMDGPU_CS`: runs the submission's IBs on their SDMA engines through the
-    /// file's GPU VM and returns the sequence number of the last (`EINVAL` for an unknown
-    /// context or a bad chunk, `ENOENT` for an unknown BO list). An IB that faults is logged;
-    /// its fence signals all the same, as the GPU's does after a fault.
+    /// `DRM_IOCTL_AMDGPU_CS`: runs the submission's IBs on their SDMA engines or, for GFX and
+    /// compute rings, through the CP's PM4 processor, through the file's GPU VM, and returns
+    /// the sequence number of the last (`EINVAL` for an unknown context or a bad chunk,
+    /// `ENOENT` for an unknown BO list). An IB that faults is logged; its fence signals all
+    /// the same, as the GPU's does after a fault. A PM4 IB the model cannot run (a packet
+    /// that does not decode or is not modelled there) fails the submission with `EINVAL`,
+    /// logged as an error naming the packet; the IBs before it have run and keep their
+    /// sequence numbers.
     pub fn cs_submit(&self, request: &crate::cs::CsRequest) -> KResult<u64> {
         use crate::hw::engine::{ExecEnv, IbFrame, QueueIdentity};
         let p = &self.node.topo.properties;
@@ -174,14 +183,27 @@ impl RenderNode {
         }
         crate::cs::check(request, dma_rings)?;
         let gem = lock(&self.gem);
-        let gen = pm4::SdmaGen::from(self.node.gpu.mqd_gen);
+        let sdma_gen = pm4::SdmaGen::from(self.node.gpu.mqd_gen);
+        let gfx_gen = pm4::GfxGen::from(self.node.gpu.mqd_gen);
         let mut seq = 0;
         for ib in &request.ibs {
-            let id = QueueIdentity {
-                slot: crate::hw::hws::HqdSlot::Sdma {
+            let on_cp = ib.ip_type != crate::cs::AMDGPU_HW_IP_DMA;
+            let slot = if on_cp {
+                // The graphics driver's kernel rings sit on pipes KFD does not use; the
+                // identity only names the engine in messages.
+                crate::hw::hws::HqdSlot::Compute {
+                    mec: 0,
+                    pipe: 0,
+                    queue: ib.ring as u8,
+                }
+            } else {
+                crate::hw::hws::HqdSlot::Sdma {
                     engine: ib.ring as u8,
                     queue: 0,
-                },
+                }
+            };
+            let id = QueueIdentity {
+                slot,
                 pasid: 0,
                 vmid: 0,
                 doorbell_offset: 0,
@@ -197,18 +219,29 @@ impl RenderNode {
                 queue: id,
             };
             let frame = IbFrame::new(ib.va_start, ib.ib_bytes / 4);
-            match crate::hw::sdma::SdmaQueue::run_submitted_ib(
-                gen,
-                id,
-                frame,
-                &mut env,
-                crate::cs::SUBMITTED_IB_BUDGET,
-            ) {
+            let budget = crate::cs::SUBMITTED_IB_BUDGET;
+            let (ran, engine) = if on_cp {
+                let ran =
+                    crate::hw::cp::CpQueue::run_submitted_ib(gfx_gen, id, frame, &mut env, budget);
+                (ran, format!("ip {} ring {}", ib.ip_type, ib.ring))
+            } else {
+                let ran = crate::hw::sdma::SdmaQueue::run_submitted_ib(
+                    sdma_gen, id, frame, &mut env, budget,
+                );
+                (ran, format!("sdma{}", ib.ring))
+            };
+            match ran {
                 Ok(n) => {
-                    log::debug!(target: "kfd::gem", "CS ctx {} sdma{}: IB {:#x} ({} bytes), {n} packet(s)", request.ctx_id, ib.ring, ib.va_start, ib.ib_bytes)
+                    log::debug!(target: "kfd::gem", "CS ctx {} {engine}: IB {:#x} ({} bytes), {n} packet(s)", request.ctx_id, ib.va_start, ib.ib_bytes)
+                }
+                Err(e @ (QueueError::BadPacket { .. } | QueueError::NotModelled { .. }))
+                    if on_cp =>
+                {
+                    log::error!(target: "kfd::gem", "CS ctx {} {engine}: the IB at {:#x} cannot run in the model: {e}; the submission fails with EINVAL", request.ctx_id, ib.va_start);
+                    return Err(Errno::EINVAL);
                 }
                 Err(e) => {
-                    log::warn!(target: "kfd::gem", "CS ctx {} sdma{}: the IB at {:#x} stopped: {e}", request.ctx_id, ib.ring, ib.va_start)
+                    log::warn!(target: "kfd::gem", "CS ctx {} {engine}: the IB at {:#x} stopped: {e}", request.ctx_id, ib.va_start)
                 }
             }
             seq = contexts.submit(request.ctx_id, (ib.ip_type, ib.ip_instance, ib.ring))?;

@@ -313,6 +313,69 @@ fn metadata_set_on_a_gem_buffer_reaches_kfds_dmabuf_info() {
     assert_eq!(dmabuf_info(&c, fd).unwrap().metadata_size, 0, "cleared");
 }
 
+/// `GEM_OP(SET_PLACEMENT)` changes a buffer's preferred and allowed domains: the VRAM, GTT
+/// and CPU bits of the value are kept and the rest dropped, VRAM alone may also go to GTT,
+/// and `GET_GEM_CREATE_INFO` and KFD's `GET_DMABUF_INFO` report the new preferred domain.
+#[test]
+fn set_placement_changes_the_domains_a_buffer_reports() {
+    let model = model_with(ModelConfig::new(Preset::Gfx900).with_engine_thread(false));
+    let c = Client::new(&model);
+    let r = render(&c);
+    let vram = AMDGPU_GEM_DOMAIN_VRAM;
+    let h = r.gem_create(4096, 0, vram, 0).unwrap();
+    let fd = r.prime_handle_to_fd(h, libc::O_CLOEXEC as u32).unwrap();
+    // SAFETY: the descriptor was just created for this test, which now owns it.
+    let _dmabuf = unsafe { OwnedFd::from_raw_fd(fd) };
+    assert_eq!(
+        dmabuf_info(&c, fd).unwrap().flags,
+        KFD_IOC_ALLOC_MEM_FLAGS_VRAM
+    );
+
+    let p = r.gem_set_placement(h, GTT).unwrap();
+    assert_eq!(
+        p,
+        Placement {
+            preferred_domains: GTT,
+            allowed_domains: GTT
+        }
+    );
+    assert_eq!(r.gem_create_info(h).unwrap().domains, GTT);
+    assert_eq!(
+        dmabuf_info(&c, fd).unwrap().flags,
+        KFD_IOC_ALLOC_MEM_FLAGS_GTT,
+        "KFD sees the new preferred domain"
+    );
+
+    // GDS (0x8), OA (0x20) and an undefined bit (0x100) are dropped, not refused.
+    let p = r
+        .gem_set_placement(
+            h,
+            vram | AMDGPU_GEM_DOMAIN_GDS | AMDGPU_GEM_DOMAIN_OA | 0x100,
+        )
+        .unwrap();
+    assert_eq!(
+        p,
+        Placement {
+            preferred_domains: 0x4,
+            allowed_domains: 0x6
+        },
+        "VRAM alone may also go to GTT"
+    );
+    assert_eq!(r.gem_create_info(h).unwrap().domains, 0x4);
+
+    let p = r
+        .gem_set_placement(h, vram | AMDGPU_GEM_DOMAIN_CPU)
+        .unwrap();
+    assert_eq!(p.allowed_domains, 0x5, "VRAM with CPU: no GTT added");
+    let p = r.gem_set_placement(h, 0).unwrap();
+    assert_eq!((p.preferred_domains, p.allowed_domains), (0, 0));
+    assert_eq!(r.gem_create_info(h).unwrap().domains, 0);
+
+    assert_errno(r.gem_set_placement(99, GTT), Errno::ENOENT, "no handle");
+    r.gem_close(h).unwrap();
+    assert_errno(r.gem_set_placement(h, GTT), Errno::ENOENT, "closed handle");
+}
+
 /// kfdtest's `KFDEvictTest` submission path: a context, a BO list, SDMA IBs submitted with
 /// `CS` (sequence numbers from 1) that run through the file's GPU VM, `WAIT_CS` for them.
 #[test]
@@ -400,4 +463,107 @@ fn an_sdma_ib_submitted_on_a_context_runs_through_the_files_vm() {
     bad.bo_list_handle = 5;
     assert_errno(r.cs_submit(&bad), Errno::ENOENT, "no such BO list");
     assert_eq!(r.bo_list(AMDGPU_BO_LIST_OP_DESTROY, list, vec![]), Ok(0));
+}
+
+/// A compute-ring IB (`AMDGPU_HW_IP_COMPUTE`) runs through the CP's PM4 processor when it is
+/// submitted: its WRITE_DATA lands through the file's VM, its NOPs are skipped, the fence has
+/// sequence number 1 and `WAIT_CS` finds it signalled; a GFX-ring IB runs the same way. A
+/// packet the model does not decode fails the submission with `EINVAL` rather than hang.
+#[test]
+fn a_compute_ib_submitted_on_a_context_runs_its_pm4_packets() {
+    use kfd_model::cs::*;
+    use kfd_model::ctx::*;
+    let model = model_with(ModelConfig::new(Preset::Gfx900).with_engine_thread(false));
+    let c = Client::new(&model);
+    let r = render(&c);
+    let (ib_va, target_va) = (0x20_0000_0000, 0x20_0010_0000);
+    let ib = r.gem_create(4096, 0, GTT, 0).unwrap();
+    let target = r.gem_create(4096, 0, GTT, 0).unwrap();
+    r.gem_va(va_req(ib, AMDGPU_VA_OP_MAP, ib_va, 0, 4096))
+        .unwrap();
+    r.gem_va(va_req(target, AMDGPU_VA_OP_MAP, target_va, 0, 4096))
+        .unwrap();
+    let ib_cpu = r.mmap(r.gem_mmap_offset(ib).unwrap(), 4096).unwrap();
+    let target_cpu = r.mmap(r.gem_mmap_offset(target).unwrap(), 4096).unwrap();
+    let write_ib = |dwords: &[u32]| {
+        ib_cpu
+            .memory
+            .write(ib_cpu.offset as usize, dwords.as_bytes())
+            .unwrap();
+    };
+    let mut words = [0u32; 16];
+    let mut w = pm4::writer::PacketWriter::new(&mut words);
+    w.push(&WriteData::memory(target_va + 8, &[0x1234_5678, 0x9abc_def0]).unwrap())
+        .unwrap();
+    w.nop(4).unwrap();
+    let len = w.len();
+    write_ib(&words[..len]);
+
+    let ctx = match r
+        .ctx(CtxRequest {
+            op: AMDGPU_CTX_OP_ALLOC_CTX,
+            ..Default::default()
+        })
+        .unwrap()
+    {
+        CtxAnswer::Alloc { ctx_id } => ctx_id,
+        other => panic!("{other:?}"),
+    };
+    let on = |ip_type: u32, ring: u32, dwords: usize| CsRequest {
+        ctx_id: ctx,
+        ibs: vec![CsIb {
+            va_start: ib_va,
+            ib_bytes: dwords as u32 * 4,
+            ip_type,
+            ring,
+            ..Default::default()
+        }],
+        num_chunks: 1,
+        ..Default::default()
+    };
+    assert_eq!(r.cs_submit(&on(AMDGPU_HW_IP_COMPUTE, 1, len)), Ok(1));
+    let load = |at: usize| target_cpu.memory.load_u32(target_cpu.offset as usize + at);
+    assert_eq!(load(8), Some(0x1234_5678), "WRITE_DATA's first dword");
+    assert_eq!(load(12), Some(0x9abc_def0), "and its second");
+    assert_eq!(load(16), Some(0), "nothing past it");
+    assert_eq!(r.wait_cs(ctx, (AMDGPU_HW_IP_COMPUTE, 0, 1), 1), Ok(true));
+    assert_errno(
+        r.wait_cs(ctx, (AMDGPU_HW_IP_COMPUTE, 0, 1), 2),
+        Errno::EINVAL,
+        "not handed out",
+    );
+
+    // The same IB on the GFX ring: its own sequence numbers.
+    target_cpu
+        .memory
+        .write(target_cpu.offset as usize + 8, &[0u8; 8])
+        .unwrap();
+    assert_eq!(r.cs_submit(&on(AMDGPU_HW_IP_GFX, 0, len)), Ok(1));
+    assert_eq!(load(8), Some(0x1234_5678));
+    assert_eq!(r.wait_cs(ctx, (AMDGPU_HW_IP_GFX, 0, 0), 1), Ok(true));
+    assert_errno(
+        r.cs_submit(&on(AMDGPU_HW_IP_GFX, 1, len)),
+        Errno::EINVAL,
+        "one GFX ring",
+    );
+
+    // A type-3 packet with an opcode the model does not know (0xEE), count 0.
+    write_ib(&[0xC000_EE00, 0]);
+    assert_errno(
+        r.cs_submit(&on(AMDGPU_HW_IP_COMPUTE, 1, 2)),
+        Errno::EINVAL,
+        "an unknown packet fails the submission",
+    );
+    // An IB that ends inside a packet: the WRITE_DATA's last dword is cut off.
+    write_ib(&words[..len]);
+    assert_errno(
+        r.cs_submit(&on(AMDGPU_HW_IP_COMPUTE, 1, 5)),
+        Errno::EINVAL,
+        "a packet past the IB's end",
+    );
+    assert_eq!(
+        r.cs_submit(&on(AMDGPU_HW_IP_COMPUTE, 1, len)),
+        Ok(2),
+        "failed submissions take no sequence number"
+    );
 }

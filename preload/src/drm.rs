@@ -2,7 +2,7 @@
 //! topology: `DRM_IOCTL_VERSION` (driver name `amdgpu`) and `DRM_IOCTL_AMDGPU_INFO` (device
 //! information, memory sizes, register reads); and the buffer-object ioctls, answered by the
 //! model's render-node file ([`gem_answer`]): `GEM_CREATE`, `GEM_MMAP`, `GEM_VA`, `GEM_CLOSE`,
-//! `GEM_METADATA`, `GEM_OP` (`GET_GEM_CREATE_INFO`), `PRIME_HANDLE_TO_FD`, the file's
+//! `GEM_METADATA`, `GEM_OP` (`GET_GEM_CREATE_INFO`, `SET_PLACEMENT`), `PRIME_HANDLE_TO_FD`, the file's
 //! submission contexts (`CTX`), BO lists (`BO_LIST`) and command submission (`CS`,
 //! `WAIT_CS`).
 //!
@@ -610,8 +610,8 @@ pub fn gem_answer(
                     }],
                 }),
                 AMDGPU_GEM_OP_SET_PLACEMENT => {
-                    log::debug!(target: "preload", "GEM_OP SET_PLACEMENT: not modelled (the model does not move buffers)");
-                    Err(Errno::EINVAL)
+                    file.gem_set_placement(a.handle, a.value)?;
+                    Ok(DrmAnswer::default())
                 }
                 _ => Err(Errno::EINVAL),
             }

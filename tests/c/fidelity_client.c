@@ -738,6 +738,27 @@ static int t_amdgpu_ctx_metadata(void)
     r = drmCommandWriteRead(dev_fd, DRM_AMDGPU_GEM_METADATA, &raw_meta, sizeof raw_meta);
     CHECK(r == -EINVAL, "GEM_METADATA set of 257 bytes = %d (want -EINVAL)", r);
 
+    /* GEM_OP(SET_PLACEMENT) moves the preferred domain to GTT (bits outside VRAM|GTT|CPU,
+     * here GDS 0x8, are dropped); libdrm's query reads it back; then back to VRAM. */
+    struct drm_amdgpu_gem_op op;
+    memset(&op, 0, sizeof op);
+    op.handle = kms;
+    op.op = AMDGPU_GEM_OP_SET_PLACEMENT;
+    op.value = AMDGPU_GEM_DOMAIN_GTT | AMDGPU_GEM_DOMAIN_GDS;
+    r = drmCommandWriteRead(dev_fd, DRM_AMDGPU_GEM_OP, &op, sizeof op);
+    CHECK(r == 0, "GEM_OP SET_PLACEMENT(GTT) = %d", r);
+    memset(&bo_info, 0, sizeof bo_info);
+    r = amdgpu_bo_query_info(bo, &bo_info);
+    CHECK(r == 0 && bo_info.preferred_heap == AMDGPU_GEM_DOMAIN_GTT,
+          "after SET_PLACEMENT(GTT): query %d, heap %#x", r, bo_info.preferred_heap);
+    op.value = AMDGPU_GEM_DOMAIN_VRAM;
+    r = drmCommandWriteRead(dev_fd, DRM_AMDGPU_GEM_OP, &op, sizeof op);
+    CHECK(r == 0, "GEM_OP SET_PLACEMENT(VRAM) = %d", r);
+    op.handle = 0x7fff;
+    r = drmCommandWriteRead(dev_fd, DRM_AMDGPU_GEM_OP, &op, sizeof op);
+    CHECK(r == -ENOENT, "GEM_OP SET_PLACEMENT of no handle = %d (want -ENOENT)", r);
+    printf("    SET_PLACEMENT: preferred heap GTT read back, then VRAM again\n");
+
     uint32_t dmabuf = 0;
     r = amdgpu_bo_export(bo, amdgpu_bo_handle_type_dma_buf_fd, &dmabuf);
     CHECK(r == 0, "amdgpu_bo_export(dma-buf) = %d", r);
@@ -859,6 +880,44 @@ static int t_amdgpu_cs(void)
     }
     printf("    %d SDMA IBs submitted on a context: sequence numbers 1..%d, each fence signalled, "
            "each WRITE landed\n", CS_ROUNDS, CS_ROUNDS);
+
+    /* A compute-ring IB: PM4 WRITE_DATA (type 3, opcode 0x37, count = dwords - 2 = 4;
+     * dw1 DST_SEL [11:8] = 5, memory, WR_CONFIRM bit 20) of two dwords, then a 2-dword NOP
+     * (opcode 0x10). It runs through the CP's packet processor with its own sequence numbers. */
+    memset(ib.cpu, 0, 64);
+    ib.cpu[0] = 0xc0043700u;
+    ib.cpu[1] = (5u << 8) | (1u << 20);
+    ib.cpu[2] = (uint32_t)(target.va + 256);
+    ib.cpu[3] = (uint32_t)((target.va + 256) >> 32);
+    ib.cpu[4] = 0xc0de0001u;
+    ib.cpu[5] = 0xc0de0002u;
+    ib.cpu[6] = 0xc0001000u;
+    ib.cpu[7] = 0;
+    struct amdgpu_cs_ib_info pm4_ib = {.ib_mc_address = ib.va, .size = 8};
+    struct amdgpu_cs_request pm4_req;
+    memset(&pm4_req, 0, sizeof pm4_req);
+    pm4_req.ip_type = AMDGPU_HW_IP_COMPUTE;
+    pm4_req.number_of_ibs = 1;
+    pm4_req.ibs = &pm4_ib;
+    pm4_req.resources = list;
+    r = amdgpu_cs_submit(ctx, 0, &pm4_req, 1);
+    CHECK(r == 0, "amdgpu_cs_submit of a compute IB = %d", r);
+    CHECK(pm4_req.seq_no == 1, "the compute ring's first sequence number is %llu",
+          (unsigned long long)pm4_req.seq_no);
+    struct amdgpu_cs_fence pm4_fence = {
+        .context = ctx, .ip_type = AMDGPU_HW_IP_COMPUTE, .fence = pm4_req.seq_no};
+    uint32_t pm4_expired = 0;
+    r = amdgpu_cs_query_fence_status(&pm4_fence, 5000000000ull, 0, &pm4_expired);
+    CHECK(r == 0 && pm4_expired, "compute fence: %d, expired %u", r, pm4_expired);
+    CHECK(target.cpu[64] == 0xc0de0001u && target.cpu[65] == 0xc0de0002u,
+          "the compute IB's WRITE_DATA left %#x %#x", target.cpu[64], target.cpu[65]);
+    /* A type-3 packet with an opcode nobody defines (0xee): the submission fails. */
+    ib.cpu[0] = 0xc000ee00u;
+    pm4_ib.size = 2;
+    r = amdgpu_cs_submit(ctx, 0, &pm4_req, 1);
+    CHECK(r == -EINVAL, "a compute IB with an unknown packet = %d (want -EINVAL)", r);
+    printf("    a compute-ring IB: WRITE_DATA landed, sequence number 1 signalled; an unknown "
+           "packet = -EINVAL\n");
 
     /* The kernel's errnos: a fence not handed out yet, a context that does not exist, a list
      * naming no buffer. */

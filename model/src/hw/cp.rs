@@ -283,6 +283,72 @@ impl CpQueue {
         }
     }
 
+    /// An indirect buffer the graphics driver submits to a GFX or compute ring (a render
+    /// node's `DRM_AMDGPU_CS`), run to its end through `env.vm` with a fresh CP state: the
+    /// packets it ran. A packet that would wait (an unmet `WAIT_REG_MEM`), a dispatch (no
+    /// shader ISA is set: the model runs no shaders for the graphics driver) and an IB of more
+    /// than `budget` packets are not modelled here: they stop the IB with an error that says
+    /// so.
+    pub fn run_submitted_ib(
+        gen: GfxGen,
+        id: QueueIdentity,
+        ib: IbFrame,
+        env: &mut ExecEnv<'_>,
+        budget: usize,
+    ) -> Result<usize, QueueError> {
+        let no_ring = CpReadPointer::Pm4(DwordPtr::new(0));
+        let mut queue = CpQueue {
+            ring: CpRing {
+                base: 0,
+                dwords: 0,
+                rptr_report: 0,
+                wptr_addr: 0,
+                aql: false,
+            },
+            id,
+            rptr: no_ring,
+            last_wptr: no_ring,
+            ibs: Vec::new(),
+            aql_ib_active: false,
+            status: QueueStatus::default(),
+            gen,
+            state: CpState::default(),
+            scratch: Vec::new(),
+            shader_isa: Err(
+                "the model runs no shaders for the graphics driver's submissions".into(),
+            ),
+            kernel: None,
+            scratch_wait: false,
+            wave_halted: false,
+            ctx_save_address: 0,
+            packet_start_ts: None,
+        };
+        queue.enter_ib(ib)?;
+        let mut scratch = Vec::new();
+        let mut ran = 0;
+        for _ in 0..budget {
+            if queue.ibs.is_empty() {
+                return Ok(ran);
+            }
+            let addr = queue.ibs.last().map_or(ib.addr, |f| f.cursor());
+            match queue.step_ib(env, &mut scratch)? {
+                None => {}
+                Some(RunState::Parked) => {
+                    return Err(QueueError::NotModelled {
+                        addr,
+                        what: "a submitted IB that waits (WAIT_REG_MEM)".into(),
+                    })
+                }
+                Some(RunState::Yielded) => {}
+                Some(_) => ran += 1,
+            }
+        }
+        Err(QueueError::NotModelled {
+            addr: ib.addr,
+            what: format!("a submitted IB of more than {budget} packets"),
+        })
+    }
+
     /// Mapped again (after a preemption): the queue resumes where it stopped, retrying a
     /// faulted packet. If the driver gave it another ring meanwhile (UPDATE_QUEUE), the context
     /// starts over on the new ring at the saved position, placed within one ring behind the
@@ -1752,6 +1818,60 @@ mod tests {
             ctx_save_address: 0,
             packet_start_ts: None,
         }
+    }
+
+    /// A render node's compute-ring IB runs to its end (WRITE_DATA, RELEASE_MEM); one that
+    /// chains to itself forever stops at the packet budget instead of hanging.
+    #[test]
+    fn a_submitted_ib_runs_to_its_end_or_to_the_budget() {
+        let (vm, mem) = vm_with(0x10000);
+        let clock = GpuClock::new();
+        let ih = IhRing::new();
+        let mut regs = BTreeMap::new();
+        let mut env = ExecEnv {
+            vm: &vm,
+            clock: &clock,
+            registers: &mut regs,
+            ih: &ih,
+            queue: id(),
+        };
+        let mut ib = [0u32; 16];
+        let mut w = PacketWriter::new(&mut ib);
+        w.push(&WriteData::memory(BASE + 0x9000, &[0x5151]).unwrap())
+            .unwrap();
+        let rm = ReleaseMemGfx9::new(
+            &ReleaseMemArgs::event_signal(BASE + 0x9008, 9),
+            Default::default(),
+        )
+        .unwrap();
+        w.push(&rm).unwrap();
+        let n = w.len();
+        mem.write(0x2000, ib[..n].as_bytes()).unwrap();
+        let frame = IbFrame::new(BASE + 0x2000, n as u32);
+        let ran = CpQueue::run_submitted_ib(GfxGen::Gfx9, id(), frame, &mut env, 100);
+        assert_eq!(ran.unwrap(), 2);
+        assert_eq!(mem.load_u32(0x9000), Some(0x5151));
+        assert_eq!(mem.load_u32(0x9008), Some(9));
+
+        let mut looping = [0u32; 8];
+        let n = PacketWriter::new(&mut looping)
+            .push(
+                &pm4::user::IndirectBuffer::new(
+                    BASE + 0x4000,
+                    4,
+                    IndirectBufferControl::new().with_chain(true),
+                )
+                .unwrap(),
+            )
+            .unwrap();
+        assert_eq!(n, 4);
+        mem.write(0x4000, looping[..n].as_bytes()).unwrap();
+        let frame = IbFrame::new(BASE + 0x4000, 4);
+        let ran = CpQueue::run_submitted_ib(GfxGen::Gfx9, id(), frame, &mut env, 100);
+        assert!(
+            matches!(ran, Err(QueueError::NotModelled { ref what, .. }) if what.contains("more than 100 packets")),
+            "{ran:?}"
+        );
     }
 
     #[test]

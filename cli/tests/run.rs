@@ -326,9 +326,32 @@ fn wait_for_file(path: &std::path::Path) {
 }
 
 /// `kfd run ARGS…` started in the background, with its output collected.
+///
+/// Its signals start at their default dispositions: a job a non-interactive shell put in the
+/// background starts with SIGINT and SIGQUIT ignored (and `nohup` ignores SIGHUP), a child
+/// inherits that, and a shell cannot trap a signal ignored on entry, so the program would never
+/// see the signal a test forwards to it.
 fn kfd_run_child(args: &[&str]) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
     shim_built();
-    Command::new(env!("CARGO_BIN_EXE_kfd"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kfd"));
+    // SAFETY: the closure runs in the forked child before exec and only calls sigaction,
+    // which is async-signal-safe; SIG_DFL installs no handler code.
+    unsafe {
+        command.pre_exec(|| {
+            use nix::sys::signal::{signal, SigHandler, Signal};
+            for s in [
+                Signal::SIGHUP,
+                Signal::SIGINT,
+                Signal::SIGQUIT,
+                Signal::SIGTERM,
+            ] {
+                signal(s, SigHandler::SigDfl).map_err(std::io::Error::from)?;
+            }
+            Ok(())
+        })
+    };
+    command
         .arg("run")
         .args(args)
         .env_remove("KFD_MODEL_PRESET")
@@ -340,6 +363,27 @@ fn kfd_run_child(args: &[&str]) -> std::process::Child {
         .stderr(Stdio::piped())
         .spawn()
         .expect("kfd runs")
+}
+
+/// The output of `kfd run` after it ended, failing after a deadline that only catches a hang
+/// (the child is killed then, so a failing test does not hang the suite).
+fn ended(mut child: std::process::Child) -> Output {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while child
+        .try_wait()
+        .expect("kfd run can be waited for")
+        .is_none()
+    {
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            let o = child.wait_with_output().expect("kfd run can be waited for");
+            panic!("kfd run did not end within 120 s: {}", stderr(&o));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child
+        .wait_with_output()
+        .expect("kfd run's output can be read")
 }
 
 /// Whether process `pid` is alive (not a zombie).
@@ -377,7 +421,7 @@ fn signals_sent_to_kfd_run_go_to_the_program_which_it_waits_for() {
             .status()
             .unwrap();
         assert!(sent.success());
-        let o = child.wait_with_output().unwrap();
+        let o = ended(child);
         let still_running = alive(program);
         if still_running {
             let _ = Command::new("kill")
@@ -419,7 +463,7 @@ fn a_program_killed_through_kfd_run_is_reported_by_its_signal() {
         .status()
         .unwrap()
         .success());
-    let o = child.wait_with_output().unwrap();
+    let o = ended(child);
     assert!(!alive(program), "the program outlived kfd run");
     assert_eq!(o.status.code(), Some(143), "{}", stderr(&o));
     assert!(
@@ -474,7 +518,7 @@ int main(int argc, char **argv) {
         .status()
         .unwrap()
         .success());
-    let o = child.wait_with_output().unwrap();
+    let o = ended(child);
     let still_running = alive(program);
     if still_running {
         let _ = Command::new("kill")

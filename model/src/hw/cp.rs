@@ -263,6 +263,14 @@ impl CpQueue {
         } else {
             CpReadPointer::Pm4(DwordPtr::new(saved))
         };
+        let mut queue = CpQueue::idle(ring, rptr, id, gen);
+        queue.ctx_save_address = mqd.cwsr_area().map_or(0, |a| a.address);
+        queue
+    }
+
+    /// A context on `ring` at `rptr` with nothing in flight, no shader ISA and no
+    /// context-save area.
+    fn idle(ring: CpRing, rptr: CpReadPointer, id: QueueIdentity, gen: GfxGen) -> CpQueue {
         CpQueue {
             ring,
             id,
@@ -278,7 +286,7 @@ impl CpQueue {
             kernel: None,
             scratch_wait: false,
             wave_halted: false,
-            ctx_save_address: mqd.cwsr_area().map_or(0, |a| a.address),
+            ctx_save_address: 0,
             packet_start_ts: None,
         }
     }
@@ -296,33 +304,16 @@ impl CpQueue {
         env: &mut ExecEnv<'_>,
         budget: usize,
     ) -> Result<usize, QueueError> {
-        let no_ring = CpReadPointer::Pm4(DwordPtr::new(0));
-        let mut queue = CpQueue {
-            ring: CpRing {
-                base: 0,
-                dwords: 0,
-                rptr_report: 0,
-                wptr_addr: 0,
-                aql: false,
-            },
-            id,
-            rptr: no_ring,
-            last_wptr: no_ring,
-            ibs: Vec::new(),
-            aql_ib_active: false,
-            status: QueueStatus::default(),
-            gen,
-            state: CpState::default(),
-            scratch: Vec::new(),
-            shader_isa: Err(
-                "the model runs no shaders for the graphics driver's submissions".into(),
-            ),
-            kernel: None,
-            scratch_wait: false,
-            wave_halted: false,
-            ctx_save_address: 0,
-            packet_start_ts: None,
+        let no_ring = CpRing {
+            base: 0,
+            dwords: 0,
+            rptr_report: 0,
+            wptr_addr: 0,
+            aql: false,
         };
+        let mut queue = CpQueue::idle(no_ring, CpReadPointer::Pm4(DwordPtr::new(0)), id, gen);
+        queue.shader_isa =
+            Err("the model runs no shaders for the graphics driver's submissions".into());
         queue.enter_ib(ib)?;
         let mut scratch = Vec::new();
         let mut ran = 0;

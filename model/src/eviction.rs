@@ -3,7 +3,7 @@
 //!
 //! One VRAM account per GPU ([`KfdNode::reserve_vram`]) holds the bytes of every VRAM buffer
 //! resident now: KFD's VRAM allocations and the graphics driver's GEM objects. When a command
-//! submission names GEM objects that prefer VRAM and are not in it, [`validate_for_submission`]
+//! submission names GEM objects that prefer VRAM and are not in it, `validate_for_submission`
 //! moves them in; if they do not fit beside what is resident, KFD buffers on that GPU are
 //! evicted first, in process (PASID) order and, within a process, in handle order — the order
 //! they were allocated in. That is TTM's LRU order as the model has it: the model never moves
@@ -13,7 +13,7 @@
 //! restore is due [`crate::ModelConfig::process_restore_delay`] later (amdkfd's
 //! `PROCESS_RESTORE_TIME_MS`). Buffers evicted while the restore is pending join it.
 //!
-//! The restore runs on the engine pass ([`run_due_restores`], from the engine thread or
+//! The restore runs on the engine pass (`run_due_restores`, from the engine thread or
 //! [`crate::Model::step`]): it moves the process's evicted buffers back into VRAM, moving
 //! graphics VRAM buffers out (to GTT) when short — all of them are idle, since a submission
 //! completes inside its ioctl — then restores the queues (`KFD_SMI_EVENT_QUEUE_RESTORE`), so

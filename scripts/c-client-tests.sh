@@ -326,6 +326,9 @@ run_fidelity amdgpu_bo
 run_fidelity amdgpu_ctx_metadata
 # KFDEvictTest's submission path: SDMA IBs on a context, and a compute-ring PM4 IB (issue #35 item 2).
 run_fidelity amdgpu_cs
+# KFDEvictTest in small: a submission that needs VRAM evicts KFD's buffers and queues, which are
+# restored and go on (issue #35 item 2).
+run_fidelity amdgpu_evict
 
 # --- 5. bystanders are unaffected ---------------------------------------------------------
 same_output() { # description, command...

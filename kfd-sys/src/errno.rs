@@ -59,6 +59,8 @@ impl Errno {
     pub const EADDRINUSE: Errno = Errno(98);
     /// Timed out (a wait of the thunk's own).
     pub const ETIMEDOUT: Errno = Errno(110);
+    /// Operation canceled (125): a command submission on an amdgpu context that hung the GPU.
+    pub const ECANCELED: Errno = Errno(125);
     /// The kernel-internal `ENOTSUPP` (524) that amdkfd leaks to user space for an unknown
     /// queue type. Not `EOPNOTSUPP`.
     pub const ENOTSUPP: Errno = Errno(ENOTSUPP);
@@ -312,6 +314,7 @@ mod tests {
             Errno::EOPNOTSUPP,
             Errno::EADDRINUSE,
             Errno::ETIMEDOUT,
+            Errno::ECANCELED,
             Errno::ENOTSUPP,
             Errno::ERESTARTSYS,
         ] {

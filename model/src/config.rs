@@ -81,7 +81,15 @@ pub struct ModelConfig {
     /// `amdgpu.no_system_mem_limit`: KFD buffers are not held to the system-memory limit
     /// (the TTM limit still holds GTT), as for registering more user memory than the host has.
     pub no_system_mem_limit: bool,
+    /// How long after TTM evicted a process's buffers its restore runs (amdkfd's
+    /// `PROCESS_RESTORE_TIME_MS`, [`PROCESS_RESTORE_TIME`]); the time the restore backs off
+    /// when the buffers do not fit yet is the same.
+    pub process_restore_delay: Duration,
 }
+
+/// amdkfd's `PROCESS_RESTORE_TIME_MS`: 100 ms from an eviction to the restore worker (and
+/// `PROCESS_BACK_OFF_TIME_MS`, also 100 ms, before a restore that found no room tries again).
+pub const PROCESS_RESTORE_TIME: Duration = Duration::from_millis(100);
 
 /// The environment variable that sets [`ModelConfig::cu_threads`].
 pub const CU_THREADS_ENV: &str = "KFD_MODEL_CU_THREADS";
@@ -170,7 +178,15 @@ impl ModelConfig {
             strict: Strict::from_env(),
             system_memory: None,
             no_system_mem_limit: false,
+            process_restore_delay: PROCESS_RESTORE_TIME,
         }
+    }
+
+    /// The same with another delay from a TTM eviction to the restore (tests that look at the
+    /// evicted state set it long, so that the restore cannot come first).
+    pub fn with_process_restore_delay(mut self, delay: Duration) -> Self {
+        self.process_restore_delay = delay;
+        self
     }
 
     /// The same with `gpus` GPUs.

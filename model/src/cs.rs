@@ -6,37 +6,39 @@
 //!
 //! What is modelled: an IB for an SDMA ring runs on that engine, through the file's GPU VM
 //! (`GEM_VA` mappings), when it is submitted, so its fence has signalled by the time the ioctl
-//! //! returns; an IB for a GFX or compute ring runs the same way through the CP's PM4 processor
-//! (`WRITE_DATA`, `RELEASE_MEM`, `NOP`, `COPY_DATA`, `DMA_DATA`, ...). An IB that faults is
-//! logged and still signals its fence, as the GPU's does after a fault; a PM4 IB the model
-//! cannot run (a bad packet, a wait, a dispatch) fails the submission with `EINVAL` and an
-//! error in the log naming the packet. Not modelled: multimedia IPs (`EINVAL`); the buffers a
-//! submission names being made resident (the model never moves a buffer out of VRAM, so
-//! submissions never evict KFD's buffers or queues as TTM does under VRAM pressure).
+//! returns; an IB for a GFX or compute ring runs the same way through the CP's PM4 processor
+//! (`WRITE_DATA`, `RELEASE_MEM`, `NOP`, `COPY_DATA`, `DMA_DATA`, ...). Not modelled:
+//! multimedia IPs (`EINVAL`), dispatches and unmet waits in an IB (a hang, below).
 //!
-//! # Design: the eviction a submission would cause (not built yet)
+//! # One failure rule for IBs
+//!
+//! As amdgpu: what `amdgpu_cs_ioctl` checks before anything runs fails the ioctl — an unknown
+//! context (`EINVAL`), a guilty one (`ECANCELED`), no or an unknown chunk, an IP or ring that
+//! does not exist, a bad IB size ([`check`], `EINVAL`), an unknown BO list (`ENOENT`). What goes
+//! wrong on the GPU does not: an IB that stops on its engine — a VM fault, a packet that does
+//! not decode, one the model cannot run there — is the job a real GPU would hang on, which the
+//! driver's job timeout resets. Its fence signals, the IBs after it in the submission are
+//! cancelled (their fences signal without running them), the context becomes guilty
+//! ([`crate::ctx`]: `QUERY_STATE2` reports `RESET | GUILTY`) and its later submissions fail
+//! with `ECANCELED`. The same rule holds for SDMA and GFX/compute rings; the error is logged
+//! naming the IB and why it stopped. Only the guilty context sees the reset (the model resets
+//! nothing else: KFD's queues and other contexts go on).
+//!
+//! # The eviction a submission causes
 //!
 //! On the GPU, `amdgpu_cs_ioctl` validates every buffer of the submission's BO list into its
-//! preferred domain. When VRAM is full, TTM evicts other buffers to make room; a KFD buffer
-//! carries its process's eviction fence, and evicting it signals that fence, which makes
-//! amdkfd stop all the process's queues (`kfd_process_evict_queues`), and schedules the
-//! restore worker, which after a delay validates the KFD buffers back, remaps them and
-//! restarts the queues (`kfd_process_restore_queues`). `KFDEvictTest` counts on exactly that:
-//! its graphics buffers plus its KFD buffers exceed VRAM, and its KFD queues must keep
-//! producing correct results across the evictions. The model would do it in three parts:
-//! 1. VRAM accounting shared by the render node and KFD on one GPU: the bytes of VRAM buffers
-//!    resident now (GEM objects whose preferred domain is VRAM, KFD VRAM allocations), against
-//!    the GPU's VRAM size.
-//! 2. In `cs_submit`, before the IBs run: if the BO list's VRAM buffers do not fit beside what
-//!    is resident, take the needed bytes from the KFD buffers of the processes on that GPU (in
-//!    LRU order), call [`crate::Process::evict_queues`]'s path for each owning process and
-//!    mark those buffers evicted. The bytes stay in their `memfd` (the model never copies
-//!    them), so correctness of later reads is free; what is observable is the queues being
-//!    off the GPU (their doorbells do not run) and the eviction counters/SMI events.
-//! 3. A restore worker on the engine thread: after the kernel's restore delay on the model's
-//!    clock, mark the buffers resident again (evicting graphics buffers not in flight, which
-//!    here means all of them, since submissions complete when the ioctl returns) and call the
-//!    restore path, so the queues map again and run their pending packets.
+//! preferred domain; when VRAM is full TTM evicts other buffers, and evicting a KFD buffer
+//! signals its process's eviction fence, which stops all the process's queues until amdkfd's
+//! restore worker brings buffers and queues back. `KFDEvictTest` counts on that: its graphics
+//! buffers plus its KFD buffers exceed VRAM, and its KFD queues must keep producing correct
+//! results across the evictions. The model does it ([`crate::eviction`]): one VRAM account per
+//! GPU holds KFD's and the render node's VRAM buffers; before the IBs run, the BO list's
+//! buffers that prefer VRAM move in, KFD buffers are evicted (oldest allocation first) when
+//! they do not fit, their owners' queues stop (SMI `QUEUE_EVICTION`, trigger TTM) and come
+//! back after `PROCESS_RESTORE_TIME_MS` on the engine pass (SMI `QUEUE_RESTORE`). Bytes never
+//! move (an evicted buffer keeps its `memfd`, which is lazily backed, so even a buffer as large
+//! as VRAM costs host memory only where it is touched): what is observable is the queues being
+//! off the GPU and the VRAM account.
 //!
 //! Under the shim each process has its own model GPU (#39), so the graphics and KFD sides of
 //! one test process share a GPU, which is what KFDEvictTest needs.

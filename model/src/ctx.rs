@@ -4,8 +4,11 @@
 //!
 //! A context is a number the file hands out (the lowest free one from 1, at most
 //! [`AMDGPU_VM_MAX_NUM_CTX`]` - 1` live), its scheduling priority and its stable power state.
-//! The modelled GPU is never reset under a context and never loses VRAM, so both state
-//! queries report no reset. The stable power state is kept per context; the kernel's rule that
+//! A context one of whose IBs stopped on the GPU ([`crate::cs`]'s failure rule: the job a real
+//! GPU would hang on, which the driver's timeout resets) is guilty: `QUERY_STATE2` reports
+//! `RESET | GUILTY`, `QUERY_STATE` once `AMDGPU_CTX_UNKNOWN_RESET`, and its later submissions
+//! fail with `ECANCELED`. The reset touches nothing else (other contexts see none, VRAM is
+//! never lost). The stable power state is kept per context; the kernel's rule that
 //! only one context of a device holds a non-default one at a time (`EBUSY`) is not modelled.
 
 use crate::errno::{Errno, KResult};
@@ -26,6 +29,12 @@ pub const AMDGPU_CTX_OP_SET_STABLE_PSTATE: u32 = 6;
 
 /// `AMDGPU_CTX_NO_RESET`: what `QUERY_STATE` reports when the GPU was not reset.
 pub const AMDGPU_CTX_NO_RESET: u32 = 0;
+/// `AMDGPU_CTX_UNKNOWN_RESET`: what `QUERY_STATE` reports once after a reset.
+pub const AMDGPU_CTX_UNKNOWN_RESET: u32 = 3;
+/// `AMDGPU_CTX_QUERY2_FLAGS_RESET`: the GPU was reset since the context was created.
+pub const AMDGPU_CTX_QUERY2_FLAGS_RESET: u64 = 1 << 0;
+/// `AMDGPU_CTX_QUERY2_FLAGS_GUILTY`: a job of this context hung the GPU.
+pub const AMDGPU_CTX_QUERY2_FLAGS_GUILTY: u64 = 1 << 2;
 
 /// `AMDGPU_CTX_PRIORITY_UNSET`.
 pub const AMDGPU_CTX_PRIORITY_UNSET: i32 = -2048;
@@ -95,6 +104,10 @@ struct Ctx {
     stable_pstate: u32,
     /// The last sequence number handed out per ring (`ip_type`, `ip_instance`, `ring`).
     submitted: BTreeMap<(u32, u32, u32), u64>,
+    /// A job of it hung (`amdgpu_ctx.guilty`).
+    guilty: bool,
+    /// `QUERY_STATE` has not reported that reset yet.
+    reset_unreported: bool,
 }
 
 /// The contexts of one render-node file (`amdgpu_ctx_mgr`).
@@ -160,6 +173,8 @@ impl CtxTable {
                         priority,
                         stable_pstate: AMDGPU_CTX_STABLE_PSTATE_NONE,
                         submitted: BTreeMap::new(),
+                        guilty: false,
+                        reset_unreported: false,
                     },
                 );
                 log::debug!(target: "kfd::gem", "CTX alloc {id} (priority {priority})");
@@ -169,12 +184,29 @@ impl CtxTable {
                 self.contexts.remove(&r.ctx_id).ok_or(Errno::EINVAL)?;
                 Ok(CtxAnswer::Done)
             }
-            AMDGPU_CTX_OP_QUERY_STATE | AMDGPU_CTX_OP_QUERY_STATE2 => {
-                self.contexts.get(&r.ctx_id).ok_or(Errno::EINVAL)?;
+            AMDGPU_CTX_OP_QUERY_STATE => {
+                let ctx = self.contexts.get_mut(&r.ctx_id).ok_or(Errno::EINVAL)?;
+                let reset = std::mem::take(&mut ctx.reset_unreported);
                 Ok(CtxAnswer::State {
                     flags: 0,
                     hangs: 0,
-                    reset_status: AMDGPU_CTX_NO_RESET,
+                    reset_status: if reset {
+                        AMDGPU_CTX_UNKNOWN_RESET
+                    } else {
+                        AMDGPU_CTX_NO_RESET
+                    },
+                })
+            }
+            AMDGPU_CTX_OP_QUERY_STATE2 => {
+                let ctx = self.contexts.get(&r.ctx_id).ok_or(Errno::EINVAL)?;
+                Ok(CtxAnswer::State {
+                    flags: if ctx.guilty {
+                        AMDGPU_CTX_QUERY2_FLAGS_RESET | AMDGPU_CTX_QUERY2_FLAGS_GUILTY
+                    } else {
+                        0
+                    },
+                    hangs: 0,
+                    reset_status: 0,
                 })
             }
             AMDGPU_CTX_OP_GET_STABLE_PSTATE => {
@@ -206,6 +238,19 @@ impl CtxTable {
         let seq = ctx.submitted.entry(ring).or_insert(0);
         *seq += 1;
         Ok(*seq)
+    }
+
+    /// Marks context `id` guilty of a hang (the driver's job timeout reset the ring).
+    pub fn mark_guilty(&mut self, id: u32) {
+        if let Some(ctx) = self.contexts.get_mut(&id) {
+            ctx.guilty = true;
+            ctx.reset_unreported = true;
+        }
+    }
+
+    /// Whether context `id` is guilty of a hang (`false` for no such context).
+    pub fn is_guilty(&self, id: u32) -> bool {
+        self.contexts.get(&id).is_some_and(|c| c.guilty)
     }
 
     /// The last sequence number context `id` handed out on `ring` (0 for none; `EINVAL` for

@@ -231,6 +231,9 @@ pub struct KfdNode {
     pub vram_used: AtomicU64,
     /// Render-node mmap offset → buffer (for `mmap` on the render node).
     pub(crate) bo_offsets: Mutex<HashMap<u64, std::sync::Weak<crate::memory::Bo>>>,
+    /// The graphics driver's VRAM buffers on this GPU, oldest first: what a KFD restore may
+    /// move out of VRAM to make room ([`crate::eviction`]).
+    pub(crate) graphics_vram: Mutex<Vec<std::sync::Weak<crate::memory::Bo>>>,
     next_bo_offset: AtomicU64,
     dqm: Mutex<Dqm>,
     /// Readers of the GPU's SMI events (`AMDKFD_IOC_SMI_EVENTS`).
@@ -260,6 +263,7 @@ impl KfdNode {
             topo,
             vram_used: AtomicU64::new(0),
             bo_offsets: Mutex::new(HashMap::new()),
+            graphics_vram: Mutex::new(Vec::new()),
             next_bo_offset: AtomicU64::new(DRM_FILE_OFFSET_START),
             dqm: Mutex::new(Dqm::new(cfg, pm)),
             smi: crate::smi::SmiClients::default(),

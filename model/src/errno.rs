@@ -38,6 +38,7 @@ mod tests {
             (Errno::ETIME, libc::ETIME),
             (Errno::EOPNOTSUPP, libc::EOPNOTSUPP),
             (Errno::ETIMEDOUT, libc::ETIMEDOUT),
+            (Errno::ECANCELED, libc::ECANCELED),
         ];
         for (e, host) in pairs {
             assert_eq!(e.0, host, "{}", e.name());

@@ -212,6 +212,21 @@ impl DmaBufTable {
     }
 }
 
+impl GemObject {
+    /// Whether the buffer is a VRAM buffer that prefers VRAM now (what a submission moves
+    /// into VRAM).
+    pub fn prefers_vram(&self) -> bool {
+        self.bo.kind == BoKind::Vram
+            && self
+                .placement
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .preferred_domains
+                & AMDGPU_GEM_DOMAIN_VRAM
+                != 0
+    }
+}
+
 impl GemFile {
     /// `amdgpu_gem_create_ioctl`: a buffer of `size` bytes in `domains`, aligned to
     /// `alignment` bytes; returns its handle.

@@ -40,6 +40,7 @@ pub mod device;
 pub mod dqm;
 pub mod errno;
 pub mod events;
+pub mod eviction;
 pub mod faults;
 pub mod file;
 pub mod gem;

@@ -10,6 +10,7 @@ use crate::hw::mem::{page_align, DeviceMemory, PAGE_SIZE};
 use crate::hw::vm::{Backing, UserMemory, VmMapping};
 use crate::user::is_user_range_mapped_rw;
 use kfd_sys::*;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// `AMDGPU_RESERVE_MEM_LIMIT` (Linux 6.12): system memory kept back from KFD.
@@ -173,6 +174,11 @@ pub struct Bo {
     /// The block of the GPU's heap its memory is (KFD VRAM and GTT buffers): held so that
     /// dropping the buffer frees it.
     _block: Option<crate::hw::heap::HeapBlock>,
+    /// A VRAM buffer that holds no VRAM now: a KFD buffer TTM evicted to make room for a
+    /// graphics submission, or a graphics buffer placed in GTT (at creation when VRAM was
+    /// full, or evicted by a KFD restore). Its bytes stay where they are (the model never
+    /// copies them); only the VRAM accounting ([`KfdNode::reserve_vram`]) changes.
+    evicted: AtomicBool,
 }
 
 impl Bo {
@@ -197,6 +203,46 @@ impl Bo {
     }
 }
 
+impl Bo {
+    /// Whether this VRAM buffer holds VRAM now (not evicted); `false` for other kinds.
+    pub fn is_resident_in_vram(&self) -> bool {
+        self.kind == BoKind::Vram
+            && self.imported.is_none()
+            && !self.evicted.load(Ordering::Acquire)
+    }
+
+    /// Whether this is a VRAM buffer that TTM moved out (or placed outside) VRAM.
+    pub fn is_evicted(&self) -> bool {
+        self.kind == BoKind::Vram && self.evicted.load(Ordering::Acquire)
+    }
+
+    /// Moves a resident VRAM buffer out of VRAM: its VRAM is returned to the GPU's
+    /// accounting. `false` when it held none (another kind, imported, already evicted).
+    pub(crate) fn evict_from_vram(&self) -> bool {
+        if self.kind != BoKind::Vram || self.imported.is_some() {
+            return false;
+        }
+        let was_resident = !self.evicted.swap(true, Ordering::AcqRel);
+        if was_resident {
+            self.node.release_vram(self.size);
+        }
+        was_resident
+    }
+
+    /// Moves an evicted VRAM buffer back into VRAM: `ENOMEM` when it does not fit now.
+    pub(crate) fn make_resident_in_vram(&self) -> KResult<()> {
+        if !self.is_evicted() || self.imported.is_some() {
+            return Ok(());
+        }
+        self.node.reserve_vram(self.size)?;
+        if !self.evicted.swap(false, Ordering::AcqRel) {
+            // Another thread made it resident in between: one reservation is enough.
+            self.node.release_vram(self.size);
+        }
+        Ok(())
+    }
+}
+
 impl Drop for Bo {
     fn drop(&mut self) {
         if self.imported.is_some() {
@@ -205,7 +251,7 @@ impl Drop for Bo {
         if let Some((limit, system, ttm)) = &self.mem_limit {
             limit.unreserve(*system, *ttm);
         }
-        if self.kind == BoKind::Vram {
+        if self.kind == BoKind::Vram && !*self.evicted.get_mut() {
             self.node.release_vram(self.size);
         }
         if matches!(self.kind, BoKind::Vram | BoKind::Gtt) {
@@ -275,6 +321,7 @@ pub fn alloc_bo(
         mem_limit: ((system, ttm) != (0, 0)).then(|| (mem_limit.clone(), system, ttm)),
         imported: None,
         _block: block,
+        evicted: AtomicBool::new(false),
     });
     if matches!(kind, BoKind::Vram | BoKind::Gtt) {
         node.bo_offsets
@@ -289,6 +336,9 @@ pub fn alloc_bo(
 /// A graphics buffer (`amdgpu_gem_create`) of VRAM or GTT on `node`: backed and CPU-mappable
 /// through the render node as KFD buffers are, but not charged to KFD's system-memory limit
 /// (amdgpu accounts graphics buffers apart). Its handle is 0: GEM handles live in the file.
+/// A VRAM buffer that does not fit in the VRAM left is placed in GTT (evicted), as
+/// `amdgpu_gem_create_ioctl` retries a VRAM-only buffer with GTT added when VRAM is short; a
+/// command submission that names it moves it into VRAM ([`crate::eviction`]).
 pub fn alloc_graphics_bo(node: &Arc<KfdNode>, kind: BoKind, size: u64) -> KResult<Bo> {
     if !matches!(kind, BoKind::Vram | BoKind::Gtt) {
         return Err(Errno::EINVAL);
@@ -301,6 +351,7 @@ pub fn alloc_graphics_bo(node: &Arc<KfdNode>, kind: BoKind, size: u64) -> KResul
     };
     // A graphics buffer has memory of its own: a dma-buf exported from it is that file.
     let (backing, mmap_offset, _) = backing_of(node, kind, size, req, None, false)?;
+    let in_gtt = kind == BoKind::Vram && node.reserve_vram(size).is_err();
     let bo = Bo {
         handle: 0,
         node: node.clone(),
@@ -318,6 +369,7 @@ pub fn alloc_graphics_bo(node: &Arc<KfdNode>, kind: BoKind, size: u64) -> KResul
         mem_limit: None,
         imported: None,
         _block: None,
+        evicted: AtomicBool::new(in_gtt),
     };
     Ok(bo)
 }
@@ -330,6 +382,15 @@ pub fn publish_graphics_bo(bo: &Arc<Bo>) {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .insert(bo.mmap_offset, Arc::downgrade(bo));
+    if bo.kind == BoKind::Vram {
+        let mut graphics = bo
+            .node
+            .graphics_vram
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        graphics.retain(|w| w.strong_count() > 0);
+        graphics.push(Arc::downgrade(bo));
+    }
 }
 
 /// `amdgpu_amdkfd_gpuvm_import_dmabuf_fd`: a KFD buffer with `handle` at GPU VA `va` on
@@ -358,6 +419,7 @@ pub fn import_bo(
         mem_limit: None,
         imported: Some(gem.clone()),
         _block: None,
+        evicted: AtomicBool::new(false),
     }))
 }
 
@@ -373,7 +435,9 @@ fn backing_of(
 ) -> KResult<(Backing, u64, Option<crate::hw::heap::HeapBlock>)> {
     Ok(match kind {
         BoKind::Vram | BoKind::Gtt => {
-            if kind == BoKind::Vram {
+            // A graphics buffer (not from the heap) reserves its VRAM itself.
+            let reserve = kind == BoKind::Vram && from_heap;
+            if reserve {
                 node.reserve_vram(size)?;
             }
             let carved = if from_heap {
@@ -388,7 +452,7 @@ fn backing_of(
             let (mem, offset, block) = match carved {
                 Ok(c) => c,
                 Err(e) => {
-                    if kind == BoKind::Vram {
+                    if reserve {
                         node.release_vram(size);
                     }
                     return Err(e);

@@ -163,30 +163,54 @@ impl RenderNode {
         }
     }
 
-    /// `DRM_IOCTL_AMDGPU_CS`: runs the submission's IBs on their SDMA engines or, for GFX and
-    /// compute rings, through the CP's PM4 processor, through the file's GPU VM, and returns
-    /// the sequence number of the last (`EINVAL` for an unknown context or a bad chunk,
-    /// `ENOENT` for an unknown BO list). An IB that faults is logged; its fence signals all
-    /// the same, as the GPU's does after a fault. A PM4 IB the model cannot run (a packet
-    /// that does not decode or is not modelled there) fails the submission with `EINVAL`,
-    /// logged as an error naming the packet; the IBs before it have run and keep their
-    /// sequence numbers.
+    /// `DRM_IOCTL_AMDGPU_CS`: validates the submission (`EINVAL` for an unknown context or a
+    /// bad chunk, `ENOENT` for an unknown BO list, `ECANCELED` on a guilty context), moves the
+    /// BO list's VRAM buffers into VRAM — evicting KFD buffers when they do not fit
+    /// ([`crate::eviction`]) — then runs the IBs on their SDMA engines or, for GFX and compute
+    /// rings, through the CP's PM4 processor, through the file's GPU VM, and returns the
+    /// sequence number of the last. An IB that stops on the GPU (a fault, a packet that does
+    /// not decode or that the model cannot run) is what a real GPU would hang on: its fence
+    /// signals all the same, the IBs after it are not run (their fences signal too), and the
+    /// context becomes guilty ([`crate::cs`]'s failure rule).
     pub fn cs_submit(&self, request: &crate::cs::CsRequest) -> KResult<u64> {
         use crate::hw::engine::{ExecEnv, IbFrame, QueueIdentity};
         let p = &self.node.topo.properties;
         let dma_rings = (p.num_sdma_engines + p.num_sdma_xgmi_engines) as u32;
         let mut contexts = lock(&self.contexts);
         contexts.last_submitted(request.ctx_id, (0, 0, 0))?;
-        if request.bo_list_handle != 0 && lock(&self.bo_lists).get(request.bo_list_handle).is_none()
-        {
-            return Err(Errno::ENOENT);
+        if contexts.is_guilty(request.ctx_id) {
+            return Err(Errno::ECANCELED);
         }
+        let bo_list: Vec<u32> = match request.bo_list_handle {
+            0 => Vec::new(),
+            list => lock(&self.bo_lists)
+                .get(list)
+                .ok_or(Errno::ENOENT)?
+                .to_vec(),
+        };
         crate::cs::check(request, dma_rings)?;
+        let wanted: Vec<Arc<crate::memory::Bo>> = {
+            let gem = lock(&self.gem);
+            bo_list
+                .iter()
+                .filter_map(|&h| gem.object(h).ok())
+                .filter(|o| o.prefers_vram())
+                .map(|o| o.bo.clone())
+                .collect()
+        };
+        crate::eviction::validate_for_submission(&self.model, &self.node, &wanted);
         let gem = lock(&self.gem);
         let sdma_gen = pm4::SdmaGen::from(self.node.gpu.mqd_gen);
         let gfx_gen = pm4::GfxGen::from(self.node.gpu.mqd_gen);
         let mut seq = 0;
+        let mut hung = false;
         for ib in &request.ibs {
+            let ring = (ib.ip_type, ib.ip_instance, ib.ring);
+            if hung {
+                // Cancelled with the job that hung: its fence signals without running it.
+                seq = contexts.submit(request.ctx_id, ring)?;
+                continue;
+            }
             let on_cp = ib.ip_type != crate::cs::AMDGPU_HW_IP_DMA;
             let slot = if on_cp {
                 // The graphics driver's kernel rings sit on pipes KFD does not use; the
@@ -234,17 +258,13 @@ impl RenderNode {
                 Ok(n) => {
                     log::debug!(target: "kfd::gem", "CS ctx {} {engine}: IB {:#x} ({} bytes), {n} packet(s)", request.ctx_id, ib.va_start, ib.ib_bytes)
                 }
-                Err(e @ (QueueError::BadPacket { .. } | QueueError::NotModelled { .. }))
-                    if on_cp =>
-                {
-                    log::error!(target: "kfd::gem", "CS ctx {} {engine}: the IB at {:#x} cannot run in the model: {e}; the submission fails with EINVAL", request.ctx_id, ib.va_start);
-                    return Err(Errno::EINVAL);
-                }
                 Err(e) => {
-                    log::warn!(target: "kfd::gem", "CS ctx {} {engine}: the IB at {:#x} stopped: {e}", request.ctx_id, ib.va_start)
+                    log::error!(target: "kfd::gem", "CS ctx {} {engine}: the IB at {:#x} stopped: {e}; the ring is reset, its fence signals and the context is guilty", request.ctx_id, ib.va_start);
+                    contexts.mark_guilty(request.ctx_id);
+                    hung = true;
                 }
             }
-            seq = contexts.submit(request.ctx_id, (ib.ip_type, ib.ip_instance, ib.ring))?;
+            seq = contexts.submit(request.ctx_id, ring)?;
         }
         Ok(seq)
     }
@@ -341,6 +361,8 @@ pub(crate) struct ModelInner {
     pub dmabufs: crate::gem::DmaBufTable,
     /// Wakes (and stops) the engine thread.
     engine: Arc<EngineWaker>,
+    /// Restores of processes whose buffers TTM evicted, by when they are due.
+    pub restores: crate::eviction::RestoreQueue,
 }
 
 impl Drop for ModelInner {
@@ -350,8 +372,10 @@ impl Drop for ModelInner {
 }
 
 impl ModelInner {
-    /// One pass of every GPU's engines, then the driver's interrupt handling.
+    /// One pass of every GPU's engines, then the driver's interrupt handling; first the
+    /// restores of evicted processes that are due (the kernel's delayed work).
     pub fn step(&self) -> EngineActivity {
+        crate::eviction::run_due_restores(self);
         let mut a = EngineActivity::default();
         for node in &self.nodes {
             a.merge(node.gpu.run_engines());
@@ -393,6 +417,14 @@ impl ModelInner {
 
     pub fn node_by_gpu_id(&self, gpu_id: u32) -> Option<&Arc<KfdNode>> {
         self.nodes.iter().find(|n| n.gpu_id == gpu_id)
+    }
+
+    /// The live processes, in PASID order.
+    pub fn live_processes(&self) -> Vec<Arc<ProcessInner>> {
+        lock(&self.processes)
+            .values()
+            .filter_map(Weak::upgrade)
+            .collect()
     }
 
     /// The process of a PASID (the interrupt path uses this).
@@ -447,6 +479,7 @@ impl Model {
             next_fake_fd: AtomicI32::new(0x4000_0000),
             dmabufs: Default::default(),
             engine: engine.clone(),
+            restores: Default::default(),
         });
         if engine_thread {
             let (a, b) = (Arc::downgrade(&inner), Arc::downgrade(&inner));
@@ -650,6 +683,7 @@ impl Model {
                 runtime: RuntimeInfo::default(),
                 pqm: Pqm::default(),
                 svm: crate::svm::SvmRanges::default(),
+                eviction: Default::default(),
             }),
             user,
             svm_deferred: Mutex::new(Vec::new()),
@@ -882,6 +916,8 @@ pub(crate) struct ProcessState {
     pub pqm: Pqm,
     /// SVM ranges (`kfd_process.svms`).
     pub svm: crate::svm::SvmRanges,
+    /// Its buffers TTM evicted for the graphics driver, and the restore due.
+    pub eviction: crate::eviction::ProcessEviction,
 }
 
 /// The runtime's registration with the driver (`kfd_runtime_info`): set by `RUNTIME_ENABLE`,
@@ -1045,6 +1081,11 @@ impl Process {
             .iter()
             .map(|r| (r.start, r.end, r.actual_loc(), r.attrs))
             .collect()
+    }
+
+    /// What TTM evictions for the graphics driver did to this process so far.
+    pub fn eviction_stats(&self) -> crate::eviction::EvictionStats {
+        self.inner.lock().eviction.stats()
     }
 
     /// What the SVM code did so far (migrations, evictions, recovered faults, CPU unmaps).

@@ -29,6 +29,36 @@ fn render(c: &Client) -> &RenderNode {
     &c.renders[0]
 }
 
+fn new_ctx(r: &RenderNode) -> u32 {
+    use kfd_model::ctx::*;
+    let alloc = CtxRequest {
+        op: AMDGPU_CTX_OP_ALLOC_CTX,
+        ..Default::default()
+    };
+    match r.ctx(alloc).unwrap() {
+        CtxAnswer::Alloc { ctx_id } => ctx_id,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// `QUERY_STATE(2)` of context `ctx_id`: (flags, reset_status).
+fn query(r: &RenderNode, op: u32, ctx_id: u32) -> (u64, u32) {
+    use kfd_model::ctx::*;
+    let q = CtxRequest {
+        op,
+        ctx_id,
+        ..Default::default()
+    };
+    match r.ctx(q).unwrap() {
+        CtxAnswer::State {
+            flags,
+            reset_status,
+            ..
+        } => (flags, reset_status),
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn gem_ioctls_answer_with_the_kernels_errnos() {
     let model = model(Preset::Gfx900, 1);
@@ -462,6 +492,39 @@ fn an_sdma_ib_submitted_on_a_context_runs_through_the_files_vm() {
     bad.ctx_id = ctx;
     bad.bo_list_handle = 5;
     assert_errno(r.cs_submit(&bad), Errno::ENOENT, "no such BO list");
+
+    // The same write to an address the file's VM does not map: the SDMA engine faults. As for
+    // a PM4 IB that cannot run, the fence signals (3), the IBs after it in the submission do
+    // not run (their fences signal: 4), and the context is guilty.
+    let unmapped = 0x50_0000_0000u64;
+    let mut faulting = words;
+    faulting[1] = unmapped as u32;
+    faulting[2] = (unmapped >> 32) as u32;
+    faulting[4] = 0xbad;
+    ib_cpu
+        .memory
+        .write(ib_cpu.offset as usize + 64, faulting.as_bytes())
+        .unwrap();
+    target_cpu
+        .memory
+        .write(target_cpu.offset as usize, &[0; 4])
+        .unwrap();
+    let mut two = request.clone();
+    two.ibs[0].va_start = ib_va + 64;
+    two.ibs.push(request.ibs[0]);
+    two.num_chunks = 2;
+    assert_eq!(r.cs_submit(&two), Ok(4));
+    assert_eq!(r.wait_cs(ctx, ring, 4), Ok(true));
+    assert_eq!(
+        target_cpu.memory.load_u32(target_cpu.offset as usize),
+        Some(0),
+        "the IB after the faulting one did not run"
+    );
+    assert_eq!(
+        query(r, AMDGPU_CTX_OP_QUERY_STATE2, ctx).0,
+        AMDGPU_CTX_QUERY2_FLAGS_RESET | AMDGPU_CTX_QUERY2_FLAGS_GUILTY
+    );
+    assert_errno(r.cs_submit(&request), Errno::ECANCELED, "a guilty context");
     assert_eq!(r.bo_list(AMDGPU_BO_LIST_OP_DESTROY, list, vec![]), Ok(0));
 }
 
@@ -547,23 +610,53 @@ fn a_compute_ib_submitted_on_a_context_runs_its_pm4_packets() {
         "one GFX ring",
     );
 
-    // A type-3 packet with an opcode the model does not know (0xEE), count 0.
+    // A type-3 packet with an opcode the model does not know (0xEE), count 0: a job the GPU
+    // would hang on. Its fence signals (sequence number 2) and the context turns guilty
+    // (QUERY_STATE2: RESET | GUILTY; QUERY_STATE: UNKNOWN_RESET once) and takes no more
+    // submissions (ECANCELED).
     write_ib(&[0xC000_EE00, 0]);
-    assert_errno(
-        r.cs_submit(&on(AMDGPU_HW_IP_COMPUTE, 1, 2)),
-        Errno::EINVAL,
-        "an unknown packet fails the submission",
-    );
-    // An IB that ends inside a packet: the WRITE_DATA's last dword is cut off.
-    write_ib(&words[..len]);
-    assert_errno(
-        r.cs_submit(&on(AMDGPU_HW_IP_COMPUTE, 1, 5)),
-        Errno::EINVAL,
-        "a packet past the IB's end",
+    assert_eq!(r.cs_submit(&on(AMDGPU_HW_IP_COMPUTE, 1, 2)), Ok(2));
+    assert_eq!(r.wait_cs(ctx, (AMDGPU_HW_IP_COMPUTE, 0, 1), 2), Ok(true));
+    assert_eq!(
+        query(r, AMDGPU_CTX_OP_QUERY_STATE2, ctx),
+        (
+            AMDGPU_CTX_QUERY2_FLAGS_RESET | AMDGPU_CTX_QUERY2_FLAGS_GUILTY,
+            0
+        )
     );
     assert_eq!(
+        query(r, AMDGPU_CTX_OP_QUERY_STATE, ctx),
+        (0, AMDGPU_CTX_UNKNOWN_RESET)
+    );
+    assert_eq!(
+        query(r, AMDGPU_CTX_OP_QUERY_STATE, ctx),
+        (0, AMDGPU_CTX_NO_RESET),
+        "reported once"
+    );
+    write_ib(&words[..len]);
+    assert_errno(
         r.cs_submit(&on(AMDGPU_HW_IP_COMPUTE, 1, len)),
-        Ok(2),
-        "failed submissions take no sequence number"
+        Errno::ECANCELED,
+        "a guilty context",
+    );
+
+    // An IB that ends inside a packet (the WRITE_DATA's last dword is cut off) is the same
+    // kind of failure, on a fresh context; what CS checks before running (a ring that does
+    // not exist) is EINVAL and leaves the context innocent.
+    let ctx = new_ctx(r);
+    let on = |ip_type: u32, ring: u32, dwords: usize| CsRequest {
+        ctx_id: ctx,
+        ..on(ip_type, ring, dwords)
+    };
+    assert_errno(
+        r.cs_submit(&on(AMDGPU_HW_IP_COMPUTE, 8, len)),
+        Errno::EINVAL,
+        "8 compute rings",
+    );
+    assert_eq!(query(r, AMDGPU_CTX_OP_QUERY_STATE2, ctx), (0, 0));
+    assert_eq!(r.cs_submit(&on(AMDGPU_HW_IP_COMPUTE, 1, 5)), Ok(1));
+    assert_eq!(
+        query(r, AMDGPU_CTX_OP_QUERY_STATE2, ctx).0,
+        AMDGPU_CTX_QUERY2_FLAGS_RESET | AMDGPU_CTX_QUERY2_FLAGS_GUILTY
     );
 }

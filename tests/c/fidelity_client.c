@@ -49,8 +49,14 @@
  *                  a BO list, SDMA IBs (a WRITE_LINEAR padded with NOPs to 16 dwords)
  *                  submitted with amdgpu_cs_submit and waited for with
  *                  amdgpu_cs_query_fence_status: sequence numbers 1, 2, 3, each fence
- *                  signalled, each WRITE in the target buffer; EINVAL for a fence not handed
- *                  out or an unknown context, ENOENT for a BO list naming no buffer.
+ *                  signalled, each WRITE in the target buffer; a compute IB the GPU would
+ *                  hang on signals its fence and makes the context guilty (reset_state2
+ *                  RESET|GUILTY, then ECANCELED); EINVAL for a fence not handed out or an
+ *                  unknown context, ENOENT for a BO list naming no buffer.
+ *   amdgpu_evict   KFDEvictTest.BasicTest in small: KFD VRAM buffers leave less VRAM free than
+ *                  a 64 MiB graphics buffer; an SDMA IB whose BO list names it evicts the KFD
+ *                  buffers and queues; a KFD queue WRITE_DATA submitted then lands after the
+ *                  restore, the KFD buffers keep their bytes and hold their VRAM again.
  *
  * Prints "PASS case (N ms)" or "FAIL case: why (N ms)"; exit 0 only on PASS.
  */
@@ -911,13 +917,28 @@ static int t_amdgpu_cs(void)
     CHECK(r == 0 && pm4_expired, "compute fence: %d, expired %u", r, pm4_expired);
     CHECK(target.cpu[64] == 0xc0de0001u && target.cpu[65] == 0xc0de0002u,
           "the compute IB's WRITE_DATA left %#x %#x", target.cpu[64], target.cpu[65]);
-    /* A type-3 packet with an opcode nobody defines (0xee): the submission fails. */
+    /* A type-3 packet with an opcode nobody defines (0xee): a job the GPU would hang on. The
+     * submission is accepted, its fence signals (sequence number 2), the context is guilty
+     * (reset_state2: AMDGPU_CTX_QUERY2_FLAGS_RESET | _GUILTY) and refuses more (-ECANCELED). */
     ib.cpu[0] = 0xc000ee00u;
     pm4_ib.size = 2;
     r = amdgpu_cs_submit(ctx, 0, &pm4_req, 1);
-    CHECK(r == -EINVAL, "a compute IB with an unknown packet = %d (want -EINVAL)", r);
+    CHECK(r == 0 && pm4_req.seq_no == 2, "a compute IB with an unknown packet = %d, seq %llu "
+          "(want 0, 2)", r, (unsigned long long)pm4_req.seq_no);
+    pm4_fence.fence = pm4_req.seq_no;
+    pm4_expired = 0;
+    r = amdgpu_cs_query_fence_status(&pm4_fence, 5000000000ull, 0, &pm4_expired);
+    CHECK(r == 0 && pm4_expired, "the hung IB's fence: %d, expired %u", r, pm4_expired);
+    uint64_t reset_flags = 0;
+    r = amdgpu_cs_query_reset_state2(ctx, &reset_flags);
+    CHECK(r == 0 && reset_flags == (AMDGPU_CTX_QUERY2_FLAGS_RESET | AMDGPU_CTX_QUERY2_FLAGS_GUILTY),
+          "reset_state2 after the hang = %d, flags %#llx (want 0x5)", r,
+          (unsigned long long)reset_flags);
+    r = amdgpu_cs_submit(ctx, 0, &pm4_req, 1);
+    CHECK(r == -ECANCELED, "a submission on the guilty context = %d (want -ECANCELED)", r);
     printf("    a compute-ring IB: WRITE_DATA landed, sequence number 1 signalled; an unknown "
-           "packet = -EINVAL\n");
+           "packet: fence 2 signalled, context guilty (flags %#llx), then -ECANCELED\n",
+           (unsigned long long)reset_flags);
 
     /* The kernel's errnos: a fence not handed out yet, a context that does not exist, a list
      * naming no buffer. */
@@ -954,6 +975,145 @@ static int t_amdgpu_cs(void)
     return 1;
 }
 
+/* KFDEvictTest.BasicTest in small: KFD VRAM buffers leave less VRAM free than a graphics
+ * buffer needs; a context submits an SDMA IB whose BO list names that buffer, so TTM evicts
+ * the KFD buffers and amdkfd stops the process's queues until its restore worker brings them
+ * back. A KFD queue write submitted right after must still land, the KFD buffer keeps its
+ * bytes, and once restored the KFD buffers hold their VRAM again (the idle graphics buffer
+ * went to GTT). */
+#define EVICT_GRAPHICS_BYTES (64ull << 20)
+
+static int t_amdgpu_evict(void)
+{
+    HsaMemFlags vram = {0};
+    vram.ui32.PageSize = HSA_PAGE_SIZE_4KB;
+    vram.ui32.HostAccess = 1;
+    vram.ui32.NonPaged = 1;
+    uint32_t *target = NULL;
+    CHECK_OK(hsaKmtAllocMemory(gpu_node, 4096, vram, (void **)&target));
+    HSAuint64 alternate_va = 0;
+    CHECK_OK(hsaKmtMapMemoryToGPU(target, 4096, &alternate_va));
+    uint64_t target_va = (uint64_t)(uintptr_t)target; /* a dGPU maps it at its CPU address */
+    target[0] = 0x11112222u;
+    target[2] = 0;
+    /* Fill VRAM: the biggest buffers that still fit, down to 2 MiB (so less than that is
+     * left), starting from the VRAM the node reports. */
+    HsaNodeProperties props;
+    CHECK_OK(hsaKmtGetNodeProperties(gpu_node, &props));
+    HsaMemoryProperties banks[8];
+    HSAuint32 nbanks = props.NumMemoryBanks < 8 ? props.NumMemoryBanks : 8;
+    CHECK_OK(hsaKmtGetNodeMemoryProperties(gpu_node, nbanks, banks));
+    HSAuint64 vram_size = 0;
+    for (HSAuint32 b = 0; b < nbanks; b++)
+        if (banks[b].HeapType == HSA_HEAPTYPE_FRAME_BUFFER_PUBLIC ||
+            banks[b].HeapType == HSA_HEAPTYPE_FRAME_BUFFER_PRIVATE)
+            vram_size += banks[b].SizeInBytes;
+    CHECK(vram_size > EVICT_GRAPHICS_BYTES, "%llu bytes of VRAM", (unsigned long long)vram_size);
+    enum { MAX_FILLERS = 64 };
+    uint32_t *filler[MAX_FILLERS];
+    HSAuint64 filler_size[MAX_FILLERS], filled = 0;
+    int fillers = 0;
+    for (HSAuint64 chunk = vram_size & ~((2ull << 20) - 1); chunk >= (2ull << 20) && fillers < MAX_FILLERS;) {
+        if (hsaKmtAllocMemory(gpu_node, chunk, vram, (void **)&filler[fillers]) != HSAKMT_STATUS_SUCCESS) {
+            chunk = (chunk / 2) & ~((2ull << 20) - 1);
+            continue;
+        }
+        filler[fillers][chunk / 4 - 1] = 0x33330000u + (uint32_t)fillers;
+        filler_size[fillers++] = chunk;
+        filled += chunk;
+    }
+    struct queue q;
+    if (!queue_create(&q, 4096))
+        return 0;
+
+    char path[64];
+    snprintf(path, sizeof path, "/dev/dri/renderD%u", props.DrmRenderMinor);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    CHECK(fd >= 0, "open %s: %s", path, strerror(errno));
+    uint32_t major = 0, minor = 0;
+    amdgpu_device_handle dev = NULL;
+    int r = amdgpu_device_initialize(fd, &major, &minor, &dev);
+    CHECK(r == 0, "amdgpu_device_initialize = %d", r);
+    amdgpu_context_handle ctx = NULL;
+    r = amdgpu_cs_ctx_create(dev, &ctx);
+    CHECK(r == 0, "amdgpu_cs_ctx_create = %d", r);
+    struct gfx_bo ib;
+    if (!gfx_bo_create(dev, 4096, &ib))
+        return 0;
+    struct amdgpu_bo_alloc_request req = {
+        .alloc_size = EVICT_GRAPHICS_BYTES, .phys_alignment = 4096,
+        .preferred_heap = AMDGPU_GEM_DOMAIN_VRAM};
+    amdgpu_bo_handle gfx = NULL;
+    r = amdgpu_bo_alloc(dev, &req, &gfx);
+    CHECK(r == 0, "amdgpu_bo_alloc of %llu bytes of VRAM with less than 2 MiB free = %d",
+          EVICT_GRAPHICS_BYTES, r);
+    uint64_t gfx_va = 0;
+    amdgpu_va_handle gfx_va_handle = NULL;
+    r = amdgpu_va_range_alloc(dev, amdgpu_gpu_va_range_general, EVICT_GRAPHICS_BYTES, 4096, 0,
+                              &gfx_va, &gfx_va_handle, 0);
+    CHECK(r == 0, "amdgpu_va_range_alloc = %d", r);
+    r = amdgpu_bo_va_op(gfx, 0, EVICT_GRAPHICS_BYTES, gfx_va, 0, AMDGPU_VA_OP_MAP);
+    CHECK(r == 0, "amdgpu_bo_va_op(MAP) = %d", r);
+    amdgpu_bo_handle resources[2] = {ib.bo, gfx};
+    amdgpu_bo_list_handle list = NULL;
+    r = amdgpu_bo_list_create(dev, 2, resources, NULL, &list);
+    CHECK(r == 0, "amdgpu_bo_list_create = %d", r);
+
+    /* SDMA WRITE_LINEAR of one dword into the graphics buffer, NOPs to 16 dwords. */
+    memset(ib.cpu, 0, 64);
+    ib.cpu[0] = 2;
+    ib.cpu[1] = (uint32_t)gfx_va;
+    ib.cpu[2] = (uint32_t)(gfx_va >> 32);
+    ib.cpu[4] = 0x600dcafeu;
+    struct amdgpu_cs_ib_info ib_info = {.ib_mc_address = ib.va, .size = 16};
+    struct amdgpu_cs_request cs;
+    memset(&cs, 0, sizeof cs);
+    cs.ip_type = AMDGPU_HW_IP_DMA;
+    cs.number_of_ibs = 1;
+    cs.ibs = &ib_info;
+    cs.resources = list;
+    r = amdgpu_cs_submit(ctx, 0, &cs, 1);
+    CHECK(r == 0, "amdgpu_cs_submit = %d", r);
+    struct amdgpu_cs_fence fence = {.context = ctx, .ip_type = AMDGPU_HW_IP_DMA, .fence = cs.seq_no};
+    uint32_t expired = 0;
+    r = amdgpu_cs_query_fence_status(&fence, 5000000000ull, 0, &expired);
+    CHECK(r == 0 && expired, "amdgpu_cs_query_fence_status = %d, expired %u", r, expired);
+
+    /* The KFD queue: a write submitted while its process may be evicted lands once it is
+     * restored (the deadline only detects a hang). */
+    put_write_data(&q, target_va + 8, 0xabcd0003u);
+    queue_submit(&q);
+    double t0 = now_ms();
+    while (__atomic_load_n(&target[2], __ATOMIC_ACQUIRE) != 0xabcd0003u && now_ms() - t0 < 60000)
+        usleep(1000);
+    CHECK(target[2] == 0xabcd0003u, "the KFD queue's WRITE_DATA never landed (%#x)", target[2]);
+    CHECK(target[0] == 0x11112222u, "the KFD buffer lost its bytes: %#x", target[0]);
+    for (int i = 0; i < fillers; i++)
+        CHECK(filler[i][filler_size[i] / 4 - 1] == 0x33330000u + (uint32_t)i,
+              "filler %d lost its bytes: %#x", i, filler[i][filler_size[i] / 4 - 1]);
+    /* Restored: the KFD buffers hold their VRAM again, so a 2 MiB one still does not fit. */
+    uint32_t *more = NULL;
+    CHECK(hsaKmtAllocMemory(gpu_node, 2ull << 20, vram, (void **)&more) != HSAKMT_STATUS_SUCCESS,
+          "2 MiB of VRAM fit after the restore");
+    printf("    %llu MiB of KFD VRAM in %d buffers; a %llu MiB graphics buffer in a submission's "
+           "BO list: the KFD queue's WRITE_DATA landed after the restore, buffers intact\n",
+           (unsigned long long)(filled >> 20), fillers + 1, EVICT_GRAPHICS_BYTES >> 20);
+
+    amdgpu_bo_list_destroy(list);
+    amdgpu_bo_va_op(gfx, 0, EVICT_GRAPHICS_BYTES, gfx_va, 0, AMDGPU_VA_OP_UNMAP);
+    amdgpu_va_range_free(gfx_va_handle);
+    amdgpu_bo_free(gfx);
+    gfx_bo_destroy(&ib, 4096);
+    amdgpu_cs_ctx_free(ctx);
+    amdgpu_device_deinitialize(dev);
+    close(fd);
+    queue_destroy(&q);
+    for (int i = 0; i < fillers; i++)
+        hsaKmtFreeMemory(filler[i], filler_size[i]);
+    free_mapped(target, 4096);
+    return 1;
+}
+
 /* ---------------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -970,13 +1130,14 @@ int main(int argc, char **argv)
         {"amdgpu_bo", t_amdgpu_bo},
         {"amdgpu_ctx_metadata", t_amdgpu_ctx_metadata},
         {"amdgpu_cs", t_amdgpu_cs},
+        {"amdgpu_evict", t_amdgpu_evict},
     };
     int (*fn)(void) = NULL;
     for (size_t i = 0; argc == 2 && i < sizeof cases / sizeof cases[0]; i++)
         if (strcmp(argv[1], cases[i].name) == 0)
             fn = cases[i].fn;
     if (!fn) {
-        fprintf(stderr, "usage: %s oversubscribe|register_huge|big_alloc|zero_init|many_buffers|amdgpu_bo|amdgpu_ctx_metadata|amdgpu_cs\n", argv[0]);
+        fprintf(stderr, "usage: %s oversubscribe|register_huge|big_alloc|zero_init|many_buffers|amdgpu_bo|amdgpu_ctx_metadata|amdgpu_cs|amdgpu_evict\n", argv[0]);
         return 2;
     }
     if (hsaKmtOpenKFD() != HSAKMT_STATUS_SUCCESS) {

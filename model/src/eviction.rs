@@ -20,14 +20,19 @@
 //! they map again and run what their doorbells asked for meanwhile. When the buffers still do
 //! not fit, the restore backs off by the same delay and tries again.
 //!
+//! A new KFD VRAM buffer that does not fit moves idle graphics buffers to GTT
+//! (`reserve_vram_for_kfd`): amdkfd's own limit counts only KFD's buffers, and TTM makes room
+//! for the rest.
+//!
 //! What the model does not do: copy bytes (an evicted buffer keeps its memory; only the
 //! accounting and the queues change, so contents survive as they do on the GPU), evict at
 //! `GEM_CREATE` (a VRAM buffer that does not fit is created in GTT, as amdgpu's create retries
-//! with GTT added) or at a KFD allocation (`ENOMEM` when VRAM is full), throttle moves per
+//! with GTT added), throttle moves per
 //! submission (`amdgpu_cs_get_threshold_for_moves`), or let a process keep running on its
 //! resident buffers (amdkfd stops all its queues too).
 
 use crate::device::KfdNode;
+use crate::errno::KResult;
 use crate::memory::Bo;
 use crate::process::{lock, ModelInner, ProcessInner};
 use crate::smi;
@@ -218,6 +223,18 @@ fn restore(model: &ModelInner, p: &ProcessInner) {
         smi::queue_restore(&pdd.node, p.owner_pid, model.config.kernel);
     }
     log::debug!(target: "kfd::ttm", "pasid {:#x}: buffers and queues restored", p.pasid);
+}
+
+/// TTM placing a new KFD VRAM buffer (`ttm_bo_validate` under amdkfd's allocation): KFD's
+/// own limit leaves graphics buffers out, so when the shared VRAM account is full, idle
+/// graphics buffers move to GTT, oldest first, to make room. `ENOMEM` when even that leaves too
+/// little.
+pub(crate) fn reserve_vram_for_kfd(node: &KfdNode, size: u64) -> KResult<()> {
+    if node.reserve_vram(size).is_ok() {
+        return Ok(());
+    }
+    evict_graphics_buffers(node, size.saturating_sub(node.vram_available()));
+    node.reserve_vram(size)
 }
 
 /// Moves graphics VRAM buffers on `node` to GTT, oldest first, until `shortfall` bytes are

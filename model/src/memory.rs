@@ -438,7 +438,7 @@ fn backing_of(
             // A graphics buffer (not from the heap) reserves its VRAM itself.
             let reserve = kind == BoKind::Vram && from_heap;
             if reserve {
-                node.reserve_vram(size)?;
+                crate::eviction::reserve_vram_for_kfd(node, size)?;
             }
             let carved = if from_heap {
                 node.gpu

@@ -314,3 +314,38 @@ fn the_restore_brings_the_buffers_and_queues_back_and_pending_work_runs() {
         "QUEUE_EVICTION then QUEUE_RESTORE (10; Linux 6.12 adds a 0: not rescheduled)"
     );
 }
+
+/// A KFD VRAM allocation that does not fit beside idle graphics buffers: amdkfd's own limit
+/// counts only KFD's buffers, and TTM moves the graphics buffers to GTT to place it (before,
+/// the model answered `ENOMEM`).
+#[test]
+fn a_kfd_allocation_moves_idle_graphics_buffers_out_of_vram() {
+    let model = model_with(ModelConfig::new(Preset::Gfx900).with_engine_thread(false));
+    let c = Client::new(&model);
+    let node = c.node();
+    let free = node.vram_available();
+    let r = render(&c);
+    let graphics = r
+        .gem_create(GRAPHICS_VRAM, 0, AMDGPU_GEM_DOMAIN_VRAM, 0)
+        .unwrap();
+    assert_eq!(
+        node.vram_available(),
+        free - GRAPHICS_VRAM,
+        "created in VRAM"
+    );
+    let vram = KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
+    let size = free - GRAPHICS_VRAM / 2;
+    let kfd = c
+        .alloc_on(c.gpu(), size, vram)
+        .expect("TTM makes room for a KFD buffer that fits in VRAM");
+    assert_eq!(
+        node.vram_available(),
+        GRAPHICS_VRAM / 2,
+        "the graphics buffer went to GTT"
+    );
+    kfd.write_u32(size - 4, 0x5555_6666);
+    assert_eq!(kfd.read_u32(size - 4), 0x5555_6666);
+    // More than VRAM holds, even with every graphics buffer out: ENOMEM as before.
+    assert!(c.alloc_on(c.gpu(), GRAPHICS_VRAM, vram).is_err());
+    let _ = graphics;
+}

@@ -163,8 +163,9 @@ impl Scene {
         }
     }
 
-    fn submit(&self) {
-        let request = CsRequest {
+    /// The submission: the SDMA IB on the context, with the BO list.
+    fn request(&self) -> CsRequest {
+        CsRequest {
             ctx_id: self.ctx,
             bo_list_handle: self.list,
             ibs: vec![CsIb {
@@ -175,8 +176,11 @@ impl Scene {
             }],
             num_chunks: 1,
             ..Default::default()
-        };
-        assert_eq!(render(&self.c).cs_submit(&request), Ok(1));
+        }
+    }
+
+    fn submit(&self) {
+        assert_eq!(render(&self.c).cs_submit(&self.request()), Ok(1));
         let r = render(&self.c);
         let g = r
             .mmap(r.gem_mmap_offset(self.graphics).unwrap(), 4096)
@@ -259,19 +263,7 @@ fn a_submission_that_needs_vram_evicts_the_kfd_process_and_stops_its_queues() {
     s.kfd_buffers_intact();
 
     // A second submission: the graphics buffer is in VRAM already, nothing more is evicted.
-    let request = CsRequest {
-        ctx_id: s.ctx,
-        bo_list_handle: s.list,
-        ibs: vec![CsIb {
-            va_start: IB_VA,
-            ib_bytes: 32,
-            ip_type: AMDGPU_HW_IP_DMA,
-            ..Default::default()
-        }],
-        num_chunks: 1,
-        ..Default::default()
-    };
-    assert_eq!(render(&s.c).cs_submit(&request), Ok(2));
+    assert_eq!(render(&s.c).cs_submit(&s.request()), Ok(2));
     assert_eq!(s.c.p.eviction_stats().evictions, 1);
     assert!(smi.lines().is_empty());
 }

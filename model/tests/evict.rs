@@ -9,10 +9,9 @@ mod common;
 
 use common::*;
 use kfd_model::cs::*;
-use kfd_model::ctx::*;
 use kfd_model::eviction::EvictionStats;
 use kfd_model::gem::*;
-use kfd_model::{ModelConfig, Preset, RenderNode};
+use kfd_model::{ModelConfig, Preset};
 use kfd_sys::*;
 use pm4::user::WriteData;
 use std::time::Duration;
@@ -122,30 +121,12 @@ impl Scene {
         }
         // SDMA WRITE_LINEAR of one dword into the graphics buffer, then NOPs.
         let ib_cpu = r.mmap(r.gem_mmap_offset(ib).unwrap(), 4096).unwrap();
-        let words: [u32; 8] = [
-            2,
-            GRAPHICS_VA as u32,
-            (GRAPHICS_VA >> 32) as u32,
-            0,
-            0x600d_cafe,
-            0,
-            0,
-            0,
-        ];
+        let words = sdma_write_dword_ib(GRAPHICS_VA, 0x600d_cafe);
         ib_cpu
             .memory
             .write(ib_cpu.offset as usize, words.as_bytes())
             .unwrap();
-        let ctx = match r
-            .ctx(CtxRequest {
-                op: AMDGPU_CTX_OP_ALLOC_CTX,
-                ..Default::default()
-            })
-            .unwrap()
-        {
-            CtxAnswer::Alloc { ctx_id } => ctx_id,
-            other => panic!("{other:?}"),
-        };
+        let ctx = new_ctx(r);
         let list = r
             .bo_list(AMDGPU_BO_LIST_OP_CREATE, 0, vec![ib, graphics])
             .unwrap();
@@ -206,10 +187,6 @@ impl Scene {
         assert_eq!(self.target.read_u32(0), 0x1111_2222);
         assert_eq!(self.filler.read_u32(self.filler.size - 4), 0x3333_4444);
     }
-}
-
-fn render(c: &Client) -> &RenderNode {
-    &c.renders[0]
 }
 
 /// While evicted: the KFD buffers are out of VRAM and the graphics buffer is in, one SMI

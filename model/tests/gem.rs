@@ -25,22 +25,6 @@ fn va_req(handle: u32, operation: u32, va: u64, offset: u64, size: u64) -> GemVa
     }
 }
 
-fn render(c: &Client) -> &RenderNode {
-    &c.renders[0]
-}
-
-fn new_ctx(r: &RenderNode) -> u32 {
-    use kfd_model::ctx::*;
-    let alloc = CtxRequest {
-        op: AMDGPU_CTX_OP_ALLOC_CTX,
-        ..Default::default()
-    };
-    match r.ctx(alloc).unwrap() {
-        CtxAnswer::Alloc { ctx_id } => ctx_id,
-        other => panic!("{other:?}"),
-    }
-}
-
 /// `QUERY_STATE(2)` of context `ctx_id`: (flags, reset_status).
 fn query(r: &RenderNode, op: u32, ctx_id: u32) -> (u64, u32) {
     use kfd_model::ctx::*;
@@ -425,31 +409,13 @@ fn an_sdma_ib_submitted_on_a_context_runs_through_the_files_vm() {
     let ib_cpu = r.mmap(r.gem_mmap_offset(ib).unwrap(), 4096).unwrap();
     let target_cpu = r.mmap(r.gem_mmap_offset(target).unwrap(), 4096).unwrap();
     // SDMA WRITE_LINEAR of one dword (count field = dwords - 1), then NOPs.
-    let words: [u32; 8] = [
-        2,
-        target_va as u32,
-        (target_va >> 32) as u32,
-        0,
-        0x600d_cafe,
-        0,
-        0,
-        0,
-    ];
+    let words = sdma_write_dword_ib(target_va, 0x600d_cafe);
     ib_cpu
         .memory
         .write(ib_cpu.offset as usize, words.as_bytes())
         .unwrap();
 
-    let ctx = match r
-        .ctx(CtxRequest {
-            op: AMDGPU_CTX_OP_ALLOC_CTX,
-            ..Default::default()
-        })
-        .unwrap()
-    {
-        CtxAnswer::Alloc { ctx_id } => ctx_id,
-        other => panic!("{other:?}"),
-    };
+    let ctx = new_ctx(r);
     assert_errno(
         r.bo_list(AMDGPU_BO_LIST_OP_CREATE, 0, vec![ib, 77]),
         Errno::ENOENT,
@@ -562,16 +528,7 @@ fn a_compute_ib_submitted_on_a_context_runs_its_pm4_packets() {
     let len = w.len();
     write_ib(&words[..len]);
 
-    let ctx = match r
-        .ctx(CtxRequest {
-            op: AMDGPU_CTX_OP_ALLOC_CTX,
-            ..Default::default()
-        })
-        .unwrap()
-    {
-        CtxAnswer::Alloc { ctx_id } => ctx_id,
-        other => panic!("{other:?}"),
-    };
+    let ctx = new_ctx(r);
     let on = |ip_type: u32, ring: u32, dwords: usize| CsRequest {
         ctx_id: ctx,
         ibs: vec![CsIb {

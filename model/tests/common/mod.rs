@@ -682,3 +682,27 @@ impl Rng {
         self.next() % n
     }
 }
+
+/// The render node a client opened first.
+pub fn render(c: &Client) -> &RenderNode {
+    &c.renders[0]
+}
+
+/// A new submission context on `r` (`AMDGPU_CTX_OP_ALLOC_CTX`).
+pub fn new_ctx(r: &RenderNode) -> u32 {
+    use kfd_model::ctx::*;
+    let alloc = CtxRequest {
+        op: AMDGPU_CTX_OP_ALLOC_CTX,
+        ..Default::default()
+    };
+    match r.ctx(alloc).unwrap() {
+        CtxAnswer::Alloc { ctx_id } => ctx_id,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// An SDMA IB of 8 dwords: WRITE_LINEAR of one dword `value` at `va` (count field = dwords -
+/// 1 = 0), then NOPs.
+pub fn sdma_write_dword_ib(va: u64, value: u32) -> [u32; 8] {
+    [2, va as u32, (va >> 32) as u32, 0, value, 0, 0, 0]
+}

@@ -379,16 +379,7 @@ fn set_trap_handler(p: &ProcessInner, a: &mut kfd_ioctl_set_trap_handler_args) -
     let mut st = p.lock();
     let i = st.pdd_index(a.gpu_id)?;
     st.pdds[i].bind().map_err(|_| Errno::ESRCH)?;
-    st.pdds[i].tba_addr = a.tba_addr;
-    st.pdds[i].tma_addr = a.tma_addr;
-    let handler = (a.tba_addr != 0).then_some(crate::hw::spi::TrapHandler {
-        tba: a.tba_addr,
-        tma: a.tma_addr,
-    });
-    st.pdds[i]
-        .node
-        .gpu
-        .set_trap_handler(p.pasid as u16, handler);
+    st.pdds[i].set_trap_handler(a.tba_addr, a.tma_addr)?;
     Ok(0)
 }
 
@@ -406,6 +397,9 @@ fn acquire_vm(p: &ProcessInner, a: &mut kfd_ioctl_acquire_vm_args) -> KResult<i3
         } else {
             Err(Errno::EBUSY)
         };
+    }
+    if p.model.config.cwsr_enable {
+        pdd.init_cwsr()?;
     }
     pdd.drm_file = Some(file);
     pdd.pd_base = pdd.node.gpu.register_vm(pdd.vm.clone());
@@ -682,9 +676,6 @@ fn dbg_trap(p: &ProcessInner, a: &kfd_ioctl_dbg_trap_args) -> KResult<i32> {
     Err(Errno::EINVAL)
 }
 
-/// `KFD_CWSR_TBA_TMA_SIZE`: what a reserved-memory mapping must be.
-const CWSR_TBA_TMA_SIZE: u64 = 2 * PAGE_SIZE as u64;
-
 /// Entry point for `mmap(kfd_fd, offset, len)`. The type comes from offset bits [63:62];
 /// doorbell, reserved-memory and MMIO need a known GPU id (else `ENODEV`), so offset 0 (MMIO
 /// type, GPU id 0) is `ENODEV`.
@@ -730,7 +721,7 @@ pub(crate) fn mmap(p: &ProcessInner, offset: u64, len: u64) -> KResult<MapSource
                 // `kfd_reserved_mem_mmap`: two fresh zeroed pages for the CWSR trap handler
                 // (TBA/TMA), which user mode fills.
                 KfdMmapType::ReservedMem => {
-                    if len != CWSR_TBA_TMA_SIZE {
+                    if len != crate::dqm::CWSR_TBA_TMA_SIZE {
                         return Err(Errno::EINVAL);
                     }
                     let memory = crate::hw::mem::DeviceMemory::new("cwsr tba/tma", len)

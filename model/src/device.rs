@@ -12,7 +12,6 @@ use crate::hw::hws::Hws;
 use crate::hw::ih::IhRing;
 use crate::hw::mem::DeviceMemory;
 use crate::hw::observe::ShaderActivity;
-use crate::hw::spi::TrapHandler;
 use crate::hw::vm::GpuVm;
 use crate::topology::{Node, Topology};
 use kfd_sys::gpu::DoorbellAssignment;
@@ -53,10 +52,6 @@ pub struct Gpu {
     waker: OnceLock<Arc<EngineWaker>>,
     /// Injected VM fault ranges (given to every address space registered).
     injected_vm_faults: Mutex<Vec<(u64, u64)>>,
-    /// The trap handlers processes installed with `SET_TRAP_HANDLER`, by PASID: with CWSR,
-    /// amdkfd writes them into its first-level handler's TMA page and that handler jumps to
-    /// them; the model's first level reads them here.
-    trap_handlers: Mutex<HashMap<u16, TrapHandler>>,
     next_pd_base: AtomicU64,
 }
 
@@ -91,7 +86,6 @@ impl Gpu {
             page_tables: RwLock::new(HashMap::new()),
             waker: OnceLock::new(),
             injected_vm_faults: Mutex::new(Vec::new()),
-            trap_handlers: Mutex::new(HashMap::new()),
             next_pd_base: AtomicU64::new(0x0000_00f4_0000_0000),
         })
     }
@@ -99,21 +93,6 @@ impl Gpu {
     /// Connects the GPU to the model's engine thread (once).
     pub(crate) fn set_waker(&self, waker: Arc<EngineWaker>) {
         let _ = self.waker.set(waker);
-    }
-
-    /// Records (or with `None` forgets) the trap handler process `pasid` installed.
-    pub fn set_trap_handler(&self, pasid: u16, handler: Option<TrapHandler>) {
-        let mut t = self.trap_handlers.lock().unwrap_or_else(|e| e.into_inner());
-        match handler {
-            Some(h) => t.insert(pasid, h),
-            None => t.remove(&pasid),
-        };
-    }
-
-    /// The trap handler process `pasid` installed, if any.
-    pub fn trap_handler(&self, pasid: u16) -> Option<TrapHandler> {
-        let t = self.trap_handlers.lock().unwrap_or_else(|e| e.into_inner());
-        t.get(&pasid).copied()
     }
 
     /// Whether `[start, end)` overlaps a client's doorbell mapping the engine watches

@@ -158,13 +158,17 @@ pub struct DqmConfig {
     pub mqd: MqdConfig,
 }
 
-/// `SH_MEM_BASES` for the gfx9+ apertures: LDS `0x1_0000_0000_0000`, scratch
-/// `0x2_0000_0000_0000`.
-pub const SH_MEM_BASES_64: u32 = 0x0001_0002;
-/// `SH_MEM_CONFIG.RETRY_DISABLE`.
-pub const SH_MEM_RETRY_DISABLE: u32 = 1 << 12;
+/// `SH_MEM_BASES` for the gfx9+ apertures every process gets (LDS at
+/// [`LDS_APERTURE_BASE`](crate::process::LDS_APERTURE_BASE), scratch at
+/// [`SCRATCH_APERTURE_BASE`](crate::process::SCRATCH_APERTURE_BASE)).
+pub const SH_MEM_BASES_64: u32 = pm4::regs::sh_mem::bases(
+    crate::process::LDS_APERTURE_BASE,
+    crate::process::SCRATCH_APERTURE_BASE,
+);
 /// Where KFD maps its CWSR trap handler (`SVM_CWSR_BASE`).
 pub const CWSR_TBA_ADDR: u64 = 0x2000;
+/// Size of the trap-handler pages: code, then the trap memory (`KFD_CWSR_TBA_TMA_SIZE`).
+pub const CWSR_TBA_TMA_SIZE: u64 = 2 * crate::hw::mem::PAGE_SIZE as u64;
 /// Offset of the trap memory from the trap handler (`KFD_CWSR_TMA_OFFSET`).
 pub const CWSR_TMA_OFFSET: u64 = 4096 + 2048;
 
@@ -329,7 +333,7 @@ impl Dqm {
         qpd.sh_mem_bases = SH_MEM_BASES_64;
         qpd.sh_mem_config = cfg.sh_mem_config_base;
         if !(cfg.per_process_xnack && xnack) {
-            qpd.sh_mem_config |= SH_MEM_RETRY_DISABLE;
+            qpd.sh_mem_config |= pm4::regs::sh_mem::CONFIG_RETRY_DISABLE;
         }
         if cfg.cwsr_enable {
             qpd.tba_addr = CWSR_TBA_ADDR;
@@ -735,7 +739,6 @@ impl Dqm {
             return Ok(());
         };
         let qpd = self.qpds.remove(i);
-        gpu.set_trap_handler(pasid as u16, None);
         for q in &qpd.queues {
             self.deallocate_sdma(q.class);
             if q.is_active {

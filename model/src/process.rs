@@ -830,6 +830,10 @@ pub(crate) struct ProcessDevice {
     pub tba_addr: u64,
     pub tma_addr: u64,
     pub scratch_va: u64,
+    /// With CWSR, the trap-handler pages mapped at [`CWSR_TBA_ADDR`](crate::dqm::CWSR_TBA_ADDR)
+    /// (`qpd->cwsr_kaddr`): the first-level handler's code, and its TMA, where
+    /// `SET_TRAP_HANDLER` writes the process's own handler.
+    pub cwsr: Option<Arc<crate::hw::mem::DeviceMemory>>,
 }
 
 impl ProcessDevice {
@@ -849,7 +853,58 @@ impl ProcessDevice {
             tba_addr: 0,
             tma_addr: 0,
             scratch_va: 0,
+            cwsr: None,
         }
+    }
+
+    /// `kfd_process_device_init_cwsr_dgpu`: with CWSR, two pages at
+    /// [`CWSR_TBA_ADDR`](crate::dqm::CWSR_TBA_ADDR) of the process's GPU VM, holding the
+    /// first-level trap handler's code, which the GPU reads (not writes); its TMA is zero (no
+    /// handler of the process's own) until `SET_TRAP_HANDLER`.
+    pub fn init_cwsr(&mut self) -> KResult<()> {
+        if self.cwsr.is_some() {
+            return Ok(());
+        }
+        let len = crate::dqm::CWSR_TBA_TMA_SIZE;
+        let mem = Arc::new(crate::hw::mem::DeviceMemory::new("cwsr tba/tma", len)?);
+        mem.write(0, &crate::hw::spi::FIRST_LEVEL_TRAP_HANDLER)
+            .ok_or(Errno::ENOMEM)?;
+        let mapping = crate::hw::vm::VmMapping {
+            va: crate::dqm::CWSR_TBA_ADDR,
+            len,
+            backing: crate::hw::vm::Backing::Device {
+                mem: mem.clone(),
+                offset: 0,
+            },
+            writable: false,
+            handle: 0,
+        };
+        if !self
+            .vm
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .map(mapping)
+        {
+            return Err(Errno::ENOMEM);
+        }
+        self.cwsr = Some(mem);
+        Ok(())
+    }
+
+    /// `kfd_process_set_trap_handler`: with CWSR the process's handler goes into the
+    /// first-level handler's TMA (TBA, then TMA, as two quadwords), which that handler reads
+    /// when a wave traps; without, it is what `MAP_PROCESS` names.
+    pub fn set_trap_handler(&mut self, tba: u64, tma: u64) -> KResult<()> {
+        self.tba_addr = tba;
+        self.tma_addr = tma;
+        if let Some(mem) = &self.cwsr {
+            let mut second_level = [0u8; 16];
+            second_level[..8].copy_from_slice(&tba.to_le_bytes());
+            second_level[8..].copy_from_slice(&tma.to_le_bytes());
+            mem.write(crate::dqm::CWSR_TMA_OFFSET as usize, &second_level)
+                .ok_or(Errno::EINVAL)?;
+        }
+        Ok(())
     }
 
     /// `kfd_bind_process_to_device`: needs the VM acquired.

@@ -514,6 +514,26 @@ context_regs! {
     CB_COLOR7_DCC_BASE_EXT = 0xA38F,
 }
 
+/// The per-process memory registers of gfx9+ that the driver gives the scheduler in each
+/// `MAP_PROCESS` packet and the hardware loads for the process's VMID: how its waves address
+/// memory. Bit positions from the register database (`gc_9_0_sh_mask.h`: `SH_MEM_CONFIG`
+/// `RETRY_DISABLE` at bit 12; `SH_MEM_BASES` `PRIVATE_BASE` in `[15:0]`, `SHARED_BASE` in
+/// `[31:16]`).
+pub mod sh_mem {
+    /// `SH_MEM_CONFIG.RETRY_DISABLE`: a wave's memory fault is not retried (no XNACK replay).
+    pub const CONFIG_RETRY_DISABLE: u32 = 1 << 12;
+
+    /// `SH_MEM_BASES` for a shared (LDS) aperture at `shared_base` and a private (scratch)
+    /// aperture at `private_base`: each field holds its aperture's address bits `[63:48]`.
+    ///
+    /// ```
+    /// assert_eq!(pm4::regs::sh_mem::bases(0x1_0000_0000_0000, 0x2_0000_0000_0000), 0x0001_0002);
+    /// ```
+    pub const fn bases(shared_base: u64, private_base: u64) -> u32 {
+        (((shared_base >> 48) as u32 & 0xffff) << 16) | ((private_base >> 48) as u32 & 0xffff)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -42,7 +42,7 @@ use crate::hw::ih::{
 };
 use crate::hw::observe::ShaderActivity;
 use crate::hw::spi::{
-    amd_queue, DecodedCode, DispatchSetup, KernelRun, Scratch, ShaderArray, TrapHandler,
+    amd_queue, DecodedCode, DispatchSetup, KernelRun, ProcessRegisters, Scratch, ShaderArray,
     WaveException, WavePlacement, QUEUE_ERROR_TRAP,
 };
 use crate::hw::vm::{GpuVm, VmFault};
@@ -134,11 +134,8 @@ pub struct CpState {
     pub strict: Strict,
     /// The GPU's compute units, over which the SPI places the waves.
     pub shader_array: ShaderArray,
-    /// The owning process's trap handler (from its MAP_PROCESS), if it installed one.
-    pub trap_handler: Option<TrapHandler>,
-    /// XNACK replay for the owning process (its MAP_PROCESS `SH_MEM_CONFIG` has
-    /// RETRY_DISABLE clear): a wave's memory fault is retried after the driver handled it.
-    pub retry_faults: bool,
+    /// The owning process's registers (from its MAP_PROCESS).
+    pub process: ProcessRegisters,
     /// Code the queue's last dispatches decoded (reused while memory still holds it).
     pub code: Vec<DecodedCode>,
     /// The queue's global wave sync resources (they outlive a dispatch).
@@ -395,15 +392,10 @@ impl CpQueue {
         self.state.shader_activity = Some(activity);
     }
 
-    /// The trap handler the owning process installed (`None`: none); dispatches started from
-    /// now on enter it on `s_trap` and exceptions.
-    pub fn set_trap_handler(&mut self, handler: Option<TrapHandler>) {
-        self.state.trap_handler = handler;
-    }
-
-    /// Sets whether the owning process's shader memory faults are retried (XNACK replay).
-    pub fn set_retry_faults(&mut self, retry: bool) {
-        self.state.retry_faults = retry;
+    /// The owning process's registers as its `MAP_PROCESS` gave them: dispatches started
+    /// from now on run with its trap handler, XNACK replay and apertures.
+    pub fn set_process_registers(&mut self, process: ProcessRegisters) {
+        self.state.process = process;
     }
 
     /// Runs the queue's dispatches on `threads` host threads.
@@ -726,8 +718,7 @@ impl CpQueue {
                             return self.out_of_scratch(env, pkt, queue_addr);
                         }
                         let setup = DispatchSetup {
-                            trap_handler: self.state.trap_handler,
-                            retry_faults: self.state.retry_faults,
+                            process: self.state.process,
                             doorbell_id: doorbell_id(&env.queue),
                             placement: placement(&env.queue, self.state.shader_array),
                             ..DispatchSetup::from_aql(
@@ -1135,8 +1126,7 @@ fn dispatch_direct(
             private_segment_size: 0,
             scratch,
             user_data: Some(user_data),
-            trap_handler: state.trap_handler,
-            retry_faults: state.retry_faults,
+            process: state.process,
             doorbell_id: doorbell_id(&env.queue),
             placement: placement(&env.queue, state.shader_array),
         };

@@ -16,7 +16,8 @@ use crate::hw::engine::{EngineActivity, ExecEnv, QueueError, QueueIdentity, RunS
 use crate::hw::gart::Gart;
 use crate::hw::sdma::SdmaQueue;
 use crate::hw::spi::ShaderArray;
-use crate::hw::spi::TrapHandler;
+use crate::hw::spi::{ProcessRegisters, TrapHandler, FIRST_LEVEL_TRAP_HANDLER};
+use crate::hw::vm::GpuVm;
 use mqd::{ComputeDescriptor, ComputeMqd, Generation, SdmaMqd};
 use pm4::decode::{decode_pm4_packet, Packet};
 use pm4::hws::{
@@ -61,6 +62,8 @@ pub struct RunlistProcess {
     pub tma_addr: u64,
     /// `SH_MEM_CONFIG` (its RETRY_DISABLE bit says whether XNACK replay is off).
     pub sh_mem_config: u32,
+    /// `SH_MEM_BASES`: the process's LDS and scratch apertures.
+    pub sh_mem_bases: u32,
     /// The queues the runlist maps for it (active queues only).
     pub queues: Vec<RunlistQueue>,
 }
@@ -659,28 +662,9 @@ impl Hws {
             };
             let run = match ctx {
                 QueueContext::Compute(q) => {
-                    // MAP_PROCESS names the first-level handler: amdkfd's CWSR handler, which
-                    // the model stands in for by going to the process's own (second-level)
-                    // handler, or without CWSR the process's handler itself.
-                    let handler = runlist
-                        .iter()
-                        .find(|p| p.pasid == m.pasid && p.tba_addr != 0)
-                        .and_then(|p| {
-                            if p.tba_addr == crate::dqm::CWSR_TBA_ADDR {
-                                gpu.trap_handler(m.pasid)
-                            } else {
-                                Some(TrapHandler {
-                                    tba: p.tba_addr,
-                                    tma: p.tma_addr,
-                                })
-                            }
-                        });
-                    q.set_trap_handler(handler);
-                    let retry = runlist.iter().any(|p| {
-                        p.pasid == m.pasid
-                            && p.sh_mem_config & crate::dqm::SH_MEM_RETRY_DISABLE == 0
-                    });
-                    q.set_retry_faults(retry);
+                    if let Some(p) = runlist.iter().find(|p| p.pasid == m.pasid) {
+                        q.set_process_registers(process_registers(&vm, p));
+                    }
                     q.run(&mut env, doorbell, budget)
                 }
                 QueueContext::Sdma(q) => q.run(&mut env, doorbell, budget),
@@ -1069,6 +1053,41 @@ fn is_static(t: MapQueueType) -> bool {
     )
 }
 
+/// The registers the hardware loads for process `p`'s waves from its `MAP_PROCESS`.
+///
+/// The trap handler is where the TBA register sends a trapping wave. When the driver put
+/// amdkfd's first-level handler there (with CWSR it always does; the model's driver copies
+/// [`FIRST_LEVEL_TRAP_HANDLER`] to TBA), that code finds the process's own handler in the first
+/// two quadwords of its TMA, where `SET_TRAP_HANDLER` wrote TBA and TMA, and goes there, or, if
+/// TBA is 0, returns to the wave as if there were no handler. The model stands in for that
+/// code by reading the two quadwords through the process's VM. A TMA it cannot read leaves the
+/// process without a handler.
+fn process_registers(vm: &GpuVm, p: &RunlistProcess) -> ProcessRegisters {
+    let trap_handler = (p.tba_addr != 0)
+        .then(|| {
+            let mut code = [0u8; FIRST_LEVEL_TRAP_HANDLER.len()];
+            let first_level =
+                vm.read(p.tba_addr, &mut code).is_ok() && code == FIRST_LEVEL_TRAP_HANDLER;
+            if !first_level {
+                return Some(TrapHandler {
+                    tba: p.tba_addr,
+                    tma: p.tma_addr,
+                });
+            }
+            let mut second = [0u8; 16];
+            vm.read(p.tma_addr, &mut second).ok()?;
+            let tba = u64::from_le_bytes(second[..8].try_into().ok()?);
+            let tma = u64::from_le_bytes(second[8..].try_into().ok()?);
+            (tba != 0).then_some(TrapHandler { tba, tma })
+        })
+        .flatten();
+    ProcessRegisters {
+        trap_handler,
+        retry_faults: p.sh_mem_config & pm4::regs::sh_mem::CONFIG_RETRY_DISABLE == 0,
+        sh_mem_bases: p.sh_mem_bases,
+    }
+}
+
 fn process_of(m: &MapProcessCommon) -> RunlistProcess {
     RunlistProcess {
         pasid: m.dw1.pasid(),
@@ -1077,6 +1096,7 @@ fn process_of(m: &MapProcessCommon) -> RunlistProcess {
         tba_addr: m.tba_addr(),
         tma_addr: m.tma_addr(),
         sh_mem_config: m.sh_mem_config,
+        sh_mem_bases: m.sh_mem_bases,
         queues: Vec::new(),
     }
 }
@@ -1090,4 +1110,108 @@ fn queue_of(m: &MapQueues) -> Option<RunlistQueue> {
         wptr_addr: m.wptr_addr(),
         gws: m.dw1.gws_control_queue(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hw::mem::DeviceMemory;
+    use crate::hw::vm::{Backing, VmMapping};
+    use std::sync::Arc;
+
+    const TBA: u64 = 0x2000;
+    const TMA: u64 = 0x3800;
+
+    /// A VM with two pages at [`TBA`]: `code` at the start, `tma` at [`TMA`].
+    fn vm_with(code: &[u8], tma: &[u8]) -> GpuVm {
+        let mem = Arc::new(DeviceMemory::new("trap pages", 0x2000).unwrap());
+        mem.write(0, code).unwrap();
+        mem.write((TMA - TBA) as usize, tma).unwrap();
+        let mut vm = GpuVm::new();
+        assert!(vm.map(VmMapping {
+            va: TBA,
+            len: 0x2000,
+            backing: Backing::Device { mem, offset: 0 },
+            writable: false,
+            handle: 0,
+        }));
+        vm
+    }
+
+    fn process(tba_addr: u64, tma_addr: u64, sh_mem_config: u32) -> RunlistProcess {
+        RunlistProcess {
+            pasid: 1,
+            page_table_base: 0,
+            num_queues: 1,
+            tba_addr,
+            tma_addr,
+            sh_mem_config,
+            sh_mem_bases: 0x0001_0002,
+            queues: Vec::new(),
+        }
+    }
+
+    fn quadwords(a: u64, b: u64) -> [u8; 16] {
+        let mut q = [0u8; 16];
+        q[..8].copy_from_slice(&a.to_le_bytes());
+        q[8..].copy_from_slice(&b.to_le_bytes());
+        q
+    }
+
+    #[test]
+    fn the_first_level_handler_sends_waves_to_the_handler_its_tma_names() {
+        let vm = vm_with(
+            &FIRST_LEVEL_TRAP_HANDLER,
+            &quadwords(0x7000_1000, 0x7000_2000),
+        );
+        let r = process_registers(&vm, &process(TBA, TMA, 0));
+        assert_eq!(
+            r.trap_handler,
+            Some(TrapHandler {
+                tba: 0x7000_1000,
+                tma: 0x7000_2000
+            })
+        );
+        assert!(r.retry_faults);
+        assert_eq!(r.sh_mem_bases, 0x0001_0002);
+    }
+
+    #[test]
+    fn a_first_level_handler_with_an_empty_tma_means_no_handler() {
+        let vm = vm_with(&FIRST_LEVEL_TRAP_HANDLER, &[0; 16]);
+        let r = process_registers(
+            &vm,
+            &process(TBA, TMA, pm4::regs::sh_mem::CONFIG_RETRY_DISABLE),
+        );
+        assert_eq!(r.trap_handler, None);
+        assert!(!r.retry_faults);
+    }
+
+    #[test]
+    fn other_code_at_tba_is_the_handler_itself() {
+        // s_endpgm: a handler of the process's own, named directly by MAP_PROCESS (no CWSR).
+        let vm = vm_with(
+            &[0x00, 0x00, 0x81, 0xbf],
+            &quadwords(0x7000_1000, 0x7000_2000),
+        );
+        let r = process_registers(&vm, &process(TBA, TMA, 0));
+        assert_eq!(r.trap_handler, Some(TrapHandler { tba: TBA, tma: TMA }));
+    }
+
+    #[test]
+    fn no_tba_or_an_unreadable_tma_means_no_handler() {
+        let vm = vm_with(
+            &FIRST_LEVEL_TRAP_HANDLER,
+            &quadwords(0x7000_1000, 0x7000_2000),
+        );
+        assert_eq!(
+            process_registers(&vm, &process(0, TMA, 0)).trap_handler,
+            None
+        );
+        // The first-level code, but a TMA outside every mapping.
+        assert_eq!(
+            process_registers(&vm, &process(TBA, 0x9000_0000, 0)).trap_handler,
+            None
+        );
+    }
 }

@@ -84,11 +84,6 @@ pub struct DecodedCode {
     cache: Arc<CodeCache>,
 }
 
-/// The 64-bit `SH_MEM_BASES` value the model's driver gives every process: the shared (LDS)
-/// aperture's top 16 bits in `[31:16]`, the private (scratch) aperture's in `[15:0]`.
-const SH_MEM_BASES: u32 = ((crate::process::LDS_APERTURE_BASE >> 48) as u32) << 16
-    | (crate::process::SCRATCH_APERTURE_BASE >> 48) as u32;
-
 /// Offsets in ROCr's `amd_queue_t` that the CP reads.
 pub use pm4::aql::amd_queue;
 
@@ -108,7 +103,31 @@ pub struct Scratch {
     pub max_waves: Option<u32>,
 }
 
-/// The process's trap handler (`SET_TRAP_HANDLER`, carried to the firmware by MAP_PROCESS).
+/// What the scheduler loads for a queue's process from its `MAP_PROCESS` packet: the
+/// registers its waves run with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProcessRegisters {
+    /// The trap handler a trapping wave enters, if the process has one.
+    pub trap_handler: Option<TrapHandler>,
+    /// XNACK replay is on for the process (`SH_MEM_CONFIG.RETRY_DISABLE` clear): a wave's
+    /// memory fault stalls it at the faulting instruction, the dispatch stops with the fault
+    /// (the queue posts it to the driver) and resumes, retrying that instruction, when the
+    /// driver has handled the fault and mapped the queue again. Off: the fault ends the
+    /// dispatch.
+    pub retry_faults: bool,
+    /// `SH_MEM_BASES`: where the process's LDS and scratch apertures are in the flat
+    /// address space ([`pm4::regs::sh_mem::bases`]).
+    pub sh_mem_bases: u32,
+}
+
+/// The code the model's driver copies to a process's trap base with CWSR, where amdkfd copies
+/// its first-level trap handler (`cwsr_trap_gfx9_hex`, AMD's own code, which the model does not
+/// carry). The scheduler recognises these bytes at TBA and stands in for that handler: it finds
+/// the process's own handler in the TMA (see `hws::process_registers`). They are not
+/// instructions: a wave never runs them.
+pub const FIRST_LEVEL_TRAP_HANDLER: [u8; 16] = *b"kfd-model:cwsr\0\0";
+
+/// A trap handler: where the hardware sends a trapping wave (the TBA/TMA registers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TrapHandler {
     /// Trap base address: where a trapping wave continues.
@@ -146,14 +165,8 @@ pub struct DispatchSetup {
     /// PM4 dispatches: the user SGPRs come from `COMPUTE_USER_DATA_*` instead of the
     /// descriptor's enable bits.
     pub user_data: Option<[u32; 16]>,
-    /// The process's trap handler, if it installed one.
-    pub trap_handler: Option<TrapHandler>,
-    /// XNACK replay is on for the process (`SH_MEM_CONFIG.RETRY_DISABLE` clear): a wave's
-    /// memory fault stalls it at the faulting instruction, the dispatch stops with the fault
-    /// (the queue posts it to the driver) and resumes, retrying that instruction, when the
-    /// driver has handled the fault and mapped the queue again. Off: the fault ends the
-    /// dispatch.
-    pub retry_faults: bool,
+    /// The registers of the queue's process (its `MAP_PROCESS`).
+    pub process: ProcessRegisters,
     /// The queue's doorbell as the SQ answers `s_sendmsg MSG_GET_DOORBELL`: its 64-bit
     /// doorbell index in the BAR, 12 bits (ROCr's trap handler takes the low 10 bits, the
     /// doorbell's index in the process's slice, to find its queue in the TMA table).
@@ -277,8 +290,7 @@ impl DispatchSetup {
             private_segment_size: p.private_segment_size,
             scratch,
             user_data: None,
-            trap_handler: None,
-            retry_faults: false,
+            process: ProcessRegisters::default(),
             doorbell_id: 0,
             placement: WavePlacement::default(),
         }
@@ -440,7 +452,7 @@ pub struct KernelRun {
     watch: Option<Watch>,
     /// Host threads the workgroups run on.
     cu_threads: usize,
-    /// The last step stopped on a retry fault ([`DispatchSetup::retry_faults`]).
+    /// The last step stopped on a retry fault ([`ProcessRegisters::retry_faults`]).
     awaiting_retry: bool,
     /// The queue's global wave sync resources.
     gws: Arc<Gws>,
@@ -1071,8 +1083,8 @@ impl KernelRun {
                     // that XNACK replay retries.
                     let memory = matches!(stop_reason, Stop::Fault(WaveFault::Memory(_)));
                     let handled = !privileged
-                        && (self.setup.trap_handler.is_some()
-                            || (self.setup.retry_faults && memory));
+                        && (self.setup.process.trap_handler.is_some()
+                            || (self.setup.process.retry_faults && memory));
                     let why = match &stop_reason {
                         Stop::EndOfProgram => Some(None),
                         Stop::Trap { id } if !handled => Some(Some(format!("s_trap {id}"))),
@@ -1108,7 +1120,9 @@ impl KernelRun {
                     },
                     // XNACK replay: the wave stays at the instruction, which runs again once
                     // the driver has handled the fault (`crate::svm::restore_pages`).
-                    Stop::Fault(WaveFault::Memory(m)) if !privileged && self.setup.retry_faults => {
+                    Stop::Fault(WaveFault::Memory(m))
+                        if !privileged && self.setup.process.retry_faults =>
+                    {
                         log::debug!(target: "hw::spi", "workgroup {:?} wave {i}: retry fault {m:?}", group.id);
                         let fault = retry_fault(m);
                         return GroupEnd::Retry(Box::new(group), fault);
@@ -1130,7 +1144,7 @@ impl KernelRun {
                             write: matches!(m.access, Access::Write | Access::Atomic),
                             not_present: true,
                         };
-                        if self.setup.trap_handler.is_none() {
+                        if self.setup.process.trap_handler.is_none() {
                             return GroupEnd::Fault(QueueError::VmFault(fault));
                         }
                         // With a trap handler the wave takes the memory violation exception.
@@ -1149,7 +1163,7 @@ impl KernelRun {
                     },
                 };
                 let wave = &mut group.waves[i].0;
-                match (self.setup.trap_handler, privileged) {
+                match (self.setup.process.trap_handler, privileged) {
                     (Some(handler), false) => {
                         enter_trap_handler(wave, handler, exception.error);
                         group.in_handler[i] = Some(exception);
@@ -1301,7 +1315,7 @@ impl KernelRun {
         let rsrc2 = info.compute_pgm_rsrc2;
         wave.pc = self.entry;
         wave.mode = Mode::from_rsrc1(info.compute_pgm_rsrc1.into_bits());
-        wave.sh_mem_bases = SH_MEM_BASES;
+        wave.sh_mem_bases = s.process.sh_mem_bases;
         wave.lds_alloc = self
             .info
             .group_segment_fixed_size

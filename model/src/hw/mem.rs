@@ -38,13 +38,14 @@ pub struct DeviceMemory {
 // through raw pointers (bounds-checked) or atomics, never through Rust references that could
 // alias a concurrent write, so sharing it across threads is sound.
 unsafe impl Send for DeviceMemory {}
-// SAFETY: as above.
+// SAFETY: `&DeviceMemory` only reads its fields and reaches the mapping through bounds-checked
+// raw copies and atomics, which tolerate concurrent access from other threads.
 unsafe impl Sync for DeviceMemory {}
 
 impl DeviceMemory {
     /// Allocates `len` bytes (rounded up to pages), zero-filled. Pages are only backed when
     /// touched, so a large VRAM allocation costs nothing until used.
-    pub fn new(name: &str, len: u64) -> KResult<DeviceMemory> {
+    pub(crate) fn new(name: &str, len: u64) -> KResult<DeviceMemory> {
         let len = page_align(len).filter(|&l| l > 0).ok_or(Errno::EINVAL)?;
         let len = usize::try_from(len).map_err(|_| Errno::ENOMEM)?;
         let cname = CString::new(format!("kfd-model:{name}")).map_err(|_| Errno::EINVAL)?;

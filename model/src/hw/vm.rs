@@ -33,7 +33,7 @@ pub enum Backing {
 
 /// Host memory of this process handed to the GPU (USERPTR). Only an `unsafe` constructor makes
 /// one, because every access through the mapping that holds it dereferences `host_addr`:
-/// that keeps [`GpuVm::map`] safe.
+/// that keeps `GpuVm::map` safe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UserMemory {
     host_addr: u64,
@@ -217,7 +217,7 @@ thread_local! {
 
 impl GpuVm {
     /// An empty address space.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
@@ -253,12 +253,29 @@ impl GpuVm {
         (end <= entry.end).then_some(entry)
     }
 
-    /// Maps a range. Overlapping an existing mapping is refused (`false`).
-    pub fn map(&mut self, mapping: VmMapping) -> bool {
+    /// Maps a range. Refused (`false`): an empty range, one past the end of the address space,
+    /// one overlapping an existing mapping, a device-memory range that does not lie inside its
+    /// memory, and one whose host address is not aligned as its GPU address is (modulo 8).
+    /// Every access through a mapping dereferences its host address, so a mapping never
+    /// reaches past the memory it maps, and an aligned GPU word is an aligned host word.
+    pub(crate) fn map(&mut self, mapping: VmMapping) -> bool {
         let Some(end) = mapping.va.checked_add(mapping.len) else {
             return false;
         };
         if mapping.len == 0 || self.overlaps(mapping.va, end) {
+            return false;
+        }
+        if let Backing::Device { mem, offset } = &mapping.backing {
+            let inside = usize::try_from(mapping.len)
+                .ok()
+                .and_then(|len| offset.checked_add(len))
+                .is_some_and(|mem_end| mem_end <= mem.len());
+            if !inside {
+                return false;
+            }
+        }
+        // After the bound check: a device mapping's host address cannot overflow now.
+        if (mapping.host(mapping.va) ^ mapping.va) % 8 != 0 {
             return false;
         }
         self.ranges.insert(mapping.va, mapping);
@@ -1161,6 +1178,39 @@ mod tests {
         map(&mut other, &a, true);
         assert_eq!(other.load_u32(va).unwrap(), 0x0101_0101);
         assert_eq!(vm.load_u32(va).unwrap(), 0x0202_0202);
+    }
+
+    #[test]
+    fn a_device_mapping_must_lie_inside_its_memory() {
+        let mem = dev(8192);
+        let mut vm = GpuVm::new();
+        let va = 0x1000_0000u64;
+        let mapping = |len: u64, offset: usize| VmMapping {
+            va,
+            len,
+            backing: Backing::Device {
+                mem: mem.clone(),
+                offset,
+            },
+            writable: true,
+            handle: 1,
+        };
+        // One byte past the end, from the start or from an offset, and an offset whose end
+        // overflows: refused, nothing mapped.
+        assert!(!vm.map(mapping(8193, 0)));
+        assert!(!vm.map(mapping(4097, 4096)));
+        assert!(!vm.map(mapping(4096, 8192)));
+        assert!(!vm.map(mapping(4096, usize::MAX - 100)));
+        // Inside, but an aligned GPU word would be a misaligned host word: refused.
+        assert!(!vm.map(mapping(4096, 4)));
+        assert!(vm.is_empty());
+        assert!(vm.load_u32(va).is_err());
+        // Ending exactly at the end: mapped, and its last word is the memory's last word.
+        assert!(vm.map(mapping(4096, 4096)));
+        assert!(vm.is_exact_mapping(va, 4096));
+        vm.store_u32(va + 4092, 0x1234_5678).unwrap();
+        assert_eq!(mem.load_u32(8188), Some(0x1234_5678));
+        assert!(vm.load_u32(va + 4096).is_err());
     }
 
     #[test]

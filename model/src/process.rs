@@ -15,7 +15,7 @@ use crate::hw::vm::GpuVm;
 use crate::memory::Bo;
 use crate::pqm::Pqm;
 use crate::topology::Topology;
-use crate::user::{SelfProcess, UserAccess};
+use crate::user::{ClientMemory, UserAccess};
 use kfd_sys::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
@@ -656,7 +656,7 @@ impl Model {
     /// Opens `/dev/kfd` as a new process (as a separate OS process would), reading user memory
     /// of this process.
     pub fn open(&self) -> KResult<Process> {
-        self.open_with(Arc::new(SelfProcess))
+        self.open_with(Arc::new(ClientMemory))
     }
 
     /// Opens `/dev/kfd` with a custom view of user memory.

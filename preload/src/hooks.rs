@@ -973,7 +973,9 @@ pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: *mut c_void) ->
     let result = match kind {
         // SAFETY: the client's own ioctl(2) arguments, with the contract it has with the kernel.
         FdKind::Kfd => unsafe { shim::kfd_ioctl(fd, request, arg) },
-        FdKind::Render(minor) => shim::render_ioctl(fd, minor, request, arg),
+        // SAFETY: the client's own ioctl(2) arguments on a DRM device, with the contract it
+        // has with the kernel (output buffers are its memory until the call returns).
+        FdKind::Render(minor) => unsafe { shim::render_ioctl(fd, minor, request, arg) },
     };
     result.unwrap_or_else(|e| fail(e, -1))
 }

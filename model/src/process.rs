@@ -2,6 +2,9 @@
 //! buffer handles, apertures), its events and queues — and the model instance that owns the
 //! GPUs.
 
+// Unsafe here: `Process::ioctl` and the doorbell watch take client addresses (`unsafe fn`s).
+#![allow(unsafe_code)]
+
 use crate::config::ModelConfig;
 use crate::device::KfdNode;
 use crate::errno::{Errno, KResult};

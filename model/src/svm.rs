@@ -36,6 +36,9 @@
 //!   wave at the faulting instruction and the rest of the dispatch suspended; once the queue
 //!   is mapped again the dispatch resumes and the wave retries that instruction.
 
+// Unsafe here: SVM ranges are client memory mapped for the GPU (`UserMemory::new`), `msync`.
+#![allow(unsafe_code)]
+
 use crate::config::KernelVersion;
 use crate::device::KfdNode;
 use crate::errno::{Errno, KResult};

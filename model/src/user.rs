@@ -6,6 +6,9 @@
 //! `process_vm_writev` on our own pid, which report an unmapped or protected address as
 //! `EFAULT` instead of faulting — exactly the kernel's contract.
 
+// Unsafe here: writes into this process, PROCMAP_QUERY, mincore/madvise, a fork handler.
+#![allow(unsafe_code)]
+
 use crate::errno::{Errno, KResult};
 use kfd_sys::{FromBytes, Immutable, IntoBytes};
 use nix::sys::uio::{process_vm_readv, process_vm_writev, RemoteIoVec};

@@ -23,6 +23,9 @@
 //! `UFFDIO_API`, `UFFDIO_REGISTER` (mode WP) and `UFFDIO_WRITEPROTECT` ioctls, and 32-byte
 //! `uffd_msg` records whose `UFFD_EVENT_PAGEFAULT` carries `UFFD_PAGEFAULT_FLAG_WP`.
 
+// Unsafe here: userfaultfd and eventfd system calls on the client's doorbell pages.
+#![allow(unsafe_code)]
+
 use std::io;
 use std::num::NonZeroU32;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};

@@ -7,6 +7,9 @@
 //! as on the real device. KFD's VRAM and GTT buffers are blocks of a few large such files
 //! ([`crate::hw::heap`]). All accessors are bounds-checked; out-of-range offsets return `None`.
 
+// Unsafe here: device memory is a memfd mapping, reached through raw pointers and atomics.
+#![allow(unsafe_code)]
+
 use crate::errno::from_nix;
 use crate::errno::{Errno, KResult};
 use nix::sys::memfd::{memfd_create, MemFdCreateFlag};

@@ -7,6 +7,9 @@
 //! [`VmFault`], which the hardware model turns into a memory-exception event — never a fault of
 //! the host process.
 
+// Unsafe here: every GPU access dereferences a mapping's host address (memfd or client memory).
+#![allow(unsafe_code)]
+
 use crate::hw::mem::DeviceMemory;
 use std::cell::RefCell;
 use std::collections::BTreeMap;

@@ -585,7 +585,8 @@ impl Model {
                 engine.doorbell_watch().cloned().unwrap_or(w)
             }
         };
-        // SAFETY: the caller's contract, passed on.
+        // SAFETY: this function's contract is `watch`'s: the caller promised `addr..addr+len`
+        // is a shared mapping of this model's doorbell memory, kept so until it is unmapped.
         unsafe { watch.watch(addr, len) }
     }
 

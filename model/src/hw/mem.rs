@@ -148,7 +148,8 @@ impl DeviceMemory {
             return None;
         }
         let p = self.range(offset, 4)?;
-        // SAFETY: as for `atomic64`, with 4-byte alignment.
+        // SAFETY: 4-byte aligned (page-aligned base + multiple of 4), inside the mapping, and
+        // only ever accessed atomically or by raw copies, as device memory is.
         Some(unsafe { AtomicU32::from_ptr(p.cast()) })
     }
 

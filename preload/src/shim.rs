@@ -753,7 +753,8 @@ pub(crate) unsafe fn kfd_ioctl(fd: c_int, request: u64, arg: *mut c_void) -> Res
     SelfProcess.read(addr, buf)?;
     orig.copy_from_slice(buf);
     log::trace!(target: "preload", "ioctl fd {fd} {request:#010x} in  {buf:02x?}");
-    // SAFETY: forwarded from our caller, the client's `ioctl(2)`.
+    // SAFETY: this function's contract is `Process::ioctl`'s: the addresses in the client's
+    // argument are its memory for as long as the driver and the GPU use them.
     let result = unsafe { process.ioctl(request, buf) };
     log::trace!(target: "preload", "ioctl fd {fd} {request:#010x} out {buf:02x?} = {result:?}");
     // Copy back only what the driver changed: an IOW struct may live in read-only memory.

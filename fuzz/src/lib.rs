@@ -115,7 +115,10 @@ impl UserAccess for Arena {
             || self.contains(addr, data.len())
             || certainly_unmapped(addr, data.len())
         {
-            SelfProcess.write(addr, data)
+            // SAFETY: the range is empty, inside this arena (pages of atomics, written only
+            // through shared references, so no `&mut` into them exists), or where nothing can be
+            // mapped in a user process (the write is EFAULT).
+            unsafe { SelfProcess.write(addr, data) }
         } else {
             self.refused_writes.fetch_add(1, Ordering::Relaxed);
             Err(kfd_model::Errno::EFAULT)

@@ -537,7 +537,7 @@ impl EventTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::user::SelfProcess;
+    use crate::user::ClientMemory;
     use std::thread;
 
     fn wait(
@@ -554,7 +554,7 @@ mod tests {
             })
             .collect();
         let r = t.wait(
-            &SelfProcess,
+            &ClientMemory,
             data.as_mut_ptr() as u64,
             ids.len() as u32,
             all,
@@ -717,7 +717,7 @@ mod tests {
             .set_signal_event_data(kfd_hsa_signal_event_data { last_event_age: 1 });
         t.set(a).unwrap(); // age 2
         t.reset(a).unwrap();
-        let r = t.wait(&SelfProcess, d.as_mut_ptr() as u64, 1, true, 0);
+        let r = t.wait(&ClientMemory, d.as_mut_ptr() as u64, 1, true, 0);
         assert_eq!(r, Ok(WaitResult::Complete));
         assert_eq!(d[0].data.signal_event_data().last_event_age, 2);
     }

@@ -30,6 +30,8 @@
 //! # Ok::<(), kfd_model::Errno>(())
 //! ```
 #![deny(unsafe_op_in_unsafe_fn)]
+// `unsafe` only in the modules that touch an ABI or a raw mapping; each says why.
+#![deny(unsafe_code)]
 
 mod chardev;
 pub mod config;

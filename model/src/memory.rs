@@ -2,6 +2,9 @@
 //! USERPTR, doorbell and MMIO-remap buffers, their handles and mmap offsets, and mapping them
 //! into the GPU VMs of one or more GPUs.
 
+// Unsafe here: USERPTR buffers hand client memory to the GPU VM (`UserMemory::new`).
+#![allow(unsafe_code)]
+
 use crate::config::KernelVersion;
 use crate::device::KfdNode;
 use crate::errno::{Errno, KResult};

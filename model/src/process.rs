@@ -2,6 +2,9 @@
 //! buffer handles, apertures), its events and queues — and the model instance that owns the
 //! GPUs.
 
+// Unsafe here: `Process::ioctl` and the doorbell watch take client addresses (`unsafe fn`s).
+#![allow(unsafe_code)]
+
 use crate::config::ModelConfig;
 use crate::device::KfdNode;
 use crate::errno::{Errno, KResult};
@@ -15,7 +18,7 @@ use crate::hw::vm::GpuVm;
 use crate::memory::Bo;
 use crate::pqm::Pqm;
 use crate::topology::Topology;
-use crate::user::{SelfProcess, UserAccess};
+use crate::user::{ClientMemory, UserAccess};
 use kfd_sys::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
@@ -582,7 +585,8 @@ impl Model {
                 engine.doorbell_watch().cloned().unwrap_or(w)
             }
         };
-        // SAFETY: the caller's contract, passed on.
+        // SAFETY: this function's contract is `watch`'s: the caller promised `addr..addr+len`
+        // is a shared mapping of this model's doorbell memory, kept so until it is unmapped.
         unsafe { watch.watch(addr, len) }
     }
 
@@ -656,7 +660,7 @@ impl Model {
     /// Opens `/dev/kfd` as a new process (as a separate OS process would), reading user memory
     /// of this process.
     pub fn open(&self) -> KResult<Process> {
-        self.open_with(Arc::new(SelfProcess))
+        self.open_with(Arc::new(ClientMemory))
     }
 
     /// Opens `/dev/kfd` with a custom view of user memory.

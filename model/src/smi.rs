@@ -20,6 +20,9 @@
 //! mask the client wrote is picked up when the next event is posted. The kernel's queue holds
 //! 1 KiB and drops what does not fit; here the socket's buffer does.
 
+// Unsafe here: `socketpair`, `send`/`recv` and `fcntl` on the SMI event socket.
+#![allow(unsafe_code)]
+
 use crate::config::KernelVersion;
 use crate::device::KfdNode;
 use crate::errno::{Errno, KResult};

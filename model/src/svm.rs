@@ -36,6 +36,9 @@
 //!   wave at the faulting instruction and the rest of the dispatch suspended; once the queue
 //!   is mapped again the dispatch resumes and the wave retries that instruction.
 
+// Unsafe here: SVM ranges are client memory mapped for the GPU (`UserMemory::new`), `msync`.
+#![allow(unsafe_code)]
+
 use crate::config::KernelVersion;
 use crate::device::KfdNode;
 use crate::errno::{Errno, KResult};
@@ -1500,7 +1503,8 @@ mod tests {
         assert!(crate::process::lock(&p.inner.svm_deferred).is_empty());
         assert_eq!(p.svm_stats().cpu_unmaps, 1);
         drop(p);
-        // SAFETY: the mapping made above.
+        // SAFETY: `base` is this test's own two-page mapping; the process that had it as SVM
+        // memory is dropped and no reference into it exists.
         unsafe { munmap(base, 2 * PAGE_SIZE) }.unwrap();
     }
 
@@ -1519,7 +1523,7 @@ mod tests {
         }
         .unwrap();
         let b = base.as_ptr() as u64;
-        // SAFETY: pages 2..4 of the mapping made above.
+        // SAFETY: pages 2..4 of this test's own mapping, which nothing refers to.
         unsafe {
             munmap(
                 std::ptr::NonNull::new((b + 2 * PAGE) as *mut _).unwrap(),
@@ -1532,7 +1536,7 @@ mod tests {
         assert_eq!(runs, vec![(b + 2 * PAGE, b + 4 * PAGE)]);
         assert!(cpu_mapped(b, b + 2 * PAGE));
         assert!(!cpu_mapped(b, b + 3 * PAGE));
-        // SAFETY: the rest of the mapping made above.
+        // SAFETY: pages 0..2 and 4..8 of this test's own mapping, which nothing refers to.
         unsafe {
             munmap(base, 2 * PAGE_SIZE).unwrap();
             munmap(

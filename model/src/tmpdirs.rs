@@ -6,6 +6,9 @@
 //! handler can remove it before the process dies ([`remove_registered`]). One implementation
 //! for both users.
 
+// Unsafe here: `getuid(2)` through libc.
+#![allow(unsafe_code)]
+
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 

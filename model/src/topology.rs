@@ -5,6 +5,9 @@
 //! Node 0 is the CPU; nodes 1.. are the GPUs. Every value is fixed per preset (no reading of
 //! the host), so the same preset always produces the same tree and the same `gpu_id`s.
 
+// Unsafe here: `sysinfo(2)` fills a libc struct.
+#![allow(unsafe_code)]
+
 use crate::config::{ModelConfig, Preset};
 use kfd_sys::gpu::{CacheContents, CacheSharing, PresetFacts};
 use kfd_sys::sysfs::{self, cache, io_link, mem_bank, node};

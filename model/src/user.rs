@@ -6,6 +6,9 @@
 //! `process_vm_writev` on our own pid, which report an unmapped or protected address as
 //! `EFAULT` instead of faulting — exactly the kernel's contract.
 
+// Unsafe here: writes into this process, PROCMAP_QUERY, mincore/madvise, a fork handler.
+#![allow(unsafe_code)]
+
 use crate::errno::{Errno, KResult};
 use kfd_sys::{FromBytes, Immutable, IntoBytes};
 use nix::sys::uio::{process_vm_readv, process_vm_writev, RemoteIoVec};
@@ -50,7 +53,8 @@ pub fn current_pid() -> u32 {
     pid
 }
 
-/// This process's own memory.
+/// This process's own memory, read and written as the kernel does (`EFAULT` for an address
+/// that is not mapped so, never a fault).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SelfProcess;
 
@@ -60,8 +64,9 @@ fn remote(addr: u64, len: usize) -> KResult<RemoteIoVec> {
     Ok(RemoteIoVec { base, len })
 }
 
-impl UserAccess for SelfProcess {
-    fn read(&self, addr: u64, buf: &mut [u8]) -> KResult<()> {
+impl SelfProcess {
+    /// `copy_from_user`: fills `buf` from `addr`, or `EFAULT`. Only `buf` is written.
+    pub fn read(&self, addr: u64, buf: &mut [u8]) -> KResult<()> {
         if buf.is_empty() {
             return Ok(());
         }
@@ -74,7 +79,17 @@ impl UserAccess for SelfProcess {
         }
     }
 
-    fn write(&self, addr: u64, data: &[u8]) -> KResult<()> {
+    /// `copy_to_user`: stores `data` at `addr`, or `EFAULT` when the range is not mapped
+    /// writable.
+    ///
+    /// # Safety
+    ///
+    /// `addr..addr + data.len()` is written behind the compiler's back, wherever it is in this
+    /// process: it must be memory the caller may write — no Rust reference (other than to
+    /// atomics or cells) into it is live, and it holds no value whose validity these bytes
+    /// could break — or not be mapped writable at all (then the call is `EFAULT` and writes
+    /// nothing).
+    pub unsafe fn write(&self, addr: u64, data: &[u8]) -> KResult<()> {
         if data.is_empty() {
             return Ok(());
         }
@@ -84,6 +99,27 @@ impl UserAccess for SelfProcess {
             Ok(n) if n == data.len() => Ok(()),
             _ => Err(Errno::EFAULT),
         }
+    }
+}
+
+/// The memory of a client process that [`crate::Model::open`] made: [`SelfProcess`], written
+/// only through addresses that came with [`crate::Process::ioctl`] (in the argument bytes or in
+/// memory they handed to a queue), whose caller promised they are its memory to write.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct ClientMemory;
+
+impl UserAccess for ClientMemory {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> KResult<()> {
+        SelfProcess.read(addr, buf)
+    }
+
+    fn write(&self, addr: u64, data: &[u8]) -> KResult<()> {
+        // SAFETY: a `ClientMemory` is only the user memory of a process that `Model::open`
+        // made (or, in unit tests, of the test's own buffers), and the driver writes it only
+        // at addresses taken from that process's ioctl arguments or from memory they handed
+        // to its queues, which the caller of the unsafe `Process::ioctl` promised are its own
+        // to write (`Process::call` passes none).
+        unsafe { SelfProcess.write(addr, data) }
     }
 }
 
@@ -430,27 +466,33 @@ mod tests {
     #[test]
     fn copies_and_faults_like_the_kernel() {
         let src: [u32; 4] = [1, 2, 3, 4];
-        let got: [u32; 4] = SelfProcess.read_value(src.as_ptr() as u64).unwrap();
+        let got: [u32; 4] = ClientMemory.read_value(src.as_ptr() as u64).unwrap();
         assert_eq!(got, src);
         let mut dst = [0u32; 2];
-        SelfProcess
+        ClientMemory
             .write_array(dst.as_mut_ptr() as u64, &[7u32, 8])
             .unwrap();
         assert_eq!(dst, [7, 8]);
-        assert_eq!(SelfProcess.read_value::<u64>(0x10), Err(Errno::EFAULT));
-        assert_eq!(SelfProcess.write_value(0x10, &1u64), Err(Errno::EFAULT));
+        let mut word = [0u8; 4];
+        // SAFETY: `word` is a local array with no reference into it live across the call.
+        unsafe { SelfProcess.write(word.as_mut_ptr() as u64, &[1, 2, 3, 4]) }.unwrap();
+        assert_eq!(word, [1, 2, 3, 4]);
+        // SAFETY: nothing is mapped at 0x10 (below mmap_min_addr): the write is EFAULT.
+        assert_eq!(unsafe { SelfProcess.write(0x10, &[1]) }, Err(Errno::EFAULT));
+        assert_eq!(ClientMemory.read_value::<u64>(0x10), Err(Errno::EFAULT));
+        assert_eq!(ClientMemory.write_value(0x10, &1u64), Err(Errno::EFAULT));
         assert_eq!(
-            SelfProcess.read_value::<u64>(u64::MAX - 3),
+            ClientMemory.read_value::<u64>(u64::MAX - 3),
             Err(Errno::EFAULT)
         );
-        assert_eq!(SelfProcess.read_array::<u32>(0, 0), Ok(vec![]));
+        assert_eq!(ClientMemory.read_array::<u32>(0, 0), Ok(vec![]));
         // Counts the kernel could not kmalloc: ENOMEM without allocating or reading.
         assert_eq!(
-            SelfProcess.read_array::<u32>(src.as_ptr() as u64, (4 << 20) / 4 + 1),
+            ClientMemory.read_array::<u32>(src.as_ptr() as u64, (4 << 20) / 4 + 1),
             Err(Errno::ENOMEM)
         );
         assert_eq!(
-            SelfProcess.read_array::<u64>(src.as_ptr() as u64, usize::MAX),
+            ClientMemory.read_array::<u64>(src.as_ptr() as u64, usize::MAX),
             Err(Errno::ENOMEM)
         );
     }

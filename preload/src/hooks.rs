@@ -50,7 +50,8 @@ unsafe fn cstr<'a>(p: *const c_char) -> Option<&'a CStr> {
 /// # Safety
 /// As [`cstr`]; the result is `Some` only for absolute paths.
 unsafe fn abs_path<'a>(p: *const c_char) -> Option<&'a CStr> {
-    // SAFETY: forwarded contract.
+    // SAFETY: `p` is null or a C string outliving `'a` by this function's contract, which is all
+    // `cstr` needs.
     unsafe { cstr(p) }.filter(|c| c.to_bytes().first() == Some(&b'/'))
 }
 
@@ -69,7 +70,8 @@ unsafe fn open_path(
     let Some(_guard) = Guard::enter() else {
         return or_enosys(real_open(path), -1);
     };
-    // SAFETY: forwarded contract.
+    // SAFETY: `path` is null or a C string by this function's contract, which is all `abs_path`
+    // needs.
     let Some(p) = (unsafe { abs_path(path) }) else {
         return or_enosys(real_open(path), -1);
     };
@@ -94,21 +96,24 @@ pub unsafe extern "C" fn open(path: *const c_char, flags: c_int, mode: c_uint) -
 /// Interposed `open64`.
 #[no_mangle]
 pub unsafe extern "C" fn open64(path: *const c_char, flags: c_int, mode: c_uint) -> c_int {
-    // SAFETY: as for `open`.
+    // SAFETY: `open64`'s caller passes `path` as a C string or null, `open_path`'s contract; libc's
+    // `open64` gets the caller's arguments as given.
     unsafe { open_path(path, flags, |p| real::open64(p, flags, mode)) }
 }
 
 /// Interposed `__open_2` (fortified `open` without a mode).
 #[no_mangle]
 pub unsafe extern "C" fn __open_2(path: *const c_char, flags: c_int) -> c_int {
-    // SAFETY: as for `open`.
+    // SAFETY: `__open_2`'s caller passes `path` as a C string or null, `open_path`'s contract;
+    // libc's `__open_2` gets the caller's arguments as given.
     unsafe { open_path(path, flags, |p| real::__open_2(p, flags)) }
 }
 
 /// Interposed `__open64_2`.
 #[no_mangle]
 pub unsafe extern "C" fn __open64_2(path: *const c_char, flags: c_int) -> c_int {
-    // SAFETY: as for `open`.
+    // SAFETY: `__open64_2`'s caller passes `path` as a C string or null, `open_path`'s contract;
+    // libc's `__open64_2` gets the caller's arguments as given.
     unsafe { open_path(path, flags, |p| real::__open64_2(p, flags)) }
 }
 
@@ -120,7 +125,8 @@ pub unsafe extern "C" fn openat(
     flags: c_int,
     mode: c_uint,
 ) -> c_int {
-    // SAFETY: as for `open`; an absolute path ignores `dirfd`.
+    // SAFETY: `openat`'s caller passes `path` as a C string or null, `open_path`'s contract; libc's
+    // `openat` gets the caller's arguments as given (an absolute path ignores `dirfd`).
     unsafe { open_path(path, flags, |p| real::openat(dirfd, p, flags, mode)) }
 }
 
@@ -132,21 +138,24 @@ pub unsafe extern "C" fn openat64(
     flags: c_int,
     mode: c_uint,
 ) -> c_int {
-    // SAFETY: as for `openat`.
+    // SAFETY: `openat64`'s caller passes `path` as a C string or null, `open_path`'s contract;
+    // libc's `openat64` gets the caller's arguments as given.
     unsafe { open_path(path, flags, |p| real::openat64(dirfd, p, flags, mode)) }
 }
 
 /// Interposed `__openat_2`.
 #[no_mangle]
 pub unsafe extern "C" fn __openat_2(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int {
-    // SAFETY: as for `openat`.
+    // SAFETY: `__openat_2`'s caller passes `path` as a C string or null, `open_path`'s contract;
+    // libc's `__openat_2` gets the caller's arguments as given.
     unsafe { open_path(path, flags, |p| real::__openat_2(dirfd, p, flags)) }
 }
 
 /// Interposed `__openat64_2`.
 #[no_mangle]
 pub unsafe extern "C" fn __openat64_2(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int {
-    // SAFETY: as for `openat`.
+    // SAFETY: `__openat64_2`'s caller passes `path` as a C string or null, `open_path`'s contract;
+    // libc's `__openat64_2` gets the caller's arguments as given.
     unsafe { open_path(path, flags, |p| real::__openat64_2(dirfd, p, flags)) }
 }
 
@@ -179,7 +188,8 @@ unsafe fn fopen_path(
     let Some(_guard) = Guard::enter() else {
         return or_enosys(real_fopen(path), null);
     };
-    // SAFETY: forwarded contract.
+    // SAFETY: `path` and `mode` are null or C strings by this function's contract, which is all
+    // `abs_path` and `cstr` need.
     let (Some(p), Some(m)) = (unsafe { abs_path(path) }, unsafe { cstr(mode) }) else {
         return or_enosys(real_fopen(path), null);
     };
@@ -211,14 +221,16 @@ unsafe fn fopen_path(
 /// Interposed `fopen` (glibc's does not go through `open`).
 #[no_mangle]
 pub unsafe extern "C" fn fopen(path: *const c_char, mode: *const c_char) -> *mut FILE {
-    // SAFETY: the caller's arguments, passed on as given.
+    // SAFETY: `fopen`'s caller passes `path` and `mode` as C strings, `fopen_path`'s contract;
+    // libc's `fopen` gets them as given.
     unsafe { fopen_path(path, mode, |p| real::fopen(p, mode)) }
 }
 
 /// Interposed `fopen64`.
 #[no_mangle]
 pub unsafe extern "C" fn fopen64(path: *const c_char, mode: *const c_char) -> *mut FILE {
-    // SAFETY: as for `fopen`.
+    // SAFETY: `fopen64`'s caller passes `path` and `mode` as C strings, `fopen_path`'s contract;
+    // libc's `fopen64` gets them as given.
     unsafe { fopen_path(path, mode, |p| real::fopen64(p, mode)) }
 }
 
@@ -296,7 +308,8 @@ unsafe fn stat_path(
     let Some(_guard) = Guard::enter() else {
         return or_enosys(real_stat(path), -1);
     };
-    // SAFETY: forwarded contract.
+    // SAFETY: `path` is null or a C string by this function's contract, which is all `abs_path`
+    // needs.
     let Some(p) = (unsafe { abs_path(path) }) else {
         return or_enosys(real_stat(path), -1);
     };
@@ -341,7 +354,8 @@ unsafe fn stat_fd(
 /// Interposed `stat`.
 #[no_mangle]
 pub unsafe extern "C" fn stat(path: *const c_char, buf: *mut libc::stat) -> c_int {
-    // SAFETY: the caller's arguments, passed on as given.
+    // SAFETY: `stat`'s caller passes `path` as a C string and `buf` writable for one `struct stat`,
+    // `stat_path`'s contract; libc's `stat` gets them as given.
     unsafe { stat_path(path, buf, |p| real::stat(p, buf)) }
 }
 
@@ -355,21 +369,26 @@ pub unsafe extern "C" fn stat64(path: *const c_char, buf: *mut libc::stat64) -> 
 /// Interposed `lstat` (the served device nodes are not symlinks).
 #[no_mangle]
 pub unsafe extern "C" fn lstat(path: *const c_char, buf: *mut libc::stat) -> c_int {
-    // SAFETY: as for `stat`.
+    // SAFETY: `lstat`'s caller passes `path` as a C string and `buf` writable for one
+    // `struct stat`, `stat_path`'s contract; libc's `lstat` gets them as given.
     unsafe { stat_path(path, buf, |p| real::lstat(p, buf)) }
 }
 
 /// Interposed `lstat64`.
 #[no_mangle]
 pub unsafe extern "C" fn lstat64(path: *const c_char, buf: *mut libc::stat64) -> c_int {
-    // SAFETY: as for `stat64`.
+    // SAFETY: `lstat64`'s caller passes `path` as a C string and `buf` writable for one
+    // `struct stat64`, the same struct as `stat` on x86-64 (asserted above): `stat_path`'s
+    // contract; libc's `lstat64` gets them as given.
     unsafe { stat_path(path, buf.cast(), |p| real::lstat64(p, buf)) }
 }
 
 /// Interposed `__xstat` (what binaries built against glibc < 2.33 call for `stat`).
 #[no_mangle]
 pub unsafe extern "C" fn __xstat(ver: c_int, path: *const c_char, buf: *mut libc::stat) -> c_int {
-    // SAFETY: as for `stat`; without the compat symbol, plain `stat` is the same call.
+    // SAFETY: `__xstat`'s caller passes `path` as a C string and `buf` writable for one
+    // `struct stat`, `stat_path`'s contract; libc's `__xstat` (or, without that compat symbol,
+    // `stat`: the same call) gets them as given.
     unsafe {
         stat_path(path, buf, |p| {
             real::__xstat(ver, p, buf).or_else(|| real::stat(p, buf))
@@ -384,7 +403,9 @@ pub unsafe extern "C" fn __xstat64(
     path: *const c_char,
     buf: *mut libc::stat64,
 ) -> c_int {
-    // SAFETY: as for `stat64`.
+    // SAFETY: `__xstat64`'s caller passes `path` as a C string and `buf` writable for one
+    // `struct stat64`, the same struct as `stat` on x86-64: `stat_path`'s contract; libc's
+    // `__xstat64` (or `stat64`) gets them as given.
     unsafe {
         stat_path(path, buf.cast(), |p| {
             real::__xstat64(ver, p, buf).or_else(|| real::stat64(p, buf))
@@ -395,7 +416,8 @@ pub unsafe extern "C" fn __xstat64(
 /// Interposed `__lxstat`.
 #[no_mangle]
 pub unsafe extern "C" fn __lxstat(ver: c_int, path: *const c_char, buf: *mut libc::stat) -> c_int {
-    // SAFETY: as for `lstat`.
+    // SAFETY: `__lxstat`'s caller passes `path` as a C string and `buf` writable for one
+    // `struct stat`, `stat_path`'s contract; libc's `__lxstat` (or `lstat`) gets them as given.
     unsafe {
         stat_path(path, buf, |p| {
             real::__lxstat(ver, p, buf).or_else(|| real::lstat(p, buf))
@@ -410,7 +432,9 @@ pub unsafe extern "C" fn __lxstat64(
     path: *const c_char,
     buf: *mut libc::stat64,
 ) -> c_int {
-    // SAFETY: as for `lstat64`.
+    // SAFETY: `__lxstat64`'s caller passes `path` as a C string and `buf` writable for one
+    // `struct stat64`, the same struct as `stat` on x86-64: `stat_path`'s contract; libc's
+    // `__lxstat64` (or `lstat64`) gets them as given.
     unsafe {
         stat_path(path, buf.cast(), |p| {
             real::__lxstat64(ver, p, buf).or_else(|| real::lstat64(p, buf))
@@ -421,21 +445,25 @@ pub unsafe extern "C" fn __lxstat64(
 /// Interposed `fstat`: the shim's descriptors are character devices.
 #[no_mangle]
 pub unsafe extern "C" fn fstat(fd: c_int, buf: *mut libc::stat) -> c_int {
-    // SAFETY: the caller's arguments, passed on as given.
+    // SAFETY: `fstat`'s caller passes `buf` writable for one `struct stat`, `stat_fd`'s contract;
+    // libc's `fstat` gets the caller's arguments as given.
     unsafe { stat_fd(fd, buf, || real::fstat(fd, buf)) }
 }
 
 /// Interposed `fstat64`.
 #[no_mangle]
 pub unsafe extern "C" fn fstat64(fd: c_int, buf: *mut libc::stat64) -> c_int {
-    // SAFETY: as for `fstat`, with the identical `stat64`.
+    // SAFETY: `fstat64`'s caller passes `buf` writable for one `struct stat64`, the same struct as
+    // `stat` on x86-64: `stat_fd`'s contract; libc's `fstat64` gets the caller's arguments as
+    // given.
     unsafe { stat_fd(fd, buf.cast(), || real::fstat64(fd, buf)) }
 }
 
 /// Interposed `__fxstat`.
 #[no_mangle]
 pub unsafe extern "C" fn __fxstat(ver: c_int, fd: c_int, buf: *mut libc::stat) -> c_int {
-    // SAFETY: as for `fstat`.
+    // SAFETY: `__fxstat`'s caller passes `buf` writable for one `struct stat`, `stat_fd`'s
+    // contract; libc's `__fxstat` (or `fstat`) gets the caller's arguments as given.
     unsafe {
         stat_fd(fd, buf, || {
             real::__fxstat(ver, fd, buf).or_else(|| real::fstat(fd, buf))
@@ -446,7 +474,9 @@ pub unsafe extern "C" fn __fxstat(ver: c_int, fd: c_int, buf: *mut libc::stat) -
 /// Interposed `__fxstat64`.
 #[no_mangle]
 pub unsafe extern "C" fn __fxstat64(ver: c_int, fd: c_int, buf: *mut libc::stat64) -> c_int {
-    // SAFETY: as for `fstat64`.
+    // SAFETY: `__fxstat64`'s caller passes `buf` writable for one `struct stat64`, the same struct
+    // as `stat` on x86-64: `stat_fd`'s contract; libc's `__fxstat64` (or `fstat64`) gets the
+    // caller's arguments as given.
     unsafe {
         stat_fd(fd, buf.cast(), || {
             real::__fxstat64(ver, fd, buf).or_else(|| real::fstat64(fd, buf))
@@ -466,13 +496,16 @@ unsafe fn stat_at(
     flags: c_int,
     real_statat: impl Fn(*const c_char) -> Option<c_int>,
 ) -> c_int {
-    // SAFETY: forwarded contract.
+    // SAFETY: `path` is null or a C string by this function's contract (`stat_path`'s), which is
+    // all `cstr` needs.
     let empty = unsafe { cstr(path) }.is_some_and(|p| p.is_empty());
     if empty && flags & libc::AT_EMPTY_PATH != 0 {
-        // SAFETY: forwarded contract.
+        // SAFETY: `buf` is writable for one `struct stat` by this function's contract
+        // (`stat_path`'s), which is `stat_fd`'s.
         return unsafe { stat_fd(dirfd, buf, || real_statat(path)) };
     }
-    // SAFETY: forwarded contract.
+    // SAFETY: this function's contract is `stat_path`'s: `path` null or a C string, `buf` writable
+    // for one `struct stat`.
     unsafe { stat_path(path, buf, real_statat) }
 }
 
@@ -484,7 +517,8 @@ pub unsafe extern "C" fn fstatat(
     buf: *mut libc::stat,
     flags: c_int,
 ) -> c_int {
-    // SAFETY: the caller's arguments, passed on as given.
+    // SAFETY: `fstatat`'s caller passes `path` as a C string and `buf` writable for one
+    // `struct stat`, `stat_at`'s contract; libc's `fstatat` gets the caller's arguments as given.
     unsafe {
         stat_at(dirfd, path, buf, flags, |p| {
             real::fstatat(dirfd, p, buf, flags)
@@ -500,7 +534,9 @@ pub unsafe extern "C" fn fstatat64(
     buf: *mut libc::stat64,
     flags: c_int,
 ) -> c_int {
-    // SAFETY: as for `fstatat`, with the identical `stat64`.
+    // SAFETY: `fstatat64`'s caller passes `path` as a C string and `buf` writable for one
+    // `struct stat64`, the same struct as `stat` on x86-64: `stat_at`'s contract; libc's
+    // `fstatat64` gets the caller's arguments as given.
     unsafe {
         stat_at(dirfd, path, buf.cast(), flags, |p| {
             real::fstatat64(dirfd, p, buf, flags)
@@ -517,7 +553,9 @@ pub unsafe extern "C" fn __fxstatat(
     buf: *mut libc::stat,
     flags: c_int,
 ) -> c_int {
-    // SAFETY: as for `fstatat`.
+    // SAFETY: `__fxstatat`'s caller passes `path` as a C string and `buf` writable for one
+    // `struct stat`, `stat_at`'s contract; libc's `__fxstatat` (or `fstatat`) gets the caller's
+    // arguments as given.
     unsafe {
         stat_at(dirfd, path, buf, flags, |p| {
             real::__fxstatat(ver, dirfd, p, buf, flags)
@@ -535,7 +573,9 @@ pub unsafe extern "C" fn __fxstatat64(
     buf: *mut libc::stat64,
     flags: c_int,
 ) -> c_int {
-    // SAFETY: as for `fstatat64`.
+    // SAFETY: `__fxstatat64`'s caller passes `path` as a C string and `buf` writable for one
+    // `struct stat64`, the same struct as `stat` on x86-64: `stat_at`'s contract; libc's
+    // `__fxstatat64` (or `fstatat64`) gets the caller's arguments as given.
     unsafe {
         stat_at(dirfd, path, buf.cast(), flags, |p| {
             real::__fxstatat64(ver, dirfd, p, buf, flags)
@@ -597,7 +637,8 @@ unsafe fn access_path(
     let Some(_guard) = Guard::enter() else {
         return or_enosys(real_access(path), -1);
     };
-    // SAFETY: forwarded contract.
+    // SAFETY: `path` is null or a C string by this function's contract, which is all `abs_path`
+    // needs.
     let Some(p) = (unsafe { abs_path(path) }) else {
         return or_enosys(real_access(path), -1);
     };
@@ -617,7 +658,8 @@ unsafe fn access_path(
 /// Interposed `access`.
 #[no_mangle]
 pub unsafe extern "C" fn access(path: *const c_char, mode: c_int) -> c_int {
-    // SAFETY: the caller's arguments, passed on as given.
+    // SAFETY: `access`'s caller passes `path` as a C string, `access_path`'s contract; libc's
+    // `access` gets the caller's arguments as given.
     unsafe { access_path(path, mode, |p| real::access(p, mode)) }
 }
 
@@ -629,21 +671,24 @@ pub unsafe extern "C" fn faccessat(
     mode: c_int,
     flags: c_int,
 ) -> c_int {
-    // SAFETY: as for `access`; an absolute path ignores `dirfd`.
+    // SAFETY: `faccessat`'s caller passes `path` as a C string, `access_path`'s contract; libc's
+    // `faccessat` gets the caller's arguments as given (an absolute path ignores `dirfd`).
     unsafe { access_path(path, mode, |p| real::faccessat(dirfd, p, mode, flags)) }
 }
 
 /// Interposed `eaccess`.
 #[no_mangle]
 pub unsafe extern "C" fn eaccess(path: *const c_char, mode: c_int) -> c_int {
-    // SAFETY: as for `access`.
+    // SAFETY: `eaccess`'s caller passes `path` as a C string, `access_path`'s contract; libc's
+    // `eaccess` gets the caller's arguments as given.
     unsafe { access_path(path, mode, |p| real::eaccess(p, mode)) }
 }
 
 /// Interposed `euidaccess`.
 #[no_mangle]
 pub unsafe extern "C" fn euidaccess(path: *const c_char, mode: c_int) -> c_int {
-    // SAFETY: as for `access`.
+    // SAFETY: `euidaccess`'s caller passes `path` as a C string, `access_path`'s contract; libc's
+    // `euidaccess` gets the caller's arguments as given.
     unsafe { access_path(path, mode, |p| real::euidaccess(p, mode)) }
 }
 
@@ -699,7 +744,8 @@ unsafe fn realpath_impl(
     let Some(_guard) = Guard::enter() else {
         return or_enosys(real_realpath(path), null);
     };
-    // SAFETY: forwarded contract.
+    // SAFETY: `path` is null or a C string by this function's contract, which is all `abs_path`
+    // needs.
     let Some(p) = (unsafe { abs_path(path) }) else {
         return or_enosys(real_realpath(path), null);
     };
@@ -733,7 +779,8 @@ unsafe fn realpath_impl(
 /// Interposed `realpath`.
 #[no_mangle]
 pub unsafe extern "C" fn realpath(path: *const c_char, resolved: *mut c_char) -> *mut c_char {
-    // SAFETY: the caller's arguments, passed on as given.
+    // SAFETY: `realpath`'s caller passes `path` as a C string and `resolved` null or with room for
+    // `PATH_MAX` bytes, `realpath_impl`'s contract; libc's `realpath` gets them as given.
     unsafe { realpath_impl(path, resolved, |p| real::realpath(p, resolved)) }
 }
 
@@ -744,7 +791,9 @@ pub unsafe extern "C" fn __realpath_chk(
     resolved: *mut c_char,
     resolved_len: size_t,
 ) -> *mut c_char {
-    // SAFETY: as for `realpath`; libc checks `resolved_len` itself.
+    // SAFETY: `__realpath_chk`'s caller passes `path` as a C string and `resolved` with
+    // `resolved_len` bytes of room, which libc's `__realpath_chk` checks against `PATH_MAX` itself:
+    // `realpath_impl`'s contract.
     unsafe {
         realpath_impl(path, resolved, |p| {
             real::__realpath_chk(p, resolved, resolved_len)
@@ -765,7 +814,8 @@ unsafe fn xattr_path(
     let Some(_guard) = Guard::enter() else {
         return or_enosys(real_op(path), -1);
     };
-    // SAFETY: forwarded contract.
+    // SAFETY: `path` is null or a C string by this function's contract, which is all `abs_path`
+    // needs.
     let Some(p) = (unsafe { abs_path(path) }) else {
         return or_enosys(real_op(path), -1);
     };
@@ -786,7 +836,8 @@ pub unsafe extern "C" fn getxattr(
     value: *mut c_void,
     size: size_t,
 ) -> ssize_t {
-    // SAFETY: the caller's arguments, passed on as given.
+    // SAFETY: `getxattr`'s caller passes `path` as a C string, `xattr_path`'s contract; libc's
+    // `getxattr` gets the caller's arguments (`value` with `size` bytes of room) as given.
     unsafe {
         xattr_path(path, Err(Errno(libc::ENODATA)), |p| {
             real::getxattr(p, name, value, size)
@@ -802,7 +853,8 @@ pub unsafe extern "C" fn lgetxattr(
     value: *mut c_void,
     size: size_t,
 ) -> ssize_t {
-    // SAFETY: as for `getxattr`.
+    // SAFETY: `lgetxattr`'s caller passes `path` as a C string, `xattr_path`'s contract; libc's
+    // `lgetxattr` gets the caller's arguments (`value` with `size` bytes of room) as given.
     unsafe {
         xattr_path(path, Err(Errno(libc::ENODATA)), |p| {
             real::lgetxattr(p, name, value, size)
@@ -817,7 +869,8 @@ pub unsafe extern "C" fn listxattr(
     list: *mut c_char,
     size: size_t,
 ) -> ssize_t {
-    // SAFETY: as for `getxattr`.
+    // SAFETY: `listxattr`'s caller passes `path` as a C string, `xattr_path`'s contract; libc's
+    // `listxattr` gets the caller's arguments (`list` with `size` bytes of room) as given.
     unsafe { xattr_path(path, Ok(0), |p| real::listxattr(p, list, size)) }
 }
 
@@ -828,7 +881,8 @@ pub unsafe extern "C" fn llistxattr(
     list: *mut c_char,
     size: size_t,
 ) -> ssize_t {
-    // SAFETY: as for `getxattr`.
+    // SAFETY: `llistxattr`'s caller passes `path` as a C string, `xattr_path`'s contract; libc's
+    // `llistxattr` gets the caller's arguments (`list` with `size` bytes of room) as given.
     unsafe { xattr_path(path, Ok(0), |p| real::llistxattr(p, list, size)) }
 }
 
@@ -841,7 +895,8 @@ pub unsafe extern "C" fn llistxattr(
 /// # Safety
 /// `path` is null or a C string.
 unsafe fn is_served_dev_node(path: *const c_char) -> bool {
-    // SAFETY: forwarded contract.
+    // SAFETY: `path` is null or a C string by this function's contract, which is all `abs_path`
+    // needs.
     let Some(p) = (unsafe { abs_path(path) }) else {
         return false;
     };
@@ -863,7 +918,8 @@ unsafe fn dev_node_op(
     let Some(_guard) = Guard::enter() else {
         return or_enosys(real_op(), -1);
     };
-    // SAFETY: forwarded contract.
+    // SAFETY: `path` is null or a C string by this function's contract, which is
+    // `is_served_dev_node`'s.
     if unsafe { is_served_dev_node(path) } {
         // SAFETY: the path was just checked to be a C string.
         let p = unsafe { CStr::from_ptr(path) };
@@ -876,7 +932,8 @@ unsafe fn dev_node_op(
 /// Interposed `mknod` (libdrm creates missing render nodes when run as root).
 #[no_mangle]
 pub unsafe extern "C" fn mknod(path: *const c_char, mode: mode_t, dev: libc::dev_t) -> c_int {
-    // SAFETY: the caller's arguments, passed on as given.
+    // SAFETY: `mknod`'s caller passes `path` as a C string, `dev_node_op`'s contract; libc's
+    // `mknod` gets the caller's arguments as given.
     unsafe { dev_node_op(path, "mknod", || real::mknod(path, mode, dev)) }
 }
 
@@ -888,7 +945,8 @@ pub unsafe extern "C" fn mknodat(
     mode: mode_t,
     dev: libc::dev_t,
 ) -> c_int {
-    // SAFETY: as for `mknod`.
+    // SAFETY: `mknodat`'s caller passes `path` as a C string, `dev_node_op`'s contract; libc's
+    // `mknodat` gets the caller's arguments as given.
     unsafe { dev_node_op(path, "mknodat", || real::mknodat(dirfd, path, mode, dev)) }
 }
 
@@ -900,7 +958,8 @@ pub unsafe extern "C" fn __xmknod(
     mode: mode_t,
     dev: *mut libc::dev_t,
 ) -> c_int {
-    // SAFETY: as for `mknod`; `dev` is passed on untouched.
+    // SAFETY: `__xmknod`'s caller passes `path` as a C string, `dev_node_op`'s contract; libc's
+    // `__xmknod` gets the caller's arguments (`dev` untouched) as given.
     unsafe { dev_node_op(path, "mknod", || real::__xmknod(ver, path, mode, dev)) }
 }
 
@@ -913,7 +972,8 @@ pub unsafe extern "C" fn __xmknodat(
     mode: mode_t,
     dev: *mut libc::dev_t,
 ) -> c_int {
-    // SAFETY: as for `mknod`.
+    // SAFETY: `__xmknodat`'s caller passes `path` as a C string, `dev_node_op`'s contract; libc's
+    // `__xmknodat` gets the caller's arguments as given.
     unsafe {
         dev_node_op(path, "mknodat", || {
             real::__xmknodat(ver, dirfd, path, mode, dev)
@@ -924,35 +984,40 @@ pub unsafe extern "C" fn __xmknodat(
 /// Interposed `mkdir` (`/dev/dri` "exists").
 #[no_mangle]
 pub unsafe extern "C" fn mkdir(path: *const c_char, mode: mode_t) -> c_int {
-    // SAFETY: as for `mknod`.
+    // SAFETY: `mkdir`'s caller passes `path` as a C string, `dev_node_op`'s contract; libc's
+    // `mkdir` gets the caller's arguments as given.
     unsafe { dev_node_op(path, "mkdir", || real::mkdir(path, mode)) }
 }
 
 /// Interposed `chmod`.
 #[no_mangle]
 pub unsafe extern "C" fn chmod(path: *const c_char, mode: mode_t) -> c_int {
-    // SAFETY: as for `mknod`.
+    // SAFETY: `chmod`'s caller passes `path` as a C string, `dev_node_op`'s contract; libc's
+    // `chmod` gets the caller's arguments as given.
     unsafe { dev_node_op(path, "chmod", || real::chmod(path, mode)) }
 }
 
 /// Interposed `chown`.
 #[no_mangle]
 pub unsafe extern "C" fn chown(path: *const c_char, uid: libc::uid_t, gid: libc::gid_t) -> c_int {
-    // SAFETY: as for `mknod`.
+    // SAFETY: `chown`'s caller passes `path` as a C string, `dev_node_op`'s contract; libc's
+    // `chown` gets the caller's arguments as given.
     unsafe { dev_node_op(path, "chown", || real::chown(path, uid, gid)) }
 }
 
 /// Interposed `unlink`.
 #[no_mangle]
 pub unsafe extern "C" fn unlink(path: *const c_char) -> c_int {
-    // SAFETY: as for `mknod`.
+    // SAFETY: `unlink`'s caller passes `path` as a C string, `dev_node_op`'s contract; libc's
+    // `unlink` gets the caller's arguments as given.
     unsafe { dev_node_op(path, "unlink", || real::unlink(path)) }
 }
 
 /// Interposed `remove`.
 #[no_mangle]
 pub unsafe extern "C" fn remove(path: *const c_char) -> c_int {
-    // SAFETY: as for `mknod`.
+    // SAFETY: `remove`'s caller passes `path` as a C string, `dev_node_op`'s contract; libc's
+    // `remove` gets the caller's arguments as given.
     unsafe { dev_node_op(path, "remove", || real::remove(path)) }
 }
 
@@ -973,7 +1038,9 @@ pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: *mut c_void) ->
     let result = match kind {
         // SAFETY: the client's own ioctl(2) arguments, with the contract it has with the kernel.
         FdKind::Kfd => unsafe { shim::kfd_ioctl(fd, request, arg) },
-        FdKind::Render(minor) => shim::render_ioctl(fd, minor, request, arg),
+        // SAFETY: the client's own ioctl(2) arguments on a DRM device, with the contract it
+        // has with the kernel (output buffers are its memory until the call returns).
+        FdKind::Render(minor) => unsafe { shim::render_ioctl(fd, minor, request, arg) },
     };
     result.unwrap_or_else(|e| fail(e, -1))
 }
@@ -1192,7 +1259,9 @@ unsafe fn rights_in(msg: *const libc::msghdr) -> Vec<c_int> {
                 fds.push(unsafe { data.add(i).read_unaligned() });
             }
         }
-        // SAFETY: as above.
+        // SAFETY: `cmsg` is a non-null header inside the control buffer, which holds
+        // `msg_controllen` bytes of control messages by this function's contract, so CMSG_NXTHDR
+        // stays within it.
         cmsg = unsafe { libc::CMSG_NXTHDR(msg, cmsg) };
     }
     fds
@@ -1247,7 +1316,7 @@ pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_long) -> c_int {
 /// Interposed `fcntl64`.
 #[no_mangle]
 pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: c_long) -> c_int {
-    // SAFETY: as for `fcntl`.
+    // SAFETY: libc's `fcntl64` with the caller's arguments (the optional one as its register).
     fcntl_result(
         fd,
         cmd,

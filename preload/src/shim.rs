@@ -14,7 +14,7 @@ use core::cell::Cell;
 use core::ffi::{c_int, c_uint, c_void, CStr};
 use kfd_model::file::FileIdentity;
 use kfd_model::topology::Topology;
-use kfd_model::user::{SelfProcess, UserAccess};
+use kfd_model::user::SelfProcess;
 use kfd_model::{Errno, MapSource, Model, Process, RenderNode};
 use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
@@ -753,19 +753,29 @@ pub(crate) unsafe fn kfd_ioctl(fd: c_int, request: u64, arg: *mut c_void) -> Res
     SelfProcess.read(addr, buf)?;
     orig.copy_from_slice(buf);
     log::trace!(target: "preload", "ioctl fd {fd} {request:#010x} in  {buf:02x?}");
-    // SAFETY: forwarded from our caller, the client's `ioctl(2)`.
+    // SAFETY: this function's contract is `Process::ioctl`'s: the addresses in the client's
+    // argument are its memory for as long as the driver and the GPU use them.
     let result = unsafe { process.ioctl(request, buf) };
     log::trace!(target: "preload", "ioctl fd {fd} {request:#010x} out {buf:02x?} = {result:?}");
     // Copy back only what the driver changed: an IOW struct may live in read-only memory.
     if buf != orig {
-        SelfProcess.write(addr, buf)?;
+        // SAFETY: `addr` is the client's ioctl argument, `size` bytes the request code names,
+        // which our contract says is its memory for the kernel to write back into.
+        unsafe { SelfProcess.write(addr, buf) }?;
     }
     result.map_err(user_errno)
 }
 
 /// `ioctl` on a render node: the DRM queries libdrm sends, and the buffer-object ioctls of
 /// libdrm_amdgpu (answered by the model's render-node file behind `fd`).
-pub(crate) fn render_ioctl(
+///
+/// # Safety
+///
+/// The promise a C client makes to the kernel when it calls `ioctl(2)` on a DRM device: the
+/// argument (the bytes its request code names) and the output buffers its fields point to
+/// (version strings, info query results, GEM create info) are its own memory for the kernel
+/// to write until the call returns.
+pub(crate) unsafe fn render_ioctl(
     fd: c_int,
     minor: u32,
     request: u64,
@@ -789,10 +799,14 @@ pub(crate) fn render_ioctl(
             log::debug!(target: "preload", "renderD{minor}: GEM ioctl {request:#010x} = {e}");
         })?;
         for w in &answer.writes {
-            SelfProcess.write(w.addr, &w.data)?;
+            // SAFETY: `w.addr` is an output pointer the client put in its GEM ioctl argument,
+            // its memory to write by this function's contract.
+            unsafe { SelfProcess.write(w.addr, &w.data) }?;
         }
         if let (true, Some(new_arg)) = (both & kfd_sys::IOC_READ != 0, &answer.arg) {
-            SelfProcess.write(addr, &new_arg[..n_in.min(new_arg.len())])?;
+            // SAFETY: `addr` is the client's argument, at most the `user_size` bytes its
+            // request code names: its memory to write by this function's contract.
+            unsafe { SelfProcess.write(addr, &new_arg[..n_in.min(new_arg.len())]) }?;
         }
         return Ok(0);
     }
@@ -813,10 +827,14 @@ pub(crate) fn render_ioctl(
         log::debug!(target: "preload", "renderD{minor}: DRM ioctl {request:#010x} = {e}");
     })?;
     for w in &answer.writes {
-        SelfProcess.write(w.addr, &w.data)?;
+        // SAFETY: `w.addr` is an output pointer the client put in its DRM ioctl argument (with
+        // the room it gave), its memory to write by this function's contract.
+        unsafe { SelfProcess.write(w.addr, &w.data) }?;
     }
     if let Some(new_arg) = &answer.arg {
-        SelfProcess.write(addr, new_arg.get(..size).unwrap_or(new_arg))?;
+        // SAFETY: `addr` is the client's argument, at most the `size` bytes its request code
+        // names: its memory to write by this function's contract.
+        unsafe { SelfProcess.write(addr, new_arg.get(..size).unwrap_or(new_arg)) }?;
     }
     Ok(0)
 }

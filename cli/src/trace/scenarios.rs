@@ -753,7 +753,8 @@ fn svm_fault(session: &mut Session, options: ScenarioOptions) -> CliResult<()> {
         Detail::Summary,
         |_| {
             let mut word = [0u8; 4];
-            kfd_model::user::UserAccess::read(&kfd_model::user::SelfProcess, target, &mut word)
+            kfd_model::user::SelfProcess
+                .read(target, &mut word)
                 .map_err(|e| CliError::failure(format!("reading {target:#x}: {e}")))?;
             Ok((
                 u32::from_le_bytes(word),

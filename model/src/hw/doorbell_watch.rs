@@ -23,6 +23,9 @@
 //! `UFFDIO_API`, `UFFDIO_REGISTER` (mode WP) and `UFFDIO_WRITEPROTECT` ioctls, and 32-byte
 //! `uffd_msg` records whose `UFFD_EVENT_PAGEFAULT` carries `UFFD_PAGEFAULT_FLAG_WP`.
 
+// Unsafe here: userfaultfd and eventfd system calls on the client's doorbell pages.
+#![allow(unsafe_code)]
+
 use std::io;
 use std::num::NonZeroU32;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -521,7 +524,8 @@ mod tests {
 
     impl Drop for SharedPage {
         fn drop(&mut self) {
-            // SAFETY: the mapping made in `new`.
+            // SAFETY: `addr`/`len` is this page's own mapping (from `pages`), unmapped once here;
+            // only raw pointers ever pointed into it.
             unsafe { libc::munmap(self.addr as *mut libc::c_void, self.len) };
         }
     }
@@ -620,7 +624,8 @@ mod tests {
         let (first, second) = (SharedPage::new(), SharedPage::new());
         // SAFETY: shared mappings that outlive the watch's use of them.
         unsafe { watch.watch(first.addr as u64, 4096) }.unwrap();
-        // SAFETY: as above.
+        // SAFETY: `second` is a shared page this test maps and keeps until after the watch
+        // stops using it.
         unsafe { watch.watch(second.addr as u64, 4096) }.unwrap();
         assert!(watch.arm());
         let (tids, done): (Vec<_>, Vec<_>) = [
@@ -670,7 +675,8 @@ mod tests {
         // SAFETY: shared mappings that outlive the watch's use of them.
         unsafe { watch.watch(first.addr as u64, 4096) }.unwrap();
         assert!(watch.arm());
-        // SAFETY: as above.
+        // SAFETY: `second` is a shared page this test maps and keeps until after the watch
+        // stops using it.
         unsafe { watch.watch(second.addr as u64, 4096) }.unwrap();
         assert!(watch.is_armed(), "still armed: both mappings are protected");
         let done = second.store_from_a_thread(9);

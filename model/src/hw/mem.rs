@@ -7,6 +7,9 @@
 //! as on the real device. KFD's VRAM and GTT buffers are blocks of a few large such files
 //! ([`crate::hw::heap`]). All accessors are bounds-checked; out-of-range offsets return `None`.
 
+// Unsafe here: device memory is a memfd mapping, reached through raw pointers and atomics.
+#![allow(unsafe_code)]
+
 use crate::errno::from_nix;
 use crate::errno::{Errno, KResult};
 use nix::sys::memfd::{memfd_create, MemFdCreateFlag};
@@ -38,13 +41,14 @@ pub struct DeviceMemory {
 // through raw pointers (bounds-checked) or atomics, never through Rust references that could
 // alias a concurrent write, so sharing it across threads is sound.
 unsafe impl Send for DeviceMemory {}
-// SAFETY: as above.
+// SAFETY: `&DeviceMemory` only reads its fields and reaches the mapping through bounds-checked
+// raw copies and atomics, which tolerate concurrent access from other threads.
 unsafe impl Sync for DeviceMemory {}
 
 impl DeviceMemory {
     /// Allocates `len` bytes (rounded up to pages), zero-filled. Pages are only backed when
     /// touched, so a large VRAM allocation costs nothing until used.
-    pub fn new(name: &str, len: u64) -> KResult<DeviceMemory> {
+    pub(crate) fn new(name: &str, len: u64) -> KResult<DeviceMemory> {
         let len = page_align(len).filter(|&l| l > 0).ok_or(Errno::EINVAL)?;
         let len = usize::try_from(len).map_err(|_| Errno::ENOMEM)?;
         let cname = CString::new(format!("kfd-model:{name}")).map_err(|_| Errno::EINVAL)?;
@@ -144,7 +148,8 @@ impl DeviceMemory {
             return None;
         }
         let p = self.range(offset, 4)?;
-        // SAFETY: as for `atomic64`, with 4-byte alignment.
+        // SAFETY: 4-byte aligned (page-aligned base + multiple of 4), inside the mapping, and
+        // only ever accessed atomically or by raw copies, as device memory is.
         Some(unsafe { AtomicU32::from_ptr(p.cast()) })
     }
 

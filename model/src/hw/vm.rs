@@ -7,6 +7,9 @@
 //! [`VmFault`], which the hardware model turns into a memory-exception event — never a fault of
 //! the host process.
 
+// Unsafe here: every GPU access dereferences a mapping's host address (memfd or client memory).
+#![allow(unsafe_code)]
+
 use crate::hw::mem::DeviceMemory;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -33,7 +36,7 @@ pub enum Backing {
 
 /// Host memory of this process handed to the GPU (USERPTR). Only an `unsafe` constructor makes
 /// one, because every access through the mapping that holds it dereferences `host_addr`:
-/// that keeps [`GpuVm::map`] safe.
+/// that keeps `GpuVm::map` safe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UserMemory {
     host_addr: u64,
@@ -217,7 +220,7 @@ thread_local! {
 
 impl GpuVm {
     /// An empty address space.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
@@ -253,12 +256,29 @@ impl GpuVm {
         (end <= entry.end).then_some(entry)
     }
 
-    /// Maps a range. Overlapping an existing mapping is refused (`false`).
-    pub fn map(&mut self, mapping: VmMapping) -> bool {
+    /// Maps a range. Refused (`false`): an empty range, one past the end of the address space,
+    /// one overlapping an existing mapping, a device-memory range that does not lie inside its
+    /// memory, and one whose host address is not aligned as its GPU address is (modulo 8).
+    /// Every access through a mapping dereferences its host address, so a mapping never
+    /// reaches past the memory it maps, and an aligned GPU word is an aligned host word.
+    pub(crate) fn map(&mut self, mapping: VmMapping) -> bool {
         let Some(end) = mapping.va.checked_add(mapping.len) else {
             return false;
         };
         if mapping.len == 0 || self.overlaps(mapping.va, end) {
+            return false;
+        }
+        if let Backing::Device { mem, offset } = &mapping.backing {
+            let inside = usize::try_from(mapping.len)
+                .ok()
+                .and_then(|len| offset.checked_add(len))
+                .is_some_and(|mem_end| mem_end <= mem.len());
+            if !inside {
+                return false;
+            }
+        }
+        // After the bound check: a device mapping's host address cannot overflow now.
+        if (mapping.host(mapping.va) ^ mapping.va) % 8 != 0 {
             return false;
         }
         self.ranges.insert(mapping.va, mapping);
@@ -442,16 +462,18 @@ impl GpuVm {
     #[inline]
     pub fn read_for_wave(&self, tlb: &mut Tlb, va: u64, buf: &mut [u8]) -> Result<(), VmFault> {
         if let Some(host) = self.single_in(tlb, va, buf.len() as u64, false) {
-            // SAFETY: `host..host+len` lies inside one mapping of this VM (device memory kept
-            // alive by the Arc in the mapping, or user memory checked mapped at registration).
+            // SAFETY: `single_in` found `host..host+len` inside one mapping of this VM (`map`
+            // keeps device ranges inside their memory, which the mapping's `Arc` keeps alive;
+            // user memory stays mapped by `UserMemory::new`'s contract); `buf` is ours.
             unsafe { std::ptr::copy(host as *const u8, buf.as_mut_ptr(), buf.len()) };
             return Ok(());
         }
         let mut done = 0usize;
         for (host, n) in self.pieces(va, buf.len() as u64, false)? {
             let n = n as usize;
-            // SAFETY: `host..host+n` lies inside a mapping of this VM: device memory kept alive
-            // by the Arc in the mapping, or user memory checked mapped at registration.
+            // SAFETY: `pieces` found `host..host+n` inside one mapping of this VM (device
+            // memory kept alive by the mapping's `Arc`, user memory by `UserMemory::new`'s
+            // contract); the pieces' lengths sum to `buf.len()`, so `buf[done..]` has `n` bytes.
             unsafe { std::ptr::copy(host as *const u8, buf[done..].as_mut_ptr(), n) };
             done += n;
         }
@@ -497,8 +519,9 @@ impl GpuVm {
         let active = (0..addrs.len().min(64)).filter(|l| exec >> l & 1 != 0);
         if let Some((host, lo)) = self.lanes_single(addrs, exec, n as u64, false) {
             for l in active {
-                // SAFETY: `lanes_single` checked that one mapping of this VM holds every
-                // active lane's `n` bytes (kept alive as in `read`).
+                // SAFETY: `lanes_single` checked that one mapping of this VM holds every active
+                // lane's `n` bytes, kept alive by the mapping's `Arc` or `UserMemory::new`'s
+                // contract; `buf` has 16 >= `n` bytes.
                 unsafe {
                     std::ptr::copy((host + (addrs[l] - lo)) as *const u8, buf.as_mut_ptr(), n)
                 };
@@ -527,7 +550,9 @@ impl GpuVm {
         if let Some((host, lo)) = self.lanes_single(addrs, exec, n as u64, true) {
             for l in active {
                 let d = data(l);
-                // SAFETY: as in `gather`, and the mapping is writable.
+                // SAFETY: `lanes_single` checked that one writable mapping of this VM holds every
+                // active lane's `n` bytes, kept alive by the mapping's `Arc` or `UserMemory::new`'s
+                // contract; `d` is a local 16-byte array.
                 unsafe { std::ptr::copy(d.as_ptr(), (host + (addrs[l] - lo)) as *mut u8, n) };
             }
             return Ok(());
@@ -596,18 +621,19 @@ impl GpuVm {
         else {
             return self.gather(addrs, exec, n, |lane, b| put_lane(out, lane, b));
         };
-        // SAFETY (every read below): `wave_window` found one mapping of this VM holding every
-        // active lane's `n` bytes at `host + (addrs[lane] - lo)`; the memory is kept alive as
-        // in `read`, and reading it unaligned and without a reference is how every engine
-        // access reads it.
+        // Every read below: `wave_window` found one mapping of this VM holding every active lane's
+        // `n` bytes at `at(lane)`, kept alive by the mapping's `Arc` or `UserMemory::new`'s
+        // contract; reading it unaligned and without a reference is how every engine access reads
+        // it.
         let at = |lane: usize| (host + (addrs[lane] - lo)) as *const u8;
         let dwords = out.len().min(4);
         match (n, dwords) {
             (4, 1) => {
                 let [d0] = out else { unreachable!() };
                 if run {
-                    // SAFETY: as above: the 64 lanes' dwords are the 256 bytes from lane 0's,
-                    // copied straight into the 256 bytes of `d0`.
+                    // SAFETY: a `run` of 64 active lanes reads the 256 bytes from lane 0's address,
+                    // inside the mapping `wave_window` found (kept alive by the mapping's `Arc` or
+                    // `UserMemory::new`'s contract), into the 256 bytes of `d0`.
                     unsafe { std::ptr::copy(at(0), d0.as_mut_ptr().cast::<u8>(), 4 * LANES) };
                     // memory is little-endian (a no-op on a little-endian host)
                     for d in d0.iter_mut() {
@@ -615,7 +641,9 @@ impl GpuVm {
                     }
                 } else {
                     for_lanes(exec, |l| {
-                        // SAFETY: as above.
+                        // SAFETY: active lane `l`'s 4 bytes at `at(l)` lie in the mapping
+                        // `wave_window` found, kept alive by the mapping's `Arc` or
+                        // `UserMemory::new`'s contract; read unaligned.
                         d0[l] = u32::from_le(unsafe { std::ptr::read_unaligned(at(l).cast()) });
                     });
                 }
@@ -623,7 +651,9 @@ impl GpuVm {
             (8, 2) => {
                 let [d0, d1] = out else { unreachable!() };
                 for_lanes(exec, |l| {
-                    // SAFETY: as above.
+                    // SAFETY: active lane `l`'s 8 bytes at `at(l)` lie in the mapping `wave_window`
+                    // found, kept alive by the mapping's `Arc` or `UserMemory::new`'s contract;
+                    // read unaligned.
                     let v = u64::from_le(unsafe { std::ptr::read_unaligned(at(l).cast()) });
                     (d0[l], d1[l]) = (v as u32, (v >> 32) as u32);
                 });
@@ -631,7 +661,9 @@ impl GpuVm {
             _ => {
                 for_lanes(exec, |l| {
                     let mut buf = [0u8; 16];
-                    // SAFETY: as above.
+                    // SAFETY: active lane `l`'s `n` bytes at `at(l)` lie in the mapping
+                    // `wave_window` found, kept alive by the mapping's `Arc` or `UserMemory::new`'s
+                    // contract; `buf` has 16 >= `n` bytes.
                     unsafe { std::ptr::copy(at(l), buf.as_mut_ptr(), n) };
                     put_lane(out, l, &buf[..n]);
                 });
@@ -647,8 +679,9 @@ impl GpuVm {
         let Some(host) = self.single_in(tlb, va, 4 * LANES as u64, false) else {
             return false;
         };
-        // SAFETY: `single` found one mapping of this VM holding the 256 bytes at `host`, kept
-        // alive as in `read`; they are copied into the 256 bytes of `out`.
+        // SAFETY: `single_in` found one mapping of this VM holding the 256 bytes at `host`, kept
+        // alive by the mapping's `Arc` or `UserMemory::new`'s contract; they are copied into the
+        // 256 bytes of `out`.
         unsafe { std::ptr::copy(host as *const u8, out.as_mut_ptr().cast::<u8>(), 4 * LANES) };
         // memory is little-endian (a no-op on a little-endian host)
         for d in out.iter_mut() {
@@ -671,8 +704,9 @@ impl GpuVm {
             raw = std::array::from_fn(|l| data[l].to_le());
             &raw
         };
-        // SAFETY: `single` found one writable mapping of this VM holding the 256 bytes at
-        // `host`, kept alive as in `read`.
+        // SAFETY: `single_in` found one writable mapping of this VM holding the 256 bytes at
+        // `host`, kept alive by the mapping's `Arc` or `UserMemory::new`'s contract; `src` is 256
+        // bytes of ours.
         unsafe { std::ptr::copy(src.as_ptr().cast::<u8>(), host as *mut u8, 4 * LANES) };
         true
     }
@@ -700,31 +734,39 @@ impl GpuVm {
         else {
             return self.scatter(addrs, exec, n, lane_bytes);
         };
-        // SAFETY (every write below): `wave_window` found one writable mapping of this VM
-        // holding every active lane's `n` bytes at `host + (addrs[lane] - lo)`, kept alive as
-        // in `read`.
+        // Every write below: `wave_window` found one writable mapping of this VM holding every
+        // active lane's `n` bytes at `at(lane)`, kept alive by the mapping's `Arc` or
+        // `UserMemory::new`'s contract.
         let at = |lane: usize| (host + (addrs[lane] - lo)) as *mut u8;
         match (n, data) {
             (4, [d0, ..]) => {
                 if run {
                     let raw: [u32; LANES] = std::array::from_fn(|l| d0[l].to_le());
-                    // SAFETY: as above: the 64 lanes' dwords are the 256 bytes from lane 0's.
+                    // SAFETY: a `run` of 64 active lanes writes the 256 bytes from lane 0's
+                    // address, inside the writable mapping `wave_window` found (kept alive by the
+                    // mapping's `Arc` or `UserMemory::new`'s contract).
                     unsafe { std::ptr::copy(raw.as_ptr().cast::<u8>(), at(0), 4 * LANES) };
                 } else {
                     for_lanes(exec, |l| {
-                        // SAFETY: as above.
+                        // SAFETY: active lane `l`'s 4 bytes at `at(l)` lie in the writable mapping
+                        // `wave_window` found, kept alive by the mapping's `Arc` or
+                        // `UserMemory::new`'s contract; written unaligned.
                         unsafe { std::ptr::write_unaligned(at(l).cast(), d0[l].to_le()) };
                     });
                 }
             }
             (8, [d0, d1, ..]) => for_lanes(exec, |l| {
                 let v = u64::from(d0[l]) | u64::from(d1[l]) << 32;
-                // SAFETY: as above.
+                // SAFETY: active lane `l`'s 8 bytes at `at(l)` lie in the writable mapping
+                // `wave_window` found, kept alive by the mapping's `Arc` or `UserMemory::new`'s
+                // contract; written unaligned.
                 unsafe { std::ptr::write_unaligned(at(l).cast(), v.to_le()) };
             }),
             _ => for_lanes(exec, |l| {
                 let buf = lane_bytes(l);
-                // SAFETY: as above.
+                // SAFETY: active lane `l`'s `n` bytes at `at(l)` lie in the writable mapping
+                // `wave_window` found, kept alive by the mapping's `Arc` or `UserMemory::new`'s
+                // contract; `buf` has 16 >= `n` bytes.
                 unsafe { std::ptr::copy(buf.as_ptr(), at(l), n) };
             }),
         }
@@ -740,14 +782,18 @@ impl GpuVm {
     #[inline]
     pub fn write_for_wave(&self, tlb: &mut Tlb, va: u64, data: &[u8]) -> Result<(), VmFault> {
         if let Some(host) = self.single_in(tlb, va, data.len() as u64, true) {
-            // SAFETY: as in `read`, and the mapping is writable.
+            // SAFETY: `single_in` found `host..host+len` inside one writable mapping of this VM,
+            // kept alive by the mapping's `Arc` or `UserMemory::new`'s contract; `data` is the
+            // caller's buffer.
             unsafe { std::ptr::copy(data.as_ptr(), host as *mut u8, data.len()) };
             return Ok(());
         }
         let mut done = 0usize;
         for (host, n) in self.pieces(va, data.len() as u64, true)? {
             let n = n as usize;
-            // SAFETY: as in `read`, and the mapping is writable.
+            // SAFETY: `pieces` found `host..host+n` inside one writable mapping of this VM, kept
+            // alive by the mapping's `Arc` or `UserMemory::new`'s contract; the pieces' lengths sum
+            // to `data.len()`, so `data[done..]` has `n` bytes.
             unsafe { std::ptr::copy(data[done..].as_ptr(), host as *mut u8, n) };
             done += n;
         }
@@ -821,22 +867,27 @@ impl GpuVm {
     /// Atomic 32-bit load of an aligned word.
     pub fn load_u32(&self, va: u64) -> Result<u32, VmFault> {
         let host = self.word(va, 4, false)?;
-        // SAFETY: aligned, inside a live mapping; device memory is only accessed atomically or by
-        // raw copies.
+        // SAFETY: `word` found the 4 bytes at `host` in one mapping, kept alive by its `Arc` or
+        // `UserMemory::new`'s contract; `host` is aligned as `va` is (`map` keeps them equal
+        // modulo 8); that memory is only accessed atomically or by raw copies.
         Ok(unsafe { AtomicU32::from_ptr(host as *mut u32) }.load(Ordering::Acquire))
     }
 
     /// Atomic 64-bit load of an aligned word.
     pub fn load_u64(&self, va: u64) -> Result<u64, VmFault> {
         let host = self.word(va, 8, false)?;
-        // SAFETY: as in `load_u32`.
+        // SAFETY: `word` found the 8 bytes at `host` in one mapping, kept alive by its `Arc` or
+        // `UserMemory::new`'s contract; `host` is aligned as `va` is (`map` keeps them equal
+        // modulo 8); that memory is only accessed atomically or by raw copies.
         Ok(unsafe { AtomicU64::from_ptr(host as *mut u64) }.load(Ordering::Acquire))
     }
 
     /// Atomic 32-bit store of an aligned word.
     pub fn store_u32(&self, va: u64, value: u32) -> Result<(), VmFault> {
         let host = self.word(va, 4, true)?;
-        // SAFETY: as in `load_u32`, and the mapping is writable.
+        // SAFETY: `word` found the 4 bytes at `host` in one writable mapping, kept alive by its
+        // `Arc` or `UserMemory::new`'s contract; `host` is aligned as `va` is (`map` keeps them
+        // equal modulo 8); that memory is only accessed atomically or by raw copies.
         unsafe { AtomicU32::from_ptr(host as *mut u32) }.store(value, Ordering::Release);
         Ok(())
     }
@@ -845,7 +896,9 @@ impl GpuVm {
     /// packet processor uses to decrement a completion signal.
     pub fn fetch_add_u64(&self, va: u64, delta: u64) -> Result<u64, VmFault> {
         let host = self.word(va, 8, true)?;
-        // SAFETY: as in `store_u32`.
+        // SAFETY: `word` found the 8 bytes at `host` in one writable mapping, kept alive by its
+        // `Arc` or `UserMemory::new`'s contract; `host` is aligned as `va` is (`map` keeps them
+        // equal modulo 8); that memory is only accessed atomically or by raw copies.
         Ok(unsafe { AtomicU64::from_ptr(host as *mut u64) }.fetch_add(delta, Ordering::AcqRel))
     }
 
@@ -853,7 +906,9 @@ impl GpuVm {
     /// `f(old)` and returns `old`. What shader atomics use, atomic with respect to the host.
     pub fn update_u32(&self, va: u64, f: impl Fn(u32) -> u32) -> Result<u32, VmFault> {
         let host = self.word(va, 4, true)?;
-        // SAFETY: as in `store_u32`.
+        // SAFETY: `word` found the 4 bytes at `host` in one writable mapping, kept alive by its
+        // `Arc` or `UserMemory::new`'s contract; `host` is aligned as `va` is (`map` keeps them
+        // equal modulo 8); that memory is only accessed atomically or by raw copies.
         let word = unsafe { AtomicU32::from_ptr(host as *mut u32) };
         Ok(
             match word.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| Some(f(v))) {
@@ -865,7 +920,9 @@ impl GpuVm {
     /// Atomic read-modify-write of an aligned 64-bit word, as [`GpuVm::update_u32`].
     pub fn update_u64(&self, va: u64, f: impl Fn(u64) -> u64) -> Result<u64, VmFault> {
         let host = self.word(va, 8, true)?;
-        // SAFETY: as in `store_u32`.
+        // SAFETY: `word` found the 8 bytes at `host` in one writable mapping, kept alive by its
+        // `Arc` or `UserMemory::new`'s contract; `host` is aligned as `va` is (`map` keeps them
+        // equal modulo 8); that memory is only accessed atomically or by raw copies.
         let word = unsafe { AtomicU64::from_ptr(host as *mut u64) };
         Ok(
             match word.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| Some(f(v))) {
@@ -877,7 +934,9 @@ impl GpuVm {
     /// Atomic 64-bit store of an aligned word.
     pub fn store_u64(&self, va: u64, value: u64) -> Result<(), VmFault> {
         let host = self.word(va, 8, true)?;
-        // SAFETY: as in `store_u32`.
+        // SAFETY: `word` found the 8 bytes at `host` in one writable mapping, kept alive by its
+        // `Arc` or `UserMemory::new`'s contract; `host` is aligned as `va` is (`map` keeps them
+        // equal modulo 8); that memory is only accessed atomically or by raw copies.
         unsafe { AtomicU64::from_ptr(host as *mut u64) }.store(value, Ordering::Release);
         Ok(())
     }
@@ -1161,6 +1220,39 @@ mod tests {
         map(&mut other, &a, true);
         assert_eq!(other.load_u32(va).unwrap(), 0x0101_0101);
         assert_eq!(vm.load_u32(va).unwrap(), 0x0202_0202);
+    }
+
+    #[test]
+    fn a_device_mapping_must_lie_inside_its_memory() {
+        let mem = dev(8192);
+        let mut vm = GpuVm::new();
+        let va = 0x1000_0000u64;
+        let mapping = |len: u64, offset: usize| VmMapping {
+            va,
+            len,
+            backing: Backing::Device {
+                mem: mem.clone(),
+                offset,
+            },
+            writable: true,
+            handle: 1,
+        };
+        // One byte past the end, from the start or from an offset, and an offset whose end
+        // overflows: refused, nothing mapped.
+        assert!(!vm.map(mapping(8193, 0)));
+        assert!(!vm.map(mapping(4097, 4096)));
+        assert!(!vm.map(mapping(4096, 8192)));
+        assert!(!vm.map(mapping(4096, usize::MAX - 100)));
+        // Inside, but an aligned GPU word would be a misaligned host word: refused.
+        assert!(!vm.map(mapping(4096, 4)));
+        assert!(vm.is_empty());
+        assert!(vm.load_u32(va).is_err());
+        // Ending exactly at the end: mapped, and its last word is the memory's last word.
+        assert!(vm.map(mapping(4096, 4096)));
+        assert!(vm.is_exact_mapping(va, 4096));
+        vm.store_u32(va + 4092, 0x1234_5678).unwrap();
+        assert_eq!(mem.load_u32(8188), Some(0x1234_5678));
+        assert!(vm.load_u32(va + 4096).is_err());
     }
 
     #[test]

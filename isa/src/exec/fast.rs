@@ -11,12 +11,13 @@
 
 use std::cell::Cell;
 
-use crate::decode::{Ext, Instruction, Operand, SpecialReg};
+use crate::decode::{Ext, Instruction, Operand};
 use crate::table::{Enc, Op};
 
 use super::cache::{Cmp, CmpType, SrcType};
 use super::float as fp;
 use super::int;
+use super::operand::{float_const, scalar_index};
 use super::wave::{sreg, write_masked, Lanes, Round, Wave, WAVE_SIZE};
 
 /// A source operand resolved at cache-build time.
@@ -177,31 +178,11 @@ pub struct Fast {
     pub src_vgpr_end: u16,
 }
 
-/// The scalar-file index of a register operand (SGPR, TTMP, VCC, EXEC, M0, …).
-pub(crate) fn scalar_index(op: Operand) -> Option<usize> {
-    Some(match op {
-        Operand::Sgpr { first, .. } => usize::from(first),
-        Operand::Ttmp { first, .. } => sreg::TTMP0 + usize::from(first),
-        Operand::Special { reg, hi, .. } => {
-            let base = match reg {
-                SpecialReg::FlatScratch => sreg::FLAT_SCRATCH_LO,
-                SpecialReg::XnackMask => sreg::XNACK_MASK_LO,
-                SpecialReg::Vcc => sreg::VCC_LO,
-                SpecialReg::M0 => sreg::M0,
-                SpecialReg::Exec => sreg::EXEC_LO,
-                _ => return None,
-            };
-            base + usize::from(hi)
-        }
-        _ => return None,
-    })
-}
-
 fn src_of(op: Option<Operand>, ty: SrcType) -> Option<Src> {
     Some(match op? {
         Operand::Vgpr { first, count: 1 } => Src::V(u16::from(first)),
         Operand::IntConst(i) => Src::K(i32::from(i) as u32),
-        Operand::FloatConst(code) => Src::K(super::interp::float_const(code, ty, false) as u32),
+        Operand::FloatConst(code) => Src::K(float_const(code, ty, false) as u32),
         Operand::Literal(l) => Src::K(l),
         o => {
             let i = scalar_index(o)?;
@@ -1532,7 +1513,7 @@ pub enum Plan {
 fn ssrc(op: Option<Operand>, wide: bool) -> Option<SSrc> {
     Some(match op? {
         Operand::IntConst(i) => SSrc::K(i64::from(i) as u64),
-        Operand::FloatConst(code) => SSrc::K(super::interp::float_const(code, SrcType::Int, wide)),
+        Operand::FloatConst(code) => SSrc::K(float_const(code, SrcType::Int, wide)),
         Operand::Literal(l) => SSrc::K(u64::from(l)),
         o => {
             let i = scalar_index(o)?;

@@ -532,6 +532,12 @@ fn is_vector_src(enc: Enc, field: Field) -> bool {
     )
 }
 
+/// Whether `op` is a SOPP branch whose SIMM16 is a signed dword offset.
+pub fn is_branch(op: Op) -> bool {
+    let m = op.mnemonic();
+    m == "s_branch" || m.starts_with("s_cbranch_")
+}
+
 /// Decode one instruction at the start of `bytes`, which sits at address `addr`.
 ///
 /// Returns the instruction and its length in bytes. Never panics: any word that is not a
@@ -776,7 +782,7 @@ pub fn decode(
     }
     if enc == Enc::Sopp {
         if let Some(i) = row.slots.iter().position(|s| s.field == Field::K) {
-            if crate::disasm::is_branch(row.op) {
+            if is_branch(row.op) {
                 operands[i] = Operand::Label((w0 & 0xFFFF) as u16 as i16);
             }
         }

@@ -4,11 +4,8 @@ use crate::decode::{field_value, Ext, Instruction, Operand, SpecialReg};
 use crate::table::{Class, Enc, Field, ModRule, Mods, Op, Row};
 use core::fmt::{self, Write};
 
-/// Whether `op` is a SOPP branch whose SIMM16 is a signed dword offset.
-pub fn is_branch(op: Op) -> bool {
-    let m = op.mnemonic();
-    m == "s_branch" || m.starts_with("s_cbranch_")
-}
+// the decoder owns it (it turns a branch's SIMM16 into a label); the printer re-exports it
+pub use crate::decode::is_branch;
 
 fn reg_range(f: &mut impl Write, prefix: &str, first: u32, count: u32) -> fmt::Result {
     if count <= 1 {

@@ -31,6 +31,7 @@ pub mod jit;
 pub mod lanes;
 pub mod media;
 pub mod mfma;
+mod operand;
 pub mod vgpr_range;
 pub mod wave;
 

@@ -8,7 +8,8 @@
 //! FLAT_SCRATCH is the wave's scratch base (the kernel prolog sets it from Flat Scratch Init
 //! plus the scratch wave offset). Multi-dword private accesses are split per dword.
 
-use super::{illegal, scalar_operand_at, Wave, R};
+use super::memory::scalar_operand_at;
+use super::{illegal, Wave, R};
 use crate::exec::cache::{Cached, MemKind, SrcType};
 use crate::exec::env::{AtomicRequest, WaveEnv};
 use crate::exec::fault::{Access, MemFault};

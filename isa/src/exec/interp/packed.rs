@@ -2,11 +2,13 @@
 //! mixed-precision FMA, dot products) and `v_trig_preop_f64`: operand selection and
 //! destination halves here, the arithmetic in [`half`](crate::exec::half).
 
-use super::{illegal, mods_of, opnd, Mods, Wave, R};
+use super::operands::{mods_of, Mods};
+use super::{illegal, opnd, Wave, R};
 use crate::decode::Operand;
 use crate::exec::cache::{Cached, SrcType};
 use crate::exec::float as fp;
 use crate::exec::half::{self as h, PackedInt, UnaryF16};
+use crate::exec::operand::scalar_index;
 use crate::exec::wave::{Lanes, WAVE_SIZE};
 use crate::table::{Enc, Field, Op};
 
@@ -417,7 +419,7 @@ impl Wave {
         };
         match op {
             Operand::Vgpr { .. } | Operand::Agpr { .. } => self.vread64(op, SrcType::F32),
-            _ if self.sindex(op).is_some() => self.vread64(op, SrcType::Int),
+            _ if scalar_index(op).is_some() => self.vread64(op, SrcType::Int),
             _ => {
                 let v = self.sread(op, SrcType::F32, false) & 0xffff_ffff;
                 Ok([v | (v << 32); WAVE_SIZE])

@@ -42,7 +42,10 @@ SUITES = [
     dict(name="rocRAND", bins=["librocrand1-tests"], filter="*", group="suite", take=35, gpus=1),
     dict(name="rocPRIM", bins=["librocprim-tests"], filter="*", group="suite", take=50, gpus=1),
     dict(name="hipCUB", bins=["libhipcub-tests"], filter="*", group="suite", take=38, gpus=1),
-    dict(name="rocThrust", bins=["librocthrust-tests"], filter="*", group="suite", take=60, gpus=1),
+    # Debian's rocThrust tests use Thrust's own unit-test framework, not gtest: one binary runs
+    # all of its tests and prints their totals, so a binary is one case here.
+    dict(name="rocThrust", bins=["librocthrust-tests"], framework="thrust", take=60, gpus=1,
+         chunk=1, timeout=600),
     # RCCL's unit tests need two GPUs; on gfx90a they pass buffers between processes (IPC).
     dict(name="RCCL", bins=["librccl1-tests/UnitTests"], filter="*", group="suite", take=12, gpus=2),
 ]
@@ -129,6 +132,29 @@ def cause_key(line):
     return line[:160]
 
 
+THRUST_TOTALS = re.compile(
+    r"Totals: (\d+) failures, (\d+) known failures, (\d+) errors, and (\d+) passes")
+
+
+def run_thrust(repo, env, binary, timeout, log):
+    """Runs a Thrust unit-test binary (all of its tests); returns {binary: (status, error)}."""
+    status = trixie_run(repo, env, [binary], timeout, log)
+    with open(log, errors="replace") as f:
+        lines = f.read().splitlines()
+    totals = [m for m in map(THRUST_TOTALS.search, lines) if m]
+    if status in (124, 137):
+        verdict = ("timed out", error_line(lines) + f" (exit {status})")
+    elif totals and status == 0 and totals[-1].group(1) == "0" and totals[-1].group(3) == "0":
+        verdict = ("passed", "")
+    elif totals:
+        bad = [l for l in lines if re.search(r"\[FAILURE\]|\[ERROR\]|FAILURE|ERROR", l)]
+        verdict = ("failed", (bad[0].strip()[:300] if bad else error_line(lines))
+                   + f" ({totals[-1].group(0)})")
+    else:
+        verdict = ("crashed", error_line(lines) + f" (exit {status})")
+    return {binary: verdict}, []
+
+
 def run_chunk(repo, env, binary, names, timeout, log):
     """Runs `names` in one process; returns {case: (status, error line)} and the leftovers
     that never started (after a crash or a time-out)."""
@@ -192,11 +218,14 @@ def main():
                 else:
                     bins = [os.path.join(LIBEXEC, b)]
                 for binary in bins:
+                    if suite.get("framework") == "thrust":
+                        work.append((binary, (binary, os.path.basename(binary), "")))
+                        continue
                     for case in list_cases(args.repo, env, binary, suite["filter"], args.out):
                         work.append((binary, case))
             take = max(1, int(suite["take"] * args.scale))
             by_name = {c[0]: b for b, c in work}
-            chosen = spread([c for _, c in work], suite["group"], take)
+            chosen = spread([c for _, c in work], suite.get("group", "suite"), take)
             chunks = []
             for binary in dict.fromkeys(by_name[n] for n in chosen):
                 names = [n for n in chosen if by_name[n] == binary]
@@ -213,7 +242,10 @@ def main():
                     serial += 1
                     log = os.path.join(args.out, f"{suite['name']}-{preset}-{serial:03}.log")
                     limit = max(args.timeout, suite.get("timeout", 0))
-                    fut = pool.submit(run_chunk, args.repo, env, binary, names, limit, log)
+                    if suite.get("framework") == "thrust":
+                        fut = pool.submit(run_thrust, args.repo, env, binary, limit, log)
+                    else:
+                        fut = pool.submit(run_chunk, args.repo, env, binary, names, limit, log)
                     pending[fut] = (binary, names)
 
                 for binary, names in chunks:

@@ -142,7 +142,7 @@ pub struct HwsStats {
 /// frees its MQD.
 #[derive(Debug)]
 enum QueueContext {
-    Compute(CpQueue),
+    Compute(Box<CpQueue>),
     Sdma(SdmaQueue),
 }
 
@@ -633,7 +633,7 @@ impl Hws {
                             q.set_cu_threads(*cu_threads);
                             q.set_strict(*strict);
                             q.set_shader_array(*shader_array);
-                            QueueContext::Compute(q)
+                            QueueContext::Compute(Box::new(q))
                         }
                         HqdSlot::Sdma { .. } => {
                             let Some(mqd) = read_sdma_mqd(&gpu.gart, *mqd_gen, addr) else {

@@ -1,195 +1,17 @@
-//! `kfd_node`: one GPU as the driver sees it — its topology node, its hardware (GART, doorbell
-//! BAR, MMIO page, clock, page-table registry) and its device queue manager.
+//! `kfd_node`: one GPU as the driver sees it — its topology node, its hardware
+//! ([`Gpu`], built here from the preset and the topology) and its device queue manager.
 
 use crate::config::{ModelConfig, Preset};
 use crate::dqm::{dqm_config, packet_manager, Dqm, DqmCounters};
 use crate::errno::{Errno, KResult};
-use crate::hw::clock::GpuClock;
-use crate::hw::doorbell::{DoorbellBar, DoorbellLayout};
-use crate::hw::engine::{EngineActivity, EngineWaker};
-use crate::hw::gart::Gart;
-use crate::hw::hws::Hws;
-use crate::hw::ih::IhRing;
-use crate::hw::mem::DeviceMemory;
-use crate::hw::observe::ShaderActivity;
-use crate::hw::vm::GpuVm;
+use crate::hw::doorbell::DoorbellLayout;
+pub use crate::hw::gpu::{Gpu, GpuConfig, GART_SIZE};
 use crate::topology::{Node, Topology};
 use kfd_sys::gpu::DoorbellAssignment;
 use mqd::TopologySizes;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
-
-/// Size of the modelled GART aperture of each GPU.
-pub const GART_SIZE: u64 = 64 << 20;
-
-/// The hardware of one GPU that the driver programs.
-#[derive(Debug)]
-pub struct Gpu {
-    /// Kernel-owned memory reachable by GART address.
-    pub gart: Gart,
-    /// The doorbell BAR.
-    pub doorbells: DoorbellBar,
-    /// The MMIO remap page (HDP flush registers).
-    pub mmio: Arc<DeviceMemory>,
-    /// Where its buffers (VRAM and GTT of KFD) are carved from.
-    pub heap: Arc<crate::hw::heap::DeviceHeap>,
-    /// The timestamp clock.
-    pub clock: GpuClock,
-    /// The scheduler firmware (and the engines' saved queue contexts).
-    pub hws: Hws,
-    /// The interrupt ring from the engines to the driver.
-    pub ih: IhRing,
-    /// The compute units' counters and observer.
-    pub shader: Arc<ShaderActivity>,
-    /// PM4 packet layouts of the part.
-    pub pm4_gen: pm4::GfxGen,
-    /// MQD layouts of the part.
-    pub mqd_gen: mqd::Generation,
-    /// Page tables by page-directory base: what a VMID set up by `MAP_PROCESS` translates with.
-    page_tables: RwLock<HashMap<u64, Arc<RwLock<GpuVm>>>>,
-    /// The model's engine thread, woken when a runlist is mapped.
-    waker: OnceLock<Arc<EngineWaker>>,
-    /// Injected VM fault ranges (given to every address space registered).
-    injected_vm_faults: Mutex<Vec<(u64, u64)>>,
-    next_pd_base: AtomicU64,
-}
-
-impl Gpu {
-    fn new(layout: DoorbellLayout, config: &ModelConfig, topo: &Node) -> KResult<Gpu> {
-        let preset = config.preset;
-        let mqd_gen = preset.generation();
-        let pm4_gen = pm4::GfxGen::from(mqd_gen);
-        let p = &topo.properties;
-        let engines = (p.num_sdma_engines + p.num_sdma_xgmi_engines) as u8;
-        Ok(Gpu {
-            gart: Gart::new(GART_SIZE)?,
-            doorbells: DoorbellBar::new(layout)?,
-            mmio: Arc::new(DeviceMemory::new("mmio remap", 4096)?),
-            heap: crate::hw::heap::DeviceHeap::new(&format!("buffers-{:x}", topo.gpu_id)),
-            clock: GpuClock::new(),
-            hws: Hws::new(
-                pm4_gen,
-                mqd_gen,
-                engines,
-                p.num_sdma_queues_per_engine as u8,
-            )
-            .with_sdma_gen(sdma_gen(preset))
-            .with_shader_isa(preset.name())
-            .with_cu_threads(config.cu_threads)
-            .with_strict(config.strict)
-            .with_shader_array(shader_array(topo)),
-            ih: IhRing::new(),
-            shader: Arc::new(ShaderActivity::default()),
-            pm4_gen,
-            mqd_gen,
-            page_tables: RwLock::new(HashMap::new()),
-            waker: OnceLock::new(),
-            injected_vm_faults: Mutex::new(Vec::new()),
-            next_pd_base: AtomicU64::new(0x0000_00f4_0000_0000),
-        })
-    }
-
-    /// Connects the GPU to the model's engine thread (once).
-    pub(crate) fn set_waker(&self, waker: Arc<EngineWaker>) {
-        let _ = self.waker.set(waker);
-    }
-
-    /// Whether `[start, end)` overlaps a client's doorbell mapping the engine watches
-    /// ([`DoorbellWatch::overlaps`](crate::hw::doorbell_watch::DoorbellWatch::overlaps)).
-    pub fn is_watched_doorbell_mapping(&self, start: u64, end: u64) -> bool {
-        self.waker
-            .get()
-            .and_then(|w| w.doorbell_watch())
-            .is_some_and(|w| w.overlaps(start, end))
-    }
-
-    /// The engine thread's doorbell-watch epoch, if its doorbell mappings are protected now
-    /// ([`EngineWaker::watched_epoch`]).
-    pub fn engines_watched_epoch(&self) -> Option<u64> {
-        self.waker.get().and_then(|w| w.watched_epoch())
-    }
-
-    /// Wakes the engine thread (new queues are mapped), unless a doorbell store would have
-    /// woken it at every moment since `epoch` ([`EngineWaker::wake_unless_watched_since`];
-    /// `None` always wakes it).
-    pub fn wake_engines_unless_watched_since(&self, epoch: Option<u64>) {
-        if let Some(w) = self.waker.get() {
-            w.wake_unless_watched_since(epoch);
-        }
-    }
-
-    /// One pass of the CP and SDMA engines over the queues mapped now.
-    pub fn run_engines(&self) -> EngineActivity {
-        self.hws.run_queues(self)
-    }
-
-    /// Applies `f` to every registered address space.
-    fn each_vm(&self, mut f: impl FnMut(&mut GpuVm)) {
-        let tables = self.page_tables.read().unwrap_or_else(|e| e.into_inner());
-        for vm in tables.values() {
-            f(&mut vm.write().unwrap_or_else(|e| e.into_inner()));
-        }
-    }
-
-    /// Injects a VM fault range into every address space of this GPU, present and future.
-    pub fn inject_vm_fault(&self, va: u64, len: u64) {
-        self.injected_vm_faults
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((va, len));
-        self.each_vm(|vm| vm.inject_fault(va, len));
-    }
-
-    /// Removes every injected fault of this GPU: firmware, engines, interrupts, VM.
-    pub fn clear_faults(&self) {
-        self.hws.set_faults(Default::default());
-        self.ih.set_faults(Default::default());
-        self.injected_vm_faults
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
-        self.each_vm(GpuVm::clear_injected_faults);
-    }
-
-    /// Registers a process address space and returns its page-directory base (the value
-    /// `MAP_PROCESS` carries in `vm_context_page_table_base_addr`).
-    pub fn register_vm(&self, vm: Arc<RwLock<GpuVm>>) -> u64 {
-        for &(va, len) in self
-            .injected_vm_faults
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-        {
-            vm.write()
-                .unwrap_or_else(|e| e.into_inner())
-                .inject_fault(va, len);
-        }
-        let base = self.next_pd_base.fetch_add(0x1000, Ordering::Relaxed);
-        self.page_tables
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(base, vm);
-        base
-    }
-
-    /// Forgets an address space.
-    pub fn unregister_vm(&self, pd_base: u64) {
-        self.page_tables
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&pd_base);
-    }
-
-    /// The address space of a page-directory base.
-    pub fn vm(&self, pd_base: u64) -> Option<Arc<RwLock<GpuVm>>> {
-        self.page_tables
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&pd_base)
-            .cloned()
-    }
-}
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// One GPU.
 #[derive(Debug)]
@@ -238,7 +60,7 @@ impl KfdNode {
             gpu_id: topo.gpu_id,
             preset: config.preset,
             queue_sizes,
-            gpu: Arc::new(Gpu::new(layout, config, &topo)?),
+            gpu: Arc::new(Gpu::new(gpu_config(layout, config, &topo))?),
             topo,
             vram_used: AtomicU64::new(0),
             bo_offsets: Mutex::new(HashMap::new()),
@@ -309,6 +131,24 @@ impl KfdNode {
     /// Whether the part supports per-process XNACK (GC 9.4.2, 9.4.3).
     pub fn supports_xnack(&self) -> bool {
         matches!(self.gc_version(), (9, 4, 2..=4))
+    }
+}
+
+/// The hardware of GPU `topo` of `config`: its parts as the preset and topology say.
+fn gpu_config(doorbells: DoorbellLayout, config: &ModelConfig, topo: &Node) -> GpuConfig {
+    let preset = config.preset;
+    let p = &topo.properties;
+    GpuConfig {
+        doorbells,
+        mqd_gen: preset.generation(),
+        sdma_gen: sdma_gen(preset),
+        sdma_engines: (p.num_sdma_engines + p.num_sdma_xgmi_engines) as u8,
+        sdma_queues_per_engine: p.num_sdma_queues_per_engine as u8,
+        shader_isa: preset.name().to_string(),
+        cu_threads: config.cu_threads,
+        strict: config.strict,
+        shader_array: shader_array(topo),
+        heap_name: format!("buffers-{:x}", topo.gpu_id),
     }
 }
 

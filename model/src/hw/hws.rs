@@ -10,10 +10,10 @@
 //! last quantum left out, so every queue of the runlist gets its turn.
 
 use crate::config::Strict;
-use crate::device::Gpu;
 use crate::hw::cp::{CpQueue, ShRegisters};
 use crate::hw::engine::{EngineActivity, ExecEnv, QueueError, QueueIdentity, RunState};
 use crate::hw::gart::Gart;
+use crate::hw::gpu::Gpu;
 use crate::hw::sdma::SdmaQueue;
 use crate::hw::spi::ShaderArray;
 use crate::hw::spi::{ProcessRegisters, TrapHandler, FIRST_LEVEL_TRAP_HANDLER};

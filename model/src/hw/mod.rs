@@ -1,5 +1,6 @@
 //! The hardware side of the model: what the driver programs and what executes queues.
 //!
+//! * [`gpu`] — one GPU: the parts below, as the driver builds and reaches them;
 //! * [`mem`] — device memory (VRAM/GTT buffers, doorbell BAR, event and MMIO pages);
 //! * [`vm`] — each process's GPU page tables, checked on every engine access;
 //! * [`gart`] — kernel-owned memory the firmware reads by address (MQDs, HIQ, IBs, fences);
@@ -21,6 +22,7 @@ pub mod doorbell;
 pub mod doorbell_watch;
 pub mod engine;
 pub mod gart;
+pub mod gpu;
 pub mod gws;
 pub mod heap;
 pub mod hws;

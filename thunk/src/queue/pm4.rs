@@ -1,8 +1,10 @@
 //! The PM4 compute kind and its packets.
 
-use super::dword::{push_dwords, refresh, ring_error, signal_target, with_encoded, DwordRingKind};
-use super::kind::{sealed, Kind, QueueKind};
-use super::options::QueueOptions;
+use super::dword::{
+    dword_ring_state, push_dwords, refresh, resize_ring, ring_error, signal_target, with_encoded,
+    DwordRingKind,
+};
+use super::kind::{sealed, Kind};
 use super::raw::RawQueue;
 use super::Queue;
 use crate::error::{Error, Result};
@@ -40,12 +42,14 @@ impl std::fmt::Debug for Pm4 {
 
 impl sealed::Sealed for Pm4 {}
 
-impl QueueKind for Pm4 {
-    type Pointer = DwordPtr;
-    const KIND: Kind = Kind::Pm4;
-    const ENGINE: &'static str = "the CP";
+impl DwordRingKind for Pm4 {
+    type Ptr = DwordPtr;
+    const QUEUE_KIND: Kind = Kind::Pm4;
+    const ENGINE_NAME: &'static str = "the CP";
+    const FILLER: u32 = pm4::header::NOP_ONE_DWORD;
+    const UNITS_PER_DWORD: u64 = 1;
 
-    fn new(gpu: &Gpu, ring_bytes: u32) -> Result<Self> {
+    fn create(gpu: &Gpu, ring_bytes: u32) -> Result<Self> {
         let gen = gpu.gfx_gen()?;
         let dwords = (ring_bytes / 4) as usize;
         Ok(Pm4 {
@@ -56,30 +60,21 @@ impl QueueKind for Pm4 {
         })
     }
 
-    fn rptr(&self, raw: &RawQueue) -> DwordPtr {
+    fn read_rptr(&self, raw: &RawQueue) -> DwordPtr {
         DwordPtr::new(raw.read_u32_pointer())
     }
 
-    fn wptr(&self) -> DwordPtr {
-        self.ring.wptr().add(self.base)
-    }
-
-    fn submit(&mut self, raw: &RawQueue) -> Result<DwordPtr> {
-        // The packets are in the ring already.
-        let w = self.ring.submit().add(self.base);
-        raw.publish(w.get())?;
-        Ok(w)
-    }
-
-    fn rollback(&mut self) {
-        self.ring.rollback();
-    }
-
-    fn idle(&self, raw: &RawQueue) -> bool {
+    fn is_idle(&self, raw: &RawQueue) -> bool {
         // The CP reports a dword offset inside the ring.
         let size = self.ring.size_dwords() as u64;
-        self.rptr(raw).slot(size) == self.ring.wptr().slot(size)
+        self.read_rptr(raw).slot(size) == self.ring.wptr().slot(size)
     }
+
+    fn reached(raw: &RawQueue, w: u64) -> bool {
+        raw.read_u32_pointer() == w % u64::from(raw.ring_size / 4)
+    }
+
+    dword_ring_state!(Pm4Ring);
 }
 
 /// The RELEASE_MEM of a 64-bit end-of-pipe fence without interrupt, built once per queue by
@@ -204,37 +199,7 @@ impl Queue<Pm4> {
     /// the old ring with NOPs until the write pointer is a multiple of both ring sizes, so the
     /// CP's read position means the same in the old and the new ring.
     pub fn resize_ring(&mut self, bytes: u32, timeout: Duration) -> Result<()> {
-        QueueOptions::new().ring_size(bytes).validate(Kind::Pm4)?;
-        if bytes == self.raw.ring_size {
-            return Ok(());
-        }
-        if self.kind.ring.pending_wptr() != self.kind.ring.wptr() {
-            return Err(Error::invalid(
-                "UPDATE_QUEUE",
-                "packets were pushed but not submitted; submit or roll them back before resizing",
-            ));
-        }
-        let new_ring = self.raw.alloc_ring(bytes)?;
-        self.wait_idle(timeout)?;
-        let old_dwords = self.kind.ring.size_dwords();
-        let new_dwords = (bytes / 4) as usize;
-        let multiple = old_dwords.max(new_dwords) as u64;
-        let w = self.raw.pad_write_pointer(
-            self.wptr().get(),
-            multiple,
-            pm4::header::NOP_ONE_DWORD,
-            timeout,
-            |w| w,
-            |q, w| q.read_u32_pointer() == w % u64::from(q.ring_size / 4),
-        )?;
-        // Rebased on the old ring first: a refused update leaves a consistent queue.
-        self.kind.base = w;
-        self.kind.ring =
-            Pm4Ring::new(old_dwords).map_err(|e| ring_error("UPDATE_QUEUE", e, "dwords"))?;
-        self.raw.replace_ring(new_ring, bytes)?;
-        self.kind.ring =
-            Pm4Ring::new(new_dwords).map_err(|e| ring_error("UPDATE_QUEUE", e, "dwords"))?;
-        Ok(())
+        resize_ring(self, bytes, timeout)
     }
 
     /// Waits until at least `dwords` are free.

@@ -1,8 +1,10 @@
 //! The SDMA kind and its packets.
 
-use super::dword::{push_dwords, ring_error, signal_target, with_encoded, DwordRingKind};
-use super::kind::{sealed, Kind, QueueKind};
-use super::options::QueueOptions;
+use super::dword::{
+    dword_ring_state, push_dwords, resize_ring, ring_error, signal_target, with_encoded,
+    DwordRingKind,
+};
+use super::kind::{sealed, Kind};
 use super::raw::RawQueue;
 use super::Queue;
 use crate::error::{Error, Result};
@@ -33,12 +35,15 @@ impl std::fmt::Debug for Sdma {
 
 impl sealed::Sealed for Sdma {}
 
-impl QueueKind for Sdma {
-    type Pointer = SdmaBytePtr;
-    const KIND: Kind = Kind::Sdma;
-    const ENGINE: &'static str = "the SDMA engine";
+impl DwordRingKind for Sdma {
+    type Ptr = SdmaBytePtr;
+    const QUEUE_KIND: Kind = Kind::Sdma;
+    const ENGINE_NAME: &'static str = "the SDMA engine";
+    /// The SDMA one-dword NOP.
+    const FILLER: u32 = 0;
+    const UNITS_PER_DWORD: u64 = 4;
 
-    fn new(gpu: &Gpu, ring_bytes: u32) -> Result<Self> {
+    fn create(gpu: &Gpu, ring_bytes: u32) -> Result<Self> {
         let gen = gpu.sdma_gen()?;
         let dwords = (ring_bytes / 4) as usize;
         Ok(Sdma {
@@ -48,28 +53,19 @@ impl QueueKind for Sdma {
         })
     }
 
-    fn rptr(&self, raw: &RawQueue) -> SdmaBytePtr {
+    fn read_rptr(&self, raw: &RawQueue) -> SdmaBytePtr {
         SdmaBytePtr::new(raw.read_u64_pointer())
     }
 
-    fn wptr(&self) -> SdmaBytePtr {
-        self.ring.wptr().add(self.base)
+    fn is_idle(&self, raw: &RawQueue) -> bool {
+        self.read_rptr(raw) == self.published()
     }
 
-    fn submit(&mut self, raw: &RawQueue) -> Result<SdmaBytePtr> {
-        // The packets are in the ring already.
-        let w = self.ring.submit().add(self.base);
-        raw.publish(w.get())?;
-        Ok(w)
+    fn reached(raw: &RawQueue, w: u64) -> bool {
+        raw.read_u64_pointer() == w
     }
 
-    fn rollback(&mut self) {
-        self.ring.rollback();
-    }
-
-    fn idle(&self, raw: &RawQueue) -> bool {
-        self.rptr(raw) == self.wptr()
-    }
+    dword_ring_state!(SdmaRing);
 }
 
 impl Queue<Sdma> {
@@ -164,35 +160,6 @@ impl Queue<Sdma> {
     /// Gives the queue a new ring of `bytes`, as [`Pm4Queue::resize_ring`] does (padding with
     /// SDMA NOPs).
     pub fn resize_ring(&mut self, bytes: u32, timeout: Duration) -> Result<()> {
-        QueueOptions::new().ring_size(bytes).validate(Kind::Sdma)?;
-        if bytes == self.raw.ring_size {
-            return Ok(());
-        }
-        if self.kind.ring.pending_wptr() != self.kind.ring.wptr() {
-            return Err(Error::invalid(
-                "UPDATE_QUEUE",
-                "packets were pushed but not submitted; submit or roll them back before resizing",
-            ));
-        }
-        let new_ring = self.raw.alloc_ring(bytes)?;
-        self.wait_idle(timeout)?;
-        let old_dwords = self.kind.ring.size_dwords();
-        let new_dwords = (bytes / 4) as usize;
-        let multiple = old_dwords.max(new_dwords) as u64;
-        let w = self.raw.pad_write_pointer(
-            self.wptr().get() / 4,
-            multiple,
-            0,
-            timeout,
-            |w| w * 4,
-            |q, w| q.read_u64_pointer() == w,
-        )?;
-        self.kind.base = w * 4;
-        self.kind.ring =
-            SdmaRing::new(old_dwords).map_err(|e| ring_error("UPDATE_QUEUE", e, "dwords"))?;
-        self.raw.replace_ring(new_ring, bytes)?;
-        self.kind.ring =
-            SdmaRing::new(new_dwords).map_err(|e| ring_error("UPDATE_QUEUE", e, "dwords"))?;
-        Ok(())
+        resize_ring(self, bytes, timeout)
     }
 }

@@ -86,6 +86,8 @@ impl Queue<Sdma> {
 
     /// Appends a packet; returns the pending write pointer.
     /// As [`Pm4Queue::push`]: encoded first, then written into the ring.
+    ///
+    /// [`Pm4Queue::push`]: super::Pm4Queue::push
     pub fn push<P: Encode + ?Sized>(&mut self, packet: &P) -> Result<SdmaBytePtr> {
         with_encoded(
             packet.dwords(),
@@ -159,6 +161,8 @@ impl Queue<Sdma> {
 
     /// Gives the queue a new ring of `bytes`, as [`Pm4Queue::resize_ring`] does (padding with
     /// SDMA NOPs).
+    ///
+    /// [`Pm4Queue::resize_ring`]: super::Pm4Queue::resize_ring
     pub fn resize_ring(&mut self, bytes: u32, timeout: Duration) -> Result<()> {
         resize_ring(self, bytes, timeout)
     }

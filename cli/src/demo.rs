@@ -12,10 +12,12 @@
 
 use std::time::{Duration, Instant};
 
-use drain::{ChannelConfig, DrainConfig, ProducerKind, Trigger, Verify};
+use drain::{ChannelConfig, DrainConfig, DrainReport, ProducerKind, Trigger, Verify};
 use pm4::ring::{DwordPtr, SdmaBytePtr};
 use serde::Serialize;
-use thunk::{EventKind, Gpu, Memory, MemoryKind, QueueOptions, WaitStatus};
+use thunk::{
+    Event, EventKind, Gpu, Kfd, Memory, MemoryKind, Pm4Queue, QueueOptions, SdmaQueue, WaitStatus,
+};
 
 use crate::decode::{decode_words, Engine};
 use crate::device::{DeviceArgs, Source};
@@ -93,7 +95,7 @@ struct Narrator {
 }
 
 impl Narrator {
-    fn step(&mut self, title: &str, lines: Vec<(String, String)>) -> CliResult<()> {
+    fn step(&mut self, title: &str, lines: Lines) -> CliResult<()> {
         let n = self.steps.len() + 1;
         if let Some(out) = &mut self.out {
             out.line(&format!(
@@ -128,6 +130,9 @@ fn thunk_err(what: &'static str) -> impl Fn(thunk::Error) -> CliError {
     move |e| CliError::failure_in(what, e)
 }
 
+/// A step's lines, each coloured for the terminal and plain for JSON.
+type Lines = Vec<(String, String)>;
+
 const STEPS: usize = 10;
 /// Payload bytes of each drained record (256 with the 8-byte record header).
 const DEMO_RECORD_PAYLOAD: u32 = 248;
@@ -150,10 +155,104 @@ pub fn run(args: &DemoArgs, style: Style) -> CliResult<()> {
         total: STEPS,
     };
     // 1. Open (before any output: a device that cannot be opened is one line on stderr).
+    let (opened, lines) = open_step(args, narrator.out.as_mut(), style)?;
+    let Opened {
+        kfd,
+        source,
+        interface,
+        gpus,
+        gpu,
+    } = opened;
+    narrator.step("open", lines)?;
+
+    // 2. Topology.
+    narrator.step("topology", topology_step(&gpus, style))?;
+
+    // 3. Memory.
+    let (host, vram, fences, lines) = memory_step(&gpu)?;
+    narrator.step(
+        "allocate and map (ALLOC_MEMORY_OF_GPU, MAP_MEMORY_TO_GPU, mmap)",
+        lines,
+    )?;
+
+    // 4. PM4 queue: WRITE_DATA + RELEASE_MEM fence.
+    let target = gpu_target(&gpu)?;
+    let (mut pm4, lines) = pm4_step(&gpu, &fences, target, style)?;
+    narrator.step("PM4 compute queue", lines)?;
+
+    // 5. SDMA queue: GTT → VRAM → GTT.
+    let (_sdma, lines) = sdma_step(&gpu, &host, &vram, &fences, target, style)?;
+    narrator.step("SDMA queue", lines)?;
+
+    // 6. Event.
+    let (_event, lines) = event_step(&kfd, &mut pm4, target, style)?;
+    narrator.step("signal and wait on an event", lines)?;
+
+    // 7. A kernel.
+    let lines = kernel_step(&kfd, &gpu, style)?;
+    narrator.step(
+        &format!(
+            "run a kernel: the project's {} ({}) on an AQL queue",
+            kernels::AXPY,
+            kernels::AXPY_SOURCE
+        ),
+        lines,
+    )?;
+
+    // 8. Drain.
+    let (drained, lines) = drain_step(&gpu, drain_bytes, text)?;
+    narrator.step(
+        "drain a trace buffer (SDMA drain queue, 8 slots of 1 MiB, on-full trigger)",
+        lines,
+    )?;
+
+    // 9. A kernel as the producer.
+    let (title, lines) = kernel_drain_step(&gpu, text, args.quick)?;
+    narrator.step(&title, lines)?;
+
+    // 10. Numbers.
+    let (measurements, lines) = measured_step(&kfd, &gpu, &source, &drained, args.quick, style)?;
+    narrator.step("measured", lines)?;
+
+    let report = DemoReport {
+        source,
+        interface,
+        steps: narrator.steps,
+        measurements,
+        elapsed_ms: started.elapsed().as_secs_f64() * 1e3,
+    };
+    if args.json {
+        let mut out = Out::stdout();
+        out.json(&report)?;
+        out.flush()?;
+    } else if let Some(out) = &mut narrator.out {
+        out.line(&format!(
+            "\ndone in {} on {}",
+            units::duration(started.elapsed()),
+            report.source.description
+        ))?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
+/// What step 1 opened: the device, where it is, its interface version, its GPUs and the one
+/// the demo uses (the first).
+struct Opened {
+    kfd: Kfd,
+    source: Source,
+    interface: String,
+    gpus: Vec<Gpu>,
+    gpu: Gpu,
+}
+
+/// Step 1: opens the device (before any output: a device that cannot be opened is one line
+/// on stderr), then prints the title to `out`.
+fn open_step(args: &DemoArgs, out: Option<&mut Out>, style: Style) -> CliResult<(Opened, Lines)> {
     let t = Instant::now();
     let (kfd, source) = args.device.open()?;
     let open_time = t.elapsed();
-    if let Some(out) = &mut narrator.out {
+    if let Some(out) = out {
         out.line(&style.paint(
             Tone::Bold,
             "kfd demo — the KFD user-space stack end to end, in a few seconds",
@@ -166,24 +265,33 @@ pub fn run(args: &DemoArgs, style: Style) -> CliResult<()> {
         .first()
         .cloned()
         .ok_or_else(|| CliError::failure(format!("{} has no usable GPU", source.description)))?;
-    narrator.step(
-        "open",
-        vec![
-            both(style, |s| {
-                format!("{} {}", s.paint(Tone::Dim, "source:"), source.line())
-            }),
-            plain(format!(
-                "KFD interface {interface} (GET_VERSION), {} GPU(s) with their address space acquired (ACQUIRE_VM), {} event/doorbell pages, in {}",
-                gpus.len(),
-                if kfd.uses_user_pages() { "user-buffer (dGPU)" } else { "kernel (APU)" },
-                units::duration(open_time)
-            )),
-        ],
-    )?;
+    let lines = vec![
+        both(style, |s| {
+            format!("{} {}", s.paint(Tone::Dim, "source:"), source.line())
+        }),
+        plain(format!(
+            "KFD interface {interface} (GET_VERSION), {} GPU(s) with their address space acquired (ACQUIRE_VM), {} event/doorbell pages, in {}",
+            gpus.len(),
+            if kfd.uses_user_pages() { "user-buffer (dGPU)" } else { "kernel (APU)" },
+            units::duration(open_time)
+        )),
+    ];
+    Ok((
+        Opened {
+            kfd,
+            source,
+            interface,
+            gpus,
+            gpu,
+        },
+        lines,
+    ))
+}
 
-    // 2. Topology.
+/// Step 2: every GPU's node in the topology.
+fn topology_step(gpus: &[Gpu], style: Style) -> Lines {
     let mut lines = Vec::new();
-    for g in &gpus {
+    for g in gpus {
         let n = g.node();
         let p = &n.properties;
         lines.push(both(style, |s| {
@@ -206,9 +314,12 @@ pub fn run(args: &DemoArgs, style: Style) -> CliResult<()> {
     lines.push(both(style, |s| {
         s.paint(Tone::Dim, "(kfd info shows everything sysfs says)")
     }));
-    narrator.step("topology", lines)?;
+    lines
+}
 
-    // 3. Memory.
+/// Step 3: a GTT buffer, a VRAM buffer and a GTT page for the fences, each mapped for the CPU
+/// and the GPU.
+fn memory_step(gpu: &Gpu) -> CliResult<(Memory, Memory, Memory, Lines)> {
     let host = gpu
         .alloc(MemoryKind::Gtt, 128 << 10)
         .map_err(thunk_err("GTT allocation"))?;
@@ -227,18 +338,23 @@ pub fn run(args: &DemoArgs, style: Style) -> CliResult<()> {
             m.handle()
         ))
     };
-    narrator.step(
-        "allocate and map (ALLOC_MEMORY_OF_GPU, MAP_MEMORY_TO_GPU, mmap)",
-        vec![
-            describe("host", &host),
-            describe("vram", &vram),
-            describe("fences", &fences),
-            plain("one address for the CPU and the GPU (shared virtual memory)".into()),
-        ],
-    )?;
+    let lines = vec![
+        describe("host", &host),
+        describe("vram", &vram),
+        describe("fences", &fences),
+        plain("one address for the CPU and the GPU (shared virtual memory)".into()),
+    ];
+    Ok((host, vram, fences, lines))
+}
 
-    // 4. PM4 queue: WRITE_DATA + RELEASE_MEM fence.
-    let target = gpu_target(&gpu)?;
+/// Step 4: a PM4 compute queue writes two words (WRITE_DATA) and a fence (RELEASE_MEM); the
+/// words are checked and the packets shown disassembled from the ring.
+fn pm4_step(
+    gpu: &Gpu,
+    fences: &Memory,
+    target: Target,
+    style: Style,
+) -> CliResult<(Pm4Queue, Lines)> {
     let mut pm4 = gpu
         .create_pm4_queue(&QueueOptions::new().ring_size(4096))
         .map_err(thunk_err("PM4 queue"))?;
@@ -274,9 +390,19 @@ pub fn run(args: &DemoArgs, style: Style) -> CliResult<()> {
         got[1],
         units::duration(pm4_time)
     )));
-    narrator.step("PM4 compute queue", lines)?;
+    Ok((pm4, lines))
+}
 
-    // 5. SDMA queue: GTT → VRAM → GTT.
+/// Step 5: an SDMA queue copies 64 KiB GTT → VRAM → GTT and writes a fence; the copy is
+/// checked and the packets shown disassembled from the ring.
+fn sdma_step(
+    gpu: &Gpu,
+    host: &Memory,
+    vram: &Memory,
+    fences: &Memory,
+    target: Target,
+    style: Style,
+) -> CliResult<(SdmaQueue, Lines)> {
     let pattern: Vec<u8> = (0..64u32 << 10)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8)
         .collect();
@@ -324,9 +450,17 @@ pub fn run(args: &DemoArgs, style: Style) -> CliResult<()> {
         "64 KiB GTT → VRAM → GTT came back identical; the fence landed after {}",
         units::duration(sdma_time)
     )));
-    narrator.step("SDMA queue", lines)?;
+    Ok((sdma, lines))
+}
 
-    // 6. Event.
+/// Step 6: the PM4 queue signals an event (RELEASE_MEM with an interrupt) that the CPU waits
+/// on.
+fn event_step(
+    kfd: &Kfd,
+    pm4: &mut Pm4Queue,
+    target: Target,
+    style: Style,
+) -> CliResult<(Event, Lines)> {
     let event = kfd
         .create_event(EventKind::Signal, true)
         .map_err(thunk_err("CREATE_EVENT"))?;
@@ -343,7 +477,7 @@ pub fn run(args: &DemoArgs, style: Style) -> CliResult<()> {
             event.id()
         )));
     }
-    let ring = pm4_ring_words(&pm4, before, after)?;
+    let ring = pm4_ring_words(pm4, before, after)?;
     let mut lines = vec![plain(format!(
         "event {}: signal, auto-reset, slot {} of the event page (CREATE_EVENT)",
         event.id(),
@@ -354,20 +488,12 @@ pub fn run(args: &DemoArgs, style: Style) -> CliResult<()> {
         "RELEASE_MEM wrote the slot and raised an interrupt; IH → event → WAIT_EVENTS returned after {}",
         units::duration(event_time)
     )));
-    narrator.step("signal and wait on an event", lines)?;
+    Ok((event, lines))
+}
 
-    // 7. A kernel.
-    let lines = kernel_step(&kfd, &gpu, style)?;
-    narrator.step(
-        &format!(
-            "run a kernel: the project's {} ({}) on an AQL queue",
-            kernels::AXPY,
-            kernels::AXPY_SOURCE
-        ),
-        lines,
-    )?;
-
-    // 8. Drain.
+/// Step 8: `drain_bytes` of synthetic trace records, written by a CPU thread into the GPU
+/// buffer and drained by the channel's SDMA queue, with a progress line when `text`.
+fn drain_step(gpu: &Gpu, drain_bytes: u64, text: bool) -> CliResult<(DrainReport, Lines)> {
     let mut config = DrainConfig::new(
         ChannelConfig::new(1 << 20, 8).trigger(Trigger::OnFull),
         drain_bytes,
@@ -378,7 +504,7 @@ pub fn run(args: &DemoArgs, style: Style) -> CliResult<()> {
     config.verify = Verify::Checksum;
     config.progress_every = Duration::from_millis(100);
     let mut line = ProgressLine::new(text);
-    let report = drain::run(&gpu, &config, |p| {
+    let report = drain::run(gpu, &config, |p| {
         let left = time_left(p.bytes, drain_bytes, p.gb_per_s * 1e9)
             .map(|t| format!(", {t}"))
             .unwrap_or_default();
@@ -395,40 +521,45 @@ pub fn run(args: &DemoArgs, style: Style) -> CliResult<()> {
     line.finish();
     let lat = report.stats.drain_latency;
     let us = |d: Option<Duration>| d.map_or("-".into(), units::duration);
-    narrator.step(
-        "drain a trace buffer (SDMA drain queue, 8 slots of 1 MiB, on-full trigger)",
-        vec![
-            plain(format!(
-                "a CPU thread produced {} records of {} bytes ({}) into the GPU buffer; the SDMA queue copied {} full slots to host memory with no CPU work per slot",
-                report.records_written,
-                DEMO_RECORD_PAYLOAD + 8,
-                units::bytes(report.bytes),
-                report.stats.slots_drained
-            )),
-            plain(format!(
-                "received {} records in order, checksums verified, in {}: {:.2} GB/s; reader CPU {}",
-                report.records,
-                units::duration(report.elapsed),
-                report.gb_per_s,
-                report.reader_cpu.map_or("-".into(), units::duration)
-            )),
-            plain(format!(
-                "drain latency (slot full → seen by the reader): p50 {}, p99 {}, over {} slots",
-                us(lat.p50),
-                us(lat.p99),
-                lat.count
-            )),
-        ],
-    )?;
+    let lines = vec![
+        plain(format!(
+            "a CPU thread produced {} records of {} bytes ({}) into the GPU buffer; the SDMA queue copied {} full slots to host memory with no CPU work per slot",
+            report.records_written,
+            DEMO_RECORD_PAYLOAD + 8,
+            units::bytes(report.bytes),
+            report.stats.slots_drained
+        )),
+        plain(format!(
+            "received {} records in order, checksums verified, in {}: {:.2} GB/s; reader CPU {}",
+            report.records,
+            units::duration(report.elapsed),
+            report.gb_per_s,
+            report.reader_cpu.map_or("-".into(), units::duration)
+        )),
+        plain(format!(
+            "drain latency (slot full → seen by the reader): p50 {}, p99 {}, over {} slots",
+            us(lat.p50),
+            us(lat.p99),
+            lat.count
+        )),
+    ];
+    Ok((report, lines))
+}
 
-    // 9. A kernel as the producer.
-    let (title, lines) = kernel_drain_step(&gpu, text, args.quick)?;
-    narrator.step(&title, lines)?;
-
-    // 10. Numbers.
-    let samples = if args.quick { 50 } else { 500 };
-    let round_trip = measure::doorbell_round_trip(&gpu, samples)?;
-    let events = measure::event_latency(&kfd, &gpu, samples / 5)?;
+/// Step 10: the doorbell round trip and the event latency, measured here, with the drain's
+/// numbers from step 8.
+fn measured_step(
+    kfd: &Kfd,
+    gpu: &Gpu,
+    source: &Source,
+    report: &DrainReport,
+    quick: bool,
+    style: Style,
+) -> CliResult<(Vec<Measurement>, Lines)> {
+    let samples = if quick { 50 } else { 500 };
+    let round_trip = measure::doorbell_round_trip(gpu, samples)?;
+    let events = measure::event_latency(kfd, gpu, samples / 5)?;
+    let lat = report.stats.drain_latency;
     let mut measurements = vec![
         Measurement {
             name: "doorbell → RELEASE_MEM fence seen by the CPU".into(),
@@ -457,7 +588,7 @@ pub fn run(args: &DemoArgs, style: Style) -> CliResult<()> {
             how: format!("median of {} slots", lat.count),
         });
     }
-    let mut lines: Vec<(String, String)> = measurements
+    let mut lines: Lines = measurements
         .iter()
         .map(|m| {
             let value = if m.unit == "ns" {
@@ -487,38 +618,13 @@ pub fn run(args: &DemoArgs, style: Style) -> CliResult<()> {
             "next: kfd trace create-queue (the driver layer by layer) · kfd bench (numbers against targets)",
         )
     }));
-    narrator.step("measured", lines)?;
-
-    let report = DemoReport {
-        source,
-        interface,
-        steps: narrator.steps,
-        measurements,
-        elapsed_ms: started.elapsed().as_secs_f64() * 1e3,
-    };
-    if args.json {
-        let mut out = Out::stdout();
-        out.json(&report)?;
-        out.flush()?;
-    } else if let Some(out) = &mut narrator.out {
-        out.line(&format!(
-            "\ndone in {} on {}",
-            units::duration(started.elapsed()),
-            report.source.description
-        ))?;
-        out.flush()?;
-    }
-    Ok(())
+    Ok((measurements, lines))
 }
 
 /// Step 8: an instrumented kernel writes trace records through drain's device producer
 /// library (linked in by the loader) while the channel's SDMA queue drains them. Skipped, with
 /// the reason, when clang-15 / ld.lld-15 are not installed.
-fn kernel_drain_step(
-    gpu: &Gpu,
-    text: bool,
-    quick: bool,
-) -> CliResult<(String, Vec<(String, String)>)> {
+fn kernel_drain_step(gpu: &Gpu, text: bool, quick: bool) -> CliResult<(String, Lines)> {
     let (slot, waves, total) = if quick {
         (1024u32, 2u32, 16u64 << 10)
     } else {
@@ -624,7 +730,7 @@ const AXPY_A: u32 = 3;
 
 /// Loads the kept `axpy` code object, dispatches it on a new AQL queue, waits for its
 /// completion signal and checks every element against the host's reference.
-fn kernel_step(kfd: &thunk::Kfd, gpu: &Gpu, style: Style) -> CliResult<Vec<(String, String)>> {
+fn kernel_step(kfd: &thunk::Kfd, gpu: &Gpu, style: Style) -> CliResult<Lines> {
     use thunk::model_access::KfdModelExt;
     let processor = thunk::Executable::target_of(gpu)
         .map(|t| t.processor)
@@ -758,7 +864,7 @@ fn disassembly(
     engine: Engine,
     target: Target,
     style: Style,
-) -> Vec<(String, String)> {
+) -> Lines {
     let (_, entries) = decode_words(words, offset, engine, target, false);
     let mut lines = Vec::new();
     for e in &entries {

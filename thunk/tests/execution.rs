@@ -292,10 +292,24 @@ fn pm4_ring_resized_while_in_use() {
     assert_eq!((q.ring_size(), q.ring().size()), (64 << 10, 64 << 10));
     assert_ne!(q.ring().gpu_va(), old_ring);
     assert_eq!(q.wptr().get() % (16 << 10), 0);
-    run(&mut q, 300);
+    // Seven rounds of WRITE_DATA (5 dwords) and a fence (8) are 91 dwords, padded to the
+    // first multiple of the larger ring; the new ring counts from its start.
+    assert_eq!(q.wptr(), DwordPtr::new(16 << 10));
+    assert_eq!(q.pending_wptr(), q.wptr());
+    assert_eq!(q.ring_state().wptr(), DwordPtr::new(0));
+    run(&mut q, 1);
+    assert_eq!(
+        q.ring().load_u32(0).unwrap(),
+        0xC003_3700,
+        "the next WRITE_DATA's header is the new ring's first dword"
+    );
+    run(&mut q, 299);
     // Shrink again, then wrap the small ring a few times.
     q.resize_ring(4096, T).unwrap();
     assert_eq!(q.ring_size(), 4096);
+    // 16384 + 300 × 13 dwords, padded to a multiple of the larger (the old) ring.
+    assert_eq!(q.wptr(), DwordPtr::new(2 * (16 << 10)));
+    assert_eq!(q.ring_state().wptr(), DwordPtr::new(0));
     run(&mut q, 200);
     // Nothing pushed may be pending, and the size must be valid.
     q.push_nop(2).unwrap();
@@ -334,8 +348,13 @@ fn sdma_ring_resized_while_in_use() {
         0,
         "bytes, a multiple of the new ring"
     );
+    // Nine 16-byte FENCEs are 36 dwords, padded to the new ring's 8192 dwords.
+    assert_eq!(q.wptr(), SdmaBytePtr::new(32 << 10));
+    assert_eq!(q.ring_state().wptr(), SdmaBytePtr::new(0));
     run(&mut q, 10, 3000);
     q.resize_ring(4096, T).unwrap();
+    // 8192 + 2990 × 4 dwords = 20152, padded to a multiple of the larger (the old) ring.
+    assert_eq!(q.wptr(), SdmaBytePtr::new(3 * (32 << 10)));
     run(&mut q, 3000, 3400);
     q.wait_idle(T).unwrap();
     assert_eq!(q.rptr(), q.wptr());

@@ -57,6 +57,14 @@ pub const WAVE_TURN: u64 = 4096;
 /// its workgroup gets a turn.
 pub const POLL_TURN: u64 = 256;
 
+/// Instructions each wave runs in the first round after its workgroup's barrier releases it.
+/// On hardware the waves of a workgroup sit on different SIMDs and all issue at once after a
+/// barrier, and a global load takes hundreds of clocks: every wave reads what the barrier
+/// published (LDS) before any wave can write LDS with data it loaded after the barrier.
+/// Kernels rely on it (RCCL's work loop reads the LDS work header after a barrier while wave 0
+/// already loads the next header into the same place): a short first turn keeps that order.
+pub const BARRIER_RELEASE_TURN: u64 = 8;
+
 /// Instructions a workgroup runs in one turn on a compute-unit thread (at least one round of
 /// its waves) before the thread takes the next workgroup's turn: a workgroup that spins
 /// waiting for an earlier one gives its thread back (`group_queue` says how turns go round).
@@ -396,6 +404,9 @@ struct Workgroup {
     /// Per wave: its last run's memory accesses, and whether that run polled.
     activity: Vec<(Activity, bool)>,
     lds: Vec<u8>,
+    /// A barrier just released its waves: the next round gives each a short turn
+    /// ([`BARRIER_RELEASE_TURN`]).
+    released: bool,
 }
 
 /// How a workgroup's turn on a compute unit ended.
@@ -956,6 +967,7 @@ impl KernelRun {
         let turn_end = *retired + GROUP_TURN;
         loop {
             let mut ran = false;
+            let short_round = std::mem::take(&mut group.released);
             // Every wave that ran in this round polled (`polling`).
             let mut all_polled = true;
             for i in 0..group.waves.len() {
@@ -964,7 +976,13 @@ impl KernelRun {
                 }
                 ran = true;
                 let (last_activity, polled) = group.activity[i];
-                let budget = if polled { POLL_TURN } else { WAVE_TURN };
+                let budget = if short_round {
+                    BARRIER_RELEASE_TURN
+                } else if polled {
+                    POLL_TURN
+                } else {
+                    WAVE_TURN
+                };
                 let sent_before = messages.len();
                 // A wave enters and leaves its handler only at a stop, so PRIV at the start
                 // holds for what this run sends (an s_rfe_b64 that returns to the shader
@@ -1203,11 +1221,12 @@ impl KernelRun {
                 for w in group.waves.iter_mut().filter(|w| w.1 == WaveState::Barrier) {
                     w.1 = WaveState::Ready;
                 }
+                group.released = true;
             } else if !ran {
                 return GroupEnd::Unfinished(group);
             }
             // A workgroup whose waves only poll gives its turn to others at once.
-            if ran && all_polled {
+            if ran && all_polled && !short_round {
                 return GroupEnd::Polled(group);
             }
             if *retired >= turn_end || Instant::now() >= deadline || stop.load(Ordering::Acquire) {
@@ -1266,6 +1285,7 @@ impl KernelRun {
             activity: Vec::new(),
             waves: Vec::new(),
             lds: Vec::new(),
+            released: false,
         });
         group.id = id;
         group.index = index;
@@ -1296,6 +1316,7 @@ impl KernelRun {
         group.activity.resize(nwaves as usize, Default::default());
         group.lds.clear();
         group.lds.resize(lds, 0);
+        group.released = false;
         group
     }
 

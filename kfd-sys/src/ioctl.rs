@@ -80,6 +80,16 @@ pub const fn ioc_dir(cmd: u32) -> u32 {
     cmd >> IOC_DIRSHIFT
 }
 
+/// `cmd` with its argument size replaced by `size` bytes: the code of a request whose argument
+/// is a fixed header followed by a variable part (`AMDKFD_IOC_SVM` and its attributes, as
+/// libhsakmt sends it). `None` when `size` does not fit the 14-bit size field.
+pub const fn with_size(cmd: u32, size: usize) -> Option<u32> {
+    if size > IOC_SIZEMASK as usize {
+        return None;
+    }
+    Some((cmd & !(IOC_SIZEMASK << IOC_SIZESHIFT)) | ((size as u32) << IOC_SIZESHIFT))
+}
+
 /// One ioctl of a generation's table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IoctlDesc {
@@ -258,6 +268,15 @@ mod tests {
         assert_eq!(ioc_type(cmd), u32::from(b'K'));
         assert_eq!(ioc_size(cmd), 96);
         assert_eq!(ioc_dir(cmd), IOC_READ | IOC_WRITE);
+    }
+
+    #[test]
+    fn with_size_replaces_only_the_size_field() {
+        // SVM with two 8-byte attributes after its 24-byte header.
+        assert_eq!(with_size(AMDKFD_IOC_SVM, 24 + 16), Some(0xc0284b20));
+        assert_eq!(with_size(AMDKFD_IOC_SVM, 24), Some(AMDKFD_IOC_SVM));
+        assert_eq!(with_size(AMDKFD_IOC_SVM, 0x3FFF), Some(0xffff4b20));
+        assert_eq!(with_size(AMDKFD_IOC_SVM, 0x4000), None);
     }
 
     #[test]

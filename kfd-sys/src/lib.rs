@@ -19,7 +19,9 @@
 //!   and the parts the model knows ([`gpu::Preset`]) with one table row each;
 //! * the older generation spoken by Debian's libhsakmt 5.2.3 — interface 1.8 plus the ROCm
 //!   DKMS-only ioctls 0x80–0x84 and the 88-byte `CREATE_QUEUE` — in its own module,
-//!   [`v1_8`], so that a driver model can serve both.
+//!   [`v1_8`], so that a driver model can serve both;
+//! * the DRM core and amdgpu render-node uapi the project speaks ([`drm`]): request codes,
+//!   `AMDGPU_INFO_*` queries, GEM domains, flags and operations.
 //!
 //! The crate holds no logic beyond the ABI's own arithmetic (request-code and mmap-offset
 //! encoding), allocates nothing and contains no `unsafe`.
@@ -48,6 +50,7 @@ mod macros;
 mod args;
 mod consts;
 mod debug;
+pub mod drm;
 pub mod errno;
 pub mod gpu;
 pub mod ioctl;

@@ -15,8 +15,6 @@ use pm4::sdma::SdmaWrite;
 use std::ptr::NonNull;
 
 const PAGE: u64 = 4096;
-/// Where the argument size sits in an ioctl request code (`_IOC_SIZESHIFT`).
-const IOC_SIZESHIFT: u32 = 16;
 
 fn stepped(preset: Preset, gpus: u32) -> Model {
     model_with(
@@ -141,7 +139,7 @@ fn svm_raw(
     for a in attrs {
         bytes.extend_from_slice(a.as_bytes());
     }
-    let request = AMDKFD_IOC_SVM + ((attrs.len() as u32 * 8) << IOC_SIZESHIFT);
+    let request = with_size(AMDKFD_IOC_SVM, bytes.len()).expect("the attributes fit");
     // SAFETY: the ranges passed are the test's own anonymous memory (or addresses the model
     // must refuse); they outlive the GPU's use of them.
     let r = unsafe { c.p.ioctl(request, &mut bytes) };

@@ -122,14 +122,10 @@ unsafe fn svm_ioctl(
     size: u64,
     attrs: &[kfd_ioctl_svm_attribute],
 ) -> core::result::Result<Vec<kfd_ioctl_svm_attribute>, Errno> {
-    const IOC_SIZESHIFT: u32 = 16;
-    const IOC_SIZEMASK: usize = (1 << 14) - 1;
     let header = core::mem::size_of::<kfd_ioctl_svm_args>();
     let attr_len = core::mem::size_of::<kfd_ioctl_svm_attribute>();
-    let attrs_size = std::mem::size_of_val(attrs);
-    if attrs_size + header > IOC_SIZEMASK {
-        return Err(Errno::EINVAL);
-    }
+    let request =
+        with_size(AMDKFD_IOC_SVM, header + std::mem::size_of_val(attrs)).ok_or(Errno::EINVAL)?;
     let head = kfd_ioctl_svm_args {
         start_addr: start,
         size,
@@ -141,7 +137,6 @@ unsafe fn svm_ioctl(
     for a in attrs {
         bytes.extend_from_slice(a.as_bytes());
     }
-    let request = AMDKFD_IOC_SVM + ((attrs_size as u32) << IOC_SIZESHIFT);
     // SAFETY: `bytes` is the whole argument the request's size names; the range is the
     // caller's to hand over (this function's contract).
     unsafe { kfd.session.backend.ioctl(request, &mut bytes) }?;

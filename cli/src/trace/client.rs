@@ -189,8 +189,12 @@ impl Client {
         for a in attrs {
             bytes.extend_from_slice(a.as_bytes());
         }
-        const IOC_SIZESHIFT: u32 = 16;
-        let request = AMDKFD_IOC_SVM + ((attrs.len() as u32 * 8) << IOC_SIZESHIFT);
+        let request = with_size(AMDKFD_IOC_SVM, bytes.len()).ok_or_else(|| {
+            CliError::failure(format!(
+                "AMDKFD_IOC_SVM: {} attributes do not fit",
+                attrs.len()
+            ))
+        })?;
         let start_t = self.epoch.elapsed();
         // SAFETY: the scenarios pass ranges of `svm_memory`, which lives as long as the
         // process and is touched by the CPU only through copies, never references.

@@ -466,12 +466,12 @@ fn get_dmabuf_info(p: &ProcessInner, a: &mut kfd_ioctl_get_dmabuf_info_args) -> 
     a.gpu_id = bo.node.gpu_id;
     // amdgpu_amdkfd_get_dmabuf_info: VRAM when that is the preferred domain, else GTT; PUBLIC
     // when the CPU must reach it.
-    a.flags = if gem.placement().preferred_domains & crate::gem::AMDGPU_GEM_DOMAIN_VRAM != 0 {
+    a.flags = if gem.placement().preferred_domains & kfd_sys::drm::AMDGPU_GEM_DOMAIN_VRAM != 0 {
         KFD_IOC_ALLOC_MEM_FLAGS_VRAM
     } else {
         KFD_IOC_ALLOC_MEM_FLAGS_GTT
     };
-    if gem.flags & crate::gem::AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED != 0 {
+    if gem.flags & kfd_sys::drm::AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED != 0 {
         a.flags |= KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC;
     }
     let metadata = gem.metadata().data;

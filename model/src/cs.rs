@@ -44,47 +44,14 @@
 //! one test process share a GPU, which is what KFDEvictTest needs.
 
 use crate::errno::{Errno, KResult};
+use kfd_sys::drm::*;
 use std::collections::BTreeMap;
 
-/// `AMDGPU_BO_LIST_OP_CREATE`.
-pub const AMDGPU_BO_LIST_OP_CREATE: u32 = 0;
-/// `AMDGPU_BO_LIST_OP_DESTROY`.
-pub const AMDGPU_BO_LIST_OP_DESTROY: u32 = 1;
-/// `AMDGPU_BO_LIST_OP_UPDATE`.
-pub const AMDGPU_BO_LIST_OP_UPDATE: u32 = 2;
-
-/// `AMDGPU_HW_IP_GFX`.
-pub const AMDGPU_HW_IP_GFX: u32 = 0;
-/// `AMDGPU_HW_IP_COMPUTE`.
-pub const AMDGPU_HW_IP_COMPUTE: u32 = 1;
-/// `AMDGPU_HW_IP_DMA` (the SDMA engines).
-pub const AMDGPU_HW_IP_DMA: u32 = 2;
 /// GFX rings a GPU of the model has (`amdgpu`'s `num_gfx_rings` on gfx9: one).
 pub const GFX_RINGS: u32 = 1;
 /// Compute rings the graphics driver has (`amdgpu`'s kernel compute queues, `num_kcq`: 8
 /// by default).
 pub const COMPUTE_RINGS: u32 = 8;
-/// `AMDGPU_HW_IP_NUM`: IP types are below it.
-pub const AMDGPU_HW_IP_NUM: u32 = 9;
-
-/// `AMDGPU_CHUNK_ID_IB`.
-pub const AMDGPU_CHUNK_ID_IB: u32 = 0x01;
-/// `AMDGPU_CHUNK_ID_FENCE`.
-pub const AMDGPU_CHUNK_ID_FENCE: u32 = 0x02;
-/// `AMDGPU_CHUNK_ID_DEPENDENCIES`.
-pub const AMDGPU_CHUNK_ID_DEPENDENCIES: u32 = 0x03;
-/// `AMDGPU_CHUNK_ID_SYNCOBJ_IN`.
-pub const AMDGPU_CHUNK_ID_SYNCOBJ_IN: u32 = 0x04;
-/// `AMDGPU_CHUNK_ID_SYNCOBJ_OUT`.
-pub const AMDGPU_CHUNK_ID_SYNCOBJ_OUT: u32 = 0x05;
-/// `AMDGPU_CHUNK_ID_BO_HANDLES`.
-pub const AMDGPU_CHUNK_ID_BO_HANDLES: u32 = 0x06;
-/// `AMDGPU_CHUNK_ID_SCHEDULED_DEPENDENCIES`.
-pub const AMDGPU_CHUNK_ID_SCHEDULED_DEPENDENCIES: u32 = 0x07;
-/// `AMDGPU_CHUNK_ID_SYNCOBJ_TIMELINE_WAIT`.
-pub const AMDGPU_CHUNK_ID_SYNCOBJ_TIMELINE_WAIT: u32 = 0x08;
-/// `AMDGPU_CHUNK_ID_SYNCOBJ_TIMELINE_SIGNAL`.
-pub const AMDGPU_CHUNK_ID_SYNCOBJ_TIMELINE_SIGNAL: u32 = 0x09;
 
 /// Most packets one submitted IB may run (the model runs it to its end in the ioctl).
 pub const SUBMITTED_IB_BUDGET: usize = 1 << 16;

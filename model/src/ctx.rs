@@ -12,49 +12,8 @@
 //! only one context of a device holds a non-default one at a time (`EBUSY`) is not modelled.
 
 use crate::errno::{Errno, KResult};
+use kfd_sys::drm::*;
 use std::collections::BTreeMap;
-
-/// `AMDGPU_CTX_OP_ALLOC_CTX`.
-pub const AMDGPU_CTX_OP_ALLOC_CTX: u32 = 1;
-/// `AMDGPU_CTX_OP_FREE_CTX`.
-pub const AMDGPU_CTX_OP_FREE_CTX: u32 = 2;
-/// `AMDGPU_CTX_OP_QUERY_STATE`.
-pub const AMDGPU_CTX_OP_QUERY_STATE: u32 = 3;
-/// `AMDGPU_CTX_OP_QUERY_STATE2`.
-pub const AMDGPU_CTX_OP_QUERY_STATE2: u32 = 4;
-/// `AMDGPU_CTX_OP_GET_STABLE_PSTATE`.
-pub const AMDGPU_CTX_OP_GET_STABLE_PSTATE: u32 = 5;
-/// `AMDGPU_CTX_OP_SET_STABLE_PSTATE`.
-pub const AMDGPU_CTX_OP_SET_STABLE_PSTATE: u32 = 6;
-
-/// `AMDGPU_CTX_NO_RESET`: what `QUERY_STATE` reports when the GPU was not reset.
-pub const AMDGPU_CTX_NO_RESET: u32 = 0;
-/// `AMDGPU_CTX_UNKNOWN_RESET`: what `QUERY_STATE` reports once after a reset.
-pub const AMDGPU_CTX_UNKNOWN_RESET: u32 = 3;
-/// `AMDGPU_CTX_QUERY2_FLAGS_RESET`: the GPU was reset since the context was created.
-pub const AMDGPU_CTX_QUERY2_FLAGS_RESET: u64 = 1 << 0;
-/// `AMDGPU_CTX_QUERY2_FLAGS_GUILTY`: a job of this context hung the GPU.
-pub const AMDGPU_CTX_QUERY2_FLAGS_GUILTY: u64 = 1 << 2;
-
-/// `AMDGPU_CTX_PRIORITY_UNSET`.
-pub const AMDGPU_CTX_PRIORITY_UNSET: i32 = -2048;
-/// `AMDGPU_CTX_PRIORITY_VERY_LOW`.
-pub const AMDGPU_CTX_PRIORITY_VERY_LOW: i32 = -1023;
-/// `AMDGPU_CTX_PRIORITY_LOW`.
-pub const AMDGPU_CTX_PRIORITY_LOW: i32 = -512;
-/// `AMDGPU_CTX_PRIORITY_NORMAL`.
-pub const AMDGPU_CTX_PRIORITY_NORMAL: i32 = 0;
-/// `AMDGPU_CTX_PRIORITY_HIGH` (needs `CAP_SYS_NICE` or DRM master).
-pub const AMDGPU_CTX_PRIORITY_HIGH: i32 = 512;
-/// `AMDGPU_CTX_PRIORITY_VERY_HIGH` (needs `CAP_SYS_NICE` or DRM master).
-pub const AMDGPU_CTX_PRIORITY_VERY_HIGH: i32 = 1023;
-
-/// `AMDGPU_CTX_STABLE_PSTATE_FLAGS_MASK`.
-pub const AMDGPU_CTX_STABLE_PSTATE_FLAGS_MASK: u32 = 0xF;
-/// `AMDGPU_CTX_STABLE_PSTATE_NONE`.
-pub const AMDGPU_CTX_STABLE_PSTATE_NONE: u32 = 0;
-/// `AMDGPU_CTX_STABLE_PSTATE_PEAK`, the highest state.
-pub const AMDGPU_CTX_STABLE_PSTATE_PEAK: u32 = 4;
 
 /// `AMDGPU_VM_MAX_NUM_CTX`: context ids are below it.
 pub const AMDGPU_VM_MAX_NUM_CTX: u32 = 4096;

@@ -17,55 +17,18 @@ use crate::file::FileIdentity;
 use crate::hw::mem::page_align;
 use crate::hw::vm::{GpuVm, VmMapping};
 use crate::memory::{Bo, BoKind};
+use kfd_sys::drm::*;
 use std::collections::{BTreeMap, HashMap};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::{Arc, Mutex, Weak};
 
-/// `AMDGPU_GEM_DOMAIN_CPU`.
-pub const AMDGPU_GEM_DOMAIN_CPU: u64 = 0x1;
-/// `AMDGPU_GEM_DOMAIN_GTT`.
-pub const AMDGPU_GEM_DOMAIN_GTT: u64 = 0x2;
-/// `AMDGPU_GEM_DOMAIN_VRAM`.
-pub const AMDGPU_GEM_DOMAIN_VRAM: u64 = 0x4;
-/// `AMDGPU_GEM_DOMAIN_GDS`.
-pub const AMDGPU_GEM_DOMAIN_GDS: u64 = 0x8;
-/// `AMDGPU_GEM_DOMAIN_GWS`.
-pub const AMDGPU_GEM_DOMAIN_GWS: u64 = 0x10;
-/// `AMDGPU_GEM_DOMAIN_OA`.
-pub const AMDGPU_GEM_DOMAIN_OA: u64 = 0x20;
-/// `AMDGPU_GEM_DOMAIN_MASK`.
-pub const AMDGPU_GEM_DOMAIN_MASK: u64 = 0x3F;
-
-/// `AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED`.
-pub const AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED: u64 = 1 << 0;
 /// The `AMDGPU_GEM_CREATE_*` bits the model accepts (bits 0–11 of `amdgpu_drm.h`); the
 /// placement hints among them change nothing in the model.
 pub const AMDGPU_GEM_CREATE_KNOWN: u64 = (1 << 12) - 1;
 
-/// `AMDGPU_VA_OP_MAP`.
-pub const AMDGPU_VA_OP_MAP: u32 = 1;
-/// `AMDGPU_VA_OP_UNMAP`.
-pub const AMDGPU_VA_OP_UNMAP: u32 = 2;
-/// `AMDGPU_VA_OP_CLEAR`.
-pub const AMDGPU_VA_OP_CLEAR: u32 = 3;
-/// `AMDGPU_VA_OP_REPLACE`.
-pub const AMDGPU_VA_OP_REPLACE: u32 = 4;
-/// `AMDGPU_VM_PAGE_WRITEABLE`.
-pub const AMDGPU_VM_PAGE_WRITEABLE: u32 = 1 << 2;
-/// `AMDGPU_VM_PAGE_PRT` (partially resident textures: not modelled).
-pub const AMDGPU_VM_PAGE_PRT: u32 = 1 << 4;
-
-/// `AMDGPU_GEM_METADATA_OP_SET_METADATA`.
-pub const AMDGPU_GEM_METADATA_OP_SET_METADATA: u32 = 1;
-/// `AMDGPU_GEM_METADATA_OP_GET_METADATA`.
-pub const AMDGPU_GEM_METADATA_OP_GET_METADATA: u32 = 2;
 /// Most bytes of user-mode metadata a buffer carries (`drm_amdgpu_gem_metadata.data.data`).
 pub const AMDGPU_GEM_METADATA_MAX_SIZE: usize = 256;
 
-/// `AMDGPU_GEM_OP_GET_GEM_CREATE_INFO`.
-pub const AMDGPU_GEM_OP_GET_GEM_CREATE_INFO: u32 = 0;
-/// `AMDGPU_GEM_OP_SET_PLACEMENT`: new preferred and allowed domains for a buffer.
-pub const AMDGPU_GEM_OP_SET_PLACEMENT: u32 = 1;
 /// The domains `SET_PLACEMENT` keeps of the ones it is given (the memory a buffer can move
 /// between; GDS, GWS and OA are not places a buffer moves to).
 pub const AMDGPU_GEM_PLACEMENT_DOMAINS: u64 =

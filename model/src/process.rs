@@ -144,7 +144,7 @@ impl RenderNode {
     /// the GEM `handles` (`ENOENT` for one that is not open, or an unknown list to update;
     /// `EINVAL` for an unknown operation); the list's id (0 after `DESTROY`).
     pub fn bo_list(&self, operation: u32, list: u32, handles: Vec<u32>) -> KResult<u32> {
-        use crate::cs::*;
+        use kfd_sys::drm::*;
         if matches!(
             operation,
             AMDGPU_BO_LIST_OP_CREATE | AMDGPU_BO_LIST_OP_UPDATE
@@ -214,7 +214,7 @@ impl RenderNode {
                 seq = contexts.submit(request.ctx_id, ring)?;
                 continue;
             }
-            let on_cp = ib.ip_type != crate::cs::AMDGPU_HW_IP_DMA;
+            let on_cp = ib.ip_type != kfd_sys::drm::AMDGPU_HW_IP_DMA;
             let slot = if on_cp {
                 // The graphics driver's kernel rings sit on pipes KFD does not use; the
                 // identity only names the engine in messages.

@@ -12,6 +12,7 @@ use kfd_model::cs::*;
 use kfd_model::eviction::EvictionStats;
 use kfd_model::gem::*;
 use kfd_model::{ModelConfig, Preset};
+use kfd_sys::drm::*;
 use kfd_sys::*;
 use pm4::user::WriteData;
 use std::time::Duration;

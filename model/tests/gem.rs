@@ -8,6 +8,7 @@ mod common;
 use common::*;
 use kfd_model::gem::*;
 use kfd_model::{Errno, ModelConfig, Preset, RenderNode};
+use kfd_sys::drm::*;
 use kfd_sys::*;
 use pm4::user::WriteData;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -395,7 +396,6 @@ fn set_placement_changes_the_domains_a_buffer_reports() {
 #[test]
 fn an_sdma_ib_submitted_on_a_context_runs_through_the_files_vm() {
     use kfd_model::cs::*;
-    use kfd_model::ctx::*;
     let model = model_with(ModelConfig::new(Preset::Gfx900).with_engine_thread(false));
     let c = Client::new(&model);
     let r = render(&c);
@@ -501,7 +501,6 @@ fn an_sdma_ib_submitted_on_a_context_runs_through_the_files_vm() {
 #[test]
 fn a_compute_ib_submitted_on_a_context_runs_its_pm4_packets() {
     use kfd_model::cs::*;
-    use kfd_model::ctx::*;
     let model = model_with(ModelConfig::new(Preset::Gfx900).with_engine_thread(false));
     let c = Client::new(&model);
     let r = render(&c);

@@ -6,77 +6,22 @@
 //! submission contexts (`CTX`), BO lists (`BO_LIST`) and command submission (`CS`,
 //! `WAIT_CS`).
 //!
-//! The argument structs are spelled here (byte offsets as in `drm.h` / `amdgpu_drm.h` on
-//! x86-64) because only the shim needs them. Every answer is built into a byte buffer; the
+//! The request codes and constants are kfd-sys's ([`kfd_sys::drm`]). The argument structs
+//! are spelled here (byte offsets as in `drm.h` / `amdgpu_drm.h` on x86-64) because only the
+//! shim needs them; each is checked at compile time to be as large as its request code says. Every answer is built into a byte buffer; the
 //! caller copies it to user memory, so a bad user pointer is `EFAULT`, never a crash.
 
 use kfd_model::ctx::{CtxAnswer, CtxRequest};
-use kfd_model::gem::{
-    BoMetadata, AMDGPU_GEM_METADATA_OP_GET_METADATA, AMDGPU_GEM_METADATA_OP_SET_METADATA,
-    AMDGPU_GEM_OP_GET_GEM_CREATE_INFO, AMDGPU_GEM_OP_SET_PLACEMENT,
-};
+use kfd_model::gem::BoMetadata;
 use kfd_model::topology::Node;
 use kfd_model::{Errno, KernelVersion, Preset};
+use kfd_sys::drm::*;
 use kfd_sys::gpu::VramType;
+use kfd_sys::ioc_size;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
-
-/// `DRM_IOCTL_VERSION`: `_IOWR('d', 0x00, struct drm_version)`.
-pub const DRM_IOCTL_VERSION: u32 = 0xC040_6400;
-/// `DRM_IOCTL_AMDGPU_INFO`: `_IOW('d', 0x40 + 0x05, struct drm_amdgpu_info)`.
-pub const DRM_IOCTL_AMDGPU_INFO: u32 = 0x4020_6445;
-/// The DRM ioctl type byte.
-pub const DRM_IOCTL_BASE: u32 = b'd' as u32;
-/// `DRM_IOCTL_GEM_CLOSE`: `_IOW('d', 0x09, struct drm_gem_close)`.
-pub const DRM_IOCTL_GEM_CLOSE: u32 = 0x4008_6409;
-/// `DRM_IOCTL_PRIME_HANDLE_TO_FD`: `_IOWR('d', 0x2d, struct drm_prime_handle)`.
-pub const DRM_IOCTL_PRIME_HANDLE_TO_FD: u32 = 0xC00C_642D;
-/// `DRM_IOCTL_AMDGPU_GEM_CREATE`: `_IOWR('d', 0x40 + 0x00, union drm_amdgpu_gem_create)`.
-pub const DRM_IOCTL_AMDGPU_GEM_CREATE: u32 = 0xC020_6440;
-/// `DRM_IOCTL_AMDGPU_GEM_MMAP`: `_IOWR('d', 0x40 + 0x01, union drm_amdgpu_gem_mmap)`.
-pub const DRM_IOCTL_AMDGPU_GEM_MMAP: u32 = 0xC008_6441;
-/// `DRM_IOCTL_AMDGPU_GEM_VA`: `_IOW('d', 0x40 + 0x08, struct drm_amdgpu_gem_va)`.
-pub const DRM_IOCTL_AMDGPU_GEM_VA: u32 = 0x4028_6448;
-/// `DRM_IOCTL_AMDGPU_CTX`: `_IOWR('d', 0x40 + 0x02, union drm_amdgpu_ctx)`.
-pub const DRM_IOCTL_AMDGPU_CTX: u32 = 0xC010_6442;
-/// `DRM_IOCTL_AMDGPU_GEM_METADATA`: `_IOWR('d', 0x40 + 0x06, struct drm_amdgpu_gem_metadata)`.
-pub const DRM_IOCTL_AMDGPU_GEM_METADATA: u32 = 0xC120_6446;
-/// `DRM_IOCTL_AMDGPU_GEM_OP`: `_IOWR('d', 0x40 + 0x10, struct drm_amdgpu_gem_op)`.
-pub const DRM_IOCTL_AMDGPU_GEM_OP: u32 = 0xC010_6450;
-/// `DRM_IOCTL_AMDGPU_BO_LIST`: `_IOWR('d', 0x40 + 0x03, union drm_amdgpu_bo_list)`.
-pub const DRM_IOCTL_AMDGPU_BO_LIST: u32 = 0xC018_6443;
-/// `DRM_IOCTL_AMDGPU_CS`: `_IOWR('d', 0x40 + 0x04, union drm_amdgpu_cs)`.
-pub const DRM_IOCTL_AMDGPU_CS: u32 = 0xC018_6444;
-/// `DRM_IOCTL_AMDGPU_WAIT_CS`: `_IOWR('d', 0x40 + 0x09, union drm_amdgpu_wait_cs)`.
-pub const DRM_IOCTL_AMDGPU_WAIT_CS: u32 = 0xC020_6449;
 
 /// Most entries of one BO list and chunks of one submission the shim reads.
 pub const MAX_CS_ENTRIES: u32 = 1 << 16;
-
-/// `AMDGPU_INFO_ACCEL_WORKING`.
-pub const AMDGPU_INFO_ACCEL_WORKING: u32 = 0x00;
-/// `AMDGPU_INFO_VRAM_USAGE`.
-pub const AMDGPU_INFO_VRAM_USAGE: u32 = 0x10;
-/// `AMDGPU_INFO_GTT_USAGE`.
-pub const AMDGPU_INFO_GTT_USAGE: u32 = 0x11;
-/// `AMDGPU_INFO_VRAM_GTT`.
-pub const AMDGPU_INFO_VRAM_GTT: u32 = 0x14;
-/// `AMDGPU_INFO_READ_MMR_REG`.
-pub const AMDGPU_INFO_READ_MMR_REG: u32 = 0x15;
-/// `AMDGPU_INFO_DEV_INFO`.
-pub const AMDGPU_INFO_DEV_INFO: u32 = 0x16;
-/// `AMDGPU_INFO_VIS_VRAM_USAGE`.
-pub const AMDGPU_INFO_VIS_VRAM_USAGE: u32 = 0x17;
-/// `AMDGPU_INFO_MEMORY`.
-pub const AMDGPU_INFO_MEMORY: u32 = 0x19;
-
-/// `AMDGPU_FAMILY_AI` (gfx9).
-pub const AMDGPU_FAMILY_AI: u32 = 141;
-/// `AMDGPU_FAMILY_NV` (gfx10).
-pub const AMDGPU_FAMILY_NV: u32 = 143;
-/// `AMDGPU_VRAM_TYPE_HBM`.
-pub const AMDGPU_VRAM_TYPE_HBM: u32 = 6;
-/// `AMDGPU_VRAM_TYPE_GDDR6`.
-pub const AMDGPU_VRAM_TYPE_GDDR6: u32 = 9;
 
 /// The GTT size the modelled driver reports (system memory the GPU may map).
 pub const GTT_SIZE: u64 = 32 << 30;
@@ -447,16 +392,25 @@ pub struct DrmAmdgpuInfoDevice {
     pub tcc_disabled_mask: u64,
 }
 
-const _: () = assert!(core::mem::size_of::<DrmVersion>() == 64);
-const _: () = assert!(core::mem::size_of::<DrmAmdgpuCtxIn>() == 16);
-const _: () = assert!(core::mem::size_of::<DrmAmdgpuGemMetadata>() == 288);
-const _: () = assert!(core::mem::size_of::<DrmAmdgpuGemOp>() == 16);
-const _: () = assert!(core::mem::size_of::<DrmAmdgpuBoListIn>() == 24);
-const _: () = assert!(core::mem::size_of::<DrmAmdgpuCsIn>() == 24);
+// Each request's argument struct is as large as the size its code (kfd-sys) carries.
+const _: () = {
+    use core::mem::size_of;
+    assert!(size_of::<DrmVersion>() == ioc_size(DRM_IOCTL_VERSION));
+    assert!(size_of::<DrmAmdgpuInfo>() == ioc_size(DRM_IOCTL_AMDGPU_INFO));
+    assert!(size_of::<DrmGemClose>() == ioc_size(DRM_IOCTL_GEM_CLOSE));
+    assert!(size_of::<DrmPrimeHandle>() == ioc_size(DRM_IOCTL_PRIME_HANDLE_TO_FD));
+    assert!(size_of::<DrmAmdgpuGemCreateIn>() == ioc_size(DRM_IOCTL_AMDGPU_GEM_CREATE));
+    assert!(size_of::<DrmAmdgpuGemMmapIn>() == ioc_size(DRM_IOCTL_AMDGPU_GEM_MMAP));
+    assert!(size_of::<DrmAmdgpuGemVa>() == ioc_size(DRM_IOCTL_AMDGPU_GEM_VA));
+    assert!(size_of::<DrmAmdgpuCtxIn>() == ioc_size(DRM_IOCTL_AMDGPU_CTX));
+    assert!(size_of::<DrmAmdgpuGemMetadata>() == ioc_size(DRM_IOCTL_AMDGPU_GEM_METADATA));
+    assert!(size_of::<DrmAmdgpuGemOp>() == ioc_size(DRM_IOCTL_AMDGPU_GEM_OP));
+    assert!(size_of::<DrmAmdgpuBoListIn>() == ioc_size(DRM_IOCTL_AMDGPU_BO_LIST));
+    assert!(size_of::<DrmAmdgpuCsIn>() == ioc_size(DRM_IOCTL_AMDGPU_CS));
+    assert!(size_of::<DrmAmdgpuWaitCsIn>() == ioc_size(DRM_IOCTL_AMDGPU_WAIT_CS));
+};
 const _: () = assert!(core::mem::size_of::<DrmAmdgpuCsChunk>() == 16);
 const _: () = assert!(core::mem::size_of::<DrmAmdgpuCsChunkIb>() == 32);
-const _: () = assert!(core::mem::size_of::<DrmAmdgpuWaitCsIn>() == 32);
-const _: () = assert!(core::mem::size_of::<DrmAmdgpuInfo>() == 32);
 const _: () = assert!(core::mem::size_of::<DrmAmdgpuInfoDevice>() == 368);
 
 /// The PCI revision that makes libdrm's `amdgpu.ids` name the modelled board (a row of the
@@ -647,7 +601,7 @@ pub fn gem_answer(
             let (a, _) = DrmAmdgpuBoListIn::read_from_prefix(arg).map_err(|_| Errno::EFAULT)?;
             let handles = if matches!(
                 a.operation,
-                kfd_model::cs::AMDGPU_BO_LIST_OP_CREATE | kfd_model::cs::AMDGPU_BO_LIST_OP_UPDATE
+                AMDGPU_BO_LIST_OP_CREATE | AMDGPU_BO_LIST_OP_UPDATE
             ) {
                 bo_list_entries(&a, read)?
             } else {
@@ -945,29 +899,6 @@ mod tests {
             kernel: KernelVersion::Linux6_1,
         };
         f(&info)
-    }
-
-    #[test]
-    fn request_codes_are_the_linux_ones() {
-        use kfd_sys::{ioc, IOC_READ, IOC_WRITE};
-        assert_eq!(
-            DRM_IOCTL_VERSION,
-            ioc(IOC_READ | IOC_WRITE, DRM_IOCTL_BASE, 0, 64)
-        );
-        assert_eq!(
-            DRM_IOCTL_AMDGPU_INFO,
-            ioc(IOC_WRITE, DRM_IOCTL_BASE, 0x45, 32)
-        );
-        let rw = IOC_READ | IOC_WRITE;
-        assert_eq!(DRM_IOCTL_AMDGPU_CTX, ioc(rw, DRM_IOCTL_BASE, 0x42, 16));
-        assert_eq!(
-            DRM_IOCTL_AMDGPU_GEM_METADATA,
-            ioc(rw, DRM_IOCTL_BASE, 0x46, 288)
-        );
-        assert_eq!(DRM_IOCTL_AMDGPU_GEM_OP, ioc(rw, DRM_IOCTL_BASE, 0x50, 16));
-        assert_eq!(DRM_IOCTL_AMDGPU_BO_LIST, ioc(rw, DRM_IOCTL_BASE, 0x43, 24));
-        assert_eq!(DRM_IOCTL_AMDGPU_CS, ioc(rw, DRM_IOCTL_BASE, 0x44, 24));
-        assert_eq!(DRM_IOCTL_AMDGPU_WAIT_CS, ioc(rw, DRM_IOCTL_BASE, 0x49, 32));
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //! `libdrm/drm.h` (Debian's libdrm-dev; `AMDGPU_DRM_H` overrides the amdgpu header's path):
 //! a C probe prints every size, offset and value, and each must equal the Rust one.
 
-use kfd_model::gem;
 use kfd_preload::drm::*;
+use kfd_sys::drm::*;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
@@ -169,27 +169,40 @@ fn expected() -> BTreeMap<String, u64> {
         "DRM_IOCTL_PRIME_HANDLE_TO_FD",
         u64::from(DRM_IOCTL_PRIME_HANDLE_TO_FD),
     );
+    for (name, code) in [
+        ("DRM_IOCTL_AMDGPU_CTX", DRM_IOCTL_AMDGPU_CTX),
+        ("DRM_IOCTL_AMDGPU_BO_LIST", DRM_IOCTL_AMDGPU_BO_LIST),
+        ("DRM_IOCTL_AMDGPU_CS", DRM_IOCTL_AMDGPU_CS),
+        (
+            "DRM_IOCTL_AMDGPU_GEM_METADATA",
+            DRM_IOCTL_AMDGPU_GEM_METADATA,
+        ),
+        ("DRM_IOCTL_AMDGPU_WAIT_CS", DRM_IOCTL_AMDGPU_WAIT_CS),
+        ("DRM_IOCTL_AMDGPU_GEM_OP", DRM_IOCTL_AMDGPU_GEM_OP),
+    ] {
+        put(name, u64::from(code));
+    }
     // Constants the model decodes.
-    put("AMDGPU_GEM_DOMAIN_CPU", gem::AMDGPU_GEM_DOMAIN_CPU);
-    put("AMDGPU_GEM_DOMAIN_GTT", gem::AMDGPU_GEM_DOMAIN_GTT);
-    put("AMDGPU_GEM_DOMAIN_VRAM", gem::AMDGPU_GEM_DOMAIN_VRAM);
-    put("AMDGPU_GEM_DOMAIN_GDS", gem::AMDGPU_GEM_DOMAIN_GDS);
-    put("AMDGPU_GEM_DOMAIN_GWS", gem::AMDGPU_GEM_DOMAIN_GWS);
-    put("AMDGPU_GEM_DOMAIN_OA", gem::AMDGPU_GEM_DOMAIN_OA);
-    put("AMDGPU_GEM_DOMAIN_MASK", gem::AMDGPU_GEM_DOMAIN_MASK);
+    put("AMDGPU_GEM_DOMAIN_CPU", AMDGPU_GEM_DOMAIN_CPU);
+    put("AMDGPU_GEM_DOMAIN_GTT", AMDGPU_GEM_DOMAIN_GTT);
+    put("AMDGPU_GEM_DOMAIN_VRAM", AMDGPU_GEM_DOMAIN_VRAM);
+    put("AMDGPU_GEM_DOMAIN_GDS", AMDGPU_GEM_DOMAIN_GDS);
+    put("AMDGPU_GEM_DOMAIN_GWS", AMDGPU_GEM_DOMAIN_GWS);
+    put("AMDGPU_GEM_DOMAIN_OA", AMDGPU_GEM_DOMAIN_OA);
+    put("AMDGPU_GEM_DOMAIN_MASK", AMDGPU_GEM_DOMAIN_MASK);
     put(
         "AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED",
-        gem::AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED,
+        AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED,
     );
-    put("AMDGPU_VA_OP_MAP", u64::from(gem::AMDGPU_VA_OP_MAP));
-    put("AMDGPU_VA_OP_UNMAP", u64::from(gem::AMDGPU_VA_OP_UNMAP));
-    put("AMDGPU_VA_OP_CLEAR", u64::from(gem::AMDGPU_VA_OP_CLEAR));
-    put("AMDGPU_VA_OP_REPLACE", u64::from(gem::AMDGPU_VA_OP_REPLACE));
+    put("AMDGPU_VA_OP_MAP", u64::from(AMDGPU_VA_OP_MAP));
+    put("AMDGPU_VA_OP_UNMAP", u64::from(AMDGPU_VA_OP_UNMAP));
+    put("AMDGPU_VA_OP_CLEAR", u64::from(AMDGPU_VA_OP_CLEAR));
+    put("AMDGPU_VA_OP_REPLACE", u64::from(AMDGPU_VA_OP_REPLACE));
     put(
         "AMDGPU_VM_PAGE_WRITEABLE",
-        u64::from(gem::AMDGPU_VM_PAGE_WRITEABLE),
+        u64::from(AMDGPU_VM_PAGE_WRITEABLE),
     );
-    put("AMDGPU_VM_PAGE_PRT", u64::from(gem::AMDGPU_VM_PAGE_PRT));
+    put("AMDGPU_VM_PAGE_PRT", u64::from(AMDGPU_VM_PAGE_PRT));
     put(
         "AMDGPU_INFO_ACCEL_WORKING",
         u64::from(AMDGPU_INFO_ACCEL_WORKING),

@@ -692,7 +692,7 @@ pub fn render(c: &Client) -> &RenderNode {
 pub fn new_ctx(r: &RenderNode) -> u32 {
     use kfd_model::ctx::*;
     let alloc = CtxRequest {
-        op: AMDGPU_CTX_OP_ALLOC_CTX,
+        op: kfd_sys::drm::AMDGPU_CTX_OP_ALLOC_CTX,
         ..Default::default()
     };
     match r.ctx(alloc).unwrap() {

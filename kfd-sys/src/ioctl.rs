@@ -140,6 +140,9 @@ pub trait Ioctl {
     const NAME: &'static str;
     /// The full request code; its size field is the size of [`Ioctl::Arg`].
     const REQUEST: u32;
+    /// The command number (`_IOC_NR` of [`Ioctl::REQUEST`]), what amdkfd dispatches on; a
+    /// constant, so a driver's dispatcher can match on `<CreateQueue as Ioctl>::NR`.
+    const NR: u32 = ioc_nr(Self::REQUEST);
     /// Whether the request is a [`SafeIoctl`].
     const SAFE: bool;
     /// The argument struct.
@@ -318,6 +321,8 @@ mod tests {
             (crate::v1_8::AMDKFD_IOC_CREATE_QUEUE, 88, true)
         );
         assert_eq!(safe_name::<DestroyQueue>(), "AMDKFD_IOC_DESTROY_QUEUE");
+        assert_eq!(<DbgTrap as Ioctl>::NR, 0x26);
+        assert_eq!(<crate::v1_8::DbgTrap as Ioctl>::NR, 0x82);
         // The kernel writes through an address in these arguments, or hands user memory to
         // the GPU.
         for name in [

@@ -13,14 +13,17 @@ use crate::hw::mem::PAGE_SIZE;
 use crate::memory::{alloc_bo, handle_gpu_id, AllocRequest};
 use crate::process::{render_file, BoEntry, MapSource, ProcessInner, ProcessState, RuntimeInfo};
 use crate::user::UserAccessExt;
-use kfd_sys::ioctl::{ioc_nr, ioc_size, IoctlDesc, IOC_READ, IOC_WRITE};
+use kfd_sys::ioctl::{ioc_nr, ioc_size, Ioctl, IoctlDesc, IOC_READ, IOC_WRITE};
+use kfd_sys::v1_8::{
+    CrossMemoryCopy, DbgTrap as DkmsDbgTrap, IpcExportHandle, IpcImportHandle, RlcSpm,
+};
 use kfd_sys::*;
 
-/// The kernel's definition of command `nr`: the 1.18 table (Linux 6.1 ends it at
-/// `AMDKFD_COMMAND_END` 0x24), plus the DKMS commands 0x80–0x84.
+/// The kernel's definition of command `nr`: the 1.18 table (Linux 6.1's ends before
+/// `EXPORT_DMABUF`), plus the DKMS-only commands of [`v1_8`].
 fn kernel_definition(nr: u32, kernel: KernelVersion) -> Option<&'static IoctlDesc> {
-    /// `AMDKFD_COMMAND_END` of interface 1.11 (Linux 6.1).
-    const COMMAND_END_1_11: u32 = 0x24;
+    /// `AMDKFD_COMMAND_END` of interface 1.11 (Linux 6.1): 1.12 added `EXPORT_DMABUF`.
+    const COMMAND_END_1_11: u32 = <ExportDmabuf as Ioctl>::NR;
     if (v1_8::AMDKFD_COMMAND_START_2..v1_8::AMDKFD_COMMAND_END_2).contains(&nr) {
         ioctl::find_by_nr(v1_8::AMDKFD_IOCTLS, nr)
     } else if kernel == KernelVersion::Linux6_1 && nr >= COMMAND_END_1_11 {
@@ -51,7 +54,7 @@ pub(crate) fn ioctl(p: &ProcessInner, request: u32, arg: &mut [u8]) -> KResult<i
         kbuf[..user_size].copy_from_slice(&arg[..user_size]);
     }
     log::trace!(target: "kfd::ioctl", "pasid {:#x}: {} ({user_size} bytes)", p.pasid, def.name);
-    let result = dispatch(p, nr, &mut kbuf);
+    let result = dispatch(p, nr, def.name, &mut kbuf);
     match result {
         Ok(r) => log::debug!(target: "kfd::ioctl", "pasid {:#x}: {} = {r}", p.pasid, def.name),
         Err(e) if stops_a_runtime(nr, e) => report_startup_refusal(p, def.name, e),
@@ -68,16 +71,17 @@ pub(crate) fn ioctl(p: &ProcessInner, request: u32, arg: &mut [u8]) -> KResult<i
 /// its memory policy and trap handler, the runtime's registration). An interrupted wait is
 /// no refusal.
 fn stops_a_runtime(nr: u32, e: Errno) -> bool {
-    const STARTUP: &[u32] = &[
-        ioc_nr(AMDKFD_IOC_GET_VERSION),
-        ioc_nr(AMDKFD_IOC_SET_MEMORY_POLICY),
-        ioc_nr(AMDKFD_IOC_GET_PROCESS_APERTURES),
-        ioc_nr(AMDKFD_IOC_SET_TRAP_HANDLER),
-        ioc_nr(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW),
-        ioc_nr(AMDKFD_IOC_ACQUIRE_VM),
-        ioc_nr(AMDKFD_IOC_RUNTIME_ENABLE),
-    ];
-    STARTUP.contains(&nr) && e != Errno::ERESTARTSYS && e != Errno::EINTR
+    let startup = matches!(
+        nr,
+        <GetVersion as Ioctl>::NR
+            | <SetMemoryPolicy as Ioctl>::NR
+            | <GetProcessApertures as Ioctl>::NR
+            | <SetTrapHandler as Ioctl>::NR
+            | <GetProcessAperturesNew as Ioctl>::NR
+            | <AcquireVm as Ioctl>::NR
+            | <RuntimeEnable as Ioctl>::NR
+    );
+    startup && e != Errno::ERESTARTSYS && e != Errno::EINTR
 }
 
 /// One warning line per process for the first refusal that stops a runtime (the details are
@@ -91,14 +95,13 @@ fn report_startup_refusal(p: &ProcessInner, name: &str, e: Errno) {
     }
 }
 
-/// Runs `f` on the argument struct held at the start of `kbuf`, then stores it back.
-fn with<T: FromBytes + IntoBytes + Immutable>(
-    kbuf: &mut [u8],
-    f: impl FnOnce(&mut T) -> KResult<i32>,
-) -> KResult<i32> {
-    let (mut args, _) = T::read_from_prefix(kbuf).map_err(|_| Errno::EFAULT)?;
+/// Runs `f` on the argument of request `R` held at the start of `kbuf`, then stores it back.
+/// The argument's type is `R`'s own ([`Ioctl::Arg`]), so a handler cannot be paired with the
+/// wrong struct.
+fn with<R: Ioctl>(kbuf: &mut [u8], f: impl FnOnce(&mut R::Arg) -> KResult<i32>) -> KResult<i32> {
+    let (mut args, _) = R::Arg::read_from_prefix(kbuf).map_err(|_| Errno::EFAULT)?;
     let result = f(&mut args);
-    let n = core::mem::size_of::<T>();
+    let n = core::mem::size_of::<R::Arg>();
     kbuf[..n].copy_from_slice(args.as_bytes());
     result
 }
@@ -108,119 +111,136 @@ fn not_modelled(p: &ProcessInner, what: &str) -> KResult<i32> {
     Err(Errno::EINVAL)
 }
 
-fn dispatch(p: &ProcessInner, nr: u32, kbuf: &mut [u8]) -> KResult<i32> {
-    match nr {
-        0x01 => with(kbuf, |a: &mut kfd_ioctl_get_version_args| {
-            a.major_version = KFD_IOCTL_MAJOR_VERSION;
-            a.minor_version = p.model.config.kernel.interface_minor();
-            Ok(0)
-        }),
-        0x02 => with(kbuf, |a: &mut kfd_ioctl_create_queue_args| {
-            crate::pqm::create_queue(p, a)
-        }),
-        0x03 => with(kbuf, |a: &mut kfd_ioctl_destroy_queue_args| {
-            crate::pqm::destroy_queue(p, a.queue_id)
-        }),
-        0x04 => with(kbuf, |a| set_memory_policy(p, a)),
-        0x05 => with(kbuf, |a| get_clock_counters(p, a)),
-        0x06 => with(kbuf, |a| get_process_apertures(p, a)),
-        0x07 => with(kbuf, |a: &mut kfd_ioctl_update_queue_args| {
-            crate::pqm::update_queue(p, a)
-        }),
-        0x08 => with(kbuf, |a| create_event(p, a)),
-        0x09 => with(kbuf, |a: &mut kfd_ioctl_destroy_event_args| {
-            p.events.destroy(a.event_id).map(|_| 0)
-        }),
-        0x0A => with(kbuf, |a: &mut kfd_ioctl_set_event_args| {
-            p.events.set(a.event_id).map(|_| 0)
-        }),
-        0x0B => with(kbuf, |a: &mut kfd_ioctl_reset_event_args| {
-            p.events.reset(a.event_id).map(|_| 0)
-        }),
-        0x0C => with(kbuf, |a| wait_events(p, a)),
-        // The old debugger interface: the handlers are stubs returning -EPERM.
-        0x0D..=0x10 => Err(Errno::EPERM),
-        0x11 => with(kbuf, |a| set_scratch_backing_va(p, a)),
-        0x12 => with(kbuf, |a| get_tile_config(p, a)),
-        0x13 => with(kbuf, |a| set_trap_handler(p, a)),
-        0x14 => with(kbuf, |a| get_process_apertures_new(p, a)),
-        0x15 => with(kbuf, |a| acquire_vm(p, a)),
-        0x16 => with(kbuf, |a| alloc_memory(p, a)),
-        0x17 => with(kbuf, |a| free_memory(p, a)),
-        0x18 => with(kbuf, |a: &mut kfd_ioctl_map_memory_to_gpu_args| {
-            map_memory(
+/// The ioctl table: each arm names a kfd-sys request type once. `Request(a) => handler`
+/// matches the request's command number and runs `handler` with `a`, the request's own
+/// argument struct read from `kbuf` (and written back after); `Request => expr` matches the
+/// number and reads nothing. A number listed twice is an unreachable pattern, which
+/// `dispatch` denies.
+macro_rules! ioctl_table {
+    (
+        match $nr:ident in $kbuf:ident {
+            $( $req:ident $( ($a:ident) )? => $body:expr, )*
+            _ => $default:expr $(,)?
+        }
+    ) => {
+        match $nr {
+            $( <$req as Ioctl>::NR => ioctl_table!(@arm $req, $kbuf $(, $a)? => $body), )*
+            _ => $default,
+        }
+    };
+    (@arm $req:ident, $kbuf:ident, $a:ident => $body:expr) => {
+        with::<$req>($kbuf, |$a| $body)
+    };
+    (@arm $req:ident, $kbuf:ident => $body:expr) => {
+        $body
+    };
+}
+
+/// Runs command `nr`, whose kernel definition is named `name`, on the argument bytes `kbuf`.
+#[deny(unreachable_patterns)]
+fn dispatch(p: &ProcessInner, nr: u32, name: &str, kbuf: &mut [u8]) -> KResult<i32> {
+    ioctl_table! {
+        match nr in kbuf {
+            GetVersion(a) => {
+                a.major_version = KFD_IOCTL_MAJOR_VERSION;
+                a.minor_version = p.model.config.kernel.interface_minor();
+                Ok(0)
+            },
+            // The 88-byte form of 1.8 too: `kbuf` is this definition's size, zero-extended.
+            CreateQueue(a) => crate::pqm::create_queue(p, a),
+            DestroyQueue(a) => crate::pqm::destroy_queue(p, a.queue_id),
+            SetMemoryPolicy(a) => set_memory_policy(p, a),
+            GetClockCounters(a) => get_clock_counters(p, a),
+            GetProcessApertures(a) => get_process_apertures(p, a),
+            UpdateQueue(a) => crate::pqm::update_queue(p, a),
+            CreateEvent(a) => create_event(p, a),
+            DestroyEvent(a) => p.events.destroy(a.event_id).map(|_| 0),
+            SetEvent(a) => p.events.set(a.event_id).map(|_| 0),
+            ResetEvent(a) => p.events.reset(a.event_id).map(|_| 0),
+            WaitEvents(a) => wait_events(p, a),
+            // The old debugger interface: the handlers are stubs returning -EPERM.
+            DbgRegisterDeprecated => Err(Errno::EPERM),
+            DbgUnregisterDeprecated => Err(Errno::EPERM),
+            DbgAddressWatchDeprecated => Err(Errno::EPERM),
+            DbgWaveControlDeprecated => Err(Errno::EPERM),
+            SetScratchBackingVa(a) => set_scratch_backing_va(p, a),
+            GetTileConfig(a) => get_tile_config(p, a),
+            SetTrapHandler(a) => set_trap_handler(p, a),
+            GetProcessAperturesNew(a) => get_process_apertures_new(p, a),
+            AcquireVm(a) => acquire_vm(p, a),
+            AllocMemoryOfGpu(a) => alloc_memory(p, a),
+            FreeMemoryOfGpu(a) => free_memory(p, a),
+            MapMemoryToGpu(a) => map_memory(
                 p,
                 a.handle,
                 a.device_ids_array_ptr,
                 a.n_devices,
                 &mut a.n_success,
                 true,
-            )
-        }),
-        0x19 => with(kbuf, |a: &mut kfd_ioctl_unmap_memory_from_gpu_args| {
-            map_memory(
+            ),
+            UnmapMemoryFromGpu(a) => map_memory(
                 p,
                 a.handle,
                 a.device_ids_array_ptr,
                 a.n_devices,
                 &mut a.n_success,
                 false,
-            )
-        }),
-        0x1A => with(kbuf, |a: &mut kfd_ioctl_set_cu_mask_args| {
-            crate::pqm::set_cu_mask(p, a)
-        }),
-        0x1B => with(kbuf, |a: &mut kfd_ioctl_get_queue_wave_state_args| {
-            crate::pqm::get_wave_state(p, a)
-        }),
-        0x1C => with(kbuf, |a| get_dmabuf_info(p, a)),
-        0x1D => with(kbuf, |a| import_dmabuf(p, a)),
-        0x1E => with(kbuf, |a: &mut kfd_ioctl_alloc_queue_gws_args| {
-            crate::pqm::alloc_gws(p, a)
-        }),
-        0x1F => with(kbuf, |a| crate::smi::open(p, a)),
-        0x20 => crate::svm::ioctl(p, kbuf),
-        0x21 => with(kbuf, |a| set_xnack_mode(p, a)),
-        0x22 => not_modelled(p, "AMDKFD_IOC_CRIU_OP"),
-        0x23 => with(kbuf, |a: &mut kfd_ioctl_get_available_memory_args| {
-            let st = p.lock();
-            let i = st.pdd_index(a.gpu_id)?;
-            a.available = st.pdds[i].node.vram_available();
-            Ok(0)
-        }),
-        0x24 => not_modelled(p, "AMDKFD_IOC_EXPORT_DMABUF"),
-        0x25 => with(kbuf, |a| runtime_enable(p, a)),
-        0x26 => with(kbuf, |a: &mut kfd_ioctl_dbg_trap_args| dbg_trap(p, a)),
-        0x80 => not_modelled(p, "AMDKFD_IOC_IPC_IMPORT_HANDLE"),
-        0x81 => not_modelled(p, "AMDKFD_IOC_IPC_EXPORT_HANDLE"),
-        0x82 => with(kbuf, |a: &mut v1_8::kfd_ioctl_dbg_trap_args| {
-            if a.op == v1_8::KFD_IOC_DBG_TRAP_GET_VERSION {
-                a.data1 = v1_8::KFD_IOCTL_DBG_MAJOR_VERSION;
-                a.data2 = v1_8::KFD_IOCTL_DBG_MINOR_VERSION;
-                Ok(0)
-            } else if a.op == v1_8::KFD_IOC_DBG_TRAP_RUNTIME_ENABLE && a.pid == p.owner_pid {
-                // The DKMS generation's way to RUNTIME_ENABLE (upstream 0x25): data1 enables,
-                // data2 asks for TTMP save, ptr is r_debug.
-                let mut mode_mask = 0;
-                if a.data1 != 0 {
-                    mode_mask |= KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK;
-                    if a.data2 != 0 {
-                        mode_mask |= KFD_RUNTIME_ENABLE_MODE_TTMP_SAVE_MASK;
-                    }
-                }
-                let mut r = kfd_ioctl_runtime_enable_args {
-                    r_debug: a.ptr,
-                    mode_mask,
-                    capabilities_mask: 0,
-                };
-                runtime_enable(p, &mut r)
-            } else {
-                dbg_trap_target(p, a.pid)
+            ),
+            SetCuMask(a) => crate::pqm::set_cu_mask(p, a),
+            GetQueueWaveState(a) => crate::pqm::get_wave_state(p, a),
+            GetDmabufInfo(a) => get_dmabuf_info(p, a),
+            ImportDmabuf(a) => import_dmabuf(p, a),
+            AllocQueueGws(a) => crate::pqm::alloc_gws(p, a),
+            SmiEvents(a) => crate::smi::open(p, a),
+            // The header is followed by `nattr` attributes: the handler reads all of `kbuf`.
+            Svm => crate::svm::ioctl(p, kbuf),
+            SetXnackMode(a) => set_xnack_mode(p, a),
+            CriuOp => not_modelled(p, name),
+            AvailableMemory(a) => available_memory(p, a),
+            ExportDmabuf => not_modelled(p, name),
+            RuntimeEnable(a) => runtime_enable(p, a),
+            DbgTrap(a) => dbg_trap(p, a),
+            IpcImportHandle => not_modelled(p, name),
+            IpcExportHandle => not_modelled(p, name),
+            DkmsDbgTrap(a) => dkms_dbg_trap(p, a),
+            CrossMemoryCopy => not_modelled(p, name),
+            RlcSpm => not_modelled(p, name),
+            _ => Err(Errno::ENOTTY),
+        }
+    }
+}
+
+fn available_memory(p: &ProcessInner, a: &mut kfd_ioctl_get_available_memory_args) -> KResult<i32> {
+    let st = p.lock();
+    let i = st.pdd_index(a.gpu_id)?;
+    a.available = st.pdds[i].node.vram_available();
+    Ok(0)
+}
+
+/// The DKMS generation's `DBG_TRAP` ([`v1_8::AMDKFD_IOC_DBG_TRAP`]): its version query, its
+/// way to RUNTIME_ENABLE (upstream a command of its own: data1 enables, data2 asks for TTMP
+/// save, ptr is r_debug), and otherwise a debugger operation on a target.
+fn dkms_dbg_trap(p: &ProcessInner, a: &mut v1_8::kfd_ioctl_dbg_trap_args) -> KResult<i32> {
+    if a.op == v1_8::KFD_IOC_DBG_TRAP_GET_VERSION {
+        a.data1 = v1_8::KFD_IOCTL_DBG_MAJOR_VERSION;
+        a.data2 = v1_8::KFD_IOCTL_DBG_MINOR_VERSION;
+        Ok(0)
+    } else if a.op == v1_8::KFD_IOC_DBG_TRAP_RUNTIME_ENABLE && a.pid == p.owner_pid {
+        let mut mode_mask = 0;
+        if a.data1 != 0 {
+            mode_mask |= KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK;
+            if a.data2 != 0 {
+                mode_mask |= KFD_RUNTIME_ENABLE_MODE_TTMP_SAVE_MASK;
             }
-        }),
-        0x83 => not_modelled(p, "AMDKFD_IOC_CROSS_MEMORY_COPY"),
-        0x84 => not_modelled(p, "AMDKFD_IOC_RLC_SPM"),
-        _ => Err(Errno::ENOTTY),
+        }
+        let mut r = kfd_ioctl_runtime_enable_args {
+            r_debug: a.ptr,
+            mode_mask,
+            capabilities_mask: 0,
+        };
+        runtime_enable(p, &mut r)
+    } else {
+        dbg_trap_target(p, a.pid)
     }
 }
 
@@ -670,7 +690,8 @@ fn dbg_trap(p: &ProcessInner, a: &kfd_ioctl_dbg_trap_args) -> KResult<i32> {
         return Err(Errno::ESRCH);
     }
     if a.op == KFD_IOC_DBG_TRAP_ENABLE {
-        return not_modelled(p, "AMDKFD_IOC_DBG_TRAP enable (the debugger interface)");
+        let what = format!("{} enable (the debugger interface)", DbgTrap::NAME);
+        return not_modelled(p, &what);
     }
     log::debug!(target: "kfd::ioctl", "pasid {:#x}: debug trap op {} on a process that is not debug-enabled", p.pasid, a.op);
     Err(Errno::EINVAL)

@@ -365,6 +365,26 @@ fn command_numbers_past_the_versions_table_are_enotty() {
     }
 }
 
+/// Every command of kfd-sys's tables (interface 1.18 and the DKMS-only ones of 1.8) reaches a
+/// handler on Linux 6.12: none falls through the model's dispatch to ENOTTY, which only a
+/// number outside the tables may answer.
+#[test]
+fn every_command_of_the_tables_reaches_a_handler() {
+    let model = model_k(KernelVersion::Linux6_12, 1);
+    let c = Client::new(&model);
+    let dkms = v1_8::AMDKFD_IOCTLS
+        .iter()
+        .filter(|d| d.nr() >= v1_8::AMDKFD_COMMAND_START_2);
+    for d in AMDKFD_IOCTLS.iter().chain(dkms) {
+        let mut b = vec![0u8; d.size()];
+        // SAFETY: an all-zero argument: every address is null, every count, id and handle
+        // zero, so each handler fails its checks or answers inside the argument; nothing is
+        // read or written through an address.
+        let r = unsafe { c.p.ioctl(d.request, &mut b) };
+        assert_ne!(r, Err(Errno::ENOTTY), "{}", d.name);
+    }
+}
+
 /// ALLOC_MEMORY_OF_GPU does not look at the VA (only at SVM ranges, which this test makes
 /// none of; see tests/svm.rs); `amdgpu_vm_bo_map` at MAP time refuses VA 0, an unaligned VA, a range past the
 /// 48-bit GPU address space, and a range overlapping another mapping, all EINVAL.

@@ -1,6 +1,6 @@
 //! One function per tool job the tests, benches and examples need: OpenCL C to an amdgcn code
-//! object (clang-15), to a relocatable object, a shared link (ld.lld-15), and gfx9 assembly
-//! text to machine code (llvm-mc-15). Each finds its tool with [`require`](crate::require) and,
+//! object (clang-15), to a relocatable object, a shared link (ld.lld-15), gfx9 assembly text
+//! to machine code and an assembly file to an object (llvm-mc-15). Each finds its tool with [`require`](crate::require) and,
 //! when the tool fails, panics with the command line and the tool's stderr.
 
 use crate::require;
@@ -138,6 +138,22 @@ pub fn assemble(src: &str, mcpu: &str) -> Vec<u8> {
         .unwrap_or_else(|line| panic!("llvm-mc-15: unreadable encoding in {line:?}"))
 }
 
+/// Assembles the file `src` (amdgcn assembly with its directives) for `mcpu` into a
+/// relocatable object: `llvm-mc-15 -triple=amdgcn-amd-amdhsa -filetype=obj -mcpu=<mcpu>
+/// <src>`. Panics, with llvm-mc's stderr, when it rejects the file.
+pub fn assemble_object(src: &Path, mcpu: &str) -> Vec<u8> {
+    let scratch = Scratch::new("asm-obj");
+    let out = scratch.path("out.o");
+    let mut cmd = Command::new(require("llvm-mc-15"));
+    cmd.args(["-triple=amdgcn-amd-amdhsa", "-filetype=obj"])
+        .arg(format!("-mcpu={mcpu}"))
+        .arg(src)
+        .arg("-o")
+        .arg(&out);
+    run("llvm-mc-15", &mut cmd, None);
+    read(&out, "llvm-mc-15")
+}
+
 /// The bytes of every `encoding: [0x.., ..]` in llvm-mc's `-show-encoding` text; `Err` with
 /// the line whose list does not parse.
 fn encodings(text: &str) -> Result<Vec<u8>, String> {
@@ -210,5 +226,11 @@ mod tests {
         let obj = opencl_to_object(&src, "gfx900", &["-DN=7"]);
         assert_eq!(e_type(&obj), ET_REL);
         assert_eq!(e_type(&link_shared(&obj, &[])), ET_DYN);
+        if crate::tool("llvm-mc-15").is_none() {
+            return;
+        }
+        let asm = scratch.path("k.s");
+        std::fs::write(&asm, "s_endpgm\n").unwrap();
+        assert_eq!(e_type(&assemble_object(&asm, "gfx900")), ET_REL);
     }
 }

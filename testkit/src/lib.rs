@@ -11,12 +11,12 @@
 //!
 //! **One function per tool job.** The commands that build test inputs with those tools live in
 //! [`build`] (re-exported here): [`opencl_to_code_object`], [`opencl_to_object`],
-//! [`link_shared`], [`assemble`]. They use [`require`] and, when the tool fails, panic with its
+//! [`link_shared`], [`assemble`], [`assemble_object`]. They use [`require`] and, when the tool fails, panic with its
 //! stderr.
 #![forbid(unsafe_code)]
 
 pub mod build;
-pub use build::{assemble, link_shared, opencl_to_code_object, opencl_to_object};
+pub use build::{assemble, assemble_object, link_shared, opencl_to_code_object, opencl_to_object};
 
 use std::path::{Path, PathBuf};
 

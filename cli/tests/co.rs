@@ -32,20 +32,8 @@ fn inputs() -> Option<&'static (PathBuf, PathBuf)> {
         let cl = dir.path().join("lib.cl");
         let co = dir.path().join("lib.co");
         std::fs::write(&cl, OPENCL).unwrap();
-        run(Command::new("clang-15")
-            .args([
-                "-x",
-                "cl",
-                "-cl-std=CL2.0",
-                "-target",
-                "amdgcn-amd-amdhsa",
-                "-mcpu=gfx900",
-                "-O2",
-                "-nogpulib",
-                "-o",
-            ])
-            .arg(&co)
-            .arg(&cl));
+        let code_object = kfd_testkit::opencl_to_code_object(&cl, "gfx900", &[]);
+        std::fs::write(&co, code_object).unwrap();
         let hip = dir.path().join("prog.hip");
         let prog = dir.path().join("prog");
         std::fs::write(&hip, HIP).unwrap();

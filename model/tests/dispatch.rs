@@ -9,6 +9,7 @@ use codeobj::{Executable, LoadedKernel};
 use common::*;
 use kfd_model::{Model, ModelConfig, Preset, QueueError};
 use kfd_sys::*;
+use kfd_testkit::assemble;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -1456,40 +1457,6 @@ fn pm4_scratch_too_small_for_a_workgroup_stops_the_queue() {
     let err = g.c.p.queue_error(qid).expect("an error").to_string();
     assert!(err.contains("does not fit its scratch"), "{err}");
     assert_eq!(to_i32s(&g.read(pout, 4))[0], 0, "nothing ran");
-}
-
-/// Assembles gfx9 source with llvm-mc-15 (the encodings it prints).
-fn assemble(src: &str, mcpu: &str) -> Vec<u8> {
-    use std::io::Write;
-    use std::process::Stdio;
-    let mut child = Command::new(kfd_testkit::require("llvm-mc-15"))
-        .args(["-arch=amdgcn", &format!("-mcpu={mcpu}"), "-show-encoding"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("llvm-mc-15 runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(src.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "llvm-mc-15: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut bytes = Vec::new();
-    for line in String::from_utf8(out.stdout).unwrap().lines() {
-        if let Some(enc) = line.split("encoding: [").nth(1) {
-            for b in enc.trim_end_matches(']').split(',') {
-                bytes.push(u8::from_str_radix(b.trim().trim_start_matches("0x"), 16).unwrap());
-            }
-        }
-    }
-    bytes
 }
 
 /// A trap handler that counts traps at TMA[0] and sums their ids at TMA[4] (atomically: lane

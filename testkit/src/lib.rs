@@ -8,7 +8,15 @@
 //! the same as one that passed. A developer who knows a tool is missing and wants the rest of
 //! the suite can set `KFD_SKIP_MISSING_TOOLS=1`: tests that can do without the tool then skip
 //! with a message, and tests that cannot still fail with it. `make test` clears that variable.
+//!
+//! **One function per tool job.** The commands that build test inputs with those tools live in
+//! [`build`] (re-exported here): [`opencl_to_code_object`], [`opencl_to_object`],
+//! [`link_shared`], [`assemble`], [`assemble_object`]. They use [`require`] and, when the tool fails, panic with its
+//! stderr.
 #![forbid(unsafe_code)]
+
+pub mod build;
+pub use build::{assemble, assemble_object, link_shared, opencl_to_code_object, opencl_to_object};
 
 use std::path::{Path, PathBuf};
 

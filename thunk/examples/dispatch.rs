@@ -12,27 +12,14 @@
 //! `thunk/tests/kernels/dispatch.cl`.
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 use thunk::{Errno, Error, Executable, Kfd, MemoryKind, OpenOptions, QueueOptions};
 
-/// Compiles the test kernels for `target` with clang-15 into a temporary file.
-fn compile(target: &str) -> Result<PathBuf, Error> {
+/// Compiles the test kernels for `target` with clang-15 (`kfd_testkit`'s command: a missing
+/// clang-15 or a failed compile stops the example with the reason).
+fn compile(target: &str) -> Vec<u8> {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/dispatch.cl");
-    let out = std::env::temp_dir().join(format!("thunk-example-{}.hsaco", std::process::id()));
-    let status = Command::new("clang-15")
-        .args(["-x", "cl", "-cl-std=CL2.0", "-target", "amdgcn-amd-amdhsa"])
-        .args(["-O2", "-nogpulib"])
-        .arg(format!("-mcpu={target}"))
-        .arg(&src)
-        .arg("-o")
-        .arg(&out)
-        .status()
-        .map_err(|e| Error::new("example", Errno::ENOENT, format!("clang-15: {e}")))?;
-    if !status.success() {
-        return Err(Error::new("example", Errno::EINVAL, "clang-15 failed"));
-    }
-    Ok(out)
+    kfd_testkit::opencl_to_code_object(&src, target, &[])
 }
 
 fn main() -> Result<(), Error> {
@@ -48,15 +35,10 @@ fn main() -> Result<(), Error> {
         gpu.id()
     );
 
-    let (path, temporary) = match std::env::args_os().nth(1) {
-        Some(p) => (PathBuf::from(p), false),
-        None => (compile(&target)?, true),
+    let exe = match std::env::args_os().nth(1) {
+        Some(p) => Executable::load_file(&gpu, PathBuf::from(p))?,
+        None => Executable::load(&gpu, &compile(&target))?,
     };
-    let exe = Executable::load_file(&gpu, &path);
-    if temporary {
-        let _ = std::fs::remove_file(&path);
-    }
-    let exe = exe?;
     println!("kernels: {:?}", exe.kernel_names()?);
     let kernel = exe.kernel("vadd")?;
     println!(

@@ -7,34 +7,15 @@ mod common;
 
 use common::*;
 use std::path::PathBuf;
-use std::process::Command;
 use thunk::{Errno, Executable, Gpu, Kfd, MemoryKind, QueueOptions, WaitStatus};
 
 /// Compiles tests/kernels/dispatch.cl for `mcpu` as code object version `cov`; `None` without
 /// clang-15 when skipping is allowed.
 fn compile(mcpu: &str, cov: u32) -> Option<Vec<u8>> {
+    kfd_testkit::tool("clang-15")?;
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/kernels/dispatch.cl");
-    static SERIAL: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let out = std::env::temp_dir().join(format!(
-        "thunk-dispatch-{}-{mcpu}-v{cov}-{n}.hsaco",
-        std::process::id()
-    ));
-    let clang = kfd_testkit::tool("clang-15")?;
-    let status = Command::new(clang)
-        .args(["-x", "cl", "-cl-std=CL2.0", "-target", "amdgcn-amd-amdhsa"])
-        .args(["-O2", "-nogpulib"])
-        .arg(format!("-mcpu={mcpu}"))
-        .arg(format!("-mcode-object-version={cov}"))
-        .arg(&src)
-        .arg("-o")
-        .arg(&out)
-        .status();
-    let s = status.expect("clang-15 runs");
-    assert!(s.success(), "clang-15 failed for {mcpu} v{cov}");
-    let elf = std::fs::read(&out).expect("code object");
-    let _ = std::fs::remove_file(&out);
-    Some(elf)
+    let cov = format!("-mcode-object-version={cov}");
+    Some(kfd_testkit::opencl_to_code_object(&src, mcpu, &[&cov]))
 }
 
 /// A model GPU of `preset` with the kernels for `mcpu` loaded.
@@ -414,44 +395,17 @@ fn completion_slots_are_reused_and_overflow_gets_its_own_buffer() {
 /// Builds codeobj's test source `name` (codeobj/tests/src) for gfx900 as a shared code object;
 /// `None` without clang-15 / ld.lld-15 when skipping is allowed.
 fn shared_object(name: &str, allow_undefined: bool) -> Option<Vec<u8>> {
-    let [clang, lld] = <[_; 2]>::try_from(kfd_testkit::tools(&["clang-15", "ld.lld-15"])?).ok()?;
+    kfd_testkit::tools(&["clang-15", "ld.lld-15"])?;
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../codeobj/tests/src")
         .join(name);
-    let dir = std::env::temp_dir().join(format!("thunk-link-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (obj, co) = (dir.join("o.o"), dir.join("o.co"));
-    let compiled = Command::new(clang)
-        .args([
-            "-x",
-            "cl",
-            "-cl-std=CL2.0",
-            "-target",
-            "amdgcn-amd-amdhsa",
-            "-mcpu=gfx900",
-        ])
-        .args(["-O2", "-nogpulib", "-fvisibility=default", "-c"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&obj)
-        .status();
-    let s = compiled.expect("clang-15 runs");
-    assert!(s.success(), "clang-15 {name}");
-    let mut lld = Command::new(lld);
-    lld.arg("-shared");
-    if allow_undefined {
-        lld.arg("--allow-shlib-undefined");
-    }
-    let s = lld
-        .arg(&obj)
-        .arg("-o")
-        .arg(&co)
-        .status()
-        .expect("ld.lld-15 runs");
-    assert!(s.success(), "ld.lld-15 {name}");
-    let bytes = std::fs::read(&co).unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
-    Some(bytes)
+    let obj = kfd_testkit::opencl_to_object(&src, "gfx900", &["-fvisibility=default"]);
+    let link: &[&str] = if allow_undefined {
+        &["--allow-shlib-undefined"]
+    } else {
+        &[]
+    };
+    Some(kfd_testkit::link_shared(&obj, link))
 }
 
 #[test]

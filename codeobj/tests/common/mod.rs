@@ -60,29 +60,22 @@ fn clang_cl(source: &str, mcpu: &str, out: &Path) {
     clang_cl_version(source, mcpu, 4, out);
 }
 
+/// `kfd_testkit`'s OpenCL command with `-c`: a relocatable object at `out`.
 fn clang_cl_version(source: &str, mcpu: &str, version: u32, out: &Path) {
-    run(Command::new("clang-15")
-        .args(["-target", "amdgcn-amd-amdhsa", &format!("-mcpu={mcpu}")])
-        .arg(format!("-mcode-object-version={version}"))
-        .args([
-            "-cl-std=CL2.0",
-            "-nogpulib",
-            "-O2",
-            "-fvisibility=default",
-            "-c",
-        ])
-        .arg(src(source))
-        .arg("-o")
-        .arg(out));
+    let version = format!("-mcode-object-version={version}");
+    let extra = [version.as_str(), "-fvisibility=default"];
+    let object = kfd_testkit::opencl_to_object(&src(source), mcpu, &extra);
+    std::fs::write(out, object).expect("write object");
 }
 
 fn link_shared(input: &Path, out: &Path, allow_undefined: bool) {
-    let mut cmd = Command::new("ld.lld-15");
-    cmd.arg("-shared");
-    if allow_undefined {
-        cmd.arg("--allow-shlib-undefined");
-    }
-    run(cmd.arg(input).arg("-o").arg(out));
+    let extra: &[&str] = if allow_undefined {
+        &["--allow-shlib-undefined"]
+    } else {
+        &[]
+    };
+    let object = std::fs::read(input).expect("read object");
+    std::fs::write(out, kfd_testkit::link_shared(&object, extra)).expect("write code object");
 }
 
 static BUILT: OnceLock<Option<Built>> = OnceLock::new();
@@ -112,11 +105,8 @@ pub fn built() -> Option<&'static Built> {
                 clang_cl_version("kernels.cl", "gfx900", version, &object);
                 link_shared(&object, &p(&format!("kernels-v{version}.co")), true);
             }
-            run(Command::new("llvm-mc-15")
-                .args(["-triple=amdgcn-amd-amdhsa", "-mcpu=gfx900", "-filetype=obj"])
-                .arg(src("relocs.s"))
-                .arg("-o")
-                .arg(p("relocs.o")));
+            let relocs = kfd_testkit::assemble_object(&src("relocs.s"), "gfx900");
+            std::fs::write(p("relocs.o"), relocs).expect("write relocs.o");
             let program = if tool("hipcc") {
                 run(Command::new("hipcc")
                     .args([

@@ -5,7 +5,6 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use codeobj::{CodeObject, Executable, HostMemory, LoadedKernel, TargetId};
 use isa::exec::wave::sreg;
@@ -19,37 +18,10 @@ pub fn kernel_source(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Compiles `source` for `mcpu` into a linked code object (shared ELF) and returns its bytes.
+/// Compiles `source` (a file of `tests/exec_kernels`) for `mcpu` with the `extra` clang flags
+/// into a linked code object (shared ELF) and returns its bytes.
 pub fn compile(source: &str, mcpu: &str, extra: &[&str]) -> Vec<u8> {
-    let dir = std::env::temp_dir().join(format!("isa-exec-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let stem = PathBuf::from(source)
-        .file_stem()
-        .unwrap()
-        .to_string_lossy()
-        .to_string();
-    static SERIAL: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let n = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let out = dir.join(format!("{stem}-{mcpu}-{n}.hsaco"));
-    let status = Command::new(kfd_testkit::require("clang-15"))
-        .args([
-            "-x",
-            "cl",
-            "-cl-std=CL2.0",
-            "-target",
-            "amdgcn-amd-amdhsa",
-            "-nogpulib",
-            "-O2",
-        ])
-        .arg(format!("-mcpu={mcpu}"))
-        .args(extra)
-        .arg(kernel_source(source))
-        .arg("-o")
-        .arg(&out)
-        .status()
-        .expect("clang-15 must be installed (scripts/ensure-deps)");
-    assert!(status.success(), "clang-15 failed on {source} for {mcpu}");
-    std::fs::read(&out).expect("compiled code object")
+    kfd_testkit::opencl_to_code_object(&kernel_source(source), mcpu, extra)
 }
 
 /// A loaded program: the executable's memory mirrored into a [`HostEnv`], and the target.

@@ -5,38 +5,10 @@
 use crate::common::{Buf, Client};
 use codeobj::{CodeObject, Executable, SegmentMemory, TargetId};
 use std::path::Path;
-use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
 
-/// Compiles the OpenCL C file `src` for `mcpu` into a code object.
+/// Compiles the OpenCL C file `src` for `mcpu` into a code object (`kfd_testkit`'s command).
 pub fn compile(src: &Path, mcpu: &str) -> Vec<u8> {
-    // Tests run in parallel: one output file per compile.
-    static SERIAL: AtomicU32 = AtomicU32::new(0);
-    let n = SERIAL.fetch_add(1, Ordering::Relaxed);
-    let out = std::env::temp_dir().join(format!(
-        "kfd-model-opencl-{}-{mcpu}-{n}.hsaco",
-        std::process::id()
-    ));
-    let status = Command::new(kfd_testkit::require("clang-15"))
-        .args([
-            "-x",
-            "cl",
-            "-cl-std=CL2.0",
-            "-target",
-            "amdgcn-amd-amdhsa",
-            "-nogpulib",
-            "-O2",
-        ])
-        .arg(format!("-mcpu={mcpu}"))
-        .arg(src)
-        .arg("-o")
-        .arg(&out)
-        .status()
-        .expect("clang-15 runs");
-    assert!(status.success(), "clang-15 failed for {mcpu}");
-    let elf = std::fs::read(&out).expect("code object");
-    let _ = std::fs::remove_file(&out);
-    elf
+    kfd_testkit::opencl_to_code_object(src, mcpu, &[])
 }
 
 /// Loads `code_object` (built for `mcpu`) into a new 1 MiB executable GTT buffer on `c`'s GPU

@@ -1,6 +1,6 @@
 //! One function per tool job the tests, benches and examples need: OpenCL C to an amdgcn code
 //! object (clang-15), to a relocatable object, a shared link (ld.lld-15), gfx9 assembly text
-//! to machine code and an assembly file to an object (llvm-mc-15). Each finds its tool with [`require`](crate::require) and,
+//! to machine code and an assembly file to an object (llvm-mc-15). Each finds its tool with [`require`] and,
 //! when the tool fails, panics with the command line and the tool's stderr.
 
 use crate::require;

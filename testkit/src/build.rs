@@ -20,6 +20,10 @@ pub const OPENCL_FLAGS: [&str; 7] = [
     "-O2",
 ];
 
+/// The directory of the headers OpenCL C sources include (`kfd_workitem.h`: work-item
+/// functions and a barrier without the device library); every OpenCL build passes it with `-I`.
+pub const INCLUDE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/include");
+
 /// A fresh directory under the temporary directory for one tool run (tests run in parallel:
 /// one per call), removed by [`Scratch`]'s drop.
 struct Scratch(PathBuf);
@@ -81,13 +85,15 @@ fn read(path: &Path, tool: &str) -> Vec<u8> {
     std::fs::read(path).unwrap_or_else(|e| panic!("{tool}'s output {}: {e}", path.display()))
 }
 
-/// clang-15 on the OpenCL C file `src` for `mcpu`: [`OPENCL_FLAGS`], `-mcpu=<mcpu>`, `extra`
+/// clang-15 on the OpenCL C file `src` for `mcpu`: [`OPENCL_FLAGS`], `-I` [`INCLUDE_DIR`],
+/// `-mcpu=<mcpu>`, `extra`
 /// (e.g. `-D` definitions, `-mcode-object-version=5`, `-c`), the output's bytes.
 fn clang_opencl(src: &Path, mcpu: &str, extra: &[&str], job: &str) -> Vec<u8> {
     let scratch = Scratch::new(job);
     let out = scratch.path("out");
     let mut cmd = Command::new(require("clang-15"));
     cmd.args(OPENCL_FLAGS)
+        .arg(format!("-I{INCLUDE_DIR}"))
         .arg(format!("-mcpu={mcpu}"))
         .args(extra)
         .arg(src)

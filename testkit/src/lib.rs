@@ -16,7 +16,9 @@
 #![forbid(unsafe_code)]
 
 pub mod build;
-pub use build::{assemble, assemble_object, link_shared, opencl_to_code_object, opencl_to_object};
+pub use build::{
+    assemble, assemble_object, link_shared, opencl_to_code_object, opencl_to_object, INCLUDE_DIR,
+};
 
 use std::path::{Path, PathBuf};
 

@@ -1,15 +1,6 @@
 // Kernels of model/benches/dispatch.rs (compiled with clang-15 at bench time, -nogpulib).
 
-#define LOCAL_X() __builtin_amdgcn_workitem_id_x()
-#define LOCAL_Y() __builtin_amdgcn_workitem_id_y()
-#define GROUP_X() __builtin_amdgcn_workgroup_id_x()
-#define GROUP_Y() __builtin_amdgcn_workgroup_id_y()
-#define BARRIER()                                                                          \
-    do {                                                                                   \
-        __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");                             \
-        __builtin_amdgcn_s_barrier();                                                      \
-        __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");                             \
-    } while (0)
+#include "kfd_workitem.h"
 
 // c = a + b over workgroups of 256.
 kernel void vadd(global const float *a, global const float *b, global float *c, uint n) {

@@ -5,15 +5,7 @@
 // it read. Header: bit 0 = last, bits 31:1 = index of the next header. (model/tests/
 // barrier_release.rs; compiled with clang-15 at test time, -nogpulib.)
 
-#define LOCAL_X() __builtin_amdgcn_workitem_id_x()
-// hsa_kernel_dispatch_packet_t: workgroup_size_x (u16 at byte 4)
-#define LOCAL_SIZE_X() (((const __constant unsigned short *)__builtin_amdgcn_dispatch_ptr())[2])
-#define BARRIER()                                                                          \
-    do {                                                                                   \
-        __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");                             \
-        __builtin_amdgcn_s_barrier();                                                      \
-        __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");                             \
-    } while (0)
+#include "kfd_workitem.h"
 
 kernel void work_loop(global const uint *works, global uint *seen) {
     local uint header;

@@ -1,24 +1,7 @@
 // Kernels the model's SPI runs in model/tests/dispatch.rs (compiled with clang-15 at test
 // time, -nogpulib: the work-item functions are clang builtins and the dispatch packet).
 
-#define LOCAL_X() __builtin_amdgcn_workitem_id_x()
-#define LOCAL_Y() __builtin_amdgcn_workitem_id_y()
-#define GROUP_X() __builtin_amdgcn_workgroup_id_x()
-#define GROUP_Y() __builtin_amdgcn_workgroup_id_y()
-// hsa_kernel_dispatch_packet_t: workgroup_size_x/y (u16 at bytes 4, 6), grid_size_x (u32 at 12)
-#define PACKET_U16(i) (((const __constant unsigned short *)__builtin_amdgcn_dispatch_ptr())[i])
-#define PACKET_U32(i) (((const __constant unsigned int *)__builtin_amdgcn_dispatch_ptr())[i])
-#define LOCAL_SIZE_X() PACKET_U16(2)
-#define LOCAL_SIZE_Y() PACKET_U16(3)
-#define GRID_X() PACKET_U32(3)
-#define GLOBAL_X() (GROUP_X() * LOCAL_SIZE_X() + LOCAL_X())
-#define GLOBAL_Y() (GROUP_Y() * LOCAL_SIZE_Y() + LOCAL_Y())
-#define BARRIER()                                                                          \
-    do {                                                                                   \
-        __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");                             \
-        __builtin_amdgcn_s_barrier();                                                      \
-        __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");                             \
-    } while (0)
+#include "kfd_workitem.h"
 
 kernel void vadd(global const float *a, global const float *b, global float *c, uint n) {
     uint i = GLOBAL_X();

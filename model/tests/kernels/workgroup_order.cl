@@ -1,16 +1,7 @@
 // Kernels that rely on the order in which the SPI starts workgroups (model/tests/workgroup_order.rs;
 // compiled with clang-15 at test time, -nogpulib).
 
-#define LOCAL_X() __builtin_amdgcn_workitem_id_x()
-#define GROUP_X() __builtin_amdgcn_workgroup_id_x()
-// hsa_kernel_dispatch_packet_t: workgroup_size_x (u16 at byte 4)
-#define LOCAL_SIZE_X() (((const __constant unsigned short *)__builtin_amdgcn_dispatch_ptr())[2])
-#define BARRIER()                                                                          \
-    do {                                                                                   \
-        __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");                             \
-        __builtin_amdgcn_s_barrier();                                                      \
-        __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");                             \
-    } while (0)
+#include "kfd_workitem.h"
 
 // A partition's status word: its state in bits 63:32, its value in bits 31:0.
 #define EMPTY 0ul

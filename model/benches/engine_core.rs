@@ -18,7 +18,7 @@
 mod common;
 
 use common::*;
-use kfd_model::hw::engine::affinity::thread_last_core as last_core;
+use kfd_model::hw::thread_last_core as last_core;
 use kfd_model::{ModelConfig, Preset};
 use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
 use nix::unistd::Pid;

@@ -566,7 +566,7 @@ impl Model {
     /// Registers a client's mapping of a doorbell page (`len` bytes at `addr`, what its
     /// `mmap` of a doorbell offset returned): a store into it wakes the engine thread at once
     /// even after a long idle, through a write-protecting `userfaultfd`
-    /// ([`crate::hw::doorbell_watch`]). An error (no `userfaultfd` on this host) leaves the
+    /// (the hardware's `doorbell_watch`). An error (no `userfaultfd` on this host) leaves the
     /// engine's polling sleep as the only way it notices the store.
     ///
     /// # Safety

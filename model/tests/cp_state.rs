@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use kfd_model::hw::cp::DMA_BYTES_PER_PASS;
+use kfd_model::hw::DMA_BYTES_PER_PASS;
 use kfd_model::{Model, ModelConfig, Preset};
 use kfd_sys::*;
 use pm4::regs::ShReg;

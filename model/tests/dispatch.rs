@@ -178,7 +178,7 @@ fn hw_id_places_workgroups_over_every_compute_unit_and_names_the_queue() {
         assert_eq!(g.signal_value(signal), 0, "{mcpu}");
         let mapped = g.c.node().gpu.hws.mapped_queues();
         let (mec, pipe, queue) = match mapped[0].slot {
-            kfd_model::hw::hws::HqdSlot::Compute { mec, pipe, queue } => (mec, pipe, queue),
+            kfd_model::hw::HqdSlot::Compute { mec, pipe, queue } => (mec, pipe, queue),
             s => panic!("{s:?}"),
         };
         let vmid = mapped[0].vmid;

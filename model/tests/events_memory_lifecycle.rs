@@ -385,7 +385,7 @@ fn many_buffers_are_blocks_of_a_few_files() {
     let bufs: Vec<Buf> = (0..N)
         .map(|_| c.alloc_on(c.gpu(), 4096, flags).expect("vram"))
         .collect();
-    let mut files: Vec<*const kfd_model::hw::mem::DeviceMemory> = bufs
+    let mut files: Vec<*const kfd_model::hw::DeviceMemory> = bufs
         .iter()
         .map(|b| std::sync::Arc::as_ptr(&b.mem.as_ref().unwrap().memory))
         .collect();

@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use kfd_model::hw::hws::HwsFaults;
+use kfd_model::hw::HwsFaults;
 use kfd_model::packet_manager::KFD_FENCE_COMPLETED;
 use kfd_model::{Errno, KernelVersion, ModelConfig, Preset};
 use kfd_sys::*;

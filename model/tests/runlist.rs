@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use kfd_model::hw::hws::{HqdSlot, MappedQueue};
+use kfd_model::hw::{HqdSlot, MappedQueue};
 use kfd_model::{ModelConfig, Preset};
 use kfd_sys::*;
 use mqd::ComputeDescriptor;
@@ -429,7 +429,7 @@ fn doorbell_offsets_locate_the_queue_in_the_process_slice() {
     m.memory
         .store_u64((m.offset + s1.value) as usize, 0x40)
         .unwrap();
-    let (slice, id) = kfd_model::hw::doorbell::DoorbellBar::slice_and_id(d1).unwrap();
+    let (slice, id) = kfd_model::hw::DoorbellBar::slice_and_id(d1).unwrap();
     assert_eq!(node.gpu.doorbells.read(slice, id), 0x40);
 }
 

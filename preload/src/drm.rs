@@ -809,7 +809,7 @@ pub fn device_info(info: &RenderInfo<'_>) -> DrmAmdgpuInfoDevice {
         family: facts.drm_family,
         num_shader_engines: engines,
         num_shader_arrays_per_engine: p.simd_arrays_per_engine as u32,
-        gpu_counter_freq: (kfd_model::hw::clock::GPU_CLOCK_HZ / 1000) as u32,
+        gpu_counter_freq: (kfd_model::hw::GPU_CLOCK_HZ / 1000) as u32,
         max_engine_clock: p.max_engine_clk_fcompute * 1000,
         max_memory_clock: u64::from(mem_clock_mhz) * 1000,
         cu_active_number: cus,

@@ -39,7 +39,6 @@ mod pm4;
 #[cfg(test)]
 mod tests;
 
-pub use self::pm4::exec_pm4;
 pub(crate) use exceptions::post_queue_error;
 
 use crate::config::Strict;
@@ -428,6 +427,7 @@ impl CpQueue {
     }
 
     /// IB levels currently entered.
+    #[cfg(test)]
     pub fn ib_depth(&self) -> usize {
         self.ibs.len()
     }
@@ -435,11 +435,6 @@ impl CpQueue {
     /// The SH registers its SET_SH_REG packets wrote.
     pub fn sh_registers(&self) -> &ShRegisters {
         &self.state.sh
-    }
-
-    /// How far the packet at the read position got before it yielded (0: not started).
-    pub fn progress(&self) -> u64 {
-        self.state.progress
     }
 
     /// What the MQD saves: `cp_hqd_pq_rptr` (wrapped dwords) and `cp_hqd_pq_wptr` (dwords).

@@ -105,7 +105,7 @@ pub struct DoorbellBar {
 }
 
 impl DoorbellBar {
-    /// A BAR with room for [`MAX_PROCESS_SLICES`] processes.
+    /// A BAR with room for `MAX_PROCESS_SLICES` processes.
     pub fn new(layout: DoorbellLayout) -> KResult<DoorbellBar> {
         let size = KFD_DOORBELL_PROCESS_SLICE_SIZE_SOC15 * u64::from(MAX_PROCESS_SLICES);
         Ok(DoorbellBar {

@@ -118,7 +118,7 @@ impl Gpu {
     }
 
     /// Whether `[start, end)` overlaps a client's doorbell mapping the engine watches
-    /// ([`DoorbellWatch::overlaps`](crate::hw::doorbell_watch::DoorbellWatch::overlaps)).
+    /// (`DoorbellWatch::overlaps`).
     pub fn is_watched_doorbell_mapping(&self, start: u64, end: u64) -> bool {
         self.waker
             .get()
@@ -127,13 +127,13 @@ impl Gpu {
     }
 
     /// The engine thread's doorbell-watch epoch, if its doorbell mappings are protected now
-    /// ([`EngineWaker::watched_epoch`]).
+    /// (`EngineWaker::watched_epoch`).
     pub fn engines_watched_epoch(&self) -> Option<u64> {
         self.waker.get().and_then(|w| w.watched_epoch())
     }
 
     /// Wakes the engine thread (new queues are mapped), unless a doorbell store would have
-    /// woken it at every moment since `epoch` ([`EngineWaker::wake_unless_watched_since`];
+    /// woken it at every moment since `epoch` (`EngineWaker::wake_unless_watched_since`;
     /// `None` always wakes it).
     pub fn wake_engines_unless_watched_since(&self, epoch: Option<u64>) {
         if let Some(w) = self.waker.get() {

@@ -31,8 +31,7 @@ mod group_queue;
 mod polling;
 mod sq;
 
-pub use code::{DecodedCode, KEPT_CODE_WINDOWS};
-pub use cu::{BARRIER_RELEASE_TURN, GROUP_TURN, POLL_TURN, WAVE_TURN};
+pub use code::DecodedCode;
 pub use sq::{
     SqMessage, WaveException, QUEUE_ERROR_ILLEGAL_INSTRUCTION, QUEUE_ERROR_MEMORY_VIOLATION,
     QUEUE_ERROR_TRAP,

@@ -121,6 +121,7 @@ impl DoorbellCore {
     }
 
     /// The current back-off (zero when moves are allowed).
+    #[cfg(test)]
     pub fn backoff(&self) -> Duration {
         self.backoff
     }

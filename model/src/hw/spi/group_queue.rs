@@ -11,7 +11,7 @@
 //!   which count as started when taken and get their first turn, in order, before the thread
 //!   takes anything else (those its time slice ends before are the first to run in the
 //!   next);
-//! - a turn is bounded ([`super::GROUP_TURN`] instructions, less for a workgroup that only
+//! - a turn is bounded ([`super::cu::GROUP_TURN`] instructions, less for a workgroup that only
 //!   polls), after which an unfinished workgroup is suspended;
 //! - suspended workgroups get their turns in sweeps in dispatch order, so each gets one per
 //!   sweep, and along a chain of workgroups each waiting on the one before, one sweep

@@ -5,7 +5,7 @@
 //! nothing; on hardware it costs its own wave slot only, on the model it costs host time
 //! the waves it waits for could use. A run of a wave that read memory, wrote none and read
 //! exactly the words and values its previous run read is a poll: the wave's next run is
-//! short ([`super::POLL_TURN`] instructions) and a workgroup whose every running wave polled
+//! short ([`super::cu::POLL_TURN`] instructions) and a workgroup whose every running wave polled
 //! gives its turn back. Any write or any new value read ends it. The verdict only decides
 //! how long a wave runs before others get a turn, never whether it runs.
 

@@ -38,7 +38,7 @@ fn kernel_definition(nr: u32, kernel: KernelVersion) -> Option<&'static IoctlDes
 pub(crate) fn ioctl(p: &ProcessInner, request: u32, arg: &mut [u8]) -> KResult<i32> {
     let nr = ioc_nr(request);
     let Some(def) = kernel_definition(nr, p.model.config.kernel) else {
-        log::debug!(target: "kfd::ioctl", "pasid {:#x}: unknown command nr {nr:#x} (request {request:#010x})", p.pasid);
+        log::debug!(target: crate::layer::IOCTL, "pasid {:#x}: unknown command nr {nr:#x} (request {request:#010x})", p.pasid);
         return Err(Errno::ENOTTY);
     };
     if crate::user::current_pid() != p.owner_pid {
@@ -53,12 +53,16 @@ pub(crate) fn ioctl(p: &ProcessInner, request: u32, arg: &mut [u8]) -> KResult<i
     if dir & IOC_WRITE != 0 {
         kbuf[..user_size].copy_from_slice(&arg[..user_size]);
     }
-    log::trace!(target: "kfd::ioctl", "pasid {:#x}: {} ({user_size} bytes)", p.pasid, def.name);
+    log::trace!(target: crate::layer::IOCTL, "pasid {:#x}: {} ({user_size} bytes)", p.pasid, def.name);
     let result = dispatch(p, nr, def.name, &mut kbuf);
     match result {
-        Ok(r) => log::debug!(target: "kfd::ioctl", "pasid {:#x}: {} = {r}", p.pasid, def.name),
+        Ok(r) => {
+            log::debug!(target: crate::layer::IOCTL, "pasid {:#x}: {} = {r}", p.pasid, def.name)
+        }
         Err(e) if stops_a_runtime(nr, e) => report_startup_refusal(p, def.name, e),
-        Err(e) => log::debug!(target: "kfd::ioctl", "pasid {:#x}: {} = {e}", p.pasid, def.name),
+        Err(e) => {
+            log::debug!(target: crate::layer::IOCTL, "pasid {:#x}: {} = {e}", p.pasid, def.name)
+        }
     }
     if dir & IOC_READ != 0 {
         arg[..user_size].copy_from_slice(&kbuf[..user_size]);
@@ -89,9 +93,9 @@ fn stops_a_runtime(nr: u32, e: Errno) -> bool {
 fn report_startup_refusal(p: &ProcessInner, name: &str, e: Errno) {
     use std::sync::atomic::Ordering;
     if p.startup_refusal_reported.swap(true, Ordering::Relaxed) {
-        log::debug!(target: "kfd::ioctl", "pasid {:#x}: {name} = {e}", p.pasid);
+        log::debug!(target: crate::layer::IOCTL, "pasid {:#x}: {name} = {e}", p.pasid);
     } else {
-        log::warn!(target: "kfd::ioctl", "pasid {:#x}: {name} refused with {e}; a runtime cannot start without it (KFD_MODEL_LOG=kfd=debug says why)", p.pasid);
+        log::warn!(target: crate::layer::IOCTL, "pasid {:#x}: {name} refused with {e}; a runtime cannot start without it (KFD_MODEL_LOG=kfd=debug says why)", p.pasid);
     }
 }
 
@@ -107,7 +111,7 @@ fn with<R: Ioctl>(kbuf: &mut [u8], f: impl FnOnce(&mut R::Arg) -> KResult<i32>) 
 }
 
 fn not_modelled(p: &ProcessInner, what: &str) -> KResult<i32> {
-    log::warn!(target: "kfd::ioctl", "pasid {:#x}: {what} is not modelled; returning EINVAL", p.pasid);
+    log::warn!(target: crate::layer::IOCTL, "pasid {:#x}: {what} is not modelled; returning EINVAL", p.pasid);
     Err(Errno::EINVAL)
 }
 
@@ -423,7 +427,7 @@ fn acquire_vm(p: &ProcessInner, a: &mut kfd_ioctl_acquire_vm_args) -> KResult<i3
     }
     pdd.drm_file = Some(file);
     pdd.pd_base = pdd.node.gpu.register_vm(pdd.vm.clone());
-    log::debug!(target: "kfd::process", "pasid {:#x}: VM of gpu {:#x} acquired, PD base {:#x}", p.pasid, a.gpu_id, pdd.pd_base);
+    log::debug!(target: crate::layer::PROCESS, "pasid {:#x}: VM of gpu {:#x} acquired, PD base {:#x}", p.pasid, a.gpu_id, pdd.pd_base);
     Ok(0)
 }
 
@@ -436,7 +440,7 @@ fn alloc_memory(p: &ProcessInner, a: &mut kfd_ioctl_alloc_memory_of_gpu_args) ->
         let first = a.va_addr & !(PAGE_SIZE as u64 - 1);
         let end = a.va_addr.saturating_add(a.size);
         if st.svm.overlaps(first, end) {
-            log::debug!(target: "kfd::memory", "va {:#x}+{:#x} is held by an SVM range", a.va_addr, a.size);
+            log::debug!(target: crate::layer::MEMORY, "va {:#x}+{:#x} is held by an SVM range", a.va_addr, a.size);
             return Err(Errno::EADDRINUSE);
         }
     }
@@ -502,7 +506,7 @@ fn get_dmabuf_info(p: &ProcessInner, a: &mut kfd_ioctl_get_dmabuf_info_args) -> 
         p.user.write(a.metadata_ptr, &metadata)?;
     }
     a.metadata_size = metadata.len() as u32;
-    log::debug!(target: "kfd::memory", "pasid {:#x}: dma-buf fd {}: {:#x} bytes on gpu {:#x}, flags {:#x}, {} bytes of metadata", p.pasid, a.dmabuf_fd, a.size, a.gpu_id, a.flags, a.metadata_size);
+    log::debug!(target: crate::layer::MEMORY, "pasid {:#x}: dma-buf fd {}: {:#x} bytes on gpu {:#x}, flags {:#x}, {} bytes of metadata", p.pasid, a.dmabuf_fd, a.size, a.gpu_id, a.flags, a.metadata_size);
     Ok(0)
 }
 
@@ -522,7 +526,7 @@ fn import_dmabuf(p: &ProcessInner, a: &mut kfd_ioctl_import_dmabuf_args) -> KRes
             return Err(e);
         }
     };
-    log::debug!(target: "kfd::memory", "pasid {:#x}: dma-buf fd {} imported at va {:#x} ({:#x} bytes), handle {handle:#x}", p.pasid, a.dmabuf_fd, a.va_addr, bo.size);
+    log::debug!(target: crate::layer::MEMORY, "pasid {:#x}: dma-buf fd {} imported at va {:#x} ({:#x} bytes), handle {handle:#x}", p.pasid, a.dmabuf_fd, a.va_addr, bo.size);
     a.handle = handle;
     st.bos.insert(
         handle,
@@ -545,7 +549,7 @@ fn free_memory(p: &ProcessInner, a: &mut kfd_ioctl_free_memory_of_gpu_args) -> K
             .is_some_and(|(m, off)| std::sync::Arc::ptr_eq(&m, &pg.mem) && off == pg.offset)
             && !pg.kernel_allocated
     }) {
-        log::debug!(target: "kfd::memory", "freeing the signal event page is not allowed");
+        log::debug!(target: crate::layer::MEMORY, "freeing the signal event page is not allowed");
         return Err(Errno::EPERM);
     }
     if !entry.mapped_on.is_empty() {
@@ -601,23 +605,23 @@ fn map_memory(
             let mut vm = pdds[d].vm.write().unwrap_or_else(|e| e.into_inner());
             if !entry.mapped_on.contains(&d) {
                 if !gpu_va_ok(bo.va, bo.size) {
-                    log::debug!(target: "kfd::memory", "va {:#x}+{:#x} is not a valid GPU VA range", bo.va, bo.size);
+                    log::debug!(target: crate::layer::MEMORY, "va {:#x}+{:#x} is not a valid GPU VA range", bo.va, bo.size);
                     return Err(Errno::EINVAL);
                 }
                 if !vm.map(bo.vm_mapping()) {
-                    log::debug!(target: "kfd::memory", "va {:#x}+{:#x} overlaps a mapping on gpu {gpu_id:#x}", bo.va, bo.size);
+                    log::debug!(target: crate::layer::MEMORY, "va {:#x}+{:#x} overlaps a mapping on gpu {gpu_id:#x}", bo.va, bo.size);
                     return Err(Errno::EINVAL);
                 }
                 entry.mapped_on.insert(d);
             }
         } else {
             if !entry.mapped_on.contains(&d) {
-                log::debug!(target: "kfd::memory", "buffer {handle:#x} is not mapped on gpu {gpu_id:#x}");
+                log::debug!(target: crate::layer::MEMORY, "buffer {handle:#x} is not mapped on gpu {gpu_id:#x}");
                 return Err(Errno::EINVAL);
             }
             // Linux 6.12 keeps a queue's buffers mapped while the queue lives.
             if queues_pin_buffers && pqm.holds(handle, d) {
-                log::debug!(target: "kfd::memory", "buffer {handle:#x} is in use by a queue on gpu {gpu_id:#x}");
+                log::debug!(target: crate::layer::MEMORY, "buffer {handle:#x} is in use by a queue on gpu {gpu_id:#x}");
                 return Err(Errno::EBUSY);
             }
             entry.mapped_on.remove(&d);
@@ -674,7 +678,7 @@ fn runtime_enable(p: &ProcessInner, a: &mut kfd_ioctl_runtime_enable_args) -> KR
             r_debug: a.r_debug,
             ttmp_setup: a.mode_mask & KFD_RUNTIME_ENABLE_MODE_TTMP_SAVE_MASK != 0,
         };
-        log::debug!(target: "kfd::ioctl", "pasid {:#x}: runtime enabled, r_debug {:#x}, ttmp setup {}", p.pasid, a.r_debug, st.runtime.ttmp_setup);
+        log::debug!(target: crate::layer::IOCTL, "pasid {:#x}: runtime enabled, r_debug {:#x}, ttmp setup {}", p.pasid, a.r_debug, st.runtime.ttmp_setup);
     } else {
         st.runtime = RuntimeInfo::default();
     }
@@ -693,7 +697,7 @@ fn dbg_trap(p: &ProcessInner, a: &kfd_ioctl_dbg_trap_args) -> KResult<i32> {
         let what = format!("{} enable (the debugger interface)", DbgTrap::NAME);
         return not_modelled(p, &what);
     }
-    log::debug!(target: "kfd::ioctl", "pasid {:#x}: debug trap op {} on a process that is not debug-enabled", p.pasid, a.op);
+    log::debug!(target: crate::layer::IOCTL, "pasid {:#x}: debug trap op {} on a process that is not debug-enabled", p.pasid, a.op);
     Err(Errno::EINVAL)
 }
 

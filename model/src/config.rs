@@ -151,7 +151,7 @@ impl Strict {
     pub fn from_env() -> Strict {
         match std::env::var(STRICT_ENV) {
             Ok(spec) => Strict::parse(&spec).unwrap_or_else(|e| {
-                log::warn!(target: "kfd::model", "{e}; ignored");
+                log::warn!(target: crate::layer::MODEL, "{e}; ignored");
                 Strict::default()
             }),
             Err(_) => Strict::default(),

@@ -143,7 +143,7 @@ pub fn check(request: &CsRequest, dma_rings: u32) -> KResult<()> {
             AMDGPU_HW_IP_COMPUTE => COMPUTE_RINGS,
             AMDGPU_HW_IP_DMA => dma_rings,
             other => {
-                log::debug!(target: "kfd::gem", "CS: IBs for IP type {other} are not modelled (GFX, compute and SDMA only)");
+                log::debug!(target: crate::layer::GEM, "CS: IBs for IP type {other} are not modelled (GFX, compute and SDMA only)");
                 return Err(Errno::EINVAL);
             }
         };

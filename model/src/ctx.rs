@@ -136,7 +136,7 @@ impl CtxTable {
                         reset_unreported: false,
                     },
                 );
-                log::debug!(target: "kfd::gem", "CTX alloc {id} (priority {priority})");
+                log::debug!(target: crate::layer::GEM, "CTX alloc {id} (priority {priority})");
                 Ok(CtxAnswer::Alloc { ctx_id: id })
             }
             AMDGPU_CTX_OP_FREE_CTX => {

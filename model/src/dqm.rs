@@ -270,7 +270,7 @@ impl Dqm {
         self.fence = Some(gpu.gart.alloc(8, 8)?);
         self.sched_running = true;
         self.sched_halt = false;
-        log::debug!(target: "kfd::dqm", "scheduler running: {} HQDs, VMIDs {:#06x}", self.hqd_count(), self.cfg.vmid_mask);
+        log::debug!(target: crate::layer::DQM, "scheduler running: {} HQDs, VMIDs {:#06x}", self.hqd_count(), self.cfg.vmid_mask);
         self.execute(gpu, UnmapFilter::DynamicQueues)
     }
 
@@ -291,7 +291,7 @@ impl Dqm {
         for qpd in &mut self.qpds {
             qpd.has_reset_queue = false;
         }
-        log::warn!(target: "kfd::dqm", "GPU reset: restarting the scheduler");
+        log::warn!(target: crate::layer::DQM, "GPU reset: restarting the scheduler");
         self.start(gpu)?;
         // kfd_signal_reset_event: every process with a context on the device hears of it.
         Ok(self.qpds.iter().map(|q| q.pasid).collect())
@@ -344,7 +344,7 @@ impl Dqm {
         }
         // dqm->queues is a prepend list: the newest process runs first.
         self.qpds.insert(0, qpd);
-        log::debug!(target: "kfd::dqm", "register pasid {pasid:#x}: {} process(es)", self.processes_count());
+        log::debug!(target: crate::layer::DQM, "register pasid {pasid:#x}: {} process(es)", self.processes_count());
         Ok(())
     }
 
@@ -354,7 +354,7 @@ impl Dqm {
             let mut qpd = self.qpds.remove(i);
             qpd.registered = false;
             self.qpds.push(qpd);
-            log::debug!(target: "kfd::dqm", "unregister pasid {pasid:#x}: {} process(es)", self.processes_count());
+            log::debug!(target: crate::layer::DQM, "unregister pasid {pasid:#x}: {} process(es)", self.processes_count());
         }
     }
 
@@ -413,11 +413,11 @@ impl Dqm {
             && (self.processes_count() >= self.cfg.vmid_mask.count_ones()
                 || self.active_queue_count >= self.hqd_count())
         {
-            log::debug!(target: "kfd::dqm", "over-subscription is not allowed with sched_policy 1");
+            log::debug!(target: crate::layer::DQM, "over-subscription is not allowed with sched_policy 1");
             return Err(Errno::EPERM);
         }
         if self.total_queue_count >= self.cfg.max_queues_per_device {
-            log::warn!(target: "kfd::dqm", "can't create a new queue: {} queues already exist", self.total_queue_count);
+            log::warn!(target: crate::layer::DQM, "can't create a new queue: {} queues already exist", self.total_queue_count);
             return Err(Errno::EPERM);
         }
         let class = if compute {
@@ -484,7 +484,7 @@ impl Dqm {
         let bytes = match bytes {
             Ok(b) => b,
             Err(e) => {
-                log::debug!(target: "kfd::dqm", "init_mqd: {e}");
+                log::debug!(target: crate::layer::DQM, "init_mqd: {e}");
                 free_mqd(gpu, mqd_mem);
                 undo(self, pdd);
                 return Err(Errno::EINVAL);
@@ -508,7 +508,7 @@ impl Dqm {
         qpd.queues.insert(0, q);
         qpd.queue_count += 1;
         log::debug!(
-            target: "kfd::dqm",
+            target: crate::layer::DQM,
             "pasid {pasid:#x} queue {id}: {class:?}, doorbell {doorbell_id} (BAR dw {doorbell_off:#x}), MQD at {:#x}, {}",
             mqd_mem.gpu_addr,
             if active { "active" } else { "inactive" }
@@ -576,7 +576,7 @@ impl Dqm {
         if now_empty {
             self.unregister_process(pasid);
         }
-        log::debug!(target: "kfd::dqm", "pasid {pasid:#x} queue {id} destroyed");
+        log::debug!(target: crate::layer::DQM, "pasid {pasid:#x} queue {id} destroyed");
         result
     }
 
@@ -631,7 +631,7 @@ impl Dqm {
         let (active, bytes) = match updated {
             Ok(v) => v,
             Err(e) => {
-                log::debug!(target: "kfd::dqm", "update_mqd: {e}");
+                log::debug!(target: crate::layer::DQM, "update_mqd: {e}");
                 *q = prev;
                 let _ = self.map(gpu);
                 return Err(Errno::EINVAL);
@@ -693,7 +693,7 @@ impl Dqm {
         for (class, gws) in deactivated {
             self.decrement_queue_count(class, gws);
         }
-        log::debug!(target: "kfd::dqm", "evicting pasid {pasid:#x} queues");
+        log::debug!(target: crate::layer::DQM, "evicting pasid {pasid:#x} queues");
         let filter = if is_debug {
             UnmapFilter::AllQueues
         } else {
@@ -725,7 +725,7 @@ impl Dqm {
         for (class, gws) in activated {
             self.increment_queue_count(class, gws);
         }
-        log::debug!(target: "kfd::dqm", "restoring pasid {pasid:#x} queues");
+        log::debug!(target: crate::layer::DQM, "restoring pasid {pasid:#x} queues");
         let result = self.execute(gpu, UnmapFilter::DynamicQueues);
         if let Ok(qpd) = self.qpd(pasid) {
             qpd.evicted = 0;
@@ -755,7 +755,7 @@ impl Dqm {
             free_mqd(gpu, q.mqd_mem);
         }
         if !qpd.queues.is_empty() {
-            log::debug!(target: "kfd::dqm", "pasid {pasid:#x} terminated: {} queue(s) freed", qpd.queues.len());
+            log::debug!(target: crate::layer::DQM, "pasid {pasid:#x} terminated: {} queue(s) freed", qpd.queues.len());
         }
         result
     }
@@ -809,7 +809,7 @@ impl Dqm {
             _ => return Err(Errno::EINVAL),
         };
         let Some(id) = id else {
-            log::debug!(target: "kfd::dqm", "no free SDMA queue");
+            log::debug!(target: crate::layer::DQM, "no free SDMA queue");
             return Err(Errno::ENOMEM);
         };
         Ok(if xgmi {
@@ -889,7 +889,7 @@ impl Dqm {
             .send_query_status(kq, gpu, fence.gpu_addr, KFD_FENCE_COMPLETED)?;
         if !wait_fence(gpu, fence.gpu_addr, self.cfg.preemption_timeout) {
             log::error!(
-                target: "kfd::dqm",
+                target: crate::layer::DQM,
                 "the CP might be in an unrecoverable state due to an unsuccessful queues preemption"
             );
             self.hws_hang();
@@ -899,7 +899,7 @@ impl Dqm {
         if let Some(doorbell) = self.check_preemption_failed(gpu) {
             match self.cfg.kernel {
                 KernelVersion::Linux6_1 => {
-                    log::error!(target: "kfd::dqm", "queue with doorbell {doorbell:#x} did not preempt");
+                    log::error!(target: crate::layer::DQM, "queue with doorbell {doorbell:#x} did not preempt");
                     self.hws_hang();
                     return Err(Errno::ETIME);
                 }
@@ -972,7 +972,7 @@ impl Dqm {
                     q.is_active = false;
                     deactivated.push((q.class, q.is_gws));
                 }
-                log::warn!(target: "kfd::dqm", "pasid {:#x}: queue {} reset after a failed preemption", qpd.pasid, q.id);
+                log::warn!(target: crate::layer::DQM, "pasid {:#x}: queue {} reset after a failed preemption", qpd.pasid, q.id);
             }
         }
         for (class, gws) in deactivated {

@@ -146,7 +146,7 @@ impl EventTable {
     pub fn set_user_page(&self, mem: Arc<DeviceMemory>, offset: usize, size: usize) -> KResult<()> {
         let mut s = self.lock();
         if s.page.is_some() {
-            log::debug!(target: "kfd::events", "event page is already set");
+            log::debug!(target: crate::layer::EVENTS, "event page is already set");
             return Err(Errno::EINVAL);
         }
         if size < KFD_SIGNAL_EVENT_PAGE_SIZE as usize {
@@ -207,7 +207,7 @@ impl EventTable {
         if event.is_signal_like() {
             Self::ensure_kernel_page(&mut s)?;
             if s.signal_event_count >= s.mapped_size / 8 {
-                log::debug!(target: "kfd::events", "signal event slots exhausted");
+                log::debug!(target: crate::layer::EVENTS, "signal event slots exhausted");
                 return Err(Errno::ENOSPC);
             }
             let limit = (s.mapped_size / 8) as u32;
@@ -353,7 +353,7 @@ impl EventTable {
         }
         drop(s);
         if !fired.is_empty() {
-            log::debug!(target: "kfd::events", "interrupt ctxid {partial_id:#x} ({valid_bits} bits) signals {fired:?}");
+            log::debug!(target: crate::layer::EVENTS, "interrupt ctxid {partial_id:#x} ({valid_bits} bits) signals {fired:?}");
             self.wake.notify_all();
         }
         fired

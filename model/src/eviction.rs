@@ -120,7 +120,7 @@ pub(crate) fn validate_for_submission(model: &ModelInner, node: &Arc<KfdNode>, w
     }
     for bo in missing {
         if bo.make_resident_in_vram().is_err() {
-            log::debug!(target: "kfd::ttm", "gpu {:#x}: a graphics buffer of {:#x} bytes stays in GTT (VRAM full)", node.gpu_id, bo.size);
+            log::debug!(target: crate::layer::TTM, "gpu {:#x}: a graphics buffer of {:#x} bytes stays in GTT (VRAM full)", node.gpu_id, bo.size);
         }
     }
 }
@@ -145,7 +145,7 @@ fn evict_kfd_buffers(model: &ModelInner, node: &Arc<KfdNode>, mut shortfall: u64
         if evicted.is_empty() {
             continue;
         }
-        log::debug!(target: "kfd::ttm", "gpu {:#x}: {} buffer(s) of pasid {:#x} evicted from VRAM", node.gpu_id, evicted.len(), p.pasid);
+        log::debug!(target: crate::layer::TTM, "gpu {:#x}: {} buffer(s) of pasid {:#x} evicted from VRAM", node.gpu_id, evicted.len(), p.pasid);
         st.eviction.bos.extend(evicted);
         if st.eviction.restore_at.is_some() {
             // Already evicted: the pending restore brings these back too.
@@ -155,7 +155,7 @@ fn evict_kfd_buffers(model: &ModelInner, node: &Arc<KfdNode>, mut shortfall: u64
         for pdd in &st.pdds {
             smi::queue_eviction(&pdd.node, p.owner_pid, smi::EvictionTrigger::Ttm);
             if let Err(e) = pdd.node.dqm().evict_process(&pdd.node.gpu, p.pasid) {
-                log::debug!(target: "kfd::ttm", "evicting pasid {:#x} on gpu {:#x}: {e}", p.pasid, pdd.node.gpu_id);
+                log::debug!(target: crate::layer::TTM, "evicting pasid {:#x} on gpu {:#x}: {e}", p.pasid, pdd.node.gpu_id);
             }
         }
         st.eviction.evictions += 1;
@@ -206,7 +206,7 @@ fn restore(model: &ModelInner, p: &ProcessInner) {
         let at = Instant::now() + model.config.process_restore_delay;
         st.eviction.restore_at = Some(at);
         model.restores.schedule(p.pasid, at);
-        log::debug!(target: "kfd::ttm", "pasid {:#x}: restore found VRAM full; retrying later", p.pasid);
+        log::debug!(target: crate::layer::TTM, "pasid {:#x}: restore found VRAM full; retrying later", p.pasid);
         return;
     }
     st.eviction.bos.clear();
@@ -218,11 +218,11 @@ fn restore(model: &ModelInner, p: &ProcessInner) {
             .dqm()
             .restore_process(&pdd.node.gpu, p.pasid, pdd.pd_base)
         {
-            log::debug!(target: "kfd::ttm", "restoring pasid {:#x} on gpu {:#x}: {e}", p.pasid, pdd.node.gpu_id);
+            log::debug!(target: crate::layer::TTM, "restoring pasid {:#x} on gpu {:#x}: {e}", p.pasid, pdd.node.gpu_id);
         }
         smi::queue_restore(&pdd.node, p.owner_pid, model.config.kernel);
     }
-    log::debug!(target: "kfd::ttm", "pasid {:#x}: buffers and queues restored", p.pasid);
+    log::debug!(target: crate::layer::TTM, "pasid {:#x}: buffers and queues restored", p.pasid);
 }
 
 /// TTM placing a new KFD VRAM buffer (`ttm_bo_validate` under amdkfd's allocation): KFD's
@@ -248,7 +248,7 @@ fn evict_graphics_buffers(node: &KfdNode, mut shortfall: u64) {
         }
         if bo.evict_from_vram() {
             shortfall = shortfall.saturating_sub(bo.size);
-            log::debug!(target: "kfd::ttm", "gpu {:#x}: a graphics buffer of {:#x} bytes moved to GTT", node.gpu_id, bo.size);
+            log::debug!(target: crate::layer::TTM, "gpu {:#x}: a graphics buffer of {:#x} bytes moved to GTT", node.gpu_id, bo.size);
         }
     }
 }

@@ -80,7 +80,7 @@ impl Fault {
         }
         gpu.hws.set_faults(hws);
         gpu.ih.set_faults(ih);
-        log::warn!(target: "kfd::faults", "injected: {self}");
+        log::warn!(target: crate::layer::FAULTS, "injected: {self}");
     }
 
     /// Parses a comma-separated list (the `KFD_MODEL_FAULTS` syntax).

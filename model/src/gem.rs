@@ -206,7 +206,7 @@ impl GemFile {
         }
         // GDS, GWS and OA are on-chip resources the model does not have.
         if domains & (AMDGPU_GEM_DOMAIN_GDS | AMDGPU_GEM_DOMAIN_GWS | AMDGPU_GEM_DOMAIN_OA) != 0 {
-            log::debug!(target: "kfd::gem", "GEM_CREATE: GDS/GWS/OA domains are not modelled");
+            log::debug!(target: crate::layer::GEM, "GEM_CREATE: GDS/GWS/OA domains are not modelled");
             return Err(Errno::EINVAL);
         }
         let kind = if domains & AMDGPU_GEM_DOMAIN_VRAM != 0 {
@@ -231,7 +231,7 @@ impl GemFile {
             metadata: Mutex::new(BoMetadata::default()),
         };
         self.objects.insert(handle, Arc::new(object));
-        log::debug!(target: "kfd::gem", "GEM_CREATE {kind:?} size {size:#x} domains {domains:#x} flags {flags:#x} = handle {handle}");
+        log::debug!(target: crate::layer::GEM, "GEM_CREATE {kind:?} size {size:#x} domains {domains:#x} flags {flags:#x} = handle {handle}");
         Ok(handle)
     }
 
@@ -265,7 +265,7 @@ impl GemFile {
         if metadata.data.len() > AMDGPU_GEM_METADATA_MAX_SIZE {
             return Err(Errno::EINVAL);
         }
-        log::debug!(target: "kfd::gem", "GEM_METADATA set handle {handle}: {} bytes, tiling {:#x}, flags {:#x}", metadata.data.len(), metadata.tiling_info, metadata.flags);
+        log::debug!(target: crate::layer::GEM, "GEM_METADATA set handle {handle}: {} bytes, tiling {:#x}, flags {:#x}", metadata.data.len(), metadata.tiling_info, metadata.flags);
         *obj.metadata.lock().unwrap_or_else(|e| e.into_inner()) = metadata;
         Ok(())
     }
@@ -298,7 +298,7 @@ impl GemFile {
         let obj = self.object(handle)?;
         let placement = Placement::requested(value);
         *obj.placement.lock().unwrap_or_else(|e| e.into_inner()) = placement;
-        log::debug!(target: "kfd::gem", "GEM_OP SET_PLACEMENT handle {handle}: {value:#x} = {placement:?}");
+        log::debug!(target: crate::layer::GEM, "GEM_OP SET_PLACEMENT handle {handle}: {value:#x} = {placement:?}");
         Ok(placement)
     }
 
@@ -306,7 +306,7 @@ impl GemFile {
     pub fn close(&mut self, handle: u32) -> KResult<()> {
         let obj = self.objects.remove(&handle).ok_or(Errno::EINVAL)?;
         let gone = self.vm.unmap_handle(u64::from(handle));
-        log::debug!(target: "kfd::gem", "GEM_CLOSE handle {handle} ({gone} VA mapping(s) with it, {} bytes)", obj.bo.size);
+        log::debug!(target: crate::layer::GEM, "GEM_CLOSE handle {handle} ({gone} VA mapping(s) with it, {} bytes)", obj.bo.size);
         Ok(())
     }
 
@@ -324,7 +324,7 @@ impl GemFile {
             return Err(Errno::EINVAL);
         }
         if r.flags & AMDGPU_VM_PAGE_PRT != 0 {
-            log::debug!(target: "kfd::gem", "GEM_VA: PRT mappings are not modelled");
+            log::debug!(target: crate::layer::GEM, "GEM_VA: PRT mappings are not modelled");
             return Err(Errno::EINVAL);
         }
         match r.operation {
@@ -369,7 +369,7 @@ impl GemFile {
             AMDGPU_VA_OP_CLEAR => self.clear(r.va_address, end),
             _ => return Err(Errno::EINVAL),
         }
-        log::debug!(target: "kfd::gem", "GEM_VA op {} handle {} va {:#x}+{:#x} bo offset {:#x}", r.operation, r.handle, r.va_address, r.map_size, r.offset_in_bo);
+        log::debug!(target: crate::layer::GEM, "GEM_VA op {} handle {} va {:#x}+{:#x} bo offset {:#x}", r.operation, r.handle, r.va_address, r.map_size, r.offset_in_bo);
         Ok(())
     }
 
@@ -414,7 +414,7 @@ impl GemFile {
                 return Err(e);
             }
         }
-        log::debug!(target: "kfd::gem", "PRIME_HANDLE_TO_FD handle {handle} = fd {fd}");
+        log::debug!(target: crate::layer::GEM, "PRIME_HANDLE_TO_FD handle {handle} = fd {fd}");
         Ok(fd)
     }
 }

@@ -128,7 +128,7 @@ fn send_exception_to_runtime(
     };
     let set = p.events.set(event_id);
     log::debug!(
-        target: "kfd::interrupt",
+        target: crate::layer::INTERRUPT,
         "pasid {:#x}: queue exception {error_reason:#x} to the runtime: payload {payload:#x}, event {event_id} ({set:?})",
         p.pasid
     );
@@ -165,22 +165,22 @@ pub(crate) fn process_interrupts(model: &ModelInner, node: &KfdNode) -> usize {
 
 fn handle(model: &ModelInner, node: &KfdNode, e: &IhEntry) {
     if kfd_vmid_mask(node.preset) & (1 << e.vmid) == 0 {
-        log::debug!(target: "kfd::interrupt", "ignored (VMID {} is not KFD's): {e}", e.vmid);
+        log::debug!(target: crate::layer::INTERRUPT, "ignored (VMID {} is not KFD's): {e}", e.vmid);
         return;
     }
     let Some(p) = model.process(u32::from(e.pasid)) else {
-        log::debug!(target: "kfd::interrupt", "no process with pasid {:#x}: {e}", e.pasid);
+        log::debug!(target: crate::layer::INTERRUPT, "no process with pasid {:#x}: {e}", e.pasid);
         return;
     };
     let ctxid = e.src_data[0];
     match (e.client_id, e.source_id) {
         (IH_CLIENT_GRBM_CP, SRC_CP_END_OF_PIPE) => {
             if ctxid == 0 && drops_zero_ctxid(node) {
-                log::trace!(target: "kfd::interrupt", "end-of-pipe with context id 0 dropped");
+                log::trace!(target: crate::layer::INTERRUPT, "end-of-pipe with context id 0 dropped");
                 return;
             }
             let fired = p.events.signal_interrupt(ctxid, 32);
-            log::debug!(target: "kfd::interrupt", "pasid {:#x}: CP end-of-pipe ctxid {ctxid:#x} -> events {fired:?}", e.pasid);
+            log::debug!(target: crate::layer::INTERRUPT, "pasid {:#x}: CP end-of-pipe ctxid {ctxid:#x} -> events {fired:?}", e.pasid);
         }
         (IH_CLIENT_GRBM_CP, SRC_SQ_INTERRUPT_MSG) => {
             let encoding = (ctxid >> SQ_WAVE_CTXID_ENCODING_SHIFT) & 3;
@@ -197,9 +197,9 @@ fn handle(model: &ModelInner, node: &KfdNode, e: &IhEntry) {
                     return;
                 }
                 let fired = p.events.signal_interrupt(data, 24);
-                log::debug!(target: "kfd::interrupt", "pasid {:#x}: SQ s_sendmsg data {data:#x} -> events {fired:?}", e.pasid);
+                log::debug!(target: crate::layer::INTERRUPT, "pasid {:#x}: SQ s_sendmsg data {data:#x} -> events {fired:?}", e.pasid);
             } else {
-                log::debug!(target: "kfd::interrupt", "pasid {:#x}: SQ interrupt (encoding {encoding}) not handled: {e}", e.pasid);
+                log::debug!(target: crate::layer::INTERRUPT, "pasid {:#x}: SQ interrupt (encoding {encoding}) not handled: {e}", e.pasid);
             }
         }
         (IH_CLIENT_GRBM_CP, SRC_SDMA_TRAP_SOC21) => sdma_trap(&p.events, e),
@@ -234,10 +234,10 @@ fn handle(model: &ModelInner, node: &KfdNode, e: &IhEntry) {
                     .evict_process(&node.gpu, p.pasid)
                     .and_then(|()| dqm.restore_process(&node.gpu, p.pasid, pd_base));
                 if let Err(err) = retried {
-                    log::warn!(target: "kfd::interrupt", "remapping the queues after a recovered fault failed: {err:?}");
+                    log::warn!(target: crate::layer::INTERRUPT, "remapping the queues after a recovered fault failed: {err:?}");
                 }
                 log::debug!(
-                    target: "kfd::interrupt",
+                    target: crate::layer::INTERRUPT,
                     "pasid {:#x}: recovered GPU VM fault at page {:#x} on gpu {:#x}; queues remapped",
                     e.pasid,
                     data.va,
@@ -246,7 +246,7 @@ fn handle(model: &ModelInner, node: &KfdNode, e: &IhEntry) {
                 return;
             }
             log::warn!(
-                target: "kfd::interrupt",
+                target: crate::layer::INTERRUPT,
                 "pasid {:#x}: GPU VM fault at page {:#x} on gpu {:#x}; evicting the process's queues",
                 e.pasid,
                 data.va,
@@ -254,7 +254,7 @@ fn handle(model: &ModelInner, node: &KfdNode, e: &IhEntry) {
             );
             crate::smi::vm_fault(node, p.owner_pid);
             if let Err(err) = node.dqm().evict_process(&node.gpu, p.pasid) {
-                log::warn!(target: "kfd::interrupt", "evicting after the VM fault failed: {err:?}");
+                log::warn!(target: crate::layer::INTERRUPT, "evicting after the VM fault failed: {err:?}");
             }
             p.events.signal_memory_exception(data);
         }
@@ -264,7 +264,7 @@ fn handle(model: &ModelInner, node: &KfdNode, e: &IhEntry) {
                 .as_ref()
                 .map_or_else(|| "unknown".to_owned(), |q| q.to_string());
             log::error!(
-                target: "kfd::interrupt",
+                target: crate::layer::INTERRUPT,
                 "pasid {:#x}: queue with doorbell {:#x} stopped: {reason}",
                 e.pasid,
                 e.src_data[1]
@@ -279,7 +279,7 @@ fn handle(model: &ModelInner, node: &KfdNode, e: &IhEntry) {
                 p.events.signal_queue_error();
             }
         }
-        _ => log::debug!(target: "kfd::interrupt", "unhandled interrupt: {e}"),
+        _ => log::debug!(target: crate::layer::INTERRUPT, "unhandled interrupt: {e}"),
     }
 }
 
@@ -297,5 +297,5 @@ fn exception_code(error: &crate::hw::engine::QueueError) -> u32 {
 fn sdma_trap(events: &crate::events::EventTable, e: &IhEntry) {
     let ctxid = e.src_data[0];
     let fired = events.signal_interrupt(ctxid & 0x0FFF_FFFF, 28);
-    log::debug!(target: "kfd::interrupt", "pasid {:#x}: SDMA trap ctxid {ctxid:#x} -> events {fired:?}", e.pasid);
+    log::debug!(target: crate::layer::INTERRUPT, "pasid {:#x}: SDMA trap ctxid {ctxid:#x} -> events {fired:?}", e.pasid);
 }

@@ -47,7 +47,7 @@ impl KernelQueue {
             HIQ_DOORBELL_DW,
         );
         let mqd = ComputeMqd::init_hiq(config, &props, mqd_mem.gpu_addr).map_err(|e| {
-            log::error!(target: "kfd::kq", "HIQ MQD: {e}");
+            log::error!(target: crate::layer::KQ, "HIQ MQD: {e}");
             Errno::EINVAL
         })?;
         gart.write(mqd_mem.gpu_addr, mqd.as_bytes())
@@ -86,12 +86,12 @@ impl KernelQueue {
     /// at a wrap) and writes it. `ENOMEM` if the ring is full.
     pub fn push<P: Encode + ?Sized>(&mut self, gpu: &Gpu, packet: &P) -> KResult<()> {
         if gpu.hws.faults().hiq_full {
-            log::warn!(target: "kfd::kq", "HIQ: no space for {} dwords (injected fault)", packet.dwords());
+            log::warn!(target: crate::layer::KQ, "HIQ: no space for {} dwords (injected fault)", packet.dwords());
             return Err(Errno::ENOMEM);
         }
         self.refresh_rptr(gpu);
         self.ring.push(&mut self.shadow, packet).map_err(|e| {
-            log::warn!(target: "kfd::kq", "HIQ: {e}");
+            log::warn!(target: crate::layer::KQ, "HIQ: {e}");
             Errno::ENOMEM
         })?;
         Ok(())
@@ -102,7 +102,7 @@ impl KernelQueue {
         let wptr = self.ring.submit();
         let _ = gpu.gart.write_dwords(self.ring_mem.gpu_addr, &self.shadow);
         let _ = gpu.gart.store_u64(self.wptr_mem.gpu_addr, wptr.get());
-        log::trace!(target: "kfd::kq", "HIQ submit: wptr {}", wptr.get());
+        log::trace!(target: crate::layer::KQ, "HIQ submit: wptr {}", wptr.get());
         gpu.hws.hiq_doorbell(&gpu.gart);
     }
 

@@ -49,6 +49,7 @@ pub mod gem;
 pub mod hw;
 mod interrupt;
 pub mod kernel_queue;
+pub mod layer;
 pub mod memory;
 pub mod packet_manager;
 pub mod pqm;

@@ -100,7 +100,7 @@ impl KfdMemLimit {
         let sys_total = used.0.checked_add(system).ok_or(Errno::ENOMEM)?;
         let ttm_total = used.1.checked_add(ttm).ok_or(Errno::ENOMEM)?;
         if (sys_total > self.max_system && !self.no_system_mem_limit) || ttm_total > self.max_ttm {
-            log::debug!(target: "kfd::memory", "system memory limit: {system:#x} more would make {sys_total:#x} (limit {:#x}), TTM {ttm_total:#x} (limit {:#x})", self.max_system, self.max_ttm);
+            log::debug!(target: crate::layer::MEMORY, "system memory limit: {system:#x} more would make {sys_total:#x} (limit {:#x}), TTM {ttm_total:#x} (limit {:#x})", self.max_system, self.max_ttm);
             return Err(Errno::ENOMEM);
         }
         *used = (sys_total, ttm_total);
@@ -332,7 +332,7 @@ pub fn alloc_bo(
             .unwrap_or_else(|e| e.into_inner())
             .insert(mmap_offset, Arc::downgrade(&bo));
     }
-    log::debug!(target: "kfd::memory", "alloc {kind:?} va {:#x} size {size:#x} handle {handle:#x}", req.va);
+    log::debug!(target: crate::layer::MEMORY, "alloc {kind:?} va {:#x} size {size:#x} handle {handle:#x}", req.va);
     Ok(bo)
 }
 
@@ -472,7 +472,7 @@ fn backing_of(
                 return Err(Errno::EINVAL);
             }
             if !is_user_range_mapped_rw(req.user_addr, size) {
-                log::debug!(target: "kfd::memory", "userptr {:#x}+{size:#x} is not mapped read-write", req.user_addr);
+                log::debug!(target: crate::layer::MEMORY, "userptr {:#x}+{size:#x} is not mapped read-write", req.user_addr);
                 return Err(Errno::EFAULT);
             }
             // A doorbell mapping is no user memory (amdkfd: get_user_pages fails on VM_IO).
@@ -480,7 +480,7 @@ fn backing_of(
                 .gpu
                 .is_watched_doorbell_mapping(req.user_addr, req.user_addr.saturating_add(size))
             {
-                log::debug!(target: "kfd::memory", "userptr {:#x}+{size:#x} is a doorbell mapping", req.user_addr);
+                log::debug!(target: crate::layer::MEMORY, "userptr {:#x}+{size:#x} is a doorbell mapping", req.user_addr);
                 return Err(Errno::EFAULT);
             }
             crate::user::populate_user_range_for_write(req.user_addr, size)?;

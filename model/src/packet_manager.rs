@@ -118,7 +118,7 @@ impl PacketManager {
             gds_heap_size: 0,
         })
         .map_err(build_err)?;
-        log::debug!(target: "kfd::pm", "SET_RESOURCES vmid_mask {vmid_mask:#06x} queue_mask {queue_mask:#x}");
+        log::debug!(target: crate::layer::PM, "SET_RESOURCES vmid_mask {vmid_mask:#06x} queue_mask {queue_mask:#x}");
         kq.push(gpu, &p)?;
         kq.submit(gpu);
         Ok(())
@@ -153,7 +153,7 @@ impl PacketManager {
             num_queues: 0,
         })
         .map_err(build_err)?;
-        log::debug!(target: "kfd::pm", "UNMAP_QUEUES {target:?}{}", if reset { " (reset)" } else { "" });
+        log::debug!(target: crate::layer::PM, "UNMAP_QUEUES {target:?}{}", if reset { " (reset)" } else { "" });
         kq.push(gpu, &p)?;
         kq.submit(gpu);
         Ok(())
@@ -203,7 +203,7 @@ impl PacketManager {
             self.release_ib(gpu);
             return Err(e);
         }
-        log::debug!(target: "kfd::pm", "RUN_LIST ib {ib_addr:#x} size {ib_dwords} dwords, process_cnt {process_cnt}");
+        log::debug!(target: crate::layer::PM, "RUN_LIST ib {ib_addr:#x} size {ib_dwords} dwords, process_cnt {process_cnt}");
         kq.submit(gpu);
         Ok(())
     }
@@ -224,14 +224,14 @@ impl PacketManager {
         c: RunlistCounts,
     ) -> KResult<(u64, u32)> {
         if self.ib.is_some() {
-            log::warn!(target: "kfd::pm", "runlist IB already allocated");
+            log::warn!(target: crate::layer::PM, "runlist IB already allocated");
             return Err(Errno::EFAULT);
         }
         let max_proc = self.max_proc_per_quantum.max(1);
         let oversubscribed =
             c.processes > max_proc || c.active_cp_queues > self.hqd_count || c.gws_queues > 1;
         if oversubscribed && !self.oversubscribed {
-            log::info!(target: "kfd::pm", "Runlist is getting oversubscribed");
+            log::info!(target: crate::layer::PM, "Runlist is getting oversubscribed");
         }
         self.oversubscribed = oversubscribed;
         let map_process = self.form.dwords();
@@ -253,16 +253,16 @@ impl PacketManager {
             .write_dwords(ib.gpu_addr, &buf)
             .ok_or(Errno::ENOMEM)?;
         log::debug!(
-            target: "kfd::pm",
+            target: crate::layer::PM,
             "runlist IB: {} process(es), {} active queue(s), {dwords} dwords{}",
             c.processes,
             c.active_queues,
             if oversubscribed { ", chained" } else { "" }
         );
-        if log::log_enabled!(target: "kfd::pm", log::Level::Trace) {
+        if log::log_enabled!(target: crate::layer::PM, log::Level::Trace) {
             let listing = pm4::disasm::Pm4Listing::new(&buf, gpu.pm4_gen).to_string();
             for line in listing.lines() {
-                log::trace!(target: "kfd::pm", "{line}");
+                log::trace!(target: crate::layer::PM, "{line}");
             }
         }
         Ok((ib.gpu_addr, dwords as u32))
@@ -279,7 +279,7 @@ impl PacketManager {
         let mut w = PacketWriter::new(buf);
         for (mapped, qpd) in qpds.iter().enumerate() {
             if mapped as u32 >= c.processes {
-                log::debug!(target: "kfd::pm", "not enough space left in runlist IB");
+                log::debug!(target: crate::layer::PM, "not enough space left in runlist IB");
                 return Err(Errno::ENOMEM);
             }
             let mp = AnyMapProcess::new(self.form, &map_process_args(qpd, self.form))
@@ -336,13 +336,13 @@ impl PacketManager {
 
 fn push<P: Encode + ?Sized>(w: &mut PacketWriter<'_>, p: &P) -> KResult<()> {
     w.push(p).map(|_| ()).map_err(|e| {
-        log::error!(target: "kfd::pm", "runlist IB too small: {e}");
+        log::error!(target: crate::layer::PM, "runlist IB too small: {e}");
         Errno::ENOMEM
     })
 }
 
 fn build_err(e: pm4::BuildError) -> Errno {
-    log::error!(target: "kfd::pm", "packet build: {e}");
+    log::error!(target: crate::layer::PM, "packet build: {e}");
     Errno::EINVAL
 }
 

@@ -135,7 +135,7 @@ fn buffer_get(pdd: &ProcessDevice, addr: u64, size: u64) -> KResult<u64> {
         }
         Some(m) => {
             log::debug!(
-                target: "kfd::pqm",
+                target: crate::layer::PQM,
                 "buffer {addr:#x}: expected a mapping of {size:#x} at {page:#x}, found {:#x}+{:#x}",
                 m.va,
                 m.len
@@ -143,7 +143,7 @@ fn buffer_get(pdd: &ProcessDevice, addr: u64, size: u64) -> KResult<u64> {
             Err(Errno::EINVAL)
         }
         None => {
-            log::debug!(target: "kfd::pqm", "buffer {addr:#x} is not mapped on the GPU");
+            log::debug!(target: crate::layer::PQM, "buffer {addr:#x} is not mapped on the GPU");
             Err(Errno::EINVAL)
         }
     }
@@ -170,7 +170,7 @@ fn acquire_buffers(
     let sizes = pdd.node.queue_sizes;
     if props.eop_address != 0 {
         if props.eop_size < sizes.eop_buffer_size {
-            log::debug!(target: "kfd::pqm", "EOP buffer {:#x} smaller than {:#x}", props.eop_size, sizes.eop_buffer_size);
+            log::debug!(target: crate::layer::PQM, "EOP buffer {:#x} smaller than {:#x}", props.eop_size, sizes.eop_buffer_size);
             return Err(Errno::EINVAL);
         }
         held.others.push(buffer_get(
@@ -183,11 +183,11 @@ fn acquire_buffers(
         return Ok(held);
     }
     if props.ctl_stack_size != sizes.ctl_stack_size {
-        log::debug!(target: "kfd::pqm", "ctl_stack_size {:#x} != {:#x}", props.ctl_stack_size, sizes.ctl_stack_size);
+        log::debug!(target: crate::layer::PQM, "ctl_stack_size {:#x} != {:#x}", props.ctl_stack_size, sizes.ctl_stack_size);
         return Err(Errno::EINVAL);
     }
     if props.ctx_save_size < sizes.cwsr_size {
-        log::debug!(target: "kfd::pqm", "CWSR area {:#x} smaller than {:#x}", props.ctx_save_size, sizes.cwsr_size);
+        log::debug!(target: crate::layer::PQM, "CWSR area {:#x} smaller than {:#x}", props.ctx_save_size, sizes.cwsr_size);
         return Err(Errno::EINVAL);
     }
     let xcc = pdd.node.topo.properties.num_xcc.max(1);
@@ -204,7 +204,7 @@ fn acquire_buffers(
 /// `AMDKFD_IOC_CREATE_QUEUE`.
 pub(crate) fn create_queue(p: &ProcessInner, a: &mut kfd_ioctl_create_queue_args) -> KResult<i32> {
     log::debug!(
-        target: "kfd::pqm",
+        target: crate::layer::PQM,
         "pasid {:#x}: create queue type {} on gpu {:#x}, ring {:#x}+{:#x}",
         p.pasid,
         a.queue_type,
@@ -274,7 +274,7 @@ pub(crate) fn create_queue(p: &ProcessInner, a: &mut kfd_ioctl_create_queue_args
     }
     a.queue_id = id;
     a.doorbell_offset = KfdMmapOffset::doorbell(a.gpu_id, offset).encode();
-    log::debug!(target: "kfd::pqm", "pasid {:#x}: queue {id} created, doorbell offset {:#x}", p.pasid, a.doorbell_offset);
+    log::debug!(target: crate::layer::PQM, "pasid {:#x}: queue {id} created, doorbell offset {:#x}", p.pasid, a.doorbell_offset);
     Ok(0)
 }
 
@@ -367,7 +367,7 @@ pub(crate) fn set_cu_mask(p: &ProcessInner, a: &mut kfd_ioctl_set_cu_mask_args) 
     let node = st.pdds[dev].node.clone();
     let mut dqm = node.dqm();
     if dqm.cfg.mqd.shader_layout.is_none() {
-        log::debug!(target: "kfd::pqm", "no shader layout for CU masks on this part");
+        log::debug!(target: crate::layer::PQM, "no shader layout for CU masks on this part");
         return Err(Errno::EINVAL);
     }
     let gws = dqm.queue(p.pasid, a.queue_id).is_some_and(|q| q.is_gws);
@@ -452,7 +452,7 @@ pub(crate) fn terminate(p: &ProcessInner, st: &mut ProcessState) {
         let node = pdd.node.clone();
         let result = node.dqm().process_termination(&node.gpu, p.pasid);
         if let Err(e) = result {
-            log::warn!(target: "kfd::pqm", "pasid {:#x}: termination on gpu {:#x}: {e}", p.pasid, node.gpu_id);
+            log::warn!(target: crate::layer::PQM, "pasid {:#x}: termination on gpu {:#x}: {e}", p.pasid, node.gpu_id);
         }
     }
     st.pqm.queues.clear();

@@ -259,10 +259,10 @@ impl RenderNode {
             };
             match ran {
                 Ok(n) => {
-                    log::debug!(target: "kfd::gem", "CS ctx {} {engine}: IB {:#x} ({} bytes), {n} packet(s)", request.ctx_id, ib.va_start, ib.ib_bytes)
+                    log::debug!(target: crate::layer::GEM, "CS ctx {} {engine}: IB {:#x} ({} bytes), {n} packet(s)", request.ctx_id, ib.va_start, ib.ib_bytes)
                 }
                 Err(e) => {
-                    log::error!(target: "kfd::gem", "CS ctx {} {engine}: the IB at {:#x} stopped: {e}; the ring is reset, its fence signals and the context is guilty", request.ctx_id, ib.va_start);
+                    log::error!(target: crate::layer::GEM, "CS ctx {} {engine}: the IB at {:#x} stopped: {e}; the ring is reset, its fence signals and the context is guilty", request.ctx_id, ib.va_start);
                     contexts.mark_guilty(request.ctx_id);
                     hung = true;
                 }
@@ -455,7 +455,7 @@ impl Model {
         for n in &nodes {
             n.start()?;
         }
-        log::info!(target: "kfd::model", "model up: {} × {} ({:?})", config.gpus, config.preset, config.kernel);
+        log::info!(target: crate::layer::MODEL, "model up: {} × {} ({:?})", config.gpus, config.preset, config.kernel);
         for n in &nodes {
             for f in &config.faults {
                 f.apply(&n.gpu);
@@ -493,7 +493,7 @@ impl Model {
                 move || b.upgrade().map(|m| m.tick()).is_some(),
             )
             .map_err(|e| {
-                log::error!(target: "kfd::model", "cannot start the engine thread: {e}");
+                log::error!(target: crate::layer::MODEL, "cannot start the engine thread: {e}");
                 Errno::EAGAIN
             })?;
         }
@@ -545,7 +545,7 @@ impl Model {
             total.halted = a.halted;
             return total;
         }
-        log::warn!(target: "kfd::model", "run_until_idle: still busy after {MAX_PASSES} passes");
+        log::warn!(target: crate::layer::MODEL, "run_until_idle: still busy after {MAX_PASSES} passes");
         total.busy = 1;
         total
     }
@@ -624,7 +624,7 @@ impl Model {
     /// Tells the engines a doorbell of `gpu_id` was just written, so they look now instead of
     /// at their next poll. Optional: the engine thread notices doorbell writes by itself.
     pub fn doorbell_rung(&self, gpu_id: u32) {
-        log::trace!(target: "hw::engine", "doorbell rung on gpu {gpu_id:#x}");
+        log::trace!(target: crate::layer::ENGINE, "doorbell rung on gpu {gpu_id:#x}");
         self.inner.engine.doorbell_rung();
     }
 
@@ -694,7 +694,7 @@ impl Model {
             startup_refusal_reported: Default::default(),
         });
         lock(&self.inner.processes).insert(pasid, Arc::downgrade(&inner));
-        log::debug!(target: "kfd::process", "open: pasid {pasid:#x}");
+        log::debug!(target: crate::layer::PROCESS, "open: pasid {pasid:#x}");
         Ok(Process { inner })
     }
 
@@ -1046,7 +1046,7 @@ impl ProcessInner {
             }
         }
         st.bos.clear();
-        log::debug!(target: "kfd::process", "pasid {:#x} terminated", self.pasid);
+        log::debug!(target: crate::layer::PROCESS, "pasid {:#x} terminated", self.pasid);
     }
 }
 

@@ -138,7 +138,7 @@ impl SmiClient {
         if n < 0 {
             let e = std::io::Error::last_os_error().raw_os_error();
             if e == Some(libc::EAGAIN) {
-                log::debug!(target: "kfd::smi", "client of pid {}: no space left, event dropped", self.pid);
+                log::debug!(target: crate::layer::SMI, "client of pid {}: no space left, event dropped", self.pid);
                 return true;
             }
             return false;
@@ -164,7 +164,7 @@ impl SmiClients {
         let mut line = Vec::with_capacity(KFD_SMI_EVENT_MSG_SIZE as usize);
         let _ = write!(line, "{event:x} ");
         let _ = line.write_fmt(text);
-        log::trace!(target: "kfd::smi", "{}", String::from_utf8_lossy(&line).trim_end());
+        log::trace!(target: crate::layer::SMI, "{}", String::from_utf8_lossy(&line).trim_end());
         clients.retain_mut(|c| c.update_mask() && (!c.wants(pid, event) || c.send(&line)));
     }
 
@@ -230,7 +230,7 @@ pub(crate) fn open(p: &ProcessInner, a: &mut kfd_ioctl_smi_events_args) -> KResu
         suser,
     });
     a.anon_fd = theirs.into_raw_fd() as u32;
-    log::debug!(target: "kfd::smi", "pasid {:#x}: SMI client of gpu {:#x} on fd {}", p.pasid, a.gpuid, a.anon_fd);
+    log::debug!(target: crate::layer::SMI, "pasid {:#x}: SMI client of gpu {:#x} on fd {}", p.pasid, a.gpuid, a.anon_fd);
     Ok(0)
 }
 

@@ -308,7 +308,7 @@ impl SvmRanges {
         };
         if r.end > at {
             let tail = r.split_off(at);
-            log::trace!(target: "kfd::svm", "split [{k:#x}, {:#x}) at {at:#x}", tail.end);
+            log::trace!(target: crate::layer::SVM, "split [{k:#x}, {:#x}) at {at:#x}", tail.end);
             self.ranges.insert(at, tail);
         }
     }
@@ -507,11 +507,11 @@ fn migrate_to_vram(r: &mut SvmRange, node: &Arc<KfdNode>) -> KResult<bool> {
         return Err(Errno::EFAULT);
     }
     if !cpu_private_anonymous(r.start, r.end) {
-        log::debug!(target: "kfd::svm", "[{:#x}, {:#x}) is not all anonymous memory: it stays in system memory", r.start, r.end);
+        log::debug!(target: crate::layer::SVM, "[{:#x}, {:#x}) is not all anonymous memory: it stays in system memory", r.start, r.end);
         return Ok(false);
     }
     node.reserve_vram(r.len())?;
-    log::debug!(target: "kfd::svm", "migrated [{:#x}, {:#x}) to VRAM of gpu {:#x}", r.start, r.end, node.gpu_id);
+    log::debug!(target: crate::layer::SVM, "migrated [{:#x}, {:#x}) to VRAM of gpu {:#x}", r.start, r.end, node.gpu_id);
     r.vram = Some(node.clone());
     Ok(true)
 }
@@ -523,7 +523,7 @@ fn migrate_to_ram(r: &mut SvmRange) -> KResult<()> {
         return Ok(());
     };
     node.release_vram(r.len());
-    log::debug!(target: "kfd::svm", "migrated [{:#x}, {:#x}) from VRAM of gpu {:#x} to system memory", r.start, r.end, node.gpu_id);
+    log::debug!(target: crate::layer::SVM, "migrated [{:#x}, {:#x}) from VRAM of gpu {:#x} to system memory", r.start, r.end, node.gpu_id);
     Ok(())
 }
 
@@ -575,7 +575,7 @@ pub(crate) fn sync_gpu_mappings(st: &ProcessState) {
                 handle: SVM_MAPPING_HANDLE,
             });
             if !ok {
-                log::warn!(target: "kfd::svm", "[{:#x}, {:#x}) overlaps a buffer on gpu {:#x}", r.start, r.end, pdd.node.gpu_id);
+                log::warn!(target: crate::layer::SVM, "[{:#x}, {:#x}) overlaps a buffer on gpu {:#x}", r.start, r.end, pdd.node.gpu_id);
             }
         }
     }
@@ -603,7 +603,7 @@ pub(crate) fn cpu_unmapped(p: &ProcessInner, st: &mut ProcessState, start: u64, 
         if let Some(node) = &r.vram {
             node.release_vram(r.len());
         }
-        log::debug!(target: "kfd::svm", "CPU unmapped [{:#x}, {:#x}): range dropped, GPU mappings removed", r.start, r.end);
+        log::debug!(target: crate::layer::SVM, "CPU unmapped [{:#x}, {:#x}): range dropped, GPU mappings removed", r.start, r.end);
     }
     st.svm.stats.cpu_unmaps += 1;
     sync_gpu_mappings(st);
@@ -643,7 +643,7 @@ pub(crate) fn cpu_protection_changed(
             r.fault_mapped = 0;
             unmap.push((r.start, r.end));
         }
-        log::debug!(target: "kfd::svm", "CPU protection of [{:#x}, {:#x}): {before:?} -> {:?}", r.start, r.end, r.cpu);
+        log::debug!(target: crate::layer::SVM, "CPU protection of [{:#x}, {:#x}): {before:?} -> {:?}", r.start, r.end, r.cpu);
     }
     for (s, e) in unmap {
         unmap_from_gpus(st, p.owner_pid, s, e, Some(UnmapTrigger::MmuNotify));
@@ -697,7 +697,7 @@ pub(crate) fn switch_xnack_reserve_mem(
         unreserve(p, st, bytes);
     } else if bytes != 0 {
         p.model.mem_limit.reserve(bytes, 0).inspect_err(|_| {
-            log::debug!(target: "kfd::svm", "pasid {:#x}: XNACK off would hold {bytes:#x} bytes of SVM memory over the limit", p.pasid);
+            log::debug!(target: crate::layer::SVM, "pasid {:#x}: XNACK off would hold {bytes:#x} bytes of SVM memory over the limit", p.pasid);
         })?;
         st.svm.stats.reserved_bytes += bytes;
     }
@@ -715,7 +715,7 @@ pub(crate) fn teardown(p: &ProcessInner, st: &mut ProcessState) {
     }
     for (_, mut r) in all {
         if let Err(e) = migrate_to_ram(&mut r) {
-            log::warn!(target: "kfd::svm", "[{:#x}, {:#x}) left in VRAM at teardown: {e}", r.start, r.end);
+            log::warn!(target: crate::layer::SVM, "[{:#x}, {:#x}) left in VRAM at teardown: {e}", r.start, r.end);
         }
     }
 }
@@ -742,7 +742,7 @@ fn check_attrs(st: &ProcessState, attrs: &[kfd_ioctl_svm_attribute]) -> KResult<
             _ => false,
         };
         if !ok {
-            log::debug!(target: "kfd::svm", "bad attribute type {:#x} value {:#x}", a.r#type, a.value);
+            log::debug!(target: crate::layer::SVM, "bad attribute type {:#x} value {:#x}", a.r#type, a.value);
             return Err(Errno::EINVAL);
         }
     }
@@ -753,13 +753,13 @@ fn check_attrs(st: &ProcessState, attrs: &[kfd_ioctl_svm_attribute]) -> KResult<
 /// in the span on any GPU (else `EADDRINUSE`).
 fn check_span(st: &ProcessState, start: u64, end: u64) -> KResult<()> {
     if !cpu_mapped(start, end) {
-        log::debug!(target: "kfd::svm", "[{start:#x}, {end:#x}) is not all mapped by the CPU");
+        log::debug!(target: crate::layer::SVM, "[{start:#x}, {end:#x}) is not all mapped by the CPU");
         return Err(Errno::EFAULT);
     }
     for pdd in &st.pdds {
         // A doorbell mapping is VM_IO memory, which SVM refuses.
         if pdd.node.gpu.is_watched_doorbell_mapping(start, end) {
-            log::debug!(target: "kfd::svm", "[{start:#x}, {end:#x}) overlaps a doorbell mapping");
+            log::debug!(target: crate::layer::SVM, "[{start:#x}, {end:#x}) overlaps a doorbell mapping");
             return Err(Errno::EFAULT);
         }
         let vm = pdd.vm.read().unwrap_or_else(|e| e.into_inner());
@@ -767,7 +767,7 @@ fn check_span(st: &ProcessState, start: u64, end: u64) -> KResult<()> {
             .mappings()
             .any(|m| m.handle != SVM_MAPPING_HANDLE && m.va < end && start < m.va + m.len)
         {
-            log::debug!(target: "kfd::svm", "[{start:#x}, {end:#x}) overlaps a buffer on gpu {:#x}", pdd.node.gpu_id);
+            log::debug!(target: crate::layer::SVM, "[{start:#x}, {end:#x}) overlaps a buffer on gpu {:#x}", pdd.node.gpu_id);
             return Err(Errno::EADDRINUSE);
         }
     }
@@ -940,7 +940,7 @@ fn make_room_in_vram(
         smi::migration_end(node, p.owner_pid, &m);
         st.svm.stats.migrations_to_ram += 1;
         st.svm.stats.vram_evictions += 1;
-        log::debug!(target: "kfd::svm", "VRAM of gpu {:#x} full: [{:#x}, {:#x}) evicted to system memory", node.gpu_id, m.start, m.end);
+        log::debug!(target: crate::layer::SVM, "VRAM of gpu {:#x} full: [{:#x}, {:#x}) evicted to system memory", node.gpu_id, m.start, m.end);
     }
 }
 
@@ -982,11 +982,11 @@ fn evict_queues(p: &ProcessInner, st: &mut ProcessState) -> bool {
     for pdd in &st.pdds {
         smi::queue_eviction(&pdd.node, p.owner_pid, smi::EvictionTrigger::Svm);
         if let Err(e) = pdd.node.dqm().evict_process(&pdd.node.gpu, p.pasid) {
-            log::debug!(target: "kfd::svm", "evicting for a migration on gpu {:#x}: {e}", pdd.node.gpu_id);
+            log::debug!(target: crate::layer::SVM, "evicting for a migration on gpu {:#x}: {e}", pdd.node.gpu_id);
         }
     }
     st.svm.stats.queue_evictions += 1;
-    log::debug!(target: "kfd::svm", "pasid {:#x}: queues evicted for a migration", p.pasid);
+    log::debug!(target: crate::layer::SVM, "pasid {:#x}: queues evicted for a migration", p.pasid);
     true
 }
 
@@ -997,12 +997,12 @@ fn restore_after_migration(p: &ProcessInner, st: &mut ProcessState) {
             .dqm()
             .restore_process(&pdd.node.gpu, p.pasid, pdd.pd_base)
         {
-            log::debug!(target: "kfd::svm", "restoring after a migration on gpu {:#x}: {e}", pdd.node.gpu_id);
+            log::debug!(target: crate::layer::SVM, "restoring after a migration on gpu {:#x}: {e}", pdd.node.gpu_id);
         }
         smi::queue_restore(&pdd.node, p.owner_pid, p.model.config.kernel);
     }
     st.svm.stats.queue_restores += 1;
-    log::debug!(target: "kfd::svm", "pasid {:#x}: queues restored after a migration", p.pasid);
+    log::debug!(target: crate::layer::SVM, "pasid {:#x}: queues restored after a migration", p.pasid);
 }
 
 fn all_gpus(st: &ProcessState) -> u64 {
@@ -1020,7 +1020,7 @@ fn set_attr(
     check_attrs(st, attrs)?;
     check_span(st, start, end)?;
     if !cpu_read_write(start, end) {
-        log::debug!(target: "kfd::svm", "[{start:#x}, {end:#x}) is not all readable and writable by the CPU");
+        log::debug!(target: crate::layer::SVM, "[{start:#x}, {end:#x}) is not all readable and writable by the CPU");
         return Err(Errno::EFAULT);
     }
     // `svm_range_new`: with XNACK off the pages no range held yet count against the
@@ -1037,7 +1037,7 @@ fn set_attr(
         let new = (end - start) - covered;
         if new != 0 {
             p.model.mem_limit.reserve(new, 0).inspect_err(|_| {
-                log::info!(target: "kfd::svm", "SVM mapping failed, exceeds resident system memory limit");
+                log::info!(target: crate::layer::SVM, "SVM mapping failed, exceeds resident system memory limit");
             })?;
             st.svm.stats.reserved_bytes += new;
         }
@@ -1101,7 +1101,7 @@ fn get_attr(
             KFD_IOCTL_SVM_ATTR_SET_FLAGS | KFD_IOCTL_SVM_ATTR_CLR_FLAGS => get_flags = true,
             KFD_IOCTL_SVM_ATTR_GRANULARITY => get_gran = true,
             other => {
-                log::debug!(target: "kfd::svm", "GET_ATTR of type {other:#x}");
+                log::debug!(target: crate::layer::SVM, "GET_ATTR of type {other:#x}");
                 return Err(Errno::EINVAL);
             }
         }
@@ -1181,7 +1181,7 @@ fn get_attr(
 pub(crate) fn ioctl(p: &ProcessInner, kbuf: &mut [u8]) -> KResult<i32> {
     let header_len = core::mem::size_of::<kfd_ioctl_svm_args>();
     let (args, _) = kfd_ioctl_svm_args::read_from_prefix(kbuf).map_err(|_| Errno::EFAULT)?;
-    log::debug!(target: "kfd::svm", "pasid {:#x}: SVM op {} [{:#x} +{:#x}] nattr {}", p.pasid, args.op, args.start_addr, args.size, args.nattr);
+    log::debug!(target: crate::layer::SVM, "pasid {:#x}: SVM op {} [{:#x} +{:#x}] nattr {}", p.pasid, args.op, args.start_addr, args.size, args.nattr);
     if args.start_addr % PAGE != 0
         || args.size % PAGE != 0
         || args.start_addr == 0
@@ -1199,7 +1199,7 @@ pub(crate) fn ioctl(p: &ProcessInner, kbuf: &mut [u8]) -> KResult<i32> {
     let body = kbuf
         .get_mut(header_len..header_len + attr_bytes)
         .ok_or_else(|| {
-            log::debug!(target: "kfd::svm", "{n} attributes do not fit the request's size");
+            log::debug!(target: crate::layer::SVM, "{n} attributes do not fit the request's size");
             Errno::EINVAL
         })?;
     let mut attrs: Vec<kfd_ioctl_svm_attribute> = body
@@ -1266,14 +1266,14 @@ pub(crate) fn restore_pages(p: &ProcessInner, node: &KfdNode, va: u64, write: bo
         }
         let fresh = SvmAttributes::new_range(all_gpus(&st), true);
         st.svm.carve(s, e, fresh);
-        log::debug!(target: "kfd::svm", "fault at {va:#x}: new range [{s:#x}, {e:#x}) for an unregistered address");
+        log::debug!(target: crate::layer::SVM, "fault at {va:#x}: new range [{s:#x}, {e:#x}) for an unregistered address");
     }
     let Some(r) = st.svm.find(page) else {
         return false;
     };
     smi::page_fault_start(node, p.owner_pid, va, write);
     if (r.attrs.access | r.attrs.access_in_place) & (1 << gpuidx) == 0 {
-        log::debug!(target: "kfd::svm", "fault at {va:#x}: gpu {:#x} has no access", node.gpu_id);
+        log::debug!(target: crate::layer::SVM, "fault at {va:#x}: gpu {:#x} has no access", node.gpu_id);
         return false;
     }
     if write && r.attrs.flags & KFD_IOCTL_SVM_FLAG_GPU_RO != 0 {
@@ -1281,7 +1281,7 @@ pub(crate) fn restore_pages(p: &ProcessInner, node: &KfdNode, va: u64, write: bo
     }
     // `svm_fault_allowed`: the CPU's VMA must allow the access.
     if r.cpu == CpuAccess::None || (write && r.cpu == CpuAccess::ReadOnly) {
-        log::debug!(target: "kfd::svm", "fault at {va:#x}: the CPU mapping is {:?}", r.cpu);
+        log::debug!(target: crate::layer::SVM, "fault at {va:#x}: the CPU mapping is {:?}", r.cpu);
         return false;
     }
     // Migrate and map one granule around the fault.
@@ -1293,7 +1293,7 @@ pub(crate) fn restore_pages(p: &ProcessInner, node: &KfdNode, va: u64, write: bo
     let best = best_restore_location(r, node.gpu_id, gpuidx);
     st.svm.split_at(gs);
     st.svm.split_at(ge);
-    log::info!(target: "kfd::svm", "pasid {:#x}: recoverable GPU fault at {va:#x} on gpu {:#x} ({}): range [{gs:#x}, {ge:#x}) -> {}", p.pasid, node.gpu_id, if write { "write" } else { "read" }, if best == 0 { "system memory".to_owned() } else { format!("VRAM of gpu {best:#x}") });
+    log::info!(target: crate::layer::SVM, "pasid {:#x}: recoverable GPU fault at {va:#x} on gpu {:#x} ({}): range [{gs:#x}, {ge:#x}) -> {}", p.pasid, node.gpu_id, if write { "write" } else { "read" }, if best == 0 { "system memory".to_owned() } else { format!("VRAM of gpu {best:#x}") });
     let mut evicted = false;
     let migrated = match migrate(
         p,
@@ -1305,7 +1305,7 @@ pub(crate) fn restore_pages(p: &ProcessInner, node: &KfdNode, va: u64, write: bo
     ) {
         Ok(moved) => moved,
         Err(e) => {
-            log::warn!(target: "kfd::svm", "migration for the fault at {va:#x} failed: {e}; mapping in place");
+            log::warn!(target: crate::layer::SVM, "migration for the fault at {va:#x} failed: {e}; mapping in place");
             false
         }
     };
@@ -1322,12 +1322,12 @@ pub(crate) fn restore_pages(p: &ProcessInner, node: &KfdNode, va: u64, write: bo
         .lookup(page)
         .is_some_and(|m| m.handle == SVM_MAPPING_HANDLE);
     if !cured {
-        log::warn!(target: "kfd::svm", "fault at {va:#x}: still not mapped on gpu {:#x}", node.gpu_id);
+        log::warn!(target: crate::layer::SVM, "fault at {va:#x}: still not mapped on gpu {:#x}", node.gpu_id);
         return false;
     }
     st.svm.stats.recoverable_faults += 1;
     smi::page_fault_end(node, p.owner_pid, va, migrated);
-    log::info!(target: "kfd::svm", "pasid {:#x}: mapped on gpu {:#x}; the queue retries", p.pasid, node.gpu_id);
+    log::info!(target: crate::layer::SVM, "pasid {:#x}: mapped on gpu {:#x}; the queue retries", p.pasid, node.gpu_id);
     true
 }
 

@@ -45,7 +45,7 @@ pub fn current_pid() -> u32 {
         // async-signal-safe as a fork handler must be.
         let r = unsafe { libc::pthread_atfork(None, None, Some(forget_pid_in_child)) };
         if r != 0 {
-            log::warn!(target: "kfd::user", "pthread_atfork failed ({r}); the pid is not cached");
+            log::warn!(target: crate::layer::HOST_USER, "pthread_atfork failed ({r}); the pid is not cached");
         }
     });
     let pid = std::process::id();
@@ -408,10 +408,10 @@ fn populate_run(addr: u64, len: u64) -> KResult<()> {
         if r != 0 {
             let e = std::io::Error::last_os_error().raw_os_error();
             if e == Some(libc::EINVAL) {
-                log::debug!(target: "kfd::memory", "MADV_POPULATE_WRITE is not supported here: user pages fault in on use");
+                log::debug!(target: crate::layer::MEMORY, "MADV_POPULATE_WRITE is not supported here: user pages fault in on use");
                 return Ok(());
             }
-            log::debug!(target: "kfd::memory", "populating user pages at {start:#x}: errno {e:?}");
+            log::debug!(target: crate::layer::MEMORY, "populating user pages at {start:#x}: errno {e:?}");
             return Err(Errno::EFAULT);
         }
         page = start_page + run;

@@ -337,7 +337,7 @@ impl RecordSink for Capture {
         if let Some(w) = state.watches.as_mut() {
             notes.extend(w.new_hiq_packets());
             notes.extend(w.changed_mqds());
-            if target == "kfd::dqm" {
+            if target == kfd_model::layer::DQM {
                 if let Some(address) = mqd_address_in(&message) {
                     // "pasid 0x8001 queue 0: Compute, …" names the queue.
                     let label = message.split(':').next().map(str::to_owned);

@@ -27,12 +27,18 @@ const TRACKS: &[(&str, u32, u32)] = &[
     ("ioctl", DRIVER, 2),
     ("process", DRIVER, 3),
     ("memory", DRIVER, 3),
+    ("gem", DRIVER, 3),
+    ("ttm", DRIVER, 3),
+    ("svm", DRIVER, 3),
     ("events", DRIVER, 4),
     ("irq", DRIVER, 4),
+    ("smi", DRIVER, 4),
     ("pqm", DRIVER, 5),
     ("dqm", DRIVER, 6),
     ("pm", DRIVER, 7),
     ("model", DRIVER, 8),
+    ("faults", DRIVER, 8),
+    ("user", DRIVER, 8),
     ("log", DRIVER, 8),
     ("HIQ", GPU, 1),
     ("HWS", GPU, 2),
@@ -40,6 +46,7 @@ const TRACKS: &[(&str, u32, u32)] = &[
     ("CP", GPU, 4),
     ("SDMA", GPU, 5),
     ("VM", GPU, 6),
+    ("mem", GPU, 6),
     ("IH", GPU, 7),
     ("engine", GPU, 8),
     ("SPI", GPU, 9),
@@ -257,11 +264,17 @@ mod tests {
 
     #[test]
     fn tracks_exist_for_every_layer_tag() {
-        for tag in [
-            "ioctl", "pqm", "dqm", "pm", "HIQ", "HWS", "HQD", "CP", "SDMA", "IH", "events",
-        ] {
-            assert_ne!(track(tag), (DRIVER, 8), "{tag}");
+        let layers = kfd_model::layer::LAYERS
+            .iter()
+            .chain([&kfd_model::layer::HQD]);
+        for layer in layers {
+            assert!(
+                TRACKS.iter().any(|&(t, _, _)| t == layer.tag),
+                "no track for {}",
+                layer.tag
+            );
         }
+        assert_ne!(track("HQD"), track("HWS"));
         assert_eq!(short(&"x".repeat(70)).chars().count(), 65);
         let v = timeline("s", "gfx900", &[], &[]);
         assert!(v["traceEvents"].as_array().is_some_and(|e| !e.is_empty()));

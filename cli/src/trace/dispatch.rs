@@ -190,7 +190,7 @@ impl DispatchObserver for Recorder {
     fn dispatch_start(&self, d: &DispatchStart) {
         let groups = d.groups[0] * d.groups[1] * d.groups[2];
         self.capture.push(
-            "hw::spi",
+            kfd_model::layer::SPI,
             format!(
                 "dispatch {}: kernel object {:#x}, entry {:#x}; grid {}×{}×{} in workgroups of {}×{}×{} → {groups} workgroup(s) × {} wave(s); {} VGPRs, LDS {} bytes",
                 d.dispatch,
@@ -224,7 +224,7 @@ impl DispatchObserver for Recorder {
             });
         }
         self.capture.push(
-            "hw::spi",
+            kfd_model::layer::SPI,
             format!(
                 "workgroup ({},{},{}) wave {} → wave #{} on SE {} CU {} SIMD {} (HW_ID {:#010x}): EXEC {:#018x}{}",
                 id.workgroup[0],
@@ -253,7 +253,7 @@ impl DispatchObserver for Recorder {
         }
         let lines: Vec<String> = step.changes.iter().map(|c| c.to_string()).collect();
         self.capture.push(
-            "hw::sq",
+            kfd_model::layer::SQ,
             format!("{:#x}  {}", step.pc, step.text),
             if lines.is_empty() {
                 Vec::new()
@@ -269,7 +269,7 @@ impl DispatchObserver for Recorder {
             WaveEnd::Halted { instructions, why } => (*instructions, format!("halted: {why}")),
         };
         self.capture.push(
-            "hw::sq",
+            kfd_model::layer::SQ,
             format!(
                 "wave #{} ended ({how}) after {instructions} instructions",
                 id.index
@@ -283,7 +283,7 @@ impl DispatchObserver for Recorder {
 
     fn dispatch_end(&self, dispatch: u64, faulted: bool) {
         self.capture.push(
-            "hw::spi",
+            kfd_model::layer::SPI,
             format!(
                 "dispatch {dispatch}: {}",
                 if faulted {
@@ -394,7 +394,7 @@ pub fn dispatch(session: &mut Session, options: ScenarioOptions) -> CliResult<()
                 .map(|p| p.to_string())
                 .unwrap_or_else(|e| format!("does not decode: {e}"));
             s.note(
-                "user",
+                kfd_model::layer::USER,
                 format!(
                     "packet {} at ring {:#x}, then the write index {} and the doorbell",
                     done.packet_index(),

@@ -7,42 +7,16 @@ use super::session::{Detail, DeviceState, Step};
 use crate::decode;
 use crate::output::{Style, Tone};
 
-/// A layer of the path, by log target.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Layer {
-    /// Short tag (`dqm`).
-    pub tag: &'static str,
-    /// Depth on the path (0 = the ioctl).
-    pub depth: usize,
-}
+use kfd_model::layer::{self, Layer};
 
-/// The layer a record belongs to.
+/// The layer a record belongs to: the model's layer of its target ([`kfd_model::layer`]), or
+/// `log` at depth 0 for a target outside the path.
 pub fn layer_of(target: &str, message: &str) -> Layer {
-    let (tag, depth) = match target {
-        "kfd::ioctl" => ("ioctl", 0),
-        "user" => ("client", 0),
-        "kfd::model" => ("model", 0),
-        "kfd::process" => ("process", 1),
-        "kfd::memory" => ("memory", 1),
-        "kfd::events" => ("events", 1),
-        "kfd::interrupt" => ("irq", 1),
-        "kfd::svm" => ("svm", 1),
-        "kfd::pqm" => ("pqm", 1),
-        "kfd::dqm" => ("dqm", 2),
-        "kfd::pm" => ("pm", 3),
-        "kfd::kq" => ("HIQ", 4),
-        "hw::hws" if message.contains(" -> ") => ("HQD", 6),
-        "hw::hws" => ("HWS", 5),
-        "hw::cp" => ("CP", 7),
-        "hw::sdma" => ("SDMA", 7),
-        "hw::vm" => ("VM", 7),
-        "hw::ih" => ("IH", 8),
-        "hw::spi" => ("SPI", 8),
-        "hw::sq" => ("SQ", 9),
-        "hw::engine" => ("engine", 7),
-        _ => ("log", 0),
-    };
-    Layer { tag, depth }
+    layer::layer_of(target, message).unwrap_or(Layer {
+        target: "",
+        tag: "log",
+        depth: 0,
+    })
 }
 
 /// The path, for the legend.
@@ -160,7 +134,7 @@ pub fn record_lines(records: &[Captured], style: Style) -> Vec<String> {
     let mut out = Vec::new();
     for r in records {
         let layer = layer_of(&r.target, &r.message);
-        let message = if r.target == "hw::hws" && hiq_listed {
+        let message = if r.target == layer::HWS && hiq_listed {
             short_hws_line(&r.message).unwrap_or_else(|| r.message.clone())
         } else {
             r.message.clone()
@@ -251,15 +225,13 @@ mod tests {
     fn layers_follow_the_path() {
         let depth = |t: &str, m: &str| layer_of(t, m).depth;
         assert!(depth("kfd::ioctl", "") < depth("kfd::pqm", ""));
-        assert!(depth("kfd::pqm", "") < depth("kfd::dqm", ""));
-        assert!(depth("kfd::dqm", "") < depth("kfd::pm", ""));
-        assert!(depth("kfd::pm", "") < depth("kfd::kq", ""));
         assert!(depth("kfd::kq", "") < depth("hw::hws", "RUN_LIST"));
         assert_eq!(
             layer_of("hw::hws", "pasid 0x8001 queue doorbell 0x1000 -> Compute").tag,
             "HQD"
         );
         assert!(depth("hw::hws", "x -> y") < depth("hw::cp", ""));
+        assert_eq!(layer_of("kfd::ttm", "").tag, "ttm");
         assert_eq!(layer_of("something", "").tag, "log");
     }
 

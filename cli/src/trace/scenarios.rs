@@ -481,7 +481,7 @@ fn submit(
         |s| {
             memory.write_ring(0, words)?;
             s.note(
-                "user",
+                kfd_model::layer::USER,
                 format!("{} dwords written at ring {ring:#x}", words.len()),
                 vec![Note::Written {
                     what: format!("ring {ring:#x}"),
@@ -492,7 +492,7 @@ fn submit(
             s.note("user", format!("write pointer {wptr} ({unit}) stored at {wptr_address:#x}"), Vec::new());
             client.ring_doorbell(queue, wptr)?;
             s.note(
-                "user",
+                kfd_model::layer::USER,
                 format!("doorbell (mmap offset {doorbell:#x}) = {wptr}; nothing runs until the engines look"),
                 Vec::new(),
             );

@@ -335,7 +335,7 @@ impl CpQueue {
         self.id = id;
         let ring = CpRing::from_mqd(mqd, wptr_addr);
         if ring != self.ring {
-            log::debug!(target: "hw::cp", "queue {:#x}: new ring, new context", id.doorbell_offset);
+            log::debug!(target: crate::layer::CP, "queue {:#x}: new ring, new context", id.doorbell_offset);
             let mut fresh = CpQueue::from_mqd(mqd, wptr_addr, id, self.gen);
             let wptr = write_pointer(vm, ring.wptr_addr, doorbell);
             fresh.rptr = match fresh.rptr {
@@ -465,9 +465,10 @@ impl CpQueue {
         };
         self.scratch = scratch;
         let id = self.id;
-        self.status.finish(done, result, &id, "hw::cp", |e| {
-            post_queue_error(env, IH_CLIENT_GRBM_CP, IH_CLIENT_UTCL2, e)
-        })
+        self.status
+            .finish(done, result, &id, crate::layer::CP, |e| {
+                post_queue_error(env, IH_CLIENT_GRBM_CP, IH_CLIENT_UTCL2, e)
+            })
     }
 
     fn wptr(&mut self, env: &ExecEnv<'_>, doorbell: u64, ring: u64) -> Result<u64, QueueError> {

@@ -191,11 +191,11 @@ impl DoorbellWatch {
             if let Err(e) = self.write_protect(addr, len, true) {
                 // Unprotected while armed: a store there goes unnoticed until the engine
                 // wakes, never waits. The next arm protects it.
-                log::debug!(target: "hw::engine", "doorbell mapping {addr:#x} not protected yet: {e}");
+                log::debug!(target: crate::layer::ENGINE, "doorbell mapping {addr:#x} not protected yet: {e}");
             }
         }
         drop(ranges);
-        log::debug!(target: "hw::engine", "watching doorbell mapping {addr:#x}+{len:#x}");
+        log::debug!(target: crate::layer::ENGINE, "watching doorbell mapping {addr:#x}+{len:#x}");
         Ok(())
     }
 
@@ -222,16 +222,16 @@ impl DoorbellWatch {
                         // is left of it loses its protection page by page before it is
                         // forgotten, so that no store waits on a mapping nobody watches.
                         self.release_pages(start, len);
-                        log::debug!(target: "hw::engine", "doorbell mapping {start:#x} dropped: {e}");
+                        log::debug!(target: crate::layer::ENGINE, "doorbell mapping {start:#x} dropped: {e}");
                         return false;
                     }
                     Err(e) if tries < 3 => {
                         tries += 1;
-                        log::debug!(target: "hw::engine", "doorbell mapping {start:#x}: {e}, again");
+                        log::debug!(target: crate::layer::ENGINE, "doorbell mapping {start:#x}: {e}, again");
                         std::thread::yield_now();
                     }
                     Err(e) => {
-                        log::warn!(target: "hw::engine", "doorbell mapping {start:#x} not (un)protected: {e}");
+                        log::warn!(target: crate::layer::ENGINE, "doorbell mapping {start:#x} not (un)protected: {e}");
                         all = false;
                         return true;
                     }
@@ -275,7 +275,7 @@ impl DoorbellWatch {
         }
         // After the protection: an epoch read while it was being set is not this one.
         self.epoch.fetch_add(1, Ordering::AcqRel);
-        log::trace!(target: "hw::engine", "doorbell mappings write-protected");
+        log::trace!(target: crate::layer::ENGINE, "doorbell mappings write-protected");
         true
     }
 
@@ -435,7 +435,7 @@ impl DoorbellWatch {
             self.unresolved.store(true, Ordering::Release);
             *self.last_fault.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
             self.wakeups.fetch_add(1, Ordering::Relaxed);
-            log::trace!(target: "hw::engine", "doorbell store while asleep: woken");
+            log::trace!(target: crate::layer::ENGINE, "doorbell store while asleep: woken");
         }
         faulted
     }

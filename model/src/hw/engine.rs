@@ -658,12 +658,12 @@ pub fn spawn(
             // The thread's timed sleeps (the polling ones, 20 µs and up) end when they say,
             // not up to the default 50 µs later.
             if let Err(e) = nix::sys::prctl::set_timerslack(ENGINE_TIMER_SLACK_NS) {
-                log::debug!(target: "hw::engine", "timer slack not set: {e}");
+                log::debug!(target: crate::layer::ENGINE, "timer slack not set: {e}");
             }
             let mut last_work = Instant::now();
             let mut last_tick = Instant::now();
             let mut sleep = Duration::from_micros(20);
-            log::debug!(target: "hw::engine", "engine thread started");
+            log::debug!(target: crate::layer::ENGINE, "engine thread started");
             while !waker.stop.load(Ordering::Acquire) {
                 // A doorbell rung from here on is seen by this pass or keeps the next sleep
                 // from starting.
@@ -726,7 +726,7 @@ pub fn spawn(
             if let Some(w) = waker.watch.get() {
                 w.stop();
             }
-            log::debug!(target: "hw::engine", "engine thread stopped");
+            log::debug!(target: crate::layer::ENGINE, "engine thread stopped");
         })
 }
 

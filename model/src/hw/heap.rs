@@ -204,7 +204,7 @@ impl DeviceHeap {
     fn free(&self, mem: &Arc<DeviceMemory>, offset: u64, len: u64) {
         if let Err(e) = punch_hole(mem, offset, len) {
             // The pages stay; zero them so the next buffer there reads zeros.
-            log::debug!(target: "hw::mem", "punching {:#x}+{len:#x} out of {}: {e}; zeroing it", offset, mem.name());
+            log::debug!(target: crate::layer::MEM, "punching {:#x}+{len:#x} out of {}: {e}; zeroing it", offset, mem.name());
             let _ = mem.fill(offset as usize, len as usize, 0);
         }
         let mut arenas = self.arenas();

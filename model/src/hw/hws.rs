@@ -339,18 +339,18 @@ impl Hws {
         let mut s = self.lock();
         s.hiq_mqd = Some(mqd_addr);
         s.hiq_rptr = 0;
-        log::debug!(target: "hw::hws", "HIQ loaded from MQD at {mqd_addr:#x} (MEC1 pipe 0 queue 0)");
+        log::debug!(target: crate::layer::HWS, "HIQ loaded from MQD at {mqd_addr:#x} (MEC1 pipe 0 queue 0)");
     }
 
     /// The HIQ doorbell rang: executes everything between the HIQ read and write pointers.
     pub fn hiq_doorbell(&self, gart: &Gart) {
         let mut s = self.lock();
         if s.faults.hang {
-            log::warn!(target: "hw::hws", "firmware hung: HIQ doorbell ignored");
+            log::warn!(target: crate::layer::HWS, "firmware hung: HIQ doorbell ignored");
             return;
         }
         let Some(mqd_addr) = s.hiq_mqd else {
-            log::warn!(target: "hw::hws", "HIQ doorbell before the HIQ was loaded");
+            log::warn!(target: crate::layer::HWS, "HIQ doorbell before the HIQ was loaded");
             return;
         };
         let Some(mqd) = read_compute_mqd(gart, s.mqd_gen, mqd_addr) else {
@@ -379,7 +379,7 @@ impl Hws {
                     return;
                 }
             };
-            log::trace!(target: "hw::hws", "HIQ {slot:#05x}: {packet}");
+            log::trace!(target: crate::layer::HWS, "HIQ {slot:#05x}: {packet}");
             s.stats.packets += 1;
             s.execute(gart, mqd_addr, &packet);
             s.hiq_rptr += len as u64;
@@ -476,7 +476,7 @@ impl Hws {
         if s.faults.unpreemptible_doorbell == Some(doorbell) {
             s.faults.unpreemptible_doorbell = None;
         }
-        log::warn!(target: "hw::hws", "queue with doorbell {doorbell:#x} reset");
+        log::warn!(target: crate::layer::HWS, "queue with doorbell {doorbell:#x} reset");
     }
 
     /// A GPU reset: the firmware restarts with nothing mapped and no HIQ.
@@ -673,7 +673,7 @@ impl Hws {
                 not_before.insert(addr, now + delay);
             }
             if run.state != RunState::Idle || run.packets > 0 {
-                log::trace!(target: "hw::engine", "queue {:#x} ({:?}): {} packet(s), {:?}", id.doorbell_offset, id.slot, run.packets, run.state);
+                log::trace!(target: crate::layer::ENGINE, "queue {:#x} ({:?}): {} packet(s), {:?}", id.doorbell_offset, id.slot, run.packets, run.state);
             }
             activity.add_queue(run);
         }
@@ -695,7 +695,7 @@ fn read_compute_mqd(gart: &Gart, gen: Generation, addr: u64) -> Option<ComputeMq
 
 impl State {
     fn fail(&mut self, why: &str) {
-        log::error!(target: "hw::hws", "firmware stops: {why}");
+        log::error!(target: crate::layer::HWS, "firmware stops: {why}");
         self.last_error = Some(why.to_owned());
         self.faults.hang = true;
     }
@@ -716,7 +716,7 @@ impl State {
                     })
                     .collect();
                 log::debug!(
-                    target: "hw::hws",
+                    target: crate::layer::HWS,
                     "SET_RESOURCES: VMIDs {:#06x}, {} HQDs (mask {mask:#x})",
                     self.vmid_mask,
                     self.hqd_slots.len()
@@ -744,7 +744,7 @@ impl State {
                     .copied();
                 if let Some(f) = failed {
                     // The firmware gives up on the unmap and logs the doorbell in the HIQ MQD.
-                    log::warn!(target: "hw::hws", "queue with doorbell {:#x} did not preempt", f.queue.doorbell_offset);
+                    log::warn!(target: crate::layer::HWS, "queue with doorbell {:#x} did not preempt", f.queue.doorbell_offset);
                     if let Some(mut hiq) = read_compute_mqd(gart, self.mqd_gen, hiq_mqd) {
                         hiq.set_queue_doorbell_id0(f.queue.doorbell_offset);
                         let _ = gart.write(hiq_mqd, hiq.bytes());
@@ -776,7 +776,7 @@ impl State {
                     self.runlist_ib = None;
                 }
                 log::debug!(
-                    target: "hw::hws",
+                    target: crate::layer::HWS,
                     "UNMAP_QUEUES {} {target:?}: {} queue(s) off the hardware",
                     if reset { "reset" } else { "preempt" },
                     before - self.mapped.len()
@@ -793,7 +793,7 @@ impl State {
                 {
                     if gart.store_u64(q.fence_addr(), q.fence_value()).is_some() {
                         self.stats.fences += 1;
-                        log::debug!(target: "hw::hws", "QUERY_STATUS: fence {:#x} = {}", q.fence_addr(), q.fence_value());
+                        log::debug!(target: crate::layer::HWS, "QUERY_STATUS: fence {:#x} = {}", q.fence_addr(), q.fence_value());
                     } else {
                         self.fail("QUERY_STATUS fence address is outside GART");
                     }
@@ -824,7 +824,7 @@ impl State {
             | Packet::SetShReg(_)
             | Packet::SetContextReg(_)
             | Packet::DispatchDirect(_) => {
-                log::warn!(target: "hw::hws", "unexpected packet on the HIQ: {}", packet.name())
+                log::warn!(target: crate::layer::HWS, "unexpected packet on the HIQ: {}", packet.name())
             }
         }
     }
@@ -901,7 +901,7 @@ impl State {
         self.rotation = 0;
         self.oversubscribed = chained;
         log::debug!(
-            target: "hw::hws",
+            target: crate::layer::HWS,
             "RUN_LIST: IB {ib_addr:#x} ({ib_dwords} dwords), {} process(es), {} queue(s){}",
             self.runlist.len(),
             self.runlist.iter().map(|p| p.queues.len()).sum::<usize>(),
@@ -1004,7 +1004,7 @@ impl State {
                 queue: q,
             });
             self.stats.queue_maps += 1;
-            log::trace!(target: "hw::hws", "pasid {pasid:#x} queue doorbell {:#x} -> {slot:?} vmid {vmid}", q.doorbell_offset);
+            log::trace!(target: crate::layer::HWS, "pasid {pasid:#x} queue doorbell {:#x} -> {slot:?} vmid {vmid}", q.doorbell_offset);
         }
         // A queue that cannot be mapped even first in line (no engine for it) must not hold
         // the rotation still: move on by at least one.

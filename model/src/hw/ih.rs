@@ -237,19 +237,19 @@ impl IhRing {
         if r.faults.drop_next > 0 || every {
             r.faults.drop_next = r.faults.drop_next.saturating_sub(1);
             r.dropped += 1;
-            log::warn!(target: "hw::ih", "interrupt lost (injected fault): {entry}");
+            log::warn!(target: crate::layer::IH, "interrupt lost (injected fault): {entry}");
             return false;
         }
         if r.wptr - r.rptr >= IH_RING_ENTRIES as u64 {
             r.overflows += 1;
-            log::error!(target: "hw::ih", "IH ring overflow: dropped {entry}");
+            log::error!(target: crate::layer::IH, "IH ring overflow: dropped {entry}");
             return false;
         }
         let index = (r.wptr % IH_RING_ENTRIES as u64) as usize;
         r.dwords[index * 8..index * 8 + 8].copy_from_slice(&entry.encode());
         r.posted_at[index] = Instant::now();
         r.wptr += 1;
-        log::trace!(target: "hw::ih", "IH <- {entry}");
+        log::trace!(target: crate::layer::IH, "IH <- {entry}");
         true
     }
 

@@ -196,7 +196,7 @@ impl Drop for DeviceMemory {
         // SAFETY: `base`/`len` is the mapping created in `new`, unmapped exactly once here; no
         // reference into it outlives `self`.
         if let Err(e) = unsafe { munmap(self.base.cast(), self.len) } {
-            log::warn!(target: "hw::mem", "munmap of {} failed: {e}", self.name);
+            log::warn!(target: crate::layer::MEM, "munmap of {} failed: {e}", self.name);
         }
     }
 }

@@ -158,9 +158,10 @@ impl SdmaQueue {
         let result = self.run_inner(env, doorbell, budget, &mut done, &mut scratch);
         self.scratch = scratch;
         let (id, client) = (self.id, self.client());
-        self.status.finish(done, result, &id, "hw::sdma", |e| {
-            crate::hw::cp::post_queue_error(env, client, IH_CLIENT_VMC, e)
-        })
+        self.status
+            .finish(done, result, &id, crate::layer::SDMA, |e| {
+                crate::hw::cp::post_queue_error(env, client, IH_CLIENT_VMC, e)
+            })
     }
 
     fn client(&self) -> u8 {
@@ -345,7 +346,7 @@ impl SdmaQueue {
                 addr,
                 reason: e.to_string(),
             })?;
-        log::trace!(target: "hw::sdma", "{addr:#x}: {packet}");
+        log::trace!(target: crate::layer::SDMA, "{addr:#x}: {packet}");
         let vm = env.vm;
         match packet {
             SdmaPacket::Nop(_) => {}

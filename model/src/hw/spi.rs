@@ -305,7 +305,7 @@ fn cu_pool(threads: usize) -> Option<Arc<rayon::ThreadPool>> {
             Some(p)
         }
         Err(e) => {
-            log::warn!(target: "hw::spi", "compute-unit threads: {e}");
+            log::warn!(target: crate::layer::SPI, "compute-unit threads: {e}");
             None
         }
     }
@@ -528,7 +528,7 @@ impl KernelRun {
         let resident_limit = wave_slots / wg_items.div_ceil(WAVE_SIZE as u64);
         let total_groups = groups.iter().map(|&g| u64::from(g)).product();
         log::debug!(
-            target: "hw::spi",
+            target: crate::layer::SPI,
             "dispatch {:#x}: entry {entry:#x}, grid {:?} in workgroups of {:?}, {} VGPRs + {} AGPRs, LDS {}+{}",
             setup.kernel_object, setup.grid, wg, vgprs, agprs,
             info.group_segment_fixed_size, setup.dynamic_lds
@@ -659,7 +659,7 @@ impl KernelRun {
                             .name(format!("kfd-model-cu{i}"))
                             .spawn_scoped(s, work)
                         {
-                            log::warn!(target: "hw::spi", "compute-unit thread: {e}");
+                            log::warn!(target: crate::layer::SPI, "compute-unit thread: {e}");
                             break;
                         }
                     }

@@ -76,7 +76,7 @@ impl CpQueue {
                     reason: e.to_string(),
                 },
             })?;
-            log::trace!(target: "hw::cp", "{pkt:#x}: AQL {packet}");
+            log::trace!(target: crate::layer::CP, "{pkt:#x}: AQL {packet}");
             if self.packet_start_ts.is_none() && !matches!(packet, AqlPacket::Invalid(_)) {
                 self.packet_start_ts = Some(env.clock.now());
             }
@@ -155,7 +155,7 @@ impl CpQueue {
                     }
                     for m in messages {
                         log::debug!(
-                            target: "hw::spi",
+                            target: crate::layer::SPI,
                             "s_sendmsg {:#x} m0 {:#x}{}",
                             m.simm16,
                             m.m0,
@@ -311,7 +311,7 @@ impl CpQueue {
                 vm.store_u64(signal_field(signal, amd_signal::END_TS)?, end)?;
             }
             let old = vm.fetch_add_u64(signal_field(signal, amd_signal::VALUE)?, u64::MAX)?;
-            log::debug!(target: "hw::cp", "{pkt:#x}: retired; completion signal {signal:#x}: {old} -> {}", old.wrapping_sub(1));
+            log::debug!(target: crate::layer::CP, "{pkt:#x}: retired; completion signal {signal:#x}: {old} -> {}", old.wrapping_sub(1));
             notify_signal(env, signal)?;
         }
         let dw0 = vm.load_u32(pkt)?;

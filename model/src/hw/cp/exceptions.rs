@@ -34,7 +34,7 @@ impl CpQueue {
                     .into(),
             });
         }
-        log::debug!(target: "hw::cp", "{pkt:#x}: out of scratch; signalling {signal:#x}");
+        log::debug!(target: crate::layer::CP, "{pkt:#x}: out of scratch; signalling {signal:#x}");
         vm.store_u64(
             signal_field(signal, amd_signal::VALUE)?,
             QUEUE_ERROR_OUT_OF_SCRATCH,
@@ -92,7 +92,7 @@ impl CpQueue {
         // on which amdkfd signals the memory exception event and evicts the process's
         // queues (ROCr prints its "Memory access fault" message and aborts).
         if let Some(f) = ex.fault {
-            log::error!(target: "hw::spi", "{pkt:#x}: wave halted: {}", ex.what);
+            log::error!(target: crate::layer::SPI, "{pkt:#x}: wave halted: {}", ex.what);
             post_queue_error(
                 env,
                 IH_CLIENT_GRBM_CP,
@@ -103,7 +103,7 @@ impl CpQueue {
             return Ok(RunState::Parked);
         }
         if ex.reported {
-            log::error!(target: "hw::spi", "{pkt:#x}: wave halted by its trap handler: {}", ex.what);
+            log::error!(target: crate::layer::SPI, "{pkt:#x}: wave halted by its trap handler: {}", ex.what);
             self.wave_halted = true;
             return Ok(RunState::Parked);
         }
@@ -125,7 +125,7 @@ impl CpQueue {
                 ),
             });
         }
-        log::error!(target: "hw::spi", "{pkt:#x}: wave halted: {}", ex.what);
+        log::error!(target: crate::layer::SPI, "{pkt:#x}: wave halted: {}", ex.what);
         vm.update_u64(signal_field(signal, amd_signal::VALUE)?, |v| v | ex.error)?;
         notify_signal(env, signal)?;
         self.report_queue_exception(env, &ex)?;
@@ -157,7 +157,7 @@ impl CpQueue {
         } else {
             kfd_sys::EC_QUEUE_WAVE_ILLEGAL_INSTRUCTION
         };
-        log::debug!(target: "hw::cp", "queue exception {code}: payload {payload:#x}, event {event_id}");
+        log::debug!(target: crate::layer::CP, "queue exception {code}: payload {payload:#x}, event {event_id}");
         vm.update_u64(payload, |v| v | kfd_sys::KFD_EC_MASK(code))?;
         if event_id != 0 {
             env.interrupt(IH_CLIENT_GRBM_CP, SRC_CP_END_OF_PIPE, [event_id, 0, 0, 0]);

@@ -321,7 +321,7 @@ fn exec_packet(
         addr,
         reason: e.to_string(),
     })?;
-    log::trace!(target: "hw::cp", "{addr:#x}: {packet}");
+    log::trace!(target: crate::layer::CP, "{addr:#x}: {packet}");
     let flow = exec_pm4(&packet, addr, state, env)?;
     if flow != Flow::Yield {
         state.progress = 0;

@@ -240,7 +240,7 @@ impl KernelRun {
                         reported: true,
                     });
                     log::debug!(
-                        target: "hw::spi",
+                        target: crate::layer::SPI,
                         "workgroup {:?} wave {i} halted at {:#x} ({})",
                         group.id, group.waves[i].0.pc, ex.what
                     );
@@ -298,7 +298,7 @@ impl KernelRun {
                     Stop::Fault(WaveFault::Memory(m))
                         if !privileged && self.setup.process.retry_faults =>
                     {
-                        log::debug!(target: "hw::spi", "workgroup {:?} wave {i}: retry fault {m:?}", group.id);
+                        log::debug!(target: crate::layer::SPI, "workgroup {:?} wave {i}: retry fault {m:?}", group.id);
                         let fault = retry_fault(m);
                         return GroupEnd::Retry(Box::new(group), fault);
                     }
@@ -306,7 +306,7 @@ impl KernelRun {
                         // As amdgpu prints a GPU page fault in the kernel log: the wave, the
                         // instruction's address and the faulting address, whoever handles it.
                         log::warn!(
-                            target: "hw::spi",
+                            target: crate::layer::SPI,
                             "dispatch {:#x} workgroup {:?} wave {i} at pc {:#x}: {:?} fault at {:#x}",
                             self.setup.kernel_object,
                             group.id,
@@ -348,7 +348,7 @@ impl KernelRun {
                     (Some(_), true) => {
                         let first = group.in_handler[i].take().unwrap_or(exception.clone());
                         log::warn!(
-                            target: "hw::spi",
+                            target: crate::layer::SPI,
                             "trap handler of workgroup {:?} wave {i} failed ({}); reporting {}",
                             group.id, exception.what, first.what
                         );

@@ -255,7 +255,7 @@ impl WaveEnv for VmEnv<'_> {
     fn lds_out_of_range(&mut self, offset: u32) {
         if !self.lds_warned.swap(true, Ordering::Relaxed) {
             log::warn!(
-                target: "hw::spi",
+                target: crate::layer::SPI,
                 "dispatch {:#x}: LDS access at byte {offset:#x} is past the workgroup's {} bytes: \
                  dropped as the hardware does (writes lost, reads 0); {}=lds reports it instead",
                 self.kernel_object,
@@ -277,7 +277,7 @@ impl WaveEnv for VmEnv<'_> {
                 "reading it reads v0"
             };
             log::warn!(
-                target: "hw::spi",
+                target: crate::layer::SPI,
                 "dispatch {:#x}: v{index} is past the wave's VGPR allocation \
                  (COMPUTE_PGM_RSRC1.VGPRS): {what}, as the hardware does; {}=vgprs reports it \
                  instead",

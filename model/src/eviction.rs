@@ -33,8 +33,9 @@
 
 use crate::device::KfdNode;
 use crate::errno::KResult;
+use crate::instance::ModelInner;
 use crate::memory::Bo;
-use crate::process::{lock, ModelInner, ProcessInner};
+use crate::process::{lock, ProcessInner};
 use crate::smi;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};

@@ -32,7 +32,7 @@ use crate::hw::ih::{
     SRC_SDMA_TRAP, SRC_SDMA_TRAP_SOC21, SRC_SQ_INTERRUPT_MSG, SRC_VM_FAULT, VM_FAULT_NOT_PRESENT,
     VM_FAULT_READ_ONLY, VM_FAULT_WRITE,
 };
-use crate::process::ModelInner;
+use crate::instance::ModelInner;
 use kfd_sys::{kfd_hsa_memory_exception_data, kfd_memory_exception_failure};
 use kfd_sys::{
     EC_QUEUE_PACKET_RESERVED, EC_QUEUE_PACKET_UNSUPPORTED, EC_QUEUE_WAVE_MEMORY_VIOLATION,

@@ -4,7 +4,8 @@
 //! runs and is tested without an AMD GPU, and so that a learner can watch a request travel from
 //! ioctl to runlist to hardware queue. Its modules carry the kernel's names.
 //!
-//! * The driver: [`chardev`](crate::Process::ioctl) (the ioctl table), [`process`], [`pqm`],
+//! * The driver: [`instance`] (the [`Model`]), [`chardev`](crate::Process::ioctl) (the ioctl
+//!   table), [`process`], [`render`], [`pqm`],
 //!   [`dqm`] (cpsch), [`packet_manager`], [`kernel_queue`] (the HIQ), [`events`], [`memory`],
 //!   [`topology`] (presets written as a sysfs tree), and the interrupt handler that turns IH
 //!   entries into events.
@@ -47,6 +48,7 @@ pub mod faults;
 pub mod file;
 pub mod gem;
 pub mod hw;
+pub mod instance;
 mod interrupt;
 pub mod kernel_queue;
 pub mod layer;
@@ -54,6 +56,7 @@ pub mod memory;
 pub mod packet_manager;
 pub mod pqm;
 pub mod process;
+pub mod render;
 pub mod smi;
 pub mod svm;
 pub mod tmpdirs;
@@ -66,4 +69,6 @@ pub use errno::{Errno, KResult};
 pub use faults::Fault;
 pub use hw::engine::{EngineActivity, QueueError};
 pub use hw::hws::EngineQueueState;
-pub use process::{MapSource, Model, Process, ProcessGpuSettings, RenderNode};
+pub use instance::Model;
+pub use process::{MapSource, Process, ProcessGpuSettings};
+pub use render::RenderNode;

@@ -28,10 +28,12 @@
 mod code;
 mod cu;
 mod group_queue;
+mod placement;
 mod polling;
 mod sq;
 
 pub use code::DecodedCode;
+pub use placement::WavePlacement;
 pub use sq::{
     SqMessage, WaveException, QUEUE_ERROR_ILLEGAL_INSTRUCTION, QUEUE_ERROR_MEMORY_VIOLATION,
     QUEUE_ERROR_TRAP,
@@ -45,7 +47,6 @@ use crate::hw::vm::{GpuVm, Tlb};
 use codeobj::{DispatchInfo, KernelCode};
 use cu::{GroupEnd, Workgroup};
 use group_queue::{GroupQueue, Turn};
-use isa::exec::wave::{HwId, HwIdFields};
 use isa::exec::{CodeCache, WAVE_SIZE};
 use isa::Target;
 use pm4::aql::KernelDispatchPacket;
@@ -182,59 +183,6 @@ impl Default for ShaderArray {
             simds_per_cu: 4,
             waves_per_simd: 10,
         }
-    }
-}
-
-/// What places a dispatch's waves: the GPU's compute units and the queue the waves come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct WavePlacement {
-    /// The compute units.
-    pub array: ShaderArray,
-    /// The queue's micro engine (1: MEC1, 2: MEC2), pipe and queue, and its process's VMID.
-    pub me: u8,
-    /// The HQD's pipe.
-    pub pipe: u8,
-    /// The HQD's queue within the pipe.
-    pub queue: u8,
-    /// The process's VMID.
-    pub vmid: u8,
-}
-
-impl WavePlacement {
-    /// `HW_REG_HW_ID` of the waves of the `group`th workgroup, with WAVE_ID and SIMD_ID 0
-    /// ([`WavePlacement::wave_bits`] adds them): the SPI deals workgroups to the shader
-    /// engines in turn and, within an engine, to its compute units in turn (alternating
-    /// between its shader arrays).
-    pub fn group_hw_id(&self, target: Target, group: u64) -> HwId {
-        let a = &self.array;
-        let engines = u64::from(a.engines.max(1));
-        let arrays = u64::from(a.arrays_per_engine.max(1));
-        let per_engine = u64::from(a.cus_per_engine.max(1));
-        let cu_in_engine = (group / engines) % per_engine;
-        HwId::encode(
-            target,
-            &HwIdFields {
-                wave_id: 0,
-                simd_id: 0,
-                pipe_id: u32::from(self.pipe),
-                cu_id: (cu_in_engine / arrays) as u32,
-                sh_id: (cu_in_engine % arrays) as u32,
-                se_id: (group % engines) as u32,
-                // The workgroup's turn on its compute unit.
-                tg_id: (group / (engines * per_engine)) as u32,
-                vm_id: u32::from(self.vmid),
-                queue_id: u32::from(self.queue),
-                state_id: 0,
-                me_id: u32::from(self.me),
-            },
-        )
-    }
-
-    /// WAVE_ID and SIMD_ID of a workgroup's wave `wave`: its waves go to the SIMDs in turn.
-    pub fn wave_bits(&self, wave: u32) -> u32 {
-        let simds = self.array.simds_per_cu.max(1);
-        let slot = (wave / simds) % self.array.waves_per_simd.max(1);
-        (slot & 0xf) | ((wave % simds) & 3) << 4
     }
 }
 

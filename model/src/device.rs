@@ -1,14 +1,15 @@
 //! `kfd_node`: one GPU as the driver sees it — its topology node, its hardware
 //! ([`Gpu`], built here from the preset and the topology) and its device queue manager.
 
-use crate::config::{ModelConfig, Preset};
-use crate::dqm::{dqm_config, packet_manager, Dqm, DqmCounters};
+use crate::config::{KernelVersion, ModelConfig, Preset};
+use crate::dqm::{Dqm, DqmConfig, DqmCounters};
 use crate::errno::{Errno, KResult};
 use crate::hw::doorbell::DoorbellLayout;
 pub use crate::hw::gpu::{Gpu, GpuConfig, GART_SIZE};
+use crate::packet_manager::PacketManager;
 use crate::topology::{Node, Topology};
 use kfd_sys::gpu::DoorbellAssignment;
-use mqd::TopologySizes;
+use mqd::{MqdConfig, TopologySizes};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -174,4 +175,89 @@ fn shader_array(topo: &Node) -> crate::hw::spi::ShaderArray {
         simds_per_cu: count(p.simd_per_cu),
         waves_per_simd: count(p.max_waves_per_simd),
     }
+}
+
+// Device init (`kgd2kfd_device_init`): the DQM's and packet manager's configuration from
+// the preset and the topology node.
+
+/// Builds the DQM configuration of a GPU from its topology node.
+pub fn dqm_config(
+    topo: &Node,
+    preset: Preset,
+    queue_sizes: TopologySizes,
+    config: &ModelConfig,
+) -> DqmConfig {
+    let p = &topo.properties;
+    let gc = preset.facts().gc;
+    let (major, minor, step) = preset.gc_version();
+    let kernel = match config.kernel {
+        KernelVersion::Linux6_1 => mqd::KernelVersion::Linux6_1,
+        KernelVersion::Linux6_12 => mqd::KernelVersion::Linux6_12,
+    };
+    let mut mqd_cfg = MqdConfig::new(gc).with_kernel(kernel);
+    mqd_cfg.cwsr_enabled = config.cwsr_enable;
+    let arrays = p.array_count.max(1) as u32;
+    let per_engine = p.simd_arrays_per_engine.max(1) as u32;
+    let cus = topo.cu_count() as u32;
+    let ses = (arrays / per_engine).min(8);
+    if let Ok(layout) = mqd::ShaderLayout::uniform(ses, per_engine, cus / arrays) {
+        mqd_cfg = mqd_cfg.with_shader_layout(layout);
+    }
+    if config.kernel == KernelVersion::Linux6_12 {
+        mqd_cfg = mqd_cfg.with_topology(queue_sizes);
+    }
+    // Fixed numbering `mec*32 + pipe*8 + queue`; amdgpu keeps queues 0 and 1 of each pipe.
+    let queue_mask: u64 = if p.num_cp_queues <= 8 {
+        0x0C0C_0C0C
+    } else {
+        0xFCFC_FCFC
+    };
+    let sh_mem_config_base = match (major, minor, step) {
+        (10, ..) => 0x18 | (3 << 14),
+        (9, 4, 3..=4) => 0x18 | (1 << 8),
+        _ => 0x18,
+    };
+    DqmConfig {
+        policy: config.sched_policy,
+        kernel: config.kernel,
+        preemption_timeout: config.preemption_timeout,
+        max_queues_per_device: config.max_queues_per_device,
+        max_queues_per_process: if matches!((major, minor, step), (9, 4, 3..=4)) {
+            255
+        } else {
+            127
+        },
+        vmid_mask: kfd_vmid_mask(preset),
+        queue_mask,
+        sdma_engines: p.num_sdma_engines as u32,
+        xgmi_sdma_engines: p.num_sdma_xgmi_engines as u32,
+        sdma_queues_per_engine: p.num_sdma_queues_per_engine as u32,
+        cwsr_enable: config.cwsr_enable,
+        has_gws: major == 9 && p.num_gws > 0,
+        sh_mem_config_base,
+        per_process_xnack: matches!((major, minor, step), (9, 4, 2)),
+        mqd: mqd_cfg,
+    }
+}
+
+/// VMIDs given to KFD: `0xFF00` (8–15), or `0xFFF8` (3–15) on GC 9.4.1–9.4.4.
+pub fn kfd_vmid_mask(preset: Preset) -> u16 {
+    match preset.gc_version() {
+        (9, 4, 1..=4) => 0xFFF8,
+        _ => 0xFF00,
+    }
+}
+
+/// The packet manager of a GPU: MAP_PROCESS form by GC version, extended SDMA engine select
+/// from SDMA 5.2, processes per quantum = min(`hws_max_conc_proc`, KFD VMIDs).
+pub fn packet_manager(cfg: &DqmConfig, preset: Preset, config: &ModelConfig) -> PacketManager {
+    let form = match preset.gc_version() {
+        (9, 4, 2..=4) => pm4::hws::MapProcessForm::Aldebaran,
+        _ => pm4::hws::MapProcessForm::Gfx9,
+    };
+    let (sm, sn, _) = preset.sdma_version();
+    let use_ext_eng = (sm, sn) >= (5, 2);
+    let vmids = cfg.vmid_mask.count_ones();
+    let max_proc = config.hws_max_conc_proc.map_or(vmids, |m| m.min(vmids));
+    PacketManager::new(form, use_ext_eng, max_proc, cfg.queue_mask.count_ones())
 }

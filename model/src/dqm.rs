@@ -7,7 +7,7 @@
 //! runlist (MAP_PROCESS / MAP_QUEUES) and RUN_LIST. A fence that never arrives is a hung
 //! scheduler: `ETIME`, then `EIO` for every later operation until the GPU is reset.
 
-use crate::config::{KernelVersion, ModelConfig, Preset, SchedPolicy};
+use crate::config::{KernelVersion, SchedPolicy};
 use crate::device::Gpu;
 use crate::errno::{Errno, KResult};
 use crate::hw::doorbell::DoorbellBar;
@@ -17,13 +17,8 @@ use crate::packet_manager::{
     PacketManager, RunlistCounts, UnmapFilter, KFD_FENCE_COMPLETED, KFD_FENCE_INIT,
 };
 use crate::process::ProcessDevice;
-use crate::topology::Node;
 use kfd_sys::*;
-use mqd::TopologySizes;
-use mqd::{
-    ComputeDescriptor, ComputeMqd, CuMask, MqdConfig, QueueKind, QueueProperties, SdmaMqd,
-    UpdateInfo,
-};
+use mqd::{ComputeDescriptor, ComputeMqd, CuMask, MqdConfig, QueueProperties, SdmaMqd, UpdateInfo};
 use std::time::{Duration, Instant};
 
 /// Where a queue runs.
@@ -1023,99 +1018,5 @@ fn wait_fence(gpu: &Gpu, addr: u64, timeout: Duration) -> bool {
         } else {
             std::thread::sleep(Duration::from_micros(200));
         }
-    }
-}
-
-/// Builds the DQM configuration of a GPU from its topology node.
-pub fn dqm_config(
-    topo: &Node,
-    preset: Preset,
-    queue_sizes: TopologySizes,
-    config: &ModelConfig,
-) -> DqmConfig {
-    let p = &topo.properties;
-    let gc = preset.facts().gc;
-    let (major, minor, step) = preset.gc_version();
-    let kernel = match config.kernel {
-        KernelVersion::Linux6_1 => mqd::KernelVersion::Linux6_1,
-        KernelVersion::Linux6_12 => mqd::KernelVersion::Linux6_12,
-    };
-    let mut mqd_cfg = MqdConfig::new(gc).with_kernel(kernel);
-    mqd_cfg.cwsr_enabled = config.cwsr_enable;
-    let arrays = p.array_count.max(1) as u32;
-    let per_engine = p.simd_arrays_per_engine.max(1) as u32;
-    let cus = topo.cu_count() as u32;
-    let ses = (arrays / per_engine).min(8);
-    if let Ok(layout) = mqd::ShaderLayout::uniform(ses, per_engine, cus / arrays) {
-        mqd_cfg = mqd_cfg.with_shader_layout(layout);
-    }
-    if config.kernel == KernelVersion::Linux6_12 {
-        mqd_cfg = mqd_cfg.with_topology(queue_sizes);
-    }
-    // Fixed numbering `mec*32 + pipe*8 + queue`; amdgpu keeps queues 0 and 1 of each pipe.
-    let queue_mask: u64 = if p.num_cp_queues <= 8 {
-        0x0C0C_0C0C
-    } else {
-        0xFCFC_FCFC
-    };
-    let sh_mem_config_base = match (major, minor, step) {
-        (10, ..) => 0x18 | (3 << 14),
-        (9, 4, 3..=4) => 0x18 | (1 << 8),
-        _ => 0x18,
-    };
-    DqmConfig {
-        policy: config.sched_policy,
-        kernel: config.kernel,
-        preemption_timeout: config.preemption_timeout,
-        max_queues_per_device: config.max_queues_per_device,
-        max_queues_per_process: if matches!((major, minor, step), (9, 4, 3..=4)) {
-            255
-        } else {
-            127
-        },
-        vmid_mask: kfd_vmid_mask(preset),
-        queue_mask,
-        sdma_engines: p.num_sdma_engines as u32,
-        xgmi_sdma_engines: p.num_sdma_xgmi_engines as u32,
-        sdma_queues_per_engine: p.num_sdma_queues_per_engine as u32,
-        cwsr_enable: config.cwsr_enable,
-        has_gws: major == 9 && p.num_gws > 0,
-        sh_mem_config_base,
-        per_process_xnack: matches!((major, minor, step), (9, 4, 2)),
-        mqd: mqd_cfg,
-    }
-}
-
-/// VMIDs given to KFD: `0xFF00` (8–15), or `0xFFF8` (3–15) on GC 9.4.1–9.4.4.
-pub fn kfd_vmid_mask(preset: Preset) -> u16 {
-    match preset.gc_version() {
-        (9, 4, 1..=4) => 0xFFF8,
-        _ => 0xFF00,
-    }
-}
-
-/// The packet manager of a GPU: MAP_PROCESS form by GC version, extended SDMA engine select
-/// from SDMA 5.2, processes per quantum = min(`hws_max_conc_proc`, KFD VMIDs).
-pub fn packet_manager(cfg: &DqmConfig, preset: Preset, config: &ModelConfig) -> PacketManager {
-    let form = match preset.gc_version() {
-        (9, 4, 2..=4) => pm4::hws::MapProcessForm::Aldebaran,
-        _ => pm4::hws::MapProcessForm::Gfx9,
-    };
-    let (sm, sn, _) = preset.sdma_version();
-    let use_ext_eng = (sm, sn) >= (5, 2);
-    let vmids = cfg.vmid_mask.count_ones();
-    let max_proc = config.hws_max_conc_proc.map_or(vmids, |m| m.min(vmids));
-    PacketManager::new(form, use_ext_eng, max_proc, cfg.queue_mask.count_ones())
-}
-
-/// The queue kind an ioctl queue type builds an MQD for.
-pub fn mqd_kind(ioctl_type: u32) -> Option<QueueKind> {
-    match ioctl_type {
-        KFD_IOC_QUEUE_TYPE_COMPUTE => Some(QueueKind::ComputePm4),
-        KFD_IOC_QUEUE_TYPE_COMPUTE_AQL => Some(QueueKind::ComputeAql),
-        KFD_IOC_QUEUE_TYPE_SDMA
-        | KFD_IOC_QUEUE_TYPE_SDMA_XGMI
-        | KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID => Some(QueueKind::Sdma),
-        _ => None,
     }
 }

@@ -24,8 +24,8 @@
 //!   to the debugger path — and the error is logged; [`crate::Process::queue_error`] tells
 //!   what happened.
 
+use crate::device::kfd_vmid_mask;
 use crate::device::KfdNode;
-use crate::dqm::kfd_vmid_mask;
 use crate::hw::ih::{
     IhEntry, IH_CLIENT_GRBM_CP, IH_CLIENT_SDMA0, IH_CLIENT_UTCL2, IH_CLIENT_VMC, SQ_ENCODING_INST,
     SQ_WAVE_CTXID_ENCODING_SHIFT, SQ_WAVE_CTXID_PRIV, SRC_CP_BAD_OPCODE, SRC_CP_END_OF_PIPE,

@@ -3,13 +3,12 @@
 //! buffers against the process's GPU VM, and the calls into each device's queue manager.
 
 use crate::config::KernelVersion;
-use crate::dqm::mqd_kind;
 use crate::errno::{Errno, KResult};
 use crate::hw::mem::{page_align, PAGE_SIZE};
 use crate::process::{ProcessDevice, ProcessInner, ProcessState};
 use crate::user::UserAccessExt;
 use kfd_sys::*;
-use mqd::{CuMask, QueueProperties, UpdateInfo};
+use mqd::{CuMask, QueueKind, QueueProperties, UpdateInfo};
 use std::collections::BTreeMap;
 
 /// Queue ids a process may hold (`KFD_MAX_NUM_OF_QUEUES_PER_PROCESS`).
@@ -457,4 +456,16 @@ pub(crate) fn terminate(p: &ProcessInner, st: &mut ProcessState) {
     }
     st.pqm.queues.clear();
     st.pqm.held.clear();
+}
+
+/// The queue kind an ioctl queue type builds an MQD for.
+pub fn mqd_kind(ioctl_type: u32) -> Option<QueueKind> {
+    match ioctl_type {
+        KFD_IOC_QUEUE_TYPE_COMPUTE => Some(QueueKind::ComputePm4),
+        KFD_IOC_QUEUE_TYPE_COMPUTE_AQL => Some(QueueKind::ComputeAql),
+        KFD_IOC_QUEUE_TYPE_SDMA
+        | KFD_IOC_QUEUE_TYPE_SDMA_XGMI
+        | KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID => Some(QueueKind::Sdma),
+        _ => None,
+    }
 }

@@ -1,7 +1,7 @@
 //! [`Instruction`] to the text llvm-objdump-15 prints for it.
 
 use crate::decode::{field_value, Ext, Instruction, Operand, SpecialReg};
-use crate::table::{prop, Class, Enc, Field, LitType, ModRule, Mods, Row};
+use crate::table::{flag, prop, Class, Enc, Field, LitType, ModRule, Mods, Op, Row};
 use core::fmt::{self, Write};
 
 // the decoder owns it (it turns a branch's SIMM16 into a label); the printer re-exports it
@@ -371,17 +371,16 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
         return write_exp(f, inst);
     }
     let row = inst.row();
-    let name = row.op.mnemonic();
-    f.write_str(name)?;
+    f.write_str(row.op.mnemonic())?;
     f.write_str(row.suffix)?;
     let [w0, w1] = inst.words;
     let half = half_of(row, inst.enc, 0);
     let vop3p = inst.enc == Enc::Vop3 && row.opcode >= 0x380;
-    let mfma = vop3p && name.starts_with("v_mfma");
+    let mfma = vop3p && row.props & prop::MFMA != 0;
     let mut sep = " ";
     let gfx90a = inst.target == crate::Target::Gfx90a;
     let atomic_rtn = matches!(inst.enc, Enc::Flat | Enc::Global | Enc::Scratch)
-        && name.contains("_atomic_")
+        && row.props & prop::ATOMIC != 0
         && (w0 >> 16) & 1 == 1;
     if atomic_rtn {
         // Returning atomics print the destination first (same width as the data, or half of cmpswap's).
@@ -390,7 +389,7 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
             .iter()
             .find(|s| s.field == Field::B)
             .map_or(1, |s| s.dwords);
-        let d = if name.contains("cmpswap") {
+        let d = if row.props & prop::CMPSWAP != 0 {
             data / 2
         } else {
             data
@@ -401,7 +400,7 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
         sep = ", ";
     }
     let flat_saddr = matches!(inst.enc, Enc::Global | Enc::Scratch) && (w1 >> 16) & 0x7F != 0x7F;
-    if name == "s_endpgm" && w0 & 0xFFFF == 0 {
+    if row.op == Op::SEndpgm && w0 & 0xFFFF == 0 {
         return Ok(());
     }
     for (i, slot) in row.slots.iter().enumerate() {
@@ -441,13 +440,11 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
         f.write_str(sep)?;
         sep = ", ";
         match (inst.enc, slot.field) {
-            (Enc::Sopk, Field::K)
-                if name.starts_with("s_getreg") || name.starts_with("s_setreg") =>
-            {
+            (Enc::Sopk, Field::K) if row.props & prop::HWREG != 0 => {
                 hwreg(f, w0 & 0xFFFF)?;
                 continue;
             }
-            (Enc::Sopk, Field::K) if name == "s_cbranch_i_fork" || name == "s_call_b64" => {
+            (Enc::Sopk, Field::K) if matches!(row.op, Op::SCbranchIFork | Op::SCallB64) => {
                 write!(f, "{}", w0 & 0xFFFF)?;
                 continue;
             }
@@ -455,25 +452,25 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
                 write!(f, "0x{:x}", w0 & 0xFFFF)?;
                 continue;
             }
-            (Enc::Sopp, Field::K) if name == "s_waitcnt" => {
+            (Enc::Sopp, Field::K) if row.op == Op::SWaitcnt => {
                 waitcnt(f, w0 & 0xFFFF)?;
                 continue;
             }
-            (Enc::Sopp, Field::K) if name == "s_set_gpr_idx_mode" => {
+            (Enc::Sopp, Field::K) if row.op == Op::SSetGprIdxMode => {
                 gpr_idx(f, w0 & 0xFFFF)?;
                 continue;
             }
-            (Enc::Sopc, Field::K) if name == "s_set_gpr_idx_on" => {
+            (Enc::Sopc, Field::K) if row.op == Op::SSetGprIdxOn => {
                 gpr_idx(f, (w0 >> 8) & 0xFF)?;
                 continue;
             }
-            (Enc::Sopp, Field::K) if name == "s_endpgm" => {
+            (Enc::Sopp, Field::K) if row.op == Op::SEndpgm => {
                 if w0 & 0xFFFF != 0 {
                     write!(f, "{}", w0 & 0xFFFF)?;
                 }
                 continue;
             }
-            (Enc::Sopp, Field::K) if name.starts_with("s_sendmsg") => {
+            (Enc::Sopp, Field::K) if row.props & prop::SENDMSG != 0 => {
                 sendmsg(f, w0 & 0xFFFF)?;
                 continue;
             }
@@ -515,7 +512,7 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
             }
             _ => {}
         }
-        let mix = vop3p && name.contains("_mix");
+        let mix = vop3p && row.props & prop::MIX != 0;
         if inst.enc == Enc::Vop3
             && matches!(slot.field, Field::A | Field::B | Field::C)
             && (!vop3p || mix)
@@ -595,17 +592,11 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
         operand(f, o, slot.dwords, half)?;
     }
     match inst.enc {
-        Enc::Smem
-            if (w0 >> 16) & 1 == 1
-                && !name.starts_with("s_dcache")
-                && !name.starts_with("s_atc_probe")
-                && !name.starts_with("s_mem") =>
-        {
+        Enc::Smem if (w0 >> 16) & 1 == 1 && row.props & prop::SMEM_NO_GLC == 0 => {
             f.write_str(" glc")?;
         }
         Enc::Ds => {
-            let dual =
-                name.contains("read2") || name.contains("write2") || name.contains("wrxchg2");
+            let dual = row.props & prop::DS_DUAL != 0;
             let (o0, o1) = (w0 & 0xFF, (w0 >> 8) & 0xFF);
             if dual {
                 if o0 != 0 {
@@ -614,7 +605,7 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
                 if o1 != 0 {
                     write!(f, " offset1:{o1}")?;
                 }
-            } else if name == "ds_swizzle_b32" && w0 & 0xFFFF != 0 {
+            } else if row.op == Op::DsSwizzleB32 && w0 & 0xFFFF != 0 {
                 swizzle(f, w0 & 0xFFFF)?;
             } else if w0 & 0xFFFF != 0 {
                 write!(f, " offset:{}", w0 & 0xFFFF)?;
@@ -637,7 +628,7 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
             }
             if !gfx90a
                 && (w1 >> 23) & 1 == 1
-                && !name.starts_with("buffer_atomic")
+                && row.props & prop::BUFFER_ATOMIC == 0
                 && (w0 >> 16) & 1 == 0
             {
                 f.write_str(" tfe")?;
@@ -732,8 +723,8 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
                 write!(f, " blgp:{blgp}")?;
             }
         }
-        Enc::Vop3 if name.starts_with("v_accvgpr") => {}
-        Enc::Vop3 if vop3p => write_vop3p_mods(f, inst, row, mix_op(name))?,
+        Enc::Vop3 if row.props & prop::ACCVGPR != 0 => {}
+        Enc::Vop3 if vop3p => write_vop3p_mods(f, inst, row, row.props & prop::MIX != 0)?,
         Enc::Vop3 => {
             let nsrc = row
                 .slots
@@ -818,7 +809,7 @@ fn write_dpp(f: &mut impl Write, inst: &Instruction) -> fmt::Result {
     let row = inst.row();
     let dpp = inst.words[1];
     f.write_str(row.op.mnemonic())?;
-    if row.op.mnemonic() != "v_nop" {
+    if row.op != Op::VNop {
         f.write_str("_dpp")?;
     }
     let mut sep = " ";
@@ -826,11 +817,7 @@ fn write_dpp(f: &mut impl Write, inst: &Instruction) -> fmt::Result {
         .slots
         .iter()
         .any(|s| s.field == Field::A && s.dwords > 1);
-    let m = row.op.mnemonic();
-    let mods = !matches!(
-        m,
-        "v_cndmask_b32" | "v_dot2c_i32_i16" | "v_dot4c_i32_i8" | "v_dot8c_i32_i4"
-    );
+    let mods = row.flags & flag::DPP_MODS_IGNORED == 0;
     for (i, slot) in row.slots.iter().enumerate() {
         let Some(o) = inst.operands().get(i) else {
             break;
@@ -990,36 +977,28 @@ fn write_sdwa(f: &mut impl Write, inst: &Instruction) -> fmt::Result {
 /// Source operands that take registers only: llvm prints a constant there as
 /// `/*invalid immediate*/`.
 fn register_only(row: &Row, field: Field) -> bool {
-    let m = row.op.mnemonic();
+    let mfma = row.props & prop::MFMA != 0;
     match field {
         Field::A => {
             matches!(
-                m,
-                "s_setpc_b64"
-                    | "s_rfe_b64"
-                    | "s_movrels_b32"
-                    | "s_movrels_b64"
-                    | "s_cbranch_join"
-                    | "v_readfirstlane_b32"
-                    | "v_readlane_b32"
-            ) || m.starts_with("v_mfma")
+                row.op,
+                Op::SSetpcB64
+                    | Op::SRfeB64
+                    | Op::SMovrelsB32
+                    | Op::SMovrelsB64
+                    | Op::SCbranchJoin
+                    | Op::VReadfirstlaneB32
+                    | Op::VReadlaneB32
+            ) || mfma
         }
-        Field::B => m.starts_with("v_mfma"),
-        Field::D => matches!(m, "v_readfirstlane_b32" | "v_readlane_b32"),
+        Field::B => mfma,
+        Field::D => matches!(row.op, Op::VReadfirstlaneB32 | Op::VReadlaneB32),
         Field::C => matches!(
-            m,
-            "v_addc_co_u32"
-                | "v_subb_co_u32"
-                | "v_subbrev_co_u32"
-                | "v_mqsad_u32_u8"
-                | "v_cndmask_b32"
+            row.op,
+            Op::VAddcCoU32 | Op::VSubbCoU32 | Op::VSubbrevCoU32 | Op::VMqsadU32U8 | Op::VCndmaskB32
         ),
         _ => false,
     }
-}
-
-fn mix_op(name: &str) -> bool {
-    name.contains("_mix")
 }
 
 fn write_vop3p_mods(f: &mut impl Write, inst: &Instruction, row: &Row, mix: bool) -> fmt::Result {

@@ -3,8 +3,9 @@
 //! The rows live in `table_rows.rs` (generated from probes of `llvm-mc-15`, see
 //! `isa/tools/`), expanded by the `isa_table!` macro into the [`Op`] enum, the [`ROWS`] slice and
 //! compile-time per-target lookup arrays indexed by opcode. The decoder, the disassembler
-//! and (later) the interpreter read only this table: no opcode number or mnemonic is
-//! written anywhere else.
+//! and the interpreter read only this table: no opcode number or mnemonic is written
+//! anywhere else, and what they need to know about an instruction (source type, memory
+//! kind, compare, [`prop`] bits) is a column of its row, so nothing parses a mnemonic.
 
 pub use crate::exec::cache::{Cmp, CmpType, MemKind, SrcType, D16};
 pub use crate::exec::AtomicOp;
@@ -390,6 +391,22 @@ pub mod prop {
     pub const INT_SRC1: u32 = 1 << 15;
     /// Sources 1 and 2 are integers of a float instruction (`v_cvt_pk_u8_f32`).
     pub const INT_SRC12: u32 = 1 << 16;
+    /// Has `_atomic_` (FLAT/GLOBAL/SCRATCH: with GLC the destination prints first).
+    pub const ATOMIC: u32 = 1 << 17;
+    /// Has `cmpswap` (the returned value is half the data).
+    pub const CMPSWAP: u32 = 1 << 18;
+    /// `s_getreg_*` / `s_setreg_*`: SIMM16 prints as `hwreg(...)`.
+    pub const HWREG: u32 = 1 << 19;
+    /// `s_sendmsg*`: SIMM16 prints as `sendmsg(...)`.
+    pub const SENDMSG: u32 = 1 << 20;
+    /// Has `_mix` (`v_mad_mix*`, `v_fma_mix*`: op_sel_hi prints per source).
+    pub const MIX: u32 = 1 << 21;
+    /// SMEM without a `glc` form (`s_dcache_*`, `s_atc_probe*`, `s_mem*`).
+    pub const SMEM_NO_GLC: u32 = 1 << 22;
+    /// DS with two offsets (`read2`, `write2`, `wrxchg2`): prints `offset0`/`offset1`.
+    pub const DS_DUAL: u32 = 1 << 23;
+    /// `buffer_atomic_*` (no `tfe`).
+    pub const BUFFER_ATOMIC: u32 = 1 << 24;
 }
 
 /// The helpers the property columns of `table_rows.rs` are written with.

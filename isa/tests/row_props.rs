@@ -260,6 +260,23 @@ fn props(m: &str) -> u32 {
             ),
         ),
         (prop::INT_SRC12, m == "v_cvt_pk_u8_f32"),
+        (prop::ATOMIC, m.contains("_atomic_")),
+        (prop::CMPSWAP, m.contains("cmpswap")),
+        (
+            prop::HWREG,
+            m.starts_with("s_getreg") || m.starts_with("s_setreg"),
+        ),
+        (prop::SENDMSG, m.starts_with("s_sendmsg")),
+        (prop::MIX, m.contains("_mix")),
+        (
+            prop::SMEM_NO_GLC,
+            m.starts_with("s_dcache") || m.starts_with("s_atc_probe") || m.starts_with("s_mem"),
+        ),
+        (
+            prop::DS_DUAL,
+            m.contains("read2") || m.contains("write2") || m.contains("wrxchg2"),
+        ),
+        (prop::BUFFER_ATOMIC, m.starts_with("buffer_atomic")),
     ];
     bits.iter().filter(|(_, on)| *on).fold(0, |a, (b, _)| a | b)
 }
@@ -363,7 +380,7 @@ fn columns_are_populated() {
         )) > 0
     );
     assert!(count(&|r| r.lit == LitType::Packed32) > 0);
-    for bit in 0..17 {
+    for bit in 0..25 {
         assert!(
             count(&|r| r.props & (1 << bit) != 0) > 0,
             "prop bit {bit} unused"

@@ -136,6 +136,14 @@ PROPS = [
     ('INT_SRC1', lambda n: n in ('v_ldexp_f16', 'v_ldexp_f32', 'v_ldexp_f64', 'v_trig_preop_f64',
                                  'v_cvt_pkaccum_u8_f32')),
     ('INT_SRC12', lambda n: n == 'v_cvt_pk_u8_f32'),
+    ('ATOMIC', lambda n: '_atomic_' in n),
+    ('CMPSWAP', lambda n: 'cmpswap' in n),
+    ('HWREG', lambda n: n.startswith('s_getreg') or n.startswith('s_setreg')),
+    ('SENDMSG', lambda n: n.startswith('s_sendmsg')),
+    ('MIX', lambda n: '_mix' in n),
+    ('SMEM_NO_GLC', lambda n: n.startswith('s_dcache') or n.startswith('s_atc_probe') or n.startswith('s_mem')),
+    ('DS_DUAL', lambda n: 'read2' in n or 'write2' in n or 'wrxchg2' in n),
+    ('BUFFER_ATOMIC', lambda n: n.startswith('buffer_atomic')),
 ]
 
 def props(n):

@@ -67,7 +67,7 @@ pub enum SrcType {
 pub struct Cached {
     /// The instruction.
     pub inst: Instruction,
-    /// Source type (from the mnemonic's last type token).
+    /// Source type (the row's [`crate::table::Row::src`]: the mnemonic's last type token).
     pub src_type: SrcType,
     /// Memory behaviour (for DS, MUBUF, FLAT/GLOBAL/SCRATCH, and SMEM stores and atomics).
     pub mem: MemKind,

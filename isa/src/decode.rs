@@ -1,7 +1,7 @@
 //! Bytes to [`Instruction`]: encoding detection, table lookup, operand decoding and the
 //! validity checks llvm-mc-15 applies.
 
-use crate::table::{flag, lookup, Class, Enc, Field, ModRule, Mods, Op, Row, ROWS};
+use crate::table::{flag, lookup, prop, Class, Enc, Field, ModRule, Mods, Op, Row, ROWS};
 use crate::Target;
 use core::fmt;
 
@@ -534,8 +534,7 @@ fn is_vector_src(enc: Enc, field: Field) -> bool {
 
 /// Whether `op` is a SOPP branch whose SIMM16 is a signed dword offset.
 pub fn is_branch(op: Op) -> bool {
-    let m = op.mnemonic();
-    m == "s_branch" || m.starts_with("s_cbranch_")
+    op.props() & prop::BRANCH != 0
 }
 
 /// Decode one instruction at the start of `bytes`, which sits at address `addr`.
@@ -651,7 +650,7 @@ pub fn decode(
             // With SADDR, VADDR is a 32-bit offset.
             slot.dwords = 1;
         }
-        if enc == Enc::Vop3 && row.opcode >= 0x3C0 && row.op.mnemonic().starts_with("v_mfma") {
+        if enc == Enc::Vop3 && row.opcode >= 0x3C0 && row.props & prop::MFMA != 0 {
             let acc_cd = target == Target::Gfx908 || (w0 >> 15) & 1 == 1;
             if matches!(slot.field, Field::D | Field::C) && acc_cd {
                 slot.class = Class::A;
@@ -782,7 +781,7 @@ pub fn decode(
     }
     if enc == Enc::Sopp {
         if let Some(i) = row.slots.iter().position(|s| s.field == Field::K) {
-            if is_branch(row.op) {
+            if row.props & prop::BRANCH != 0 {
                 operands[i] = Operand::Label((w0 & 0xFFFF) as u16 as i16);
             }
         }
@@ -1024,9 +1023,9 @@ fn decode_dpp(
 /// atomics exist with 1 or 2 dwords (cmpswap 2 or 4), gathers with 2, 4 or 5, the rest
 /// with 1 to 5.
 fn mimg_vdata_dwords(row: &Row, w0: u32, w1: u32, gfx90a: bool) -> u8 {
-    let name = row.op.mnemonic();
+    let gather4 = row.props & prop::IMAGE_GATHER4 != 0;
     let dmask = (w0 >> 8) & 0xF;
-    let mut n = if name.starts_with("image_gather4") {
+    let mut n = if gather4 {
         4
     } else {
         dmask.count_ones().max(1)
@@ -1037,11 +1036,11 @@ fn mimg_vdata_dwords(row: &Row, w0: u32, w1: u32, gfx90a: bool) -> u8 {
     if !gfx90a && (w0 >> 16) & 1 == 1 {
         n += 1;
     }
-    let (forms, base): (&[u32], u32) = if name.starts_with("image_gather4") {
+    let (forms, base): (&[u32], u32) = if gather4 {
         (&[2, 4, 5], 4)
-    } else if name.ends_with("_cmpswap") {
+    } else if row.props & prop::CMPSWAP_SUFFIX != 0 {
         (&[2, 4], 2)
-    } else if name.starts_with("image_atomic") {
+    } else if row.props & prop::IMAGE_ATOMIC != 0 {
         (&[1, 2], 1)
     } else {
         (&[1, 2, 3, 4, 5], 4)
@@ -1161,9 +1160,7 @@ fn vop3_mod_checks(row: &Row, w0: u32, w1: u32) -> Result<(), &'static str> {
             return Err("neg modifier not allowed");
         }
     }
-    let mnemonic = row.op.mnemonic();
-    if row.opcode >= 0x380 && !mnemonic.starts_with("v_mfma") && !mnemonic.starts_with("v_accvgpr")
-    {
+    if row.opcode >= 0x380 && row.props & (prop::MFMA | prop::ACCVGPR) == 0 {
         // VOP3P: the per-source bits of sources the instruction does not have must be 0.
         for i in nsrc..3 {
             let opsel = (w0 >> (11 + i)) & 1;

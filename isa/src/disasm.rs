@@ -1,7 +1,7 @@
 //! [`Instruction`] to the text llvm-objdump-15 prints for it.
 
 use crate::decode::{field_value, Ext, Instruction, Operand, SpecialReg};
-use crate::table::{Class, Enc, Field, ModRule, Mods, Op, Row};
+use crate::table::{flag, prop, Class, Enc, Field, LitType, ModRule, Mods, Op, Row};
 use core::fmt::{self, Write};
 
 // the decoder owns it (it turns a branch's SIMM16 into a label); the printer re-exports it
@@ -105,63 +105,23 @@ fn literal(f: &mut impl Write, v: u32, half: bool) -> fmt::Result {
     }
 }
 
-/// 16-bit operand type of a vector instruction: literals print as 16 bits.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Half {
-    No,
-    F64,
-    Packed32,
-    Float,
-    Int,
-}
-
-/// The operand type of source `src` as far as constants print: the source type is the
-/// last type in the mnemonic (`v_cvt_f32_f16` reads f16), except the 32-bit accumulators.
-fn half_of(op: Op, enc: Enc, src: usize) -> Half {
-    let m = op.mnemonic();
+/// The operand type of source `src` as far as constants print (the row's
+/// [`Row::lit`], generated from the mnemonic's last type: `v_cvt_f32_f16` reads f16), except
+/// the 32-bit accumulators of [`prop::SRC2_NO_LIT`].
+fn half_of(row: &Row, enc: Enc, src: usize) -> LitType {
     if !matches!(enc, Enc::Vop1 | Enc::Vop2 | Enc::Vopc | Enc::Vop3) {
-        return Half::No;
+        return LitType::No;
     }
-    if src == 2 && (m.starts_with("v_dot") || m == "v_mad_i32_i16" || m == "v_mad_u32_u16") {
-        return Half::No;
+    if src == 2 && row.props & prop::SRC2_NO_LIT != 0 {
+        return LitType::No;
     }
-    if m.starts_with("v_mfma_f64") {
-        return Half::F64;
-    }
-    if m.starts_with("v_pk_") && (m.ends_with("_f32") || m == "v_pk_mov_b32") {
-        return Half::Packed32;
-    }
-    if matches!(
-        m,
-        "v_sat_pk_u8_i16" | "v_sad_u16" | "v_dot2c_i32_i16" | "v_madmk_f16"
-    ) || m.starts_with("v_mfma")
-    {
-        return Half::No;
-    }
-    let last = m.rsplit('_').find(|t| {
-        t.len() >= 2
-            && matches!(t.as_bytes()[0], b'f' | b'i' | b'u' | b'b')
-            && t[1..].bytes().all(|c| c.is_ascii_digit())
-    });
-    match last {
-        Some("f16") => Half::Float,
-        Some("i16" | "u16" | "b16") => Half::Int,
-        _ => Half::No,
-    }
+    row.lit
 }
 
 /// Sources that are integers in a float instruction: their neg bit prints as `sext()` and
 /// their abs bit does not print.
-fn int_source(op: Op, src: usize) -> bool {
-    match op.mnemonic() {
-        "v_ldexp_f16"
-        | "v_ldexp_f32"
-        | "v_ldexp_f64"
-        | "v_trig_preop_f64"
-        | "v_cvt_pkaccum_u8_f32" => src == 1,
-        "v_cvt_pk_u8_f32" => src >= 1,
-        _ => false,
-    }
+fn int_source(row: &Row, src: usize) -> bool {
+    (row.props & prop::INT_SRC1 != 0 && src == 1) || (row.props & prop::INT_SRC12 != 0 && src >= 1)
 }
 
 fn f16_bits(code: u8) -> u32 {
@@ -178,7 +138,7 @@ fn f16_bits(code: u8) -> u32 {
     }
 }
 
-fn operand(f: &mut impl Write, o: &Operand, dwords: u8, half: Half) -> fmt::Result {
+fn operand(f: &mut impl Write, o: &Operand, dwords: u8, half: LitType) -> fmt::Result {
     match *o {
         Operand::Sgpr { first, count } => reg_range(f, "s", first.into(), count.into()),
         Operand::Vgpr { first, count } => reg_range(f, "v", first.into(), count.into()),
@@ -186,17 +146,19 @@ fn operand(f: &mut impl Write, o: &Operand, dwords: u8, half: Half) -> fmt::Resu
         Operand::Ttmp { first, count } => reg_range(f, "ttmp", first.into(), count.into()),
         Operand::Special { reg, count, hi } => f.write_str(special_name(reg, count, hi)),
         Operand::IntConst(i) => write!(f, "{i}"),
-        Operand::FloatConst(c) if half == Half::Int => write!(f, "0x{:x}", f16_bits(c)),
-        Operand::FloatConst(c) if half == Half::Packed32 => f.write_str(float_const(c, 1, false)),
+        Operand::FloatConst(c) if half == LitType::Int => write!(f, "0x{:x}", f16_bits(c)),
+        Operand::FloatConst(c) if half == LitType::Packed32 => {
+            f.write_str(float_const(c, 1, false))
+        }
         Operand::FloatConst(c) => {
-            f.write_str(float_const(c, dwords, dwords > 2 && half == Half::F64))
+            f.write_str(float_const(c, dwords, dwords > 2 && half == LitType::F64))
         }
         Operand::Literal(v) => {
             if dwords >= 2 {
                 write!(f, "0x{v:x}")
-            } else if matches!(half, Half::Float | Half::Int) {
+            } else if matches!(half, LitType::Float | LitType::Int) {
                 let v16 = v & 0xFFFF;
-                if half == Half::Int {
+                if half == LitType::Int {
                     let i = v16 as u16 as i16;
                     if (-16..=64).contains(&i) {
                         return write!(f, "{i}");
@@ -409,17 +371,16 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
         return write_exp(f, inst);
     }
     let row = inst.row();
-    let name = row.op.mnemonic();
-    f.write_str(name)?;
+    f.write_str(row.op.mnemonic())?;
     f.write_str(row.suffix)?;
     let [w0, w1] = inst.words;
-    let half = half_of(row.op, inst.enc, 0);
+    let half = half_of(row, inst.enc, 0);
     let vop3p = inst.enc == Enc::Vop3 && row.opcode >= 0x380;
-    let mfma = vop3p && name.starts_with("v_mfma");
+    let mfma = vop3p && row.props & prop::MFMA != 0;
     let mut sep = " ";
     let gfx90a = inst.target == crate::Target::Gfx90a;
     let atomic_rtn = matches!(inst.enc, Enc::Flat | Enc::Global | Enc::Scratch)
-        && name.contains("_atomic_")
+        && row.props & prop::ATOMIC != 0
         && (w0 >> 16) & 1 == 1;
     if atomic_rtn {
         // Returning atomics print the destination first (same width as the data, or half of cmpswap's).
@@ -428,7 +389,7 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
             .iter()
             .find(|s| s.field == Field::B)
             .map_or(1, |s| s.dwords);
-        let d = if name.contains("cmpswap") {
+        let d = if row.props & prop::CMPSWAP != 0 {
             data / 2
         } else {
             data
@@ -439,7 +400,7 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
         sep = ", ";
     }
     let flat_saddr = matches!(inst.enc, Enc::Global | Enc::Scratch) && (w1 >> 16) & 0x7F != 0x7F;
-    if name == "s_endpgm" && w0 & 0xFFFF == 0 {
+    if row.op == Op::SEndpgm && w0 & 0xFFFF == 0 {
         return Ok(());
     }
     for (i, slot) in row.slots.iter().enumerate() {
@@ -454,7 +415,7 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
         }
         if flat_saddr && slot.field == Field::S {
             f.write_str(sep)?;
-            operand(f, o, 2, Half::No)?;
+            operand(f, o, 2, LitType::No)?;
             continue;
         }
         if matches!(inst.enc, Enc::Global | Enc::Scratch)
@@ -479,13 +440,11 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
         f.write_str(sep)?;
         sep = ", ";
         match (inst.enc, slot.field) {
-            (Enc::Sopk, Field::K)
-                if name.starts_with("s_getreg") || name.starts_with("s_setreg") =>
-            {
+            (Enc::Sopk, Field::K) if row.props & prop::HWREG != 0 => {
                 hwreg(f, w0 & 0xFFFF)?;
                 continue;
             }
-            (Enc::Sopk, Field::K) if name == "s_cbranch_i_fork" || name == "s_call_b64" => {
+            (Enc::Sopk, Field::K) if matches!(row.op, Op::SCbranchIFork | Op::SCallB64) => {
                 write!(f, "{}", w0 & 0xFFFF)?;
                 continue;
             }
@@ -493,29 +452,29 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
                 write!(f, "0x{:x}", w0 & 0xFFFF)?;
                 continue;
             }
-            (Enc::Sopp, Field::K) if name == "s_waitcnt" => {
+            (Enc::Sopp, Field::K) if row.op == Op::SWaitcnt => {
                 waitcnt(f, w0 & 0xFFFF)?;
                 continue;
             }
-            (Enc::Sopp, Field::K) if name == "s_set_gpr_idx_mode" => {
+            (Enc::Sopp, Field::K) if row.op == Op::SSetGprIdxMode => {
                 gpr_idx(f, w0 & 0xFFFF)?;
                 continue;
             }
-            (Enc::Sopc, Field::K) if name == "s_set_gpr_idx_on" => {
+            (Enc::Sopc, Field::K) if row.op == Op::SSetGprIdxOn => {
                 gpr_idx(f, (w0 >> 8) & 0xFF)?;
                 continue;
             }
-            (Enc::Sopp, Field::K) if name == "s_endpgm" => {
+            (Enc::Sopp, Field::K) if row.op == Op::SEndpgm => {
                 if w0 & 0xFFFF != 0 {
                     write!(f, "{}", w0 & 0xFFFF)?;
                 }
                 continue;
             }
-            (Enc::Sopp, Field::K) if name.starts_with("s_sendmsg") => {
+            (Enc::Sopp, Field::K) if row.props & prop::SENDMSG != 0 => {
                 sendmsg(f, w0 & 0xFFFF)?;
                 continue;
             }
-            (Enc::Sopp, Field::K) if is_branch(row.op) => {
+            (Enc::Sopp, Field::K) if row.props & prop::BRANCH != 0 => {
                 write!(f, "{}", w0 & 0xFFFF)?;
                 continue;
             }
@@ -534,7 +493,7 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
                 let off = ((w1 & 0x1F_FFFF) << 11) as i32 >> 11;
                 match o {
                     Operand::Imm(_) => signed_hex(f, off)?,
-                    _ => operand(f, o, 1, Half::No)?,
+                    _ => operand(f, o, 1, LitType::No)?,
                 }
                 if soe && imm {
                     f.write_str(" offset:")?;
@@ -553,7 +512,7 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
             }
             _ => {}
         }
-        let mix = vop3p && name.contains("_mix");
+        let mix = vop3p && row.props & prop::MIX != 0;
         if inst.enc == Enc::Vop3
             && matches!(slot.field, Field::A | Field::B | Field::C)
             && (!vop3p || mix)
@@ -563,8 +522,8 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
                 Field::B => 1,
                 _ => 2,
             };
-            let half = half_of(row.op, inst.enc, i);
-            let int_src = int_source(row.op, i);
+            let half = half_of(row, inst.enc, i);
+            let int_src = int_source(row, i);
             let neg = (w1 >> (29 + i)) & 1 == 1 && (mix || row.mods.neg(i) == ModRule::Print);
             let abs =
                 (w0 >> (8 + i)) & 1 == 1 && (mix || row.mods.abs(i) == ModRule::Print) && !int_src;
@@ -616,9 +575,9 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
             continue;
         }
         let half = match slot.field {
-            Field::A => half_of(row.op, inst.enc, 0),
-            Field::B => half_of(row.op, inst.enc, 1),
-            Field::C => half_of(row.op, inst.enc, 2),
+            Field::A => half_of(row, inst.enc, 0),
+            Field::B => half_of(row, inst.enc, 1),
+            Field::C => half_of(row, inst.enc, 2),
             _ => half,
         };
         if register_only(row, slot.field)
@@ -633,17 +592,11 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
         operand(f, o, slot.dwords, half)?;
     }
     match inst.enc {
-        Enc::Smem
-            if (w0 >> 16) & 1 == 1
-                && !name.starts_with("s_dcache")
-                && !name.starts_with("s_atc_probe")
-                && !name.starts_with("s_mem") =>
-        {
+        Enc::Smem if (w0 >> 16) & 1 == 1 && row.props & prop::SMEM_NO_GLC == 0 => {
             f.write_str(" glc")?;
         }
         Enc::Ds => {
-            let dual =
-                name.contains("read2") || name.contains("write2") || name.contains("wrxchg2");
+            let dual = row.props & prop::DS_DUAL != 0;
             let (o0, o1) = (w0 & 0xFF, (w0 >> 8) & 0xFF);
             if dual {
                 if o0 != 0 {
@@ -652,7 +605,7 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
                 if o1 != 0 {
                     write!(f, " offset1:{o1}")?;
                 }
-            } else if name == "ds_swizzle_b32" && w0 & 0xFFFF != 0 {
+            } else if row.op == Op::DsSwizzleB32 && w0 & 0xFFFF != 0 {
                 swizzle(f, w0 & 0xFFFF)?;
             } else if w0 & 0xFFFF != 0 {
                 write!(f, " offset:{}", w0 & 0xFFFF)?;
@@ -675,7 +628,7 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
             }
             if !gfx90a
                 && (w1 >> 23) & 1 == 1
-                && !name.starts_with("buffer_atomic")
+                && row.props & prop::BUFFER_ATOMIC == 0
                 && (w0 >> 16) & 1 == 0
             {
                 f.write_str(" tfe")?;
@@ -770,8 +723,8 @@ pub fn write_instruction(f: &mut impl Write, inst: &Instruction) -> fmt::Result 
                 write!(f, " blgp:{blgp}")?;
             }
         }
-        Enc::Vop3 if name.starts_with("v_accvgpr") => {}
-        Enc::Vop3 if vop3p => write_vop3p_mods(f, inst, row, mix_op(name))?,
+        Enc::Vop3 if row.props & prop::ACCVGPR != 0 => {}
+        Enc::Vop3 if vop3p => write_vop3p_mods(f, inst, row, row.props & prop::MIX != 0)?,
         Enc::Vop3 => {
             let nsrc = row
                 .slots
@@ -856,7 +809,7 @@ fn write_dpp(f: &mut impl Write, inst: &Instruction) -> fmt::Result {
     let row = inst.row();
     let dpp = inst.words[1];
     f.write_str(row.op.mnemonic())?;
-    if row.op.mnemonic() != "v_nop" {
+    if row.op != Op::VNop {
         f.write_str("_dpp")?;
     }
     let mut sep = " ";
@@ -864,11 +817,7 @@ fn write_dpp(f: &mut impl Write, inst: &Instruction) -> fmt::Result {
         .slots
         .iter()
         .any(|s| s.field == Field::A && s.dwords > 1);
-    let m = row.op.mnemonic();
-    let mods = !matches!(
-        m,
-        "v_cndmask_b32" | "v_dot2c_i32_i16" | "v_dot4c_i32_i8" | "v_dot8c_i32_i4"
-    );
+    let mods = row.flags & flag::DPP_MODS_IGNORED == 0;
     for (i, slot) in row.slots.iter().enumerate() {
         let Some(o) = inst.operands().get(i) else {
             break;
@@ -879,22 +828,22 @@ fn write_dpp(f: &mut impl Write, inst: &Instruction) -> fmt::Result {
             Field::A => 20,
             Field::B => 22,
             _ => {
-                operand(f, o, slot.dwords, Half::No)?;
+                operand(f, o, slot.dwords, LitType::No)?;
                 continue;
             }
         };
         let neg = mods && (dpp >> shift) & 1 == 1;
         let abs = mods && (dpp >> (shift + 1)) & 1 == 1;
-        if shift == 22 && int_source(row.op, 1) {
+        if shift == 22 && int_source(row, 1) {
             // An integer source: neg is sign extension, abs does not print.
             f.write_str(if neg { "sext(" } else { "" })?;
-            operand(f, o, slot.dwords, Half::No)?;
+            operand(f, o, slot.dwords, LitType::No)?;
             f.write_str(if neg { ")" } else { "" })?;
             continue;
         }
         f.write_str(if neg { "-" } else { "" })?;
         f.write_str(if abs { "|" } else { "" })?;
-        operand(f, o, slot.dwords, Half::No)?;
+        operand(f, o, slot.dwords, LitType::No)?;
         f.write_str(if abs { "|" } else { "" })?;
     }
     let ctrl = (dpp >> 8) & 0x1FF;
@@ -955,7 +904,7 @@ fn write_sdwa(f: &mut impl Write, inst: &Instruction) -> fmt::Result {
             Field::Vcc if inst.enc == Enc::Vopc && (sd >> 15) & 1 == 1 => {
                 let v = (sd >> 8) & 0x7F;
                 match o_saddr(v << 16, 2) {
-                    Some(s) => operand(f, &s, 2, Half::No)?,
+                    Some(s) => operand(f, &s, 2, LitType::No)?,
                     None => write!(f, "{v}")?,
                 }
             }
@@ -984,7 +933,7 @@ fn write_sdwa(f: &mut impl Write, inst: &Instruction) -> fmt::Result {
                     f,
                     o,
                     1,
-                    half_of(row.op, inst.enc, if slot.field == Field::A { 0 } else { 1 }),
+                    half_of(row, inst.enc, if slot.field == Field::A { 0 } else { 1 }),
                 )?;
                 if sext {
                     f.write_str(")")?;
@@ -996,7 +945,7 @@ fn write_sdwa(f: &mut impl Write, inst: &Instruction) -> fmt::Result {
                     f.write_str(")")?;
                 }
             }
-            _ => operand(f, o, slot.dwords, Half::No)?,
+            _ => operand(f, o, slot.dwords, LitType::No)?,
         }
     }
     if inst.enc != Enc::Vopc {
@@ -1028,36 +977,28 @@ fn write_sdwa(f: &mut impl Write, inst: &Instruction) -> fmt::Result {
 /// Source operands that take registers only: llvm prints a constant there as
 /// `/*invalid immediate*/`.
 fn register_only(row: &Row, field: Field) -> bool {
-    let m = row.op.mnemonic();
+    let mfma = row.props & prop::MFMA != 0;
     match field {
         Field::A => {
             matches!(
-                m,
-                "s_setpc_b64"
-                    | "s_rfe_b64"
-                    | "s_movrels_b32"
-                    | "s_movrels_b64"
-                    | "s_cbranch_join"
-                    | "v_readfirstlane_b32"
-                    | "v_readlane_b32"
-            ) || m.starts_with("v_mfma")
+                row.op,
+                Op::SSetpcB64
+                    | Op::SRfeB64
+                    | Op::SMovrelsB32
+                    | Op::SMovrelsB64
+                    | Op::SCbranchJoin
+                    | Op::VReadfirstlaneB32
+                    | Op::VReadlaneB32
+            ) || mfma
         }
-        Field::B => m.starts_with("v_mfma"),
-        Field::D => matches!(m, "v_readfirstlane_b32" | "v_readlane_b32"),
+        Field::B => mfma,
+        Field::D => matches!(row.op, Op::VReadfirstlaneB32 | Op::VReadlaneB32),
         Field::C => matches!(
-            m,
-            "v_addc_co_u32"
-                | "v_subb_co_u32"
-                | "v_subbrev_co_u32"
-                | "v_mqsad_u32_u8"
-                | "v_cndmask_b32"
+            row.op,
+            Op::VAddcCoU32 | Op::VSubbCoU32 | Op::VSubbrevCoU32 | Op::VMqsadU32U8 | Op::VCndmaskB32
         ),
         _ => false,
     }
-}
-
-fn mix_op(name: &str) -> bool {
-    name.contains("_mix")
 }
 
 fn write_vop3p_mods(f: &mut impl Write, inst: &Instruction, row: &Row, mix: bool) -> fmt::Result {
@@ -1187,7 +1128,7 @@ fn write_exp(f: &mut impl Write, inst: &Instruction) -> fmt::Result {
         }
         let src = if compr { [0, 0, 1, 1][i] } else { i };
         match ops.get(1 + src) {
-            Some(o) => operand(f, o, 1, Half::No)?,
+            Some(o) => operand(f, o, 1, LitType::No)?,
             None => f.write_str("off")?,
         }
     }

@@ -3,8 +3,12 @@
 //! The rows live in `table_rows.rs` (generated from probes of `llvm-mc-15`, see
 //! `isa/tools/`), expanded by the `isa_table!` macro into the [`Op`] enum, the [`ROWS`] slice and
 //! compile-time per-target lookup arrays indexed by opcode. The decoder, the disassembler
-//! and (later) the interpreter read only this table: no opcode number or mnemonic is
-//! written anywhere else.
+//! and the interpreter read only this table: no opcode number or mnemonic is written
+//! anywhere else, and what they need to know about an instruction (source type, memory
+//! kind, compare, [`prop`] bits) is a column of its row, so nothing parses a mnemonic.
+
+pub use crate::exec::cache::{Cmp, CmpType, MemKind, SrcType, D16};
+pub use crate::exec::AtomicOp;
 
 /// The instruction encodings (formats) of GFX9.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -317,13 +321,140 @@ pub struct Row {
     pub mods: Mods,
     /// Per-instruction operand rules ([`flag`] bits).
     pub flags: u16,
+    /// Type of the sources, for inline constants and literals (the mnemonic's last
+    /// `f16`/`f32`/`f64` token; `Int` if none).
+    pub src: SrcType,
+    /// What a DS/MUBUF/FLAT/GLOBAL/SCRATCH/SMEM instruction does to memory (`Other` for
+    /// every other encoding, and for what the interpreter does not model as plain memory).
+    pub mem: MemKind,
+    /// A VOPC/VOP3 vector compare (`v_cmp[x]_<cond>_<type>`), if it is one.
+    pub cmp: Option<Cmp>,
+    /// How the disassembler prints constants of sources 0 and 1 (and of source 2 unless
+    /// [`prop::SRC2_NO_LIT`]).
+    pub lit: LitType,
+    /// Facts about the instruction the decoder, printer and interpreter test ([`prop`] bits).
+    pub props: u32,
+}
+
+/// How constants of a vector instruction's sources print (16-bit types print literals as
+/// 16 bits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LitType {
+    /// Not a 16-bit source (or a type whose constants print by register width).
+    No,
+    /// f64 matrix sources (`v_mfma_f64_*`).
+    F64,
+    /// Packed 32-bit sources (`v_pk_*_f32`, `v_pk_mov_b32`).
+    Packed32,
+    /// f16.
+    Float,
+    /// i16, u16 or b16.
+    Int,
+}
+
+/// Facts about an instruction, as bits of [`Row::props`]: generated with the row by
+/// `isa/tools/props.py` (from the mnemonic, once), so no site parses the mnemonic.
+pub mod prop {
+    /// `s_buffer_*`: the SMEM base is a buffer resource (address in bits 47:0).
+    pub const S_BUFFER: u32 = 1 << 0;
+    /// `s_branch` and `s_cbranch_*`: SIMM16 is a signed dword offset.
+    pub const BRANCH: u32 = 1 << 1;
+    /// `v_mfma_*`.
+    pub const MFMA: u32 = 1 << 2;
+    /// `v_accvgpr_*`.
+    pub const ACCVGPR: u32 = 1 << 3;
+    /// A `*_load_*` (including format loads, which have no plain [`super::MemKind`]).
+    pub const NAMED_LOAD: u32 = 1 << 4;
+    /// `image_atomic_*`.
+    pub const IMAGE_ATOMIC: u32 = 1 << 5;
+    /// `image_store*`.
+    pub const IMAGE_STORE: u32 = 1 << 6;
+    /// `image_gather4*`.
+    pub const IMAGE_GATHER4: u32 = 1 << 7;
+    /// A `*_cmpswap` (ends so: two data halves).
+    pub const CMPSWAP_SUFFIX: u32 = 1 << 8;
+    /// DS with two addresses (`read2`, `write2`, `*2st64`).
+    pub const DS2: u32 = 1 << 9;
+    /// Ends in `b64` (DS two-address ops: 8-byte elements).
+    pub const DS2_B64: u32 = 1 << 10;
+    /// Has `st64` (DS two-address ops: offsets in units of 64 elements).
+    pub const DS2_ST64: u32 = 1 << 11;
+    /// `ds_read2*`.
+    pub const DS_READ2: u32 = 1 << 12;
+    /// Has `_rtn_` (a DS atomic that returns the old value).
+    pub const DS_RTN: u32 = 1 << 13;
+    /// Source 2 constants print by register width (`v_dot*`, `v_mad_i32_i16`,
+    /// `v_mad_u32_u16`: a 32-bit accumulator).
+    pub const SRC2_NO_LIT: u32 = 1 << 14;
+    /// Source 1 is an integer of a float instruction (`v_ldexp_*`, `v_trig_preop_f64`,
+    /// `v_cvt_pkaccum_u8_f32`): its neg prints as `sext()`, its abs not at all.
+    pub const INT_SRC1: u32 = 1 << 15;
+    /// Sources 1 and 2 are integers of a float instruction (`v_cvt_pk_u8_f32`).
+    pub const INT_SRC12: u32 = 1 << 16;
+    /// Has `_atomic_` (FLAT/GLOBAL/SCRATCH: with GLC the destination prints first).
+    pub const ATOMIC: u32 = 1 << 17;
+    /// Has `cmpswap` (the returned value is half the data).
+    pub const CMPSWAP: u32 = 1 << 18;
+    /// `s_getreg_*` / `s_setreg_*`: SIMM16 prints as `hwreg(...)`.
+    pub const HWREG: u32 = 1 << 19;
+    /// `s_sendmsg*`: SIMM16 prints as `sendmsg(...)`.
+    pub const SENDMSG: u32 = 1 << 20;
+    /// Has `_mix` (`v_mad_mix*`, `v_fma_mix*`: op_sel_hi prints per source).
+    pub const MIX: u32 = 1 << 21;
+    /// SMEM without a `glc` form (`s_dcache_*`, `s_atc_probe*`, `s_mem*`).
+    pub const SMEM_NO_GLC: u32 = 1 << 22;
+    /// DS with two offsets (`read2`, `write2`, `wrxchg2`): prints `offset0`/`offset1`.
+    pub const DS_DUAL: u32 = 1 << 23;
+    /// `buffer_atomic_*` (no `tfe`).
+    pub const BUFFER_ATOMIC: u32 = 1 << 24;
+}
+
+/// The helpers the property columns of `table_rows.rs` are written with.
+#[allow(non_snake_case)]
+mod col {
+    pub use super::AtomicOp::*;
+    pub use super::CmpType::*;
+    pub use super::MemKind::Other;
+    pub use super::D16::*;
+    use super::{AtomicOp, Cmp, CmpType, MemKind, D16};
+
+    pub const fn load(bytes: u32, signed: bool, half: D16) -> MemKind {
+        MemKind::Load {
+            bytes,
+            signed,
+            half,
+        }
+    }
+
+    pub const fn store(bytes: u32, half: D16) -> MemKind {
+        MemKind::Store { bytes, half }
+    }
+
+    pub const fn atomic(op: AtomicOp, wide: bool) -> MemKind {
+        MemKind::Atomic { op, wide }
+    }
+
+    pub const fn cmp(
+        cond: &'static str,
+        ty: CmpType,
+        writes_exec: bool,
+        truth: Option<u8>,
+    ) -> Option<Cmp> {
+        Some(Cmp {
+            cond,
+            ty,
+            writes_exec,
+            truth,
+        })
+    }
 }
 
 macro_rules! isa_table {
     (
         ops { $($v:ident = $name:literal,)* }
         rows { $(($enc:ident, $opc:expr, $op:ident, $suf:literal, $tg:expr,
-                  [$(($f:ident, $c:ident, $w:expr)),*], $mods:literal, $fl:expr),)* }
+                  [$(($f:ident, $c:ident, $w:expr)),*], $mods:literal, $fl:expr,
+                  $src:ident, $mem:expr, $cmp:expr, $lit:ident, $pr:expr),)* }
     ) => {
         /// One variant per instruction (the same variant for the 32- and 64-bit encodings
         /// of one VOP1/VOP2/VOPC instruction).
@@ -339,6 +470,9 @@ macro_rules! isa_table {
             }
         }
 
+        /// Number of [`Op`] variants.
+        const N_OPS: usize = [$($name),*].len();
+
         const ROWS_CONST: &[Row] = &[
             $(Row {
                 enc: Enc::$enc,
@@ -349,6 +483,19 @@ macro_rules! isa_table {
                 slots: &[$(Slot { field: Field::$f, class: Class::$c, dwords: $w }),*],
                 mods: Mods::parse($mods),
                 flags: $fl,
+                src: SrcType::$src,
+                mem: {
+                    #[allow(unused_imports)]
+                    use col::*;
+                    $mem
+                },
+                cmp: {
+                    #[allow(unused_imports)]
+                    use col::*;
+                    $cmp
+                },
+                lit: LitType::$lit,
+                props: $pr,
             },)*
         ];
     };
@@ -380,6 +527,30 @@ const fn build_lookup() -> [[u16; LOOKUP_LEN]; 4] {
 }
 
 static LOOKUP: [[u16; LOOKUP_LEN]; 4] = build_lookup();
+
+const fn build_op_rows() -> [u16; N_OPS] {
+    let mut t = [NO_ROW; N_OPS];
+    let mut i = 0;
+    while i < ROWS_CONST.len() {
+        let op = ROWS_CONST[i].op as usize;
+        if t[op] == NO_ROW {
+            t[op] = i as u16;
+        }
+        i += 1;
+    }
+    t
+}
+
+/// The first row of every op.
+static OP_ROWS: [u16; N_OPS] = build_op_rows();
+
+impl Op {
+    /// The op's [`prop`] bits (they come from the mnemonic, so every row of the op has the
+    /// same).
+    pub fn props(self) -> u32 {
+        ROWS[OP_ROWS[self as usize] as usize].props
+    }
+}
 
 /// The row of `opcode` in `enc` on `target`, if that target has it.
 #[inline]

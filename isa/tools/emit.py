@@ -1,5 +1,6 @@
 """Emit isa/src/table_rows.rs from the probe results (gen.json, caps.json)."""
 import json, re, sys
+from props import columns
 d=json.load(open('gen.json')); d['flat']=json.load(open('genflat.json'))['flat']; caps=json.load(open('caps.json'))
 CPUS=['gfx900','gfx906','gfx908','gfx90a']
 ENC={'sop2':'Sop2','sop1':'Sop1','sopc':'Sopc','sopk':'Sopk','sopp':'Sopp','smem':'Smem','vop2':'Vop2','vop1':'Vop1','vopc':'Vopc','vop3':'Vop3','ds':'Ds','mubuf':'Mubuf','mtbuf':'Mtbuf','mimg':'Mimg','flat':'Flat','global':'Global','scratch':'Scratch'}
@@ -20,7 +21,12 @@ def field_of(fam,cls,num,keep,tok):
         if v==num and f in keep: return f
     return None
 rows=[]; problems=[]
-for fam,ops in d.items():
+# A fixed family order, so the rows come out in the same order however gen.json was built
+# (`gen.py mtbuf mimg` appends the re-probed families at its end).
+ORDER=['sop2','sop1','sopc','sopk','sopp','smem','vop2','vop1','vopc','vop3','ds','mubuf','flat','scratch','global','mtbuf','mimg']
+assert sorted(ORDER)==sorted(d),sorted(d)
+for fam in ORDER:
+    ops=d[fam]
     for o,v in ops.items():
         o=int(o)
         if fam in VALID and o not in VALID[fam]: continue
@@ -131,7 +137,7 @@ for r in rows:
         elif cls=='lit': sl.append(f'(O, Lit, 0)')
         elif cls=='imm': sl.append(f'(O, Imm, 0)')
         else: sl.append(f'({f}, Imm, 0)')
-    out.append(f'        ({ENC[r["fam"]]}, {r["op"]:#05x}, {r["variant"]}, "{r["suffix"]}", {r["targets"]}, [{", ".join(sl)}], "{r["mods"]}", {flags_of(r)}),\n')
+    out.append(f'        ({ENC[r["fam"]]}, {r["op"]:#05x}, {r["variant"]}, "{r["suffix"]}", {r["targets"]}, [{", ".join(sl)}], "{r["mods"]}", {flags_of(r)}, {columns(r["fam"], r["name"])}),\n')
 out.append('    }\n}\n')
 open('table_rows.rs','w').write(''.join(out))
 print(len(rows),'rows',len(variants),'ops',file=sys.stderr)

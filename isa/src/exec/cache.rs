@@ -2,12 +2,12 @@
 //! shared by every wave that runs the code (the model keeps one per code object).
 
 use crate::decode::{decode, DecodeError, Instruction, Operand};
-use crate::table::{Enc, Field, Op};
+use crate::table::Field;
 use crate::Target;
 
 use super::env::AtomicOp;
 
-/// What a memory instruction does, classified once from its mnemonic.
+/// What a memory instruction does (a column of its table row, [`crate::table::Row::mem`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MemKind {
     /// A load of `bytes` per lane (`signed`: sign-extend sub-dword data).
@@ -67,7 +67,7 @@ pub enum SrcType {
 pub struct Cached {
     /// The instruction.
     pub inst: Instruction,
-    /// Source type (from the mnemonic's last type token).
+    /// Source type (the row's [`crate::table::Row::src`]: the mnemonic's last type token).
     pub src_type: SrcType,
     /// Memory behaviour (for DS, MUBUF, FLAT/GLOBAL/SCRATCH, and SMEM stores and atomics).
     pub mem: MemKind,
@@ -116,63 +116,6 @@ pub struct Cmp {
     /// Truth table over the outcome of comparing the operands: bit 0 less, bit 1 equal,
     /// bit 2 greater, bit 3 unordered (a NaN operand); `None` for `class`.
     pub truth: Option<u8>,
-}
-
-/// The truth table of a compare condition (see [`Cmp::truth`]).
-fn truth_of(cond: &str) -> Option<u8> {
-    const LT: u8 = 1;
-    const EQ: u8 = 2;
-    const GT: u8 = 4;
-    const UN: u8 = 8;
-    Some(match cond {
-        "f" => 0,
-        "lt" => LT,
-        "eq" => EQ,
-        "le" => LT | EQ,
-        "gt" => GT,
-        "lg" | "ne" => LT | GT,
-        "ge" => EQ | GT,
-        "o" => LT | EQ | GT,
-        "u" => UN,
-        "nge" => LT | UN,
-        "nlg" => EQ | UN,
-        "ngt" => LT | EQ | UN,
-        "nle" => GT | UN,
-        "neq" => LT | GT | UN,
-        "nlt" => EQ | GT | UN,
-        "tru" | "t" => LT | EQ | GT | UN,
-        _ => return None,
-    })
-}
-
-fn parse_cmp(name: &'static str) -> Option<Cmp> {
-    let (writes_exec, rest) = if let Some(r) = name.strip_prefix("v_cmpx_") {
-        (true, r)
-    } else {
-        (false, name.strip_prefix("v_cmp_")?)
-    };
-    let (cond, ty) = rest.rsplit_once('_')?;
-    let ty = match ty {
-        "f16" => CmpType::F16,
-        "f32" => CmpType::F32,
-        "f64" => CmpType::F64,
-        "i16" => CmpType::I16,
-        "u16" => CmpType::U16,
-        "i32" => CmpType::I32,
-        "u32" => CmpType::U32,
-        "i64" => CmpType::I64,
-        "u64" => CmpType::U64,
-        _ => return None,
-    };
-    if cond != "class" && truth_of(cond).is_none() {
-        return None;
-    }
-    Some(Cmp {
-        cond,
-        ty,
-        writes_exec,
-        truth: truth_of(cond),
-    })
 }
 
 /// Pre-decoded code: an entry for every dword offset of `[base, base + len)`.
@@ -268,27 +211,10 @@ impl CodeCache {
 }
 
 fn classify(inst: Instruction) -> Cached {
-    let name = inst.op.mnemonic();
-    let src_type = match [name.rfind("f16"), name.rfind("f32"), name.rfind("f64")] {
-        [a, b, c] => {
-            let best = [(a, SrcType::F16), (b, SrcType::F32), (c, SrcType::F64)]
-                .into_iter()
-                .filter_map(|(p, t)| p.map(|p| (p, t)))
-                .max_by_key(|(p, _)| *p);
-            best.map_or(SrcType::Int, |(_, t)| t)
-        }
-    };
-    let mem = match inst.enc {
-        Enc::Ds | Enc::Mubuf | Enc::Flat | Enc::Global | Enc::Scratch | Enc::Smem => {
-            mem_kind(inst.op, name)
-        }
-        _ => MemKind::Other,
-    };
-    let cmp = if matches!(inst.enc, Enc::Vopc | Enc::Vop3) {
-        parse_cmp(name)
-    } else {
-        None
-    };
+    // What the interpreter needs to know about the instruction is in its table row,
+    // derived once by the generator (isa/tools/props.py).
+    let row = inst.row();
+    let (src_type, mem, cmp) = (row.src, row.mem, row.cmp);
     let mut fields = [None; 5];
     for (i, f) in [Field::A, Field::B, Field::C, Field::D, Field::E]
         .into_iter()
@@ -316,124 +242,4 @@ fn classify(inst: Instruction) -> Cached {
         fast,
         vgprs,
     }
-}
-
-fn mem_kind(op: Op, name: &str) -> MemKind {
-    let _ = op;
-    if name.contains("format") {
-        return MemKind::Other;
-    }
-    let (name, half) = if let Some(n) = name.strip_suffix("_d16_hi") {
-        (n, D16::Hi)
-    } else if let Some(n) = name.strip_suffix("_d16") {
-        (n, D16::Lo)
-    } else {
-        (name, D16::Full)
-    };
-    if let Some(pos) = name.find("atomic_") {
-        let rest = &name[pos + 7..];
-        let wide = rest.ends_with("_x2") || rest.ends_with("f64");
-        let base = rest.trim_end_matches("_x2");
-        let op = match base {
-            "swap" => AtomicOp::Swap,
-            "cmpswap" => AtomicOp::CmpSwap,
-            "add" => AtomicOp::Add,
-            "sub" => AtomicOp::Sub,
-            "smin" => AtomicOp::SMin,
-            "umin" => AtomicOp::UMin,
-            "smax" => AtomicOp::SMax,
-            "umax" => AtomicOp::UMax,
-            "and" => AtomicOp::And,
-            "or" => AtomicOp::Or,
-            "xor" => AtomicOp::Xor,
-            "inc" => AtomicOp::Inc,
-            "dec" => AtomicOp::Dec,
-            "add_f32" | "add_f64" => AtomicOp::FAdd,
-            "min_f64" => AtomicOp::FMin,
-            "pk_add_f16" => AtomicOp::PkAddF16,
-            "max_f64" => AtomicOp::FMax,
-            _ => return MemKind::Other,
-        };
-        return MemKind::Atomic { op, wide };
-    }
-    if let Some(rest) = name.strip_prefix("ds_") {
-        if let Some(kind) = ds_atomic(rest) {
-            return kind;
-        }
-    }
-    let size = |s: &str| -> Option<(u32, bool)> {
-        Some(match s {
-            "ubyte" | "u8" => (1, false),
-            "sbyte" | "i8" => (1, true),
-            "ushort" | "u16" => (2, false),
-            "sshort" | "i16" => (2, true),
-            "byte" | "b8" => (1, false),
-            "short" | "b16" => (2, false),
-            "dword" | "b32" => (4, false),
-            "dwordx2" | "b64" => (8, false),
-            "dwordx3" | "b96" => (12, false),
-            "dwordx4" | "b128" => (16, false),
-            _ => return None,
-        })
-    };
-    for (prefix, load) in [
-        ("global_load_", true),
-        ("global_store_", false),
-        ("buffer_load_", true),
-        ("buffer_store_", false),
-        ("scratch_load_", true),
-        ("scratch_store_", false),
-        ("flat_load_", true),
-        ("flat_store_", false),
-        ("ds_read_", true),
-        ("ds_write_", false),
-        // scalar stores (SMEM loads keep their own path in the interpreter)
-        ("s_store_", false),
-        ("s_buffer_store_", false),
-    ] {
-        if let Some(rest) = name.strip_prefix(prefix) {
-            return match size(rest) {
-                Some((bytes, signed)) if load && (half == D16::Full || bytes <= 2) => {
-                    MemKind::Load {
-                        bytes,
-                        signed,
-                        half,
-                    }
-                }
-                // `*_d16_hi` stores write bits 31:16 of VDATA
-                Some((bytes, _)) if !load && (half == D16::Full || bytes <= 2) => {
-                    MemKind::Store { bytes, half }
-                }
-                _ => MemKind::Other,
-            };
-        }
-    }
-    MemKind::Other
-}
-
-/// `ds_<op>[_rtn]_<type>` read-modify-writes.
-fn ds_atomic(rest: &str) -> Option<MemKind> {
-    let rest = rest.replace("_rtn", "");
-    let (op, ty) = rest.rsplit_once('_')?;
-    let wide = matches!(ty, "u64" | "i64" | "b64" | "f64");
-    let op = match (op, ty) {
-        ("add", "u32" | "u64") => AtomicOp::Add,
-        ("sub", "u32" | "u64") => AtomicOp::Sub,
-        ("inc", _) => AtomicOp::Inc,
-        ("dec", _) => AtomicOp::Dec,
-        ("min", "i32" | "i64") => AtomicOp::SMin,
-        ("max", "i32" | "i64") => AtomicOp::SMax,
-        ("min", "u32" | "u64") => AtomicOp::UMin,
-        ("max", "u32" | "u64") => AtomicOp::UMax,
-        ("min", "f32" | "f64") => AtomicOp::FMin,
-        ("max", "f32" | "f64") => AtomicOp::FMax,
-        ("and", _) => AtomicOp::And,
-        ("or", _) => AtomicOp::Or,
-        ("xor", _) => AtomicOp::Xor,
-        ("wrxchg", _) => AtomicOp::Swap,
-        ("cmpst", "b32" | "b64") => AtomicOp::CmpSwap,
-        ("add", "f32" | "f64") => AtomicOp::FAdd,
-        _ => return None,
-    };
-    Some(MemKind::Atomic { op, wide })
 }

@@ -10,7 +10,7 @@
 
 use super::cache::MemKind;
 use crate::decode::{Instruction, Operand};
-use crate::table::Enc;
+use crate::table::{prop, Enc};
 
 /// The VGPRs one instruction names.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -32,7 +32,7 @@ fn vgprs(op: Option<Operand>) -> Option<(u16, u16)> {
 /// The VGPRs `inst` names; `fields` are its operands of fields A, B, C, D and E.
 pub fn vgpr_use(inst: &Instruction, fields: &[Option<Operand>; 5], mem: MemKind) -> VgprUse {
     let [w0, w1] = inst.words;
-    let name = inst.op.mnemonic();
+    let props = inst.row().props;
     let [_, b, _, d, _] = *fields;
     let dest = match inst.enc {
         Enc::Flat | Enc::Global | Enc::Scratch => match mem {
@@ -49,14 +49,14 @@ pub fn vgpr_use(inst: &Instruction, fields: &[Option<Operand>; 5], mem: MemKind)
                 Some((((w1 >> 8) & 0xff) as u16, if wide { 2 } else { 1 }))
             }
             MemKind::Atomic { .. } | MemKind::Store { .. } => None,
-            MemKind::Other if name.contains("_load_") => vgprs(b),
+            MemKind::Other if props & prop::NAMED_LOAD != 0 => vgprs(b),
             MemKind::Other => None,
         },
         Enc::Mimg => {
-            let returns = if name.starts_with("image_atomic") {
+            let returns = if props & prop::IMAGE_ATOMIC != 0 {
                 (w0 >> 13) & 1 != 0
             } else {
-                !name.starts_with("image_store")
+                props & prop::IMAGE_STORE == 0
             };
             if returns {
                 vgprs(b)

@@ -8,7 +8,7 @@ use crate::exec::env::{AtomicOp, WaveEnv};
 use crate::exec::fault::{Stop, WaveFault};
 use crate::exec::lanes;
 use crate::exec::wave::{Lanes, WAVE_SIZE};
-use crate::table::Op;
+use crate::table::{prop, Op};
 
 /// Where `n` bytes at LDS byte `a` lie in an LDS of `len` bytes: `Some(a)` inside the
 /// allocation. Outside it the hardware drops the write and reads 0 (the ISA guides'
@@ -108,20 +108,17 @@ impl Wave {
         // it (the ISA guides' out-of-range rules); a strict world stops the wave instead.
         let mut dropped: Option<u32> = None;
         let mut check = |a: u32, n: u32| lds_place(a, n, lds_len, strict, &mut dropped);
-        let two = |name: &str| {
-            name.contains("2st64") || name.contains("read2") || name.contains("write2")
-        };
-        let name = op.mnemonic();
-        // read2/write2 are the DS ops without a plain MemKind: skip the name tests otherwise
-        if matches!(c.mem, MemKind::Other) && two(name) {
-            let size: u32 = if name.ends_with("b64") { 8 } else { 4 };
-            let scale = if name.contains("st64") {
+        let props = c.inst.row().props;
+        // read2/write2 are the DS ops without a plain MemKind
+        if matches!(c.mem, MemKind::Other) && props & prop::DS2 != 0 {
+            let size: u32 = if props & prop::DS2_B64 != 0 { 8 } else { 4 };
+            let scale = if props & prop::DS2_ST64 != 0 {
                 size * 64
             } else {
                 size
             };
             let dw = (size / 4) as usize;
-            let load = name.starts_with("ds_read2");
+            let load = props & prop::DS_READ2 != 0;
             let mut out = [[0u32; WAVE_SIZE]; 4];
             let d0 = if load {
                 [[0u32; WAVE_SIZE]; 2]
@@ -292,7 +289,7 @@ impl Wave {
                     old_lo[l] = old as u32;
                     old_hi[l] = (old >> 32) as u32;
                 }
-                if name.contains("_rtn_") {
+                if props & prop::DS_RTN != 0 {
                     self.write_d(acc, vdst, &old_lo, exec)?;
                     if wide {
                         self.write_d(acc, vdst + 1, &old_hi, exec)?;

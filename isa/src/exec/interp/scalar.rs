@@ -8,7 +8,7 @@ use crate::exec::env::{AtomicOp, AtomicRequest, WaveEnv};
 use crate::exec::fault::Stop;
 use crate::exec::int;
 use crate::exec::wave::{sreg, HwRegField, WAVE_SIZE};
-use crate::table::{Field, Op};
+use crate::table::{prop, Field, Op};
 
 impl Wave {
     pub(super) fn salu(&mut self, c: &Cached, next: u64) -> R<Flow> {
@@ -456,7 +456,7 @@ impl Wave {
         if soe {
             offset = offset.wrapping_add(u64::from(sgpr(w1 >> 25)));
         }
-        let buffer = c.inst.op.mnemonic().starts_with("s_buffer_");
+        let buffer = c.inst.row().props & prop::S_BUFFER != 0;
         let base = if buffer {
             self.sgpr64(sbase) & 0xffff_ffff_ffff
         } else {

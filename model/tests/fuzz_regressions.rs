@@ -23,11 +23,7 @@ fn huge_device_id_arrays_are_enomem_not_an_allocation() {
             n_devices,
             n_success: 0,
         };
-        assert_errno(
-            ioctl(&c.p, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut m),
-            Errno::ENOMEM,
-            "map",
-        );
+        assert_errno(c.p.call::<MapMemoryToGpu>(&mut m), Errno::ENOMEM, "map");
         assert_eq!(m.n_success, 0);
         let mut u = kfd_ioctl_unmap_memory_from_gpu_args {
             handle: b.handle,
@@ -36,7 +32,7 @@ fn huge_device_id_arrays_are_enomem_not_an_allocation() {
             n_success: 0,
         };
         assert_errno(
-            ioctl(&c.p, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &mut u),
+            c.p.call::<UnmapMemoryFromGpu>(&mut u),
             Errno::ENOMEM,
             "unmap",
         );
@@ -52,7 +48,7 @@ fn huge_device_id_arrays_are_enomem_not_an_allocation() {
         n_success: 0,
     };
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &mut u),
+        c.p.call::<UnmapMemoryFromGpu>(&mut u),
         Errno::EINVAL,
         "unmap with a 4 MiB id array",
     );
@@ -81,7 +77,7 @@ fn huge_event_arrays_are_enomem() {
         wait_result: 99,
     };
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_WAIT_EVENTS, &mut w),
+        ioctl_unchecked::<WaitEvents>(&c.p, &mut w),
         Errno::ENOMEM,
         "wait",
     );

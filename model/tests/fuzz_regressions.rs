@@ -65,12 +65,12 @@ fn huge_event_arrays_are_enomem() {
     let c = Client::new(&model);
     let page = c.event_page();
     let ev = create_event(&c, KFD_IOC_EVENT_SIGNAL, false, page.handle).unwrap();
-    let data = [kfd_event_data {
+    let mut data = [kfd_event_data {
         event_id: ev.event_id,
         ..Default::default()
     }];
     let mut w = kfd_ioctl_wait_events_args {
-        events_ptr: data.as_ptr() as u64,
+        events_ptr: data.as_mut_ptr() as u64,
         num_events: u32::MAX,
         wait_for_all: 1,
         timeout: 0,

@@ -405,12 +405,12 @@ fn shared_process_pair(model: &Model, p: &Progress, ops_each: u64) {
     };
     let (ping, pong) = (event(), event());
     let wait = |id: u32| {
-        let data = [kfd_event_data {
+        let mut data = [kfd_event_data {
             event_id: id,
             ..Default::default()
         }];
         let mut w = kfd_ioctl_wait_events_args {
-            events_ptr: data.as_ptr() as u64,
+            events_ptr: data.as_mut_ptr() as u64,
             num_events: 1,
             wait_for_all: 1,
             timeout: WAIT_MS,

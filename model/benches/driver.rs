@@ -12,14 +12,6 @@ use kfd_model::packet_manager::UnmapFilter;
 use kfd_model::{KernelVersion, Model, ModelConfig, Preset, Process};
 use kfd_sys::*;
 
-fn ioctl<T: IntoBytes + FromBytes + Immutable>(p: &Process, req: u32, a: &mut T) {
-    let mut b = a.as_bytes().to_vec();
-    // SAFETY: the benches pass only addresses of buffers they allocated through the model and
-    // keep until the queues that use them are destroyed.
-    unsafe { p.ioctl(req, &mut b) }.expect("ioctl");
-    *a = T::read_from_bytes(&b).expect("size");
-}
-
 /// A process with its VM acquired; queue buffers are plain addresses (Linux 6.1 does not
 /// check them against the VM).
 fn process(model: &Model) -> (Process, kfd_model::RenderNode, u32) {
@@ -28,14 +20,11 @@ fn process(model: &Model) -> (Process, kfd_model::RenderNode, u32) {
     let r = model
         .open_render_node(gpu.properties.drm_render_minor as u32)
         .unwrap();
-    ioctl(
-        &p,
-        AMDKFD_IOC_ACQUIRE_VM,
-        &mut kfd_ioctl_acquire_vm_args {
-            drm_fd: r.fd as u32,
-            gpu_id: gpu.gpu_id,
-        },
-    );
+    p.call::<AcquireVm>(&mut kfd_ioctl_acquire_vm_args {
+        drm_fd: r.fd as u32,
+        gpu_id: gpu.gpu_id,
+    })
+    .expect("AMDKFD_IOC_ACQUIRE_VM");
     (p, r, gpu.gpu_id)
 }
 
@@ -63,15 +52,13 @@ fn bench(c: &mut Criterion) {
     c.bench_function("create_destroy_queue", |b| {
         b.iter(|| {
             let mut a = queue_args(gpu, 1);
-            ioctl(&p, AMDKFD_IOC_CREATE_QUEUE, &mut a);
-            ioctl(
-                &p,
-                AMDKFD_IOC_DESTROY_QUEUE,
-                &mut kfd_ioctl_destroy_queue_args {
-                    queue_id: a.queue_id,
-                    pad: 0,
-                },
-            );
+            p.call::<CreateQueue>(&mut a)
+                .expect("AMDKFD_IOC_CREATE_QUEUE");
+            p.call::<DestroyQueue>(&mut kfd_ioctl_destroy_queue_args {
+                queue_id: a.queue_id,
+                pad: 0,
+            })
+            .expect("AMDKFD_IOC_DESTROY_QUEUE");
         })
     });
 
@@ -82,11 +69,8 @@ fn bench(c: &mut Criterion) {
     let procs: Vec<_> = (0..8).map(|_| process(&model)).collect();
     for (i, (p, _, gpu)) in procs.iter().enumerate() {
         for q in 0..128 {
-            ioctl(
-                p,
-                AMDKFD_IOC_CREATE_QUEUE,
-                &mut queue_args(*gpu, (i * 128 + q) as u64),
-            );
+            p.call::<CreateQueue>(&mut queue_args(*gpu, (i * 128 + q) as u64))
+                .expect("AMDKFD_IOC_CREATE_QUEUE");
         }
     }
     let node = model.nodes()[0].clone();

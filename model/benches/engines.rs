@@ -23,14 +23,6 @@ use pm4::user::*;
 use pm4::{Encode, PacketWriter, SdmaGen};
 use std::time::{Duration, Instant};
 
-fn ioctl<T: IntoBytes + FromBytes + Immutable>(p: &Process, req: u32, a: &mut T) {
-    let mut b = a.as_bytes().to_vec();
-    // SAFETY: the benches pass only addresses of buffers they allocated through the model and
-    // keep until the queues that use them are destroyed.
-    unsafe { p.ioctl(req, &mut b) }.expect("ioctl");
-    *a = T::read_from_bytes(&b).expect("size");
-}
-
 struct Buf {
     va: u64,
     handle: u64,
@@ -87,14 +79,11 @@ impl Rig {
         let render = model
             .open_render_node(node.properties.drm_render_minor as u32)
             .unwrap();
-        ioctl(
-            &p,
-            AMDKFD_IOC_ACQUIRE_VM,
-            &mut kfd_ioctl_acquire_vm_args {
-                drm_fd: render.fd as u32,
-                gpu_id: node.gpu_id,
-            },
-        );
+        p.call::<AcquireVm>(&mut kfd_ioctl_acquire_vm_args {
+            drm_fd: render.fd as u32,
+            gpu_id: node.gpu_id,
+        })
+        .expect("AMDKFD_IOC_ACQUIRE_VM");
         let gpu = node.gpu_id;
         Rig {
             model,
@@ -115,18 +104,19 @@ impl Rig {
             flags: KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
             ..Default::default()
         };
-        ioctl(&self.p, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a);
+        // SAFETY: a GTT allocation carries no user pointer, only the GPU VA it reserves; the
+        // model backs it with its own memory.
+        unsafe { self.p.call_unchecked::<AllocMemoryOfGpu>(&mut a) }
+            .expect("AMDKFD_IOC_ALLOC_MEMORY_OF_GPU");
         let ids = [self.gpu];
-        ioctl(
-            &self.p,
-            AMDKFD_IOC_MAP_MEMORY_TO_GPU,
-            &mut kfd_ioctl_map_memory_to_gpu_args {
+        self.p
+            .call::<MapMemoryToGpu>(&mut kfd_ioctl_map_memory_to_gpu_args {
                 handle: a.handle,
                 device_ids_array_ptr: ids.as_ptr() as u64,
                 n_devices: 1,
                 n_success: 0,
-            },
-        );
+            })
+            .expect("AMDKFD_IOC_MAP_MEMORY_TO_GPU");
         let map = self.render.mmap(a.mmap_offset, size).unwrap();
         Buf {
             va,
@@ -149,7 +139,9 @@ impl Rig {
             queue_priority: 7,
             ..Default::default()
         };
-        ioctl(&self.p, AMDKFD_IOC_CREATE_QUEUE, &mut a);
+        self.p
+            .call::<CreateQueue>(&mut a)
+            .expect("AMDKFD_IOC_CREATE_QUEUE");
         let slice = KFD_DOORBELL_PROCESS_SLICE_SIZE_SOC15;
         let doorbell = self
             .p
@@ -253,7 +245,9 @@ fn latency(c: &mut Criterion) {
         auto_reset: 1,
         ..Default::default()
     };
-    ioctl(&rig.p, AMDKFD_IOC_CREATE_EVENT, &mut e);
+    rig.p
+        .call::<CreateEvent>(&mut e)
+        .expect("AMDKFD_IOC_CREATE_EVENT");
     let id = e.event_id;
     let slot = page.va + 8 * u64::from(id);
     let mut data = [kfd_event_data {
@@ -275,7 +269,9 @@ fn latency(c: &mut Criterion) {
                 timeout: 5000,
                 wait_result: 99,
             };
-            ioctl(&rig.p, AMDKFD_IOC_WAIT_EVENTS, &mut w);
+            // SAFETY: `events_ptr` is `data`, an event-data array this closure owns and holds no
+            // reference into while the model writes its results during the call.
+            unsafe { rig.p.call_unchecked::<WaitEvents>(&mut w) }.expect("AMDKFD_IOC_WAIT_EVENTS");
             assert_eq!(w.wait_result, KFD_IOC_WAIT_RESULT_COMPLETE);
         })
     });

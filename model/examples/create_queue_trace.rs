@@ -11,15 +11,6 @@
 use kfd_model::{Model, ModelConfig, Preset};
 use kfd_sys::*;
 
-fn ioctl<T: IntoBytes + FromBytes + Immutable>(p: &kfd_model::Process, req: u32, a: &mut T) -> i32 {
-    let mut b = a.as_bytes().to_vec();
-    // SAFETY: this example passes only addresses of buffers it allocated through the model and
-    // keeps until the end of `main`.
-    let r = unsafe { p.ioctl(req, &mut b) }.unwrap_or_else(|e| panic!("ioctl {req:#x}: {e}"));
-    *a = T::read_from_bytes(&b).expect("same size");
-    r
-}
-
 fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("debug")).init();
     let model = Model::new(ModelConfig::new(Preset::Gfx900)).expect("model");
@@ -29,14 +20,11 @@ fn main() {
         .open_render_node(gpu.properties.drm_render_minor as u32)
         .expect("render node");
     let gpu_id = gpu.gpu_id;
-    ioctl(
-        &p,
-        AMDKFD_IOC_ACQUIRE_VM,
-        &mut kfd_ioctl_acquire_vm_args {
-            drm_fd: render.fd as u32,
-            gpu_id,
-        },
-    );
+    p.call::<AcquireVm>(&mut kfd_ioctl_acquire_vm_args {
+        drm_fd: render.fd as u32,
+        gpu_id,
+    })
+    .expect("AMDKFD_IOC_ACQUIRE_VM");
 
     let mut va = 0x1_0000_0000u64;
     let mut alloc = |size: u64| {
@@ -48,7 +36,10 @@ fn main() {
             ..Default::default()
         };
         va += size.next_multiple_of(1 << 21);
-        ioctl(&p, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a);
+        // SAFETY: a GTT allocation carries no user pointer, only the GPU VA it reserves; the
+        // model backs it with its own memory.
+        unsafe { p.call_unchecked::<AllocMemoryOfGpu>(&mut a) }
+            .expect("AMDKFD_IOC_ALLOC_MEMORY_OF_GPU");
         let ids = [gpu_id];
         let mut m = kfd_ioctl_map_memory_to_gpu_args {
             handle: a.handle,
@@ -56,7 +47,8 @@ fn main() {
             n_devices: 1,
             n_success: 0,
         };
-        ioctl(&p, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut m);
+        p.call::<MapMemoryToGpu>(&mut m)
+            .expect("AMDKFD_IOC_MAP_MEMORY_TO_GPU");
         a.va_addr
     };
     let sizes = model.node(gpu_id).expect("node").queue_sizes;
@@ -81,7 +73,8 @@ fn main() {
         ..Default::default()
     };
     log::info!("----- CREATE_QUEUE -----");
-    ioctl(&p, AMDKFD_IOC_CREATE_QUEUE, &mut q);
+    p.call::<CreateQueue>(&mut q)
+        .expect("AMDKFD_IOC_CREATE_QUEUE");
     let node = model.node(gpu_id).expect("node");
     for m in node.gpu.hws.mapped_queues() {
         println!(

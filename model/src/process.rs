@@ -341,7 +341,12 @@ impl Process {
     /// owns for the call's effects and their lifetime — for output arrays until the call
     /// returns, for memory a queue or a GPU mapping reaches until the queue is destroyed or the
     /// buffer freed — with no Rust reference into what the model writes meanwhile.
-    /// [`Process::call`] is the safe, typed entry for [`kfd_sys::SafeIoctl`] requests.
+    ///
+    /// This is the raw entry: the request code is not checked against the argument's type, so
+    /// it also takes codes no request type names (unknown numbers, wrong sizes or directions,
+    /// the variable-length `SVM`), as a shim forwarding a client's calls or a test of the
+    /// dispatcher's refusals needs. Typed code uses [`Process::call`] (safe, for
+    /// [`kfd_sys::SafeIoctl`] requests) or [`Process::call_unchecked`] (any request).
     pub unsafe fn ioctl(&self, request: u32, arg: &mut [u8]) -> KResult<i32> {
         crate::chardev::ioctl(&self.inner, request, arg)
     }
@@ -353,6 +358,25 @@ impl Process {
         // SAFETY: a `SafeIoctl` argument holds no address the model writes through (it reads
         // user arrays with `process_vm_readv`, EFAULT on a bad one; GPU addresses resolve
         // through the GPU VM) and hands no process memory to the GPU.
+        unsafe { self.ioctl(R::REQUEST, arg.as_mut_bytes()) }
+    }
+
+    /// A typed ioctl of any request, including those whose argument carries user addresses
+    /// the model writes through or hands to the GPU (`ALLOC_MEMORY_OF_GPU` with `USERPTR`,
+    /// `WAIT_EVENTS`, `GET_PROCESS_APERTURES_NEW`, `SVM` without attributes, …): the request
+    /// code and the argument type come together from `R`, so they cannot disagree.
+    ///
+    /// # Safety
+    ///
+    /// As [`Process::ioctl`]: every address inside `arg` is memory of this process that the
+    /// caller owns for everything the request does with it and for as long as it does (an
+    /// output array until the call returns; memory a queue or a GPU mapping reaches until the
+    /// queue is destroyed or the buffer freed), with no Rust reference into what the model
+    /// writes meanwhile.
+    pub unsafe fn call_unchecked<R: kfd_sys::Ioctl>(&self, arg: &mut R::Arg) -> KResult<i32> {
+        use kfd_sys::IntoBytes;
+        // SAFETY: the argument bytes are `arg`'s own; the addresses inside them are valid for
+        // the request by the caller's contract, which is `ioctl`'s.
         unsafe { self.ioctl(R::REQUEST, arg.as_mut_bytes()) }
     }
 

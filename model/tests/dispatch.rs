@@ -1043,7 +1043,7 @@ fn a_gws_semaphore_of_one_gives_many_waves_mutual_exclusion() {
             num_gws: 1,
             ..Default::default()
         };
-        ioctl(&g.c.p, AMDKFD_IOC_ALLOC_QUEUE_GWS, &mut a).unwrap();
+        g.c.p.call::<AllocQueueGws>(&mut a).unwrap();
         assert_eq!(a.first_gws, 0, "{mcpu}");
         let init = g.kernel("gws_init");
         let signal = g.dispatch(&init, &1u32.to_le_bytes(), [64, 1, 1], [64, 1, 1], 0);
@@ -1504,7 +1504,7 @@ fn install_trap_handler(g: &mut Gpu, mcpu: &str, handler: &str) -> Buf {
         gpu_id: g.c.gpu(),
         pad: 0,
     };
-    ioctl(&g.c.p, AMDKFD_IOC_SET_TRAP_HANDLER, &mut a).unwrap();
+    g.c.p.call::<SetTrapHandler>(&mut a).unwrap();
     g.c.destroy_queue(g.queue.0).unwrap();
     g.queue =
         g.c.create_queue_sized(g.c.gpu(), KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, 100, 4096)
@@ -1717,7 +1717,7 @@ fn profiling_queues_get_start_and_end_timestamps_in_the_completion_signal() {
                 gpu_id: g.c.gpu(),
                 ..Default::default()
             };
-            ioctl(&g.c.p, AMDKFD_IOC_GET_CLOCK_COUNTERS, &mut clk).unwrap();
+            g.c.p.call::<GetClockCounters>(&mut clk).unwrap();
             clk.gpu_clock_counter
         };
         let before = gpu_clock(&g);
@@ -1988,7 +1988,7 @@ fn a_handler_message_with_an_exception_code_reaches_the_runtime_through_the_erro
                     mode_mask: KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK,
                     ..Default::default()
                 };
-                ioctl(&g.c.p, AMDKFD_IOC_RUNTIME_ENABLE, &mut r).unwrap();
+                ioctl_unchecked::<RuntimeEnable>(&g.c.p, &mut r).unwrap();
                 g.queue =
                     g.c.create_queue_sized(g.c.gpu(), KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, 100, 4096)
                         .unwrap();
@@ -2042,7 +2042,7 @@ fn a_packet_the_model_cannot_run_reaches_the_runtime_as_a_queue_exception() {
             mode_mask: KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK,
             ..Default::default()
         };
-        ioctl(&g.c.p, AMDKFD_IOC_RUNTIME_ENABLE, &mut r).unwrap();
+        ioctl_unchecked::<RuntimeEnable>(&g.c.p, &mut r).unwrap();
         g.queue =
             g.c.create_queue_sized(g.c.gpu(), KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, 100, 4096)
                 .unwrap();

@@ -93,7 +93,7 @@ fn a_watched_doorbell_mapping_is_refused_as_userptr_and_as_an_svm_range() {
         ..Default::default()
     };
     assert_eq!(
-        ioctl(&c.p, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a),
+        ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut a),
         Err(kfd_model::Errno::EFAULT)
     );
     let head = kfd_ioctl_svm_args {

@@ -235,11 +235,11 @@ fn release_mem_writes_64_bit_data_and_the_gpu_clock() {
         gpu_id: c.gpu(),
         ..Default::default()
     };
-    ioctl(&c.p, AMDKFD_IOC_GET_CLOCK_COUNTERS, &mut clk).unwrap();
+    c.p.call::<GetClockCounters>(&mut clk).unwrap();
     let before = clk.gpu_clock_counter;
     c.submit(&q, ring.wptr());
     model.run_until_idle();
-    ioctl(&c.p, AMDKFD_IOC_GET_CLOCK_COUNTERS, &mut clk).unwrap();
+    c.p.call::<GetClockCounters>(&mut clk).unwrap();
     let after = clk.gpu_clock_counter;
     assert_eq!(out.read_u64(0), 0x1122_3344_5566_7788);
     assert_eq!(

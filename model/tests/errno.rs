@@ -10,7 +10,7 @@ fn create(c: &Client, edit: impl FnOnce(&mut kfd_ioctl_create_queue_args)) -> Re
     let bufs = c.queue_buffers(c.gpu(), 4096, true);
     let mut a = c.queue_args(c.gpu(), KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, &bufs);
     edit(&mut a);
-    ioctl(&c.p, AMDKFD_IOC_CREATE_QUEUE, &mut a)
+    c.p.call::<CreateQueue>(&mut a)
 }
 
 #[test]
@@ -64,7 +64,7 @@ fn create_queue_argument_checks() {
     let mut a = c.queue_args(c.gpu(), KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID, &sdma);
     a.sdma_engine_id = 2; // gfx900 has engines 0 and 1.
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_CREATE_QUEUE, &mut a),
+        c.p.call::<CreateQueue>(&mut a),
         Errno::EINVAL,
         "SDMA engine id > max",
     );
@@ -84,11 +84,7 @@ fn binding_needs_the_vm_acquired() {
         queue_percentage: 100,
         ..Default::default()
     };
-    assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_CREATE_QUEUE, &mut a),
-        Errno::ESRCH,
-        "bind failed",
-    );
+    assert_errno(c.p.call::<CreateQueue>(&mut a), Errno::ESRCH, "bind failed");
     let mut m = kfd_ioctl_alloc_memory_of_gpu_args {
         va_addr: 0x1000_0000,
         size: 4096,
@@ -97,7 +93,7 @@ fn binding_needs_the_vm_acquired() {
         ..Default::default()
     };
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut m),
+        ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut m),
         Errno::ENODEV,
         "alloc before ACQUIRE_VM",
     );
@@ -161,7 +157,7 @@ fn linux_6_1_checks_none_of_that() {
     })
     .unwrap();
     let mut v = kfd_ioctl_get_version_args::default();
-    ioctl(&c.p, AMDKFD_IOC_GET_VERSION, &mut v).unwrap();
+    c.p.call::<GetVersion>(&mut v).unwrap();
     assert_eq!((v.major_version, v.minor_version), (1, 11));
 }
 
@@ -247,7 +243,7 @@ fn update_destroy_and_cu_mask_errors() {
         ..Default::default()
     };
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_UPDATE_QUEUE, &mut u),
+        c.p.call::<UpdateQueue>(&mut u),
         Errno::EFAULT,
         "update unknown queue (sic)",
     );
@@ -255,14 +251,14 @@ fn update_destroy_and_cu_mask_errors() {
     u.queue_id = q;
     u.queue_priority = 16;
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_UPDATE_QUEUE, &mut u),
+        c.p.call::<UpdateQueue>(&mut u),
         Errno::EINVAL,
         "update priority > 15",
     );
     u.queue_priority = 7;
     u.ring_size = 3000;
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_UPDATE_QUEUE, &mut u),
+        c.p.call::<UpdateQueue>(&mut u),
         Errno::EINVAL,
         "update ring size",
     );
@@ -273,25 +269,25 @@ fn update_destroy_and_cu_mask_errors() {
         cu_mask_ptr: mask.as_ptr() as u64,
     };
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_SET_CU_MASK, &mut m),
+        c.p.call::<SetCuMask>(&mut m),
         Errno::EINVAL,
         "CU mask count 0",
     );
     m.num_cu_mask = 48;
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_SET_CU_MASK, &mut m),
+        c.p.call::<SetCuMask>(&mut m),
         Errno::EINVAL,
         "CU mask not a multiple of 32",
     );
     m.num_cu_mask = 64;
     m.cu_mask_ptr = 8;
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_SET_CU_MASK, &mut m),
+        c.p.call::<SetCuMask>(&mut m),
         Errno::EFAULT,
         "CU mask pointer",
     );
     m.cu_mask_ptr = mask.as_ptr() as u64;
-    ioctl(&c.p, AMDKFD_IOC_SET_CU_MASK, &mut m).unwrap();
+    c.p.call::<SetCuMask>(&mut m).unwrap();
 }
 
 #[test]
@@ -304,7 +300,7 @@ fn signal_slots_run_out() {
             event_type: KFD_IOC_EVENT_SIGNAL,
             ..Default::default()
         };
-        match ioctl(&c.p, AMDKFD_IOC_CREATE_EVENT, &mut e) {
+        match c.p.call::<CreateEvent>(&mut e) {
             Ok(_) => n += 1,
             Err(e) => {
                 assert_eq!(e, Errno::ENOSPC);
@@ -370,9 +366,7 @@ fn the_88_byte_create_queue_of_libhsakmt_5_2_still_works() {
     let new = c.queue_args(c.gpu(), KFD_IOC_QUEUE_TYPE_SDMA, &bufs);
     let mut old =
         v1_8::kfd_ioctl_create_queue_args::read_from_bytes(&new.as_bytes()[..88]).unwrap();
-    let mut bytes = old.as_bytes().to_vec();
-    raw_ioctl(&c.p, v1_8::AMDKFD_IOC_CREATE_QUEUE, &mut bytes).unwrap();
-    old = v1_8::kfd_ioctl_create_queue_args::read_from_bytes(&bytes).unwrap();
+    c.p.call::<v1_8::CreateQueue>(&mut old).unwrap();
     assert_eq!(
         KfdMmapOffset::decode(old.doorbell_offset).kind,
         KfdMmapType::Doorbell
@@ -383,7 +377,7 @@ fn the_88_byte_create_queue_of_libhsakmt_5_2_still_works() {
         op: v1_8::KFD_IOC_DBG_TRAP_GET_VERSION,
         ..Default::default()
     };
-    ioctl(&c.p, v1_8::AMDKFD_IOC_DBG_TRAP, &mut t).unwrap();
+    ioctl_unchecked::<v1_8::DbgTrap>(&c.p, &mut t).unwrap();
     assert_eq!((t.data1, t.data2), (10, 1));
 }
 
@@ -399,7 +393,7 @@ fn libhsakmt_5_2_enables_the_runtime_through_the_dkms_debugger_entry() {
             data2: 1,
             ..Default::default()
         };
-        ioctl(&c.p, v1_8::AMDKFD_IOC_DBG_TRAP, &mut t)
+        ioctl_unchecked::<v1_8::DbgTrap>(&c.p, &mut t)
     };
     assert_eq!(enable(1), Ok(0));
     assert_errno(
@@ -416,7 +410,7 @@ fn libhsakmt_5_2_enables_the_runtime_through_the_dkms_debugger_entry() {
         ..Default::default()
     };
     assert_errno(
-        ioctl(&c.p, v1_8::AMDKFD_IOC_DBG_TRAP, &mut t),
+        ioctl_unchecked::<v1_8::DbgTrap>(&c.p, &mut t),
         Errno::ESRCH,
         "pid 1",
     );
@@ -438,7 +432,7 @@ fn runtime_enable_and_the_debug_state_as_the_kernel() {
             mode_mask,
             capabilities_mask: 0xabcd,
         };
-        ioctl(&c.p, AMDKFD_IOC_RUNTIME_ENABLE, &mut r).map(|_| r.capabilities_mask)
+        ioctl_unchecked::<RuntimeEnable>(&c.p, &mut r).map(|_| r.capabilities_mask)
     };
     let enable = KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK | KFD_RUNTIME_ENABLE_MODE_TTMP_SAVE_MASK;
     assert_eq!(
@@ -464,7 +458,7 @@ fn runtime_enable_and_the_debug_state_as_the_kernel() {
             op,
             ..Default::default()
         };
-        ioctl(&c.p, AMDKFD_IOC_DBG_TRAP, &mut t)
+        ioctl_unchecked::<DbgTrap>(&c.p, &mut t)
     };
     let me = std::process::id();
     assert_errno(
@@ -490,7 +484,7 @@ fn runtime_enable_and_the_debug_state_as_the_kernel() {
         ..Default::default()
     };
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_RUNTIME_ENABLE, &mut r),
+        ioctl_unchecked::<RuntimeEnable>(&c.p, &mut r),
         Errno::ENOTTY,
         "Linux 6.1 has no RUNTIME_ENABLE",
     );
@@ -510,23 +504,24 @@ fn copy_out_happens_even_on_error() {
         n_success: 0,
     };
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut m),
+        c.p.call::<MapMemoryToGpu>(&mut m),
         Errno::EINVAL,
         "unknown device",
     );
     assert_eq!(m.n_success, 1, "copied back despite the error");
     m.n_success = 3;
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut m),
+        c.p.call::<MapMemoryToGpu>(&mut m),
         Errno::EINVAL,
         "n_success > n_devices",
     );
 }
 
-/// The untyped entry, for the dispatcher's rules on codes that name no argument struct.
+/// The raw entry ([`kfd_model::Process::ioctl`]), for the dispatcher's rules on codes that
+/// name no request type: unknown numbers, deprecated entries, sizes other than the argument's.
 fn raw_ioctl(p: &kfd_model::Process, request: u32, bytes: &mut [u8]) -> kfd_model::KResult<i32> {
-    // SAFETY: the argument bytes given here are zeros, 0xAA filler, or a CREATE_QUEUE whose
-    // addresses are the test client's own queue buffers.
+    // SAFETY: the argument bytes given here are zeros or 0xAA filler, never an address the
+    // model would use: the requests are unknown, refused (EPERM, EFAULT) or GET_VERSION.
     unsafe { p.ioctl(request, bytes) }
 }
 
@@ -540,7 +535,7 @@ fn gws_is_one_queue_per_process_on_each_device() {
             num_gws,
             ..Default::default()
         };
-        ioctl(&c.p, AMDKFD_IOC_ALLOC_QUEUE_GWS, &mut a)
+        c.p.call::<AllocQueueGws>(&mut a)
     };
     let (q0, _) = c
         .create_queue_on(c.gpus[0], KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, 100)

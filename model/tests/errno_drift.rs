@@ -30,7 +30,7 @@ fn alloc(c: &Client, va: u64, size: u64, flags: u32) -> Result<u64, Errno> {
         flags,
         ..Default::default()
     };
-    ioctl(&c.p, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a).map(|_| a.handle)
+    ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut a).map(|_| a.handle)
 }
 
 fn gtt_flags() -> u32 {
@@ -39,24 +39,29 @@ fn gtt_flags() -> u32 {
 
 /// MAP (or UNMAP) `handle` on `gpus`; returns the result and `n_success`.
 fn map(c: &Client, handle: u64, gpus: &[u32], on: bool) -> (Result<i32, Errno>, u32) {
-    let mut m = kfd_ioctl_map_memory_to_gpu_args {
-        handle,
-        device_ids_array_ptr: gpus.as_ptr() as u64,
-        n_devices: gpus.len() as u32,
-        n_success: 0,
-    };
-    let req = if on {
-        AMDKFD_IOC_MAP_MEMORY_TO_GPU
+    let (device_ids_array_ptr, n_devices) = (gpus.as_ptr() as u64, gpus.len() as u32);
+    if on {
+        let mut m = kfd_ioctl_map_memory_to_gpu_args {
+            handle,
+            device_ids_array_ptr,
+            n_devices,
+            n_success: 0,
+        };
+        (c.p.call::<MapMemoryToGpu>(&mut m), m.n_success)
     } else {
-        AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU
-    };
-    let r = ioctl(&c.p, req, &mut m);
-    (r, m.n_success)
+        let mut u = kfd_ioctl_unmap_memory_from_gpu_args {
+            handle,
+            device_ids_array_ptr,
+            n_devices,
+            n_success: 0,
+        };
+        (c.p.call::<UnmapMemoryFromGpu>(&mut u), u.n_success)
+    }
 }
 
 fn free(c: &Client, handle: u64) -> Result<i32, Errno> {
     let mut f = kfd_ioctl_free_memory_of_gpu_args { handle };
-    ioctl(&c.p, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &mut f)
+    c.p.call::<FreeMemoryOfGpu>(&mut f)
 }
 
 /// `amdgpu_amdkfd_gpuvm_unmap_memory_from_gpu`: "If no VMs were reserved, it means the BO
@@ -137,7 +142,7 @@ fn queue_buffers_stay_mapped_while_the_queue_lives_on_6_12() {
         queue_percentage: 100,
         queue_priority: 7,
     };
-    ioctl(&c.p, AMDKFD_IOC_UPDATE_QUEUE, &mut u).unwrap();
+    c.p.call::<UpdateQueue>(&mut u).unwrap();
     assert_errno(
         map(&c, ring2.handle, &[c.gpu()], false).0,
         Errno::EBUSY,
@@ -186,7 +191,7 @@ fn gtt_allocations_stop_at_the_system_memory_limits() {
             flags: gtt_flags(),
             ..Default::default()
         };
-        ioctl(&c.p, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut b).expect("second half, other GPU");
+        ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut b).expect("second half, other GPU");
         assert!(
             rss() < before + (64 << 20),
             "{kernel:?}: {} GiB allocated lazily",
@@ -202,7 +207,7 @@ fn gtt_allocations_stop_at_the_system_memory_limits() {
         b.va_addr = 0x30_0000_0000;
         b.size = 4096;
         assert_errno(
-            ioctl(&c.p, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut b),
+            ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut b),
             Errno::ENOMEM,
             "the limit is machine-wide",
         );
@@ -245,7 +250,7 @@ fn create_event_with_an_unknown_type_makes_an_other_event_as_the_kernel_does() {
         pad: 0,
     };
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_SET_EVENT, &mut s),
+        c.p.call::<SetEvent>(&mut s),
         Errno::EINVAL,
         "not a signal event",
     );
@@ -253,7 +258,7 @@ fn create_event_with_an_unknown_type_makes_an_other_event_as_the_kernel_does() {
         event_id: e.event_id,
         pad: 0,
     };
-    ioctl(&c.p, AMDKFD_IOC_DESTROY_EVENT, &mut d).unwrap();
+    c.p.call::<DestroyEvent>(&mut d).unwrap();
 }
 
 /// `kfd_wait_on_events` with no events: 0 activated of 0 is complete at the first check —
@@ -350,7 +355,7 @@ fn command_numbers_past_the_versions_table_are_enotty() {
             mode_mask: KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK,
             ..Default::default()
         };
-        let got = ioctl(&c.p, AMDKFD_IOC_RUNTIME_ENABLE, &mut r);
+        let got = ioctl_unchecked::<RuntimeEnable>(&c.p, &mut r);
         if known_0x25 {
             assert_eq!(got, Ok(0));
         } else {
@@ -361,7 +366,7 @@ fn command_numbers_past_the_versions_table_are_enotty() {
             gpu_id: c.gpu(),
             ..Default::default()
         };
-        ioctl(&c.p, AMDKFD_IOC_AVAILABLE_MEMORY, &mut a).unwrap();
+        c.p.call::<AvailableMemory>(&mut a).unwrap();
     }
 }
 

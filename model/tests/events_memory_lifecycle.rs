@@ -75,12 +75,12 @@ fn dgpu_path_user_page_by_handle_once() {
         n_devices: 1,
         n_success: 0,
     };
-    ioctl(&c.p, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &mut u).unwrap();
+    c.p.call::<UnmapMemoryFromGpu>(&mut u).unwrap();
     let mut f = kfd_ioctl_free_memory_of_gpu_args {
         handle: page.handle,
     };
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &mut f),
+        c.p.call::<FreeMemoryOfGpu>(&mut f),
         Errno::EPERM,
         "free signal BO",
     );
@@ -106,14 +106,10 @@ fn set_then_wait_any_all_timeout() {
         (Ok(0), KFD_IOC_WAIT_RESULT_TIMEOUT)
     );
     assert!(t.elapsed() >= Duration::from_millis(30));
-    ioctl(
-        &c.p,
-        AMDKFD_IOC_SET_EVENT,
-        &mut kfd_ioctl_set_event_args {
-            event_id: b,
-            pad: 0,
-        },
-    )
+    c.p.call::<SetEvent>(&mut kfd_ioctl_set_event_args {
+        event_id: b,
+        pad: 0,
+    })
     .unwrap();
     assert_eq!(
         wait(&c, &[a, b], false, 0),
@@ -124,36 +120,24 @@ fn set_then_wait_any_all_timeout() {
         wait(&c, &[a, b], true, 0),
         (Ok(0), KFD_IOC_WAIT_RESULT_TIMEOUT)
     );
-    ioctl(
-        &c.p,
-        AMDKFD_IOC_SET_EVENT,
-        &mut kfd_ioctl_set_event_args {
-            event_id: a,
-            pad: 0,
-        },
-    )
+    c.p.call::<SetEvent>(&mut kfd_ioctl_set_event_args {
+        event_id: a,
+        pad: 0,
+    })
     .unwrap();
-    ioctl(
-        &c.p,
-        AMDKFD_IOC_SET_EVENT,
-        &mut kfd_ioctl_set_event_args {
-            event_id: b,
-            pad: 0,
-        },
-    )
+    c.p.call::<SetEvent>(&mut kfd_ioctl_set_event_args {
+        event_id: b,
+        pad: 0,
+    })
     .unwrap();
     assert_eq!(
         wait(&c, &[a, b], true, 0),
         (Ok(0), KFD_IOC_WAIT_RESULT_COMPLETE)
     );
-    ioctl(
-        &c.p,
-        AMDKFD_IOC_RESET_EVENT,
-        &mut kfd_ioctl_reset_event_args {
-            event_id: a,
-            pad: 0,
-        },
-    )
+    c.p.call::<ResetEvent>(&mut kfd_ioctl_reset_event_args {
+        event_id: a,
+        pad: 0,
+    })
     .unwrap();
     assert_eq!(
         wait(&c, &[a], true, 0),
@@ -165,26 +149,18 @@ fn set_then_wait_any_all_timeout() {
         .unwrap()
         .event_id;
     assert_errno(
-        ioctl(
-            &c.p,
-            AMDKFD_IOC_SET_EVENT,
-            &mut kfd_ioctl_set_event_args {
-                event_id: mem,
-                pad: 0,
-            },
-        ),
+        c.p.call::<SetEvent>(&mut kfd_ioctl_set_event_args {
+            event_id: mem,
+            pad: 0,
+        }),
         Errno::EINVAL,
         "set a memory event",
     );
     assert_errno(
-        ioctl(
-            &c.p,
-            AMDKFD_IOC_DESTROY_EVENT,
-            &mut kfd_ioctl_destroy_event_args {
-                event_id: 999,
-                pad: 0,
-            },
-        ),
+        c.p.call::<DestroyEvent>(&mut kfd_ioctl_destroy_event_args {
+            event_id: 999,
+            pad: 0,
+        }),
         Errno::EINVAL,
         "destroy unknown",
     );
@@ -194,7 +170,7 @@ fn set_then_wait_any_all_timeout() {
         ..Default::default()
     };
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_WAIT_EVENTS, &mut bad),
+        ioctl_unchecked::<WaitEvents>(&c.p, &mut bad),
         Errno::EFAULT,
         "events_ptr",
     );
@@ -211,14 +187,10 @@ fn a_waiter_blocked_in_the_ioctl_is_woken_by_another_thread() {
         s.spawn(|| {
             // Set only once the waiter is inside WAIT_EVENTS, so the wake-up path runs.
             wait_until("a thread in WAIT_EVENTS", || c.p.events().waiting() == 1);
-            ioctl(
-                &c.p,
-                AMDKFD_IOC_SET_EVENT,
-                &mut kfd_ioctl_set_event_args {
-                    event_id: a,
-                    pad: 0,
-                },
-            )
+            c.p.call::<SetEvent>(&mut kfd_ioctl_set_event_args {
+                event_id: a,
+                pad: 0,
+            })
             .unwrap();
         });
         assert_eq!(
@@ -259,18 +231,18 @@ fn every_memory_kind_allocates_maps_and_frees() {
         flags: KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | w,
         ..Default::default()
     };
-    ioctl(&c.p, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut up).unwrap();
+    ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut up).unwrap();
     assert_eq!(up.mmap_offset, aligned);
     up.mmap_offset = 0x10_0000; // nothing is mapped there
     up.va_addr += 1 << 20;
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut up),
+        ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut up),
         Errno::EFAULT,
         "userptr not mapped",
     );
     up.mmap_offset = aligned + 8;
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut up),
+        ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut up),
         Errno::EINVAL,
         "userptr not page aligned",
     );
@@ -349,7 +321,7 @@ fn every_memory_kind_allocates_maps_and_frees() {
         handle: vram.handle,
     };
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &mut f),
+        c.p.call::<FreeMemoryOfGpu>(&mut f),
         Errno::EBUSY,
         "still mapped",
     );
@@ -358,7 +330,7 @@ fn every_memory_kind_allocates_maps_and_frees() {
     }
     assert_eq!(node.vram_available(), before);
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &mut f),
+        c.p.call::<FreeMemoryOfGpu>(&mut f),
         Errno::EINVAL,
         "double free",
     );
@@ -455,7 +427,7 @@ fn a_userptr_registration_populates_its_pages() {
         flags: KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
         ..Default::default()
     };
-    ioctl(&c.p, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut up).unwrap();
+    ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut up).unwrap();
     assert_eq!(
         resident(),
         PAGES,
@@ -479,7 +451,7 @@ fn one_buffer_mapped_to_two_gpus() {
         n_success: 1,
     };
     // n_success = 1: the retry skips the first GPU, already mapped.
-    ioctl(&c.p, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut m).unwrap();
+    c.p.call::<MapMemoryToGpu>(&mut m).unwrap();
     assert_eq!(m.n_success, 2);
     let mut u = kfd_ioctl_unmap_memory_from_gpu_args {
         handle: b.handle,
@@ -487,10 +459,10 @@ fn one_buffer_mapped_to_two_gpus() {
         n_devices: 2,
         n_success: 0,
     };
-    ioctl(&c.p, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &mut u).unwrap();
+    c.p.call::<UnmapMemoryFromGpu>(&mut u).unwrap();
     assert_eq!(u.n_success, 2);
     let mut f = kfd_ioctl_free_memory_of_gpu_args { handle: b.handle };
-    ioctl(&c.p, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &mut f).unwrap();
+    c.p.call::<FreeMemoryOfGpu>(&mut f).unwrap();
 }
 
 #[test]
@@ -498,16 +470,16 @@ fn apertures_and_misc_queries() {
     let model = model(Preset::Gfx900, 2);
     let c = Client::new(&model);
     let mut n = kfd_ioctl_get_process_apertures_new_args::default();
-    ioctl(&c.p, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &mut n).unwrap();
+    ioctl_unchecked::<GetProcessAperturesNew>(&c.p, &mut n).unwrap();
     assert_eq!(n.num_of_nodes, 2);
     let mut ap = [kfd_process_device_apertures::default(); 2];
     n.kfd_process_device_apertures_ptr = ap.as_mut_ptr() as u64;
-    ioctl(&c.p, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &mut n).unwrap();
+    ioctl_unchecked::<GetProcessAperturesNew>(&c.p, &mut n).unwrap();
     assert_eq!((ap[0].gpu_id, ap[1].gpu_id), (c.gpus[0], c.gpus[1]));
     assert_eq!(ap[0].lds_base, 0x1_0000_0000_0000);
     assert_eq!(ap[0].scratch_base, 0x2_0000_0000_0000);
     let mut old = kfd_ioctl_get_process_apertures_args::default();
-    ioctl(&c.p, AMDKFD_IOC_GET_PROCESS_APERTURES, &mut old).unwrap();
+    c.p.call::<GetProcessApertures>(&mut old).unwrap();
     assert_eq!(old.num_of_nodes, 2);
     assert_eq!(old.process_apertures[1], ap[1]);
 
@@ -515,10 +487,10 @@ fn apertures_and_misc_queries() {
         gpu_id: c.gpu(),
         ..Default::default()
     };
-    ioctl(&c.p, AMDKFD_IOC_GET_CLOCK_COUNTERS, &mut clk).unwrap();
+    c.p.call::<GetClockCounters>(&mut clk).unwrap();
     let first = clk.gpu_clock_counter;
     thread::sleep(Duration::from_millis(2));
-    ioctl(&c.p, AMDKFD_IOC_GET_CLOCK_COUNTERS, &mut clk).unwrap();
+    c.p.call::<GetClockCounters>(&mut clk).unwrap();
     assert!(clk.gpu_clock_counter > first);
     assert_eq!(clk.system_clock_freq, 1_000_000_000);
 
@@ -526,16 +498,16 @@ fn apertures_and_misc_queries() {
         gpu_id: c.gpu(),
         ..Default::default()
     };
-    ioctl(&c.p, AMDKFD_IOC_AVAILABLE_MEMORY, &mut avail).unwrap();
+    c.p.call::<AvailableMemory>(&mut avail).unwrap();
     assert_eq!(avail.available, 16 << 30);
 
     // XNACK: gfx900 cannot turn it on; querying works.
     let mut x = kfd_ioctl_set_xnack_mode_args { xnack_enabled: -1 };
-    ioctl(&c.p, AMDKFD_IOC_SET_XNACK_MODE, &mut x).unwrap();
+    c.p.call::<SetXnackMode>(&mut x).unwrap();
     assert_eq!(x.xnack_enabled, 0);
     x.xnack_enabled = 1;
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_SET_XNACK_MODE, &mut x),
+        c.p.call::<SetXnackMode>(&mut x),
         Errno::EPERM,
         "no XNACK on gfx900",
     );
@@ -546,12 +518,12 @@ fn apertures_and_misc_queries() {
         ..Default::default()
     };
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_SET_MEMORY_POLICY, &mut pol),
+        c.p.call::<SetMemoryPolicy>(&mut pol),
         Errno::EINVAL,
         "bad policy",
     );
     pol.default_policy = KFD_IOC_CACHE_POLICY_NONCOHERENT;
-    ioctl(&c.p, AMDKFD_IOC_SET_MEMORY_POLICY, &mut pol).unwrap();
+    c.p.call::<SetMemoryPolicy>(&mut pol).unwrap();
 
     let mut tiles = [0xFFu32; 4];
     let mut macros = [0xFFu32; 2];
@@ -563,16 +535,16 @@ fn apertures_and_misc_queries() {
         gpu_id: c.gpu(),
         ..Default::default()
     };
-    ioctl(&c.p, AMDKFD_IOC_GET_TILE_CONFIG, &mut t).unwrap();
+    ioctl_unchecked::<GetTileConfig>(&c.p, &mut t).unwrap();
     assert_eq!((t.num_tile_configs, tiles), (4, [0; 4]));
 
     let mut rt = kfd_ioctl_runtime_enable_args {
         mode_mask: KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK,
         ..Default::default()
     };
-    ioctl(&c.p, AMDKFD_IOC_RUNTIME_ENABLE, &mut rt).unwrap();
+    ioctl_unchecked::<RuntimeEnable>(&c.p, &mut rt).unwrap();
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_RUNTIME_ENABLE, &mut rt),
+        ioctl_unchecked::<RuntimeEnable>(&c.p, &mut rt),
         Errno::EBUSY,
         "runtime already enabled",
     );
@@ -582,22 +554,22 @@ fn apertures_and_misc_queries() {
         gpu_id: c.gpu(),
     };
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_ACQUIRE_VM, &mut acq),
+        c.p.call::<AcquireVm>(&mut acq),
         Errno::EINVAL,
         "not a render fd",
     );
     acq.drm_fd = c.renders[1].fd as u32;
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_ACQUIRE_VM, &mut acq),
+        c.p.call::<AcquireVm>(&mut acq),
         Errno::EINVAL,
         "render node of another GPU",
     );
     acq.drm_fd = c.renders[0].fd as u32;
-    ioctl(&c.p, AMDKFD_IOC_ACQUIRE_VM, &mut acq).unwrap();
+    c.p.call::<AcquireVm>(&mut acq).unwrap();
     let other = model.open_render_node(128).unwrap();
     acq.drm_fd = other.fd as u32;
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_ACQUIRE_VM, &mut acq),
+        c.p.call::<AcquireVm>(&mut acq),
         Errno::EBUSY,
         "another file of the same GPU",
     );
@@ -626,22 +598,24 @@ fn acquire_vm_through_a_duplicate_of_the_render_descriptor() {
         gpu_id: c.gpu(),
     };
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_ACQUIRE_VM, &mut acq),
+        c.p.call::<AcquireVm>(&mut acq),
         Errno::EINVAL,
         "the synthetic number is gone once a real descriptor is bound",
     );
     let other_open = memfd(c"other");
     acq.drm_fd = other_open.as_raw_fd() as u32;
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_ACQUIRE_VM, &mut acq),
+        c.p.call::<AcquireVm>(&mut acq),
         Errno::EINVAL,
         "a descriptor of another open file",
     );
     acq.drm_fd = dup as u32;
-    ioctl(&c.p, AMDKFD_IOC_ACQUIRE_VM, &mut acq).expect("ACQUIRE_VM through the duplicate");
+    c.p.call::<AcquireVm>(&mut acq)
+        .expect("ACQUIRE_VM through the duplicate");
     let again = nix::unistd::dup(dup).unwrap();
     acq.drm_fd = again as u32;
-    ioctl(&c.p, AMDKFD_IOC_ACQUIRE_VM, &mut acq).expect("the same file again: no EBUSY");
+    c.p.call::<AcquireVm>(&mut acq)
+        .expect("the same file again: no EBUSY");
     nix::unistd::close(again).unwrap();
     nix::unistd::close(dup).unwrap();
     drop(render);

@@ -35,7 +35,7 @@ impl Smi {
             gpuid: c.gpu(),
             anon_fd: u32::MAX,
         };
-        ioctl(&c.p, AMDKFD_IOC_SMI_EVENTS, &mut a).unwrap();
+        c.p.call::<SmiEvents>(&mut a).unwrap();
         // SAFETY: the ioctl handed this descriptor to the caller.
         let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(a.anon_fd as i32) };
         let mask = KFD_SMI_EVENT_MASK_FROM_INDEX(KFD_SMI_EVENT_QUEUE_EVICTION)

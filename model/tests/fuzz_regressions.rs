@@ -23,11 +23,7 @@ fn huge_device_id_arrays_are_enomem_not_an_allocation() {
             n_devices,
             n_success: 0,
         };
-        assert_errno(
-            ioctl(&c.p, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut m),
-            Errno::ENOMEM,
-            "map",
-        );
+        assert_errno(c.p.call::<MapMemoryToGpu>(&mut m), Errno::ENOMEM, "map");
         assert_eq!(m.n_success, 0);
         let mut u = kfd_ioctl_unmap_memory_from_gpu_args {
             handle: b.handle,
@@ -36,7 +32,7 @@ fn huge_device_id_arrays_are_enomem_not_an_allocation() {
             n_success: 0,
         };
         assert_errno(
-            ioctl(&c.p, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &mut u),
+            c.p.call::<UnmapMemoryFromGpu>(&mut u),
             Errno::ENOMEM,
             "unmap",
         );
@@ -52,7 +48,7 @@ fn huge_device_id_arrays_are_enomem_not_an_allocation() {
         n_success: 0,
     };
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &mut u),
+        c.p.call::<UnmapMemoryFromGpu>(&mut u),
         Errno::EINVAL,
         "unmap with a 4 MiB id array",
     );
@@ -69,19 +65,19 @@ fn huge_event_arrays_are_enomem() {
     let c = Client::new(&model);
     let page = c.event_page();
     let ev = create_event(&c, KFD_IOC_EVENT_SIGNAL, false, page.handle).unwrap();
-    let data = [kfd_event_data {
+    let mut data = [kfd_event_data {
         event_id: ev.event_id,
         ..Default::default()
     }];
     let mut w = kfd_ioctl_wait_events_args {
-        events_ptr: data.as_ptr() as u64,
+        events_ptr: data.as_mut_ptr() as u64,
         num_events: u32::MAX,
         wait_for_all: 1,
         timeout: 0,
         wait_result: 99,
     };
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_WAIT_EVENTS, &mut w),
+        ioctl_unchecked::<WaitEvents>(&c.p, &mut w),
         Errno::ENOMEM,
         "wait",
     );

@@ -139,7 +139,7 @@ fn dmabuf_info(c: &Client, fd: i32) -> Result<kfd_ioctl_get_dmabuf_info_args, Er
         dmabuf_fd: fd as u32,
         ..Default::default()
     };
-    ioctl(&c.p, AMDKFD_IOC_GET_DMABUF_INFO, &mut a).map(|_| a)
+    ioctl_unchecked::<GetDmabufInfo>(&c.p, &mut a).map(|_| a)
 }
 
 #[test]
@@ -188,12 +188,12 @@ fn a_gem_buffer_exported_as_dma_buf_is_imported_mapped_and_written_by_the_gpu() 
         ..Default::default()
     };
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_IMPORT_DMABUF, &mut imp),
+        c.p.call::<ImportDmabuf>(&mut imp),
         Errno::EINVAL,
         "unknown gpu",
     );
     imp.gpu_id = c.gpu();
-    ioctl(&c.p, AMDKFD_IOC_IMPORT_DMABUF, &mut imp).unwrap();
+    c.p.call::<ImportDmabuf>(&mut imp).unwrap();
     assert_eq!(
         imp.handle >> 32,
         u64::from(c.gpu()),
@@ -206,7 +206,7 @@ fn a_gem_buffer_exported_as_dma_buf_is_imported_mapped_and_written_by_the_gpu() 
         n_devices: 1,
         n_success: 0,
     };
-    ioctl(&c.p, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut m).unwrap();
+    c.p.call::<MapMemoryToGpu>(&mut m).unwrap();
 
     // The graphics handle goes; the import keeps the buffer.
     r.gem_close(h).unwrap();
@@ -305,7 +305,7 @@ fn metadata_set_on_a_gem_buffer_reaches_kfds_dmabuf_info() {
         metadata_size: room.len() as u32,
         ..Default::default()
     };
-    ioctl(&c.p, AMDKFD_IOC_GET_DMABUF_INFO, &mut a).unwrap();
+    ioctl_unchecked::<GetDmabufInfo>(&c.p, &mut a).unwrap();
     assert_eq!(a.metadata_size, 26);
     assert_eq!(&room[..26], &umd[..]);
     assert_eq!(room[26], 0xEE, "nothing past the metadata is written");
@@ -320,7 +320,7 @@ fn metadata_set_on_a_gem_buffer_reaches_kfds_dmabuf_info() {
         ..Default::default()
     };
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_GET_DMABUF_INFO, &mut small),
+        ioctl_unchecked::<GetDmabufInfo>(&c.p, &mut small),
         Errno::EINVAL,
         "less room than the metadata",
     );

@@ -50,7 +50,7 @@ fn create_queue_is_traced_through_every_layer() {
     let bufs = c.queue_buffers(c.gpu(), 4096, true);
     let mut a = c.queue_args(c.gpu(), KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, &bufs);
     LOGGER.0.lock().unwrap().clear();
-    ioctl(&c.p, AMDKFD_IOC_CREATE_QUEUE, &mut a).unwrap();
+    c.p.call::<CreateQueue>(&mut a).unwrap();
 
     let lines = LOGGER.0.lock().unwrap().clone();
     let first = |target: &str, needle: &str| {
@@ -94,7 +94,7 @@ fn a_refusal_that_stops_a_runtime_is_one_warning() {
     LOGGER.1.lock().unwrap().clear();
     let mut xnack = kfd_ioctl_set_xnack_mode_args { xnack_enabled: 1 };
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_SET_XNACK_MODE, &mut xnack),
+        c.p.call::<SetXnackMode>(&mut xnack),
         kfd_model::Errno::EPERM,
         "no XNACK on gfx900",
     );
@@ -104,7 +104,7 @@ fn a_refusal_that_stops_a_runtime_is_one_warning() {
     };
     for _ in 0..2 {
         assert_errno(
-            ioctl(&c.p, AMDKFD_IOC_ACQUIRE_VM, &mut acq),
+            c.p.call::<AcquireVm>(&mut acq),
             kfd_model::Errno::EINVAL,
             "not a render file",
         );

@@ -58,7 +58,7 @@ fn a_silent_scheduler_times_out_then_everything_is_eio_until_reset() {
         event_type: KFD_IOC_EVENT_HW_EXCEPTION,
         ..Default::default()
     };
-    ioctl(&c.p, AMDKFD_IOC_CREATE_EVENT, &mut ev).unwrap();
+    c.p.call::<CreateEvent>(&mut ev).unwrap();
 
     node.gpu.hws.set_faults(HwsFaults {
         hang: true,
@@ -93,7 +93,7 @@ fn a_silent_scheduler_times_out_then_everything_is_eio_until_reset() {
         timeout: 0,
         wait_result: 99,
     };
-    ioctl(&c.p, AMDKFD_IOC_WAIT_EVENTS, &mut w).unwrap();
+    ioctl_unchecked::<WaitEvents>(&c.p, &mut w).unwrap();
     assert_eq!(
         w.wait_result, KFD_IOC_WAIT_RESULT_COMPLETE,
         "the reset raised the hw exception"
@@ -138,7 +138,7 @@ fn other_processes_see_eio_too_until_reset() {
         event_type: KFD_IOC_EVENT_SIGNAL,
         ..Default::default()
     };
-    ioctl(&b.p, AMDKFD_IOC_CREATE_EVENT, &mut ev).unwrap();
+    b.p.call::<CreateEvent>(&mut ev).unwrap();
     b.gtt(4096);
 }
 
@@ -188,7 +188,7 @@ fn a_queue_that_will_not_preempt_is_reset_on_6_12() {
         ..Default::default()
     };
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_UPDATE_QUEUE, &mut u),
+        c.p.call::<UpdateQueue>(&mut u),
         Errno::EACCES,
         "update on a reset queue",
     );
@@ -245,11 +245,11 @@ fn update_queue_deactivates_and_reactivates() {
         queue_percentage: 0,
         queue_priority: 15,
     };
-    ioctl(&c.p, AMDKFD_IOC_UPDATE_QUEUE, &mut u).unwrap();
+    c.p.call::<UpdateQueue>(&mut u).unwrap();
     assert_eq!(node.counters().active_queue_count, 0);
     assert!(node.gpu.hws.mapped_queues().is_empty());
     u.queue_percentage = 100;
-    ioctl(&c.p, AMDKFD_IOC_UPDATE_QUEUE, &mut u).unwrap();
+    c.p.call::<UpdateQueue>(&mut u).unwrap();
     assert_eq!(node.counters().active_queue_count, 1);
     // The MQD carries the new priority: 15 → pipe priority HIGH (2).
     let mqd_addr = node.gpu.hws.mapped_queues()[0].queue.mqd_addr;

@@ -370,7 +370,7 @@ fn sdma_by_engine_id_and_xgmi_pick_their_engines() {
     let bufs = c.queue_buffers(c.gpu(), 4096, false);
     let mut a = c.queue_args(c.gpu(), KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID, &bufs);
     a.sdma_engine_id = 3; // xGMI engine 1 (2 PCIe engines first).
-    ioctl(&c.p, AMDKFD_IOC_CREATE_QUEUE, &mut a).unwrap();
+    c.p.call::<CreateQueue>(&mut a).unwrap();
     let node = c.node();
     let q = node.dqm().queue(c.pasid(), a.queue_id).cloned().unwrap();
     assert!(matches!(

@@ -139,7 +139,7 @@ impl Worker {
             event_id: id,
             pad: 0,
         };
-        ioctl(&self.c.p, AMDKFD_IOC_SET_EVENT, &mut s).expect("set event");
+        self.c.p.call::<SetEvent>(&mut s).expect("set event");
         assert_eq!(
             wait_events(&self.c, &[id], true, WAIT_MS),
             (Ok(0), COMPLETE),
@@ -292,7 +292,7 @@ impl Worker {
         match self.rng.below(4) {
             0 => {
                 let mut v = kfd_ioctl_get_version_args::default();
-                ioctl(&self.c.p, AMDKFD_IOC_GET_VERSION, &mut v).expect("version");
+                self.c.p.call::<GetVersion>(&mut v).expect("version");
                 assert_eq!(v.major_version, 1);
             }
             1 => {
@@ -300,7 +300,7 @@ impl Worker {
                     gpu_id: gpu,
                     ..Default::default()
                 };
-                ioctl(&self.c.p, AMDKFD_IOC_GET_CLOCK_COUNTERS, &mut a).expect("clocks");
+                self.c.p.call::<GetClockCounters>(&mut a).expect("clocks");
             }
             2 => {
                 let mut list = [kfd_process_device_apertures::default(); 8];
@@ -309,7 +309,7 @@ impl Worker {
                     num_of_nodes: 8,
                     pad: 0,
                 };
-                ioctl(&self.c.p, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, &mut a).expect("apertures");
+                ioctl_unchecked::<GetProcessAperturesNew>(&self.c.p, &mut a).expect("apertures");
                 assert_eq!(a.num_of_nodes as usize, self.c.gpus.len());
             }
             _ => {
@@ -317,7 +317,7 @@ impl Worker {
                     gpu_id: gpu,
                     ..Default::default()
                 };
-                ioctl(&self.c.p, AMDKFD_IOC_AVAILABLE_MEMORY, &mut a).expect("available");
+                self.c.p.call::<AvailableMemory>(&mut a).expect("available");
             }
         }
         1
@@ -338,7 +338,10 @@ impl Worker {
             event_id: id,
             pad: 0,
         };
-        ioctl(&self.c.p, AMDKFD_IOC_DESTROY_EVENT, &mut d).expect("destroy event");
+        self.c
+            .p
+            .call::<DestroyEvent>(&mut d)
+            .expect("destroy event");
         let e = create_event(&self.c, KFD_IOC_EVENT_SIGNAL, true, 0).expect("create event");
         self.events.push(e.event_id);
         2
@@ -389,7 +392,7 @@ fn shared_process_pair(model: &Model, p: &Progress, ops_each: u64) {
         drm_fd: render.fd as u32,
         gpu_id: node.gpu_id,
     };
-    ioctl(&proc_, AMDKFD_IOC_ACQUIRE_VM, &mut vm).expect("acquire vm");
+    proc_.call::<AcquireVm>(&mut vm).expect("acquire vm");
     p.processes_opened.fetch_add(1, Ordering::Relaxed);
     let event = || {
         let mut e = kfd_ioctl_create_event_args {
@@ -397,23 +400,23 @@ fn shared_process_pair(model: &Model, p: &Progress, ops_each: u64) {
             auto_reset: 1,
             ..Default::default()
         };
-        ioctl(&proc_, AMDKFD_IOC_CREATE_EVENT, &mut e).expect("create event");
+        proc_.call::<CreateEvent>(&mut e).expect("create event");
         e.event_id
     };
     let (ping, pong) = (event(), event());
     let wait = |id: u32| {
-        let data = [kfd_event_data {
+        let mut data = [kfd_event_data {
             event_id: id,
             ..Default::default()
         }];
         let mut w = kfd_ioctl_wait_events_args {
-            events_ptr: data.as_ptr() as u64,
+            events_ptr: data.as_mut_ptr() as u64,
             num_events: 1,
             wait_for_all: 1,
             timeout: WAIT_MS,
             wait_result: 0,
         };
-        ioctl(&proc_, AMDKFD_IOC_WAIT_EVENTS, &mut w).expect("wait");
+        ioctl_unchecked::<WaitEvents>(&proc_, &mut w).expect("wait");
         assert_eq!(
             w.wait_result, COMPLETE,
             "event {id} set by the other thread within {WAIT_MS} ms"
@@ -424,7 +427,7 @@ fn shared_process_pair(model: &Model, p: &Progress, ops_each: u64) {
             event_id: id,
             pad: 0,
         };
-        ioctl(&proc_, AMDKFD_IOC_SET_EVENT, &mut s).expect("set event");
+        proc_.call::<SetEvent>(&mut s).expect("set event");
     };
     // ALLOC + MAP + UNMAP + FREE of a GTT buffer at `va`.
     let buffer = |va: u64| {
@@ -435,7 +438,7 @@ fn shared_process_pair(model: &Model, p: &Progress, ops_each: u64) {
             flags: KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
             ..Default::default()
         };
-        ioctl(&proc_, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a).expect("alloc");
+        ioctl_unchecked::<AllocMemoryOfGpu>(&proc_, &mut a).expect("alloc");
         let ids = [node.gpu_id];
         let mut m = kfd_ioctl_map_memory_to_gpu_args {
             handle: a.handle,
@@ -443,16 +446,16 @@ fn shared_process_pair(model: &Model, p: &Progress, ops_each: u64) {
             n_devices: 1,
             n_success: 0,
         };
-        ioctl(&proc_, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut m).expect("map");
+        proc_.call::<MapMemoryToGpu>(&mut m).expect("map");
         let mut u = kfd_ioctl_unmap_memory_from_gpu_args {
             handle: a.handle,
             device_ids_array_ptr: ids.as_ptr() as u64,
             n_devices: 1,
             n_success: 0,
         };
-        ioctl(&proc_, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &mut u).expect("unmap");
+        proc_.call::<UnmapMemoryFromGpu>(&mut u).expect("unmap");
         let mut f = kfd_ioctl_free_memory_of_gpu_args { handle: a.handle };
-        ioctl(&proc_, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &mut f).expect("free");
+        proc_.call::<FreeMemoryOfGpu>(&mut f).expect("free");
     };
     thread::scope(|s| {
         s.spawn(|| {

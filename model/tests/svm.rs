@@ -188,7 +188,7 @@ fn xnack(c: &Client, mode: i32) -> KResult<i32> {
     let mut a = kfd_ioctl_set_xnack_mode_args {
         xnack_enabled: mode,
     };
-    let r = ioctl(&c.p, AMDKFD_IOC_SET_XNACK_MODE, &mut a);
+    let r = c.p.call::<SetXnackMode>(&mut a);
     r.map(|_| a.xnack_enabled)
 }
 
@@ -385,7 +385,7 @@ fn header_and_attribute_errnos() {
         ..Default::default()
     };
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut alloc),
+        ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut alloc),
         Errno::EADDRINUSE,
         "buffer over an SVM range",
     );
@@ -804,7 +804,7 @@ fn a_queue_cwsr_area_may_be_an_always_mapped_svm_range() {
     a.ctx_save_restore_size = sizes.cwsr_size;
     // Not an SVM range yet: refused.
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_CREATE_QUEUE, &mut a.clone()),
+        c.p.call::<CreateQueue>(&mut a.clone()),
         Errno::EINVAL,
         "CWSR area neither a buffer nor an SVM range",
     );
@@ -817,7 +817,7 @@ fn a_queue_cwsr_area_may_be_an_always_mapped_svm_range() {
     )
     .unwrap();
     assert_errno(
-        ioctl(&c.p, AMDKFD_IOC_CREATE_QUEUE, &mut a.clone()),
+        c.p.call::<CreateQueue>(&mut a.clone()),
         Errno::EINVAL,
         "SVM range without GPU_ALWAYS_MAPPED",
     );
@@ -834,7 +834,7 @@ fn a_queue_cwsr_area_may_be_an_always_mapped_svm_range() {
     .unwrap();
     if pages > 1 {
         assert_errno(
-            ioctl(&c.p, AMDKFD_IOC_CREATE_QUEUE, &mut a.clone()),
+            c.p.call::<CreateQueue>(&mut a.clone()),
             Errno::EINVAL,
             "only the first page always mapped",
         );
@@ -849,7 +849,7 @@ fn a_queue_cwsr_area_may_be_an_always_mapped_svm_range() {
         )],
     )
     .unwrap();
-    ioctl(&c.p, AMDKFD_IOC_CREATE_QUEUE, &mut a).unwrap();
+    c.p.call::<CreateQueue>(&mut a).unwrap();
     c.destroy_queue(a.queue_id).unwrap();
 }
 
@@ -1081,7 +1081,7 @@ impl Smi {
             gpuid: gpu,
             anon_fd: u32::MAX,
         };
-        ioctl(&c.p, AMDKFD_IOC_SMI_EVENTS, &mut a)?;
+        c.p.call::<SmiEvents>(&mut a)?;
         // SAFETY: the ioctl handed this descriptor to the caller.
         Ok(Smi(unsafe {
             std::os::fd::OwnedFd::from_raw_fd(a.anon_fd as i32)

@@ -24,12 +24,6 @@ use std::time::{Duration, Instant};
 use thunk::model_access::{KfdModelExt, ModelConfig, OpenOptionsModelExt};
 use thunk::{EventKind, Kfd, MemoryKind, OpenOptions, Preset, QueueOptions};
 
-fn ioctl<T: IntoBytes + FromBytes + Immutable>(p: &Process, request: u32, args: &mut T) {
-    // SAFETY: this bench passes only addresses of buffers it allocated through the model and
-    // keeps for the whole run.
-    unsafe { p.ioctl(request, args.as_mut_bytes()) }.expect("ioctl");
-}
-
 fn ioctl_overhead(c: &mut Criterion) {
     // No engine thread: nothing runs beside the calls being measured.
     let config = ModelConfig::new(Preset::Gfx900).with_engine_thread(false);
@@ -69,7 +63,9 @@ fn ioctl_overhead(c: &mut Criterion) {
         event_type: KFD_IOC_EVENT_SIGNAL,
         ..Default::default()
     };
-    ioctl(&direct, AMDKFD_IOC_CREATE_EVENT, &mut e);
+    direct
+        .call::<CreateEvent>(&mut e)
+        .expect("AMDKFD_IOC_CREATE_EVENT");
     let mut g = c.benchmark_group("set_event");
     g.bench_function("model_direct", |b| {
         b.iter(|| {
@@ -157,7 +153,7 @@ impl DirectQueue {
             drm_fd: render.fd as u32,
             gpu_id,
         };
-        ioctl(&p, AMDKFD_IOC_ACQUIRE_VM, &mut a);
+        p.call::<AcquireVm>(&mut a).expect("AMDKFD_IOC_ACQUIRE_VM");
         let mut next_va = 0x40_0000_0000u64;
         let mut alloc = |size: u64| -> (u64, Option<MapSource>) {
             let va = next_va;
@@ -169,7 +165,10 @@ impl DirectQueue {
                 flags: KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
                 ..Default::default()
             };
-            ioctl(&p, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a);
+            // SAFETY: a GTT allocation carries no user pointer, only the GPU VA it reserves; the
+            // model backs it with its own memory.
+            unsafe { p.call_unchecked::<AllocMemoryOfGpu>(&mut a) }
+                .expect("AMDKFD_IOC_ALLOC_MEMORY_OF_GPU");
             let ids = [gpu_id];
             let mut m = kfd_ioctl_map_memory_to_gpu_args {
                 handle: a.handle,
@@ -177,7 +176,8 @@ impl DirectQueue {
                 n_devices: 1,
                 n_success: 0,
             };
-            ioctl(&p, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut m);
+            p.call::<MapMemoryToGpu>(&mut m)
+                .expect("AMDKFD_IOC_MAP_MEMORY_TO_GPU");
             (va, render.mmap(a.mmap_offset, size).ok())
         };
         let (ring_va, ring) = alloc(RING_DWORDS * 4);
@@ -204,7 +204,8 @@ impl DirectQueue {
             ctl_stack_size: sizes.ctl_stack_size,
             ..Default::default()
         };
-        ioctl(&p, AMDKFD_IOC_CREATE_QUEUE, &mut q);
+        p.call::<CreateQueue>(&mut q)
+            .expect("AMDKFD_IOC_CREATE_QUEUE");
         let doorbell = p
             .mmap(q.doorbell_offset & !8191, 8192)
             .expect("doorbell page");

@@ -40,21 +40,14 @@ pub fn wait_until(what: &str, cond: impl Fn() -> bool) {
     }
 }
 
-/// Typed ioctl.
-pub fn ioctl<T: IntoBytes + FromBytes + Immutable>(
-    p: &Process,
-    request: u32,
-    args: &mut T,
-) -> KResult<i32> {
-    let mut bytes = args.as_bytes().to_vec();
+/// A typed ioctl whose argument may carry user addresses ([`Process::call_unchecked`]), for
+/// the requests that are not `SafeIoctl`; safe requests go through [`Process::call`].
+pub fn ioctl_unchecked<R: Ioctl>(p: &Process, args: &mut R::Arg) -> KResult<i32> {
     // SAFETY: the tests pass only addresses of buffers this client allocated through the model
-    // (or, for USERPTR, host memory they leak for the process's life) and keep them until the
-    // queues that use them are destroyed; errno tests pass addresses the model must refuse.
-    let r = unsafe { p.ioctl(request, &mut bytes) };
-    if let Ok((v, _)) = T::read_from_prefix(&bytes) {
-        *args = v;
-    }
-    r
+    // (or, for USERPTR, host memory they leak for the process's life) and of output arrays they
+    // own until the call returns, and keep the buffers until the queues that use them are
+    // destroyed; errno tests pass addresses the model must refuse.
+    unsafe { p.call_unchecked::<R>(args) }
 }
 
 /// A buffer allocated and mapped on one GPU.
@@ -122,7 +115,7 @@ impl Client {
                 drm_fd: r.fd as u32,
                 gpu_id: gpu,
             };
-            ioctl(&c.p, AMDKFD_IOC_ACQUIRE_VM, &mut a).expect("acquire vm");
+            c.p.call::<AcquireVm>(&mut a).expect("acquire vm");
         }
         c
     }
@@ -169,7 +162,7 @@ impl Client {
             flags,
             ..Default::default()
         };
-        ioctl(&self.p, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, &mut a)?;
+        ioctl_unchecked::<AllocMemoryOfGpu>(&self.p, &mut a)?;
         let ids = [gpu];
         let mut m = kfd_ioctl_map_memory_to_gpu_args {
             handle: a.handle,
@@ -177,7 +170,7 @@ impl Client {
             n_devices: 1,
             n_success: 0,
         };
-        ioctl(&self.p, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &mut m)?;
+        self.p.call::<MapMemoryToGpu>(&mut m)?;
         let mem = if flags & (KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_VRAM) != 0 {
             let node = self.model.node(gpu).unwrap();
             let r = self
@@ -203,7 +196,7 @@ impl Client {
             gpu_id: self.gpu(),
             ..Default::default()
         };
-        ioctl(&self.p, AMDKFD_IOC_GET_CLOCK_COUNTERS, &mut clk).unwrap();
+        self.p.call::<GetClockCounters>(&mut clk).unwrap();
         clk.gpu_clock_counter
     }
 
@@ -225,9 +218,9 @@ impl Client {
             n_devices: 1,
             n_success: 0,
         };
-        ioctl(&self.p, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, &mut u)?;
+        self.p.call::<UnmapMemoryFromGpu>(&mut u)?;
         let mut f = kfd_ioctl_free_memory_of_gpu_args { handle: b.handle };
-        ioctl(&self.p, AMDKFD_IOC_FREE_MEMORY_OF_GPU, &mut f).map(|_| ())
+        self.p.call::<FreeMemoryOfGpu>(&mut f).map(|_| ())
     }
 
     /// Everything a queue needs, allocated the way the 6.12 validation wants it.
@@ -317,7 +310,7 @@ impl Client {
         let bufs = self.queue_buffers(gpu, ring_size, compute);
         let mut a = self.queue_args(gpu, queue_type, &bufs);
         a.queue_percentage = percentage;
-        ioctl(&self.p, AMDKFD_IOC_CREATE_QUEUE, &mut a)?;
+        self.p.call::<CreateQueue>(&mut a)?;
         Ok((
             a.queue_id,
             QueueBufs {
@@ -332,7 +325,7 @@ impl Client {
             queue_id: id,
             pad: 0,
         };
-        ioctl(&self.p, AMDKFD_IOC_DESTROY_QUEUE, &mut d)
+        self.p.call::<DestroyQueue>(&mut d)
     }
 
     pub fn pasid(&self) -> u32 {
@@ -384,7 +377,7 @@ pub fn create_event(
         auto_reset: u32::from(auto_reset),
         ..Default::default()
     };
-    ioctl(&c.p, AMDKFD_IOC_CREATE_EVENT, &mut e).map(|_| e)
+    c.p.call::<CreateEvent>(&mut e).map(|_| e)
 }
 
 /// WAIT_EVENTS; returns the ioctl result, the wait result and the event data written back.
@@ -408,7 +401,7 @@ pub fn wait_events_data(
         timeout,
         wait_result: 99,
     };
-    let r = ioctl(&c.p, AMDKFD_IOC_WAIT_EVENTS, &mut w);
+    let r = ioctl_unchecked::<WaitEvents>(&c.p, &mut w);
     (r, w.wait_result, data)
 }
 

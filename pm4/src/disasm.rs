@@ -15,9 +15,7 @@
 
 use core::fmt::{self, Display, Formatter};
 
-use crate::decode::{
-    DecodeError, DecodeErrorKind, ErrorPolicy, Pm4Decoder, SdmaDecoder, SdmaPacket,
-};
+use crate::decode::{DecodeError, DecodeErrorKind, ErrorPolicy, Pm4Decoder, SdmaDecoder};
 use crate::hws::*;
 use crate::sdma::*;
 use crate::user::*;
@@ -85,7 +83,7 @@ macro_rules! fields {
     };
 }
 
-/// `Display` impls generated from field lists: `Type as p => "NAME" { fields }` prints
+/// `Display` impls generated from field lists: `Type as p { fields }` prints the layout's
 /// `NAME` then ` label=value` per field ([`fields!`]); `p` names the packet in expressions.
 /// `Type as p => braced ("fmt", args…) { fields }` prints the optional head, then
 /// `{label=value …}` (a bitfield shown inside another packet's line).
@@ -106,11 +104,11 @@ macro_rules! layout_display {
         }
         layout_display!($($more)*);
     };
-    ($ty:ty as $p:ident => $name:literal { $($fields:tt)* } $($more:tt)*) => {
+    ($ty:ty as $p:ident { $($fields:tt)* } $($more:tt)*) => {
         impl Display for $ty {
             fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
                 let $p = self;
-                f.write_str($name)?;
+                f.write_str(Self::NAME)?;
                 fields!(f, $p; $($fields)*);
                 Ok(())
             }
@@ -484,26 +482,26 @@ impl<S: crate::user::RegisterSpace> Display for crate::user::SetRegs<'_, S> {
 }
 
 layout_display! {
-    SetResources as p => "SET_RESOURCES" {
+    SetResources as p {
         dw1.{ hex06 vmid_mask, dec unmap_latency, dec queue_type, bit enb_xnack_retry_disable_check },
         hex018 queue_mask(),
         hex018 gws_mask(),
         dw6.{ hex06 oac_mask },
         dw7.{ dec gds_heap_base, dec gds_heap_size },
     }
-    RunList as p => "RUN_LIST" {
+    RunList as p {
         hex ib_base = p.ib_addr(),
         control.{
             dec ib_size, bit chain, bit offload_polling, bit chained_runlist_idle_disable,
             bit valid, dec process_cnt,
         },
     }
-    WriteDataRegister as p => "WRITE_DATA" {
+    WriteDataRegister as p {
         control.{ dec dst_sel, bit addr_incr, bit wr_confirm },
         hex reg = p.reg_offset,
         hex010 data,
     }
-    ReleaseMemGfx9 as p => "RELEASE_MEM" {
+    ReleaseMemGfx9 as p {
         cache.{
             dec event_type, dec event_index, dec cache_policy, bit tcl1_vol_action_ena,
             bit tc_vol_action_ena, bit tc_wb_action_ena, bit tcl1_action_ena, bit tc_action_ena,
@@ -521,30 +519,30 @@ layout_display! {
         bit glv_inv(), bit gl1_inv(), bit gl2_us(), dec gl2_range(), bit gl2_discard(),
         bit gl2_inv(), bit gl2_wb(), dec seq(), bit range_is_pa(),
     }
-    ReleaseMemGfx10 as p => "RELEASE_MEM" {
+    ReleaseMemGfx10 as p {
         cache.{
             dec event_type, dec event_index, dec gcr_cntl, dec cache_policy, bit execute,
             bit glk_inv, bit pws_enable,
         },
         with fmt_release_tail(&p.tail, true),
     }
-    AcquireMemGfx10 as p => "ACQUIRE_MEM" {
+    AcquireMemGfx10 as p {
         with fmt_range(&p.range),
         dec gcr_cntl,
     }
-    WaitRegMem as p => "WAIT_REG_MEM" {
+    WaitRegMem as p {
         with fmt_wait(p.control, p.target()),
         hex reference,
         hex mask,
         poll.{ dec poll_interval, bit optimize_ace_offload_mode },
     }
-    WaitRegMem64 as p => "WAIT_REG_MEM64" {
+    WaitRegMem64 as p {
         with fmt_wait(p.control, p.target()),
         hex reference(),
         hex mask(),
         poll.{ dec poll_interval, bit optimize_ace_offload_mode },
     }
-    IndirectBuffer as p => "INDIRECT_BUFFER" {
+    IndirectBuffer as p {
         hex ib_base = p.ib_addr(),
         control.{
             dec ib_size, bit chain, bit offload_polling, bit volatile, bit valid, dec vmid,
@@ -552,7 +550,7 @@ layout_display! {
         },
         bit priv = p.control.privileged(),
     }
-    CopyData as p => "COPY_DATA" {
+    CopyData as p {
         control.{
             dec src_sel, dec dst_sel, dec count_sel, bit wr_confirm, dec src_cache_policy,
             dec dst_cache_policy, bit pq_exe_status,
@@ -560,7 +558,7 @@ layout_display! {
         hex src(),
         hex dst(),
     }
-    DmaData as p => "DMA_DATA" {
+    DmaData as p {
         dec engine = if p.control.engine_pfp() { "PFP" } else { "ME" },
         control.{
             dec src_sel, dec dst_sel, dec src_cache_policy, dec dst_cache_policy, bit cp_sync,
@@ -571,14 +569,14 @@ layout_display! {
             dec byte_count, bit sas, bit das, bit saic, bit daic, bit raw_wait, bit dis_wc,
         },
     }
-    EventWrite as p => "EVENT_WRITE" {
+    EventWrite as p {
         with fmt_event(p.control),
     }
-    EventWriteAddr as p => "EVENT_WRITE" {
+    EventWriteAddr as p {
         with fmt_event(p.control),
         hex addr(),
     }
-    DispatchDirect as p => "DISPATCH_DIRECT" {
+    DispatchDirect as p {
         dec dim_x,
         dec dim_y,
         dec dim_z,
@@ -595,14 +593,14 @@ layout_display! {
 // ---------------------------------------------------------------------------------------
 
 layout_display! {
-    SdmaCopyLinear as p => "SDMA_COPY_LINEAR" {
+    SdmaCopyLinear as p {
         dec bytes = p.byte_count(),
         hex src(),
         hex dst(),
         header.{ bit encrypt, bit tmz, bit backwards },
         params.{ dec src_sw, dec dst_sw, dec src_cache_policy, dec dst_cache_policy },
     }
-    SdmaCopyLinearBroadcast as p => "SDMA_COPY_LINEAR_BROADCAST" {
+    SdmaCopyLinearBroadcast as p {
         dec bytes = p.byte_count(),
         hex src(),
         hex dst1 = p.dsts()[0],
@@ -613,42 +611,42 @@ layout_display! {
             dec dst2_cache_policy,
         },
     }
-    SdmaCopyLinearSubWind as p => "SDMA_COPY_LINEAR_SUB_WIND" {
+    SdmaCopyLinearSubWind as p {
         header.{ dec elementsize, bit tmz },
         with fmt_surface("src", p.src()),
         with fmt_surface("dst", p.dst()),
         dec rect = Joined(p.rect(), "x"),
         rect_z.{ dec src_sw, dec dst_sw, dec src_cache_policy, dec dst_cache_policy },
     }
-    SdmaWrite<'_> as p => "SDMA_WRITE_LINEAR" {
+    SdmaWrite<'_> as p {
         hex dst(),
         bit tmz = p.head.header.tmz(),
         dec sw = p.head.count.sw(),
         dec count = p.data.len(),
         data data,
     }
-    SdmaFence as p => "SDMA_FENCE" {
+    SdmaFence as p {
         hex addr(),
         hex data,
         header.{ dec mtype, bit gcc, bit sys, bit snp, bit gpa, dec l2_policy },
     }
-    SdmaTrap as p => "SDMA_TRAP" {
+    SdmaTrap as p {
         context.{ hex int_context },
     }
-    SdmaPollRegmem as p => "SDMA_POLL_REGMEM" {
+    SdmaPollRegmem as p {
         header.{ dec func, bit mem_poll, bit hdp_flush },
         hex addr(),
         hex reference,
         hex mask,
         interval.{ dec interval, hex retry_count },
     }
-    SdmaConstantFill as p => "SDMA_CONSTANT_FILL" {
+    SdmaConstantFill as p {
         hex dst(),
         hex data,
         dec bytes = p.byte_count(),
         header.{ dec fillsize, dec sw },
     }
-    SdmaIndirect as p => "SDMA_INDIRECT" {
+    SdmaIndirect as p {
         hex base(),
         dec ib_size,
         header.{ dec vmid },
@@ -682,36 +680,19 @@ fn fmt_surface(f: &mut Formatter<'_>, side: &str, s: SubWindSurface) -> fmt::Res
 impl Display for SdmaNop<'_> {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         if self.payload.is_empty() {
-            f.write_str("SDMA_NOP")
+            f.write_str(Self::NAME)
         } else {
-            write!(f, "SDMA_NOP count={}", self.header.count())
+            write!(f, "{} count={}", Self::NAME, self.header.count())
         }
     }
 }
 
 impl Display for SdmaTimestamp {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        let (name, v) = (Self::NAME, self.operand());
         match self.header.sub_op() {
-            TimestampOp::Set => write!(f, "SDMA_TIMESTAMP op=SET value={:#x}", self.operand()),
-            op => write!(f, "SDMA_TIMESTAMP op={op} addr={:#x}", self.operand()),
-        }
-    }
-}
-
-impl Display for SdmaPacket<'_> {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        match self {
-            SdmaPacket::Nop(p) => p.fmt(f),
-            SdmaPacket::CopyLinear(p) => p.fmt(f),
-            SdmaPacket::CopyLinearBroadcast(p) => p.fmt(f),
-            SdmaPacket::CopyLinearSubWind(p) => p.fmt(f),
-            SdmaPacket::Write(p) => p.fmt(f),
-            SdmaPacket::Indirect(p) => p.fmt(f),
-            SdmaPacket::Fence(p) => p.fmt(f),
-            SdmaPacket::Trap(p) => p.fmt(f),
-            SdmaPacket::PollRegmem(p) => p.fmt(f),
-            SdmaPacket::ConstantFill(p) => p.fmt(f),
-            SdmaPacket::Timestamp(p) => p.fmt(f),
+            TimestampOp::Set => write!(f, "{name} op=SET value={v:#x}"),
+            op => write!(f, "{name} op={op} addr={v:#x}"),
         }
     }
 }

@@ -483,7 +483,9 @@ impl<S: crate::user::RegisterSpace> Display for crate::user::SetRegs<'_, S> {
 
 layout_display! {
     SetResources as p {
-        dw1.{ hex06 vmid_mask, dec unmap_latency, dec queue_type, bit enb_xnack_retry_disable_check },
+        dw1.{
+            hex06 vmid_mask, dec unmap_latency, dec queue_type, bit enb_xnack_retry_disable_check,
+        },
         hex018 queue_mask(),
         hex018 gws_mask(),
         dw6.{ hex06 oac_mask },

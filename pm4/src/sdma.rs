@@ -7,15 +7,15 @@
 //! header bits and the broadcast copy depend on the SDMA IP version.
 //!
 //! Every opcode is declared once, in the table `sdma_packets!` below (one row per opcode,
-//! one layout per decoded sub-op: variant, type, length, name): the [`SdmaOpcode`]
-//! constants and names, [`SdmaPacket`] with its name, opcode, [`Encode`] and `Display`
-//! dispatch, each fixed layout's `DWORDS`/`NAME`/`to_dwords`/[`Encode`] and [`SdmaBody`],
-//! and the decoder's dispatch on `op`/`sub_op` all come from it. A layout's fields are
-//! its struct's fields; its disassembly is generated from a field list in
-//! [`disasm`](crate::disasm).
+//! one layout per decoded sub-op: variant, type, length, name and, for a fixed layout, its
+//! dword fields): the [`SdmaOpcode`] constants and names, the fixed layouts' structs,
+//! [`SdmaPacket`] with its name, opcode, [`Encode`] and `Display` dispatch, each fixed
+//! layout's `DWORDS`/`NAME`/`to_dwords`/[`Encode`] and [`SdmaBody`], and the decoder's
+//! dispatch on `op`/`sub_op` all come from it. Each layout's disassembly is generated from a
+//! field list in [`disasm`](crate::disasm).
 //!
-//! Adding a packet: its layout struct with `validate(gen)`, one row in the table, a
-//! `layout_display!` row in `disasm.rs`, and an arm in each executor that matches on
+//! Adding a packet: its dword bitfields, a row in the table, `validate(gen)` on the layout,
+//! a `layout_display!` row in `disasm.rs`, and an arm in each executor that matches on
 //! [`SdmaPacket`] (the matches are exhaustive).
 //!
 //! ```
@@ -61,7 +61,11 @@ pub trait SdmaBody<'a>: Sized + Encode + fmt::Display {
 /// an [`SdmaBody`] that reads its dwords and checks them with `validate(gen)`; a layout with
 /// a payload (`Type<'a>`) gets `NAME` and implements [`SdmaBody`] by hand.
 macro_rules! sdma_layout {
-    ($ty:ident : $dwords:literal, $name:literal) => {
+    ($(#[$sm:meta])* $ty:ident : $dwords:literal, $name:literal { $($body:tt)* }) => {
+        zc_packet! {
+            $(#[$sm])*
+            pub struct $ty { $($body)* }
+        }
         fixed_layout!($ty, $dwords, $name);
 
         impl<'a> SdmaBody<'a> for $ty {
@@ -78,7 +82,7 @@ macro_rules! sdma_layout {
             }
         }
     };
-    ($ty:ident < $lt:lifetime >, $name:literal) => {
+    ($(#[$sm:meta])* $ty:ident < $lt:lifetime >, $name:literal) => {
         impl $ty<'_> {
             /// The packet's name as the disassembler prints it.
             pub const NAME: &'static str = $name;
@@ -87,18 +91,24 @@ macro_rules! sdma_layout {
 }
 
 /// The SDMA packet table. A row is `NAME = op` for an opcode the crate knows but does not
-/// decode, or `NAME = op => { sub_op [if guard] => Variant(Type[: dwords]) "NAME", … }` for
-/// one it decodes: the first layout whose sub-op pattern matches (and whose `guard(dw0,
-/// gen)` holds) decodes the packet. From it come the [`SdmaOpcode`] constants and
-/// [`SdmaOpcode::name`], [`SdmaPacket`] with its `name`, [`Encode`] and `Display`, each fixed
-/// layout's `DWORDS`/`NAME`/`to_dwords`/[`Encode`], and the decoder's dispatch.
+/// decode, or `NAME = op => { layout, … }` for one it decodes, where a layout is
+/// `[docs] sub_op [if guard] => Variant(Type[: dwords]) "NAME" [{ fields }]`: the first
+/// layout whose sub-op pattern matches (and whose `guard(dw0, gen)` holds) decodes the
+/// packet. A fixed layout (`Type: dwords`) lists its dword fields here and the table defines
+/// its struct; a layout with a payload (`Type<'a>`) is defined by hand. From the table come
+/// the [`SdmaOpcode`] constants and [`SdmaOpcode::name`], [`SdmaPacket`] with its `name`,
+/// `opcode`, [`Encode`] and `Display`, each fixed layout's struct, `DWORDS`/`NAME`/
+/// `to_dwords`/[`Encode`] and [`SdmaBody`], and the decoder's dispatch.
 macro_rules! sdma_packets {
     ($(
         $(#[$m:meta])*
         $op:ident = $value:literal
         $( => { $(
+            $(#[$sm:meta])*
             $sub:pat $(if $guard:ident)? =>
-                $variant:ident ( $ty:ident $(< $lt:lifetime >)? $(: $dwords:literal)? ) $name:literal
+                $variant:ident ( $ty:ident $(< $lt:lifetime >)? $(: $dwords:literal)? )
+                $name:literal
+                $({ $($body:tt)* })?
         ),+ $(,)? } )? ,
     )+) => {
         impl SdmaOpcode {
@@ -113,7 +123,9 @@ macro_rules! sdma_packets {
             }
         }
 
-        $( $( $( sdma_layout!($ty $(< $lt >)? $(: $dwords)?, $name); )+ )? )+
+        $( $( $(
+            sdma_layout!($(#[$sm])* $ty $(< $lt >)? $(: $dwords)?, $name $({ $($body)* })?);
+        )+ )? )+
 
         /// A typed SDMA packet: one variant per layout of the [packet table](crate::sdma).
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -198,34 +210,202 @@ sdma_packets! {
     /// Copy. The broadcast bit makes a COPY_LINEAR two dwords longer where the engine has it;
     /// elsewhere it is a reserved bit of the 7-dword packet.
     COPY = 1 => {
+        /// COPY_LINEAR with the broadcast bit (op 1, sub-op 0, dw0 `[27]`), 9 dwords: the same
+        /// bytes from one source to two destinations (SDMA 4.4+, [`has_broadcast_copy`]; what
+        /// ROCr's broadcast copy and kfdtest's two-destination copy write).
         0 if is_broadcast_copy =>
-            CopyLinearBroadcast(SdmaCopyLinearBroadcast: 9) "SDMA_COPY_LINEAR_BROADCAST",
-        0 => CopyLinear(SdmaCopyLinear: 7) "SDMA_COPY_LINEAR",
+            CopyLinearBroadcast(SdmaCopyLinearBroadcast: 9) "SDMA_COPY_LINEAR_BROADCAST" {
+            /// dw0 (broadcast set).
+            pub header: SdmaCopyHeader,
+            /// dw1: bytes − 1.
+            pub count: u32,
+            /// dw2: swaps and cache policies.
+            pub params: SdmaBroadcastParams,
+            /// dw3: source address bits 31:0.
+            pub src_lo: u32,
+            /// dw4: source address bits 63:32.
+            pub src_hi: u32,
+            /// dw5: first destination bits 31:0.
+            pub dst1_lo: u32,
+            /// dw6: first destination bits 63:32.
+            pub dst1_hi: u32,
+            /// dw7: second destination bits 31:0.
+            pub dst2_lo: u32,
+            /// dw8: second destination bits 63:32.
+            pub dst2_hi: u32,
+        },
+        /// COPY_LINEAR (op 1, sub-op 0), 7 dwords.
+        0 => CopyLinear(SdmaCopyLinear: 7) "SDMA_COPY_LINEAR" {
+            /// dw0.
+            pub header: SdmaCopyHeader,
+            /// dw1: bytes − 1.
+            pub count: u32,
+            /// dw2: swap and cache policies.
+            pub params: SdmaCopyParams,
+            /// dw3: source address bits 31:0.
+            pub src_lo: u32,
+            /// dw4: source address bits 63:32.
+            pub src_hi: u32,
+            /// dw5: destination address bits 31:0.
+            pub dst_lo: u32,
+            /// dw6: destination address bits 63:32.
+            pub dst_hi: u32,
+        },
+        /// COPY_LINEAR_SUB_WIND (op 1, sub-op 4), 13 dwords: copies a `rect_x × rect_y ×
+        /// rect_z` box of elements between two pitched linear surfaces (what ROCr emits for
+        /// `hsa_amd_memory_async_copy_rect`, i.e. `hipMemcpy2D`/`hipMemcpy3D`).
+        ///
+        /// Layout (the same on SDMA 4, 5 and 6; facts from the Linux kernel's
+        /// `vega10_sdma_pkt_open.h` `SDMA_PKT_COPY_LINEAR_SUBWIN` field masks and shifts, the
+        /// SDMA 6 cache-policy bits from the SDMA 6 packet header, the minus-one encodings from
+        /// how ROCr's `BuildCopyRectCommand` fills the packet):
+        ///
+        /// | dw | bits | field |
+        /// |----|------|-------|
+        /// | 0 | `[7:0]` op = 1, `[15:8]` sub_op = 4, `[18]` tmz, `[31:29]` elementsize | header |
+        /// | 1, 2 | | source address bits 31:0 (dword aligned), 63:32 |
+        /// | 3 | `[13:0]` src_x, `[29:16]` src_y | source origin |
+        /// | 4 | `[10:0]` src_z, `[31:13]` src_pitch − 1 | |
+        /// | 5 | `[27:0]` src_slice_pitch − 1 | |
+        /// | 6, 7 | | destination address bits 31:0 (dword aligned), 63:32 |
+        /// | 8 | `[13:0]` dst_x, `[29:16]` dst_y | destination origin |
+        /// | 9 | `[10:0]` dst_z, `[31:13]` dst_pitch − 1 | |
+        /// | 10 | `[27:0]` dst_slice_pitch − 1 | |
+        /// | 11 | `[13:0]` rect_x − 1, `[29:16]` rect_y − 1 | rectangle |
+        /// | 12 | `[10:0]` rect_z − 1, `[17:16]` dst_sw, `[20:18]` dst_cache_policy (SDMA 6), `[25:24]` src_sw, `[28:26]` src_cache_policy (SDMA 6) | |
+        ///
+        /// Units: an element is `1 << elementsize` bytes; x, the pitches and the rectangle's
+        /// width count elements, y and the height rows, z and the depth slices. The element at
+        /// `(x, y, z)` of a surface is at byte `addr + ((x + y·pitch + z·slice_pitch) <<
+        /// elementsize)`.
         SDMA_SUBOP_COPY_LINEAR_SUB_WIND =>
-            CopyLinearSubWind(SdmaCopyLinearSubWind: 13) "SDMA_COPY_LINEAR_SUB_WIND",
+            CopyLinearSubWind(SdmaCopyLinearSubWind: 13) "SDMA_COPY_LINEAR_SUB_WIND" {
+            /// dw0.
+            pub header: SdmaSubWindHeader,
+            /// dw1: source address bits 31:0.
+            pub src_lo: u32,
+            /// dw2: source address bits 63:32.
+            pub src_hi: u32,
+            /// dw3: source x, y.
+            pub src_xy: SdmaSubWindXy,
+            /// dw4: source z, pitch − 1.
+            pub src_z_pitch: SdmaSubWindZPitch,
+            /// dw5: source slice pitch − 1 (`[27:0]`).
+            pub src_slice_pitch: u32,
+            /// dw6: destination address bits 31:0.
+            pub dst_lo: u32,
+            /// dw7: destination address bits 63:32.
+            pub dst_hi: u32,
+            /// dw8: destination x, y.
+            pub dst_xy: SdmaSubWindXy,
+            /// dw9: destination z, pitch − 1.
+            pub dst_z_pitch: SdmaSubWindZPitch,
+            /// dw10: destination slice pitch − 1 (`[27:0]`).
+            pub dst_slice_pitch: u32,
+            /// dw11: rectangle width − 1 (`x`), height − 1 (`y`).
+            pub rect_xy: SdmaSubWindXy,
+            /// dw12: rectangle depth − 1, swaps, cache policies.
+            pub rect_z: SdmaSubWindRectZ,
+        },
     },
     /// Write.
     WRITE = 2 => { 0 => Write(SdmaWrite<'a>) "SDMA_WRITE_LINEAR" },
     /// Indirect buffer.
-    INDIRECT = 4 => { 0 => Indirect(SdmaIndirect: 6) "SDMA_INDIRECT" },
+    INDIRECT = 4 => {
+        /// INDIRECT (op 4), 6 dwords: run an SDMA IB.
+        0 => Indirect(SdmaIndirect: 6) "SDMA_INDIRECT" {
+            /// dw0.
+            pub header: SdmaIndirectHeader,
+            /// dw1: IB address bits 31:0 (32-byte aligned).
+            pub base_lo: u32,
+            /// dw2: IB address bits 63:32.
+            pub base_hi: u32,
+            /// dw3: IB size in dwords `[19:0]`.
+            pub ib_size: u32,
+            /// dw4: context-save area bits 31:0.
+            pub csa_lo: u32,
+            /// dw5: context-save area bits 63:32.
+            pub csa_hi: u32,
+        },
+    },
     /// Fence (32-bit memory write).
-    FENCE = 5 => { 0 => Fence(SdmaFence: 4) "SDMA_FENCE" },
+    FENCE = 5 => {
+        /// FENCE (op 5), 4 dwords: writes 32-bit `data` to `addr`.
+        0 => Fence(SdmaFence: 4) "SDMA_FENCE" {
+            /// dw0.
+            pub header: SdmaFenceHeader,
+            /// dw1: address bits 31:0 (dword aligned).
+            pub addr_lo: u32,
+            /// dw2: address bits 63:32.
+            pub addr_hi: u32,
+            /// dw3: the value.
+            pub data: u32,
+        },
+    },
     /// Trap (interrupt).
-    TRAP = 6 => { 0 => Trap(SdmaTrap: 2) "SDMA_TRAP" },
+    TRAP = 6 => {
+        /// TRAP (op 6), 2 dwords: raises an interrupt with a 28-bit context.
+        0 => Trap(SdmaTrap: 2) "SDMA_TRAP" {
+            /// dw0.
+            pub header: SdmaHeader,
+            /// dw1.
+            pub context: SdmaTrapContext,
+        },
+    },
     /// Semaphore.
     SEM = 7,
     /// Poll register/memory.
-    POLL_REGMEM = 8 => { 0 => PollRegmem(SdmaPollRegmem: 6) "SDMA_POLL_REGMEM" },
+    POLL_REGMEM = 8 => {
+        /// POLL_REGMEM (op 8, sub-op 0), 6 dwords.
+        0 => PollRegmem(SdmaPollRegmem: 6) "SDMA_POLL_REGMEM" {
+            /// dw0.
+            pub header: SdmaPollHeader,
+            /// dw1: address bits 31:0 (memory) or register byte offset (`reg << 2`).
+            pub addr_lo: u32,
+            /// dw2: address bits 63:32.
+            pub addr_hi: u32,
+            /// dw3: reference.
+            pub reference: u32,
+            /// dw4: mask.
+            pub mask: u32,
+            /// dw5: interval and retry count.
+            pub interval: SdmaPollInterval,
+        },
+    },
     /// Conditional execute.
     COND_EXE = 9,
     /// Atomic.
     ATOMIC = 10,
     /// Constant fill.
-    CONST_FILL = 11 => { 0 => ConstantFill(SdmaConstantFill: 5) "SDMA_CONSTANT_FILL" },
+    CONST_FILL = 11 => {
+        /// CONSTANT_FILL (op 11), 5 dwords.
+        0 => ConstantFill(SdmaConstantFill: 5) "SDMA_CONSTANT_FILL" {
+            /// dw0.
+            pub header: SdmaFillHeader,
+            /// dw1: destination bits 31:0.
+            pub dst_lo: u32,
+            /// dw2: destination bits 63:32.
+            pub dst_hi: u32,
+            /// dw3: the fill value.
+            pub data: u32,
+            /// dw4: bytes − 1 (with dword fill the two LSBs are ignored).
+            pub count: u32,
+        },
+    },
     /// PTE/PDE generation.
     PTEPDE = 12,
     /// Timestamp (sub-ops SET 0, GET 1, GET_GLOBAL 2).
-    TIMESTAMP = 13 => { 0..=2 => Timestamp(SdmaTimestamp: 3) "SDMA_TIMESTAMP" },
+    TIMESTAMP = 13 => {
+        /// TIMESTAMP (op 13), 3 dwords: SET (value) or GET/GET_GLOBAL (qword address).
+        0..=2 => Timestamp(SdmaTimestamp: 3) "SDMA_TIMESTAMP" {
+            /// dw0.
+            pub header: SdmaTimestampHeader,
+            /// dw1: address bits 31:3 / value bits 31:0.
+            pub lo: u32,
+            /// dw2: address bits 63:32 / value bits 63:32.
+            pub hi: u32,
+        },
+    },
     /// SRBM register write.
     SRBM_WRITE = 14,
     /// Pre-execute.
@@ -585,25 +765,7 @@ impl SdmaCopyParams {
 const COPY_PARAMS_SDMA6_ONLY: u32 = (0b111 << SdmaCopyParams::DST_CACHE_POLICY_OFFSET)
     | (0b111 << SdmaCopyParams::SRC_CACHE_POLICY_OFFSET);
 
-zc_packet! {
-    /// COPY_LINEAR (op 1, sub-op 0), 7 dwords.
-    pub struct SdmaCopyLinear {
-        /// dw0.
-        pub header: SdmaCopyHeader,
-        /// dw1: bytes − 1.
-        pub count: u32,
-        /// dw2: swap and cache policies.
-        pub params: SdmaCopyParams,
-        /// dw3: source address bits 31:0.
-        pub src_lo: u32,
-        /// dw4: source address bits 63:32.
-        pub src_hi: u32,
-        /// dw5: destination address bits 31:0.
-        pub dst_lo: u32,
-        /// dw6: destination address bits 63:32.
-        pub dst_hi: u32,
-    }
-}
+// [`SdmaCopyLinear`]'s dwords: its row of the packet table (`sdma_packets!`).
 
 impl SdmaCopyLinear {
     /// A copy of `bytes` (1..=[`max_copy_bytes`]) from `src` to `dst`.
@@ -702,31 +864,7 @@ impl SdmaBroadcastParams {
     pub const RESERVED_MASK: u32 = BROADCAST_PARAMS_RESERVED;
 }
 
-zc_packet! {
-    /// COPY_LINEAR with the broadcast bit (op 1, sub-op 0, dw0 `[27]`), 9 dwords: the same
-    /// bytes from one source to two destinations (SDMA 4.4+, [`has_broadcast_copy`]; what
-    /// ROCr's broadcast copy and kfdtest's two-destination copy write).
-    pub struct SdmaCopyLinearBroadcast {
-        /// dw0 (broadcast set).
-        pub header: SdmaCopyHeader,
-        /// dw1: bytes − 1.
-        pub count: u32,
-        /// dw2: swaps and cache policies.
-        pub params: SdmaBroadcastParams,
-        /// dw3: source address bits 31:0.
-        pub src_lo: u32,
-        /// dw4: source address bits 63:32.
-        pub src_hi: u32,
-        /// dw5: first destination bits 31:0.
-        pub dst1_lo: u32,
-        /// dw6: first destination bits 63:32.
-        pub dst1_hi: u32,
-        /// dw7: second destination bits 31:0.
-        pub dst2_lo: u32,
-        /// dw8: second destination bits 63:32.
-        pub dst2_hi: u32,
-    }
-}
+// [`SdmaCopyLinearBroadcast`]'s dwords: its row of the packet table (`sdma_packets!`).
 
 impl SdmaCopyLinearBroadcast {
     /// A copy of `bytes` (1..=[`max_copy_bytes`]) from `src` to both `dst1` and `dst2`; an
@@ -910,63 +1048,7 @@ const SUB_WIND_RECT_Z_RESERVED: u32 = reserved_mask!(SdmaSubWindRectZ:
 const SUB_WIND_RECT_Z_SDMA6_ONLY: u32 = (0b111 << SdmaSubWindRectZ::DST_CACHE_POLICY_OFFSET)
     | (0b111 << SdmaSubWindRectZ::SRC_CACHE_POLICY_OFFSET);
 
-zc_packet! {
-    /// COPY_LINEAR_SUB_WIND (op 1, sub-op 4), 13 dwords: copies a `rect_x × rect_y ×
-    /// rect_z` box of elements between two pitched linear surfaces (what ROCr emits for
-    /// `hsa_amd_memory_async_copy_rect`, i.e. `hipMemcpy2D`/`hipMemcpy3D`).
-    ///
-    /// Layout (the same on SDMA 4, 5 and 6; facts from the Linux kernel's
-    /// `vega10_sdma_pkt_open.h` `SDMA_PKT_COPY_LINEAR_SUBWIN` field masks and shifts, the
-    /// SDMA 6 cache-policy bits from the SDMA 6 packet header, the minus-one encodings from
-    /// how ROCr's `BuildCopyRectCommand` fills the packet):
-    ///
-    /// | dw | bits | field |
-    /// |----|------|-------|
-    /// | 0 | `[7:0]` op = 1, `[15:8]` sub_op = 4, `[18]` tmz, `[31:29]` elementsize | header |
-    /// | 1, 2 | | source address bits 31:0 (dword aligned), 63:32 |
-    /// | 3 | `[13:0]` src_x, `[29:16]` src_y | source origin |
-    /// | 4 | `[10:0]` src_z, `[31:13]` src_pitch − 1 | |
-    /// | 5 | `[27:0]` src_slice_pitch − 1 | |
-    /// | 6, 7 | | destination address bits 31:0 (dword aligned), 63:32 |
-    /// | 8 | `[13:0]` dst_x, `[29:16]` dst_y | destination origin |
-    /// | 9 | `[10:0]` dst_z, `[31:13]` dst_pitch − 1 | |
-    /// | 10 | `[27:0]` dst_slice_pitch − 1 | |
-    /// | 11 | `[13:0]` rect_x − 1, `[29:16]` rect_y − 1 | rectangle |
-    /// | 12 | `[10:0]` rect_z − 1, `[17:16]` dst_sw, `[20:18]` dst_cache_policy (SDMA 6), `[25:24]` src_sw, `[28:26]` src_cache_policy (SDMA 6) | |
-    ///
-    /// Units: an element is `1 << elementsize` bytes; x, the pitches and the rectangle's
-    /// width count elements, y and the height rows, z and the depth slices. The element at
-    /// `(x, y, z)` of a surface is at byte `addr + ((x + y·pitch + z·slice_pitch) <<
-    /// elementsize)`.
-    pub struct SdmaCopyLinearSubWind {
-        /// dw0.
-        pub header: SdmaSubWindHeader,
-        /// dw1: source address bits 31:0.
-        pub src_lo: u32,
-        /// dw2: source address bits 63:32.
-        pub src_hi: u32,
-        /// dw3: source x, y.
-        pub src_xy: SdmaSubWindXy,
-        /// dw4: source z, pitch − 1.
-        pub src_z_pitch: SdmaSubWindZPitch,
-        /// dw5: source slice pitch − 1 (`[27:0]`).
-        pub src_slice_pitch: u32,
-        /// dw6: destination address bits 31:0.
-        pub dst_lo: u32,
-        /// dw7: destination address bits 63:32.
-        pub dst_hi: u32,
-        /// dw8: destination x, y.
-        pub dst_xy: SdmaSubWindXy,
-        /// dw9: destination z, pitch − 1.
-        pub dst_z_pitch: SdmaSubWindZPitch,
-        /// dw10: destination slice pitch − 1 (`[27:0]`).
-        pub dst_slice_pitch: u32,
-        /// dw11: rectangle width − 1 (`x`), height − 1 (`y`).
-        pub rect_xy: SdmaSubWindXy,
-        /// dw12: rectangle depth − 1, swaps, cache policies.
-        pub rect_z: SdmaSubWindRectZ,
-    }
-}
+// [`SdmaCopyLinearSubWind`]'s dwords: its row of the packet table (`sdma_packets!`).
 
 /// One side of a sub-window copy: a pitched linear surface and the box's origin in it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -1331,19 +1413,7 @@ impl SdmaFenceHeader {
 }
 const FENCE_SDMA5_ONLY: u32 = 0x03FF_0000;
 
-zc_packet! {
-    /// FENCE (op 5), 4 dwords: writes 32-bit `data` to `addr`.
-    pub struct SdmaFence {
-        /// dw0.
-        pub header: SdmaFenceHeader,
-        /// dw1: address bits 31:0 (dword aligned).
-        pub addr_lo: u32,
-        /// dw2: address bits 63:32.
-        pub addr_hi: u32,
-        /// dw3: the value.
-        pub data: u32,
-    }
-}
+// [`SdmaFence`]'s dwords: its row of the packet table (`sdma_packets!`).
 
 impl SdmaFence {
     /// A fence writing `data` to `addr` (4-byte aligned).
@@ -1384,15 +1454,7 @@ pub struct SdmaTrapContext {
     __: u8,
 }
 
-zc_packet! {
-    /// TRAP (op 6), 2 dwords: raises an interrupt with a 28-bit context.
-    pub struct SdmaTrap {
-        /// dw0.
-        pub header: SdmaHeader,
-        /// dw1.
-        pub context: SdmaTrapContext,
-    }
-}
+// [`SdmaTrap`]'s dwords: its row of the packet table (`sdma_packets!`).
 
 impl SdmaTrap {
     /// A trap with `int_context` (28 bits).
@@ -1459,23 +1521,7 @@ pub struct SdmaPollInterval {
     __: u8,
 }
 
-zc_packet! {
-    /// POLL_REGMEM (op 8, sub-op 0), 6 dwords.
-    pub struct SdmaPollRegmem {
-        /// dw0.
-        pub header: SdmaPollHeader,
-        /// dw1: address bits 31:0 (memory) or register byte offset (`reg << 2`).
-        pub addr_lo: u32,
-        /// dw2: address bits 63:32.
-        pub addr_hi: u32,
-        /// dw3: reference.
-        pub reference: u32,
-        /// dw4: mask.
-        pub mask: u32,
-        /// dw5: interval and retry count.
-        pub interval: SdmaPollInterval,
-    }
-}
+// [`SdmaPollRegmem`]'s dwords: its row of the packet table (`sdma_packets!`).
 
 impl SdmaPollRegmem {
     /// A poll of memory at `addr` (4-byte aligned) until `(value & mask) func reference`.
@@ -1550,21 +1596,7 @@ impl SdmaFillHeader {
     pub const RESERVED_MASK: u32 = FILL_HEADER_RESERVED;
 }
 
-zc_packet! {
-    /// CONSTANT_FILL (op 11), 5 dwords.
-    pub struct SdmaConstantFill {
-        /// dw0.
-        pub header: SdmaFillHeader,
-        /// dw1: destination bits 31:0.
-        pub dst_lo: u32,
-        /// dw2: destination bits 63:32.
-        pub dst_hi: u32,
-        /// dw3: the fill value.
-        pub data: u32,
-        /// dw4: bytes − 1 (with dword fill the two LSBs are ignored).
-        pub count: u32,
-    }
-}
+// [`SdmaConstantFill`]'s dwords: its row of the packet table (`sdma_packets!`).
 
 impl SdmaConstantFill {
     /// A dword fill of `bytes` at `dst` (4-byte aligned) with `data`.
@@ -1617,17 +1649,7 @@ pub struct SdmaTimestampHeader {
     __: u16,
 }
 
-zc_packet! {
-    /// TIMESTAMP (op 13), 3 dwords: SET (value) or GET/GET_GLOBAL (qword address).
-    pub struct SdmaTimestamp {
-        /// dw0.
-        pub header: SdmaTimestampHeader,
-        /// dw1: address bits 31:3 / value bits 31:0.
-        pub lo: u32,
-        /// dw2: address bits 63:32 / value bits 63:32.
-        pub hi: u32,
-    }
-}
+// [`SdmaTimestamp`]'s dwords: its row of the packet table (`sdma_packets!`).
 
 impl SdmaTimestamp {
     /// A GET or GET_GLOBAL writing the timestamp to `addr` (8-byte aligned), or a SET
@@ -1691,23 +1713,7 @@ impl SdmaIndirectHeader {
     pub const RESERVED_MASK: u32 = INDIRECT_HEADER_RESERVED;
 }
 
-zc_packet! {
-    /// INDIRECT (op 4), 6 dwords: run an SDMA IB.
-    pub struct SdmaIndirect {
-        /// dw0.
-        pub header: SdmaIndirectHeader,
-        /// dw1: IB address bits 31:0 (32-byte aligned).
-        pub base_lo: u32,
-        /// dw2: IB address bits 63:32.
-        pub base_hi: u32,
-        /// dw3: IB size in dwords `[19:0]`.
-        pub ib_size: u32,
-        /// dw4: context-save area bits 31:0.
-        pub csa_lo: u32,
-        /// dw5: context-save area bits 63:32.
-        pub csa_hi: u32,
-    }
-}
+// [`SdmaIndirect`]'s dwords: its row of the packet table (`sdma_packets!`).
 
 impl SdmaIndirect {
     /// An IB of `size_dwords` (20 bits) at `base` (32-byte aligned) run with `vmid`.

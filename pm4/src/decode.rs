@@ -30,14 +30,14 @@
 
 use core::fmt;
 
-use zerocopy::{FromBytes, IntoBytes};
+use zerocopy::IntoBytes;
 
 use crate::fields::FieldEnum;
 use crate::header::{Opcode, PacketType, Type3Header, TYPE2_FILLER};
 use crate::packets::decode_type3;
 pub use crate::packets::Packet;
 use crate::sdma::*;
-use crate::writer::{Encode, FixedPacket};
+use crate::writer::FixedPacket;
 use crate::{GfxGen, SdmaGen};
 
 /// What is wrong with a packet.
@@ -352,15 +352,6 @@ fn decode_pm4_at(words: &[u32], gen: GfxGen) -> Result<(Packet<'_>, usize), Fail
     Ok((packet, total))
 }
 
-fn wrong_length(packet: &'static str, dwords: usize, min: usize, max: usize) -> DecodeErrorKind {
-    DecodeErrorKind::WrongLength {
-        packet,
-        dwords,
-        min,
-        max,
-    }
-}
-
 /// Decodes the first packet of a PM4 stream; returns it and its length in dwords.
 pub fn decode_pm4_packet(words: &[u32], gen: GfxGen) -> Result<(Packet<'_>, usize), DecodeError> {
     decode_pm4_at(words, gen).map_err(|(kind, _)| DecodeError { offset: 0, kind })
@@ -437,76 +428,10 @@ impl core::iter::FusedIterator for Pm4Decoder<'_> {}
 // SDMA
 // ---------------------------------------------------------------------------------------
 
-/// A typed SDMA packet.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[allow(missing_docs)] // each variant is the packet type of the same name
-pub enum SdmaPacket<'a> {
-    Nop(SdmaNop<'a>),
-    CopyLinear(SdmaCopyLinear),
-    CopyLinearBroadcast(SdmaCopyLinearBroadcast),
-    CopyLinearSubWind(SdmaCopyLinearSubWind),
-    Write(SdmaWrite<'a>),
-    Indirect(SdmaIndirect),
-    Fence(SdmaFence),
-    Trap(SdmaTrap),
-    PollRegmem(SdmaPollRegmem),
-    ConstantFill(SdmaConstantFill),
-    Timestamp(SdmaTimestamp),
-}
+pub use crate::sdma::SdmaPacket;
 
-impl SdmaPacket<'_> {
-    /// The packet name as the disassembler prints it.
-    pub fn name(&self) -> &'static str {
-        match self {
-            SdmaPacket::Nop(_) => "SDMA_NOP",
-            SdmaPacket::CopyLinear(_) => SdmaCopyLinear::NAME,
-            SdmaPacket::CopyLinearBroadcast(_) => SdmaCopyLinearBroadcast::NAME,
-            SdmaPacket::CopyLinearSubWind(_) => SdmaCopyLinearSubWind::NAME,
-            SdmaPacket::Write(_) => "SDMA_WRITE_LINEAR",
-            SdmaPacket::Indirect(_) => SdmaIndirect::NAME,
-            SdmaPacket::Fence(_) => SdmaFence::NAME,
-            SdmaPacket::Trap(_) => SdmaTrap::NAME,
-            SdmaPacket::PollRegmem(_) => SdmaPollRegmem::NAME,
-            SdmaPacket::ConstantFill(_) => SdmaConstantFill::NAME,
-            SdmaPacket::Timestamp(_) => SdmaTimestamp::NAME,
-        }
-    }
-}
-
-impl Encode for SdmaPacket<'_> {
-    fn dwords(&self) -> usize {
-        match self {
-            SdmaPacket::Nop(p) => p.dwords(),
-            SdmaPacket::CopyLinear(p) => p.dwords(),
-            SdmaPacket::CopyLinearBroadcast(p) => p.dwords(),
-            SdmaPacket::CopyLinearSubWind(p) => p.dwords(),
-            SdmaPacket::Write(p) => p.dwords(),
-            SdmaPacket::Indirect(p) => p.dwords(),
-            SdmaPacket::Fence(p) => p.dwords(),
-            SdmaPacket::Trap(p) => p.dwords(),
-            SdmaPacket::PollRegmem(p) => p.dwords(),
-            SdmaPacket::ConstantFill(p) => p.dwords(),
-            SdmaPacket::Timestamp(p) => p.dwords(),
-        }
-    }
-    fn encode_into(&self, out: &mut [u32]) -> Result<usize, crate::error::WriteError> {
-        match self {
-            SdmaPacket::Nop(p) => p.encode_into(out),
-            SdmaPacket::CopyLinear(p) => p.encode_into(out),
-            SdmaPacket::CopyLinearBroadcast(p) => p.encode_into(out),
-            SdmaPacket::CopyLinearSubWind(p) => p.encode_into(out),
-            SdmaPacket::Write(p) => p.encode_into(out),
-            SdmaPacket::Indirect(p) => p.encode_into(out),
-            SdmaPacket::Fence(p) => p.encode_into(out),
-            SdmaPacket::Trap(p) => p.encode_into(out),
-            SdmaPacket::PollRegmem(p) => p.encode_into(out),
-            SdmaPacket::ConstantFill(p) => p.encode_into(out),
-            SdmaPacket::Timestamp(p) => p.encode_into(out),
-        }
-    }
-}
-
-fn sdma_fixed<T: FixedPacket>(rest: &[u32]) -> Result<(T, usize), DecodeErrorKind> {
+/// Reads a fixed-size SDMA packet from the start of `rest`.
+pub(crate) fn sdma_fixed<T: FixedPacket>(rest: &[u32]) -> Result<(T, usize), DecodeErrorKind> {
     let Some(body) = rest.get(..T::DWORDS) else {
         return Err(DecodeErrorKind::Truncated {
             packet: T::NAME,
@@ -525,77 +450,7 @@ fn decode_sdma_at(rest: &[u32], gen: SdmaGen) -> Result<(SdmaPacket<'_>, usize),
             available: 0,
         });
     };
-    let op = SdmaOpcode(raw as u8);
-    let sub_op = (raw >> 8) as u8;
-    macro_rules! fixed_op {
-        ($variant:ident, $ty:ty) => {{
-            let (p, n): ($ty, usize) = sdma_fixed(rest)?;
-            p.validate(gen)?;
-            (SdmaPacket::$variant(p), n)
-        }};
-    }
-    Ok(match (op, sub_op) {
-        (SdmaOpcode::NOP, _) => {
-            let header = SdmaNopHeader::from_bits(raw);
-            let n = header.count() as usize + 1;
-            let Some(body) = rest.get(..n) else {
-                return Err(DecodeErrorKind::Truncated {
-                    packet: "SDMA_NOP",
-                    needed: n,
-                    available: rest.len(),
-                });
-            };
-            let p = SdmaNop {
-                header,
-                payload: body.get(1..).unwrap_or_default(),
-            };
-            p.validate()?;
-            (SdmaPacket::Nop(p), n)
-        }
-        // The broadcast bit makes a COPY_LINEAR two dwords longer where the engine has it;
-        // elsewhere it is a reserved bit of the 7-dword packet.
-        (SdmaOpcode::COPY, 0)
-            if SdmaCopyHeader::from_bits(raw).broadcast() && has_broadcast_copy(gen) =>
-        {
-            fixed_op!(CopyLinearBroadcast, SdmaCopyLinearBroadcast)
-        }
-        (SdmaOpcode::COPY, 0) => fixed_op!(CopyLinear, SdmaCopyLinear),
-        (SdmaOpcode::COPY, SDMA_SUBOP_COPY_LINEAR_SUB_WIND) => {
-            fixed_op!(CopyLinearSubWind, SdmaCopyLinearSubWind)
-        }
-        (SdmaOpcode::WRITE, 0) => {
-            let Some(head) = rest.get(..4) else {
-                return Err(DecodeErrorKind::Truncated {
-                    packet: "SDMA_WRITE_LINEAR",
-                    needed: 4,
-                    available: rest.len(),
-                });
-            };
-            let head = SdmaWriteHead::read_from_bytes(head.as_bytes())
-                .map_err(|_| wrong_length("SDMA_WRITE_LINEAR", 4, 5, 5))?;
-            let n = 4 + head.count.count() as usize + 1;
-            let Some(data) = rest.get(4..n) else {
-                return Err(DecodeErrorKind::Truncated {
-                    packet: "SDMA_WRITE_LINEAR",
-                    needed: n,
-                    available: rest.len(),
-                });
-            };
-            let p = SdmaWrite { head, data };
-            p.validate(gen)?;
-            (SdmaPacket::Write(p), n)
-        }
-        (SdmaOpcode::INDIRECT, 0) => fixed_op!(Indirect, SdmaIndirect),
-        (SdmaOpcode::FENCE, 0) => fixed_op!(Fence, SdmaFence),
-        (SdmaOpcode::TRAP, 0) => fixed_op!(Trap, SdmaTrap),
-        (SdmaOpcode::POLL_REGMEM, 0) => fixed_op!(PollRegmem, SdmaPollRegmem),
-        (SdmaOpcode::CONST_FILL, 0) => fixed_op!(ConstantFill, SdmaConstantFill),
-        (SdmaOpcode::TIMESTAMP, 0..=2) => fixed_op!(Timestamp, SdmaTimestamp),
-        (op, sub_op) if op.name().is_some() => {
-            return Err(DecodeErrorKind::UnsupportedSdmaOpcode { op, sub_op })
-        }
-        (op, sub_op) => return Err(DecodeErrorKind::UnknownSdmaOpcode { op: op.0, sub_op }),
-    })
+    crate::sdma::decode_sdma_body(rest, raw, gen)
 }
 
 /// Decodes the first packet of an SDMA stream; returns it and its length in dwords.

@@ -15,9 +15,7 @@
 
 use core::fmt::{self, Display, Formatter};
 
-use crate::decode::{
-    DecodeError, DecodeErrorKind, ErrorPolicy, Pm4Decoder, SdmaDecoder, SdmaPacket,
-};
+use crate::decode::{DecodeError, DecodeErrorKind, ErrorPolicy, Pm4Decoder, SdmaDecoder};
 use crate::hws::*;
 use crate::sdma::*;
 use crate::user::*;
@@ -27,39 +25,113 @@ fn b(v: bool) -> u8 {
     v as u8
 }
 
-impl Display for SetResources {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        let d = self.dw1;
-        write!(
-            f,
-            "SET_RESOURCES vmid_mask={:#06x} unmap_latency={} queue_type={} enb_xnack_retry_disable_check={} queue_mask={:#018x} gws_mask={:#018x} oac_mask={:#06x} gds_heap_base={} gds_heap_size={}",
-            d.vmid_mask(),
-            d.unmap_latency(),
-            d.queue_type(),
-            b(d.enb_xnack_retry_disable_check()),
-            self.queue_mask(),
-            self.gws_mask(),
-            self.dw6.oac_mask(),
-            self.dw7.gds_heap_base(),
-            self.dw7.gds_heap_size()
-        )
-    }
+/// Writes one ` label=value` of a generated `Display`; the kind names the value's format:
+/// `dec` (`Display`), `bit` (a bool as 0/1), `hex` (`{:#x}`), `hex06`/`hex010`/`hex018`
+/// (zero-padded), `data` (a dword list, [`fmt_data`]), `with` (a helper that writes its own
+/// text, called as `helper(f, args…)`).
+macro_rules! put {
+    ($f:ident, dec, $l:ident, $v:expr) => {
+        write!($f, concat!(" ", stringify!($l), "={}"), $v)?
+    };
+    ($f:ident, bit, $l:ident, $v:expr) => {
+        write!($f, concat!(" ", stringify!($l), "={}"), b($v))?
+    };
+    ($f:ident, hex, $l:ident, $v:expr) => {
+        write!($f, concat!(" ", stringify!($l), "={:#x}"), $v)?
+    };
+    ($f:ident, hex06, $l:ident, $v:expr) => {
+        write!($f, concat!(" ", stringify!($l), "={:#06x}"), $v)?
+    };
+    ($f:ident, hex010, $l:ident, $v:expr) => {
+        write!($f, concat!(" ", stringify!($l), "={:#010x}"), $v)?
+    };
+    ($f:ident, hex018, $l:ident, $v:expr) => {
+        write!($f, concat!(" ", stringify!($l), "={:#018x}"), $v)?
+    };
+    ($f:ident, data, $l:ident, $v:expr) => {
+        fmt_data($f, stringify!($l), $v)?
+    };
 }
 
-impl Display for RunList {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        let c = self.control;
-        write!(
-            f,
-            "RUN_LIST ib_base={:#x} ib_size={} chain={} offload_polling={} chained_runlist_idle_disable={} valid={} process_cnt={}",
-            self.ib_addr(),
-            c.ib_size(),
-            b(c.chain()),
-            b(c.offload_polling()),
-            b(c.chained_runlist_idle_disable()),
-            b(c.valid()),
-            c.process_cnt()
-        )
+/// The field list of a generated `Display`, one item per field, written in order:
+///
+/// * `kind label = expr`: any value under its label;
+/// * `kind name()`: the packet's method `name`; `kind name`: its field `name`;
+/// * `part.{ kind name, … }`: methods of the packet's field `part` (a bitfield dword);
+/// * `with helper(args…)`: `helper(f, args…)` writes a run of fields itself.
+macro_rules! fields {
+    ($f:ident, $p:ident;) => {};
+    ($f:ident, $p:ident; with $h:ident ( $($a:expr),* ) $(, $($rest:tt)*)?) => {
+        $h($f, $($a),*)?;
+        fields!($f, $p; $($($rest)*)?);
+    };
+    ($f:ident, $p:ident; $k:ident $l:ident = $e:expr $(, $($rest:tt)*)?) => {
+        put!($f, $k, $l, $e);
+        fields!($f, $p; $($($rest)*)?);
+    };
+    ($f:ident, $p:ident; $k:ident $l:ident () $(, $($rest:tt)*)?) => {
+        put!($f, $k, $l, $p.$l());
+        fields!($f, $p; $($($rest)*)?);
+    };
+    ($f:ident, $p:ident; $part:ident . { $($k:ident $l:ident),+ $(,)? } $(, $($rest:tt)*)?) => {
+        $( put!($f, $k, $l, $p.$part.$l()); )+
+        fields!($f, $p; $($($rest)*)?);
+    };
+    ($f:ident, $p:ident; $k:ident $l:ident $(, $($rest:tt)*)?) => {
+        put!($f, $k, $l, $p.$l);
+        fields!($f, $p; $($($rest)*)?);
+    };
+}
+
+/// `Display` impls generated from field lists: `Type as p { fields }` prints the layout's
+/// `NAME` then ` label=value` per field ([`fields!`]); `p` names the packet in expressions.
+/// `Type as p => braced ("fmt", args…) { fields }` prints the optional head, then
+/// `{label=value …}` (a bitfield shown inside another packet's line).
+macro_rules! layout_display {
+    ($ty:ty as $p:ident => braced $(($($head:tt)*))? { $($fields:tt)* } $($more:tt)*) => {
+        impl Display for $ty {
+            fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+                use core::fmt::Write as _;
+                let $p = self;
+                $( write!(f, $($head)*)?; )?
+                f.write_str("{")?;
+                {
+                    let f = &mut SkipFirstSpace { f, first: true };
+                    fields!(f, $p; $($fields)*);
+                }
+                f.write_str("}")
+            }
+        }
+        layout_display!($($more)*);
+    };
+    ($ty:ty as $p:ident { $($fields:tt)* } $($more:tt)*) => {
+        impl Display for $ty {
+            fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+                let $p = self;
+                f.write_str(Self::NAME)?;
+                fields!(f, $p; $($fields)*);
+                Ok(())
+            }
+        }
+        layout_display!($($more)*);
+    };
+    () => {};
+}
+
+/// A writer that drops the first field's leading space (the fields of a braced form).
+struct SkipFirstSpace<'a, 'b> {
+    f: &'a mut Formatter<'b>,
+    first: bool,
+}
+
+impl fmt::Write for SkipFirstSpace<'_, '_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let s = match (self.first, s.strip_prefix(' ')) {
+            (true, Some(rest)) => rest,
+            _ => s,
+        };
+        self.first = false;
+        self.f.write_str(s)
     }
 }
 
@@ -219,20 +291,6 @@ impl Display for QueryStatus {
     }
 }
 
-impl Display for WriteDataRegister {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "WRITE_DATA dst_sel={} addr_incr={} wr_confirm={} reg={:#x} data={:#010x}",
-            self.control.dst_sel(),
-            b(self.control.addr_incr()),
-            b(self.control.wr_confirm()),
-            self.reg_offset,
-            self.data
-        )
-    }
-}
-
 impl Display for Nop<'_> {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         if self.payload.is_empty() {
@@ -313,72 +371,6 @@ fn fmt_release_tail(f: &mut Formatter<'_>, t: &ReleaseMemTail, gfx10: bool) -> f
     )
 }
 
-impl Display for ReleaseMemGfx9 {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        let c = self.cache;
-        write!(
-            f,
-            "RELEASE_MEM event_type={} event_index={} cache_policy={}",
-            c.event_type(),
-            c.event_index(),
-            c.cache_policy()
-        )?;
-        let flags = [
-            ("tcl1_vol_action_ena", c.tcl1_vol_action_ena()),
-            ("tc_vol_action_ena", c.tc_vol_action_ena()),
-            ("tc_wb_action_ena", c.tc_wb_action_ena()),
-            ("tcl1_action_ena", c.tcl1_action_ena()),
-            ("tc_action_ena", c.tc_action_ena()),
-            ("tc_nc_action_ena", c.tc_nc_action_ena()),
-            ("tc_wc_action_ena", c.tc_wc_action_ena()),
-            ("tc_md_action_ena", c.tc_md_action_ena()),
-            ("execute", c.execute()),
-            ("pq_exe_status", c.pq_exe_status()),
-        ];
-        for (name, on) in flags {
-            write!(f, " {name}={}", b(on))?;
-        }
-        fmt_release_tail(f, &self.tail, false)
-    }
-}
-
-impl Display for ReleaseGcr {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{{glm_wb={} glm_inv={} glv_inv={} gl1_inv={} gl2_us={} gl2_range={} gl2_discard={} gl2_inv={} gl2_wb={} seq={}}}",
-            b(self.glm_wb()),
-            b(self.glm_inv()),
-            b(self.glv_inv()),
-            b(self.gl1_inv()),
-            b(self.gl2_us()),
-            self.gl2_range(),
-            b(self.gl2_discard()),
-            b(self.gl2_inv()),
-            b(self.gl2_wb()),
-            self.seq()
-        )
-    }
-}
-
-impl Display for ReleaseMemGfx10 {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        let c = self.cache;
-        write!(
-            f,
-            "RELEASE_MEM event_type={} event_index={} gcr_cntl={} cache_policy={} execute={} glk_inv={} pws_enable={}",
-            c.event_type(),
-            c.event_index(),
-            c.gcr_cntl(),
-            c.cache_policy(),
-            b(c.execute()),
-            b(c.glk_inv()),
-            b(c.pws_enable())
-        )?;
-        fmt_release_tail(f, &self.tail, true)
-    }
-}
-
 fn fmt_range(f: &mut Formatter<'_>, r: &AcquireRange) -> fmt::Result {
     write!(
         f,
@@ -432,48 +424,10 @@ impl Display for AcquireMemGfx9 {
     }
 }
 
-impl Display for AcquireGcr {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{:#x} {{gli_inv={} gl1_range={} glm_wb={} glm_inv={} glk_wb={} glk_inv={} glv_inv={} gl1_inv={} gl2_us={} gl2_range={} gl2_discard={} gl2_inv={} gl2_wb={} seq={} range_is_pa={}}}",
-            self.into_bits(),
-            self.gli_inv(),
-            self.gl1_range(),
-            b(self.glm_wb()),
-            b(self.glm_inv()),
-            b(self.glk_wb()),
-            b(self.glk_inv()),
-            b(self.glv_inv()),
-            b(self.gl1_inv()),
-            b(self.gl2_us()),
-            self.gl2_range(),
-            b(self.gl2_discard()),
-            b(self.gl2_inv()),
-            b(self.gl2_wb()),
-            self.seq(),
-            b(self.range_is_pa())
-        )
-    }
-}
-
-impl Display for AcquireMemGfx10 {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        f.write_str("ACQUIRE_MEM")?;
-        fmt_range(f, &self.range)?;
-        write!(f, " gcr_cntl={}", self.gcr_cntl)
-    }
-}
-
-fn fmt_wait(
-    f: &mut Formatter<'_>,
-    name: &str,
-    c: WaitRegMemControl,
-    target: PollTarget,
-) -> fmt::Result {
+fn fmt_wait(f: &mut Formatter<'_>, c: WaitRegMemControl, target: PollTarget) -> fmt::Result {
     write!(
         f,
-        "{name} function={} mem_space={} operation={} engine_sel={}",
+        " function={} mem_space={} operation={} engine_sel={}",
         c.function(),
         c.mem_space(),
         c.operation(),
@@ -497,120 +451,15 @@ fn fmt_wait(
     }
 }
 
-impl Display for WaitRegMem {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        fmt_wait(f, "WAIT_REG_MEM", self.control, self.target())?;
-        write!(
-            f,
-            " reference={:#x} mask={:#x} poll_interval={} optimize_ace_offload_mode={}",
-            self.reference,
-            self.mask,
-            self.poll.poll_interval(),
-            b(self.poll.optimize_ace_offload_mode())
-        )
-    }
-}
-
-impl Display for WaitRegMem64 {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        fmt_wait(f, "WAIT_REG_MEM64", self.control, self.target())?;
-        write!(
-            f,
-            " reference={:#x} mask={:#x} poll_interval={} optimize_ace_offload_mode={}",
-            self.reference(),
-            self.mask(),
-            self.poll.poll_interval(),
-            b(self.poll.optimize_ace_offload_mode())
-        )
-    }
-}
-
-impl Display for IndirectBuffer {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        let c = self.control;
-        write!(
-            f,
-            "INDIRECT_BUFFER ib_base={:#x} ib_size={} chain={} offload_polling={} volatile={} valid={} vmid={} cache_policy={} priv={}",
-            self.ib_addr(),
-            c.ib_size(),
-            b(c.chain()),
-            b(c.offload_polling()),
-            b(c.volatile()),
-            b(c.valid()),
-            c.vmid(),
-            c.cache_policy(),
-            b(c.privileged())
-        )
-    }
-}
-
-impl Display for CopyData {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        let c = self.control;
-        write!(
-            f,
-            "COPY_DATA src_sel={} dst_sel={} count_sel={} wr_confirm={} src_cache_policy={} dst_cache_policy={} pq_exe_status={} src={:#x} dst={:#x}",
-            c.src_sel(),
-            c.dst_sel(),
-            c.count_sel(),
-            b(c.wr_confirm()),
-            c.src_cache_policy(),
-            c.dst_cache_policy(),
-            b(c.pq_exe_status()),
-            self.src(),
-            self.dst()
-        )
-    }
-}
-
-impl Display for DmaData {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        let c = self.control;
-        let m = self.command;
-        write!(
-            f,
-            "DMA_DATA engine={} src_sel={} dst_sel={} src_cache_policy={} dst_cache_policy={} cp_sync={} src={:#x} dst={:#x} byte_count={} sas={} das={} saic={} daic={} raw_wait={} dis_wc={}",
-            if c.engine_pfp() { "PFP" } else { "ME" },
-            c.src_sel(),
-            c.dst_sel(),
-            c.src_cache_policy(),
-            c.dst_cache_policy(),
-            b(c.cp_sync()),
-            self.src(),
-            self.dst(),
-            m.byte_count(),
-            b(m.sas()),
-            b(m.das()),
-            b(m.saic()),
-            b(m.daic()),
-            b(m.raw_wait()),
-            b(m.dis_wc())
-        )
-    }
-}
-
 fn fmt_event(f: &mut Formatter<'_>, c: EventWriteControl) -> fmt::Result {
     write!(
         f,
-        "EVENT_WRITE event_type={} event_index={} samp_plst_cntr_mode={} offload_enable={}",
+        " event_type={} event_index={} samp_plst_cntr_mode={} offload_enable={}",
         c.event_type(),
         c.event_index(),
         c.samp_plst_cntr_mode(),
         b(c.offload_enable())
     )
-}
-
-impl Display for EventWrite {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        fmt_event(f, self.control)
-    }
-}
-
-impl Display for EventWriteAddr {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        fmt_event(f, self.control)?;
-        write!(f, " addr={:#x}", self.addr())
-    }
 }
 
 impl<S: crate::user::RegisterSpace> Display for crate::user::SetRegs<'_, S> {
@@ -632,23 +481,112 @@ impl<S: crate::user::RegisterSpace> Display for crate::user::SetRegs<'_, S> {
     }
 }
 
-impl Display for DispatchDirect {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        let i = self.initiator;
-        write!(
-            f,
-            "DISPATCH_DIRECT dim_x={} dim_y={} dim_z={} initiator={:#x} compute_shader_en={} partial_tg_en={} force_start_at_000={} use_thread_dimensions={} order_mode={} cs_w32_en={}",
-            self.dim_x,
-            self.dim_y,
-            self.dim_z,
-            i.into_bits(),
-            b(i.compute_shader_en()),
-            b(i.partial_tg_en()),
-            b(i.force_start_at_000()),
-            b(i.use_thread_dimensions()),
-            b(i.order_mode()),
-            b(i.cs_w32_en())
-        )
+layout_display! {
+    SetResources as p {
+        dw1.{
+            hex06 vmid_mask, dec unmap_latency, dec queue_type, bit enb_xnack_retry_disable_check,
+        },
+        hex018 queue_mask(),
+        hex018 gws_mask(),
+        dw6.{ hex06 oac_mask },
+        dw7.{ dec gds_heap_base, dec gds_heap_size },
+    }
+    RunList as p {
+        hex ib_base = p.ib_addr(),
+        control.{
+            dec ib_size, bit chain, bit offload_polling, bit chained_runlist_idle_disable,
+            bit valid, dec process_cnt,
+        },
+    }
+    WriteDataRegister as p {
+        control.{ dec dst_sel, bit addr_incr, bit wr_confirm },
+        hex reg = p.reg_offset,
+        hex010 data,
+    }
+    ReleaseMemGfx9 as p {
+        cache.{
+            dec event_type, dec event_index, dec cache_policy, bit tcl1_vol_action_ena,
+            bit tc_vol_action_ena, bit tc_wb_action_ena, bit tcl1_action_ena, bit tc_action_ena,
+            bit tc_nc_action_ena, bit tc_wc_action_ena, bit tc_md_action_ena, bit execute,
+            bit pq_exe_status,
+        },
+        with fmt_release_tail(&p.tail, false),
+    }
+    ReleaseGcr as p => braced {
+        bit glm_wb(), bit glm_inv(), bit glv_inv(), bit gl1_inv(), bit gl2_us(), dec gl2_range(),
+        bit gl2_discard(), bit gl2_inv(), bit gl2_wb(), dec seq(),
+    }
+    AcquireGcr as p => braced ("{:#x} ", p.into_bits()) {
+        dec gli_inv(), dec gl1_range(), bit glm_wb(), bit glm_inv(), bit glk_wb(), bit glk_inv(),
+        bit glv_inv(), bit gl1_inv(), bit gl2_us(), dec gl2_range(), bit gl2_discard(),
+        bit gl2_inv(), bit gl2_wb(), dec seq(), bit range_is_pa(),
+    }
+    ReleaseMemGfx10 as p {
+        cache.{
+            dec event_type, dec event_index, dec gcr_cntl, dec cache_policy, bit execute,
+            bit glk_inv, bit pws_enable,
+        },
+        with fmt_release_tail(&p.tail, true),
+    }
+    AcquireMemGfx10 as p {
+        with fmt_range(&p.range),
+        dec gcr_cntl,
+    }
+    WaitRegMem as p {
+        with fmt_wait(p.control, p.target()),
+        hex reference,
+        hex mask,
+        poll.{ dec poll_interval, bit optimize_ace_offload_mode },
+    }
+    WaitRegMem64 as p {
+        with fmt_wait(p.control, p.target()),
+        hex reference(),
+        hex mask(),
+        poll.{ dec poll_interval, bit optimize_ace_offload_mode },
+    }
+    IndirectBuffer as p {
+        hex ib_base = p.ib_addr(),
+        control.{
+            dec ib_size, bit chain, bit offload_polling, bit volatile, bit valid, dec vmid,
+            dec cache_policy,
+        },
+        bit priv = p.control.privileged(),
+    }
+    CopyData as p {
+        control.{
+            dec src_sel, dec dst_sel, dec count_sel, bit wr_confirm, dec src_cache_policy,
+            dec dst_cache_policy, bit pq_exe_status,
+        },
+        hex src(),
+        hex dst(),
+    }
+    DmaData as p {
+        dec engine = if p.control.engine_pfp() { "PFP" } else { "ME" },
+        control.{
+            dec src_sel, dec dst_sel, dec src_cache_policy, dec dst_cache_policy, bit cp_sync,
+        },
+        hex src(),
+        hex dst(),
+        command.{
+            dec byte_count, bit sas, bit das, bit saic, bit daic, bit raw_wait, bit dis_wc,
+        },
+    }
+    EventWrite as p {
+        with fmt_event(p.control),
+    }
+    EventWriteAddr as p {
+        with fmt_event(p.control),
+        hex addr(),
+    }
+    DispatchDirect as p {
+        dec dim_x,
+        dec dim_y,
+        dec dim_z,
+        hex initiator = p.initiator.into_bits(),
+        initiator.{
+            bit compute_shader_en, bit partial_tg_en, bit force_start_at_000,
+            bit use_thread_dimensions, bit order_mode, bit cs_w32_en,
+        },
     }
 }
 
@@ -656,188 +594,107 @@ impl Display for DispatchDirect {
 // SDMA
 // ---------------------------------------------------------------------------------------
 
+layout_display! {
+    SdmaCopyLinear as p {
+        dec bytes = p.byte_count(),
+        hex src(),
+        hex dst(),
+        header.{ bit encrypt, bit tmz, bit backwards },
+        params.{ dec src_sw, dec dst_sw, dec src_cache_policy, dec dst_cache_policy },
+    }
+    SdmaCopyLinearBroadcast as p {
+        dec bytes = p.byte_count(),
+        hex src(),
+        hex dst1 = p.dsts()[0],
+        hex dst2 = p.dsts()[1],
+        header.{ bit encrypt, bit tmz },
+        params.{
+            dec src_sw, dec dst1_sw, dec dst2_sw, dec src_cache_policy, dec dst1_cache_policy,
+            dec dst2_cache_policy,
+        },
+    }
+    SdmaCopyLinearSubWind as p {
+        header.{ dec elementsize, bit tmz },
+        with fmt_surface("src", p.src()),
+        with fmt_surface("dst", p.dst()),
+        dec rect = Joined(p.rect(), "x"),
+        rect_z.{ dec src_sw, dec dst_sw, dec src_cache_policy, dec dst_cache_policy },
+    }
+    SdmaWrite<'_> as p {
+        hex dst(),
+        bit tmz = p.head.header.tmz(),
+        dec sw = p.head.count.sw(),
+        dec count = p.data.len(),
+        data data,
+    }
+    SdmaFence as p {
+        hex addr(),
+        hex data,
+        header.{ dec mtype, bit gcc, bit sys, bit snp, bit gpa, dec l2_policy },
+    }
+    SdmaTrap as p {
+        context.{ hex int_context },
+    }
+    SdmaPollRegmem as p {
+        header.{ dec func, bit mem_poll, bit hdp_flush },
+        hex addr(),
+        hex reference,
+        hex mask,
+        interval.{ dec interval, hex retry_count },
+    }
+    SdmaConstantFill as p {
+        hex dst(),
+        hex data,
+        dec bytes = p.byte_count(),
+        header.{ dec fillsize, dec sw },
+    }
+    SdmaIndirect as p {
+        hex base(),
+        dec ib_size,
+        header.{ dec vmid },
+        bit priv = p.header.privileged(),
+        hex csa(),
+    }
+}
+
+/// Three values joined by a separator (`1,2,3`, `4x5x6`).
+struct Joined([u32; 3], &'static str);
+
+impl Display for Joined {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        let ([a, b, c], sep) = (self.0, self.1);
+        write!(f, "{a}{sep}{b}{sep}{c}")
+    }
+}
+
+/// One side of a sub-window copy: ` src={:#x} src_xyz=x,y,z src_pitch=… src_slice_pitch=…`.
+fn fmt_surface(f: &mut Formatter<'_>, side: &str, s: SubWindSurface) -> fmt::Result {
+    write!(
+        f,
+        " {side}={:#x} {side}_xyz={} {side}_pitch={} {side}_slice_pitch={}",
+        s.addr,
+        Joined([s.x, s.y, s.z], ","),
+        s.pitch,
+        s.slice_pitch
+    )
+}
+
 impl Display for SdmaNop<'_> {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         if self.payload.is_empty() {
-            f.write_str("SDMA_NOP")
+            f.write_str(Self::NAME)
         } else {
-            write!(f, "SDMA_NOP count={}", self.header.count())
+            write!(f, "{} count={}", Self::NAME, self.header.count())
         }
-    }
-}
-
-impl Display for SdmaCopyLinear {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        let h = self.header;
-        let p = self.params;
-        write!(
-            f,
-            "SDMA_COPY_LINEAR bytes={} src={:#x} dst={:#x} encrypt={} tmz={} backwards={} src_sw={} dst_sw={} src_cache_policy={} dst_cache_policy={}",
-            self.byte_count(),
-            self.src(),
-            self.dst(),
-            b(h.encrypt()),
-            b(h.tmz()),
-            b(h.backwards()),
-            p.src_sw(),
-            p.dst_sw(),
-            p.src_cache_policy(),
-            p.dst_cache_policy()
-        )
-    }
-}
-
-impl Display for SdmaCopyLinearBroadcast {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        let h = self.header;
-        let p = self.params;
-        let [dst1, dst2] = self.dsts();
-        write!(
-            f,
-            "SDMA_COPY_LINEAR_BROADCAST bytes={} src={:#x} dst1={:#x} dst2={:#x} encrypt={} tmz={} src_sw={} dst1_sw={} dst2_sw={} src_cache_policy={} dst1_cache_policy={} dst2_cache_policy={}",
-            self.byte_count(),
-            self.src(),
-            dst1,
-            dst2,
-            b(h.encrypt()),
-            b(h.tmz()),
-            p.src_sw(),
-            p.dst1_sw(),
-            p.dst2_sw(),
-            p.src_cache_policy(),
-            p.dst1_cache_policy(),
-            p.dst2_cache_policy()
-        )
-    }
-}
-
-impl Display for SdmaCopyLinearSubWind {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        let (s, d, [rx, ry, rz]) = (self.src(), self.dst(), self.rect());
-        let r = self.rect_z;
-        write!(
-            f,
-            "SDMA_COPY_LINEAR_SUB_WIND elementsize={} tmz={} src={:#x} src_xyz={},{},{} src_pitch={} src_slice_pitch={} dst={:#x} dst_xyz={},{},{} dst_pitch={} dst_slice_pitch={} rect={}x{}x{} src_sw={} dst_sw={} src_cache_policy={} dst_cache_policy={}",
-            self.header.elementsize(),
-            b(self.header.tmz()),
-            s.addr, s.x, s.y, s.z, s.pitch, s.slice_pitch,
-            d.addr, d.x, d.y, d.z, d.pitch, d.slice_pitch,
-            rx, ry, rz,
-            r.src_sw(),
-            r.dst_sw(),
-            r.src_cache_policy(),
-            r.dst_cache_policy()
-        )
-    }
-}
-
-impl Display for SdmaWrite<'_> {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "SDMA_WRITE_LINEAR dst={:#x} tmz={} sw={} count={}",
-            self.dst(),
-            b(self.head.header.tmz()),
-            self.head.count.sw(),
-            self.data.len()
-        )?;
-        fmt_data(f, "data", self.data)
-    }
-}
-
-impl Display for SdmaFence {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        let h = self.header;
-        write!(
-            f,
-            "SDMA_FENCE addr={:#x} data={:#x} mtype={} gcc={} sys={} snp={} gpa={} l2_policy={}",
-            self.addr(),
-            self.data,
-            h.mtype(),
-            b(h.gcc()),
-            b(h.sys()),
-            b(h.snp()),
-            b(h.gpa()),
-            h.l2_policy()
-        )
-    }
-}
-
-impl Display for SdmaTrap {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        write!(f, "SDMA_TRAP int_context={:#x}", self.context.int_context())
-    }
-}
-
-impl Display for SdmaPollRegmem {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        let h = self.header;
-        write!(
-            f,
-            "SDMA_POLL_REGMEM func={} mem_poll={} hdp_flush={} addr={:#x} reference={:#x} mask={:#x} interval={} retry_count={:#x}",
-            h.func(),
-            b(h.mem_poll()),
-            b(h.hdp_flush()),
-            self.addr(),
-            self.reference,
-            self.mask,
-            self.interval.interval(),
-            self.interval.retry_count()
-        )
-    }
-}
-
-impl Display for SdmaConstantFill {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "SDMA_CONSTANT_FILL dst={:#x} data={:#x} bytes={} fillsize={} sw={}",
-            self.dst(),
-            self.data,
-            self.byte_count(),
-            self.header.fillsize(),
-            self.header.sw()
-        )
     }
 }
 
 impl Display for SdmaTimestamp {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        let (name, v) = (Self::NAME, self.operand());
         match self.header.sub_op() {
-            TimestampOp::Set => write!(f, "SDMA_TIMESTAMP op=SET value={:#x}", self.operand()),
-            op => write!(f, "SDMA_TIMESTAMP op={op} addr={:#x}", self.operand()),
-        }
-    }
-}
-
-impl Display for SdmaIndirect {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "SDMA_INDIRECT base={:#x} ib_size={} vmid={} priv={} csa={:#x}",
-            self.base(),
-            self.ib_size,
-            self.header.vmid(),
-            b(self.header.privileged()),
-            self.csa()
-        )
-    }
-}
-
-impl Display for SdmaPacket<'_> {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        match self {
-            SdmaPacket::Nop(p) => p.fmt(f),
-            SdmaPacket::CopyLinear(p) => p.fmt(f),
-            SdmaPacket::CopyLinearBroadcast(p) => p.fmt(f),
-            SdmaPacket::CopyLinearSubWind(p) => p.fmt(f),
-            SdmaPacket::Write(p) => p.fmt(f),
-            SdmaPacket::Indirect(p) => p.fmt(f),
-            SdmaPacket::Fence(p) => p.fmt(f),
-            SdmaPacket::Trap(p) => p.fmt(f),
-            SdmaPacket::PollRegmem(p) => p.fmt(f),
-            SdmaPacket::ConstantFill(p) => p.fmt(f),
-            SdmaPacket::Timestamp(p) => p.fmt(f),
+            TimestampOp::Set => write!(f, "{name} op=SET value={v:#x}"),
+            op => write!(f, "{name} op={op} addr={v:#x}"),
         }
     }
 }

@@ -6,6 +6,18 @@
 //! [`SdmaGen`], since the count widths ([`copy_count_bits`], [`fill_count_bits`]), some
 //! header bits and the broadcast copy depend on the SDMA IP version.
 //!
+//! Every opcode is declared once, in the table `sdma_packets!` below (one row per opcode,
+//! one layout per decoded sub-op: variant, type, length, name and, for a fixed layout, its
+//! dword fields): the [`SdmaOpcode`] constants and names, the fixed layouts' structs,
+//! [`SdmaPacket`] with its name, opcode, [`Encode`] and `Display` dispatch, each fixed
+//! layout's `DWORDS`/`NAME`/`to_dwords`/[`Encode`] and [`SdmaBody`], and the decoder's
+//! dispatch on `op`/`sub_op` all come from it. Each layout's disassembly is generated from a
+//! field list in [`disasm`](crate::disasm).
+//!
+//! Adding a packet: its dword bitfields, a row in the table, `validate(gen)` on the layout,
+//! a `layout_display!` row in `disasm.rs`, and an arm in each executor that matches on
+//! [`SdmaPacket`] (the matches are exhaustive).
+//!
 //! ```
 //! use pm4::sdma::*;
 //! use pm4::SdmaGen;
@@ -30,59 +42,436 @@ use crate::hws::{enum_overflow, zc_packet};
 use crate::writer::{fixed_layout, space, Encode};
 use crate::SdmaGen;
 
-/// An SDMA opcode (`op`, dw0 `[7:0]`). Open, with the names of facts §5.
+/// An SDMA opcode (`op`, dw0 `[7:0]`). Open, with the names of facts §5; the known ones are
+/// the rows of the [packet table](crate::sdma).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SdmaOpcode(pub u8);
 
-macro_rules! sdma_opcodes {
-    ($( $(#[$m:meta])* $name:ident = $value:literal, )+) => {
+/// An SDMA packet layout the decoder builds from a stream's dwords.
+pub trait SdmaBody<'a>: Sized + Encode + fmt::Display {
+    /// The packet's name as the disassembler prints it.
+    const NAME: &'static str;
+
+    /// Builds and validates the packet at the start of `rest` (header first) with the rules
+    /// of `gen`; returns it and its length in dwords. Never panics.
+    fn decode_body(rest: &'a [u32], gen: SdmaGen) -> Result<(Self, usize), DecodeErrorKind>;
+}
+
+/// The items of one layout row: a fixed layout (`Type: dwords`) gets [`fixed_layout!`] and
+/// an [`SdmaBody`] that reads its dwords and checks them with `validate(gen)`; a layout with
+/// a payload (`Type<'a>`) gets `NAME` and implements [`SdmaBody`] by hand.
+macro_rules! sdma_layout {
+    ($(#[$sm:meta])* $ty:ident : $dwords:literal, $name:literal { $($body:tt)* }) => {
+        zc_packet! {
+            $(#[$sm])*
+            pub struct $ty { $($body)* }
+        }
+        fixed_layout!($ty, $dwords, $name);
+
+        impl<'a> SdmaBody<'a> for $ty {
+            const NAME: &'static str = $name;
+
+            #[inline(always)]
+            fn decode_body(
+                rest: &'a [u32],
+                gen: SdmaGen,
+            ) -> Result<(Self, usize), DecodeErrorKind> {
+                let (p, n): ($ty, usize) = crate::decode::sdma_fixed(rest)?;
+                p.validate(gen)?;
+                Ok((p, n))
+            }
+        }
+    };
+    ($(#[$sm:meta])* $ty:ident < $lt:lifetime >, $name:literal) => {
+        impl $ty<'_> {
+            /// The packet's name as the disassembler prints it.
+            pub const NAME: &'static str = $name;
+        }
+    };
+}
+
+/// The SDMA packet table. A row is `NAME = op` for an opcode the crate knows but does not
+/// decode, or `NAME = op => { layout, … }` for one it decodes, where a layout is
+/// `[docs] sub_op [if guard] => Variant(Type[: dwords]) "NAME" [{ fields }]`: the first
+/// layout whose sub-op pattern matches (and whose `guard(dw0, gen)` holds) decodes the
+/// packet. A fixed layout (`Type: dwords`) lists its dword fields here and the table defines
+/// its struct; a layout with a payload (`Type<'a>`) is defined by hand. From the table come
+/// the [`SdmaOpcode`] constants and [`SdmaOpcode::name`], [`SdmaPacket`] with its `name`,
+/// `opcode`, [`Encode`] and `Display`, each fixed layout's struct, `DWORDS`/`NAME`/
+/// `to_dwords`/[`Encode`] and [`SdmaBody`], and the decoder's dispatch.
+macro_rules! sdma_packets {
+    ($(
+        $(#[$m:meta])*
+        $op:ident = $value:literal
+        $( => { $(
+            $(#[$sm:meta])*
+            $sub:pat $(if $guard:ident)? =>
+                $variant:ident ( $ty:ident $(< $lt:lifetime >)? $(: $dwords:literal)? )
+                $name:literal
+                $({ $($body:tt)* })?
+        ),+ $(,)? } )? ,
+    )+) => {
         impl SdmaOpcode {
-            $( $(#[$m])* pub const $name: SdmaOpcode = SdmaOpcode($value); )+
+            $( $(#[$m])* pub const $op: SdmaOpcode = SdmaOpcode($value); )+
 
             /// The name of a known opcode (`"COPY"`).
             pub const fn name(self) -> Option<&'static str> {
                 match self.0 {
-                    $( $value => Some(stringify!($name)), )+
+                    $( $value => Some(stringify!($op)), )+
                     _ => None,
                 }
+            }
+        }
+
+        $( $( $(
+            sdma_layout!($(#[$sm])* $ty $(< $lt >)? $(: $dwords)?, $name $({ $($body)* })?);
+        )+ )? )+
+
+        /// A typed SDMA packet: one variant per layout of the [packet table](crate::sdma).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[allow(missing_docs)] // each variant is the packet type of the same name
+        pub enum SdmaPacket<'a> {
+            $( $( $( $variant($ty $(< $lt >)?), )+ )? )+
+        }
+
+        impl SdmaPacket<'_> {
+            /// The packet name as the disassembler prints it.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $( $( $( SdmaPacket::$variant(_) => $name, )+ )? )+
+                }
+            }
+
+            /// The opcode.
+            pub fn opcode(&self) -> SdmaOpcode {
+                match self {
+                    $( $( $( SdmaPacket::$variant(_) => SdmaOpcode::$op, )+ )? )+
+                }
+            }
+        }
+
+        impl Encode for SdmaPacket<'_> {
+            fn dwords(&self) -> usize {
+                match self {
+                    $( $( $( SdmaPacket::$variant(p) => p.dwords(), )+ )? )+
+                }
+            }
+
+            fn encode_into(&self, out: &mut [u32]) -> Result<usize, WriteError> {
+                match self {
+                    $( $( $( SdmaPacket::$variant(p) => p.encode_into(out), )+ )? )+
+                }
+            }
+        }
+
+        impl fmt::Display for SdmaPacket<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                match self {
+                    $( $( $( SdmaPacket::$variant(p) => p.fmt(f), )+ )? )+
+                }
+            }
+        }
+
+        /// Decodes the packet at the start of `rest` (at least one dword) for `gen`.
+        // `_` rows expand to `matches!(sub_op, _)`, whose second arm is unreachable.
+        #[allow(unreachable_patterns)]
+        #[inline(always)]
+        pub(crate) fn decode_sdma_body<'a>(
+            rest: &'a [u32],
+            raw: u32,
+            gen: SdmaGen,
+        ) -> Result<(SdmaPacket<'a>, usize), DecodeErrorKind> {
+            let op = SdmaOpcode(raw as u8);
+            let sub_op = (raw >> 8) as u8;
+            match op {
+                $( $(
+                    SdmaOpcode::$op => {
+                        $(
+                            if matches!(sub_op, $sub) $(&& $guard(raw, gen))? {
+                                return <$ty $(< $lt >)? as SdmaBody<'a>>::decode_body(rest, gen)
+                                    .map(|(p, n)| (SdmaPacket::$variant(p), n));
+                            }
+                        )+
+                        Err(DecodeErrorKind::UnsupportedSdmaOpcode { op, sub_op })
+                    }
+                )? )+
+                op if op.name().is_some() => {
+                    Err(DecodeErrorKind::UnsupportedSdmaOpcode { op, sub_op })
+                }
+                op => Err(DecodeErrorKind::UnknownSdmaOpcode { op: op.0, sub_op }),
             }
         }
     };
 }
 
-sdma_opcodes! {
+sdma_packets! {
     /// No operation (a zero dword is a one-dword NOP).
-    NOP = 0,
-    /// Copy.
-    COPY = 1,
+    NOP = 0 => { _ => Nop(SdmaNop<'a>) "SDMA_NOP" },
+    /// Copy. The broadcast bit makes a COPY_LINEAR two dwords longer where the engine has it;
+    /// elsewhere it is a reserved bit of the 7-dword packet.
+    COPY = 1 => {
+        /// COPY_LINEAR with the broadcast bit (op 1, sub-op 0, dw0 `[27]`), 9 dwords: the same
+        /// bytes from one source to two destinations (SDMA 4.4+, [`has_broadcast_copy`]; what
+        /// ROCr's broadcast copy and kfdtest's two-destination copy write).
+        0 if is_broadcast_copy =>
+            CopyLinearBroadcast(SdmaCopyLinearBroadcast: 9) "SDMA_COPY_LINEAR_BROADCAST" {
+            /// dw0 (broadcast set).
+            pub header: SdmaCopyHeader,
+            /// dw1: bytes − 1.
+            pub count: u32,
+            /// dw2: swaps and cache policies.
+            pub params: SdmaBroadcastParams,
+            /// dw3: source address bits 31:0.
+            pub src_lo: u32,
+            /// dw4: source address bits 63:32.
+            pub src_hi: u32,
+            /// dw5: first destination bits 31:0.
+            pub dst1_lo: u32,
+            /// dw6: first destination bits 63:32.
+            pub dst1_hi: u32,
+            /// dw7: second destination bits 31:0.
+            pub dst2_lo: u32,
+            /// dw8: second destination bits 63:32.
+            pub dst2_hi: u32,
+        },
+        /// COPY_LINEAR (op 1, sub-op 0), 7 dwords.
+        0 => CopyLinear(SdmaCopyLinear: 7) "SDMA_COPY_LINEAR" {
+            /// dw0.
+            pub header: SdmaCopyHeader,
+            /// dw1: bytes − 1.
+            pub count: u32,
+            /// dw2: swap and cache policies.
+            pub params: SdmaCopyParams,
+            /// dw3: source address bits 31:0.
+            pub src_lo: u32,
+            /// dw4: source address bits 63:32.
+            pub src_hi: u32,
+            /// dw5: destination address bits 31:0.
+            pub dst_lo: u32,
+            /// dw6: destination address bits 63:32.
+            pub dst_hi: u32,
+        },
+        /// COPY_LINEAR_SUB_WIND (op 1, sub-op 4), 13 dwords: copies a `rect_x × rect_y ×
+        /// rect_z` box of elements between two pitched linear surfaces (what ROCr emits for
+        /// `hsa_amd_memory_async_copy_rect`, i.e. `hipMemcpy2D`/`hipMemcpy3D`).
+        ///
+        /// Layout (the same on SDMA 4, 5 and 6; facts from the Linux kernel's
+        /// `vega10_sdma_pkt_open.h` `SDMA_PKT_COPY_LINEAR_SUBWIN` field masks and shifts, the
+        /// SDMA 6 cache-policy bits from the SDMA 6 packet header, the minus-one encodings from
+        /// how ROCr's `BuildCopyRectCommand` fills the packet):
+        ///
+        /// | dw | bits | field |
+        /// |----|------|-------|
+        /// | 0 | `[7:0]` op = 1, `[15:8]` sub_op = 4, `[18]` tmz, `[31:29]` elementsize | header |
+        /// | 1, 2 | | source address bits 31:0 (dword aligned), 63:32 |
+        /// | 3 | `[13:0]` src_x, `[29:16]` src_y | source origin |
+        /// | 4 | `[10:0]` src_z, `[31:13]` src_pitch − 1 | |
+        /// | 5 | `[27:0]` src_slice_pitch − 1 | |
+        /// | 6, 7 | | destination address bits 31:0 (dword aligned), 63:32 |
+        /// | 8 | `[13:0]` dst_x, `[29:16]` dst_y | destination origin |
+        /// | 9 | `[10:0]` dst_z, `[31:13]` dst_pitch − 1 | |
+        /// | 10 | `[27:0]` dst_slice_pitch − 1 | |
+        /// | 11 | `[13:0]` rect_x − 1, `[29:16]` rect_y − 1 | rectangle |
+        /// | 12 | `[10:0]` rect_z − 1, `[17:16]` dst_sw, `[20:18]` dst_cache_policy (SDMA 6), `[25:24]` src_sw, `[28:26]` src_cache_policy (SDMA 6) | |
+        ///
+        /// Units: an element is `1 << elementsize` bytes; x, the pitches and the rectangle's
+        /// width count elements, y and the height rows, z and the depth slices. The element at
+        /// `(x, y, z)` of a surface is at byte `addr + ((x + y·pitch + z·slice_pitch) <<
+        /// elementsize)`.
+        SDMA_SUBOP_COPY_LINEAR_SUB_WIND =>
+            CopyLinearSubWind(SdmaCopyLinearSubWind: 13) "SDMA_COPY_LINEAR_SUB_WIND" {
+            /// dw0.
+            pub header: SdmaSubWindHeader,
+            /// dw1: source address bits 31:0.
+            pub src_lo: u32,
+            /// dw2: source address bits 63:32.
+            pub src_hi: u32,
+            /// dw3: source x, y.
+            pub src_xy: SdmaSubWindXy,
+            /// dw4: source z, pitch − 1.
+            pub src_z_pitch: SdmaSubWindZPitch,
+            /// dw5: source slice pitch − 1 (`[27:0]`).
+            pub src_slice_pitch: u32,
+            /// dw6: destination address bits 31:0.
+            pub dst_lo: u32,
+            /// dw7: destination address bits 63:32.
+            pub dst_hi: u32,
+            /// dw8: destination x, y.
+            pub dst_xy: SdmaSubWindXy,
+            /// dw9: destination z, pitch − 1.
+            pub dst_z_pitch: SdmaSubWindZPitch,
+            /// dw10: destination slice pitch − 1 (`[27:0]`).
+            pub dst_slice_pitch: u32,
+            /// dw11: rectangle width − 1 (`x`), height − 1 (`y`).
+            pub rect_xy: SdmaSubWindXy,
+            /// dw12: rectangle depth − 1, swaps, cache policies.
+            pub rect_z: SdmaSubWindRectZ,
+        },
+    },
     /// Write.
-    WRITE = 2,
+    WRITE = 2 => { 0 => Write(SdmaWrite<'a>) "SDMA_WRITE_LINEAR" },
     /// Indirect buffer.
-    INDIRECT = 4,
+    INDIRECT = 4 => {
+        /// INDIRECT (op 4), 6 dwords: run an SDMA IB.
+        0 => Indirect(SdmaIndirect: 6) "SDMA_INDIRECT" {
+            /// dw0.
+            pub header: SdmaIndirectHeader,
+            /// dw1: IB address bits 31:0 (32-byte aligned).
+            pub base_lo: u32,
+            /// dw2: IB address bits 63:32.
+            pub base_hi: u32,
+            /// dw3: IB size in dwords `[19:0]`.
+            pub ib_size: u32,
+            /// dw4: context-save area bits 31:0.
+            pub csa_lo: u32,
+            /// dw5: context-save area bits 63:32.
+            pub csa_hi: u32,
+        },
+    },
     /// Fence (32-bit memory write).
-    FENCE = 5,
+    FENCE = 5 => {
+        /// FENCE (op 5), 4 dwords: writes 32-bit `data` to `addr`.
+        0 => Fence(SdmaFence: 4) "SDMA_FENCE" {
+            /// dw0.
+            pub header: SdmaFenceHeader,
+            /// dw1: address bits 31:0 (dword aligned).
+            pub addr_lo: u32,
+            /// dw2: address bits 63:32.
+            pub addr_hi: u32,
+            /// dw3: the value.
+            pub data: u32,
+        },
+    },
     /// Trap (interrupt).
-    TRAP = 6,
+    TRAP = 6 => {
+        /// TRAP (op 6), 2 dwords: raises an interrupt with a 28-bit context.
+        0 => Trap(SdmaTrap: 2) "SDMA_TRAP" {
+            /// dw0.
+            pub header: SdmaHeader,
+            /// dw1.
+            pub context: SdmaTrapContext,
+        },
+    },
     /// Semaphore.
     SEM = 7,
     /// Poll register/memory.
-    POLL_REGMEM = 8,
+    POLL_REGMEM = 8 => {
+        /// POLL_REGMEM (op 8, sub-op 0), 6 dwords.
+        0 => PollRegmem(SdmaPollRegmem: 6) "SDMA_POLL_REGMEM" {
+            /// dw0.
+            pub header: SdmaPollHeader,
+            /// dw1: address bits 31:0 (memory) or register byte offset (`reg << 2`).
+            pub addr_lo: u32,
+            /// dw2: address bits 63:32.
+            pub addr_hi: u32,
+            /// dw3: reference.
+            pub reference: u32,
+            /// dw4: mask.
+            pub mask: u32,
+            /// dw5: interval and retry count.
+            pub interval: SdmaPollInterval,
+        },
+    },
     /// Conditional execute.
     COND_EXE = 9,
     /// Atomic.
     ATOMIC = 10,
     /// Constant fill.
-    CONST_FILL = 11,
+    CONST_FILL = 11 => {
+        /// CONSTANT_FILL (op 11), 5 dwords.
+        0 => ConstantFill(SdmaConstantFill: 5) "SDMA_CONSTANT_FILL" {
+            /// dw0.
+            pub header: SdmaFillHeader,
+            /// dw1: destination bits 31:0.
+            pub dst_lo: u32,
+            /// dw2: destination bits 63:32.
+            pub dst_hi: u32,
+            /// dw3: the fill value.
+            pub data: u32,
+            /// dw4: bytes − 1 (with dword fill the two LSBs are ignored).
+            pub count: u32,
+        },
+    },
     /// PTE/PDE generation.
     PTEPDE = 12,
-    /// Timestamp.
-    TIMESTAMP = 13,
+    /// Timestamp (sub-ops SET 0, GET 1, GET_GLOBAL 2).
+    TIMESTAMP = 13 => {
+        /// TIMESTAMP (op 13), 3 dwords: SET (value) or GET/GET_GLOBAL (qword address).
+        0..=2 => Timestamp(SdmaTimestamp: 3) "SDMA_TIMESTAMP" {
+            /// dw0.
+            pub header: SdmaTimestampHeader,
+            /// dw1: address bits 31:3 / value bits 31:0.
+            pub lo: u32,
+            /// dw2: address bits 63:32 / value bits 63:32.
+            pub hi: u32,
+        },
+    },
     /// SRBM register write.
     SRBM_WRITE = 14,
     /// Pre-execute.
     PRE_EXE = 15,
     /// Dummy trap.
     DUMMY_TRAP = 16,
+}
+
+/// Whether a COPY_LINEAR header `dw0` is the broadcast form on `gen`.
+fn is_broadcast_copy(dw0: u32, gen: SdmaGen) -> bool {
+    SdmaCopyHeader::from_bits(dw0).broadcast() && has_broadcast_copy(gen)
+}
+
+impl<'a> SdmaBody<'a> for SdmaNop<'a> {
+    const NAME: &'static str = SdmaNop::NAME;
+
+    fn decode_body(rest: &'a [u32], _gen: SdmaGen) -> Result<(Self, usize), DecodeErrorKind> {
+        let header = SdmaNopHeader::from_bits(rest.first().copied().unwrap_or_default());
+        let n = header.count() as usize + 1;
+        let Some(body) = rest.get(..n) else {
+            return Err(DecodeErrorKind::Truncated {
+                packet: Self::NAME,
+                needed: n,
+                available: rest.len(),
+            });
+        };
+        let p = SdmaNop {
+            header,
+            payload: body.get(1..).unwrap_or_default(),
+        };
+        p.validate()?;
+        Ok((p, n))
+    }
+}
+
+impl<'a> SdmaBody<'a> for SdmaWrite<'a> {
+    const NAME: &'static str = SdmaWrite::NAME;
+
+    fn decode_body(rest: &'a [u32], gen: SdmaGen) -> Result<(Self, usize), DecodeErrorKind> {
+        let Some(head) = rest.get(..4) else {
+            return Err(DecodeErrorKind::Truncated {
+                packet: Self::NAME,
+                needed: 4,
+                available: rest.len(),
+            });
+        };
+        let Ok(head) = SdmaWriteHead::read_from_bytes(head.as_bytes()) else {
+            return Err(DecodeErrorKind::WrongLength {
+                packet: Self::NAME,
+                dwords: 4,
+                min: 5,
+                max: 5,
+            });
+        };
+        let n = 4 + head.count.count() as usize + 1;
+        let Some(data) = rest.get(4..n) else {
+            return Err(DecodeErrorKind::Truncated {
+                packet: Self::NAME,
+                needed: n,
+                available: rest.len(),
+            });
+        };
+        let p = SdmaWrite { head, data };
+        p.validate(gen)?;
+        Ok((p, n))
+    }
 }
 
 impl SdmaOpcode {
@@ -265,7 +654,7 @@ pub struct SdmaNop<'a> {
 impl<'a> SdmaNop<'a> {
     /// A NOP skipping `payload` (at most `0x3FFF` dwords; empty = the zero dword).
     pub fn new(payload: &'a [u32]) -> Result<Self, BuildError> {
-        check_bits("SDMA_NOP", "count", payload.len() as u64, 14)?;
+        check_bits(Self::NAME, "count", payload.len() as u64, 14)?;
         Ok(SdmaNop {
             header: SdmaNopHeader::new().with_count(payload.len() as u16),
             payload,
@@ -276,13 +665,13 @@ impl<'a> SdmaNop<'a> {
     pub fn validate(&self) -> Result<(), DecodeErrorKind> {
         if self.header.sub_op() != 0 {
             return Err(invalid_field(
-                "SDMA_NOP",
+                Self::NAME,
                 0,
                 "sub_op",
                 self.header.sub_op().into(),
             ));
         }
-        check_reserved("SDMA_NOP", 0, self.header.into_bits(), 0xC000_0000)
+        check_reserved(Self::NAME, 0, self.header.into_bits(), 0xC000_0000)
     }
 }
 
@@ -376,26 +765,7 @@ impl SdmaCopyParams {
 const COPY_PARAMS_SDMA6_ONLY: u32 = (0b111 << SdmaCopyParams::DST_CACHE_POLICY_OFFSET)
     | (0b111 << SdmaCopyParams::SRC_CACHE_POLICY_OFFSET);
 
-zc_packet! {
-    /// COPY_LINEAR (op 1, sub-op 0), 7 dwords.
-    pub struct SdmaCopyLinear {
-        /// dw0.
-        pub header: SdmaCopyHeader,
-        /// dw1: bytes − 1.
-        pub count: u32,
-        /// dw2: swap and cache policies.
-        pub params: SdmaCopyParams,
-        /// dw3: source address bits 31:0.
-        pub src_lo: u32,
-        /// dw4: source address bits 63:32.
-        pub src_hi: u32,
-        /// dw5: destination address bits 31:0.
-        pub dst_lo: u32,
-        /// dw6: destination address bits 63:32.
-        pub dst_hi: u32,
-    }
-}
-fixed_layout!(SdmaCopyLinear, 7, "SDMA_COPY_LINEAR");
+// [`SdmaCopyLinear`]'s dwords: its row of the packet table (`sdma_packets!`).
 
 impl SdmaCopyLinear {
     /// A copy of `bytes` (1..=[`max_copy_bytes`]) from `src` to `dst`.
@@ -494,32 +864,7 @@ impl SdmaBroadcastParams {
     pub const RESERVED_MASK: u32 = BROADCAST_PARAMS_RESERVED;
 }
 
-zc_packet! {
-    /// COPY_LINEAR with the broadcast bit (op 1, sub-op 0, dw0 `[27]`), 9 dwords: the same
-    /// bytes from one source to two destinations (SDMA 4.4+, [`has_broadcast_copy`]; what
-    /// ROCr's broadcast copy and kfdtest's two-destination copy write).
-    pub struct SdmaCopyLinearBroadcast {
-        /// dw0 (broadcast set).
-        pub header: SdmaCopyHeader,
-        /// dw1: bytes − 1.
-        pub count: u32,
-        /// dw2: swaps and cache policies.
-        pub params: SdmaBroadcastParams,
-        /// dw3: source address bits 31:0.
-        pub src_lo: u32,
-        /// dw4: source address bits 63:32.
-        pub src_hi: u32,
-        /// dw5: first destination bits 31:0.
-        pub dst1_lo: u32,
-        /// dw6: first destination bits 63:32.
-        pub dst1_hi: u32,
-        /// dw7: second destination bits 31:0.
-        pub dst2_lo: u32,
-        /// dw8: second destination bits 63:32.
-        pub dst2_hi: u32,
-    }
-}
-fixed_layout!(SdmaCopyLinearBroadcast, 9, "SDMA_COPY_LINEAR_BROADCAST");
+// [`SdmaCopyLinearBroadcast`]'s dwords: its row of the packet table (`sdma_packets!`).
 
 impl SdmaCopyLinearBroadcast {
     /// A copy of `bytes` (1..=[`max_copy_bytes`]) from `src` to both `dst1` and `dst2`; an
@@ -703,64 +1048,7 @@ const SUB_WIND_RECT_Z_RESERVED: u32 = reserved_mask!(SdmaSubWindRectZ:
 const SUB_WIND_RECT_Z_SDMA6_ONLY: u32 = (0b111 << SdmaSubWindRectZ::DST_CACHE_POLICY_OFFSET)
     | (0b111 << SdmaSubWindRectZ::SRC_CACHE_POLICY_OFFSET);
 
-zc_packet! {
-    /// COPY_LINEAR_SUB_WIND (op 1, sub-op 4), 13 dwords: copies a `rect_x × rect_y ×
-    /// rect_z` box of elements between two pitched linear surfaces (what ROCr emits for
-    /// `hsa_amd_memory_async_copy_rect`, i.e. `hipMemcpy2D`/`hipMemcpy3D`).
-    ///
-    /// Layout (the same on SDMA 4, 5 and 6; facts from the Linux kernel's
-    /// `vega10_sdma_pkt_open.h` `SDMA_PKT_COPY_LINEAR_SUBWIN` field masks and shifts, the
-    /// SDMA 6 cache-policy bits from the SDMA 6 packet header, the minus-one encodings from
-    /// how ROCr's `BuildCopyRectCommand` fills the packet):
-    ///
-    /// | dw | bits | field |
-    /// |----|------|-------|
-    /// | 0 | `[7:0]` op = 1, `[15:8]` sub_op = 4, `[18]` tmz, `[31:29]` elementsize | header |
-    /// | 1, 2 | | source address bits 31:0 (dword aligned), 63:32 |
-    /// | 3 | `[13:0]` src_x, `[29:16]` src_y | source origin |
-    /// | 4 | `[10:0]` src_z, `[31:13]` src_pitch − 1 | |
-    /// | 5 | `[27:0]` src_slice_pitch − 1 | |
-    /// | 6, 7 | | destination address bits 31:0 (dword aligned), 63:32 |
-    /// | 8 | `[13:0]` dst_x, `[29:16]` dst_y | destination origin |
-    /// | 9 | `[10:0]` dst_z, `[31:13]` dst_pitch − 1 | |
-    /// | 10 | `[27:0]` dst_slice_pitch − 1 | |
-    /// | 11 | `[13:0]` rect_x − 1, `[29:16]` rect_y − 1 | rectangle |
-    /// | 12 | `[10:0]` rect_z − 1, `[17:16]` dst_sw, `[20:18]` dst_cache_policy (SDMA 6), `[25:24]` src_sw, `[28:26]` src_cache_policy (SDMA 6) | |
-    ///
-    /// Units: an element is `1 << elementsize` bytes; x, the pitches and the rectangle's
-    /// width count elements, y and the height rows, z and the depth slices. The element at
-    /// `(x, y, z)` of a surface is at byte `addr + ((x + y·pitch + z·slice_pitch) <<
-    /// elementsize)`.
-    pub struct SdmaCopyLinearSubWind {
-        /// dw0.
-        pub header: SdmaSubWindHeader,
-        /// dw1: source address bits 31:0.
-        pub src_lo: u32,
-        /// dw2: source address bits 63:32.
-        pub src_hi: u32,
-        /// dw3: source x, y.
-        pub src_xy: SdmaSubWindXy,
-        /// dw4: source z, pitch − 1.
-        pub src_z_pitch: SdmaSubWindZPitch,
-        /// dw5: source slice pitch − 1 (`[27:0]`).
-        pub src_slice_pitch: u32,
-        /// dw6: destination address bits 31:0.
-        pub dst_lo: u32,
-        /// dw7: destination address bits 63:32.
-        pub dst_hi: u32,
-        /// dw8: destination x, y.
-        pub dst_xy: SdmaSubWindXy,
-        /// dw9: destination z, pitch − 1.
-        pub dst_z_pitch: SdmaSubWindZPitch,
-        /// dw10: destination slice pitch − 1 (`[27:0]`).
-        pub dst_slice_pitch: u32,
-        /// dw11: rectangle width − 1 (`x`), height − 1 (`y`).
-        pub rect_xy: SdmaSubWindXy,
-        /// dw12: rectangle depth − 1, swaps, cache policies.
-        pub rect_z: SdmaSubWindRectZ,
-    }
-}
-fixed_layout!(SdmaCopyLinearSubWind, 13, "SDMA_COPY_LINEAR_SUB_WIND");
+// [`SdmaCopyLinearSubWind`]'s dwords: its row of the packet table (`sdma_packets!`).
 
 /// One side of a sub-window copy: a pitched linear surface and the box's origin in it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -1029,7 +1317,7 @@ pub struct SdmaWrite<'a> {
 impl<'a> SdmaWrite<'a> {
     /// A write of `data` (1..=[`SDMA_WRITE_MAX_DWORDS`] dwords) to `dst` (4-byte aligned).
     pub fn new(dst: u64, data: &'a [u32]) -> Result<Self, BuildError> {
-        const P: &str = "SDMA_WRITE_LINEAR";
+        const P: &str = SdmaWrite::NAME;
         check_align(P, "dst", dst, 4)?;
         if data.is_empty() || data.len() > SDMA_WRITE_MAX_DWORDS {
             return Err(BuildError::Length {
@@ -1057,7 +1345,7 @@ impl<'a> SdmaWrite<'a> {
 
     /// Checks reserved bits as the decoder does.
     pub fn validate(&self, _gen: SdmaGen) -> Result<(), DecodeErrorKind> {
-        const P: &str = "SDMA_WRITE_LINEAR";
+        const P: &str = SdmaWrite::NAME;
         check_reserved(P, 0, self.head.header.into_bits(), WRITE_HEADER_RESERVED)?;
         check_reserved(P, 1, self.head.dst_lo, 0b11)?;
         check_reserved(P, 3, self.head.count.into_bits(), WRITE_COUNT_RESERVED)?;
@@ -1125,20 +1413,7 @@ impl SdmaFenceHeader {
 }
 const FENCE_SDMA5_ONLY: u32 = 0x03FF_0000;
 
-zc_packet! {
-    /// FENCE (op 5), 4 dwords: writes 32-bit `data` to `addr`.
-    pub struct SdmaFence {
-        /// dw0.
-        pub header: SdmaFenceHeader,
-        /// dw1: address bits 31:0 (dword aligned).
-        pub addr_lo: u32,
-        /// dw2: address bits 63:32.
-        pub addr_hi: u32,
-        /// dw3: the value.
-        pub data: u32,
-    }
-}
-fixed_layout!(SdmaFence, 4, "SDMA_FENCE");
+// [`SdmaFence`]'s dwords: its row of the packet table (`sdma_packets!`).
 
 impl SdmaFence {
     /// A fence writing `data` to `addr` (4-byte aligned).
@@ -1179,16 +1454,7 @@ pub struct SdmaTrapContext {
     __: u8,
 }
 
-zc_packet! {
-    /// TRAP (op 6), 2 dwords: raises an interrupt with a 28-bit context.
-    pub struct SdmaTrap {
-        /// dw0.
-        pub header: SdmaHeader,
-        /// dw1.
-        pub context: SdmaTrapContext,
-    }
-}
-fixed_layout!(SdmaTrap, 2, "SDMA_TRAP");
+// [`SdmaTrap`]'s dwords: its row of the packet table (`sdma_packets!`).
 
 impl SdmaTrap {
     /// A trap with `int_context` (28 bits).
@@ -1255,24 +1521,7 @@ pub struct SdmaPollInterval {
     __: u8,
 }
 
-zc_packet! {
-    /// POLL_REGMEM (op 8, sub-op 0), 6 dwords.
-    pub struct SdmaPollRegmem {
-        /// dw0.
-        pub header: SdmaPollHeader,
-        /// dw1: address bits 31:0 (memory) or register byte offset (`reg << 2`).
-        pub addr_lo: u32,
-        /// dw2: address bits 63:32.
-        pub addr_hi: u32,
-        /// dw3: reference.
-        pub reference: u32,
-        /// dw4: mask.
-        pub mask: u32,
-        /// dw5: interval and retry count.
-        pub interval: SdmaPollInterval,
-    }
-}
-fixed_layout!(SdmaPollRegmem, 6, "SDMA_POLL_REGMEM");
+// [`SdmaPollRegmem`]'s dwords: its row of the packet table (`sdma_packets!`).
 
 impl SdmaPollRegmem {
     /// A poll of memory at `addr` (4-byte aligned) until `(value & mask) func reference`.
@@ -1347,22 +1596,7 @@ impl SdmaFillHeader {
     pub const RESERVED_MASK: u32 = FILL_HEADER_RESERVED;
 }
 
-zc_packet! {
-    /// CONSTANT_FILL (op 11), 5 dwords.
-    pub struct SdmaConstantFill {
-        /// dw0.
-        pub header: SdmaFillHeader,
-        /// dw1: destination bits 31:0.
-        pub dst_lo: u32,
-        /// dw2: destination bits 63:32.
-        pub dst_hi: u32,
-        /// dw3: the fill value.
-        pub data: u32,
-        /// dw4: bytes − 1 (with dword fill the two LSBs are ignored).
-        pub count: u32,
-    }
-}
-fixed_layout!(SdmaConstantFill, 5, "SDMA_CONSTANT_FILL");
+// [`SdmaConstantFill`]'s dwords: its row of the packet table (`sdma_packets!`).
 
 impl SdmaConstantFill {
     /// A dword fill of `bytes` at `dst` (4-byte aligned) with `data`.
@@ -1415,18 +1649,7 @@ pub struct SdmaTimestampHeader {
     __: u16,
 }
 
-zc_packet! {
-    /// TIMESTAMP (op 13), 3 dwords: SET (value) or GET/GET_GLOBAL (qword address).
-    pub struct SdmaTimestamp {
-        /// dw0.
-        pub header: SdmaTimestampHeader,
-        /// dw1: address bits 31:3 / value bits 31:0.
-        pub lo: u32,
-        /// dw2: address bits 63:32 / value bits 63:32.
-        pub hi: u32,
-    }
-}
-fixed_layout!(SdmaTimestamp, 3, "SDMA_TIMESTAMP");
+// [`SdmaTimestamp`]'s dwords: its row of the packet table (`sdma_packets!`).
 
 impl SdmaTimestamp {
     /// A GET or GET_GLOBAL writing the timestamp to `addr` (8-byte aligned), or a SET
@@ -1490,24 +1713,7 @@ impl SdmaIndirectHeader {
     pub const RESERVED_MASK: u32 = INDIRECT_HEADER_RESERVED;
 }
 
-zc_packet! {
-    /// INDIRECT (op 4), 6 dwords: run an SDMA IB.
-    pub struct SdmaIndirect {
-        /// dw0.
-        pub header: SdmaIndirectHeader,
-        /// dw1: IB address bits 31:0 (32-byte aligned).
-        pub base_lo: u32,
-        /// dw2: IB address bits 63:32.
-        pub base_hi: u32,
-        /// dw3: IB size in dwords `[19:0]`.
-        pub ib_size: u32,
-        /// dw4: context-save area bits 31:0.
-        pub csa_lo: u32,
-        /// dw5: context-save area bits 63:32.
-        pub csa_hi: u32,
-    }
-}
-fixed_layout!(SdmaIndirect, 6, "SDMA_INDIRECT");
+// [`SdmaIndirect`]'s dwords: its row of the packet table (`sdma_packets!`).
 
 impl SdmaIndirect {
     /// An IB of `size_dwords` (20 bits) at `base` (32-byte aligned) run with `vmid`.
@@ -1547,5 +1753,58 @@ impl SdmaIndirect {
         )?;
         check_reserved(Self::NAME, 1, self.base_lo, 0x1F)?;
         check_reserved(Self::NAME, 3, self.ib_size, 0xFFF0_0000)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opcodes_are_those_of_facts_section_5() {
+        let facts = [
+            ("NOP", 0),
+            ("COPY", 1),
+            ("WRITE", 2),
+            ("INDIRECT", 4),
+            ("FENCE", 5),
+            ("TRAP", 6),
+            ("SEM", 7),
+            ("POLL_REGMEM", 8),
+            ("COND_EXE", 9),
+            ("ATOMIC", 10),
+            ("CONST_FILL", 11),
+            ("PTEPDE", 12),
+            ("TIMESTAMP", 13),
+            ("SRBM_WRITE", 14),
+            ("PRE_EXE", 15),
+            ("DUMMY_TRAP", 16),
+        ];
+        for (name, op) in facts {
+            assert_eq!(SdmaOpcode(op).name(), Some(name));
+        }
+        assert_eq!(SdmaOpcode(3).name(), None);
+        assert_eq!(SdmaOpcode(17).name(), None);
+    }
+
+    #[test]
+    fn the_table_names_each_layout_once() {
+        let words = SdmaFence::new(0x1000, 7).unwrap().to_dwords();
+        let (p, n) = decode_sdma_body(&words, words[0], SdmaGen::Sdma5).unwrap();
+        assert_eq!(
+            (p.name(), p.opcode(), n),
+            (SdmaFence::NAME, SdmaOpcode::FENCE, 4)
+        );
+        assert_eq!(<SdmaFence as SdmaBody>::NAME, "SDMA_FENCE");
+        assert_eq!(<SdmaWrite as SdmaBody>::NAME, "SDMA_WRITE_LINEAR");
+        // A sub-op no row decodes is an unsupported, not an unknown, opcode.
+        let words = [u32::from(SdmaOpcode::COPY.0) | 1 << 8];
+        assert_eq!(
+            decode_sdma_body(&words, words[0], SdmaGen::Sdma5).unwrap_err(),
+            DecodeErrorKind::UnsupportedSdmaOpcode {
+                op: SdmaOpcode::COPY,
+                sub_op: 1
+            }
+        );
     }
 }

@@ -249,7 +249,7 @@ pub fn decode_words(
     } else {
         ErrorPolicy::Resync
     };
-    let mut dec = Pm4Decoder::new(words, target.pm4()).with_policy(policy);
+    let mut dec = Pm4Decoder::new(words, target.generation()).with_policy(policy);
     while let Some(item) = dec.next() {
         match item {
             Ok(d) => entries.push(packet_entry(

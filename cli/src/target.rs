@@ -1,14 +1,14 @@
 //! GPU targets on the command line: `--gfx gfx9|gfx10|gfx11`, or a part the model knows
 //! (`gfx900`, `gfx90a`, `gfx942`, `gfx1030`), or `--gfx 9.4.2` for an exact GC IP version.
-//! A target fixes the PM4 layouts ([`GfxGen`]), the SDMA layouts ([`SdmaGen`]) and the MQD
-//! generation.
+//! A target fixes the generation ([`Generation`]: the MQD and PM4 layouts) and the SDMA
+//! layouts ([`SdmaGen`]).
 
 use std::fmt;
 use std::str::FromStr;
 
 use kfd_model::Preset;
 use kfd_sys::gpu::{Generation, GfxVersion};
-use pm4::{GfxGen, SdmaGen};
+use pm4::SdmaGen;
 
 /// A GPU target: a name, the GC IP version it stands for and that version's generation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,14 +50,9 @@ impl Target {
         }
     }
 
-    /// The MQD generation.
+    /// The generation: its MQD and PM4 packet layouts.
     pub fn generation(&self) -> Generation {
         self.generation
-    }
-
-    /// The PM4 packet layouts.
-    pub fn pm4(&self) -> GfxGen {
-        self.generation.into()
     }
 
     /// The SDMA packet layouts (SDMA 4 on gfx9, 5 on gfx10, 6 on gfx11).
@@ -139,14 +134,20 @@ mod tests {
     fn names_versions_and_presets() {
         let t: Target = "gfx90a".parse().unwrap();
         assert_eq!(t.gc, GfxVersion::new(9, 4, 2));
-        assert_eq!((t.pm4(), t.sdma()), (GfxGen::Gfx9, SdmaGen::Sdma4));
+        assert_eq!(
+            (t.generation(), t.sdma()),
+            (Generation::Gfx9, SdmaGen::Sdma4)
+        );
         let t: Target = "GFX10".parse().unwrap();
         assert_eq!(
             (t.generation(), t.sdma()),
             (Generation::Gfx10, SdmaGen::Sdma5)
         );
         let t: Target = "11.0.3".parse().unwrap();
-        assert_eq!((t.pm4(), t.sdma()), (GfxGen::Gfx11, SdmaGen::Sdma6));
+        assert_eq!(
+            (t.generation(), t.sdma()),
+            (Generation::Gfx11, SdmaGen::Sdma6)
+        );
         assert_eq!(t.to_string(), "GC 11.0.3 (gfx11)");
         assert_eq!(
             "gfx1030".parse::<Target>().unwrap().to_string(),

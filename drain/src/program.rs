@@ -242,7 +242,11 @@ impl Drainer {
                     SDMA_PROGRAM_DWORDS,
                 )
             }
-            DrainEngine::Pm4 => (Gen::Pm4(gpu.gfx_gen()?), PM4_COPY_CHUNK, PM4_PROGRAM_DWORDS),
+            DrainEngine::Pm4 => (
+                Gen::Pm4(gpu.generation()?),
+                PM4_COPY_CHUNK,
+                PM4_PROGRAM_DWORDS,
+            ),
         };
         let copies = u64::from(t.layout.slot_size()).div_ceil(chunk);
         // COPY_LINEAR and DMA_DATA are both 7 dwords.

@@ -237,7 +237,7 @@ impl Client<'_> {
         let p = open(shared, Arc::new(Arena::new()));
         let node = shared.model.nodes().first()?.clone();
         let gpu = node.gpu_id;
-        let gen = node.gpu.pm4_gen;
+        let gen = node.gpu.generation;
         let sgen = match gen {
             GfxGen::Gfx9 => SdmaGen::Sdma4,
             GfxGen::Gfx10 => SdmaGen::Sdma5,

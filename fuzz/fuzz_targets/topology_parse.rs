@@ -137,7 +137,7 @@ fn exercise(t: &Topology) {
             n.cu_count(),
         );
         let _ = (n.num_xcc(), n.vram_size(), n.is_dgpu());
-        for r in [n.gfx_gen().map(|_| ()), n.sdma_gen().map(|_| ())] {
+        for r in [n.generation().map(|_| ()), n.sdma_gen().map(|_| ())] {
             if let Err(e) = r {
                 sink.push_str(&e.to_string());
             }

@@ -118,7 +118,7 @@ impl KfdNode {
 impl DebugFs<'_> {
     /// The MQD generation of the GPU.
     pub fn generation(&self) -> Generation {
-        self.node.gpu.mqd_gen
+        self.node.gpu.generation
     }
 
     /// The scheduler firmware's slots and what is mapped in them (`hqds`).

@@ -141,7 +141,7 @@ fn gpu_config(doorbells: DoorbellLayout, config: &ModelConfig, topo: &Node) -> G
     let p = &topo.properties;
     GpuConfig {
         doorbells,
-        mqd_gen: preset.generation(),
+        generation: preset.generation(),
         sdma_gen: sdma_gen(preset),
         sdma_engines: (p.num_sdma_engines + p.num_sdma_xgmi_engines) as u8,
         sdma_queues_per_engine: p.num_sdma_queues_per_engine as u8,

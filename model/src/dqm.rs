@@ -952,7 +952,7 @@ impl Dqm {
         if let Some(addr) = self.hiq_mqd_addr() {
             let mut bytes = [0u8; 2048];
             if gpu.gart.read(addr, &mut bytes).is_some() {
-                if let Ok(mut mqd) = ComputeMqd::decode(gpu.mqd_gen, &bytes) {
+                if let Ok(mut mqd) = ComputeMqd::decode(gpu.generation, &bytes) {
                     mqd.set_queue_doorbell_id0(0);
                     let _ = gpu.gart.write(addr, mqd.as_bytes());
                 }

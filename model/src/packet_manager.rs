@@ -260,7 +260,7 @@ impl PacketManager {
             if oversubscribed { ", chained" } else { "" }
         );
         if log::log_enabled!(target: crate::layer::PM, log::Level::Trace) {
-            let listing = pm4::disasm::Pm4Listing::new(&buf, gpu.pm4_gen).to_string();
+            let listing = pm4::disasm::Pm4Listing::new(&buf, gpu.generation).to_string();
             for line in listing.lines() {
                 log::trace!(target: crate::layer::PM, "{line}");
             }

@@ -179,8 +179,8 @@ impl RenderNode {
         };
         crate::eviction::validate_for_submission(&self.model, &self.node, &wanted);
         let gem = lock(&self.gem);
-        let sdma_gen = pm4::SdmaGen::from(self.node.gpu.mqd_gen);
-        let gfx_gen = pm4::GfxGen::from(self.node.gpu.mqd_gen);
+        let sdma_gen = pm4::SdmaGen::from(self.node.gpu.generation);
+        let gfx_gen = self.node.gpu.generation;
         let mut seq = 0;
         let mut hung = false;
         for ib in &request.ibs {

@@ -83,7 +83,7 @@ fn ib(addr: u64, dwords: usize, chain: bool) -> IndirectBuffer {
 }
 
 fn gen_of(c: &Client) -> GfxGen {
-    c.node().gpu.pm4_gen
+    c.node().gpu.generation
 }
 
 /// The wrapped dword read pointer a PM4 queue reports.
@@ -1198,7 +1198,7 @@ fn a_waiting_queue_is_preempted_and_restored_without_losing_a_packet() {
     let mqd_addr = node.dqm().queue(c.pasid(), qid).unwrap().mqd_mem.gpu_addr;
     let mut bytes = [0u8; 2048];
     node.gpu.gart.read(mqd_addr, &mut bytes).unwrap();
-    let mqd = mqd::ComputeMqd::decode(node.gpu.mqd_gen, &bytes).unwrap();
+    let mqd = mqd::ComputeMqd::decode(node.gpu.generation, &bytes).unwrap();
     use mqd::ComputeDescriptor;
     assert_eq!(
         mqd.hqd_rptr(),

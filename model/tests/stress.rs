@@ -90,7 +90,7 @@ struct Worker {
 impl Worker {
     fn new(model: &Model, seed: u64) -> Worker {
         let c = Client::new(model);
-        let gen = c.node().gpu.pm4_gen;
+        let gen = c.node().gpu.generation;
         let page = c.event_page();
         let done = create_event(&c, KFD_IOC_EVENT_SIGNAL, true, page.handle)
             .expect("first signal event (with the event page)");

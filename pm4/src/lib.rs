@@ -93,29 +93,9 @@ pub use error::{BuildError, WriteError};
 pub use writer::{Encode, PacketWriter};
 
 /// The GPU generation whose PM4 layouts apply (RELEASE_MEM, ACQUIRE_MEM and the gfx10+
-/// bits of WAIT_REG_MEM differ).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum GfxGen {
-    /// GC 9.x (Vega, MI100, MI200, MI300).
-    Gfx9,
-    /// GC 10.x (RDNA1/2).
-    Gfx10,
-    /// GC 11.x (RDNA3); same PM4 layouts as gfx10.
-    Gfx11,
-}
-
-/// The PM4 forms of a GPU generation (the one table of generations is `kfd_sys::gpu`; the
-/// compiler names this match when a generation is added).
-impl From<kfd_sys::gpu::Generation> for GfxGen {
-    fn from(generation: kfd_sys::gpu::Generation) -> Self {
-        use kfd_sys::gpu::Generation;
-        match generation {
-            Generation::Gfx9 => GfxGen::Gfx9,
-            Generation::Gfx10 => GfxGen::Gfx10,
-            Generation::Gfx11 => GfxGen::Gfx11,
-        }
-    }
-}
+/// bits of WAIT_REG_MEM differ): the one table of generations, `kfd_sys::gpu::Generation`
+/// (gfx11 has gfx10's PM4 layouts).
+pub use kfd_sys::gpu::Generation as GfxGen;
 
 /// The SDMA forms a GPU generation surely has: SDMA 4.0 on gfx9, 5.0 on gfx10, 6 on gfx11
 /// ([`SdmaGen::from_ip_version`] knows the later IP versions within a generation).

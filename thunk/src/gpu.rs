@@ -112,9 +112,9 @@ impl Gpu {
         self.session.gpus[self.index].render.minor()
     }
 
-    /// The PM4 packet generation.
-    pub fn gfx_gen(&self) -> Result<pm4::GfxGen> {
-        self.node().gfx_gen()
+    /// The graphics generation (its MQD and PM4 packet layouts).
+    pub fn generation(&self) -> Result<kfd_sys::gpu::Generation> {
+        self.node().generation()
     }
 
     /// The SDMA packet generation.

@@ -205,11 +205,6 @@ impl Node {
             .ok_or_else(|| self.unsupported())
     }
 
-    /// The PM4 packet generation of the GPU.
-    pub fn gfx_gen(&self) -> Result<pm4::GfxGen> {
-        Ok(self.generation()?.into())
-    }
-
     /// The SDMA packet generation of the GPU: SDMA 4 on gfx9, 5 on gfx10, 6 on gfx11.
     pub fn sdma_gen(&self) -> Result<pm4::SdmaGen> {
         Ok(self.generation()?.into())
@@ -635,7 +630,7 @@ mod tests {
         let g = t.gpu(35356).unwrap();
         assert_eq!(g.name, "gfx90a");
         assert_eq!(g.gfx_target_name().as_deref(), Some("gfx90a"));
-        assert_eq!(g.gfx_gen().unwrap(), pm4::GfxGen::Gfx9);
+        assert_eq!(g.generation().unwrap(), kfd_sys::gpu::Generation::Gfx9);
         assert_eq!(g.cu_count(), 104);
         assert_eq!(g.render_minor().unwrap(), 128);
         assert_eq!(g.vram_size(), 64 << 30);

@@ -69,7 +69,7 @@ proptest! {
             Ok(t) => {
                 for n in &t.nodes {
                     let _ = n.queue_sizes().map(|s| s.context_save_area_size());
-                    let _ = (n.gfx_gen(), n.sdma_gen(), n.render_minor(), n.cu_count(), n.vram_size());
+                    let _ = (n.generation(), n.sdma_gen(), n.render_minor(), n.cu_count(), n.vram_size());
                     let _ = n.gfx_target_name();
                 }
             }

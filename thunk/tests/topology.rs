@@ -59,7 +59,7 @@ fn gfx900_model_topology_matches_the_facts() {
     assert_eq!(gpu.cu_count(), 64);
     assert!(gpu.is_dgpu());
     assert_eq!(gpu.vram_size(), 16 << 30);
-    assert_eq!(gpu.gfx_gen().unwrap(), pm4::GfxGen::Gfx9);
+    assert_eq!(gpu.generation().unwrap(), kfd_sys::gpu::Generation::Gfx9);
     assert_eq!(gpu.sdma_gen().unwrap(), pm4::SdmaGen::Sdma4);
     // Facts §9.9 for 64 CUs of gfx900: ctl stack 0x5000, CWSR 0x1545000, debug 0x10000.
     let s = gpu.queue_sizes().unwrap();

@@ -633,7 +633,7 @@ fn event_signal(session: &mut Session, options: ScenarioOptions) -> CliResult<()
             format!("SDMA FENCE to the event slot + TRAP with context {id}"),
         )
     } else {
-        let gen = target_of(session).pm4();
+        let gen = target_of(session).generation();
         (
             release_mem_with_interrupt(gen, slot, id, id)?,
             format!("RELEASE_MEM (int_sel 2, data_sel 1, int_ctxid {id}) to the event slot"),

@@ -24,8 +24,8 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 pub struct GpuConfig {
     /// How the doorbell BAR is laid out.
     pub doorbells: DoorbellLayout,
-    /// MQD layouts (and with them the PM4 packet layouts) of the part.
-    pub mqd_gen: mqd::Generation,
+    /// The part's generation: its MQD and PM4 packet layouts.
+    pub generation: kfd_sys::gpu::Generation,
     /// The SDMA engines' IP version.
     pub sdma_gen: pm4::SdmaGen,
     /// SDMA engines (PCIe and XGMI).
@@ -66,10 +66,8 @@ pub struct Gpu {
     pub ih: IhRing,
     /// The compute units' counters and observer.
     pub shader: Arc<ShaderActivity>,
-    /// PM4 packet layouts of the part.
-    pub pm4_gen: pm4::GfxGen,
-    /// MQD layouts of the part.
-    pub mqd_gen: mqd::Generation,
+    /// The part's generation: its MQD and PM4 packet layouts.
+    pub generation: kfd_sys::gpu::Generation,
     /// Page tables by page-directory base: what a VMID set up by `MAP_PROCESS` translates with.
     page_tables: RwLock<HashMap<u64, Arc<RwLock<GpuVm>>>>,
     /// The model's engine thread, woken when a runlist is mapped.
@@ -82,8 +80,7 @@ pub struct Gpu {
 impl Gpu {
     /// Builds the GPU `config` describes.
     pub fn new(config: GpuConfig) -> KResult<Gpu> {
-        let mqd_gen = config.mqd_gen;
-        let pm4_gen = pm4::GfxGen::from(mqd_gen);
+        let generation = config.generation;
         Ok(Gpu {
             gart: Gart::new(GART_SIZE)?,
             doorbells: DoorbellBar::new(config.doorbells)?,
@@ -91,8 +88,7 @@ impl Gpu {
             heap: crate::hw::heap::DeviceHeap::new(&config.heap_name),
             clock: GpuClock::new(),
             hws: Hws::new(
-                pm4_gen,
-                mqd_gen,
+                generation,
                 config.sdma_engines,
                 config.sdma_queues_per_engine,
             )
@@ -103,8 +99,7 @@ impl Gpu {
             .with_shader_array(config.shader_array),
             ih: IhRing::new(),
             shader: Arc::new(ShaderActivity::default()),
-            pm4_gen,
-            mqd_gen,
+            generation,
             page_tables: RwLock::new(HashMap::new()),
             waker: OnceLock::new(),
             injected_vm_faults: Mutex::new(Vec::new()),

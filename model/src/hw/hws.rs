@@ -25,7 +25,7 @@ use pm4::hws::{
     UnmapAction, UnmapTarget,
 };
 use pm4::user::WriteDataTarget;
-use pm4::{GfxGen, SdmaGen};
+use pm4::SdmaGen;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -171,8 +171,8 @@ pub struct EngineQueueState {
 
 #[derive(Debug)]
 struct State {
-    pm4_gen: GfxGen,
-    mqd_gen: Generation,
+    /// The part's generation: its MQD and PM4 layouts.
+    generation: Generation,
     /// The SDMA engines' IP version (count widths, broadcast copy).
     sdma_gen: SdmaGen,
     /// The ISA of the compute units, or why the model cannot run this GPU's shaders.
@@ -272,19 +272,13 @@ impl Hws {
         self
     }
 
-    /// Firmware for a GPU whose PM4 generation is `pm4_gen` and MQD generation `mqd_gen`, with
+    /// Firmware for a GPU of `generation` (its MQD and PM4 layouts), with
     /// `sdma_engines` engines of `sdma_queues_per_engine` user queues.
-    pub fn new(
-        pm4_gen: GfxGen,
-        mqd_gen: Generation,
-        sdma_engines: u8,
-        sdma_queues_per_engine: u8,
-    ) -> Self {
+    pub fn new(generation: Generation, sdma_engines: u8, sdma_queues_per_engine: u8) -> Self {
         Hws {
             state: Mutex::new(State {
-                pm4_gen,
-                mqd_gen,
-                sdma_gen: SdmaGen::from(mqd_gen),
+                generation,
+                sdma_gen: SdmaGen::from(generation),
                 shader_isa: Err("ISA not modelled for this GPU".into()),
                 cu_threads: 1,
                 strict: Strict::default(),
@@ -353,7 +347,7 @@ impl Hws {
             log::warn!(target: crate::layer::HWS, "HIQ doorbell before the HIQ was loaded");
             return;
         };
-        let Some(mqd) = read_compute_mqd(gart, s.mqd_gen, mqd_addr) else {
+        let Some(mqd) = read_compute_mqd(gart, s.generation, mqd_addr) else {
             s.fail("the HIQ MQD is unreadable");
             return;
         };
@@ -372,7 +366,7 @@ impl Hws {
         };
         while s.hiq_rptr < wptr {
             let slot = (s.hiq_rptr % ring_dwords) as usize;
-            let (packet, len) = match decode_pm4_packet(&ring[slot..], s.pm4_gen) {
+            let (packet, len) = match decode_pm4_packet(&ring[slot..], s.generation) {
                 Ok(p) => p,
                 Err(e) => {
                     s.fail(&format!("bad packet on the HIQ at dword {slot}: {e}"));
@@ -568,8 +562,7 @@ impl Hws {
             contexts,
             registers,
             remapped,
-            pm4_gen,
-            mqd_gen,
+            generation,
             sdma_gen,
             shader_isa,
             cu_threads,
@@ -608,12 +601,12 @@ impl Hws {
                     if refresh {
                         match c {
                             QueueContext::Compute(q) => {
-                                if let Some(mqd) = read_compute_mqd(&gpu.gart, *mqd_gen, addr) {
+                                if let Some(mqd) = read_compute_mqd(&gpu.gart, *generation, addr) {
                                     q.remap(&mqd, m.queue.wptr_addr, id, &vm, doorbell);
                                 }
                             }
                             QueueContext::Sdma(q) => {
-                                if let Some(mqd) = read_sdma_mqd(&gpu.gart, *mqd_gen, addr) {
+                                if let Some(mqd) = read_sdma_mqd(&gpu.gart, *generation, addr) {
                                     q.remap(&mqd, m.queue.wptr_addr, id);
                                 }
                             }
@@ -624,10 +617,10 @@ impl Hws {
                 std::collections::hash_map::Entry::Vacant(v) => {
                     let c = match m.slot {
                         HqdSlot::Compute { .. } => {
-                            let Some(mqd) = read_compute_mqd(&gpu.gart, *mqd_gen, addr) else {
+                            let Some(mqd) = read_compute_mqd(&gpu.gart, *generation, addr) else {
                                 continue;
                             };
-                            let mut q = CpQueue::from_mqd(&mqd, m.queue.wptr_addr, id, *pm4_gen);
+                            let mut q = CpQueue::from_mqd(&mqd, m.queue.wptr_addr, id, *generation);
                             q.set_shader_isa(shader_isa.clone());
                             q.set_shader_activity(gpu.shader.clone());
                             q.set_cu_threads(*cu_threads);
@@ -636,7 +629,7 @@ impl Hws {
                             QueueContext::Compute(Box::new(q))
                         }
                         HqdSlot::Sdma { .. } => {
-                            let Some(mqd) = read_sdma_mqd(&gpu.gart, *mqd_gen, addr) else {
+                            let Some(mqd) = read_sdma_mqd(&gpu.gart, *generation, addr) else {
                                 continue;
                             };
                             QueueContext::Sdma(SdmaQueue::from_mqd(
@@ -745,7 +738,7 @@ impl State {
                 if let Some(f) = failed {
                     // The firmware gives up on the unmap and logs the doorbell in the HIQ MQD.
                     log::warn!(target: crate::layer::HWS, "queue with doorbell {:#x} did not preempt", f.queue.doorbell_offset);
-                    if let Some(mut hiq) = read_compute_mqd(gart, self.mqd_gen, hiq_mqd) {
+                    if let Some(mut hiq) = read_compute_mqd(gart, self.generation, hiq_mqd) {
                         hiq.set_queue_doorbell_id0(f.queue.doorbell_offset);
                         let _ = gart.write(hiq_mqd, hiq.bytes());
                     }
@@ -840,7 +833,7 @@ impl State {
         let mut chained = false;
         let mut pos = 0usize;
         while pos < ib.len() {
-            let (packet, len) = match decode_pm4_packet(&ib[pos..], self.pm4_gen) {
+            let (packet, len) = match decode_pm4_packet(&ib[pos..], self.generation) {
                 Ok(p) => p,
                 Err(e) => {
                     self.fail(&format!("bad packet in the runlist IB at dword {pos}: {e}"));
@@ -989,7 +982,7 @@ impl State {
             let p = &self.runlist[pi];
             let (pasid, page_table_base) = (p.pasid, p.page_table_base);
             if let HqdSlot::Compute { .. } = slot {
-                if let Some(mut mqd) = read_compute_mqd(gart, self.mqd_gen, q.mqd_addr) {
+                if let Some(mut mqd) = read_compute_mqd(gart, self.generation, q.mqd_addr) {
                     mqd.set_active(true);
                     mqd.set_vmid(u32::from(vmid));
                     let _ = gart.write(q.mqd_addr, mqd.bytes());
@@ -1021,7 +1014,7 @@ impl State {
             // into the MQD, as the CP saves the HQD registers.
             match q.slot {
                 HqdSlot::Compute { .. } => {
-                    if let Some(mut mqd) = read_compute_mqd(gart, self.mqd_gen, addr) {
+                    if let Some(mut mqd) = read_compute_mqd(gart, self.generation, addr) {
                         mqd.set_active(false);
                         if let Some(QueueContext::Compute(c)) = self.contexts.get(&addr) {
                             c.save(&mut mqd);
@@ -1031,7 +1024,7 @@ impl State {
                 }
                 HqdSlot::Sdma { .. } => {
                     if let Some(QueueContext::Sdma(c)) = self.contexts.get(&addr) {
-                        if let Some(mut mqd) = read_sdma_mqd(gart, self.mqd_gen, addr) {
+                        if let Some(mut mqd) = read_sdma_mqd(gart, self.generation, addr) {
                             c.save(&mut mqd);
                             let _ = gart.write(addr, mqd.as_bytes());
                         }

@@ -568,7 +568,7 @@ pub fn runlist(node: &kfd_model::KfdNode) -> Vec<pm4::Packet<'static>> {
     let dwords = node.gpu.gart.read_dwords(addr, n as usize).unwrap();
     // Leaked so the borrowed packets can outlive this call; tests are short-lived.
     let dwords: &'static [u32] = Box::leak(dwords.into_boxed_slice());
-    pm4::Pm4Decoder::new(dwords, node.gpu.pm4_gen)
+    pm4::Pm4Decoder::new(dwords, node.gpu.generation)
         .map(|d| d.expect("runlist decodes").packet)
         .collect()
 }

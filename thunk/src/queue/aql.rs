@@ -47,7 +47,7 @@ impl QueueKind for Aql {
     const ENGINE: &'static str = "the packet processor";
 
     fn new(gpu: &Gpu, ring_bytes: u32) -> Result<Self> {
-        gpu.gfx_gen()?;
+        gpu.generation()?;
         Ok(Aql {
             slots: u64::from(ring_bytes) / AQL_PACKET_BYTES,
             wptr: 0,

@@ -50,7 +50,7 @@ impl DwordRingKind for Pm4 {
     const UNITS_PER_DWORD: u64 = 1;
 
     fn create(gpu: &Gpu, ring_bytes: u32) -> Result<Self> {
-        let gen = gpu.gfx_gen()?;
+        let gen = gpu.generation()?;
         let dwords = (ring_bytes / 4) as usize;
         Ok(Pm4 {
             ring: Pm4Ring::new(dwords).map_err(|e| ring_error("CREATE_QUEUE", e, "dwords"))?,

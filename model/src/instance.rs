@@ -327,6 +327,19 @@ impl Model {
             .fold(Default::default(), |a, b| a + b)
     }
 
+    /// Installs (or with `None` removes) the dispatch observer of the GPU with topology id
+    /// `gpu_id` (`ENODEV` if there is none): the door through which a tool watches the compute
+    /// units; dispatches that start later report to it.
+    pub fn set_dispatch_observer(
+        &self,
+        gpu_id: u32,
+        observer: Option<std::sync::Arc<dyn crate::hw::observe::DispatchObserver>>,
+    ) -> KResult<()> {
+        let node = self.node(gpu_id).ok_or(Errno::ENODEV)?;
+        node.gpu.shader.set_observer(observer);
+        Ok(())
+    }
+
     /// The GPU with topology id `gpu_id`.
     pub fn node(&self, gpu_id: u32) -> Option<&Arc<KfdNode>> {
         self.inner.node_by_gpu_id(gpu_id)

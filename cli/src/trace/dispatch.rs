@@ -422,7 +422,10 @@ pub fn dispatch(session: &mut Session, options: ScenarioOptions) -> CliResult<()
         layout: kernels_layout(&axpy),
         traced: Mutex::new(0),
     });
-    node.gpu.shader.set_observer(Some(recorder.clone()));
+    let observer: Arc<dyn DispatchObserver> = recorder.clone();
+    model
+        .set_dispatch_observer(node.gpu_id, Some(observer))
+        .map_err(|e| CliError::failure(format!("installing the dispatch observer: {e}")))?;
     let ran = session.step(
         format!(
             "the CP runs the packet: SPI → workgroups → waves (wave #{} traced) → completion signal → interrupt (Model::run_until_idle)",
@@ -440,8 +443,9 @@ pub fn dispatch(session: &mut Session, options: ScenarioOptions) -> CliResult<()
             )
         },
     );
-    node.gpu.shader.set_observer(None);
+    let removed = model.set_dispatch_observer(node.gpu_id, None);
     ran?;
+    removed.map_err(|e| CliError::failure(format!("removing the dispatch observer: {e}")))?;
     session.step(
         "the client: completion signal and event (WAIT_EVENTS), then the result",
         Detail::Full,

@@ -252,7 +252,7 @@ fn every_memory_kind_allocates_maps_and_frees() {
     up.mmap_offset = aligned + 8;
     assert_errno(
         // SAFETY: USERPTR at `aligned + 8`: the model refuses an address that is not page aligned
-        // (EINVAL) before anything else, without dereferencing it.
+        // (EINVAL) before looking it up, populating it or registering it; it dereferences nothing.
         unsafe { ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut up) },
         Errno::EINVAL,
         "userptr not page aligned",

@@ -1988,7 +1988,9 @@ fn a_handler_message_with_an_exception_code_reaches_the_runtime_through_the_erro
                     mode_mask: KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK,
                     ..Default::default()
                 };
-                ioctl_unchecked::<RuntimeEnable>(&g.c.p, &mut r).unwrap();
+                // SAFETY: RUNTIME_ENABLE's only address is `r_debug`, 0 here, which the model only
+                // records for a debugger and never dereferences.
+                unsafe { ioctl_unchecked::<RuntimeEnable>(&g.c.p, &mut r) }.unwrap();
                 g.queue =
                     g.c.create_queue_sized(g.c.gpu(), KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, 100, 4096)
                         .unwrap();
@@ -2042,7 +2044,9 @@ fn a_packet_the_model_cannot_run_reaches_the_runtime_as_a_queue_exception() {
             mode_mask: KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK,
             ..Default::default()
         };
-        ioctl_unchecked::<RuntimeEnable>(&g.c.p, &mut r).unwrap();
+        // SAFETY: RUNTIME_ENABLE's only address is `r_debug`, 0 here, which the model only records
+        // for a debugger and never dereferences.
+        unsafe { ioctl_unchecked::<RuntimeEnable>(&g.c.p, &mut r) }.unwrap();
         g.queue =
             g.c.create_queue_sized(g.c.gpu(), KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, 100, 4096)
                 .unwrap();

@@ -93,7 +93,11 @@ fn a_watched_doorbell_mapping_is_refused_as_userptr_and_as_an_svm_range() {
         ..Default::default()
     };
     assert_eq!(
-        ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut a),
+        // SAFETY: a USERPTR over the watched doorbell mapping, which the model must refuse: it
+        // looks the range up in the process's mappings (PROCMAP_QUERY or /proc/self/maps) and among
+        // its watched doorbell mappings and returns EFAULT before populating a page or making the
+        // `UserMemory` the GPU would reach; nothing is dereferenced.
+        unsafe { ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut a) },
         Err(kfd_model::Errno::EFAULT)
     );
     let head = kfd_ioctl_svm_args {

@@ -93,7 +93,9 @@ fn binding_needs_the_vm_acquired() {
         ..Default::default()
     };
     assert_errno(
-        ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut m),
+        // SAFETY: a GTT allocation, no USERPTR flag: the argument carries no user address, and the
+        // process has no VM yet (ENODEV).
+        unsafe { ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut m) },
         Errno::ENODEV,
         "alloc before ACQUIRE_VM",
     );
@@ -377,7 +379,9 @@ fn the_88_byte_create_queue_of_libhsakmt_5_2_still_works() {
         op: v1_8::KFD_IOC_DBG_TRAP_GET_VERSION,
         ..Default::default()
     };
-    ioctl_unchecked::<v1_8::DbgTrap>(&c.p, &mut t).unwrap();
+    // SAFETY: the DKMS DBG_TRAP version query answers in the argument itself; `ptr` is 0 and never
+    // dereferenced.
+    unsafe { ioctl_unchecked::<v1_8::DbgTrap>(&c.p, &mut t) }.unwrap();
     assert_eq!((t.data1, t.data2), (10, 1));
 }
 
@@ -393,7 +397,9 @@ fn libhsakmt_5_2_enables_the_runtime_through_the_dkms_debugger_entry() {
             data2: 1,
             ..Default::default()
         };
-        ioctl_unchecked::<v1_8::DbgTrap>(&c.p, &mut t)
+        // SAFETY: the DKMS DBG_TRAP's RUNTIME_ENABLE takes `ptr` (0) as `r_debug`, which the model
+        // only records and never dereferences.
+        unsafe { ioctl_unchecked::<v1_8::DbgTrap>(&c.p, &mut t) }
     };
     assert_eq!(enable(1), Ok(0));
     assert_errno(
@@ -410,7 +416,9 @@ fn libhsakmt_5_2_enables_the_runtime_through_the_dkms_debugger_entry() {
         ..Default::default()
     };
     assert_errno(
-        ioctl_unchecked::<v1_8::DbgTrap>(&c.p, &mut t),
+        // SAFETY: another pid: the DKMS DBG_TRAP is ESRCH before any field but `op` and `pid` is
+        // used; `ptr` is 0.
+        unsafe { ioctl_unchecked::<v1_8::DbgTrap>(&c.p, &mut t) },
         Errno::ESRCH,
         "pid 1",
     );
@@ -432,7 +440,9 @@ fn runtime_enable_and_the_debug_state_as_the_kernel() {
             mode_mask,
             capabilities_mask: 0xabcd,
         };
-        ioctl_unchecked::<RuntimeEnable>(&c.p, &mut r).map(|_| r.capabilities_mask)
+        // SAFETY: RUNTIME_ENABLE's only address is `r_debug`, a made-up value here, which the model
+        // only records for a debugger and never dereferences.
+        unsafe { ioctl_unchecked::<RuntimeEnable>(&c.p, &mut r) }.map(|_| r.capabilities_mask)
     };
     let enable = KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK | KFD_RUNTIME_ENABLE_MODE_TTMP_SAVE_MASK;
     assert_eq!(
@@ -458,7 +468,9 @@ fn runtime_enable_and_the_debug_state_as_the_kernel() {
             op,
             ..Default::default()
         };
-        ioctl_unchecked::<DbgTrap>(&c.p, &mut t)
+        // SAFETY: every address field is 0, and the model refuses a DBG_TRAP on a process that is
+        // not debug-enabled (ESRCH, EINVAL, or not modelled) looking only at `pid` and `op`.
+        unsafe { ioctl_unchecked::<DbgTrap>(&c.p, &mut t) }
     };
     let me = std::process::id();
     assert_errno(
@@ -484,7 +496,9 @@ fn runtime_enable_and_the_debug_state_as_the_kernel() {
         ..Default::default()
     };
     assert_errno(
-        ioctl_unchecked::<RuntimeEnable>(&c.p, &mut r),
+        // SAFETY: on Linux 6.1 RUNTIME_ENABLE is ENOTTY before the argument is looked at; its only
+        // address, `r_debug`, is 0 anyway.
+        unsafe { ioctl_unchecked::<RuntimeEnable>(&c.p, &mut r) },
         Errno::ENOTTY,
         "Linux 6.1 has no RUNTIME_ENABLE",
     );

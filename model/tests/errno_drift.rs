@@ -21,8 +21,14 @@ fn model_k(kernel: KernelVersion, gpus: u32) -> kfd_model::Model {
     )
 }
 
-/// ALLOC_MEMORY_OF_GPU only (no map).
+/// ALLOC_MEMORY_OF_GPU only (no map); never USERPTR (this safe function gives the model no
+/// user address).
 fn alloc(c: &Client, va: u64, size: u64, flags: u32) -> Result<u64, Errno> {
+    assert_eq!(
+        flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR,
+        0,
+        "alloc makes no USERPTR"
+    );
     let mut a = kfd_ioctl_alloc_memory_of_gpu_args {
         va_addr: va,
         size,
@@ -30,7 +36,9 @@ fn alloc(c: &Client, va: u64, size: u64, flags: u32) -> Result<u64, Errno> {
         flags,
         ..Default::default()
     };
-    ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut a).map(|_| a.handle)
+    // SAFETY: no USERPTR flag (asserted above): the argument carries no user address (`va_addr` is
+    // a GPU virtual address; `mmap_offset` is read as one only for USERPTR).
+    unsafe { ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut a) }.map(|_| a.handle)
 }
 
 fn gtt_flags() -> u32 {
@@ -191,7 +199,10 @@ fn gtt_allocations_stop_at_the_system_memory_limits() {
             flags: gtt_flags(),
             ..Default::default()
         };
-        ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut b).expect("second half, other GPU");
+        // SAFETY: a GTT allocation, no USERPTR flag: the argument carries no user address
+        // (`va_addr` is a GPU virtual address; `mmap_offset` is read as one only for USERPTR).
+        unsafe { ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut b) }
+            .expect("second half, other GPU");
         assert!(
             rss() < before + (64 << 20),
             "{kernel:?}: {} GiB allocated lazily",
@@ -207,7 +218,9 @@ fn gtt_allocations_stop_at_the_system_memory_limits() {
         b.va_addr = 0x30_0000_0000;
         b.size = 4096;
         assert_errno(
-            ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut b),
+            // SAFETY: a GTT allocation, no USERPTR flag: the argument carries no user address
+            // (`va_addr` is a GPU virtual address; `mmap_offset` is read as one only for USERPTR).
+            unsafe { ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut b) },
             Errno::ENOMEM,
             "the limit is machine-wide",
         );
@@ -355,7 +368,10 @@ fn command_numbers_past_the_versions_table_are_enotty() {
             mode_mask: KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK,
             ..Default::default()
         };
-        let got = ioctl_unchecked::<RuntimeEnable>(&c.p, &mut r);
+        // SAFETY: RUNTIME_ENABLE's only address is `r_debug`, 0 here, which the model only records
+        // for a debugger and never dereferences. On Linux 6.1 the request is ENOTTY before the
+        // argument is looked at.
+        let got = unsafe { ioctl_unchecked::<RuntimeEnable>(&c.p, &mut r) };
         if known_0x25 {
             assert_eq!(got, Ok(0));
         } else {

@@ -170,7 +170,10 @@ fn set_then_wait_any_all_timeout() {
         ..Default::default()
     };
     assert_errno(
-        ioctl_unchecked::<WaitEvents>(&c.p, &mut bad),
+        // SAFETY: `events_ptr` 16 is unmapped: the model copies the array in with
+        // `process_vm_readv` (`read_array`), which fails with EFAULT, and returns before writing
+        // anything back.
+        unsafe { ioctl_unchecked::<WaitEvents>(&c.p, &mut bad) },
         Errno::EFAULT,
         "events_ptr",
     );
@@ -231,18 +234,26 @@ fn every_memory_kind_allocates_maps_and_frees() {
         flags: KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | w,
         ..Default::default()
     };
-    ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut up).unwrap();
+    // SAFETY: a USERPTR of one page at `aligned`, inside `host` (12 KiB, so the page fits), which
+    // is leaked and so outlives the registration; the test never reads or writes `host` again, and
+    // no GPU work touches the buffer.
+    unsafe { ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut up) }.unwrap();
     assert_eq!(up.mmap_offset, aligned);
     up.mmap_offset = 0x10_0000; // nothing is mapped there
     up.va_addr += 1 << 20;
     assert_errno(
-        ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut up),
+        // SAFETY: USERPTR at 0x10_0000, where nothing is mapped: the model looks the range up in
+        // the process's mappings (PROCMAP_QUERY or /proc/self/maps), refuses it with EFAULT, and
+        // never populates or dereferences it.
+        unsafe { ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut up) },
         Errno::EFAULT,
         "userptr not mapped",
     );
     up.mmap_offset = aligned + 8;
     assert_errno(
-        ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut up),
+        // SAFETY: USERPTR at `aligned + 8`: the model refuses an address that is not page aligned
+        // (EINVAL) before looking it up, populating it or registering it; it dereferences nothing.
+        unsafe { ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut up) },
         Errno::EINVAL,
         "userptr not page aligned",
     );
@@ -427,7 +438,10 @@ fn a_userptr_registration_populates_its_pages() {
         flags: KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
         ..Default::default()
     };
-    ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut up).unwrap();
+    // SAFETY: a USERPTR of exactly `mem`, this test's anonymous read-write mapping, never unmapped,
+    // so it outlives the registration; the test only asks `mincore` about it, holding no reference
+    // into it.
+    unsafe { ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut up) }.unwrap();
     assert_eq!(
         resident(),
         PAGES,
@@ -470,11 +484,15 @@ fn apertures_and_misc_queries() {
     let model = model(Preset::Gfx900, 2);
     let c = Client::new(&model);
     let mut n = kfd_ioctl_get_process_apertures_new_args::default();
-    ioctl_unchecked::<GetProcessAperturesNew>(&c.p, &mut n).unwrap();
+    // SAFETY: `num_of_nodes` is 0: the model only returns the count and writes nothing through
+    // `kfd_process_device_apertures_ptr` (0).
+    unsafe { ioctl_unchecked::<GetProcessAperturesNew>(&c.p, &mut n) }.unwrap();
     assert_eq!(n.num_of_nodes, 2);
     let mut ap = [kfd_process_device_apertures::default(); 2];
     n.kfd_process_device_apertures_ptr = ap.as_mut_ptr() as u64;
-    ioctl_unchecked::<GetProcessAperturesNew>(&c.p, &mut n).unwrap();
+    // SAFETY: `kfd_process_device_apertures_ptr` is `ap`, 2 entries of this test, untouched until
+    // the call returns; the model writes at most `num_of_nodes` (2).
+    unsafe { ioctl_unchecked::<GetProcessAperturesNew>(&c.p, &mut n) }.unwrap();
     assert_eq!((ap[0].gpu_id, ap[1].gpu_id), (c.gpus[0], c.gpus[1]));
     assert_eq!(ap[0].lds_base, 0x1_0000_0000_0000);
     assert_eq!(ap[0].scratch_base, 0x2_0000_0000_0000);
@@ -535,16 +553,23 @@ fn apertures_and_misc_queries() {
         gpu_id: c.gpu(),
         ..Default::default()
     };
-    ioctl_unchecked::<GetTileConfig>(&c.p, &mut t).unwrap();
+    // SAFETY: `tile_config_ptr` and `macro_tile_config_ptr` are `tiles` (4 u32) and `macros` (2
+    // u32) of this test, untouched until the call returns; the model writes at most
+    // `num_tile_configs` and `num_macro_tile_configs` entries.
+    unsafe { ioctl_unchecked::<GetTileConfig>(&c.p, &mut t) }.unwrap();
     assert_eq!((t.num_tile_configs, tiles), (4, [0; 4]));
 
     let mut rt = kfd_ioctl_runtime_enable_args {
         mode_mask: KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK,
         ..Default::default()
     };
-    ioctl_unchecked::<RuntimeEnable>(&c.p, &mut rt).unwrap();
+    // SAFETY: RUNTIME_ENABLE's only address is `r_debug`, 0 here, which the model only records for
+    // a debugger and never dereferences.
+    unsafe { ioctl_unchecked::<RuntimeEnable>(&c.p, &mut rt) }.unwrap();
     assert_errno(
-        ioctl_unchecked::<RuntimeEnable>(&c.p, &mut rt),
+        // SAFETY: RUNTIME_ENABLE's only address is `r_debug`, 0 here, which the model only records
+        // for a debugger and never dereferences.
+        unsafe { ioctl_unchecked::<RuntimeEnable>(&c.p, &mut rt) },
         Errno::EBUSY,
         "runtime already enabled",
     );

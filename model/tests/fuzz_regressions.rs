@@ -77,7 +77,10 @@ fn huge_event_arrays_are_enomem() {
         wait_result: 99,
     };
     assert_errno(
-        ioctl_unchecked::<WaitEvents>(&c.p, &mut w),
+        // SAFETY: `num_events` (u32::MAX) is far more than `data` holds, but the model refuses an
+        // array over its copy-in limit (ENOMEM in `read_array`) before allocating or reading
+        // anything: nothing at `events_ptr` is read or written.
+        unsafe { ioctl_unchecked::<WaitEvents>(&c.p, &mut w) },
         Errno::ENOMEM,
         "wait",
     );

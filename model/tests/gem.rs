@@ -139,7 +139,9 @@ fn dmabuf_info(c: &Client, fd: i32) -> Result<kfd_ioctl_get_dmabuf_info_args, Er
         dmabuf_fd: fd as u32,
         ..Default::default()
     };
-    ioctl_unchecked::<GetDmabufInfo>(&c.p, &mut a).map(|_| a)
+    // SAFETY: `metadata_ptr` is 0: the model writes metadata only through a non-null
+    // `metadata_ptr`; the argument carries no other address.
+    unsafe { ioctl_unchecked::<GetDmabufInfo>(&c.p, &mut a) }.map(|_| a)
 }
 
 #[test]
@@ -305,7 +307,9 @@ fn metadata_set_on_a_gem_buffer_reaches_kfds_dmabuf_info() {
         metadata_size: room.len() as u32,
         ..Default::default()
     };
-    ioctl_unchecked::<GetDmabufInfo>(&c.p, &mut a).unwrap();
+    // SAFETY: `metadata_ptr` is `room`, 64 bytes of this test, untouched until the call returns;
+    // the model writes the metadata there only when it fits in `metadata_size` (64).
+    unsafe { ioctl_unchecked::<GetDmabufInfo>(&c.p, &mut a) }.unwrap();
     assert_eq!(a.metadata_size, 26);
     assert_eq!(&room[..26], &umd[..]);
     assert_eq!(room[26], 0xEE, "nothing past the metadata is written");
@@ -320,7 +324,9 @@ fn metadata_set_on_a_gem_buffer_reaches_kfds_dmabuf_info() {
         ..Default::default()
     };
     assert_errno(
-        ioctl_unchecked::<GetDmabufInfo>(&c.p, &mut small),
+        // SAFETY: `metadata_ptr` is `room` (64 bytes of this test) but `metadata_size` is 25, less
+        // than the metadata: the model refuses (EINVAL) before writing through it.
+        unsafe { ioctl_unchecked::<GetDmabufInfo>(&c.p, &mut small) },
         Errno::EINVAL,
         "less room than the metadata",
     );

@@ -93,7 +93,9 @@ fn a_silent_scheduler_times_out_then_everything_is_eio_until_reset() {
         timeout: 0,
         wait_result: 99,
     };
-    ioctl_unchecked::<WaitEvents>(&c.p, &mut w).unwrap();
+    // SAFETY: `events_ptr` is `data`, one `kfd_event_data` of this test, untouched until the call
+    // returns; the model reads and writes only that entry.
+    unsafe { ioctl_unchecked::<WaitEvents>(&c.p, &mut w) }.unwrap();
     assert_eq!(
         w.wait_result, KFD_IOC_WAIT_RESULT_COMPLETE,
         "the reset raised the hw exception"

@@ -309,7 +309,10 @@ impl Worker {
                     num_of_nodes: 8,
                     pad: 0,
                 };
-                ioctl_unchecked::<GetProcessAperturesNew>(&self.c.p, &mut a).expect("apertures");
+                // SAFETY: `kfd_process_device_apertures_ptr` is `list`, 8 entries owned by this arm
+                // until the call returns; the model writes at most `num_of_nodes` (8) of them.
+                unsafe { ioctl_unchecked::<GetProcessAperturesNew>(&self.c.p, &mut a) }
+                    .expect("apertures");
                 assert_eq!(a.num_of_nodes as usize, self.c.gpus.len());
             }
             _ => {
@@ -416,7 +419,9 @@ fn shared_process_pair(model: &Model, p: &Progress, ops_each: u64) {
             timeout: WAIT_MS,
             wait_result: 0,
         };
-        ioctl_unchecked::<WaitEvents>(&proc_, &mut w).expect("wait");
+        // SAFETY: `events_ptr` is `data`, one `kfd_event_data` of this closure, untouched until the
+        // call returns; the model reads and writes only that entry.
+        unsafe { ioctl_unchecked::<WaitEvents>(&proc_, &mut w) }.expect("wait");
         assert_eq!(
             w.wait_result, COMPLETE,
             "event {id} set by the other thread within {WAIT_MS} ms"
@@ -438,7 +443,9 @@ fn shared_process_pair(model: &Model, p: &Progress, ops_each: u64) {
             flags: KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
             ..Default::default()
         };
-        ioctl_unchecked::<AllocMemoryOfGpu>(&proc_, &mut a).expect("alloc");
+        // SAFETY: a GTT allocation, no USERPTR flag: the argument carries no user address
+        // (`va_addr` is a GPU virtual address; `mmap_offset` is read as one only for USERPTR).
+        unsafe { ioctl_unchecked::<AllocMemoryOfGpu>(&proc_, &mut a) }.expect("alloc");
         let ids = [node.gpu_id];
         let mut m = kfd_ioctl_map_memory_to_gpu_args {
             handle: a.handle,

@@ -385,7 +385,9 @@ fn header_and_attribute_errnos() {
         ..Default::default()
     };
     assert_errno(
-        ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut alloc),
+        // SAFETY: a GTT allocation, no USERPTR flag: the argument carries no user address
+        // (`va_addr` is a GPU virtual address; `mmap_offset` is read as one only for USERPTR).
+        unsafe { ioctl_unchecked::<AllocMemoryOfGpu>(&c.p, &mut alloc) },
         Errno::EADDRINUSE,
         "buffer over an SVM range",
     );

@@ -102,8 +102,9 @@ fn raw_ioctl_is_typed_by_its_request() {
     kfd.ioctl::<GetVersion>(&mut v).unwrap();
     assert_eq!(v.major_version, 1);
     // A request and a struct of another size cannot meet any more: the request type names its
-    // argument type (`kfd.ioctl::<CreateQueue>(&mut destroy_args)` does not compile, and
-    // CREATE_QUEUE is not `SafeIoctl`, so only `ioctl_unchecked` takes it).
+    // argument type (`kfd.ioctl::<CreateQueue>(&mut destroy_args)` does not compile: CREATE_QUEUE
+    // is `SafeIoctl`, so the safe `ioctl` takes it, but only with its own
+    // `kfd_ioctl_create_queue_args`).
     // The backend refuses short buffers outright.
     let mut three = [0u8; 3];
     assert_eq!(

@@ -42,11 +42,18 @@ pub fn wait_until(what: &str, cond: impl Fn() -> bool) {
 
 /// A typed ioctl whose argument may carry user addresses ([`Process::call_unchecked`]), for
 /// the requests that are not `SafeIoctl`; safe requests go through [`Process::call`].
-pub fn ioctl_unchecked<R: Ioctl>(p: &Process, args: &mut R::Arg) -> KResult<i32> {
-    // SAFETY: the tests pass only addresses of buffers this client allocated through the model
-    // (or, for USERPTR, host memory they leak for the process's life) and of output arrays they
-    // own until the call returns, and keep the buffers until the queues that use them are
-    // destroyed; errno tests pass addresses the model must refuse.
+///
+/// # Safety
+///
+/// As [`Process::call_unchecked`]: every address inside `args` (a `USERPTR` buffer's user
+/// address, `WAIT_EVENTS`' event array, the output array of `GET_PROCESS_APERTURES_NEW`,
+/// `GET_TILE_CONFIG` or `GET_DMABUF_INFO`, …) is memory of this process that the caller owns
+/// for everything the request does with it and for as long as it does (an output array until
+/// the call returns; memory a GPU mapping reaches until the buffer is freed), with no Rust
+/// reference into what the model writes meanwhile — or an address the model refuses without
+/// dereferencing it.
+pub unsafe fn ioctl_unchecked<R: Ioctl>(p: &Process, args: &mut R::Arg) -> KResult<i32> {
+    // SAFETY: the caller keeps `call_unchecked`'s contract, which this function's is.
     unsafe { p.call_unchecked::<R>(args) }
 }
 
@@ -152,8 +159,14 @@ impl Client {
         va
     }
 
-    /// ALLOC_MEMORY_OF_GPU + MAP_MEMORY_TO_GPU on `gpu`.
+    /// ALLOC_MEMORY_OF_GPU + MAP_MEMORY_TO_GPU on `gpu`; never USERPTR (this safe function
+    /// gives the model no user address).
     pub fn alloc_on(&self, gpu: u32, size: u64, flags: u32) -> KResult<Buf> {
+        assert_eq!(
+            flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR,
+            0,
+            "alloc_on makes no USERPTR"
+        );
         let va = self.va(size);
         let mut a = kfd_ioctl_alloc_memory_of_gpu_args {
             va_addr: va,
@@ -162,7 +175,9 @@ impl Client {
             flags,
             ..Default::default()
         };
-        ioctl_unchecked::<AllocMemoryOfGpu>(&self.p, &mut a)?;
+        // SAFETY: no USERPTR flag (asserted above): the argument carries no user address (`va_addr`
+        // is a GPU virtual address; `mmap_offset` is read as one only for USERPTR).
+        unsafe { ioctl_unchecked::<AllocMemoryOfGpu>(&self.p, &mut a) }?;
         let ids = [gpu];
         let mut m = kfd_ioctl_map_memory_to_gpu_args {
             handle: a.handle,
@@ -401,7 +416,9 @@ pub fn wait_events_data(
         timeout,
         wait_result: 99,
     };
-    let r = ioctl_unchecked::<WaitEvents>(&c.p, &mut w);
+    // SAFETY: `events_ptr` is `data`, `ids.len()` entries owned by this function and untouched
+    // until the call returns; the model reads and writes at most `num_events` of them.
+    let r = unsafe { ioctl_unchecked::<WaitEvents>(&c.p, &mut w) };
     (r, w.wait_result, data)
 }
 

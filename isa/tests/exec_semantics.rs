@@ -1030,3 +1030,77 @@ fn global_dword_runs_load_and_store_what_lane_accesses_would() {
         }
     }
 }
+
+#[test]
+fn a_run_to_memory_wait_ends_at_the_first_wait_that_would_block_on_a_load() {
+    // Interpreted and through compiled blocks alike.
+    for compiled in [false, true] {
+        let program = |src: &str| {
+            let mut r = Run::gfx9(src);
+            r.cache = if compiled {
+                r.cache.clone().with_compiler()
+            } else {
+                r.cache.clone().without_compiler()
+            };
+            r
+        };
+        // s_waitcnt vmcnt(0) with no load issued in the run, and lgkmcnt(0) (VM_CNT at its
+        // maximum) after one, do not block; vmcnt(0) after the load does: the run ends there
+        // with the PC on it (bytes before it: 4, 8 with the literal, 4, 8, 4), and a plain run
+        // finishes the program.
+        let mut r = program(
+            "s_waitcnt vmcnt(0)\n\
+             v_mov_b32 v2, 0x2000\n\
+             v_mov_b32 v3, 0\n\
+             global_load_dword v0, v[2:3], off\n\
+             s_waitcnt lgkmcnt(0)\n\
+             s_waitcnt vmcnt(0)\n\
+             v_mov_b32 v1, 7",
+        );
+        r.env.map(0x2000, 4);
+        assert_eq!(
+            r.wave.run_to_memory_wait(&r.cache, &mut r.env, 100),
+            Stop::BudgetExhausted,
+            "compiled {compiled}"
+        );
+        assert_eq!(r.wave.pc, BASE + 28, "compiled {compiled}");
+        assert_eq!(
+            r.v(1),
+            [0; 64],
+            "nothing past the wait ran (compiled {compiled})"
+        );
+        // Resumed the same way, the wait is the run's first instruction and no load is
+        // pending in it: the run goes on to the end.
+        assert_eq!(
+            r.wave.run_to_memory_wait(&r.cache, &mut r.env, 100),
+            Stop::EndOfProgram
+        );
+        assert_eq!(r.v(1), [7; 64]);
+        assert_eq!(
+            r.cache.blocks().map_or(0, |b| b.compiled()) > 0,
+            compiled,
+            "blocks ran"
+        );
+        // vmcnt(1) waits too (below the maximum 63), even with one load in flight on hardware.
+        let mut r = program(
+            "v_mov_b32 v2, 0x2000\n\
+             v_mov_b32 v3, 0\n\
+             global_load_dword v0, v[2:3], off\n\
+             s_waitcnt vmcnt(1)\n\
+             v_mov_b32 v1, 7",
+        );
+        r.env.map(0x2000, 4);
+        assert_eq!(
+            r.wave.run_to_memory_wait(&r.cache, &mut r.env, 100),
+            Stop::BudgetExhausted
+        );
+        assert_eq!(r.wave.pc, BASE + 20, "compiled {compiled}");
+        // A budget shorter than the way to the wait ends the run at the budget.
+        let mut r = program("v_mov_b32 v1, 1\nv_mov_b32 v1, 2\nv_mov_b32 v1, 3");
+        assert_eq!(
+            r.wave.run_to_memory_wait(&r.cache, &mut r.env, 2),
+            Stop::BudgetExhausted
+        );
+        assert_eq!(r.v(1), [2; 64], "compiled {compiled}");
+    }
+}

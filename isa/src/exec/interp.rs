@@ -65,6 +65,22 @@ fn opnd(c: &Cached, field: Field) -> Option<Operand> {
         .map(|(_, o)| *o)
 }
 
+/// Whether the instruction is an `s_waitcnt` that waits for vector memory: VM_CNT (SIMM16
+/// `[3:0]` and `[15:14]` on gfx9) below its maximum 63.
+pub(crate) fn waits_for_vector_memory(c: &Cached) -> bool {
+    let word = c.inst.words[0];
+    let vm_cnt = (word & 0xf) | ((word >> 14) & 0x3) << 4;
+    c.inst.op == Op::SWaitcnt && vm_cnt < 0x3f
+}
+
+/// Whether the instruction issues vector memory (counted by VM_CNT).
+pub(crate) fn issues_vector_memory(c: &Cached) -> bool {
+    matches!(
+        c.inst.enc,
+        Enc::Mubuf | Enc::Mtbuf | Enc::Mimg | Enc::Flat | Enc::Global | Enc::Scratch
+    )
+}
+
 fn illegal(pc: u64, c: &Cached) -> WaveFault {
     WaveFault::IllegalInstruction {
         pc,
@@ -86,8 +102,39 @@ impl Wave {
         }
     }
 
+    /// Runs like [`Wave::run`] (at most `budget` instructions), but interpreted and ending
+    /// the run early with [`Stop::BudgetExhausted`] at an `s_waitcnt` that would block on
+    /// hardware: one that waits for vector memory (VM_CNT below its maximum) after the wave
+    /// issued a vector memory instruction in this run. The PC stays on the `s_waitcnt`.
+    ///
+    /// A compute unit runs the waves a barrier released this way: on hardware they all issue
+    /// at once and a load takes hundreds of clocks, so each wave gets as far as its first
+    /// wait for a load before any wave goes past one and writes what it loaded.
+    pub fn run_to_memory_wait<E: WaveEnv + ?Sized>(
+        &mut self,
+        code: &CodeCache,
+        env: &mut E,
+        budget: u64,
+    ) -> Stop {
+        match code.blocks() {
+            Some(blocks) => self.run_compiled_until::<E, true>(code, blocks, env, budget),
+            None => self.interpret_until::<E, true>(code, env, budget),
+        }
+    }
+
     /// The interpreter: [`Wave::run`] one instruction at a time through the decode cache.
     pub(crate) fn interpret<E: WaveEnv + ?Sized>(
+        &mut self,
+        code: &CodeCache,
+        env: &mut E,
+        budget: u64,
+    ) -> Stop {
+        self.interpret_until::<E, false>(code, env, budget)
+    }
+
+    /// [`Wave::interpret`], and with `MEMORY_WAIT` [`Wave::run_to_memory_wait`]'s early end.
+    #[inline(always)]
+    fn interpret_until<E: WaveEnv + ?Sized, const MEMORY_WAIT: bool>(
         &mut self,
         code: &CodeCache,
         env: &mut E,
@@ -96,6 +143,7 @@ impl Wave {
         if self.halted() {
             return Stop::Halt;
         }
+        let mut loads_issued = false;
         for _ in 0..budget {
             let cached = match code.get(self.pc) {
                 Some(Ok(c)) => c,
@@ -112,6 +160,12 @@ impl Wave {
                     }))
                 }
             };
+            if MEMORY_WAIT {
+                if loads_issued && waits_for_vector_memory(cached) {
+                    return Stop::BudgetExhausted;
+                }
+                loads_issued |= issues_vector_memory(cached);
+            }
             let next = self.pc.wrapping_add(u64::from(cached.inst.len));
             let indexed;
             let cached = if self.mode.gpr_idx()

@@ -8,6 +8,7 @@
 //! a dispatch starts; the observer is looked up then and checked once per wave, so a model
 //! without an observer pays a few atomic additions per wave and nothing per instruction.
 
+use crate::hw::spi::BARRIER_RELEASE_TURN;
 use isa::exec::wave::sreg;
 use isa::exec::{CodeCache, Lanes, Stop, Wave, WaveEnv};
 use std::fmt;
@@ -363,7 +364,7 @@ impl Watch {
         budget: u64,
     ) -> Stop {
         let mut retired = 0;
-        let stop = self.run_local(id, wave, code, env, budget, &mut retired);
+        let stop = self.run_local(id, wave, code, env, budget, false, &mut retired);
         self.count_instructions(retired);
         stop
     }
@@ -371,6 +372,10 @@ impl Watch {
     /// [`Watch::run`], adding the instructions to `retired` rather than to the shared count: a
     /// compute unit's thread sums them over its time slice and hands the sum over with
     /// [`Watch::count_instructions`] (one atomic add per slice rather than per wave turn).
+    /// `released`: the wave's first turn after a barrier, which ends at its first wait for a
+    /// load ([`Wave::run_to_memory_wait`]); an observed wave, run instruction by instruction,
+    /// ends it after `BARRIER_RELEASE_TURN` (8) instructions instead.
+    #[allow(clippy::too_many_arguments)]
     pub fn run_local<E: WaveEnv + ?Sized>(
         &self,
         id: impl FnOnce() -> WaveId,
@@ -378,19 +383,32 @@ impl Watch {
         code: &CodeCache,
         env: &mut E,
         budget: u64,
+        released: bool,
         retired: &mut u64,
     ) -> Stop {
         let before = wave.retired;
+        let unobserved = |wave: &mut Wave, env: &mut E| {
+            if released {
+                wave.run_to_memory_wait(code, env, budget)
+            } else {
+                wave.run(code, env, budget)
+            }
+        };
         let stop = match &self.observer {
             Some(o) => {
                 let id = id();
                 if o.wants_instructions(id) {
+                    let budget = if released {
+                        budget.min(BARRIER_RELEASE_TURN)
+                    } else {
+                        budget
+                    };
                     run_observed(o.as_ref(), id, wave, code, env, budget)
                 } else {
-                    wave.run(code, env, budget)
+                    unobserved(wave, env)
                 }
             }
-            None => wave.run(code, env, budget),
+            None => unobserved(wave, env),
         };
         *retired += wave.retired - before;
         stop

@@ -33,6 +33,7 @@ mod polling;
 mod sq;
 
 pub use code::DecodedCode;
+pub(crate) use cu::BARRIER_RELEASE_TURN;
 pub use placement::WavePlacement;
 pub use sq::{
     SqMessage, WaveException, QUEUE_ERROR_ILLEGAL_INSTRUCTION, QUEUE_ERROR_MEMORY_VIOLATION,

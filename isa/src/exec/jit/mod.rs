@@ -153,6 +153,12 @@ pub(crate) struct Block {
     /// One past the highest VGPR a compiled memory step names (the VALU kernels check their
     /// own), so a wave with fewer is sent to the interpreter with one compare.
     pub vgpr_end: usize,
+    /// Some instruction of the block issues vector memory.
+    pub issues_vector_memory: bool,
+    /// Some instruction of the block is an `s_waitcnt` on VM_CNT: a run to the first wait
+    /// for a load ([`Wave::run_to_memory_wait`](crate::exec::Wave::run_to_memory_wait))
+    /// takes such a block an instruction at a time once a load may be pending.
+    pub waits_for_vector_memory: bool,
 }
 
 /// The compiled blocks of one code region, by entry address (dword offset from the base),
@@ -197,9 +203,12 @@ impl Blocks {
 fn compile(code: &CodeCache, pc: u64) -> Option<Block> {
     let mut steps = Vec::new();
     let mut vgpr_end = 0usize;
+    let (mut issues_vector_memory, mut waits_for_vector_memory) = (false, false);
     let mut at = pc;
     while steps.len() < MAX_BLOCK {
         let Some(Ok(c)) = code.get(at) else { break };
+        issues_vector_memory |= super::interp::issues_vector_memory(c);
+        waits_for_vector_memory |= super::interp::waits_for_vector_memory(c);
         let next = at.wrapping_add(u64::from(c.inst.len));
         let step = step_of(c, code.target(), next);
         vgpr_end = vgpr_end.max(vgprs_named(&step));
@@ -215,6 +224,8 @@ fn compile(code: &CodeCache, pc: u64) -> Option<Block> {
     Some(Block {
         steps: steps.into_boxed_slice(),
         vgpr_end,
+        issues_vector_memory,
+        waits_for_vector_memory,
     })
 }
 

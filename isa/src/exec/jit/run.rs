@@ -26,29 +26,59 @@ impl Wave {
         env: &mut E,
         budget: u64,
     ) -> Stop {
+        self.run_compiled_until::<E, false>(code, blocks, env, budget)
+    }
+
+    /// [`Wave::run_compiled`], and with `MEMORY_WAIT` the early end of
+    /// [`Wave::run_to_memory_wait`]: a block that holds a VM_CNT wait, entered once a load
+    /// may be pending (issued before it or within it), runs an instruction at a time.
+    #[inline(always)]
+    pub(crate) fn run_compiled_until<E: WaveEnv + ?Sized, const MEMORY_WAIT: bool>(
+        &mut self,
+        code: &CodeCache,
+        blocks: &Blocks,
+        env: &mut E,
+        budget: u64,
+    ) -> Stop {
         if self.halted() {
             return Stop::Halt;
         }
         let mut left = budget;
+        let mut loads_issued = false;
         while left > 0 {
             let block = match blocks.at(code, self.pc) {
                 Some(b)
                     if !self.mode.gpr_idx()
                         && b.steps.len() as u64 <= left
-                        && self.vgpr.len() >= b.vgpr_end =>
+                        && self.vgpr.len() >= b.vgpr_end
+                        && !(MEMORY_WAIT
+                            && b.waits_for_vector_memory
+                            && (loads_issued || b.issues_vector_memory)) =>
                 {
                     b
                 }
-                // VGPR index mode, a block past the budget or the wave's registers, or no
-                // block here: the interpreter runs one instruction (and reports what it finds)
-                _ => match self.interpret(code, env, 1) {
-                    Stop::BudgetExhausted => {
-                        left -= 1;
-                        continue;
+                // VGPR index mode, a block past the budget or the wave's registers, a block
+                // with a wait the run must stop at, or no block here: the interpreter runs one
+                // instruction (and reports what it finds)
+                _ => {
+                    if MEMORY_WAIT {
+                        if let Some(Ok(c)) = code.get(self.pc) {
+                            if loads_issued && super::super::interp::waits_for_vector_memory(c) {
+                                return Stop::BudgetExhausted;
+                            }
+                            loads_issued |= super::super::interp::issues_vector_memory(c);
+                        }
                     }
-                    stop => return stop,
-                },
+                    match self.interpret(code, env, 1) {
+                        Stop::BudgetExhausted => {
+                            left -= 1;
+                            continue;
+                        }
+                        stop => return stop,
+                    }
+                }
             };
+            loads_issued |= MEMORY_WAIT && block.issues_vector_memory;
             match self.run_block(code, block, env) {
                 Exit::Continue { ran } => left -= ran,
                 Exit::Stop(stop) => return stop,

@@ -27,12 +27,15 @@ pub const WAVE_TURN: u64 = 4096;
 /// its workgroup gets a turn.
 pub const POLL_TURN: u64 = 256;
 
-/// Instructions each wave runs in the first round after its workgroup's barrier releases it.
-/// On hardware the waves of a workgroup sit on different SIMDs and all issue at once after a
-/// barrier, and a global load takes hundreds of clocks: every wave reads what the barrier
-/// published (LDS) before any wave can write LDS with data it loaded after the barrier.
-/// Kernels rely on it (RCCL's work loop reads the LDS work header after a barrier while wave 0
-/// already loads the next header into the same place): a short first turn keeps that order.
+/// The first round after a barrier releases a workgroup's waves: each wave runs until its
+/// first wait for a load (`Wave::run_to_memory_wait`: an `s_waitcnt` on VM_CNT after it
+/// issued vector memory), at most [`WAVE_TURN`] instructions. On hardware the waves of a
+/// workgroup sit on different SIMDs and all issue at once after a barrier, and a load takes
+/// hundreds of clocks: every wave reads what the barrier published (LDS) before any wave can
+/// write LDS with data it loaded after the barrier. Kernels rely on it (RCCL's work loop
+/// reads the LDS work header after a barrier while wave 0 already loads the next header into
+/// the same place). A wave an observer watches instruction by instruction ends that round
+/// after this many instructions instead.
 pub const BARRIER_RELEASE_TURN: u64 = 8;
 
 /// Instructions a workgroup runs in one turn on a compute-unit thread (at least one round of
@@ -67,8 +70,8 @@ pub(super) struct Workgroup {
     /// Per wave: its last run's memory accesses, and whether that run polled.
     activity: Vec<(Activity, bool)>,
     lds: Vec<u8>,
-    /// A barrier just released its waves: the next round gives each a short turn
-    /// ([`BARRIER_RELEASE_TURN`]).
+    /// A barrier just released its waves: in the next round each runs to its first wait for
+    /// a load ([`BARRIER_RELEASE_TURN`] says why).
     released: bool,
 }
 
@@ -133,9 +136,8 @@ impl KernelRun {
                 }
                 ran = true;
                 let (last_activity, polled) = group.activity[i];
-                let budget = if short_round {
-                    BARRIER_RELEASE_TURN
-                } else if polled {
+                let released = short_round;
+                let budget = if polled && !released {
                     POLL_TURN
                 } else {
                     WAVE_TURN
@@ -179,11 +181,16 @@ impl KernelRun {
                             code,
                             &mut env,
                             budget,
+                            released,
                             retired,
                         ),
                         None => {
                             let before = wave.retired;
-                            let stop = wave.run(code, &mut env, budget);
+                            let stop = if released {
+                                wave.run_to_memory_wait(code, &mut env, budget)
+                            } else {
+                                wave.run(code, &mut env, budget)
+                            };
                             *retired += wave.retired - before;
                             stop
                         }
